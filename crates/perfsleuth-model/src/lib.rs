@@ -1,0 +1,435 @@
+//! The data model of perfsleuth: runs, benchmarks, samples, metrics and the
+//! environment fingerprint. These types are what the store persists and what
+//! the JSON export serialises, so changes here are schema changes: bump
+//! [`SCHEMA_VERSION`] and document them in `docs/SCHEMA.md`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Version of the JSON export schema and of the model as a whole.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Name written into every exported document so a reader can tell what it holds.
+pub const EXPORT_KIND_RUN: &str = "perfsleuth/run";
+
+/// How much a fact matters when two environments are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImpactClass {
+    /// Results are not comparable across a change (CPU model, kernel release, libc, binary hash).
+    Identity,
+    /// Known to move results (governor, turbo, mitigations, quotas, affinity).
+    Performance,
+    /// Recorded for the record, never judged (hostname, load at start).
+    Context,
+}
+
+impl ImpactClass {
+    /// The lowercase name used in JSON and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImpactClass::Identity => "identity",
+            ImpactClass::Performance => "performance",
+            ImpactClass::Context => "context",
+        }
+    }
+}
+
+/// The value written for a fact that could not be read.
+pub const UNKNOWN: &str = "unknown";
+
+/// One environment fact: a string value and its impact class.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fact {
+    /// The value as text; [`UNKNOWN`] when it could not be read.
+    pub value: String,
+    /// How a change of this fact affects comparability.
+    pub class: ImpactClass,
+}
+
+/// The environment fingerprint: facts keyed by dotted names (`cpu.model`, `kernel.release`).
+///
+/// New facts are new keys, so the fingerprint grows without schema changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Environment {
+    /// All facts, ordered by key.
+    pub facts: BTreeMap<String, Fact>,
+}
+
+impl Environment {
+    /// Records a fact, replacing any earlier value under the same key.
+    pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>, class: ImpactClass) {
+        self.facts.insert(
+            key.into(),
+            Fact {
+                value: value.into(),
+                class,
+            },
+        );
+    }
+
+    /// Records a fact whose value may be missing; a missing value is stored as [`UNKNOWN`].
+    pub fn set_opt(&mut self, key: impl Into<String>, value: Option<String>, class: ImpactClass) {
+        self.set(key, value.unwrap_or_else(|| UNKNOWN.to_string()), class);
+    }
+
+    /// The value of a fact, if recorded.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.facts.get(key).map(|f| f.value.as_str())
+    }
+
+    /// The facts of the given classes, in key order.
+    pub fn facts_of<'a>(
+        &'a self,
+        classes: &'a [ImpactClass],
+    ) -> impl Iterator<Item = (&'a String, &'a Fact)> + 'a {
+        self.facts.iter().filter(move |(_, f)| classes.contains(&f.class))
+    }
+
+    /// A copy holding only the facts of the given classes.
+    pub fn only(&self, classes: &[ImpactClass]) -> Environment {
+        Environment {
+            facts: self
+                .facts_of(classes)
+                .map(|(k, f)| (k.clone(), f.clone()))
+                .collect(),
+        }
+    }
+
+    /// Merges `other` into `self`; facts in `other` win.
+    pub fn merge(&mut self, other: Environment) {
+        self.facts.extend(other.facts);
+    }
+}
+
+/// Lifecycle of a stored run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Measuring now, or the process died while measuring.
+    Running,
+    /// Every benchmark finished.
+    Complete,
+    /// Stopped by the user (Ctrl-C); the samples taken so far are kept.
+    Interrupted,
+    /// Stopped by an error (a failing command, a timeout).
+    Failed,
+}
+
+impl RunStatus {
+    /// The lowercase name used in JSON and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    /// Parses the lowercase name.
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        Some(match s {
+            "running" => RunStatus::Running,
+            "complete" => RunStatus::Complete,
+            "interrupted" => RunStatus::Interrupted,
+            "failed" => RunStatus::Failed,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What was measured: wall-clock timing or a deterministic simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Real processes timed with a monotonic clock.
+    #[default]
+    Walltime,
+    /// Instruction counts under a simulator (callgrind).
+    Simulation,
+}
+
+impl Mode {
+    /// The lowercase name used in JSON and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Walltime => "walltime",
+            Mode::Simulation => "simulation",
+        }
+    }
+
+    /// Parses the lowercase name.
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "walltime" => Some(Mode::Walltime),
+            "simulation" => Some(Mode::Simulation),
+            _ => None,
+        }
+    }
+}
+
+/// Source-control state of the working directory when the run started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitInfo {
+    /// Full commit hash of HEAD.
+    pub commit: String,
+    /// Branch name, or `None` on a detached HEAD.
+    pub branch: Option<String>,
+    /// Whether tracked files had uncommitted changes.
+    pub dirty: bool,
+}
+
+/// Whether smaller or larger values of a metric are better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Lower is better (time, memory).
+    Lower,
+    /// Higher is better (throughput).
+    Higher,
+}
+
+/// A per-sample metric with its unit and direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Wall-clock time from spawn to exit.
+    Wall,
+    /// User CPU time of the child.
+    User,
+    /// System CPU time of the child.
+    Sys,
+    /// Peak resident set size of the child.
+    PeakRss,
+    /// Minor page faults.
+    MinorFaults,
+    /// Major page faults.
+    MajorFaults,
+    /// Voluntary context switches (the child blocked).
+    VoluntaryCs,
+    /// Involuntary context switches (the child was preempted).
+    InvoluntaryCs,
+}
+
+impl Metric {
+    /// Every built-in metric, in display order.
+    pub const ALL: [Metric; 8] = [
+        Metric::Wall,
+        Metric::User,
+        Metric::Sys,
+        Metric::PeakRss,
+        Metric::MinorFaults,
+        Metric::MajorFaults,
+        Metric::VoluntaryCs,
+        Metric::InvoluntaryCs,
+    ];
+
+    /// Stable snake_case name (JSON, CSV headers, store).
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Wall => "wall",
+            Metric::User => "user",
+            Metric::Sys => "sys",
+            Metric::PeakRss => "peak_rss",
+            Metric::MinorFaults => "minor_faults",
+            Metric::MajorFaults => "major_faults",
+            Metric::VoluntaryCs => "voluntary_cs",
+            Metric::InvoluntaryCs => "involuntary_cs",
+        }
+    }
+
+    /// Unit of the raw values.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::Wall | Metric::User | Metric::Sys => "ns",
+            Metric::PeakRss => "bytes",
+            _ => "count",
+        }
+    }
+
+    /// Which way is better.
+    pub fn direction(self) -> Direction {
+        Direction::Lower
+    }
+
+    /// Reads this metric from a sample.
+    pub fn of(self, s: &Sample) -> f64 {
+        match self {
+            Metric::Wall => s.wall_ns as f64,
+            Metric::User => s.user_ns as f64,
+            Metric::Sys => s.sys_ns as f64,
+            Metric::PeakRss => s.peak_rss_bytes as f64,
+            Metric::MinorFaults => s.minor_faults as f64,
+            Metric::MajorFaults => s.major_faults as f64,
+            Metric::VoluntaryCs => s.voluntary_cs as f64,
+            Metric::InvoluntaryCs => s.involuntary_cs as f64,
+        }
+    }
+}
+
+/// One timed iteration of one benchmark.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// 0-based index among this benchmark's timed iterations.
+    pub iteration: u32,
+    /// Wall-clock time from spawn to exit, from a monotonic clock.
+    pub wall_ns: u64,
+    /// User CPU time of this child (from `wait4`).
+    pub user_ns: u64,
+    /// System CPU time of this child (from `wait4`).
+    pub sys_ns: u64,
+    /// Peak resident set size of this child.
+    pub peak_rss_bytes: u64,
+    /// Minor page faults.
+    pub minor_faults: u64,
+    /// Major page faults.
+    pub major_faults: u64,
+    /// Voluntary context switches.
+    pub voluntary_cs: u64,
+    /// Involuntary context switches.
+    pub involuntary_cs: u64,
+    /// Exit code, when the child exited normally.
+    pub exit_code: Option<i32>,
+    /// Terminating signal, when the child was killed.
+    pub signal: Option<i32>,
+    /// Extra counters (e.g. hardware events), keyed by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, f64>,
+}
+
+impl Sample {
+    /// Whether the child exited with status 0.
+    pub fn succeeded(&self) -> bool {
+        self.exit_code == Some(0) && self.signal.is_none()
+    }
+}
+
+/// One benchmarked command (after parameter substitution) and its samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Benchmark {
+    /// Display name (`--name`, else the command).
+    pub name: String,
+    /// The command as the user wrote it, parameters substituted.
+    pub command: String,
+    /// The argument vector actually executed.
+    pub argv: Vec<String>,
+    /// Parameter values used for this benchmark (`{VAR}` substitution).
+    #[serde(default)]
+    pub parameters: BTreeMap<String, String>,
+    /// Timed samples in the order taken.
+    #[serde(default)]
+    pub samples: Vec<Sample>,
+}
+
+impl Benchmark {
+    /// The values of one metric over all samples, in order.
+    pub fn values(&self, metric: Metric) -> Vec<f64> {
+        self.samples.iter().map(|s| metric.of(s)).collect()
+    }
+}
+
+/// One invocation of `perfsleuth run`: its benchmarks, environment and provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Store id; `None` when the run was not stored.
+    pub id: Option<i64>,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// End time, RFC 3339 UTC; `None` while running.
+    pub ended_at: Option<String>,
+    /// Lifecycle state.
+    pub status: RunStatus,
+    /// Version of perfsleuth that measured it.
+    pub tool_version: String,
+    /// Source-control state, when run inside a git repository.
+    pub git: Option<GitInfo>,
+    /// Measurement mode.
+    pub mode: Mode,
+    /// The options the run was made with, as given.
+    pub options: serde_json::Value,
+    /// The environment fingerprint at start.
+    pub environment: Environment,
+    /// The benchmarks, in the order given.
+    pub benchmarks: Vec<Benchmark>,
+}
+
+/// Formats a `SystemTime` as RFC 3339 UTC with millisecond precision.
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let d = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, day) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// Converts days since 1970-01-01 to a proleptic Gregorian (year, month, day).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    // Howard Hinnant's algorithm: exact for every day in the i64 range we use.
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_709_210_096_123);
+        assert_eq!(rfc3339(t), "2024-02-29T12:34:56.123Z");
+    }
+
+    #[test]
+    fn environment_json_is_a_flat_map_of_facts() {
+        let mut env = Environment::default();
+        env.set("cpu.model", "Test CPU", ImpactClass::Identity);
+        env.set_opt("host.name", None, ImpactClass::Context);
+        let json = serde_json::to_value(&env).unwrap();
+        assert_eq!(json["cpu.model"]["class"], "identity");
+        assert_eq!(json["host.name"]["value"], UNKNOWN);
+        let back: Environment = serde_json::from_value(json).unwrap();
+        assert_eq!(back, env);
+        assert_eq!(env.only(&[ImpactClass::Identity]).facts.len(), 1);
+    }
+
+    #[test]
+    fn metric_reads_the_matching_sample_field() {
+        let s = Sample {
+            wall_ns: 5,
+            peak_rss_bytes: 7,
+            involuntary_cs: 9,
+            ..Sample::default()
+        };
+        assert_eq!(Metric::Wall.of(&s), 5.0);
+        assert_eq!(Metric::PeakRss.of(&s), 7.0);
+        assert_eq!(Metric::InvoluntaryCs.of(&s), 9.0);
+        assert_eq!(RunStatus::parse("interrupted"), Some(RunStatus::Interrupted));
+    }
+}
