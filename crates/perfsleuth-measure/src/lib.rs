@@ -1,1 +1,46 @@
-//! placeholder
+//! Process execution and timing: spawn a command in its own process group,
+//! wait for exactly that child with `wait4`, and turn its resource usage into
+//! a [`Sample`]. Also splits command lines and resolves programs before any
+//! timing starts, so bad input fails fast.
+
+mod exec;
+mod interrupt;
+mod spawner;
+mod words;
+
+pub use exec::{Executor, IoConfig, Outcome, OutputTarget, resolve_program};
+pub use interrupt::{install_interrupt_handler, interrupted, reset_interrupted};
+pub use spawner::{CommandId, Spawner};
+pub use words::{SplitError, split_command};
+
+use std::path::PathBuf;
+
+/// Errors from preparing or running a command.
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    /// The program was not found on `PATH` or at the given path.
+    #[error("command not found: `{0}`")]
+    NotFound(String),
+    /// The program exists but cannot be executed.
+    #[error("`{}` is not executable", .0.display())]
+    NotExecutable(PathBuf),
+    /// The command line could not be split into words.
+    #[error(transparent)]
+    Split(#[from] SplitError),
+    /// An input or output file could not be opened.
+    #[error("cannot open {}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Spawning or waiting for the child failed.
+    #[error("cannot run `{program}`: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}

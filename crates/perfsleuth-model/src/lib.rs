@@ -85,7 +85,9 @@ impl Environment {
         &'a self,
         classes: &'a [ImpactClass],
     ) -> impl Iterator<Item = (&'a String, &'a Fact)> + 'a {
-        self.facts.iter().filter(move |(_, f)| classes.contains(&f.class))
+        self.facts
+            .iter()
+            .filter(move |(_, f)| classes.contains(&f.class))
     }
 
     /// A copy holding only the facts of the given classes.
@@ -364,9 +366,7 @@ pub struct Run {
 
 /// Formats a `SystemTime` as RFC 3339 UTC with millisecond precision.
 pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let d = t
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, day) = civil_from_days(days);
@@ -430,6 +430,9 @@ mod tests {
         assert_eq!(Metric::Wall.of(&s), 5.0);
         assert_eq!(Metric::PeakRss.of(&s), 7.0);
         assert_eq!(Metric::InvoluntaryCs.of(&s), 9.0);
-        assert_eq!(RunStatus::parse("interrupted"), Some(RunStatus::Interrupted));
+        assert_eq!(
+            RunStatus::parse("interrupted"),
+            Some(RunStatus::Interrupted)
+        );
     }
 }

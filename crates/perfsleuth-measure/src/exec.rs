@@ -1,0 +1,601 @@
+//! Spawning and reaping one iteration. The `Command` is built once and reused
+//! for every iteration, with descriptors opened once, so that the per-iteration
+//! cost stays at the `posix_spawn` + `wait4` floor.
+
+use crate::{MeasureError, interrupted};
+use perfsleuth_model::Sample;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where the benchmarked command's standard output goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputTarget {
+    /// Discarded (`/dev/null`), never buffered.
+    Null,
+    /// The terminal perfsleuth writes to.
+    Inherit,
+    /// Appended to this file; the caller truncates it once before the run, so
+    /// that several commands sharing it all keep their output.
+    File(PathBuf),
+}
+
+/// How the child's standard streams and time limit are set up.
+#[derive(Debug, Clone)]
+pub struct IoConfig {
+    /// Where stdout goes. stderr follows it for `Inherit`; otherwise stderr is
+    /// kept in an unlinked temporary file so a failure can show its last lines.
+    pub output: OutputTarget,
+    /// File fed to stdin, rewound before every iteration; `/dev/null` when `None`.
+    pub input: Option<PathBuf>,
+    /// Per-iteration limit; the child's whole process group is killed past it.
+    pub timeout: Option<Duration>,
+}
+
+/// How one iteration ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The child exited or was killed by a signal of its own; see the sample's exit fields.
+    Completed(Sample),
+    /// The child ran past the timeout and its process group was killed.
+    TimedOut(Sample),
+    /// SIGINT/SIGTERM arrived; the child's process group was killed.
+    Interrupted,
+}
+
+/// Looks a program up the way `execvp` would and checks that it can run, so a
+/// typo fails before any timing starts.
+pub fn resolve_program(program: &str, path_var: Option<&OsStr>) -> Result<PathBuf, MeasureError> {
+    if program.is_empty() {
+        return Err(MeasureError::NotFound(program.to_string()));
+    }
+    if program.contains('/') {
+        let path = PathBuf::from(program);
+        return check_executable(&path).map(|()| path);
+    }
+    let search = path_var.unwrap_or_else(|| OsStr::new("/usr/local/bin:/usr/bin:/bin"));
+    let mut found_unexecutable = None;
+    for dir in std::env::split_paths(search) {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        let candidate = dir.join(program);
+        match check_executable(&candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(MeasureError::NotExecutable(p)) => {
+                found_unexecutable.get_or_insert(p);
+            }
+            Err(_) => {}
+        }
+    }
+    Err(match found_unexecutable {
+        Some(p) => MeasureError::NotExecutable(p),
+        None => MeasureError::NotFound(program.to_string()),
+    })
+}
+
+fn check_executable(path: &Path) -> Result<(), MeasureError> {
+    let meta =
+        std::fs::metadata(path).map_err(|_| MeasureError::NotFound(path.display().to_string()))?;
+    if meta.is_dir() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(MeasureError::NotExecutable(path.to_path_buf()));
+    }
+    Ok(())
+}
+
+/// Runs one command repeatedly and measures each run.
+#[derive(Debug)]
+pub struct Executor {
+    command: Command,
+    program: String,
+    input: Option<File>,
+    stderr_capture: Option<File>,
+    stderr_dirty: bool,
+    timeout: Option<Duration>,
+}
+
+impl Executor {
+    /// Prepares `argv` (program resolved already or looked up on `PATH`) with
+    /// the given I/O. Opens every file once; nothing is spawned yet.
+    pub fn new(argv: &[String], io: &IoConfig) -> Result<Executor, MeasureError> {
+        Executor::with_capture(argv, io, None)
+    }
+
+    /// Like [`Executor::new`], but stderr is captured into the existing file at
+    /// `capture` (so another process can read it) instead of an anonymous one.
+    pub fn with_capture(
+        argv: &[String],
+        io: &IoConfig,
+        capture: Option<&Path>,
+    ) -> Result<Executor, MeasureError> {
+        let Some((program, args)) = argv.split_first() else {
+            return Err(MeasureError::NotFound(String::new()));
+        };
+        let resolved = resolve_program(program, std::env::var_os("PATH").as_deref())?;
+        let mut command = Command::new(&resolved);
+        command.arg0(program).args(args).process_group(0);
+
+        let open = |path: &Path, write: bool| {
+            let res = if write {
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(path)
+            } else {
+                File::open(path)
+            };
+            res.map_err(|source| MeasureError::File {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
+        let input = match &io.input {
+            Some(path) => {
+                let f = open(path, false)?;
+                command.stdin(dup(&f, path)?);
+                Some(f)
+            }
+            None => {
+                command.stdin(open(Path::new("/dev/null"), false)?);
+                None
+            }
+        };
+        let mut stderr_capture = None;
+        match &io.output {
+            OutputTarget::Inherit => {
+                command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+            }
+            target => {
+                let out_path = match target {
+                    OutputTarget::File(p) => p.as_path(),
+                    _ => Path::new("/dev/null"),
+                };
+                command.stdout(open(out_path, true)?);
+                let capture = match capture {
+                    Some(path) => std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .open(path)
+                        .map_err(|source| MeasureError::File {
+                            path: path.to_path_buf(),
+                            source,
+                        })?,
+                    None => anonymous_temp_file()?,
+                };
+                command.stderr(dup(&capture, Path::new("stderr capture"))?);
+                stderr_capture = Some(capture);
+            }
+        }
+        Ok(Executor {
+            command,
+            program: program.clone(),
+            input,
+            stderr_capture,
+            stderr_dirty: false,
+            timeout: io.timeout,
+        })
+    }
+
+    /// Runs the command once and measures it.
+    pub fn run_once(&mut self, iteration: u32) -> Result<Outcome, MeasureError> {
+        if interrupted() {
+            return Ok(Outcome::Interrupted);
+        }
+        self.rewind_streams()?;
+        let start = Instant::now();
+        let child = self
+            .command
+            .spawn()
+            .map_err(|source| self.spawn_error(source))?;
+        let pid = child.id() as libc::pid_t;
+        // The child is reaped below with wait4, which std's Child never learns of;
+        // dropping it neither waits nor kills, so that is safe.
+        drop(child);
+        let waited =
+            wait_child(pid, self.timeout, start).map_err(|source| self.spawn_error(source))?;
+        let wall = start.elapsed();
+        self.stderr_dirty = self.stderr_capture.is_some();
+        let sample = sample_from(
+            iteration,
+            if waited.timed_out {
+                self.timeout.unwrap_or(wall)
+            } else {
+                wall
+            },
+            waited.status,
+            &waited.usage,
+        );
+        Ok(if waited.interrupted {
+            Outcome::Interrupted
+        } else if waited.timed_out {
+            Outcome::TimedOut(sample)
+        } else {
+            Outcome::Completed(sample)
+        })
+    }
+
+    /// The last `lines` lines the previous iteration wrote to stderr (empty
+    /// when stderr was inherited).
+    pub fn stderr_tail(&mut self, lines: usize) -> String {
+        self.stderr_capture
+            .as_mut()
+            .map_or_else(String::new, |f| tail_of(f, lines))
+    }
+
+    fn rewind_streams(&mut self) -> Result<(), MeasureError> {
+        let io_err = |source| MeasureError::Spawn {
+            program: "stream rewind".into(),
+            source,
+        };
+        if let Some(f) = self.input.as_mut() {
+            f.seek(SeekFrom::Start(0)).map_err(io_err)?;
+        }
+        if self.stderr_dirty {
+            if let Some(f) = self.stderr_capture.as_mut() {
+                f.set_len(0).map_err(io_err)?;
+                f.seek(SeekFrom::Start(0)).map_err(io_err)?;
+            }
+            self.stderr_dirty = false;
+        }
+        Ok(())
+    }
+
+    fn spawn_error(&self, source: std::io::Error) -> MeasureError {
+        MeasureError::Spawn {
+            program: self.program.clone(),
+            source,
+        }
+    }
+}
+
+/// The last `lines` non-empty lines of a capture file; reads at most the
+/// final 64 KiB so a chatty failure stays cheap.
+pub(crate) fn tail_of(file: &mut File, lines: usize) -> String {
+    const CAP: u64 = 64 * 1024;
+    let Ok(len) = file.seek(SeekFrom::End(0)) else {
+        return String::new();
+    };
+    let mut bytes = Vec::new();
+    if file.seek(SeekFrom::Start(len.saturating_sub(CAP))).is_err()
+        || file.read_to_end(&mut bytes).is_err()
+    {
+        return String::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// A second descriptor for the same open file, so the child shares its offset
+/// with the handle we keep for rewinding and reading.
+fn dup(file: &File, path: &Path) -> Result<Stdio, MeasureError> {
+    file.try_clone()
+        .map(Stdio::from)
+        .map_err(|source| MeasureError::File {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// An unlinked file in the temp directory: never fills memory, vanishes on exit.
+pub(crate) fn anonymous_temp_file() -> Result<File, MeasureError> {
+    let (file, path) = named_temp_file()?;
+    let _ = std::fs::remove_file(&path);
+    Ok(file)
+}
+
+/// A new, empty file in the temp directory that only this process created.
+pub(crate) fn named_temp_file() -> Result<(File, PathBuf), MeasureError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!(
+        ".perfsleuth-stderr-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|source| MeasureError::File {
+            path: path.clone(),
+            source,
+        })?;
+    Ok((file, path))
+}
+
+pub(crate) struct Waited {
+    status: libc::c_int,
+    usage: libc::rusage,
+    timed_out: bool,
+    interrupted: bool,
+}
+
+/// Waits for `pid` with `wait4` (resource usage of that child alone), killing
+/// its process group on timeout or interrupt.
+pub(crate) fn wait_child(
+    pid: libc::pid_t,
+    timeout: Option<Duration>,
+    start: Instant,
+) -> std::io::Result<Waited> {
+    let mut timed_out = false;
+    let mut was_interrupted = false;
+    if let Some(limit) = timeout {
+        match wait_ready(pid, limit, start)? {
+            Ready::Exited => {}
+            Ready::TimedOut => {
+                kill_group(pid);
+                timed_out = true;
+            }
+            Ready::Interrupted => {
+                kill_group(pid);
+                was_interrupted = true;
+            }
+        }
+    }
+    // SAFETY: zeroed rusage is a valid value; wait4 writes both out-parameters.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: pointers are to live locals.
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if rc == pid {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+        if interrupted() && !was_interrupted {
+            kill_group(pid);
+            was_interrupted = true;
+        }
+    }
+    Ok(Waited {
+        status,
+        usage,
+        timed_out,
+        interrupted: was_interrupted,
+    })
+}
+
+enum Ready {
+    Exited,
+    TimedOut,
+    Interrupted,
+}
+
+/// Blocks until the child exits, the deadline passes or a signal arrives,
+/// without reaping, so that `wait4` still collects the rusage afterwards.
+fn wait_ready(pid: libc::pid_t, limit: Duration, start: Instant) -> std::io::Result<Ready> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
+    if pidfd < 0 {
+        return poll_ready(pid, limit, start);
+    }
+    let result = loop {
+        let remaining = limit.saturating_sub(start.elapsed());
+        if remaining.is_zero() {
+            break Ok(Ready::TimedOut);
+        }
+        let ts = libc::timespec {
+            tv_sec: remaining.as_secs() as libc::time_t,
+            tv_nsec: remaining.subsec_nanos() as libc::c_long,
+        };
+        let mut pfd = libc::pollfd {
+            fd: pidfd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
+        let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+        if rc > 0 {
+            break Ok(Ready::Exited);
+        }
+        if rc < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() != std::io::ErrorKind::Interrupted {
+                break Err(err);
+            }
+            if interrupted() {
+                break Ok(Ready::Interrupted);
+            }
+        }
+    };
+    // SAFETY: pidfd is ours and closed once.
+    unsafe { libc::close(pidfd) };
+    result
+}
+
+/// Fallback for kernels without `pidfd_open` (< 5.3): poll with `waitid(WNOWAIT)`.
+fn poll_ready(pid: libc::pid_t, limit: Duration, start: Instant) -> std::io::Result<Ready> {
+    loop {
+        // SAFETY: zeroed siginfo is valid; waitid fills it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 && unsafe { info.si_pid() } == pid {
+            return Ok(Ready::Exited);
+        }
+        if interrupted() {
+            return Ok(Ready::Interrupted);
+        }
+        if start.elapsed() >= limit {
+            return Ok(Ready::TimedOut);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn kill_group(pid: libc::pid_t) {
+    // SAFETY: signalling a process group we created; failure (already gone) is fine.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+}
+
+fn timeval_ns(tv: libc::timeval) -> u64 {
+    (tv.tv_sec as u64).saturating_mul(1_000_000_000) + (tv.tv_usec as u64) * 1_000
+}
+
+fn sample_from(
+    iteration: u32,
+    wall: Duration,
+    status: libc::c_int,
+    usage: &libc::rusage,
+) -> Sample {
+    let (exit_code, signal) = if libc::WIFEXITED(status) {
+        (Some(libc::WEXITSTATUS(status)), None)
+    } else if libc::WIFSIGNALED(status) {
+        (None, Some(libc::WTERMSIG(status)))
+    } else {
+        (None, None)
+    };
+    Sample {
+        iteration,
+        wall_ns: wall.as_nanos() as u64,
+        user_ns: timeval_ns(usage.ru_utime),
+        sys_ns: timeval_ns(usage.ru_stime),
+        // Linux reports ru_maxrss in KiB.
+        peak_rss_bytes: (usage.ru_maxrss.max(0) as u64) * 1024,
+        minor_faults: usage.ru_minflt.max(0) as u64,
+        major_faults: usage.ru_majflt.max(0) as u64,
+        voluntary_cs: usage.ru_nvcsw.max(0) as u64,
+        involuntary_cs: usage.ru_nivcsw.max(0) as u64,
+        exit_code,
+        signal,
+        counters: Default::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn io() -> IoConfig {
+        IoConfig {
+            output: OutputTarget::Null,
+            input: None,
+            timeout: None,
+        }
+    }
+
+    #[test]
+    fn measures_a_real_child() {
+        let mut ex = Executor::new(&argv(&["true"]), &io()).unwrap();
+        let Outcome::Completed(s) = ex.run_once(3).unwrap() else {
+            panic!("not completed")
+        };
+        assert_eq!(s.iteration, 3);
+        assert_eq!(s.exit_code, Some(0));
+        assert!(s.wall_ns > 0);
+        assert!(s.peak_rss_bytes > 0, "wait4 reports the child's max RSS");
+    }
+
+    #[test]
+    fn failure_keeps_stderr_tail_and_exit_code() {
+        let mut ex = Executor::new(
+            &argv(&["sh", "-c", "echo one >&2; echo two >&2; exit 3"]),
+            &io(),
+        )
+        .unwrap();
+        let Outcome::Completed(s) = ex.run_once(0).unwrap() else {
+            panic!()
+        };
+        assert_eq!(s.exit_code, Some(3));
+        assert_eq!(ex.stderr_tail(1), "two");
+        assert_eq!(ex.stderr_tail(5), "one\ntwo");
+        // The capture is reset before the next iteration.
+        ex.run_once(1).unwrap();
+        assert_eq!(ex.stderr_tail(5), "one\ntwo");
+    }
+
+    #[test]
+    fn signal_death_is_reported() {
+        let mut ex = Executor::new(&argv(&["sh", "-c", "kill -9 $$"]), &io()).unwrap();
+        let Outcome::Completed(s) = ex.run_once(0).unwrap() else {
+            panic!()
+        };
+        assert_eq!(s.signal, Some(libc::SIGKILL));
+        assert_eq!(s.exit_code, None);
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        let marker =
+            std::env::temp_dir().join(format!("perfsleuth-grandchild-{}", std::process::id()));
+        let _ = std::fs::remove_file(&marker);
+        let script = format!("(sleep 1; touch {}) & sleep 5", marker.display());
+        let cfg = IoConfig {
+            timeout: Some(Duration::from_millis(200)),
+            ..io()
+        };
+        let mut ex = Executor::new(&argv(&["sh", "-c", &script]), &cfg).unwrap();
+        let outcome = ex.run_once(0).unwrap();
+        assert!(
+            matches!(outcome, Outcome::TimedOut(ref s) if s.signal == Some(libc::SIGKILL)),
+            "{outcome:?}"
+        );
+        std::thread::sleep(Duration::from_millis(1300));
+        assert!(
+            !marker.exists(),
+            "the grandchild in the group must be killed too"
+        );
+    }
+
+    #[test]
+    fn input_is_rewound_and_output_written_to_file() {
+        let dir = std::env::temp_dir().join(format!("perfsleuth-io-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("in.txt");
+        let output = dir.join("out.txt");
+        std::fs::write(&input, "hello\n").unwrap();
+        let cfg = IoConfig {
+            output: OutputTarget::File(output.clone()),
+            input: Some(input),
+            timeout: None,
+        };
+        let mut ex = Executor::new(&argv(&["cat"]), &cfg).unwrap();
+        ex.run_once(0).unwrap();
+        ex.run_once(1).unwrap();
+        assert_eq!(std::fs::read_to_string(&output).unwrap(), "hello\nhello\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn missing_and_unexecutable_programs_fail_before_spawning() {
+        assert!(matches!(
+            resolve_program("no-such-program-xyz", None),
+            Err(MeasureError::NotFound(_))
+        ));
+        let plain = std::env::temp_dir().join(format!("perfsleuth-noexec-{}", std::process::id()));
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        assert!(matches!(
+            resolve_program(plain.to_str().unwrap(), None),
+            Err(MeasureError::NotExecutable(_))
+        ));
+        std::fs::remove_file(&plain).unwrap();
+        assert!(matches!(
+            resolve_program("/", None),
+            Err(MeasureError::NotExecutable(_))
+        ));
+        assert!(resolve_program("sh", Some(OsStr::new("/usr/bin:/bin"))).is_ok());
+    }
+}

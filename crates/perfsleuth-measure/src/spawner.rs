@@ -1,0 +1,567 @@
+//! A small helper process that spawns and reaps the benchmarked commands.
+//!
+//! Why: Linux's `exec` folds the *old* address space's RSS high-water mark
+//! into the new program's `ru_maxrss`. With `posix_spawn` (vfork) the old
+//! address space is the parent's, so every child would report at least the
+//! peak RSS perfsleuth itself ever had (its SQLite cache, bootstrap buffers).
+//! The spawner is forked at start-up, while perfsleuth is still tiny, and
+//! never grows, so children report their own peak (within the spawner's
+//! ~1 MiB floor). Timing is taken inside the spawner, around spawn→`wait4`,
+//! so the pipe round trip is not part of any sample.
+
+use crate::exec::{
+    Executor, IoConfig, Outcome, OutputTarget, named_temp_file, resolve_program, tail_of,
+};
+use crate::{MeasureError, interrupted};
+use perfsleuth_model::Sample;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Handle to a prepared command inside the spawner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CommandId(u32);
+
+/// The parent's end of the spawner process.
+#[derive(Debug)]
+pub struct Spawner {
+    pid: libc::pid_t,
+    requests: Option<File>,
+    replies: File,
+    next_id: u32,
+    captures: HashMap<CommandId, File>,
+    forwarded_interrupt: bool,
+}
+
+const REQ_SETUP: u8 = 1;
+const REQ_RUN: u8 = 2;
+const REP_ERR: u8 = 0;
+const REP_OK: u8 = 1;
+
+impl Spawner {
+    /// Forks the spawner. Call it early, before the process has allocated
+    /// much: the spawner's memory is the floor of every reported peak RSS.
+    pub fn start() -> std::io::Result<Spawner> {
+        let (req_read, req_write) = pipe()?;
+        let (rep_read, rep_write) = pipe()?;
+        // SAFETY: fork in a process that is single-threaded at this point (the
+        // caller's contract, documented above); the child only runs our loop
+        // and leaves with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if pid == 0 {
+            drop(req_write);
+            drop(rep_read);
+            // SAFETY: prctl with constant arguments; dies with perfsleuth.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+            let code = serve(File::from(req_read), File::from(rep_write));
+            // SAFETY: leave without running the parent's exit handlers.
+            unsafe { libc::_exit(code) };
+        }
+        drop(req_read);
+        drop(rep_write);
+        Ok(Spawner {
+            pid,
+            requests: Some(File::from(req_write)),
+            replies: File::from(rep_read),
+            next_id: 0,
+            captures: HashMap::new(),
+            forwarded_interrupt: false,
+        })
+    }
+
+    /// Checks and prepares a command in the spawner; errors (missing program,
+    /// unopenable files) come back before anything is timed.
+    pub fn prepare(&mut self, argv: &[String], io: &IoConfig) -> Result<CommandId, MeasureError> {
+        let program = argv
+            .first()
+            .ok_or_else(|| MeasureError::NotFound(String::new()))?;
+        resolve_program(program, std::env::var_os("PATH").as_deref())?;
+        let id = CommandId(self.next_id);
+        self.next_id += 1;
+        let capture = match io.output {
+            OutputTarget::Inherit => None,
+            _ => Some(named_temp_file()?),
+        };
+        let mut msg = Vec::new();
+        msg.push(REQ_SETUP);
+        put_u32(&mut msg, id.0);
+        put_u64(
+            &mut msg,
+            io.timeout.map_or(0, |t| t.as_nanos().max(1) as u64),
+        );
+        match &io.output {
+            OutputTarget::Null => msg.push(0),
+            OutputTarget::Inherit => msg.push(1),
+            OutputTarget::File(p) => {
+                msg.push(2);
+                put_path(&mut msg, p);
+            }
+        }
+        put_opt_path(&mut msg, io.input.as_deref());
+        put_opt_path(&mut msg, capture.as_ref().map(|(_, p)| p.as_path()));
+        put_u32(&mut msg, argv.len() as u32);
+        for a in argv {
+            put_bytes(&mut msg, a.as_bytes());
+        }
+        let reply = self.round_trip(&msg);
+        // The spawner has opened the capture file by now (or failed): unlink it
+        // either way so nothing is left behind.
+        if let Some((file, path)) = capture {
+            let _ = std::fs::remove_file(&path);
+            self.captures.insert(id, file);
+        }
+        let reply = reply?;
+        decode_error(&reply)?;
+        Ok(id)
+    }
+
+    /// Runs a prepared command once in the spawner and returns its measurement.
+    pub fn run_once(&mut self, id: CommandId, iteration: u32) -> Result<Outcome, MeasureError> {
+        if interrupted() {
+            return Ok(Outcome::Interrupted);
+        }
+        let mut msg = [0u8; 9];
+        msg[0] = REQ_RUN;
+        msg[1..5].copy_from_slice(&id.0.to_le_bytes());
+        msg[5..9].copy_from_slice(&iteration.to_le_bytes());
+        let reply = self.round_trip(&msg)?;
+        decode_error(&reply)?;
+        decode_outcome(&reply[1..]).ok_or_else(|| protocol_error("malformed run reply"))
+    }
+
+    /// The last `lines` non-empty lines of stderr from the command's latest iteration.
+    pub fn stderr_tail(&mut self, id: CommandId, lines: usize) -> String {
+        self.captures
+            .get_mut(&id)
+            .map_or_else(String::new, |f| tail_of(f, lines))
+    }
+
+    fn round_trip(&mut self, msg: &[u8]) -> Result<Vec<u8>, MeasureError> {
+        let mut framed = Vec::with_capacity(msg.len() + 4);
+        put_u32(&mut framed, msg.len() as u32);
+        framed.extend_from_slice(msg);
+        let requests = self
+            .requests
+            .as_mut()
+            .ok_or_else(|| protocol_error("the spawner was shut down"))?;
+        requests
+            .write_all(&framed)
+            .map_err(|e| protocol_error(&e.to_string()))?;
+        let mut len = [0u8; 4];
+        self.read_reply(&mut len)?;
+        let mut body = vec![0u8; u32::from_le_bytes(len) as usize];
+        self.read_reply(&mut body)?;
+        Ok(body)
+    }
+
+    /// Reads a reply; a signal that only reached perfsleuth (SIGTERM from
+    /// `kill`) is passed on so the spawner stops the child.
+    fn read_reply(&mut self, buf: &mut [u8]) -> Result<(), MeasureError> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.replies.read(&mut buf[filled..]) {
+                Ok(0) => return Err(protocol_error("the spawner process exited")),
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    if interrupted() && !self.forwarded_interrupt {
+                        self.forwarded_interrupt = true;
+                        // SAFETY: signalling our own child process.
+                        unsafe { libc::kill(self.pid, libc::SIGTERM) };
+                    }
+                }
+                Err(e) => return Err(protocol_error(&e.to_string())),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Spawner {
+    fn drop(&mut self) {
+        // Closing the request pipe ends the spawner's loop; then reap it.
+        drop(self.requests.take());
+        let mut status = 0;
+        // SAFETY: reaping our own child.
+        unsafe { libc::waitpid(self.pid, &mut status, 0) };
+    }
+}
+
+fn protocol_error(detail: &str) -> MeasureError {
+    MeasureError::Spawn {
+        program: "perfsleuth spawner".into(),
+        source: std::io::Error::other(detail.to_string()),
+    }
+}
+
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid 2-element array; O_CLOEXEC keeps the pipes out of
+    // the benchmarked children.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+// ---- the spawner side -------------------------------------------------------
+
+fn serve(mut requests: File, mut replies: File) -> i32 {
+    let mut executors: HashMap<u32, Executor> = HashMap::new();
+    loop {
+        let mut len = [0u8; 4];
+        if read_full(&mut requests, &mut len).is_err() {
+            return 0;
+        }
+        let mut msg = vec![0u8; u32::from_le_bytes(len) as usize];
+        if read_full(&mut requests, &mut msg).is_err() {
+            return 0;
+        }
+        let reply = handle(&msg, &mut executors);
+        let mut framed = Vec::with_capacity(reply.len() + 4);
+        put_u32(&mut framed, reply.len() as u32);
+        framed.extend_from_slice(&reply);
+        if replies.write_all(&framed).is_err() {
+            return 1;
+        }
+    }
+}
+
+fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<()> {
+    // read_exact retries EINTR itself, which is what the spawner wants.
+    file.read_exact(buf)
+}
+
+fn handle(msg: &[u8], executors: &mut HashMap<u32, Executor>) -> Vec<u8> {
+    let mut r = Reader(msg);
+    let result = match r.u8() {
+        Some(REQ_SETUP) => setup(&mut r, executors).map(|()| vec![REP_OK]),
+        Some(REQ_RUN) => match (r.u32(), r.u32()) {
+            (Some(id), Some(iteration)) => match executors.get_mut(&id) {
+                Some(ex) => ex.run_once(iteration).map(|o| encode_outcome(&o)),
+                None => Err(protocol_error("unknown command id")),
+            },
+            _ => Err(protocol_error("malformed run request")),
+        },
+        _ => Err(protocol_error("unknown request")),
+    };
+    result.unwrap_or_else(|e| encode_error(&e))
+}
+
+fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(), MeasureError> {
+    let bad = || protocol_error("malformed setup request");
+    let id = r.u32().ok_or_else(bad)?;
+    let timeout_ns = r.u64().ok_or_else(bad)?;
+    let output = match r.u8().ok_or_else(bad)? {
+        0 => OutputTarget::Null,
+        1 => OutputTarget::Inherit,
+        _ => OutputTarget::File(r.path().ok_or_else(bad)?),
+    };
+    let input = r.opt_path().ok_or_else(bad)?;
+    let capture = r.opt_path().ok_or_else(bad)?;
+    let argc = r.u32().ok_or_else(bad)?;
+    let mut argv = Vec::with_capacity(argc as usize);
+    for _ in 0..argc {
+        argv.push(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
+    }
+    let io = IoConfig {
+        output,
+        input,
+        timeout: (timeout_ns > 0).then(|| Duration::from_nanos(timeout_ns)),
+    };
+    executors.insert(id, Executor::with_capture(&argv, &io, capture.as_deref())?);
+    Ok(())
+}
+
+// ---- wire format: little-endian, length-prefixed byte strings ---------------
+
+fn put_u32(v: &mut Vec<u8>, x: u32) {
+    v.extend_from_slice(&x.to_le_bytes());
+}
+
+fn put_u64(v: &mut Vec<u8>, x: u64) {
+    v.extend_from_slice(&x.to_le_bytes());
+}
+
+fn put_bytes(v: &mut Vec<u8>, b: &[u8]) {
+    put_u32(v, b.len() as u32);
+    v.extend_from_slice(b);
+}
+
+fn put_path(v: &mut Vec<u8>, p: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    put_bytes(v, p.as_os_str().as_bytes());
+}
+
+fn put_opt_path(v: &mut Vec<u8>, p: Option<&Path>) {
+    match p {
+        Some(p) => {
+            v.push(1);
+            put_path(v, p);
+        }
+        None => v.push(0),
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+    }
+    fn i32(&mut self) -> Option<i32> {
+        self.take(4)
+            .and_then(|b| b.try_into().ok())
+            .map(i32::from_le_bytes)
+    }
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+    fn path(&mut self) -> Option<PathBuf> {
+        use std::os::unix::ffi::OsStrExt;
+        self.bytes()
+            .map(|b| PathBuf::from(std::ffi::OsStr::from_bytes(b)))
+    }
+    fn opt_path(&mut self) -> Option<Option<PathBuf>> {
+        match self.u8()? {
+            0 => Some(None),
+            _ => self.path().map(Some),
+        }
+    }
+}
+
+fn encode_error(e: &MeasureError) -> Vec<u8> {
+    let mut v = vec![REP_ERR];
+    let (kind, text) = match e {
+        MeasureError::NotFound(p) => (0, p.clone()),
+        MeasureError::NotExecutable(p) => (1, p.display().to_string()),
+        MeasureError::File { path, source } => (2, format!("{}\0{source}", path.display())),
+        other => (3, other.to_string()),
+    };
+    v.push(kind);
+    put_bytes(&mut v, text.as_bytes());
+    v
+}
+
+fn decode_error(reply: &[u8]) -> Result<(), MeasureError> {
+    let mut r = Reader(reply);
+    match r.u8() {
+        Some(REP_OK) => Ok(()),
+        Some(REP_ERR) => {
+            let kind = r.u8().unwrap_or(3);
+            let text = String::from_utf8_lossy(r.bytes().unwrap_or_default()).into_owned();
+            Err(match kind {
+                0 => MeasureError::NotFound(text),
+                1 => MeasureError::NotExecutable(PathBuf::from(text)),
+                2 => {
+                    let (path, detail) = text.split_once('\0').unwrap_or((&text, ""));
+                    MeasureError::File {
+                        path: PathBuf::from(path),
+                        source: std::io::Error::other(detail.to_string()),
+                    }
+                }
+                _ => protocol_error(&text),
+            })
+        }
+        _ => Err(protocol_error("malformed reply")),
+    }
+}
+
+fn encode_outcome(o: &Outcome) -> Vec<u8> {
+    let mut v = vec![REP_OK];
+    let (tag, s) = match o {
+        Outcome::Completed(s) => (0u8, Some(s)),
+        Outcome::TimedOut(s) => (1, Some(s)),
+        Outcome::Interrupted => (2, None),
+    };
+    v.push(tag);
+    if let Some(s) = s {
+        put_u32(&mut v, s.iteration);
+        for x in [
+            s.wall_ns,
+            s.user_ns,
+            s.sys_ns,
+            s.peak_rss_bytes,
+            s.minor_faults,
+            s.major_faults,
+            s.voluntary_cs,
+            s.involuntary_cs,
+        ] {
+            put_u64(&mut v, x);
+        }
+        for x in [s.exit_code, s.signal] {
+            v.push(x.is_some() as u8);
+            v.extend_from_slice(&x.unwrap_or(0).to_le_bytes());
+        }
+    }
+    v
+}
+
+fn decode_outcome(body: &[u8]) -> Option<Outcome> {
+    let mut r = Reader(body);
+    let tag = r.u8()?;
+    if tag == 2 {
+        return Some(Outcome::Interrupted);
+    }
+    let iteration = r.u32()?;
+    let mut n = [0u64; 8];
+    for x in &mut n {
+        *x = r.u64()?;
+    }
+    let mut opt = || -> Option<Option<i32>> {
+        let has = r.u8()?;
+        let val = r.i32()?;
+        Some((has != 0).then_some(val))
+    };
+    let (exit_code, signal) = (opt()?, opt()?);
+    let s = Sample {
+        iteration,
+        wall_ns: n[0],
+        user_ns: n[1],
+        sys_ns: n[2],
+        peak_rss_bytes: n[3],
+        minor_faults: n[4],
+        major_faults: n[5],
+        voluntary_cs: n[6],
+        involuntary_cs: n[7],
+        exit_code,
+        signal,
+        counters: Default::default(),
+    };
+    Some(if tag == 1 {
+        Outcome::TimedOut(s)
+    } else {
+        Outcome::Completed(s)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    const NULL_IO: IoConfig = IoConfig {
+        output: OutputTarget::Null,
+        input: None,
+        timeout: None,
+    };
+
+    #[test]
+    fn spawner_measures_and_reports_like_a_local_executor() {
+        let mut sp = Spawner::start().unwrap();
+        let id = sp
+            .prepare(&argv(&["sh", "-c", "echo oops >&2; exit 4"]), &NULL_IO)
+            .unwrap();
+        let Outcome::Completed(s) = sp.run_once(id, 7).unwrap() else {
+            panic!()
+        };
+        assert_eq!((s.iteration, s.exit_code, s.signal), (7, Some(4), None));
+        assert!(s.wall_ns > 0 && s.peak_rss_bytes > 0);
+        assert_eq!(sp.stderr_tail(id, 3), "oops");
+        let t = sp
+            .prepare(
+                &argv(&["sleep", "5"]),
+                &IoConfig {
+                    timeout: Some(Duration::from_millis(100)),
+                    ..NULL_IO
+                },
+            )
+            .unwrap();
+        assert!(matches!(sp.run_once(t, 0).unwrap(), Outcome::TimedOut(_)));
+    }
+
+    #[test]
+    fn children_do_not_inherit_the_parents_peak_rss() {
+        // Start the spawner while small, then grow this process: a child spawned
+        // directly from here would report at least this process's peak.
+        let mut sp = Spawner::start().unwrap();
+        let mut big = vec![1u8; 300 * 1024 * 1024];
+        big[12345] = 2;
+        std::hint::black_box(&big);
+        let id = sp.prepare(&argv(&["true"]), &NULL_IO).unwrap();
+        let Outcome::Completed(s) = sp.run_once(id, 0).unwrap() else {
+            panic!()
+        };
+        assert!(
+            s.peak_rss_bytes < 64 * 1024 * 1024,
+            "peak {} bytes",
+            s.peak_rss_bytes
+        );
+        drop(big);
+    }
+
+    #[test]
+    fn peak_rss_is_per_child_not_a_running_maximum() {
+        // A big child first, then a small one: getrusage(RUSAGE_CHILDREN) would
+        // report the big one's maximum for both; wait4 per child must not.
+        let mut sp = Spawner::start().unwrap();
+        let grow = "x = bytearray(200 * 1024 * 1024); x[::4096] = b'1' * len(x[::4096])";
+        let big = sp
+            .prepare(&argv(&["python3", "-c", grow]), &NULL_IO)
+            .unwrap();
+        let small = sp.prepare(&argv(&["true"]), &NULL_IO).unwrap();
+        let Outcome::Completed(b) = sp.run_once(big, 0).unwrap() else {
+            panic!()
+        };
+        let Outcome::Completed(s) = sp.run_once(small, 0).unwrap() else {
+            panic!()
+        };
+        assert!(
+            b.peak_rss_bytes > 150 * 1024 * 1024,
+            "big child {}",
+            b.peak_rss_bytes
+        );
+        assert!(
+            s.peak_rss_bytes < 32 * 1024 * 1024,
+            "small child {}",
+            s.peak_rss_bytes
+        );
+    }
+
+    #[test]
+    fn setup_errors_come_back_typed() {
+        let mut sp = Spawner::start().unwrap();
+        assert!(matches!(
+            sp.prepare(&argv(&["no-such-prog-q"]), &NULL_IO),
+            Err(MeasureError::NotFound(_))
+        ));
+        let io = IoConfig {
+            input: Some(PathBuf::from("/no/such/input")),
+            ..NULL_IO
+        };
+        match sp.prepare(&argv(&["true"]), &io) {
+            Err(MeasureError::File { path, .. }) => {
+                assert_eq!(path, PathBuf::from("/no/such/input"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Shell-words style splitting that refuses shell syntax instead of silently
+//! passing `|` or `>` to the program as an argument.
+
+use std::fmt;
+
+/// Why a command line could not be split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SplitError {
+    /// The line is empty or only white space.
+    Empty,
+    /// A quote was opened and never closed.
+    UnterminatedQuote(char),
+    /// A trailing backslash escapes nothing.
+    TrailingBackslash,
+    /// Unquoted shell syntax that only a shell would interpret.
+    ShellSyntax(String),
+}
+
+impl fmt::Display for SplitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SplitError::Empty => write!(f, "empty command"),
+            SplitError::UnterminatedQuote(q) => write!(f, "unterminated {q} quote"),
+            SplitError::TrailingBackslash => write!(f, "trailing backslash"),
+            SplitError::ShellSyntax(s) => write!(f, "shell syntax `{s}` needs a shell"),
+        }
+    }
+}
+
+impl std::error::Error for SplitError {}
+
+/// Splits a command line into words as a POSIX shell would (quotes and
+/// backslashes), without running one. Unquoted `|`, `&`, `;`, `<`, `>`,
+/// backticks and `$` expansions are errors: executed directly they would
+/// reach the program as literal arguments, which is never what was meant.
+pub fn split_command(line: &str) -> Result<Vec<String>, SplitError> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(ch) => word.push(ch),
+                        None => return Err(SplitError::UnterminatedQuote('\'')),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(ch @ ('"' | '\\' | '$' | '`')) => word.push(ch),
+                            Some('\n') => {}
+                            Some(ch) => {
+                                word.push('\\');
+                                word.push(ch);
+                            }
+                            None => return Err(SplitError::UnterminatedQuote('"')),
+                        },
+                        Some(ch @ ('$' | '`')) if expands(ch, chars.peek().copied()) => {
+                            return Err(SplitError::ShellSyntax(ch.to_string()));
+                        }
+                        Some(ch) => word.push(ch),
+                        None => return Err(SplitError::UnterminatedQuote('"')),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some('\n') => {}
+                Some(ch) => {
+                    in_word = true;
+                    word.push(ch);
+                }
+                None => return Err(SplitError::TrailingBackslash),
+            },
+            '|' | '&' | ';' | '<' | '>' | '`' => {
+                let mut op = c.to_string();
+                if let Some(&next) = chars.peek() {
+                    if matches!(
+                        (c, next),
+                        ('|', '|') | ('&', '&') | ('>', '>') | ('<', '<') | (';', ';')
+                    ) {
+                        op.push(next);
+                    }
+                }
+                return Err(SplitError::ShellSyntax(op));
+            }
+            '$' if expands(c, chars.peek().copied()) => {
+                let mut op = c.to_string();
+                if let Some(&next) = chars.peek() {
+                    op.push(next);
+                }
+                return Err(SplitError::ShellSyntax(op));
+            }
+            _ => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    if words.is_empty() {
+        return Err(SplitError::Empty);
+    }
+    Ok(words)
+}
+
+/// Whether `$` or a backtick followed by `next` starts an expansion.
+fn expands(c: char, next: Option<char>) -> bool {
+    match c {
+        '`' => true,
+        _ => {
+            matches!(next, Some(n) if n == '(' || n == '{' || n == '_' || n.is_ascii_alphanumeric() || "?$!#@*-".contains(n))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> Vec<String> {
+        split_command(s).unwrap()
+    }
+
+    #[test]
+    fn splits_like_a_shell() {
+        assert_eq!(ok("sleep 0.1"), ["sleep", "0.1"]);
+        assert_eq!(ok("  a   'b c'  \"d e\" "), ["a", "b c", "d e"]);
+        assert_eq!(ok(r#"grep "a\"b" x\ y"#), ["grep", "a\"b", "x y"]);
+        assert_eq!(ok("echo ''"), ["echo", ""]);
+        assert_eq!(ok("a'b'\"c\"d"), ["abcd"]);
+        assert_eq!(ok(r#"printf "\n""#), ["printf", "\\n"]);
+    }
+
+    #[test]
+    fn quoted_metacharacters_are_plain_text() {
+        assert_eq!(ok("echo '|' \"a > b\" \\;"), ["echo", "|", "a > b", ";"]);
+        assert_eq!(ok("echo 'cost $5' '$(x)'"), ["echo", "cost $5", "$(x)"]);
+        assert_eq!(ok("echo a$ 5$"), ["echo", "a$", "5$"]);
+    }
+
+    #[test]
+    fn shell_syntax_is_refused() {
+        for (line, op) in [
+            ("ls | wc -l", "|"),
+            ("make && ./a", "&&"),
+            ("a; b", ";"),
+            ("echo hi > out", ">"),
+            ("cat < in", "<"),
+            ("sleep 1 &", "&"),
+            ("echo $(date)", "$("),
+            ("echo $HOME", "$H"),
+            ("echo \"$HOME\"", "$"),
+            ("echo `date`", "`"),
+            ("a || b", "||"),
+        ] {
+            assert_eq!(
+                split_command(line),
+                Err(SplitError::ShellSyntax(op.into())),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_lines_are_errors() {
+        assert_eq!(split_command("   "), Err(SplitError::Empty));
+        assert_eq!(
+            split_command("echo 'x"),
+            Err(SplitError::UnterminatedQuote('\''))
+        );
+        assert_eq!(
+            split_command("echo \"x"),
+            Err(SplitError::UnterminatedQuote('"'))
+        );
+        assert_eq!(
+            split_command("echo x\\"),
+            Err(SplitError::TrailingBackslash)
+        );
+    }
+}
