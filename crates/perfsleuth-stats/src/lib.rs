@@ -1,1 +1,30 @@
-//! placeholder
+//! Pure statistics for perfsleuth: descriptive summaries, distribution-free
+//! confidence intervals, bootstrap ratios and rank tests.
+//!
+//! Everything here is deterministic math on slices: no I/O, no global state,
+//! no dependencies. Functions that cannot give a meaningful answer for their
+//! input (empty slices, NaN, invalid confidence levels) return `None` instead
+//! of panicking, because the inputs come straight from measurements.
+#![warn(missing_docs)]
+
+mod binomial;
+mod bootstrap;
+mod describe;
+mod mann_whitney;
+mod normal;
+mod rng;
+
+pub use binomial::median_ci_rank;
+pub use bootstrap::{RatioEstimate, bootstrap_median_ratio};
+pub use describe::{
+    DEFAULT_CONFIDENCE, Interval, MODIFIED_Z_THRESHOLD, Summary, mad, median, median_ci,
+    modified_z_outliers, percentile, relative_median_ci_halfwidth, summarize,
+};
+pub use mann_whitney::{EXACT_MAX_TOTAL, MannWhitney, mann_whitney_u};
+pub use normal::{erfc, normal_cdf, normal_quantile};
+pub use rng::Rng;
+
+/// Rejects confidence levels outside the open interval (0, 1), NaN included.
+fn valid_confidence(confidence: f64) -> bool {
+    confidence > 0.0 && confidence < 1.0
+}

@@ -1,0 +1,644 @@
+//! Store behaviour against real SQLite files in temporary directories.
+
+use perfsleuth_model::{
+    Benchmark, Environment, GitInfo, ImpactClass, Mode, Run, RunStatus, Sample,
+};
+use perfsleuth_store::{APPLICATION_ID, STORE_SCHEMA_VERSION, Store, StoreError};
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
+
+fn env(host: &str, governor: &str) -> Environment {
+    let mut env = Environment::default();
+    env.set("cpu.model", "Test CPU 9000", ImpactClass::Identity);
+    env.set("kernel.release", "6.1.0-test", ImpactClass::Identity);
+    env.set("cpu.governor", governor, ImpactClass::Performance);
+    env.set("host.name", host, ImpactClass::Context);
+    env.set("load.1m", "0.42", ImpactClass::Context);
+    env
+}
+
+fn sample(i: u32) -> Sample {
+    Sample {
+        iteration: i,
+        wall_ns: 1_000_000 + u64::from(i),
+        user_ns: 600_000,
+        sys_ns: 300_000,
+        peak_rss_bytes: 4 << 20,
+        minor_faults: 120,
+        major_faults: 0,
+        voluntary_cs: 3,
+        involuntary_cs: 1,
+        exit_code: Some(0),
+        signal: None,
+        counters: BTreeMap::new(),
+    }
+}
+
+fn bench(name: &str, samples: Vec<Sample>) -> Benchmark {
+    Benchmark {
+        name: name.to_string(),
+        command: format!("sleep {name}"),
+        argv: vec!["sleep".into(), name.into()],
+        parameters: BTreeMap::from([("N".to_string(), name.to_string())]),
+        samples,
+    }
+}
+
+fn run(host: &str, benchmarks: Vec<Benchmark>) -> Run {
+    Run {
+        id: None,
+        started_at: "2024-02-29T12:34:56.123Z".into(),
+        ended_at: None,
+        status: RunStatus::Running,
+        tool_version: "0.1.0".into(),
+        git: Some(GitInfo {
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            branch: Some("main".into()),
+            dirty: true,
+        }),
+        mode: Mode::Walltime,
+        options: serde_json::json!({"warmup": 3, "runs": 10}),
+        environment: env(host, "performance"),
+        benchmarks,
+    }
+}
+
+/// Stores a run the way the runner does: begin, benchmarks, samples, finish.
+fn store_run(store: &mut Store, run: &Run, status: RunStatus) -> i64 {
+    let id = store.begin_run(run).unwrap();
+    for b in &run.benchmarks {
+        let bid = store.add_benchmark(id, b).unwrap();
+        for s in &b.samples {
+            store.add_sample(bid, s).unwrap();
+        }
+    }
+    store
+        .finish_run(id, status, "2024-02-29T12:35:00.000Z")
+        .unwrap();
+    id
+}
+
+fn db_path(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("results.db")
+}
+
+fn assert_one_line_with_path(err: &StoreError, path: &Path) {
+    let msg = err.to_string();
+    assert!(!msg.contains('\n'), "multi-line message: {msg}");
+    assert!(
+        msg.contains(&path.display().to_string()),
+        "no path in: {msg}"
+    );
+    assert!(
+        msg.contains("hint") || msg.contains("run `perfsleuth"),
+        "no hint in: {msg}"
+    );
+}
+
+fn raw(path: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).unwrap()
+}
+
+#[test]
+fn a_run_round_trips_with_everything_it_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deep/er/results.db");
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.path(), path);
+
+    let mut odd = sample(1);
+    odd.exit_code = None;
+    odd.signal = Some(9);
+    odd.wall_ns = u64::MAX; // survives the i64 column bit-for-bit
+    odd.counters = BTreeMap::from([("instructions".into(), 1.5e9), ("cycles".into(), 2.0e9)]);
+    let original = run(
+        "box-1",
+        vec![
+            bench("b", vec![sample(0), odd]),
+            bench("a", vec![sample(0)]),
+        ],
+    );
+    let id = store_run(&mut store, &original, RunStatus::Complete);
+    drop(store);
+
+    let store = Store::open_existing(&path).unwrap();
+    let loaded = store.load_run(id).unwrap().expect("stored run");
+    let mut expected = original.clone();
+    expected.id = Some(id);
+    expected.status = RunStatus::Complete;
+    expected.ended_at = Some("2024-02-29T12:35:00.000Z".into());
+    assert_eq!(loaded, expected);
+    assert_eq!(
+        loaded.benchmarks[0].name, "b",
+        "insertion order is display order"
+    );
+    assert_eq!(store.load_run(id + 100).unwrap(), None);
+}
+
+#[test]
+fn a_run_without_git_or_samples_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&db_path(&dir)).unwrap();
+    let mut r = run("h", vec![bench("x", vec![])]);
+    r.git = None;
+    r.mode = Mode::Simulation;
+    r.options = serde_json::Value::Null;
+    r.environment = Environment::default();
+    let id = store.begin_run(&r).unwrap();
+    store.add_benchmark(id, &r.benchmarks[0]).unwrap();
+    let loaded = store.load_run(id).unwrap().unwrap();
+    assert_eq!(loaded.status, RunStatus::Running);
+    assert_eq!(loaded.ended_at, None);
+    assert_eq!(loaded.git, None);
+    assert_eq!(loaded.mode, Mode::Simulation);
+    assert_eq!(loaded.benchmarks, r.benchmarks);
+}
+
+#[test]
+fn non_finite_counters_load_as_nan() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&db_path(&dir)).unwrap();
+    let id = store.begin_run(&run("h", vec![])).unwrap();
+    let bid = store.add_benchmark(id, &bench("x", vec![])).unwrap();
+    let mut s = sample(0);
+    s.counters.insert("ipc".into(), f64::NAN);
+    store.add_sample(bid, &s).unwrap();
+    let loaded = store.load_run(id).unwrap().unwrap();
+    assert!(loaded.benchmarks[0].samples[0].counters["ipc"].is_nan());
+}
+
+#[test]
+fn environments_are_deduplicated_by_their_stable_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let mut store = Store::open(&path).unwrap();
+    let a = store.begin_run(&run("host-a", vec![])).unwrap();
+    let b = store.begin_run(&run("host-b", vec![])).unwrap();
+    let mut other = run("host-a", vec![]);
+    other.environment = env("host-a", "powersave");
+    store.begin_run(&other).unwrap();
+
+    let count: i64 = raw(&path)
+        .query_row("SELECT count(*) FROM environments", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(count, 2, "context facts must not split environments");
+    // Context facts come back per run.
+    let la = store.load_run(a).unwrap().unwrap();
+    let lb = store.load_run(b).unwrap().unwrap();
+    assert_eq!(la.environment.get("host.name"), Some("host-a"));
+    assert_eq!(lb.environment.get("host.name"), Some("host-b"));
+    assert_eq!(lb.environment, env("host-b", "performance"));
+}
+
+#[test]
+fn list_runs_is_newest_first_with_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&db_path(&dir)).unwrap();
+    assert!(store.list_runs(None).unwrap().is_empty());
+    let first = store_run(
+        &mut store,
+        &run("h1", vec![bench("one", vec![sample(0), sample(1)])]),
+        RunStatus::Complete,
+    );
+    let second = store_run(
+        &mut store,
+        &run(
+            "h2",
+            vec![
+                bench("two", vec![sample(0)]),
+                bench("three", vec![sample(0), sample(1), sample(2)]),
+            ],
+        ),
+        RunStatus::Interrupted,
+    );
+    let third = store.begin_run(&run("h3", vec![])).unwrap();
+
+    let all = store.list_runs(None).unwrap();
+    assert_eq!(
+        all.iter().map(|l| l.id).collect::<Vec<_>>(),
+        [third, second, first]
+    );
+    let l = &all[1];
+    assert_eq!(l.status, RunStatus::Interrupted);
+    assert_eq!(l.benchmarks, ["two", "three"]);
+    assert_eq!(l.samples, 4);
+    assert_eq!(l.cpu_model.as_deref(), Some("Test CPU 9000"));
+    assert_eq!(l.host.as_deref(), Some("h2"));
+    assert_eq!(l.mode, Mode::Walltime);
+    assert!(l.git.as_ref().is_some_and(|g| g.dirty));
+    assert_eq!(all[0].status, RunStatus::Running);
+    assert_eq!(all[0].ended_at, None);
+    assert_eq!(all[0].samples, 0);
+
+    let limited = store.list_runs(Some(2)).unwrap();
+    assert_eq!(
+        limited.iter().map(|l| l.id).collect::<Vec<_>>(),
+        [third, second]
+    );
+    let json = serde_json::to_value(&limited[1]).unwrap();
+    assert_eq!(json["status"], "interrupted");
+}
+
+#[test]
+fn run_specs_resolve_to_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&db_path(&dir)).unwrap();
+    assert!(matches!(
+        store.resolve_run("latest"),
+        Err(StoreError::NotFound(_))
+    ));
+    let ids: Vec<i64> = (0..3)
+        .map(|_| store.begin_run(&run("h", vec![])).unwrap())
+        .collect();
+    assert_eq!(store.resolve_run("latest").unwrap(), ids[2]);
+    assert_eq!(store.resolve_run("latest~0").unwrap(), ids[2]);
+    assert_eq!(store.resolve_run("latest~1").unwrap(), ids[1]);
+    assert_eq!(store.resolve_run("latest~").unwrap(), ids[1]);
+    assert_eq!(store.resolve_run("latest~2").unwrap(), ids[0]);
+    assert_eq!(store.resolve_run(&ids[1].to_string()).unwrap(), ids[1]);
+    for bad in ["latest~3", "latest~-1", "latest~x", "999", "-1", "nope", ""] {
+        let err = store.resolve_run(bad).unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{bad}: {err}");
+        assert!(err.to_string().contains("perfsleuth runs"), "{err}");
+    }
+}
+
+#[test]
+fn writes_to_unknown_runs_are_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&db_path(&dir)).unwrap();
+    assert!(matches!(
+        store.add_benchmark(42, &bench("x", vec![])),
+        Err(StoreError::NotFound(id)) if id == "42"
+    ));
+    assert!(matches!(
+        store.finish_run(42, RunStatus::Failed, "2024-01-01T00:00:00.000Z"),
+        Err(StoreError::NotFound(_))
+    ));
+    // Foreign keys are on: a sample for no benchmark is refused, not orphaned.
+    assert!(store.add_sample(42, &sample(0)).is_err());
+}
+
+#[test]
+fn a_new_store_is_marked_versioned_and_in_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    drop(Store::open(&path).unwrap());
+    drop(Store::open(&path).unwrap()); // reopening migrates nothing
+    let conn = raw(&path);
+    let app: i32 = conn
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .unwrap();
+    let ver: i32 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    assert_eq!(app as u32, APPLICATION_ID);
+    assert_eq!(ver as u32, STORE_SCHEMA_VERSION);
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn a_zero_byte_file_is_initialised() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    std::fs::write(&path, b"").unwrap();
+    assert!(matches!(
+        Store::open_existing(&path),
+        Err(StoreError::NoResults { .. })
+    ));
+    let mut store = Store::open(&path).unwrap();
+    let id = store.begin_run(&run("h", vec![])).unwrap();
+    assert!(store.load_run(id).unwrap().is_some());
+}
+
+/// Asserts opening fails with `expected` and leaves the file and its directory as they were.
+fn assert_refused(path: &Path, expected: fn(&StoreError) -> bool) {
+    let before = std::fs::read(path).unwrap();
+    let listing = |p: &Path| {
+        let mut names: Vec<_> = std::fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let files_before = listing(path);
+    for result in [Store::open(path), Store::open_existing(path)] {
+        let err = result.unwrap_err();
+        assert!(expected(&err), "unexpected error: {err:?}");
+        assert_one_line_with_path(&err, path);
+    }
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        before,
+        "the file was modified"
+    );
+    assert_eq!(listing(path), files_before, "files appeared next to it");
+}
+
+#[test]
+fn a_text_file_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "these are my notes, not a database\n".repeat(100)).unwrap();
+    assert_refused(&path, |e| matches!(e, StoreError::NotADatabase { .. }));
+    // Short files and a bare magic string are not databases either.
+    std::fs::write(&path, "x").unwrap();
+    assert_refused(&path, |e| matches!(e, StoreError::NotADatabase { .. }));
+    std::fs::write(&path, b"SQLite format 3\0").unwrap();
+    assert_refused(&path, |e| matches!(e, StoreError::NotADatabase { .. }));
+}
+
+#[test]
+fn a_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Store::open(dir.path()).unwrap_err();
+    assert!(matches!(err, StoreError::NotADatabase { .. }), "{err:?}");
+}
+
+#[test]
+fn another_programs_sqlite_database_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.db");
+    let conn = raw(&plain);
+    conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+        .unwrap();
+    drop(conn);
+    assert_refused(&plain, |e| matches!(e, StoreError::NotADatabase { .. }));
+
+    let tagged = dir.path().join("tagged.db");
+    let conn = raw(&tagged);
+    conn.execute_batch("PRAGMA application_id = 305419896; CREATE TABLE t (x);")
+        .unwrap();
+    drop(conn);
+    assert_refused(&tagged, |e| matches!(e, StoreError::NotADatabase { .. }));
+}
+
+#[test]
+fn a_newer_schema_is_refused_with_an_upgrade_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    drop(Store::open(&path).unwrap());
+    raw(&path).pragma_update(None, "user_version", 99).unwrap();
+    assert_refused(&path, |e| {
+        matches!(e, StoreError::NewerSchema { found: 99, supported, .. } if *supported == STORE_SCHEMA_VERSION)
+            && e.to_string().contains("upgrade perfsleuth")
+    });
+}
+
+/// A real store with a few runs, closed and checkpointed.
+fn populated(dir: &tempfile::TempDir) -> PathBuf {
+    let path = db_path(dir);
+    let mut store = Store::open(&path).unwrap();
+    for i in 0..5 {
+        let samples = (0..50).map(sample).collect();
+        store_run(
+            &mut store,
+            &run(&format!("h{i}"), vec![bench("b", samples)]),
+            RunStatus::Complete,
+        );
+    }
+    drop(store);
+    path
+}
+
+fn garble(path: &Path, range: std::ops::Range<usize>) {
+    let mut bytes = std::fs::read(path).unwrap();
+    assert!(
+        range.end <= bytes.len(),
+        "test database too small: {}",
+        bytes.len()
+    );
+    for (i, b) in bytes[range].iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(151).wrapping_add(7);
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_store_with_garbage_pages_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = populated(&dir);
+    let len = std::fs::metadata(&path).unwrap().len() as usize;
+    // Everything but the header page and the last page.
+    garble(&path, 4096..len - 4096);
+    assert_refused(&path, |e| {
+        matches!(
+            e,
+            StoreError::Corrupt { .. } | StoreError::NotADatabase { .. }
+        )
+    });
+}
+
+#[test]
+fn a_store_with_a_garbled_schema_page_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = populated(&dir);
+    garble(&path, 100..4096);
+    assert_refused(&path, |e| {
+        matches!(
+            e,
+            StoreError::Corrupt { .. } | StoreError::NotADatabase { .. }
+        )
+    });
+}
+
+#[test]
+fn damage_deep_inside_never_panics_and_opening_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = populated(&dir);
+    let len = std::fs::metadata(&path).unwrap().len() as usize;
+    // The second half holds sample pages but no table roots.
+    garble(&path, len / 2..len);
+    let before = std::fs::read(&path).unwrap();
+    // Opening may or may not notice; reading must then fail cleanly, not panic.
+    let mut errors = Vec::new();
+    match Store::open_existing(&path) {
+        Err(e) => errors.push(e),
+        Ok(store) => {
+            errors.extend(store.list_runs(None).err());
+            errors.extend((1..=5).filter_map(|id| store.load_run(id).err()));
+        }
+    }
+    assert!(!errors.is_empty(), "the damage went unnoticed");
+    for e in &errors {
+        assert!(
+            matches!(
+                e,
+                StoreError::Corrupt { .. } | StoreError::NotADatabase { .. }
+            ),
+            "{e:?}"
+        );
+        assert_one_line_with_path(e, &path);
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn a_parent_that_is_a_file_is_unwritable() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    let path = file.join("sub/results.db");
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::Unwritable { .. }), "{err:?}");
+    assert_one_line_with_path(&err, &path);
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+}
+
+#[test]
+fn a_missing_store_has_no_results_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nothing/here.db");
+    let err = Store::open_existing(&path).unwrap_err();
+    assert!(matches!(err, StoreError::NoResults { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "no results stored yet at {} (run `perfsleuth run` first)",
+            path.display()
+        )
+    );
+    assert!(
+        !path.parent().unwrap().exists(),
+        "open_existing must create nothing"
+    );
+}
+
+#[test]
+fn a_perfsleuth_directory_gets_a_gitignore() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join(".perfsleuth");
+    drop(Store::open(&store_dir.join("results.db")).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(store_dir.join(".gitignore"))
+            .unwrap()
+            .trim(),
+        "*"
+    );
+
+    // A user's own .gitignore is never replaced.
+    std::fs::write(store_dir.join(".gitignore"), "mine\n").unwrap();
+    drop(Store::open(&store_dir.join("results.db")).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(store_dir.join(".gitignore")).unwrap(),
+        "mine\n"
+    );
+
+    // Other directories are left alone.
+    drop(Store::open(&dir.path().join("elsewhere/results.db")).unwrap());
+    assert!(!dir.path().join("elsewhere/.gitignore").exists());
+}
+
+#[test]
+fn the_default_path_prefers_the_git_work_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let sub = repo.join("src/deep");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::create_dir(repo.join(".git")).unwrap();
+    let xdg = Some(OsStr::new("/xdg"));
+    let home = Some(OsStr::new("/home/u"));
+    assert_eq!(
+        Store::default_path(&sub, xdg, home),
+        Some(repo.join(".perfsleuth/results.db"))
+    );
+
+    // Worktrees and submodules have a `.git` file instead of a directory.
+    let wt = dir.path().join("worktree");
+    std::fs::create_dir(&wt).unwrap();
+    std::fs::write(wt.join(".git"), "gitdir: /elsewhere\n").unwrap();
+    assert_eq!(
+        Store::default_path(&wt, None, None),
+        Some(wt.join(".perfsleuth/results.db"))
+    );
+
+    let outside = dir.path().join("plain");
+    std::fs::create_dir(&outside).unwrap();
+    if dir.path().ancestors().any(|d| d.join(".git").exists()) {
+        return; // the temp dir itself lives in a repository; the rest cannot be tested here
+    }
+    assert_eq!(
+        Store::default_path(&outside, xdg, home),
+        Some(PathBuf::from("/xdg/perfsleuth/results.db"))
+    );
+    assert_eq!(
+        Store::default_path(&outside, Some(OsStr::new("relative")), home),
+        Some(PathBuf::from("/home/u/.local/share/perfsleuth/results.db"))
+    );
+    assert_eq!(
+        Store::default_path(&outside, Some(OsStr::new("")), home),
+        Some(PathBuf::from("/home/u/.local/share/perfsleuth/results.db"))
+    );
+    assert_eq!(
+        Store::default_path(&outside, None, Some(OsStr::new(""))),
+        None
+    );
+    assert_eq!(Store::default_path(&outside, None, None), None);
+}
+
+#[test]
+fn store_urls_parse_to_paths() {
+    let p = |s: &str| Store::path_from_url(s).unwrap();
+    assert_eq!(p("sqlite:results.db"), PathBuf::from("results.db"));
+    assert_eq!(p("sqlite:/tmp/r.db"), PathBuf::from("/tmp/r.db"));
+    assert_eq!(p("sqlite:///tmp/r.db"), PathBuf::from("/tmp/r.db"));
+    assert_eq!(p("/var/r.db"), PathBuf::from("/var/r.db"));
+    assert_eq!(p("r.db"), PathBuf::from("r.db"));
+    assert_eq!(p("odd:name.db"), PathBuf::from("odd:name.db"));
+    for bad in ["postgres://user@host/db", "file:///tmp/x.db", "", "sqlite:"] {
+        let err = Store::path_from_url(bad).unwrap_err();
+        assert!(
+            matches!(err, StoreError::UnsupportedUrl { .. }),
+            "{bad}: {err:?}"
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("sqlite:PATH") && !msg.contains('\n'), "{msg}");
+    }
+    let msg = Store::path_from_url("postgres://x")
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("`postgres`"), "{msg}");
+}
+
+#[test]
+fn two_writers_on_one_new_store_both_succeed() {
+    for round in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("shared/{round}/results.db"));
+        let barrier = Arc::new(Barrier::new(2));
+        let handles: Vec<_> = (0..2)
+            .map(|t| {
+                let path = path.clone();
+                let barrier = Arc::clone(&barrier);
+                std::thread::spawn(move || {
+                    barrier.wait(); // open at the same moment to race the migration too
+                    let mut store = Store::open(&path).unwrap();
+                    let samples: Vec<Sample> = (0..200).map(sample).collect();
+                    let r = run(
+                        &format!("thread-{t}"),
+                        vec![bench(&format!("t{t}"), samples)],
+                    );
+                    let id = store_run(&mut store, &r, RunStatus::Complete);
+                    (id, r)
+                })
+            })
+            .collect();
+        let results: Vec<(i64, Run)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_ne!(results[0].0, results[1].0);
+
+        let store = Store::open_existing(&path).unwrap();
+        for (id, original) in results {
+            let loaded = store.load_run(id).unwrap().unwrap();
+            assert_eq!(loaded.status, RunStatus::Complete);
+            assert_eq!(loaded.benchmarks, original.benchmarks);
+            assert_eq!(loaded.benchmarks[0].samples.len(), 200);
+        }
+        assert_eq!(store.list_runs(None).unwrap().len(), 2);
+    }
+}
