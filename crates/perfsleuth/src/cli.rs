@@ -1,0 +1,166 @@
+//! Command-line definitions. Option names follow hyperfine where the meaning
+//! is the same, so users' muscle memory carries over.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Benchmark commands precisely, record the machine they ran on, and keep the history.
+#[derive(Debug, Parser)]
+#[command(name = "perfsleuth", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Benchmark one or more commands and store every sample with the environment.
+    Run(Box<RunArgs>),
+    /// List the stored runs, newest first.
+    Runs(RunsArgs),
+    /// Print one stored run's summary (same output as `run`).
+    Show(ShowArgs),
+}
+
+/// When to use colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and NO_COLOR is unset.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// Options shared by every command that reads or writes the store.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Where results are stored: `sqlite:PATH` or a path [default: .perfsleuth/results.db in the
+    /// enclosing git repository, else $XDG_DATA_HOME/perfsleuth/results.db]
+    #[arg(long, value_name = "URL", env = "PERFSLEUTH_STORE")]
+    pub store: Option<String>,
+}
+
+/// `perfsleuth run`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  perfsleuth run 'sleep 0.1'\n  perfsleuth run --warmup 3 './janet-x64 words.janet' './janet-x32 words.janet'\n  perfsleuth run -L abi x64,x32 './janet-{abi} words.janet'\n  perfsleuth run --shell bash 'sort data.txt | uniq -c'"
+)]
+pub struct RunArgs {
+    /// Commands to benchmark; each argument is one command, split like a shell would (no shell runs it).
+    #[arg(required = true, value_name = "COMMAND")]
+    pub commands: Vec<String>,
+
+    /// Untimed runs of each command before measuring.
+    #[arg(short, long, value_name = "N", default_value_t = 1)]
+    pub warmup: u32,
+    /// Exactly N timed runs per command (turns off the adaptive stopping rule).
+    #[arg(short, long, value_name = "N", conflicts_with_all = ["min_runs", "max_runs"], value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: Option<u32>,
+    /// At least N timed runs per command.
+    #[arg(short = 'm', long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..))]
+    pub min_runs: u32,
+    /// At most N timed runs per command.
+    #[arg(short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
+    pub max_runs: Option<u32>,
+    /// Time budget per command after --min-runs (e.g. 500ms, 3s, 1m).
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = crate::parse::duration)]
+    pub time_budget: std::time::Duration,
+    /// Stop early once the 95% CI of the median is within ±PERCENT of it.
+    #[arg(long, value_name = "PERCENT", default_value_t = 1.0, value_parser = crate::parse::percent)]
+    pub precision: f64,
+    /// Command run before every timed run, untimed (once, or once per command).
+    #[arg(short, long, value_name = "CMD")]
+    pub prepare: Vec<String>,
+    /// Command run once before a command's runs (once, or once per command).
+    #[arg(short, long, value_name = "CMD")]
+    pub setup: Vec<String>,
+    /// Command run once after a command's runs (once, or once per command).
+    #[arg(short, long, value_name = "CMD")]
+    pub cleanup: Vec<String>,
+    /// Run commands through this shell (`SHELL -c CMD`) instead of directly.
+    #[arg(short = 'S', long, value_name = "SHELL")]
+    pub shell: Option<String>,
+    /// Benchmark once per value: `{VAR}` in commands is replaced (repeatable; combinations multiply).
+    #[arg(short = 'L', long, num_args = 2, value_names = ["VAR", "VALUES"])]
+    pub parameter_list: Vec<String>,
+    /// Benchmark once per number from MIN to MAX: `{VAR}` in commands is replaced.
+    #[arg(short = 'P', long, num_args = 3, value_names = ["VAR", "MIN", "MAX"])]
+    pub parameter_scan: Vec<String>,
+    /// Step of --parameter-scan.
+    #[arg(short = 'D', long, value_name = "S", requires = "parameter_scan")]
+    pub step: Option<String>,
+    /// Name of a command in the output (once per command, in order; `{VAR}` is replaced).
+    #[arg(short, long, value_name = "NAME")]
+    pub name: Vec<String>,
+    /// Keep going when a command exits non-zero: all codes, or only these (e.g. --ignore-failure=1,3).
+    #[arg(short, long, value_name = "CODES", num_args = 0..=1, require_equals = true, default_missing_value = "all")]
+    pub ignore_failure: Option<String>,
+    /// Kill a run (and its process group) that takes longer than this; the run fails.
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Where the commands' output goes: null, inherit, or a FILE (appended to, after being emptied once).
+    #[arg(long, value_name = "WHERE", default_value = "null")]
+    pub output: String,
+    /// Feed this file to every run's standard input (default: /dev/null).
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Run each command's runs back to back instead of round-robin across commands.
+    #[arg(long)]
+    pub no_interleave: bool,
+    /// Compare the others with this command (1-based index or name) instead of the first.
+    #[arg(long, value_name = "N|NAME")]
+    pub reference: Option<String>,
+    /// Write the full results as JSON (versioned, see docs/SCHEMA.md); `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write one CSV row per sample; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Write the summary as a Markdown table; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// Do not store the results.
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// When to use colour.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// `perfsleuth runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Show at most N runs.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `perfsleuth show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Run id, `latest`, or `latest~N`.
+    #[arg(default_value = "latest", value_name = "RUN")]
+    pub run: String,
+    /// Print the full JSON export document instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Compare the others with this benchmark (1-based index or name).
+    #[arg(long, value_name = "N|NAME")]
+    pub reference: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// When to use colour.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}

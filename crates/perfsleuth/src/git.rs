@@ -1,0 +1,34 @@
+//! The source-control state recorded with each run.
+
+use perfsleuth_model::GitInfo;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Commit, branch and dirty flag of the repository containing `dir`; `None`
+/// outside a repository, without git, or in a repository with no commits.
+pub fn info(dir: &Path) -> Option<GitInfo> {
+    let commit = git(dir, &["rev-parse", "--verify", "-q", "HEAD"])?;
+    let branch = git(dir, &["symbolic-ref", "--short", "-q", "HEAD"]).filter(|b| !b.is_empty());
+    // Untracked files do not change what was built, so they do not make a run dirty.
+    let dirty =
+        git(dir, &["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    Some(GitInfo {
+        commit,
+        branch,
+        dirty,
+    })
+}

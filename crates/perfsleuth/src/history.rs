@@ -1,0 +1,127 @@
+//! `perfsleuth runs` and `perfsleuth show`: reading the stored history.
+
+use crate::cli::{RunsArgs, ShowArgs};
+use crate::error::Fail;
+use crate::output::{self, open_existing_store, store_fail};
+use crate::term::emit;
+use perfsleuth_report::{analyze, export_json};
+
+/// Lists stored runs, newest first.
+pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
+    let store = open_existing_store(args.store.store.as_deref())?;
+    let list = store.list_runs(args.limit).map_err(store_fail)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&serde_json::json!({
+            "schema": "perfsleuth/runs",
+            "schema_version": perfsleuth_model::SCHEMA_VERSION,
+            "runs": list,
+        }))
+        .map_err(|e| Fail::usage(format!("cannot serialise JSON: {e}"), "please report this"))?;
+        emit(&(text + "\n"), false);
+        return Ok(0);
+    }
+    if list.is_empty() {
+        emit(
+            &format!("No runs stored in {} yet.\n", store.path().display()),
+            false,
+        );
+        return Ok(0);
+    }
+    let mut rows = vec![
+        [
+            "ID",
+            "STARTED",
+            "STATUS",
+            "SAMPLES",
+            "COMMIT",
+            "CPU",
+            "BENCHMARKS",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for r in &list {
+        let commit = r.git.as_ref().map_or("-".to_string(), |g| {
+            format!(
+                "{}{}",
+                &g.commit[..g.commit.len().min(8)],
+                if g.dirty { "+" } else { "" }
+            )
+        });
+        let started = r.started_at.replace('T', " ");
+        let started = started.get(..19).unwrap_or(&started).to_string();
+        let benches = match r.benchmarks.len() {
+            0 => "-".to_string(),
+            1 => r.benchmarks[0].clone(),
+            n => format!("{} (+{} more)", r.benchmarks[0], n - 1),
+        };
+        rows.push(vec![
+            r.id.to_string(),
+            started,
+            r.status.to_string(),
+            r.samples.to_string(),
+            commit,
+            r.cpu_model.clone().unwrap_or_else(|| "-".into()),
+            benches,
+        ]);
+    }
+    emit(&table(&rows), false);
+    Ok(0)
+}
+
+/// Prints one stored run like `perfsleuth run` printed it.
+pub fn show(args: ShowArgs) -> Result<i32, Fail> {
+    let store = open_existing_store(args.store.store.as_deref())?;
+    let id = store.resolve_run(&args.run).map_err(store_fail)?;
+    let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
+        Fail::usage(
+            format!("run {id} not found in {}", store.path().display()),
+            "list the stored runs with `perfsleuth runs`",
+        )
+    })?;
+    let reference = output::resolve_reference(
+        args.reference.as_deref(),
+        run.benchmarks.iter().map(|b| b.name.as_str()),
+    )?;
+    if args.json {
+        let doc = export_json(&run, &analyze(&run, reference));
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| {
+            Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
+        })?;
+        emit(&(text + "\n"), false);
+    } else {
+        output::print_stored_summary(&run, reference, args.color);
+    }
+    Ok(0)
+}
+
+/// Left-aligned columns separated by two spaces; the last column is not padded.
+fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                if i + 1 == row.len() {
+                    cell.clone()
+                } else {
+                    format!("{cell:<w$}", w = widths[i])
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}

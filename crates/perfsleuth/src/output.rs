@@ -1,0 +1,184 @@
+//! Shared plumbing of the commands: opening the store, printing summaries,
+//! writing exports, resolving `--reference`.
+
+use crate::cli::{ColorChoice, RunArgs};
+use crate::error::Fail;
+use crate::term::{emit, use_color};
+use perfsleuth_model::Run;
+use perfsleuth_report::{
+    Style, analyze, export_csv, export_json, render_markdown, render_terminal,
+};
+use perfsleuth_store::{Store, StoreError};
+use std::path::{Path, PathBuf};
+
+/// The store path from `--store`/`PERFSLEUTH_STORE`, or the default location.
+pub fn store_path(url: Option<&str>) -> Result<PathBuf, Fail> {
+    match url {
+        Some(url) => Store::path_from_url(url).map_err(store_fail),
+        None => {
+            let cwd = std::env::current_dir().map_err(|e| {
+                Fail::usage(
+                    format!("cannot read the current directory: {e}"),
+                    "cd into an existing directory",
+                )
+            })?;
+            Store::default_path(&cwd, std::env::var_os("XDG_DATA_HOME").as_deref(), std::env::var_os("HOME").as_deref())
+                .ok_or_else(|| Fail::usage("no default store location: not in a git repository and neither XDG_DATA_HOME nor HOME is set", "pass --store sqlite:PATH"))
+        }
+    }
+}
+
+/// Opens (creating if needed) the store for writing.
+pub fn open_store(url: Option<&str>) -> Result<Store, Fail> {
+    Store::open(&store_path(url)?).map_err(store_fail)
+}
+
+/// Opens an existing store for reading.
+pub fn open_existing_store(url: Option<&str>) -> Result<Store, Fail> {
+    Store::open_existing(&store_path(url)?).map_err(store_fail)
+}
+
+/// Store errors already carry the path and a hint in their one line.
+pub fn store_fail(e: StoreError) -> Fail {
+    Fail::usage(e.to_string(), "")
+}
+
+/// Resolves `--reference` (1-based index or exact name) to an index.
+pub fn resolve_reference<'a>(
+    spec: Option<&str>,
+    names: impl Iterator<Item = &'a str>,
+) -> Result<Option<usize>, Fail> {
+    let Some(spec) = spec else { return Ok(None) };
+    let names: Vec<&str> = names.collect();
+    if let Ok(n) = spec.parse::<usize>() {
+        if (1..=names.len()).contains(&n) {
+            return Ok(Some(n - 1));
+        }
+        return Err(Fail::usage(
+            format!(
+                "--reference {n} is out of range: there are {} benchmarks",
+                names.len()
+            ),
+            "give a 1-based index or a benchmark name",
+        ));
+    }
+    names
+        .iter()
+        .position(|n| *n == spec)
+        .map(Some)
+        .ok_or_else(|| {
+            Fail::usage(
+                format!("--reference `{spec}` matches no benchmark"),
+                format!("names are: {}", names.join(", ")),
+            )
+        })
+}
+
+/// Fails early when an export path cannot be written, so a long run is not
+/// wasted on a typo.
+pub fn check_writable(path: &Path) -> Result<(), Fail> {
+    if path == Path::new("-") {
+        return Ok(());
+    }
+    if path.is_dir() {
+        return Err(Fail::usage(
+            format!("export path {} is a directory", path.display()),
+            "give a file name",
+        ));
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(Fail::usage(
+            format!(
+                "cannot write {}: directory {} does not exist",
+                path.display(),
+                parent.display()
+            ),
+            "create the directory first",
+        ));
+    }
+    Ok(())
+}
+
+fn exports_to_stdout(args: &RunArgs) -> bool {
+    [&args.export_json, &args.export_csv, &args.export_markdown]
+        .into_iter()
+        .flatten()
+        .any(|p| p == Path::new("-"))
+}
+
+/// Prints the human summary: to stdout, or to stderr when an export owns stdout.
+pub fn print_summary(run: &Run, reference: Option<usize>, color: ColorChoice, args: &RunArgs) {
+    let to_stderr = exports_to_stdout(args);
+    let report = analyze(run, reference);
+    emit(
+        &render_terminal(
+            run,
+            &report,
+            &Style {
+                color: use_color(color, to_stderr),
+            },
+        ),
+        to_stderr,
+    );
+}
+
+/// Prints a stored run's summary to stdout.
+pub fn print_stored_summary(run: &Run, reference: Option<usize>, color: ColorChoice) {
+    let report = analyze(run, reference);
+    emit(
+        &render_terminal(
+            run,
+            &report,
+            &Style {
+                color: use_color(color, false),
+            },
+        ),
+        false,
+    );
+}
+
+/// Writes the requested `--export-*` files.
+pub fn write_exports(run: &Run, reference: Option<usize>, args: &RunArgs) -> Result<(), Fail> {
+    let report = analyze(run, reference);
+    if let Some(path) = &args.export_json {
+        let doc = export_json(run, &report);
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| {
+            Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
+        })? + "\n";
+        write_file(path, &text)?;
+    }
+    if let Some(path) = &args.export_csv {
+        write_file(path, &export_csv(run))?;
+    }
+    if let Some(path) = &args.export_markdown {
+        write_file(path, &render_markdown(run, &report))?;
+    }
+    Ok(())
+}
+
+/// Writes `text` to a file, or to stdout for `-`.
+pub fn write_file(path: &Path, text: &str) -> Result<(), Fail> {
+    if path == Path::new("-") {
+        emit(text, false);
+        return Ok(());
+    }
+    std::fs::write(path, text).map_err(|e| {
+        Fail::usage(
+            format!("cannot write {}: {e}", path.display()),
+            "the results are stored; re-export with `perfsleuth show --json`",
+        )
+    })
+}
+
+/// Greys out secondary text when colour is on.
+pub fn dim(text: &str, color: bool) -> String {
+    if color {
+        format!("\x1b[2m{}\x1b[0m\n", text.trim_end())
+    } else {
+        text.to_string()
+    }
+}

@@ -1,0 +1,183 @@
+//! Parsers for option values; each error says what was wrong and what would work.
+
+use std::time::Duration;
+
+/// Parses `500ms`, `1.5s`, `2m`, `250us`, `100ns` or a bare number of seconds.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration `{s}` (use e.g. 500ms, 2s, 1.5m)"))?;
+    let scale = match unit.trim() {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{s}` (use ns, us, ms, s, m or h)"
+            ));
+        }
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(format!("duration `{s}` must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a percentage such as `1`, `0.5` or `2%` into a fraction.
+pub fn percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("invalid percentage `{s}` (use e.g. 1 or 0.5%)"))?;
+    if !(v > 0.0 && v < 100.0) {
+        return Err(format!("percentage `{s}` must be between 0 and 100"));
+    }
+    Ok(v / 100.0)
+}
+
+/// Which non-zero exits `--ignore-failure` tolerates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IgnoreFailure {
+    /// Stop at the first failure.
+    None,
+    /// Any non-zero exit or signal.
+    All,
+    /// Only these exit codes.
+    Codes(Vec<i32>),
+}
+
+impl IgnoreFailure {
+    /// Parses the `--ignore-failure[=CODES]` value.
+    pub fn parse(v: Option<&str>) -> Result<IgnoreFailure, String> {
+        match v {
+            None => Ok(IgnoreFailure::None),
+            Some("all") | Some("") => Ok(IgnoreFailure::All),
+            Some(list) => list
+                .split(',')
+                .map(|c| {
+                    c.trim()
+                        .parse::<i32>()
+                        .ok()
+                        .filter(|c| (1..=255).contains(c))
+                        .ok_or_else(|| format!("invalid exit code `{c}` in --ignore-failure={list} (use codes 1-255, e.g. --ignore-failure=1,2)"))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(IgnoreFailure::Codes),
+        }
+    }
+
+    /// Whether a run that ended with this exit code / signal counts as tolerated.
+    pub fn tolerates(&self, exit_code: Option<i32>, signal: Option<i32>) -> bool {
+        match self {
+            IgnoreFailure::None => false,
+            IgnoreFailure::All => true,
+            IgnoreFailure::Codes(codes) => {
+                signal.is_none() && exit_code.is_some_and(|c| codes.contains(&c))
+            }
+        }
+    }
+}
+
+/// Expands `--parameter-scan VAR MIN MAX [--step S]` into its values, printed
+/// without float noise (`0.1, 0.2, 0.3`, not `0.30000000000000004`).
+pub fn scan_values(min: &str, max: &str, step: Option<&str>) -> Result<Vec<String>, String> {
+    let num = |s: &str, what: &str| {
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("--parameter-scan {what} `{s}` is not a number"))
+    };
+    let (lo, hi) = (num(min, "MIN")?, num(max, "MAX")?);
+    let step_v = match step {
+        Some(s) => num(s, "--step")?,
+        None => 1.0,
+    };
+    if step_v <= 0.0 {
+        return Err("--step must be positive".into());
+    }
+    if lo > hi {
+        return Err(format!(
+            "--parameter-scan MIN {min} is greater than MAX {max}"
+        ));
+    }
+    let count = ((hi - lo) / step_v + 1e-9).floor() as u64 + 1;
+    if count > 100_000 {
+        return Err(format!(
+            "--parameter-scan would make {count} benchmarks (at most 100000)"
+        ));
+    }
+    let decimals = [min, max, step.unwrap_or("1")]
+        .iter()
+        .map(|s| s.trim().split_once('.').map_or(0, |(_, f)| f.len()))
+        .max()
+        .unwrap_or(0);
+    Ok((0..count)
+        .map(|i| format!("{:.*}", decimals, lo + i as f64 * step_v))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(duration("250us"), Ok(Duration::from_micros(250)));
+        assert!(duration("abc").is_err());
+        assert!(duration("5 parsecs").is_err());
+        assert!(duration("0").is_err());
+        assert!(duration("-1s").is_err());
+    }
+
+    #[test]
+    fn ignore_failure_codes() {
+        assert_eq!(IgnoreFailure::parse(None), Ok(IgnoreFailure::None));
+        assert_eq!(IgnoreFailure::parse(Some("all")), Ok(IgnoreFailure::All));
+        let codes = IgnoreFailure::parse(Some("1,3")).unwrap();
+        assert!(codes.tolerates(Some(3), None));
+        assert!(!codes.tolerates(Some(2), None));
+        assert!(!codes.tolerates(None, Some(9)));
+        assert!(IgnoreFailure::All.tolerates(None, Some(11)));
+        assert!(IgnoreFailure::parse(Some("x")).is_err());
+        assert!(IgnoreFailure::parse(Some("0")).is_err());
+    }
+
+    #[test]
+    fn scans() {
+        assert_eq!(scan_values("1", "4", None).unwrap(), ["1", "2", "3", "4"]);
+        assert_eq!(
+            scan_values("0", "0.3", Some("0.1")).unwrap(),
+            ["0.0", "0.1", "0.2", "0.3"]
+        );
+        assert_eq!(
+            scan_values("10", "20", Some("5")).unwrap(),
+            ["10", "15", "20"]
+        );
+        assert!(scan_values("5", "1", None).is_err());
+        assert!(scan_values("1", "5", Some("0")).is_err());
+        assert!(scan_values("a", "5", None).is_err());
+    }
+
+    #[test]
+    fn percents() {
+        assert_eq!(percent("1"), Ok(0.01));
+        assert_eq!(percent("0.5%"), Ok(0.005));
+        assert!(percent("0").is_err());
+        assert!(percent("x").is_err());
+    }
+}

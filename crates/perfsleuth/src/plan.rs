@@ -1,0 +1,310 @@
+//! Turns command templates and parameters into the concrete list of
+//! benchmarks, with every command already split and checked, so that all bad
+//! input is reported before anything is timed.
+
+use crate::error::Fail;
+use crate::parse::scan_values;
+use perfsleuth_measure::{SplitError, split_command};
+use std::collections::BTreeMap;
+
+/// How a command line becomes an argument vector.
+#[derive(Debug, Clone)]
+pub struct Shell(pub Option<String>);
+
+impl Shell {
+    /// Splits (or wraps in `SHELL -c`) one command line.
+    pub fn argv(&self, line: &str, what: &str) -> Result<Vec<String>, Fail> {
+        if let Some(shell) = &self.0 {
+            if line.trim().is_empty() {
+                return Err(Fail::usage(
+                    format!("empty {what}"),
+                    "give a command to run",
+                ));
+            }
+            return Ok(vec![shell.clone(), "-c".into(), line.into()]);
+        }
+        split_command(line).map_err(|e| match e {
+            SplitError::ShellSyntax(op) => Fail::usage(
+                format!(
+                    "{what} `{line}` contains shell syntax `{op}`, but commands run without a shell"
+                ),
+                "pass --shell sh (or bash) to run it through a shell, or quote the character",
+            ),
+            SplitError::Empty => Fail::usage(format!("empty {what}"), "give a command to run"),
+            other => Fail::usage(
+                format!("cannot split {what} `{line}`: {other}"),
+                "check the quoting",
+            ),
+        })
+    }
+}
+
+/// One concrete benchmark: a command with its parameters substituted.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// Display name.
+    pub name: String,
+    /// Command line after substitution.
+    pub command: String,
+    /// What is executed.
+    pub argv: Vec<String>,
+    /// Parameter values of this benchmark.
+    pub parameters: BTreeMap<String, String>,
+    /// Untimed command before each timed run.
+    pub prepare: Option<Vec<String>>,
+    /// Once before the runs.
+    pub setup: Option<Vec<String>>,
+    /// Once after the runs.
+    pub cleanup: Option<Vec<String>>,
+}
+
+/// The user's command templates and parameter options, as given.
+#[derive(Debug)]
+pub struct Templates<'a> {
+    /// Command templates.
+    pub commands: &'a [String],
+    /// `--name` values.
+    pub names: &'a [String],
+    /// `--prepare` values.
+    pub prepare: &'a [String],
+    /// `--setup` values.
+    pub setup: &'a [String],
+    /// `--cleanup` values.
+    pub cleanup: &'a [String],
+    /// `--parameter-list` values, flattened pairs.
+    pub lists: &'a [String],
+    /// `--parameter-scan` values, flattened triples.
+    pub scans: &'a [String],
+    /// `--step` value.
+    pub step: Option<&'a str>,
+}
+
+/// Expands templates × parameter combinations into benchmarks.
+pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
+    let per_command = |values: &[String], option: &str| -> Result<(), Fail> {
+        if values.len() > 1 && values.len() != t.commands.len() {
+            return Err(Fail::usage(
+                format!(
+                    "{} {option} values for {} commands",
+                    values.len(),
+                    t.commands.len()
+                ),
+                format!("give {option} once (for all commands) or once per command"),
+            ));
+        }
+        Ok(())
+    };
+    per_command(t.prepare, "--prepare")?;
+    per_command(t.setup, "--setup")?;
+    per_command(t.cleanup, "--cleanup")?;
+    if !t.names.is_empty() && t.names.len() != t.commands.len() {
+        return Err(Fail::usage(
+            format!(
+                "{} --name values for {} commands",
+                t.names.len(),
+                t.commands.len()
+            ),
+            "give one --name per command, in the same order",
+        ));
+    }
+
+    let params = parameters(t)?;
+    for (var, _) in &params {
+        let token = format!("{{{var}}}");
+        if !t.commands.iter().any(|c| c.contains(&token)) {
+            return Err(Fail::usage(
+                format!("parameter `{var}` is not used: no command contains `{token}`"),
+                format!("write `{token}` where the value should go"),
+            ));
+        }
+    }
+
+    let mut out = Vec::new();
+    for (i, template) in t.commands.iter().enumerate() {
+        for combo in combinations(&params) {
+            let sub = |s: &str| substitute(s, &combo);
+            let pick = |values: &[String]| {
+                values
+                    .get(if values.len() == 1 { 0 } else { i })
+                    .map(|v| sub(v))
+            };
+            let command = sub(template);
+            let argv = shell.argv(&command, "command")?;
+            let prepare = pick(t.prepare)
+                .map(|c| shell.argv(&c, "--prepare command"))
+                .transpose()?;
+            let setup = pick(t.setup)
+                .map(|c| shell.argv(&c, "--setup command"))
+                .transpose()?;
+            let cleanup = pick(t.cleanup)
+                .map(|c| shell.argv(&c, "--cleanup command"))
+                .transpose()?;
+            let name = t
+                .names
+                .get(i)
+                .map(|n| sub(n))
+                .unwrap_or_else(|| command.clone());
+            out.push(Planned {
+                name,
+                command,
+                argv,
+                parameters: combo,
+                prepare,
+                setup,
+                cleanup,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn parameters(t: &Templates<'_>) -> Result<Vec<(String, Vec<String>)>, Fail> {
+    let mut params: Vec<(String, Vec<String>)> = Vec::new();
+    for pair in t.lists.chunks(2) {
+        let [var, values] = pair else { continue };
+        let vals: Vec<String> = values.split(',').map(str::to_string).collect();
+        if vals.iter().any(|v| v.is_empty()) {
+            return Err(Fail::usage(
+                format!("--parameter-list {var} `{values}` has an empty value"),
+                "separate values with single commas, e.g. -L n 1,2,4",
+            ));
+        }
+        params.push((var.clone(), vals));
+    }
+    for triple in t.scans.chunks(3) {
+        let [var, min, max] = triple else { continue };
+        let vals = scan_values(min, max, t.step)
+            .map_err(|e| Fail::usage(e, "e.g. --parameter-scan n 1 8 --step 1"))?;
+        params.push((var.clone(), vals));
+    }
+    for (i, (var, _)) in params.iter().enumerate() {
+        if var.is_empty() || !var.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            return Err(Fail::usage(
+                format!("invalid parameter name `{var}`"),
+                "use letters, digits and _",
+            ));
+        }
+        if params[..i].iter().any(|(v, _)| v == var) {
+            return Err(Fail::usage(
+                format!("parameter `{var}` is given twice"),
+                "give each parameter once",
+            ));
+        }
+    }
+    Ok(params)
+}
+
+/// Every combination of parameter values, first parameter varying slowest.
+fn combinations(params: &[(String, Vec<String>)]) -> Vec<BTreeMap<String, String>> {
+    let mut combos = vec![BTreeMap::new()];
+    for (var, values) in params {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.insert(var.clone(), v.clone());
+                    c
+                })
+            })
+            .collect();
+    }
+    combos
+}
+
+fn substitute(s: &str, values: &BTreeMap<String, String>) -> String {
+    values.iter().fold(s.to_string(), |acc, (k, v)| {
+        acc.replace(&format!("{{{k}}}"), v)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn parameters_multiply_and_substitute_everywhere() {
+        let commands = strings(&["./janet-{abi} {w}.janet"]);
+        let names = strings(&["{abi}/{w}"]);
+        let lists = strings(&["abi", "x64,x32", "w", "words,tree"]);
+        let prepare = strings(&["rm -f /tmp/{abi}"]);
+        let t = Templates {
+            commands: &commands,
+            names: &names,
+            prepare: &prepare,
+            setup: &[],
+            cleanup: &[],
+            lists: &lists,
+            scans: &[],
+            step: None,
+        };
+        let p = plan(&t, &Shell(None)).unwrap();
+        let got: Vec<&str> = p.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(got, ["x64/words", "x64/tree", "x32/words", "x32/tree"]);
+        assert_eq!(p[2].argv, ["./janet-x32", "words.janet"]);
+        assert_eq!(
+            p[2].prepare.as_deref(),
+            Some(&strings(&["rm", "-f", "/tmp/x32"])[..])
+        );
+        assert_eq!(p[3].parameters["w"], "tree");
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        let commands = strings(&["sleep 1"]);
+        let lists = strings(&["n", "1,2"]);
+        let t = Templates {
+            commands: &commands,
+            names: &[],
+            prepare: &[],
+            setup: &[],
+            cleanup: &[],
+            lists: &lists,
+            scans: &[],
+            step: None,
+        };
+        assert!(
+            plan(&t, &Shell(None))
+                .unwrap_err()
+                .message
+                .contains("not used")
+        );
+        let commands = strings(&["sleep {n}"]);
+        let lists = strings(&["n", "1,,2"]);
+        let t = Templates {
+            commands: &commands,
+            lists: &lists,
+            ..t
+        };
+        assert!(
+            plan(&t, &Shell(None))
+                .unwrap_err()
+                .message
+                .contains("empty value")
+        );
+    }
+
+    #[test]
+    fn shell_syntax_needs_a_shell() {
+        let commands = strings(&["ls | wc -l"]);
+        let t = Templates {
+            commands: &commands,
+            names: &[],
+            prepare: &[],
+            setup: &[],
+            cleanup: &[],
+            lists: &[],
+            scans: &[],
+            step: None,
+        };
+        let err = plan(&t, &Shell(None)).unwrap_err();
+        assert!(err.message.contains("shell syntax `|`"), "{}", err.message);
+        assert!(err.hint.contains("--shell"));
+        let p = plan(&t, &Shell(Some("sh".into()))).unwrap();
+        assert_eq!(p[0].argv, ["sh", "-c", "ls | wc -l"]);
+    }
+}

@@ -1,0 +1,552 @@
+//! `perfsleuth run`: plan, check, measure (interleaved, adaptive), store and
+//! summarise. Every check that can fail on user input happens before the
+//! first timed iteration.
+
+use crate::cli::RunArgs;
+use crate::error::{EXIT_INTERRUPTED, Fail};
+use crate::parse::IgnoreFailure;
+use crate::plan::{Planned, Shell, Templates, plan};
+use crate::term::{ProgressLine, emit, use_color};
+use crate::{git, output};
+use perfsleuth_measure::{
+    CommandId, IoConfig, MeasureError, Outcome, OutputTarget, Spawner, install_interrupt_handler,
+};
+use perfsleuth_model::{Benchmark, Mode, Run, RunStatus, Sample, rfc3339};
+use perfsleuth_store::Store;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+/// When a benchmark has been measured enough.
+#[derive(Debug, Clone, Copy)]
+struct StopRule {
+    exact: Option<u32>,
+    min_runs: u32,
+    max_runs: Option<u32>,
+    budget: Duration,
+    precision: f64,
+}
+
+/// Per-benchmark measuring state.
+struct Live {
+    plan: Planned,
+    main: CommandId,
+    prepare: Option<CommandId>,
+    setup: Option<CommandId>,
+    cleanup: Option<CommandId>,
+    store_id: Option<i64>,
+    samples: Vec<Sample>,
+    spent: Duration,
+    next_check: u32,
+    done: bool,
+}
+
+impl Live {
+    fn runs(&self) -> u32 {
+        self.samples.len() as u32
+    }
+
+    /// Applies the stopping rule. The CI is recomputed only when the sample
+    /// count has grown by ~10 %, so the check stays off the per-iteration cost.
+    fn update_done(&mut self, rule: &StopRule) {
+        let n = self.runs();
+        self.done = match rule.exact {
+            Some(exact) => n >= exact,
+            None if n < rule.min_runs => false,
+            None if rule.max_runs.is_some_and(|m| n >= m) => true,
+            None if self.spent >= rule.budget => true,
+            None if n >= self.next_check => {
+                self.next_check = n + (n / 10).max(1);
+                let walls: Vec<f64> = self.samples.iter().map(|s| s.wall_ns as f64).collect();
+                perfsleuth_stats::relative_median_ci_halfwidth(&walls, 0.95)
+                    .is_some_and(|h| h <= rule.precision)
+            }
+            None => false,
+        };
+    }
+
+    /// Rough time still needed, for the ETA.
+    fn remaining(&self, rule: &StopRule) -> Duration {
+        if self.done {
+            return Duration::ZERO;
+        }
+        let n = self.runs();
+        let per_run = if n == 0 {
+            Duration::from_millis(10)
+        } else {
+            self.spent / n
+        };
+        let runs_left = |target: u32| per_run * target.saturating_sub(n);
+        match rule.exact {
+            Some(exact) => runs_left(exact),
+            None => {
+                let until = runs_left(rule.min_runs).max(rule.budget.saturating_sub(self.spent));
+                rule.max_runs.map_or(until, |m| until.min(runs_left(m)))
+            }
+        }
+    }
+}
+
+/// Runs `perfsleuth run` and returns the exit code.
+pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
+    let mut spawner = match spawner {
+        Some(s) => s,
+        None => Spawner::start().map_err(|e| {
+            Fail::usage(
+                format!("cannot start the process spawner: {e}"),
+                "check the process limit (ulimit -u)",
+            )
+        })?,
+    };
+    let ignore = IgnoreFailure::parse(args.ignore_failure.as_deref())
+        .map_err(|e| Fail::usage(e, "see perfsleuth run --help"))?;
+    let rule = StopRule {
+        exact: args.runs,
+        min_runs: args.min_runs,
+        max_runs: args.max_runs,
+        budget: args.time_budget,
+        precision: args.precision,
+    };
+    if let Some(max) = args.max_runs.filter(|m| *m < args.min_runs) {
+        return Err(Fail::usage(
+            format!("--max-runs {max} is below --min-runs {}", args.min_runs),
+            "raise --max-runs or lower --min-runs",
+        ));
+    }
+    if let Some(shell) = &args.shell {
+        perfsleuth_measure::resolve_program(shell, std::env::var_os("PATH").as_deref())
+            .map_err(|e| measure_fail(e, "--shell"))?;
+    }
+    let shell = Shell(args.shell.clone());
+    let templates = Templates {
+        commands: &args.commands,
+        names: &args.name,
+        prepare: &args.prepare,
+        setup: &args.setup,
+        cleanup: &args.cleanup,
+        lists: &args.parameter_list,
+        scans: &args.parameter_scan,
+        step: args.step.as_deref(),
+    };
+    let planned = plan(&templates, &shell)?;
+    let reference = output::resolve_reference(
+        args.reference.as_deref(),
+        planned.iter().map(|p| p.name.as_str()),
+    )?;
+    for path in [&args.export_json, &args.export_csv, &args.export_markdown]
+        .into_iter()
+        .flatten()
+    {
+        output::check_writable(path)?;
+    }
+    let output_target = match args.output.as_str() {
+        "null" => OutputTarget::Null,
+        "inherit" => OutputTarget::Inherit,
+        "" => {
+            return Err(Fail::usage(
+                "--output is empty",
+                "use null, inherit or a file path",
+            ));
+        }
+        file => {
+            let path = PathBuf::from(file);
+            std::fs::File::create(&path).map_err(|e| {
+                Fail::usage(
+                    format!("cannot write --output file {}: {e}", path.display()),
+                    "choose a writable path, or --output null",
+                )
+            })?;
+            OutputTarget::File(path)
+        }
+    };
+    if let Some(input) = &args.input {
+        std::fs::File::open(input).map_err(|e| {
+            Fail::usage(
+                format!("cannot read --input file {}: {e}", input.display()),
+                "check the path",
+            )
+        })?;
+    }
+    let io = IoConfig {
+        output: output_target.clone(),
+        input: args.input.clone(),
+        timeout: args.timeout,
+    };
+    let aux_io = IoConfig {
+        output: OutputTarget::Null,
+        input: None,
+        timeout: args.timeout,
+    };
+
+    let mut live = Vec::with_capacity(planned.len());
+    for p in planned {
+        let mut prep =
+            |argv: &Option<Vec<String>>, what: &str| -> Result<Option<CommandId>, Fail> {
+                argv.as_ref()
+                    .map(|a| {
+                        spawner
+                            .prepare(a, &aux_io)
+                            .map_err(|e| measure_fail(e, what))
+                    })
+                    .transpose()
+            };
+        let prepare = prep(&p.prepare, "--prepare")?;
+        let setup = prep(&p.setup, "--setup")?;
+        let cleanup = prep(&p.cleanup, "--cleanup")?;
+        let main = spawner
+            .prepare(&p.argv, &io)
+            .map_err(|e| measure_fail(e, "command"))?;
+        live.push(Live {
+            plan: p,
+            main,
+            prepare,
+            setup,
+            cleanup,
+            store_id: None,
+            samples: Vec::new(),
+            spent: Duration::ZERO,
+            next_check: 0,
+            done: false,
+        });
+    }
+
+    let mut store = if args.no_store {
+        None
+    } else {
+        Some(output::open_store(args.store.store.as_deref())?)
+    };
+
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut run = Run {
+        id: None,
+        started_at: rfc3339(SystemTime::now()),
+        ended_at: None,
+        status: RunStatus::Running,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        git: git::info(&cwd),
+        mode: Mode::Walltime,
+        options: options_json(&args, &ignore),
+        environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
+        benchmarks: Vec::new(),
+    };
+    if let Some(store) = store.as_mut() {
+        let id = store.begin_run(&run).map_err(output::store_fail)?;
+        run.id = Some(id);
+        for l in &mut live {
+            l.store_id = Some(
+                store
+                    .add_benchmark(id, &to_benchmark(&l.plan, Vec::new()))
+                    .map_err(output::store_fail)?,
+            );
+        }
+    }
+    install_interrupt_handler().map_err(|e| {
+        Fail::usage(
+            format!("cannot install the Ctrl-C handler: {e}"),
+            "this should not happen; please report it",
+        )
+    })?;
+
+    let mut measure = Measure {
+        spawner: &mut spawner,
+        store: store.as_mut(),
+        rule,
+        ignore,
+        progress: ProgressLine::new(io.output == OutputTarget::Inherit),
+        started: Instant::now(),
+    };
+    let result = measure.all(&mut live, args.warmup, !args.no_interleave);
+    measure.progress.clear();
+
+    let status = match &result {
+        Ok(()) => RunStatus::Complete,
+        Err(Stop::Interrupted) => RunStatus::Interrupted,
+        Err(Stop::Failed(_)) => RunStatus::Failed,
+    };
+    run.status = status;
+    run.ended_at = Some(rfc3339(SystemTime::now()));
+    run.benchmarks = live
+        .iter()
+        .map(|l| to_benchmark(&l.plan, l.samples.clone()))
+        .collect();
+    if let (Some(store), Some(id)) = (store.as_mut(), run.id) {
+        store
+            .finish_run(id, status, run.ended_at.as_deref().unwrap_or_default())
+            .map_err(output::store_fail)?;
+    }
+    match result {
+        Err(Stop::Failed(fail)) => Err(fail),
+        Err(Stop::Interrupted) => {
+            output::print_summary(&run, reference, args.color, &args);
+            let stored = run.id.map_or(String::new(), |id| {
+                format!("; the samples taken so far are stored as run {id} (status interrupted)")
+            });
+            emit(&format!("Interrupted{stored}.\n"), true);
+            Ok(EXIT_INTERRUPTED)
+        }
+        Ok(()) => {
+            output::print_summary(&run, reference, args.color, &args);
+            output::write_exports(&run, reference, &args)?;
+            if let (Some(id), Some(store)) = (run.id, store.as_ref()) {
+                let note = format!("Stored as run {id} in {}\n", store.path().display());
+                emit(&output::dim(&note, use_color(args.color, true)), true);
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// Why measuring stopped early.
+enum Stop {
+    Interrupted,
+    Failed(Fail),
+}
+
+struct Measure<'a> {
+    spawner: &'a mut Spawner,
+    store: Option<&'a mut Store>,
+    rule: StopRule,
+    ignore: IgnoreFailure,
+    progress: ProgressLine,
+    started: Instant,
+}
+
+impl Measure<'_> {
+    fn all(&mut self, live: &mut [Live], warmup: u32, interleave: bool) -> Result<(), Stop> {
+        if interleave {
+            for l in live.iter() {
+                self.aux(l.setup, "--setup", &l.plan.name)?;
+            }
+            for _ in 0..warmup {
+                for l in live.iter() {
+                    self.warm(l)?;
+                }
+            }
+            while live.iter().any(|l| !l.done) {
+                for i in 0..live.len() {
+                    if !live[i].done {
+                        self.timed(&mut live[i])?;
+                        self.show_progress(live);
+                    }
+                }
+            }
+            for l in live.iter() {
+                self.aux(l.cleanup, "--cleanup", &l.plan.name)?;
+            }
+        } else {
+            for i in 0..live.len() {
+                self.aux(live[i].setup, "--setup", &live[i].plan.name)?;
+                for _ in 0..warmup {
+                    self.warm(&live[i])?;
+                }
+                while !live[i].done {
+                    self.timed(&mut live[i])?;
+                    self.show_progress(live);
+                }
+                self.aux(live[i].cleanup, "--cleanup", &live[i].plan.name)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn warm(&mut self, l: &Live) -> Result<(), Stop> {
+        self.aux(l.prepare, "--prepare", &l.plan.name)?;
+        let outcome = self
+            .spawner
+            .run_once(l.main, 0)
+            .map_err(|e| Stop::Failed(measure_fail(e, "command")))?;
+        self.check(l.main, &l.plan.command, "command", outcome)
+            .map(|_| ())
+    }
+
+    fn timed(&mut self, l: &mut Live) -> Result<(), Stop> {
+        let begun = Instant::now();
+        self.aux(l.prepare, "--prepare", &l.plan.name)?;
+        let outcome = self
+            .spawner
+            .run_once(l.main, l.runs())
+            .map_err(|e| Stop::Failed(measure_fail(e, "command")))?;
+        let sample = self.check(l.main, &l.plan.command, "command", outcome)?;
+        if let (Some(store), Some(id)) = (self.store.as_deref_mut(), l.store_id) {
+            store
+                .add_sample(id, &sample)
+                .map_err(|e| Stop::Failed(output::store_fail(e)))?;
+        }
+        l.samples.push(sample);
+        l.spent += begun.elapsed();
+        l.update_done(&self.rule);
+        Ok(())
+    }
+
+    /// Runs an untimed helper command (prepare/setup/cleanup); it must succeed.
+    fn aux(&mut self, id: Option<CommandId>, what: &str, bench: &str) -> Result<(), Stop> {
+        let Some(id) = id else { return Ok(()) };
+        let outcome = self
+            .spawner
+            .run_once(id, 0)
+            .map_err(|e| Stop::Failed(measure_fail(e, what)))?;
+        Measure::check_with(
+            &IgnoreFailure::None,
+            self.spawner,
+            id,
+            &format!("{what} command of `{bench}`"),
+            what,
+            outcome,
+        )
+        .map(|_| ())
+    }
+
+    fn check(
+        &mut self,
+        id: CommandId,
+        command: &str,
+        what: &str,
+        outcome: Outcome,
+    ) -> Result<Sample, Stop> {
+        Measure::check_with(
+            &self.ignore,
+            self.spawner,
+            id,
+            &format!("{what} `{command}`"),
+            what,
+            outcome,
+        )
+    }
+
+    fn check_with(
+        ignore: &IgnoreFailure,
+        spawner: &mut Spawner,
+        id: CommandId,
+        label: &str,
+        what: &str,
+        outcome: Outcome,
+    ) -> Result<Sample, Stop> {
+        match outcome {
+            Outcome::Interrupted => Err(Stop::Interrupted),
+            Outcome::TimedOut(s) => Err(Stop::Failed(Fail::usage(
+                format!(
+                    "{label} timed out after {} and was killed",
+                    perfsleuth_report::format_duration_ns(s.wall_ns as f64)
+                ),
+                "raise --timeout, or check why it hangs (does it wait for input? try --input FILE)",
+            ))),
+            Outcome::Completed(s) if s.succeeded() || ignore.tolerates(s.exit_code, s.signal) => {
+                Ok(s)
+            }
+            Outcome::Completed(s) => {
+                let how = match (s.exit_code, s.signal) {
+                    (Some(code), _) => format!("exited with code {code}"),
+                    (_, Some(sig)) => format!("was killed by signal {sig} ({})", signal_name(sig)),
+                    _ => "ended abnormally".to_string(),
+                };
+                let tail = spawner.stderr_tail(id, 5);
+                let details = if tail.is_empty() {
+                    Vec::new()
+                } else {
+                    std::iter::once("its last stderr lines:".to_string())
+                        .chain(tail.lines().map(|l| format!("  {l}")))
+                        .collect()
+                };
+                let hint = if what == "command" {
+                    "fix the command, or pass --ignore-failure (or --ignore-failure=CODES) to measure it anyway"
+                } else {
+                    "helper commands must succeed; fix it or remove the option"
+                };
+                Err(Stop::Failed(
+                    Fail::usage(format!("{label} {how}"), hint).with_details(details),
+                ))
+            }
+        }
+    }
+
+    fn show_progress(&mut self, live: &[Live]) {
+        let elapsed = self.started.elapsed();
+        let eta: Duration = live.iter().map(|l| l.remaining(&self.rule)).sum();
+        let runs: u64 = live.iter().map(|l| l.samples.len() as u64).sum();
+        let total = elapsed + eta;
+        let fraction = if total.is_zero() {
+            1.0
+        } else {
+            elapsed.as_secs_f64() / total.as_secs_f64()
+        };
+        let active = live.iter().filter(|l| !l.done).count();
+        self.progress.update(
+            &format!("Measuring {active}/{} commands", live.len()),
+            fraction,
+            runs,
+            elapsed,
+            eta,
+        );
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => "signal",
+    }
+}
+
+fn measure_fail(e: MeasureError, what: &str) -> Fail {
+    match e {
+        MeasureError::NotFound(p) => Fail::usage(
+            format!("{what} not found: `{p}`"),
+            "check the spelling and your PATH; use --shell for shell builtins",
+        ),
+        MeasureError::NotExecutable(p) => Fail::usage(
+            format!("{what} `{}` is not executable", p.display()),
+            format!("chmod +x {}", p.display()),
+        ),
+        MeasureError::File { path, source } => Fail::usage(
+            format!("cannot open {}: {source}", path.display()),
+            "check the path and its permissions",
+        ),
+        other => Fail::usage(
+            format!("{other}"),
+            "this is likely a perfsleuth bug or a resource limit; please report it",
+        ),
+    }
+}
+
+fn to_benchmark(p: &Planned, samples: Vec<Sample>) -> Benchmark {
+    Benchmark {
+        name: p.name.clone(),
+        command: p.command.clone(),
+        argv: p.argv.clone(),
+        parameters: p.parameters.clone(),
+        samples,
+    }
+}
+
+fn options_json(a: &RunArgs, ignore: &IgnoreFailure) -> serde_json::Value {
+    let path = |p: &Option<PathBuf>| p.as_deref().map(Path::display).map(|d| d.to_string());
+    serde_json::json!({
+        "commands": a.commands,
+        "warmup": a.warmup,
+        "runs": a.runs,
+        "min_runs": a.min_runs,
+        "max_runs": a.max_runs,
+        "time_budget_s": a.time_budget.as_secs_f64(),
+        "precision": a.precision,
+        "prepare": a.prepare,
+        "setup": a.setup,
+        "cleanup": a.cleanup,
+        "shell": a.shell,
+        "parameter_list": a.parameter_list,
+        "parameter_scan": a.parameter_scan,
+        "step": a.step,
+        "names": a.name,
+        "ignore_failure": match ignore { IgnoreFailure::None => serde_json::Value::Bool(false), IgnoreFailure::All => serde_json::Value::Bool(true), IgnoreFailure::Codes(c) => serde_json::json!(c) },
+        "timeout_s": a.timeout.map(|t| t.as_secs_f64()),
+        "output": a.output,
+        "input": path(&a.input),
+        "interleave": !a.no_interleave,
+    })
+}

@@ -1,0 +1,102 @@
+//! Terminal helpers: colour decisions, the progress line, and writes that
+//! survive a closed pipe (`perfsleuth runs | head`).
+
+use crate::cli::ColorChoice;
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+/// Whether to colour output going to stdout (or stderr when `to_stderr`).
+pub fn use_color(choice: ColorChoice, to_stderr: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            let tty = if to_stderr {
+                std::io::stderr().is_terminal()
+            } else {
+                std::io::stdout().is_terminal()
+            };
+            tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
+}
+
+/// Writes text to stdout or stderr; a closed pipe is not an error worth a panic.
+pub fn emit(text: &str, to_stderr: bool) {
+    let result = if to_stderr {
+        std::io::stderr().lock().write_all(text.as_bytes())
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    };
+    let _ = result;
+}
+
+/// A one-line progress display with ETA on stderr, only when stderr is a
+/// terminal; otherwise every call is a no-op so piped output stays clean.
+pub struct ProgressLine {
+    enabled: bool,
+    drawn: bool,
+    last: Option<Instant>,
+}
+
+impl ProgressLine {
+    /// A progress line, shown only on a terminal (and never when the
+    /// benchmarked commands write to the terminal themselves).
+    pub fn new(commands_write_to_terminal: bool) -> ProgressLine {
+        ProgressLine {
+            enabled: std::io::stderr().is_terminal() && !commands_write_to_terminal,
+            drawn: false,
+            last: None,
+        }
+    }
+
+    /// Redraws at most ten times a second so the hot loop stays cheap.
+    pub fn update(
+        &mut self,
+        phase: &str,
+        done_fraction: f64,
+        runs: u64,
+        elapsed: Duration,
+        eta: Duration,
+    ) {
+        if !self.enabled {
+            return;
+        }
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < Duration::from_millis(100))
+        {
+            return;
+        }
+        self.last = Some(now);
+        const WIDTH: usize = 24;
+        let filled = ((done_fraction.clamp(0.0, 1.0)) * WIDTH as f64).round() as usize;
+        let bar: String = "█".repeat(filled) + &"░".repeat(WIDTH - filled);
+        let line = format!(
+            "\r\x1b[2K{phase} {bar} {runs} runs · {:.1} s elapsed · ETA {}",
+            elapsed.as_secs_f64(),
+            eta_text(eta)
+        );
+        emit(&line, true);
+        self.drawn = true;
+    }
+
+    /// Erases the line before the summary is printed.
+    pub fn clear(&mut self) {
+        if self.drawn {
+            emit("\r\x1b[2K", true);
+            self.drawn = false;
+        }
+    }
+}
+
+fn eta_text(eta: Duration) -> String {
+    let s = eta.as_secs_f64();
+    if s < 60.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{:.0} min {:.0} s", (s / 60.0).floor(), s % 60.0)
+    }
+}
