@@ -59,6 +59,12 @@ impl Spawner {
             drop(rep_read);
             // SAFETY: prctl with constant arguments; dies with perfsleuth.
             unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+            // Ctrl-C reaches the whole foreground process group, the spawner
+            // included: it must survive it, stop the child and report.
+            if crate::install_interrupt_handler().is_err() {
+                // SAFETY: leave without running the parent's exit handlers.
+                unsafe { libc::_exit(1) };
+            }
             let code = serve(File::from(req_read), File::from(rep_write));
             // SAFETY: leave without running the parent's exit handlers.
             unsafe { libc::_exit(code) };

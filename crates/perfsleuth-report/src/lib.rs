@@ -1,1 +1,366 @@
-//! placeholder
+//! Renderers for perfsleuth: the terminal summary, a Markdown table, the
+//! versioned JSON export and CSV.
+//!
+//! This crate only turns a [`Run`] into text or JSON values. It never
+//! measures, stores or prints, so the CLI decides where output goes and the
+//! renderers can be tested with hand-built runs. [`analyze`] computes every
+//! statistic once; each renderer reads the same [`RunReport`], so the
+//! terminal, Markdown and JSON can never disagree about a number.
+#![warn(missing_docs)]
+
+mod csv;
+mod format;
+mod json;
+mod markdown;
+mod terminal;
+
+use perfsleuth_model::{Benchmark, Metric, Run};
+use perfsleuth_stats::{bootstrap_median_ratio, mann_whitney_u, summarize};
+use std::collections::BTreeMap;
+
+pub use csv::export_csv;
+pub use format::{format_bytes, format_duration_ns};
+pub use json::export_json;
+pub use markdown::render_markdown;
+pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};
+pub use terminal::{Style, render_terminal};
+
+/// Confidence level of every interval this crate reports.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// Bootstrap resamples per comparison: enough that the 2.5% and 97.5%
+/// percentiles move by well under the printed precision between seeds.
+pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
+
+/// Fixed bootstrap seed ("perfsleu" in ASCII), so rendering the same run
+/// twice gives the same intervals.
+pub const BOOTSTRAP_SEED: u64 = 0x7065_7266_736c_6575;
+
+/// Fewest samples each side needs before a difference is called significant:
+/// with fewer, the bootstrap distribution of a median has so few distinct
+/// values that its interval can exclude 1.0 on no real evidence (with one
+/// sample each it is a single point).
+pub const MIN_RUNS_FOR_SIGNIFICANCE: usize = 5;
+
+/// Per-benchmark statistics used by every renderer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchmarkReport {
+    /// Display name of the benchmark.
+    pub name: String,
+    /// The command, parameters substituted.
+    pub command: String,
+    /// Parameter values of this benchmark.
+    pub parameters: BTreeMap<String, String>,
+    /// Number of samples (every timed iteration, failed ones included).
+    pub runs: usize,
+    /// Samples whose exit was non-zero or that were killed by a signal.
+    pub failed_runs: usize,
+    /// Wall-clock time in ns; `None` without samples.
+    pub wall: Option<Summary>,
+    /// User CPU time in ns; `None` without samples.
+    pub user: Option<Summary>,
+    /// System CPU time in ns; `None` without samples.
+    pub sys: Option<Summary>,
+    /// Peak resident set size in bytes; `None` without samples.
+    pub peak_rss: Option<Summary>,
+    /// Wall-time outliers (modified z-score above 3.5).
+    pub outliers: usize,
+}
+
+/// A benchmark compared with the reference benchmark of the same run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// Index of the compared benchmark in `Run::benchmarks`.
+    pub index: usize,
+    /// Index of the reference benchmark in `Run::benchmarks`.
+    pub reference: usize,
+    /// Median wall time ratio candidate/reference with its 95% bootstrap CI;
+    /// `significant` also requires [`MIN_RUNS_FOR_SIGNIFICANCE`] runs a side.
+    pub time: Option<RatioEstimate>,
+    /// Median peak RSS ratio candidate/reference, like `time`; `None` when
+    /// either side has no samples or the reference's median is 0.
+    pub peak_rss: Option<RatioEstimate>,
+    /// Two-sided Mann-Whitney U p-value for wall time.
+    pub time_p_value: Option<f64>,
+}
+
+/// Everything the renderers need: per-benchmark summaries and comparisons.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    /// One report per benchmark, in run order.
+    pub benchmarks: Vec<BenchmarkReport>,
+    /// Index of the benchmark the others are compared with.
+    pub reference: usize,
+    /// One comparison per non-reference benchmark, in run order; empty with
+    /// fewer than two benchmarks.
+    pub comparisons: Vec<Comparison>,
+}
+
+/// Computes summaries and (when >1 benchmark) comparisons of each other
+/// benchmark with `reference` (default 0; an out-of-range index also means 0).
+///
+/// Comparisons are the ratio candidate/reference of medians with a 95%
+/// bootstrap CI ([`BOOTSTRAP_RESAMPLES`] resamples, [`BOOTSTRAP_SEED`]) for
+/// wall time and peak RSS, plus the Mann-Whitney p for wall time. A ratio is
+/// only marked significant when its CI excludes 1.0 and both sides have at
+/// least [`MIN_RUNS_FOR_SIGNIFICANCE`] samples.
+pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
+    let benchmarks: Vec<BenchmarkReport> = run.benchmarks.iter().map(benchmark_report).collect();
+    let reference = reference.filter(|&r| r < run.benchmarks.len()).unwrap_or(0);
+    let comparisons = if run.benchmarks.len() > 1 {
+        (0..run.benchmarks.len())
+            .filter(|&i| i != reference)
+            .map(|i| compare(&run.benchmarks[reference], &run.benchmarks[i], i, reference))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    RunReport {
+        benchmarks,
+        reference,
+        comparisons,
+    }
+}
+
+/// Summaries of one benchmark. Failed samples stay in the statistics: they
+/// were measured like the others, and the renderers warn about them.
+fn benchmark_report(b: &Benchmark) -> BenchmarkReport {
+    let wall = summarize(&b.values(Metric::Wall));
+    BenchmarkReport {
+        name: b.name.clone(),
+        command: b.command.clone(),
+        parameters: b.parameters.clone(),
+        runs: b.samples.len(),
+        failed_runs: b.samples.iter().filter(|s| !s.succeeded()).count(),
+        outliers: wall.as_ref().map_or(0, |s| s.outliers.len()),
+        wall,
+        user: summarize(&b.values(Metric::User)),
+        sys: summarize(&b.values(Metric::Sys)),
+        peak_rss: summarize(&b.values(Metric::PeakRss)),
+    }
+}
+
+/// Compares `candidate` (at `index`) with `reference` (at `ref_index`).
+fn compare(
+    reference: &Benchmark,
+    candidate: &Benchmark,
+    index: usize,
+    ref_index: usize,
+) -> Comparison {
+    let ratio = |metric: Metric| {
+        let (base, cand) = (reference.values(metric), candidate.values(metric));
+        bootstrap_median_ratio(
+            &base,
+            &cand,
+            CONFIDENCE,
+            BOOTSTRAP_RESAMPLES,
+            BOOTSTRAP_SEED,
+        )
+        .map(|mut est| {
+            est.significant &= enough_runs(base.len(), cand.len());
+            est
+        })
+    };
+    Comparison {
+        index,
+        reference: ref_index,
+        time: ratio(Metric::Wall),
+        peak_rss: ratio(Metric::PeakRss),
+        time_p_value: mann_whitney_u(
+            &reference.values(Metric::Wall),
+            &candidate.values(Metric::Wall),
+        )
+        .map(|m| m.p_value),
+    }
+}
+
+/// Whether both sides have enough samples for a significance claim.
+pub(crate) fn enough_runs(a: usize, b: usize) -> bool {
+    a >= MIN_RUNS_FOR_SIGNIFICANCE && b >= MIN_RUNS_FOR_SIGNIFICANCE
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Hand-built runs shared by the renderer tests.
+
+    use perfsleuth_model::{Benchmark, Environment, ImpactClass, Mode, Run, RunStatus, Sample};
+
+    /// A successful sample with the given wall time and peak RSS; user and
+    /// system time are fixed fractions so summaries are easy to predict.
+    pub fn sample(iteration: u32, wall_ns: u64, rss: u64) -> Sample {
+        Sample {
+            iteration,
+            wall_ns,
+            user_ns: wall_ns * 8 / 10,
+            sys_ns: wall_ns / 10,
+            peak_rss_bytes: rss,
+            minor_faults: 100 + u64::from(iteration),
+            major_faults: 0,
+            voluntary_cs: 2,
+            involuntary_cs: 1,
+            exit_code: Some(0),
+            signal: None,
+            counters: Default::default(),
+        }
+    }
+
+    /// A benchmark whose samples have the given wall times and a constant RSS.
+    pub fn bench(name: &str, walls: &[u64], rss: u64) -> Benchmark {
+        Benchmark {
+            name: name.to_string(),
+            command: name.to_string(),
+            argv: name.split(' ').map(str::to_string).collect(),
+            parameters: Default::default(),
+            samples: walls
+                .iter()
+                .enumerate()
+                .map(|(i, &w)| sample(i as u32, w, rss))
+                .collect(),
+        }
+    }
+
+    /// A complete run holding `benchmarks`.
+    pub fn run(benchmarks: Vec<Benchmark>) -> Run {
+        let mut environment = Environment::default();
+        environment.set("cpu.model", "Test CPU @ 3.0GHz", ImpactClass::Identity);
+        environment.set("cpu.governor", "performance", ImpactClass::Performance);
+        Run {
+            id: Some(12),
+            started_at: "2024-02-29T12:34:56.123Z".to_string(),
+            ended_at: Some("2024-02-29T12:35:06.456Z".to_string()),
+            status: RunStatus::Complete,
+            tool_version: "0.1.0".to_string(),
+            git: None,
+            mode: Mode::Walltime,
+            options: serde_json::json!({"warmup": 3}),
+            environment,
+            benchmarks,
+        }
+    }
+
+    /// `n` wall times spread evenly around `center_ns` by +-`spread_ns`, in a
+    /// shuffled order so medians do not depend on input order.
+    pub fn spread(n: usize, center_ns: u64, spread_ns: u64) -> Vec<u64> {
+        (0..n)
+            .map(|i| {
+                let k = (i * 7) % n;
+                let offset = if n > 1 {
+                    (2 * spread_ns * k as u64) / (n as u64 - 1)
+                } else {
+                    spread_ns
+                };
+                center_ns - spread_ns + offset
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+    use perfsleuth_model::RunStatus;
+
+    #[test]
+    fn summaries_cover_every_benchmark() {
+        let r = run(vec![bench("a", &[10, 20, 30], 1000), bench("b", &[], 0)]);
+        let rep = analyze(&r, None);
+        assert_eq!(rep.benchmarks.len(), 2);
+        let a = &rep.benchmarks[0];
+        assert_eq!((a.runs, a.failed_runs, a.outliers), (3, 0, 0));
+        assert_eq!(a.wall.as_ref().unwrap().median, 20.0);
+        assert_eq!(a.peak_rss.as_ref().unwrap().median, 1000.0);
+        let b = &rep.benchmarks[1];
+        assert_eq!(b.runs, 0);
+        assert!(b.wall.is_none() && b.peak_rss.is_none());
+        assert_eq!(rep.comparisons.len(), 1);
+        assert!(rep.comparisons[0].time.is_none());
+        assert!(rep.comparisons[0].time_p_value.is_none());
+    }
+
+    #[test]
+    fn failed_samples_are_counted() {
+        let mut b = bench("a", &[10, 20, 30, 40], 1000);
+        b.samples[1].exit_code = Some(1);
+        b.samples[3].exit_code = None;
+        b.samples[3].signal = Some(9);
+        let rep = analyze(&run(vec![b]), None);
+        assert_eq!(rep.benchmarks[0].failed_runs, 2);
+        assert_eq!(rep.benchmarks[0].runs, 4);
+        assert!(rep.comparisons.is_empty());
+    }
+
+    #[test]
+    fn comparisons_skip_the_reference() {
+        let r = run(vec![
+            bench("a", &spread(20, 1_000_000, 10_000), 1 << 20),
+            bench("b", &spread(20, 1_000_000, 10_000), 1 << 20),
+            bench("c", &spread(20, 1_000_000, 10_000), 1 << 20),
+        ]);
+        let rep = analyze(&r, Some(1));
+        assert_eq!(rep.reference, 1);
+        let idx: Vec<_> = rep
+            .comparisons
+            .iter()
+            .map(|c| (c.index, c.reference))
+            .collect();
+        assert_eq!(idx, vec![(0, 1), (2, 1)]);
+        // Out of range falls back to the first benchmark instead of panicking.
+        assert_eq!(analyze(&r, Some(9)).reference, 0);
+    }
+
+    #[test]
+    fn a_clear_slowdown_is_significant_and_equal_samples_are_not() {
+        let r = run(vec![
+            bench("base", &spread(30, 1_000_000, 10_000), 1 << 20),
+            bench("slow", &spread(30, 1_200_000, 10_000), 1 << 20),
+            bench("same", &spread(30, 1_000_000, 10_000), 1 << 20),
+        ]);
+        let rep = analyze(&r, None);
+        let slow = rep.comparisons[0].time.as_ref().unwrap();
+        assert!((slow.ratio - 1.2).abs() < 1e-6);
+        assert!(slow.significant && slow.ci.lo > 1.0);
+        assert!(rep.comparisons[0].time_p_value.unwrap() < 0.001);
+        let same = rep.comparisons[1].time.as_ref().unwrap();
+        assert!(!same.significant && same.ci.contains(1.0));
+        assert!(rep.comparisons[1].time_p_value.unwrap() > 0.5);
+        // Constant equal RSS on both sides: the ratio is exactly 1.
+        let rss = rep.comparisons[0].peak_rss.as_ref().unwrap();
+        assert_eq!((rss.ratio, rss.significant), (1.0, false));
+    }
+
+    #[test]
+    fn too_few_runs_are_never_significant() {
+        let r = run(vec![bench("a", &[100], 1000), bench("b", &[200], 2000)]);
+        let rep = analyze(&r, None);
+        let c = &rep.comparisons[0];
+        let time = c.time.as_ref().unwrap();
+        // One sample each: the bootstrap CI is the single point 2.0, which
+        // excludes 1.0 but proves nothing.
+        assert_eq!((time.ratio, time.ci.lo, time.ci.hi), (2.0, 2.0, 2.0));
+        assert!(!time.significant);
+        assert!(!c.peak_rss.as_ref().unwrap().significant);
+    }
+
+    #[test]
+    fn analysis_is_reproducible() {
+        let r = run(vec![
+            bench("a", &spread(25, 5_000_000, 400_000), 1 << 20),
+            bench("b", &spread(25, 5_100_000, 400_000), 1 << 21),
+        ]);
+        assert_eq!(analyze(&r, None), analyze(&r, None));
+    }
+
+    #[test]
+    fn odd_runs_do_not_panic() {
+        let mut empty = run(vec![]);
+        empty.status = RunStatus::Interrupted;
+        let rep = analyze(&empty, Some(3));
+        assert!(rep.benchmarks.is_empty() && rep.comparisons.is_empty());
+        let zeros = run(vec![bench("z", &[0, 0], 0), bench("y", &[0], 0)]);
+        let rep = analyze(&zeros, None);
+        assert!(rep.comparisons[0].time.is_none());
+        assert!(rep.comparisons[0].peak_rss.is_none());
+        assert_eq!(rep.comparisons[0].time_p_value, Some(1.0));
+    }
+}

@@ -1,0 +1,306 @@
+//! Human formatting of durations, sizes, ratios and p-values.
+//!
+//! Units are explicit types so a renderer can choose one unit for a group of
+//! numbers (a benchmark, a table column) and print them all in it: mixed units
+//! in one column make values hard to compare at a glance.
+
+/// A display unit for durations measured in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TimeUnit {
+    Ns,
+    Us,
+    Ms,
+    S,
+}
+
+impl TimeUnit {
+    /// The unit that shows `ns` best. Thresholds sit just below the next
+    /// power of 1000 so values never print as "1000.0 µs" after rounding.
+    pub(crate) fn for_ns(ns: f64) -> TimeUnit {
+        let a = ns.abs();
+        if a.is_nan() || a < 999.5 {
+            TimeUnit::Ns
+        } else if a < 999_950.0 {
+            TimeUnit::Us
+        } else if a < 999_999_500.0 {
+            TimeUnit::Ms
+        } else {
+            TimeUnit::S
+        }
+    }
+
+    /// The suffix printed after numbers.
+    pub(crate) fn symbol(self) -> &'static str {
+        match self {
+            TimeUnit::Ns => "ns",
+            TimeUnit::Us => "µs",
+            TimeUnit::Ms => "ms",
+            TimeUnit::S => "s",
+        }
+    }
+
+    /// Nanoseconds per unit.
+    fn scale(self) -> f64 {
+        match self {
+            TimeUnit::Ns => 1.0,
+            TimeUnit::Us => 1e3,
+            TimeUnit::Ms => 1e6,
+            TimeUnit::S => 1e9,
+        }
+    }
+
+    /// Decimals that keep roughly the resolution a process timer has at
+    /// that scale, without printing meaningless digits.
+    fn decimals(self) -> usize {
+        match self {
+            TimeUnit::Ns => 0,
+            TimeUnit::Us => 1,
+            TimeUnit::Ms | TimeUnit::S => 3,
+        }
+    }
+
+    /// `ns` in this unit, without the suffix ("12.345").
+    pub(crate) fn number(self, ns: f64) -> String {
+        number(ns / self.scale(), self.decimals())
+    }
+
+    /// `ns` in this unit with the suffix ("12.345 ms").
+    pub(crate) fn format(self, ns: f64) -> String {
+        if !ns.is_finite() {
+            return "n/a".to_string();
+        }
+        format!("{} {}", self.number(ns), self.symbol())
+    }
+}
+
+/// A display unit for sizes in bytes (binary prefixes, as `ps`/`top` use).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ByteUnit {
+    B,
+    KiB,
+    MiB,
+    GiB,
+    TiB,
+}
+
+impl ByteUnit {
+    /// The unit that shows `bytes` best, with the same rounding care as
+    /// [`TimeUnit::for_ns`].
+    pub(crate) fn for_bytes(bytes: f64) -> ByteUnit {
+        const K: f64 = 1024.0;
+        let a = bytes.abs();
+        if a.is_nan() || a < 1023.5 {
+            ByteUnit::B
+        } else if a < 1023.95 * K {
+            ByteUnit::KiB
+        } else if a < 1023.95 * K * K {
+            ByteUnit::MiB
+        } else if a < 1023.95 * K * K * K {
+            ByteUnit::GiB
+        } else {
+            ByteUnit::TiB
+        }
+    }
+
+    /// The suffix printed after numbers.
+    pub(crate) fn symbol(self) -> &'static str {
+        match self {
+            ByteUnit::B => "B",
+            ByteUnit::KiB => "KiB",
+            ByteUnit::MiB => "MiB",
+            ByteUnit::GiB => "GiB",
+            ByteUnit::TiB => "TiB",
+        }
+    }
+
+    /// Bytes per unit.
+    fn scale(self) -> f64 {
+        match self {
+            ByteUnit::B => 1.0,
+            ByteUnit::KiB => 1024.0,
+            ByteUnit::MiB => 1024.0 * 1024.0,
+            ByteUnit::GiB => 1024.0 * 1024.0 * 1024.0,
+            ByteUnit::TiB => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        }
+    }
+
+    /// `bytes` in this unit, without the suffix ("12.4").
+    pub(crate) fn number(self, bytes: f64) -> String {
+        let decimals = if self == ByteUnit::B { 0 } else { 1 };
+        number(bytes / self.scale(), decimals)
+    }
+
+    /// `bytes` in this unit with the suffix ("12.4 MiB").
+    pub(crate) fn format(self, bytes: f64) -> String {
+        if !bytes.is_finite() {
+            return "n/a".to_string();
+        }
+        format!("{} {}", self.number(bytes), self.symbol())
+    }
+}
+
+/// Fixed-point text of `x`; "n/a" for NaN or infinities, and never "-0.0"
+/// (a rounded tiny negative value would otherwise look like a sign error).
+fn number(x: f64, decimals: usize) -> String {
+    if !x.is_finite() {
+        return "n/a".to_string();
+    }
+    let s = format!("{x:.decimals$}");
+    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
+        s[1..].to_string()
+    } else {
+        s
+    }
+}
+
+/// A duration given in nanoseconds, in the unit that suits it:
+/// "850 ns", "12.3 µs", "1.234 ms", "2.500 s".
+pub fn format_duration_ns(ns: f64) -> String {
+    TimeUnit::for_ns(ns).format(ns)
+}
+
+/// A size given in bytes, with binary prefixes: "512 B", "12.4 MiB".
+pub fn format_bytes(b: f64) -> String {
+    ByteUnit::for_bytes(b).format(b)
+}
+
+/// A short duration with one decimal, for secondary numbers (user/system
+/// CPU time) where three decimals would only add noise: "10.1 ms".
+pub(crate) fn format_duration_short(ns: f64) -> String {
+    let unit = TimeUnit::for_ns(ns);
+    if !ns.is_finite() {
+        return "n/a".to_string();
+    }
+    let decimals = if unit == TimeUnit::Ns { 0 } else { 1 };
+    format!("{} {}", number(ns / unit.scale(), decimals), unit.symbol())
+}
+
+/// Decimals for a ratio: two, or two significant digits below 0.1 so a
+/// candidate thousands of times faster does not print as "0.00".
+pub(crate) fn ratio_decimals(r: f64) -> usize {
+    let a = r.abs();
+    if a.is_finite() && a > 0.0 && a < 0.1 {
+        ((-a.log10()).floor() as usize + 2).min(12)
+    } else {
+        2
+    }
+}
+
+/// A ratio as a multiplier with at least `decimals` decimals: "1.03×".
+pub(crate) fn format_ratio_min(r: f64, decimals: usize) -> String {
+    format!("{}×", number(r, ratio_decimals(r).max(decimals)))
+}
+
+/// A p-value with as many digits as carry meaning: "0.21", "0.004",
+/// "< 0.001" (returned with its relation so callers write "p = …"/"p < …").
+pub(crate) fn format_p(p: f64) -> String {
+    if !p.is_finite() {
+        "p = n/a".to_string()
+    } else if p < 0.001 {
+        "p < 0.001".to_string()
+    } else if p < 0.01 {
+        format!("p = {p:.3}")
+    } else {
+        format!("p = {p:.2}")
+    }
+}
+
+/// A relative change in percent of `ratio` (1.25 → "25%"), with one decimal
+/// below 10% so small but real differences do not print as "0%" or "3%".
+pub(crate) fn format_percent(ratio: f64) -> String {
+    let pct = ((ratio - 1.0) * 100.0).abs();
+    if !pct.is_finite() {
+        "n/a".to_string()
+    } else if pct < 0.05 {
+        "<0.1%".to_string()
+    } else if pct < 9.95 {
+        format!("{pct:.1}%")
+    } else {
+        format!("{pct:.0}%")
+    }
+}
+
+/// Characters that a terminal shows, for padding columns that contain
+/// multi-byte symbols such as "µ", "±" and "…".
+pub(crate) fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// `s` right-aligned in `w` visible columns.
+pub(crate) fn pad_left(s: &str, w: usize) -> String {
+    format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+/// `s` left-aligned in `w` visible columns.
+pub(crate) fn pad_right(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_pick_a_readable_unit() {
+        assert_eq!(format_duration_ns(0.0), "0 ns");
+        assert_eq!(format_duration_ns(850.0), "850 ns");
+        assert_eq!(format_duration_ns(12_345.0), "12.3 µs");
+        assert_eq!(format_duration_ns(1_234_000.0), "1.234 ms");
+        assert_eq!(format_duration_ns(12_345_000.0), "12.345 ms");
+        assert_eq!(format_duration_ns(2_500_000_000.0), "2.500 s");
+        assert_eq!(format_duration_ns(3_600e9), "3600.000 s");
+    }
+
+    #[test]
+    fn durations_never_print_a_thousand_of_a_unit() {
+        assert_eq!(format_duration_ns(999.4), "999 ns");
+        assert_eq!(format_duration_ns(999.6), "1.0 µs");
+        assert_eq!(format_duration_ns(999_960.0), "1.000 ms");
+        assert_eq!(format_duration_ns(999_999_600.0), "1.000 s");
+    }
+
+    #[test]
+    fn odd_durations_do_not_panic() {
+        assert_eq!(format_duration_ns(f64::NAN), "n/a");
+        assert_eq!(format_duration_ns(f64::INFINITY), "n/a");
+        assert_eq!(format_duration_ns(-1_500_000.0), "-1.500 ms");
+        assert_eq!(format_duration_ns(-0.0001), "0 ns");
+    }
+
+    #[test]
+    fn bytes_use_binary_prefixes() {
+        assert_eq!(format_bytes(0.0), "0 B");
+        assert_eq!(format_bytes(512.0), "512 B");
+        assert_eq!(format_bytes(1536.0), "1.5 KiB");
+        assert_eq!(format_bytes(13_002_342.0), "12.4 MiB");
+        assert_eq!(format_bytes(6.2 * 1024.0 * 1024.0), "6.2 MiB");
+        assert_eq!(format_bytes(3.0 * 1024.0 * 1024.0 * 1024.0), "3.0 GiB");
+        assert_eq!(format_bytes(1024.0 * 1024.0 - 1.0), "1.0 MiB");
+        assert_eq!(format_bytes(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn short_durations_and_ratios() {
+        assert_eq!(format_duration_short(10_123_456.0), "10.1 ms");
+        assert_eq!(format_duration_short(2_000_000.0), "2.0 ms");
+        assert_eq!(format_duration_short(0.0), "0 ns");
+        assert_eq!(format_ratio_min(1.0349, 2), "1.03×");
+        assert_eq!(format_ratio_min(0.0, 2), "0.00×");
+        assert_eq!(format_ratio_min(0.073, 2), "0.073×");
+        assert_eq!(format_ratio_min(7.3e-5, 2), "0.000073×");
+        assert_eq!(format_ratio_min(f64::NAN, 2), "n/a×");
+        assert_eq!(format_p(0.2134), "p = 0.21");
+        assert_eq!(format_p(0.0042), "p = 0.004");
+        assert_eq!(format_p(0.00001), "p < 0.001");
+        assert_eq!(format_percent(0.78), "22%");
+        assert_eq!(format_percent(1.032), "3.2%");
+        assert_eq!(format_percent(1.0001), "<0.1%");
+    }
+
+    #[test]
+    fn padding_counts_characters_not_bytes() {
+        assert_eq!(pad_left("1.0 µs", 8), "  1.0 µs");
+        assert_eq!(pad_right("±", 3), "±  ");
+        assert_eq!(pad_left("toolong", 3), "toolong");
+    }
+}

@@ -1,0 +1,172 @@
+//! The versioned JSON export document (see `docs/SCHEMA.md`).
+
+use crate::{BenchmarkReport, CONFIDENCE, Comparison, RunReport};
+use perfsleuth_model::{EXPORT_KIND_RUN, Run, SCHEMA_VERSION};
+use perfsleuth_stats::{RatioEstimate, Summary};
+use serde_json::{Value, json};
+
+/// The versioned JSON export document (all samples, environment, summary).
+///
+/// `run` is the model's own serialisation, so a reader can deserialise it
+/// back into [`Run`]; `summary` holds the derived statistics so consumers
+/// need not reimplement them. Times are in ns, memory in bytes.
+pub fn export_json(run: &Run, report: &RunReport) -> Value {
+    // Serialising a Run cannot fail (all map keys are strings); null is a
+    // defensive fallback so an export never panics.
+    let run_value = serde_json::to_value(run).unwrap_or(Value::Null);
+    json!({
+        "schema": EXPORT_KIND_RUN,
+        "schema_version": SCHEMA_VERSION,
+        "run": run_value,
+        "summary": {
+            "reference": report.reference,
+            "benchmarks": report.benchmarks.iter().map(benchmark_json).collect::<Vec<_>>(),
+            "comparisons": report.comparisons.iter().map(comparison_json).collect::<Vec<_>>(),
+        },
+    })
+}
+
+/// One benchmark's summaries.
+fn benchmark_json(b: &BenchmarkReport) -> Value {
+    json!({
+        "name": b.name,
+        "command": b.command,
+        "parameters": b.parameters,
+        "runs": b.runs,
+        "failed_runs": b.failed_runs,
+        "wall": summary_json(b.wall.as_ref()),
+        "user": summary_json(b.user.as_ref()),
+        "sys": summary_json(b.sys.as_ref()),
+        "peak_rss": summary_json(b.peak_rss.as_ref()),
+    })
+}
+
+/// A [`Summary`] as an object, or null when there were no samples.
+fn summary_json(s: Option<&Summary>) -> Value {
+    let Some(s) = s else { return Value::Null };
+    json!({
+        "n": s.n,
+        "mean": s.mean,
+        "stddev": s.stddev,
+        "median": s.median,
+        "median_ci_low": s.median_ci.lo,
+        "median_ci_high": s.median_ci.hi,
+        "mad": s.mad,
+        "min": s.min,
+        "max": s.max,
+        "p5": s.p5,
+        "p95": s.p95,
+        "outliers": s.outliers,
+    })
+}
+
+/// One comparison with the reference.
+fn comparison_json(c: &Comparison) -> Value {
+    let mut time = ratio_json(c.time.as_ref());
+    if let Value::Object(map) = &mut time {
+        map.insert("p_value".to_string(), json!(c.time_p_value));
+    }
+    json!({
+        "benchmark": c.index,
+        "reference": c.reference,
+        "time": time,
+        "peak_rss": ratio_json(c.peak_rss.as_ref()),
+    })
+}
+
+/// A [`RatioEstimate`] as an object, or null when none could be computed.
+fn ratio_json(e: Option<&RatioEstimate>) -> Value {
+    let Some(e) = e else { return Value::Null };
+    json!({
+        "ratio": e.ratio,
+        "ci_low": e.ci.lo,
+        "ci_high": e.ci.hi,
+        "confidence": CONFIDENCE,
+        "resamples": e.resamples,
+        "significant": e.significant,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze;
+    use crate::testutil::*;
+    use perfsleuth_model::GitInfo;
+
+    #[test]
+    fn run_round_trips_through_the_export() {
+        let mut b = bench("sleep 0.01", &[10_000_000, 11_000_000], 2048);
+        b.parameters.insert("N".to_string(), "0.01".to_string());
+        b.samples[1].exit_code = None;
+        b.samples[1].signal = Some(15);
+        b.samples[0]
+            .counters
+            .insert("instructions".to_string(), 1.5e9);
+        let mut r = run(vec![b, bench("true", &[], 0)]);
+        r.git = Some(GitInfo {
+            commit: "0123456789abcdef0123456789abcdef01234567".to_string(),
+            branch: None,
+            dirty: true,
+        });
+        let doc = export_json(&r, &analyze(&r, None));
+        assert_eq!(doc["schema"], "perfsleuth/run");
+        assert_eq!(doc["schema_version"], 1);
+        let back: Run = serde_json::from_value(doc["run"].clone()).unwrap();
+        assert_eq!(back, r);
+        // And through text, as a file reader would see it.
+        let text = serde_json::to_string_pretty(&doc).unwrap();
+        let reparsed: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(reparsed, doc);
+    }
+
+    #[test]
+    fn summary_matches_the_report() {
+        let r = run(vec![
+            bench("a", &spread(10, 1_000_000, 10_000), 4096),
+            bench("b", &spread(10, 3_000_000, 10_000), 8192),
+            bench("c", &[], 0),
+        ]);
+        let rep = analyze(&r, None);
+        let doc = export_json(&r, &rep);
+        let s = &doc["summary"];
+        assert_eq!(s["reference"], 0);
+        let a = &s["benchmarks"][0];
+        assert_eq!(a["name"], "a");
+        assert_eq!(a["runs"], 10);
+        assert_eq!(a["failed_runs"], 0);
+        assert_eq!(
+            a["wall"]["median"],
+            rep.benchmarks[0].wall.as_ref().unwrap().median
+        );
+        assert_eq!(a["peak_rss"]["median"], 4096.0);
+        assert_eq!(a["wall"]["outliers"], json!([]));
+        assert!(a["parameters"].as_object().unwrap().is_empty());
+        assert_eq!(s["benchmarks"][2]["wall"], Value::Null);
+        let c = &s["comparisons"][0];
+        assert_eq!(c["benchmark"], 1);
+        assert_eq!(c["reference"], 0);
+        assert_eq!(c["time"]["significant"], true);
+        assert_eq!(c["time"]["confidence"], 0.95);
+        assert_eq!(c["time"]["resamples"], 10_000);
+        assert!(c["time"]["p_value"].as_f64().unwrap() < 0.001);
+        assert_eq!(c["peak_rss"]["ratio"], 2.0);
+        assert!(c["peak_rss"].get("p_value").is_none());
+        let missing = &s["comparisons"][1];
+        assert_eq!(
+            (missing["time"].clone(), missing["peak_rss"].clone()),
+            (Value::Null, Value::Null)
+        );
+        let mut keys: Vec<_> = doc.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        assert_eq!(keys, ["run", "schema", "schema_version", "summary"]);
+    }
+
+    #[test]
+    fn empty_run_exports() {
+        let r = run(vec![]);
+        let doc = export_json(&r, &analyze(&r, None));
+        assert_eq!(doc["summary"]["benchmarks"], json!([]));
+        assert_eq!(doc["summary"]["comparisons"], json!([]));
+    }
+}

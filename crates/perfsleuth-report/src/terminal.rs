@@ -1,0 +1,592 @@
+//! The terminal summary printed by `perfsleuth run` and `perfsleuth show`.
+
+use crate::format::{
+    TimeUnit, format_bytes, format_duration_short, format_p, format_percent, format_ratio_min,
+    pad_left, pad_right, width,
+};
+use crate::{BenchmarkReport, Comparison, MIN_RUNS_FOR_SIGNIFICANCE, RunReport, enough_runs};
+use perfsleuth_model::{Run, RunStatus};
+use perfsleuth_stats::RatioEstimate;
+use std::fmt::Write as _;
+
+/// Output options of [`render_terminal`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Style {
+    /// Use ANSI colours and bold; off for pipes, files and `NO_COLOR`.
+    pub color: bool,
+}
+
+impl Style {
+    /// `s` wrapped in an SGR code when colour is on. Callers pad before
+    /// painting, because escape codes would otherwise count as width.
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    fn bold(&self, s: &str) -> String {
+        self.paint("1", s)
+    }
+
+    fn green(&self, s: &str) -> String {
+        self.paint("32", s)
+    }
+
+    fn red(&self, s: &str) -> String {
+        self.paint("31", s)
+    }
+
+    fn yellow(&self, s: &str) -> String {
+        self.paint("33", s)
+    }
+
+    fn tone(&self, tone: Tone, s: &str) -> String {
+        match tone {
+            Tone::Better => self.green(s),
+            Tone::Worse => self.red(s),
+            Tone::Neutral => s.to_string(),
+        }
+    }
+}
+
+/// Width of the label column of a benchmark block ("Time (median ± 95% CI):").
+const LABEL_WIDTH: usize = 26;
+
+/// Indentation of warning continuation lines: under the text after "Warning: ".
+const WARNING_INDENT: &str = "           ";
+
+/// The terminal summary (what `perfsleuth run` and `perfsleuth show` print).
+///
+/// `report` should come from [`crate::analyze`] on the same `run`; a
+/// mismatched pair renders what it can rather than panicking.
+pub fn render_terminal(run: &Run, report: &RunReport, style: &Style) -> String {
+    let mut out = String::new();
+    if let Some(notice) = status_notice(run) {
+        let painted = match run.status {
+            RunStatus::Failed => style.red(&notice),
+            _ => style.yellow(&notice),
+        };
+        let _ = writeln!(out, "{painted}\n");
+    }
+    if report.benchmarks.is_empty() {
+        out.push_str("No benchmarks.\n");
+        return out;
+    }
+    for (i, b) in report.benchmarks.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let first_wall = run
+            .benchmarks
+            .get(i)
+            .and_then(|b| b.samples.first())
+            .map(|s| s.wall_ns as f64);
+        benchmark_block(&mut out, i, b, first_wall, style);
+    }
+    if !report.comparisons.is_empty() {
+        out.push('\n');
+        comparison_block(&mut out, report, style);
+    }
+    out
+}
+
+/// The line that warns that a run did not complete, so partial numbers are
+/// never mistaken for a full measurement.
+pub(crate) fn status_notice(run: &Run) -> Option<String> {
+    let who = match run.id {
+        Some(id) => format!("Run {id}"),
+        None => "This run".to_string(),
+    };
+    let what = match run.status {
+        RunStatus::Complete => return None,
+        RunStatus::Interrupted => "was interrupted",
+        RunStatus::Failed => "failed",
+        RunStatus::Running => "did not finish (still running, or its process died)",
+    };
+    let n: usize = run.benchmarks.iter().map(|b| b.samples.len()).sum();
+    let samples = plural(n, "sample", "samples");
+    Some(format!("{who} {what}: summary of the {samples} taken."))
+}
+
+/// "1 run", "58 runs".
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Appends "  <label padded><value>".
+fn labelled(out: &mut String, label: &str, value: &str) {
+    let _ = writeln!(out, "  {}{value}", pad_right(label, LABEL_WIDTH));
+}
+
+/// One benchmark's block: median with CI, mean and spread, range, memory,
+/// then warnings about failures and outliers.
+fn benchmark_block(
+    out: &mut String,
+    i: usize,
+    b: &BenchmarkReport,
+    first_wall: Option<f64>,
+    style: &Style,
+) {
+    let _ = writeln!(
+        out,
+        "{} {}",
+        style.bold(&format!("Benchmark {}:", i + 1)),
+        b.name
+    );
+    let Some(wall) = &b.wall else {
+        out.push_str("  no samples\n");
+        return;
+    };
+    // One unit per benchmark, chosen from the median, so every time in the
+    // block can be compared digit by digit.
+    let unit = TimeUnit::for_ns(wall.median);
+    let median = unit.format(wall.median);
+    let mean = unit.format(wall.mean);
+    let sigma = unit.format(wall.stddev);
+    let min = unit.format(wall.min);
+    let max = unit.format(wall.max);
+    // A peak RSS of 0 everywhere means it was not measured (e.g. simulation).
+    let rss = b.peak_rss.as_ref().filter(|s| s.max > 0.0);
+    let rss_median = rss.map(|s| format_bytes(s.median));
+    let w1 = [&median, &mean, &min]
+        .into_iter()
+        .chain(rss_median.as_ref())
+        .map(|s| width(s))
+        .max()
+        .unwrap_or(0);
+    let w2 = width(&sigma).max(width(&max));
+
+    labelled(
+        out,
+        "Time (median ± 95% CI):",
+        &format!(
+            "{}  [{} … {}]",
+            style.green(&pad_left(&median, w1)),
+            unit.format(wall.median_ci.lo),
+            unit.format(wall.median_ci.hi)
+        ),
+    );
+    let mut mean_line = format!("{} ± {}", pad_left(&mean, w1), pad_left(&sigma, w2));
+    if let (Some(user), Some(sys)) = (&b.user, &b.sys) {
+        let _ = write!(
+            mean_line,
+            "    User: {}, System: {}",
+            format_duration_short(user.mean),
+            format_duration_short(sys.mean)
+        );
+    }
+    labelled(out, "Time (mean ± σ):", &mean_line);
+    labelled(
+        out,
+        "Range (min … max):",
+        &format!(
+            "{} … {}    {}",
+            pad_left(&min, w1),
+            pad_left(&max, w2),
+            plural(wall.n, "run", "runs")
+        ),
+    );
+    if let (Some(rss), Some(rss_median)) = (rss, rss_median) {
+        labelled(
+            out,
+            "Peak RSS (median):",
+            &format!(
+                "{}  [{} … {}]",
+                pad_left(&rss_median, w1),
+                format_bytes(rss.median_ci.lo),
+                format_bytes(rss.median_ci.hi)
+            ),
+        );
+    }
+
+    let warning = style.yellow("Warning:");
+    if b.failed_runs > 0 {
+        let _ = writeln!(
+            out,
+            "  {warning} {} of {} exited non-zero or were killed by a signal;\n\
+             {WARNING_INDENT}their times are included in the statistics above.",
+            b.failed_runs,
+            plural(b.runs, "run", "runs"),
+        );
+    }
+    if !wall.outliers.is_empty() {
+        let _ = writeln!(
+            out,
+            "  {warning} {} of {} {} (modified z-score > 3.5).",
+            wall.outliers.len(),
+            plural(wall.n, "run", "runs"),
+            if wall.outliers.len() == 1 {
+                "is an outlier"
+            } else {
+                "are outliers"
+            },
+        );
+        let first_is_slow_outlier =
+            wall.outliers.contains(&0) && first_wall.is_some_and(|w| w > wall.median);
+        if first_is_slow_outlier {
+            let _ = writeln!(
+                out,
+                "{WARNING_INDENT}The first run is a slow outlier, which suggests cold caches: try --warmup."
+            );
+        }
+        if wall.outliers.len() > usize::from(first_is_slow_outlier) {
+            let _ = writeln!(
+                out,
+                "{WARNING_INDENT}Other programs or I/O may have disturbed the runs: use a quieter machine\n\
+                 {WARNING_INDENT}or more runs, and see whether the outliers persist."
+            );
+        }
+    }
+}
+
+/// How a statement should be coloured: only significant differences get a
+/// colour, so colour itself never suggests a difference that is not there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tone {
+    Better,
+    Worse,
+    Neutral,
+}
+
+/// What a ratio measures, for the wording of its statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quantity {
+    Time,
+    Memory,
+}
+
+/// The plain-language verdict on a ratio candidate/reference.
+///
+/// A difference is only claimed when the estimate is significant (its CI
+/// excludes 1.0) and both sides have enough runs; its direction comes from
+/// the CI, so the words can never contradict the interval printed next to
+/// them. Percentages are changes of the median: "25% slower" means 1.25× the
+/// time, "20% faster" means 0.80× the time.
+pub(crate) fn statement(
+    est: &RatioEstimate,
+    quantity: Quantity,
+    n_ref: usize,
+    n_cand: usize,
+) -> (String, Tone) {
+    if !enough_runs(n_ref, n_cand) {
+        return (
+            format!("too few runs to tell: at least {MIN_RUNS_FOR_SIGNIFICANCE} each needed"),
+            Tone::Neutral,
+        );
+    }
+    if !est.significant {
+        return ("no significant difference".to_string(), Tone::Neutral);
+    }
+    let higher = est.ci.lo > 1.0;
+    // The point estimate can, in rare discrete cases, fall on the other side
+    // of 1.0 than the CI; then the CI bound nearest 1.0 is the honest size.
+    let mut r = est.ratio;
+    if higher && r <= 1.0 {
+        r = est.ci.lo;
+    } else if !higher && r >= 1.0 {
+        r = est.ci.hi;
+    }
+    let (more, less) = match quantity {
+        Quantity::Time => ("slower", "faster"),
+        Quantity::Memory => ("more memory", "less memory"),
+    };
+    // Beyond 2× a multiplier reads better than "250% slower", and for
+    // reductions "3.00× faster" avoids the ambiguous "67% faster".
+    let size = if higher && r >= 2.0 {
+        format!("{:.2}× {more}", r)
+    } else if !higher && r > 0.0 && r <= 0.5 {
+        format!("{:.2}× {less}", 1.0 / r)
+    } else {
+        format!("{} {}", format_percent(r), if higher { more } else { less })
+    };
+    let tone = if higher { Tone::Worse } else { Tone::Better };
+    (format!("{size} — significant"), tone)
+}
+
+/// "1.03× [0.99× … 1.07×]".
+///
+/// A significant interval whose bound would round to "1.00×" gets more
+/// decimals (up to four), so the printed interval visibly excludes 1.
+fn estimate_text(est: &RatioEstimate) -> String {
+    let bounds = [est.ci.lo, est.ci.hi];
+    let shows_one = |x: f64, d: usize| x != 1.0 && format!("{x:.d$}") == format!("{:.d$}", 1.0);
+    let mut d = 2;
+    while est.significant && d < 4 && bounds.iter().any(|&x| shows_one(x, d)) {
+        d += 1;
+    }
+    format!(
+        "{} [{} … {}]",
+        format_ratio_min(est.ratio, d),
+        format_ratio_min(est.ci.lo, d),
+        format_ratio_min(est.ci.hi, d)
+    )
+}
+
+/// The comparison of every other benchmark with the reference.
+fn comparison_block(out: &mut String, report: &RunReport, style: &Style) {
+    let Some(reference) = report.benchmarks.get(report.reference) else {
+        return;
+    };
+    if reference.runs == 0 {
+        let _ = writeln!(
+            out,
+            "Comparison with `{}`: the reference has no samples, so nothing can be compared.",
+            reference.name
+        );
+        return;
+    }
+    let _ = writeln!(out, "Comparison with `{}`:", reference.name);
+    for c in &report.comparisons {
+        comparison_rows(out, c, reference, report, style);
+    }
+}
+
+/// The rows of one comparison: the candidate's name, then time and memory.
+fn comparison_rows(
+    out: &mut String,
+    c: &Comparison,
+    reference: &BenchmarkReport,
+    report: &RunReport,
+    style: &Style,
+) {
+    // Time and memory estimates share a width so their verdicts line up.
+    let est_width = [&c.time, &c.peak_rss]
+        .into_iter()
+        .flatten()
+        .map(|e| width(&estimate_text(e)))
+        .max()
+        .unwrap_or(0);
+    let Some(cand) = report.benchmarks.get(c.index) else {
+        return;
+    };
+    let _ = writeln!(out, "  {}", cand.name);
+    if cand.runs == 0 {
+        out.push_str("    no samples\n");
+        return;
+    }
+    match &c.time {
+        Some(est) => {
+            let (text, tone) = statement(est, Quantity::Time, reference.runs, cand.runs);
+            let p = c.time_p_value.map(|p| format!(" ({})", format_p(p)));
+            let _ = writeln!(
+                out,
+                "    time      {}  {}{}",
+                pad_right(&estimate_text(est), est_width),
+                style.tone(tone, &text),
+                p.unwrap_or_default()
+            );
+        }
+        None => out.push_str("    time      n/a (the reference's median time is 0)\n"),
+    }
+    // No estimate means peak RSS was not measured (a median of 0): say nothing.
+    if let Some(est) = &c.peak_rss {
+        let (text, tone) = statement(est, Quantity::Memory, reference.runs, cand.runs);
+        let _ = writeln!(
+            out,
+            "    peak RSS  {}  {}",
+            pad_right(&estimate_text(est), est_width),
+            style.tone(tone, &text)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze;
+    use crate::testutil::*;
+    use perfsleuth_stats::Interval;
+
+    fn est(ratio: f64, lo: f64, hi: f64) -> RatioEstimate {
+        RatioEstimate {
+            ratio,
+            ci: Interval { lo, hi },
+            significant: lo > 1.0 || hi < 1.0,
+            resamples: 10_000,
+        }
+    }
+
+    fn say(e: &RatioEstimate, q: Quantity) -> String {
+        statement(e, q, 30, 30).0
+    }
+
+    #[test]
+    fn statements_claim_only_what_the_interval_shows() {
+        assert_eq!(
+            say(&est(1.03, 0.99, 1.07), Quantity::Time),
+            "no significant difference"
+        );
+        assert_eq!(
+            say(&est(1.03, 1.01, 1.05), Quantity::Time),
+            "3.0% slower — significant"
+        );
+        assert_eq!(
+            say(&est(0.78, 0.77, 0.79), Quantity::Memory),
+            "22% less memory — significant"
+        );
+        assert_eq!(
+            say(&est(1.25, 1.2, 1.3), Quantity::Memory),
+            "25% more memory — significant"
+        );
+        assert_eq!(
+            say(&est(0.8, 0.75, 0.85), Quantity::Time),
+            "20% faster — significant"
+        );
+        assert_eq!(
+            say(&est(2.5, 2.4, 2.6), Quantity::Time),
+            "2.50× slower — significant"
+        );
+        assert_eq!(
+            say(&est(0.25, 0.2, 0.3), Quantity::Time),
+            "4.00× faster — significant"
+        );
+        // A CI touching 1.0 exactly does not exclude it.
+        assert_eq!(
+            say(&est(1.1, 1.0, 1.2), Quantity::Time),
+            "no significant difference"
+        );
+    }
+
+    #[test]
+    fn statements_follow_the_interval_when_the_point_disagrees() {
+        let e = est(1.0, 1.01, 1.02);
+        assert_eq!(say(&e, Quantity::Time), "1.0% slower — significant");
+        assert_eq!(statement(&e, Quantity::Time, 30, 30).1, Tone::Worse);
+        assert_eq!(
+            statement(&est(0.9, 0.8, 0.95), Quantity::Time, 30, 30).1,
+            Tone::Better
+        );
+    }
+
+    #[test]
+    fn significant_intervals_never_print_as_touching_one() {
+        assert_eq!(
+            estimate_text(&est(1.012, 1.003, 1.021)),
+            "1.012× [1.003× … 1.021×]"
+        );
+        assert_eq!(
+            estimate_text(&est(1.0, 1.00002, 1.0001)),
+            "1.0000× [1.0000× … 1.0001×]"
+        );
+        assert_eq!(
+            estimate_text(&est(1.002, 0.998, 1.006)),
+            "1.00× [1.00× … 1.01×]"
+        );
+        assert_eq!(
+            estimate_text(&est(0.78, 0.77, 0.79)),
+            "0.78× [0.77× … 0.79×]"
+        );
+    }
+
+    #[test]
+    fn statements_refuse_to_judge_tiny_samples() {
+        let e = est(2.0, 2.0, 2.0);
+        let (text, tone) = statement(&e, Quantity::Time, 1, 30);
+        assert_eq!(text, "too few runs to tell: at least 5 each needed");
+        assert_eq!(tone, Tone::Neutral);
+    }
+
+    #[test]
+    fn one_benchmark_block_is_exact() {
+        // Wall times 12.1 .. 12.9 ms around a 12.5 ms median, RSS 6.5 MiB.
+        let walls = [12_100_000, 12_300_000, 12_500_000, 12_700_000, 12_900_000];
+        let r = run(vec![bench("./janet-x64 words.janet", &walls, 6_815_744)]);
+        let text = render_terminal(&r, &analyze(&r, None), &Style::default());
+        let expected = "\
+Benchmark 1: ./janet-x64 words.janet
+  Time (median ± 95% CI):   12.500 ms  [12.100 ms … 12.900 ms]
+  Time (mean ± σ):          12.500 ms ±  0.316 ms    User: 10.0 ms, System: 1.2 ms
+  Range (min … max):        12.100 ms … 12.900 ms    5 runs
+  Peak RSS (median):          6.5 MiB  [6.5 MiB … 6.5 MiB]
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn comparison_section_is_exact() {
+        let r = run(vec![
+            bench("base", &spread(20, 10_000_000, 100_000), 8 << 20),
+            bench("slower", &spread(20, 12_000_000, 100_000), 8 << 20),
+            bench("smaller", &spread(20, 10_000_000, 100_000), 4 << 20),
+        ]);
+        let text = render_terminal(&r, &analyze(&r, None), &Style::default());
+        let comparison = text.split("\n\n").last().unwrap();
+        let expected = "\
+Comparison with `base`:
+  slower
+    time      1.20× [1.19× … 1.21×]  20% slower — significant (p < 0.001)
+    peak RSS  1.00× [1.00× … 1.00×]  no significant difference
+  smaller
+    time      1.00× [0.99× … 1.01×]  no significant difference (p = 1.00)
+    peak RSS  0.50× [0.50× … 0.50×]  2.00× less memory — significant
+";
+        assert_eq!(comparison, expected);
+    }
+
+    #[test]
+    fn failures_outliers_and_status_are_reported() {
+        let mut walls = spread(12, 1_000_000, 20_000);
+        walls[0] = 5_000_000; // cold first run
+        let mut b = bench("cmd", &walls, 1 << 20);
+        b.samples[3].exit_code = Some(2);
+        let mut r = run(vec![b, bench("empty", &[], 0)]);
+        r.status = perfsleuth_model::RunStatus::Interrupted;
+        let text = render_terminal(&r, &analyze(&r, None), &Style::default());
+        assert!(
+            text.starts_with("Run 12 was interrupted: summary of the 12 samples taken.\n\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "  Warning: 1 of 12 runs exited non-zero or were killed by a signal;\n\
+             \x20          their times are included in the statistics above.\n"
+        ));
+        assert!(
+            text.contains("  Warning: 1 of 12 runs is an outlier (modified z-score > 3.5).\n"),
+            "{text}"
+        );
+        assert!(text.contains("cold caches: try --warmup."));
+        assert!(!text.contains("Other programs"));
+        assert!(text.contains("Benchmark 2: empty\n  no samples\n"));
+        assert!(text.contains("  empty\n    no samples\n"));
+    }
+
+    #[test]
+    fn colour_is_optional_and_plain_text_has_no_escapes() {
+        let r = run(vec![
+            bench("a", &spread(10, 1_000_000, 1000), 1 << 20),
+            bench("b", &spread(10, 2_000_000, 1000), 1 << 20),
+        ]);
+        let rep = analyze(&r, None);
+        let plain = render_terminal(&r, &rep, &Style { color: false });
+        assert!(!plain.contains('\x1b'));
+        let colored = render_terminal(&r, &rep, &Style { color: true });
+        assert!(colored.contains("\x1b[1mBenchmark 1:\x1b[0m a"));
+        assert!(colored.contains("\x1b[31m2.00× slower — significant\x1b[0m"));
+    }
+
+    #[test]
+    fn degenerate_runs_render() {
+        let empty = run(vec![]);
+        assert_eq!(
+            render_terminal(&empty, &analyze(&empty, None), &Style::default()),
+            "No benchmarks.\n"
+        );
+        let mut zeros = run(vec![bench("z", &[0], 0), bench("y", &[0, 0], 0)]);
+        zeros.id = None;
+        zeros.status = perfsleuth_model::RunStatus::Failed;
+        let text = render_terminal(&zeros, &analyze(&zeros, None), &Style::default());
+        assert!(text.starts_with("This run failed: summary of the 3 samples taken.\n"));
+        assert!(
+            text.contains("  Range (min … max):        0 ns … 0 ns    1 run\n"),
+            "{text}"
+        );
+        assert!(!text.contains("Peak RSS"));
+        assert!(text.contains("    time      n/a"));
+        // Mismatched report and run: nothing to index, still no panic.
+        let other = run(vec![bench("only", &[5], 5)]);
+        let _ = render_terminal(&other, &analyze(&zeros, Some(1)), &Style::default());
+    }
+}
