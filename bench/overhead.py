@@ -40,7 +40,8 @@ def main():
     sh("gcc", "-O2", "-static", "-o", true_bin, true_c)
     sh("gcc", "-O2", "-o", floor_bin, os.path.join(ROOT, "bench", "spawn_floor.c"))
     sh("cargo", "build", "--release", "--quiet", "-p", "perfsleuth", cwd=ROOT)
-    perfsleuth = os.path.join(ROOT, "target", "release", "perfsleuth")
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    perfsleuth = os.path.join(target, "release", "perfsleuth")
     db = os.path.join(work, "results.db")
 
     configs = {

@@ -237,12 +237,15 @@ impl Executor {
         if let Some(f) = self.input.as_mut() {
             f.seek(SeekFrom::Start(0)).map_err(io_err)?;
         }
-        if self.stderr_dirty {
+        if std::mem::take(&mut self.stderr_dirty) {
             if let Some(f) = self.stderr_capture.as_mut() {
-                f.set_len(0).map_err(io_err)?;
-                f.seek(SeekFrom::Start(0)).map_err(io_err)?;
+                // The child writes at the offset it shares with us: a quiet
+                // child leaves it at 0 and costs no truncation.
+                if f.stream_position().map_err(io_err)? > 0 {
+                    f.set_len(0).map_err(io_err)?;
+                    f.seek(SeekFrom::Start(0)).map_err(io_err)?;
+                }
             }
-            self.stderr_dirty = false;
         }
         Ok(())
     }

@@ -34,6 +34,7 @@ pub struct Spawner {
     next_id: u32,
     captures: HashMap<CommandId, File>,
     forwarded_interrupt: bool,
+    skipped: bool,
 }
 
 const REQ_SETUP: u8 = 1;
@@ -78,6 +79,7 @@ impl Spawner {
             next_id: 0,
             captures: HashMap::new(),
             forwarded_interrupt: false,
+            skipped: false,
         })
     }
 
@@ -129,14 +131,31 @@ impl Spawner {
 
     /// Runs a prepared command once in the spawner and returns its measurement.
     pub fn run_once(&mut self, id: CommandId, iteration: u32) -> Result<Outcome, MeasureError> {
+        self.begin(id, iteration)?;
+        self.finish()
+    }
+
+    /// Starts one iteration and returns at once, so the caller can do its own
+    /// bookkeeping (storing the previous sample) while the command runs;
+    /// [`Spawner::finish`] collects the result.
+    pub fn begin(&mut self, id: CommandId, iteration: u32) -> Result<(), MeasureError> {
         if interrupted() {
-            return Ok(Outcome::Interrupted);
+            self.skipped = true;
+            return Ok(());
         }
         let mut msg = [0u8; 9];
         msg[0] = REQ_RUN;
         msg[1..5].copy_from_slice(&id.0.to_le_bytes());
         msg[5..9].copy_from_slice(&iteration.to_le_bytes());
-        let reply = self.round_trip(&msg)?;
+        self.send(&msg)
+    }
+
+    /// Waits for the iteration begun by the last [`Spawner::begin`].
+    pub fn finish(&mut self) -> Result<Outcome, MeasureError> {
+        if std::mem::take(&mut self.skipped) {
+            return Ok(Outcome::Interrupted);
+        }
+        let reply = self.receive()?;
         decode_error(&reply)?;
         decode_outcome(&reply[1..]).ok_or_else(|| protocol_error("malformed run reply"))
     }
@@ -149,6 +168,11 @@ impl Spawner {
     }
 
     fn round_trip(&mut self, msg: &[u8]) -> Result<Vec<u8>, MeasureError> {
+        self.send(msg)?;
+        self.receive()
+    }
+
+    fn send(&mut self, msg: &[u8]) -> Result<(), MeasureError> {
         let mut framed = Vec::with_capacity(msg.len() + 4);
         put_u32(&mut framed, msg.len() as u32);
         framed.extend_from_slice(msg);
@@ -158,7 +182,10 @@ impl Spawner {
             .ok_or_else(|| protocol_error("the spawner was shut down"))?;
         requests
             .write_all(&framed)
-            .map_err(|e| protocol_error(&e.to_string()))?;
+            .map_err(|e| protocol_error(&e.to_string()))
+    }
+
+    fn receive(&mut self) -> Result<Vec<u8>, MeasureError> {
         let mut len = [0u8; 4];
         self.read_reply(&mut len)?;
         let mut body = vec![0u8; u32::from_le_bytes(len) as usize];

@@ -246,6 +246,9 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         )
     })?;
 
+    // Storing a sample while the next iteration runs keeps the store off the
+    // critical path; with a single CPU that would steal time from the child.
+    let overlap = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     let mut measure = Measure {
         spawner: &mut spawner,
         store: store.as_mut(),
@@ -253,8 +256,13 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         ignore,
         progress: ProgressLine::new(io.output == OutputTarget::Inherit),
         started: Instant::now(),
+        pending: None,
+        overlap,
     };
-    let result = measure.all(&mut live, args.warmup, !args.no_interleave);
+    let mut result = measure.all(&mut live, args.warmup, !args.no_interleave);
+    if let Err(stop) = measure.flush() {
+        result = result.and(Err(stop));
+    }
     measure.progress.clear();
 
     let status = match &result {
@@ -308,6 +316,10 @@ struct Measure<'a> {
     ignore: IgnoreFailure,
     progress: ProgressLine,
     started: Instant,
+    /// A measured sample not yet committed: (benchmark row id, sample).
+    pending: Option<(i64, Sample)>,
+    /// Whether the commit may overlap the next iteration.
+    overlap: bool,
 }
 
 impl Measure<'_> {
@@ -348,12 +360,34 @@ impl Measure<'_> {
         Ok(())
     }
 
+    /// Runs one iteration in the spawner, committing the previous sample meanwhile.
+    fn exec(&mut self, id: CommandId, iteration: u32, what: &str) -> Result<Outcome, Stop> {
+        if !self.overlap {
+            self.flush()?;
+        }
+        self.spawner
+            .begin(id, iteration)
+            .map_err(|e| Stop::Failed(measure_fail(e, what)))?;
+        self.flush()?;
+        self.spawner
+            .finish()
+            .map_err(|e| Stop::Failed(measure_fail(e, what)))
+    }
+
+    /// Commits the pending sample, if any.
+    fn flush(&mut self) -> Result<(), Stop> {
+        if let (Some((id, sample)), Some(store)) = (self.pending.take(), self.store.as_deref_mut())
+        {
+            store
+                .add_sample(id, &sample)
+                .map_err(|e| Stop::Failed(output::store_fail(e)))?;
+        }
+        Ok(())
+    }
+
     fn warm(&mut self, l: &Live) -> Result<(), Stop> {
         self.aux(l.prepare, "--prepare", &l.plan.name)?;
-        let outcome = self
-            .spawner
-            .run_once(l.main, 0)
-            .map_err(|e| Stop::Failed(measure_fail(e, "command")))?;
+        let outcome = self.exec(l.main, 0, "command")?;
         self.check(l.main, &l.plan.command, "command", outcome)
             .map(|_| ())
     }
@@ -361,15 +395,10 @@ impl Measure<'_> {
     fn timed(&mut self, l: &mut Live) -> Result<(), Stop> {
         let begun = Instant::now();
         self.aux(l.prepare, "--prepare", &l.plan.name)?;
-        let outcome = self
-            .spawner
-            .run_once(l.main, l.runs())
-            .map_err(|e| Stop::Failed(measure_fail(e, "command")))?;
+        let outcome = self.exec(l.main, l.runs(), "command")?;
         let sample = self.check(l.main, &l.plan.command, "command", outcome)?;
-        if let (Some(store), Some(id)) = (self.store.as_deref_mut(), l.store_id) {
-            store
-                .add_sample(id, &sample)
-                .map_err(|e| Stop::Failed(output::store_fail(e)))?;
+        if let Some(id) = l.store_id {
+            self.pending = Some((id, sample.clone()));
         }
         l.samples.push(sample);
         l.spent += begun.elapsed();
@@ -380,10 +409,7 @@ impl Measure<'_> {
     /// Runs an untimed helper command (prepare/setup/cleanup); it must succeed.
     fn aux(&mut self, id: Option<CommandId>, what: &str, bench: &str) -> Result<(), Stop> {
         let Some(id) = id else { return Ok(()) };
-        let outcome = self
-            .spawner
-            .run_once(id, 0)
-            .map_err(|e| Stop::Failed(measure_fail(e, what)))?;
+        let outcome = self.exec(id, 0, what)?;
         Measure::check_with(
             &IgnoreFailure::None,
             self.spawner,
