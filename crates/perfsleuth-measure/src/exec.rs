@@ -35,6 +35,34 @@ pub struct IoConfig {
     pub input: Option<PathBuf>,
     /// Per-iteration limit; the child's whole process group is killed past it.
     pub timeout: Option<Duration>,
+    /// Which unsuccessful exits still count as a measurement.
+    pub tolerate: Tolerate,
+}
+
+/// Which unsuccessful exits are tolerated (`--ignore-failure[=CODES]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Tolerate {
+    /// Any non-zero exit or signal is a failure.
+    #[default]
+    Nothing,
+    /// Every exit counts as a measurement.
+    Everything,
+    /// Only these non-zero exit codes are tolerated.
+    ExitCodes(Vec<i32>),
+}
+
+impl Tolerate {
+    /// Whether a run that ended this way counts as a measurement.
+    pub fn accepts(&self, sample: &Sample) -> bool {
+        sample.succeeded()
+            || match self {
+                Tolerate::Nothing => false,
+                Tolerate::Everything => true,
+                Tolerate::ExitCodes(codes) => {
+                    sample.signal.is_none() && sample.exit_code.is_some_and(|c| codes.contains(&c))
+                }
+            }
+    }
 }
 
 /// How one iteration ended.
@@ -46,6 +74,19 @@ pub enum Outcome {
     TimedOut(Sample),
     /// SIGINT/SIGTERM arrived; the child's process group was killed.
     Interrupted,
+    /// Not run: an earlier iteration failed, so the spawner stopped running
+    /// the requests that were already queued.
+    Skipped,
+}
+
+impl Outcome {
+    /// Whether measuring must stop after this outcome.
+    pub fn halts(&self, tolerate: &Tolerate) -> bool {
+        match self {
+            Outcome::Completed(s) => !tolerate.accepts(s),
+            _ => true,
+        }
+    }
 }
 
 /// Looks a program up the way `execvp` would and checks that it can run, so a
@@ -99,6 +140,7 @@ pub struct Executor {
     stderr_capture: Option<File>,
     stderr_dirty: bool,
     timeout: Option<Duration>,
+    tolerate: Tolerate,
 }
 
 impl Executor {
@@ -180,7 +222,13 @@ impl Executor {
             stderr_capture,
             stderr_dirty: false,
             timeout: io.timeout,
+            tolerate: io.tolerate.clone(),
         })
+    }
+
+    /// Which exits this command tolerates.
+    pub fn tolerate(&self) -> &Tolerate {
+        &self.tolerate
     }
 
     /// Runs the command once and measures it.
@@ -497,6 +545,7 @@ mod tests {
             output: OutputTarget::Null,
             input: None,
             timeout: None,
+            tolerate: Tolerate::Nothing,
         }
     }
 
@@ -574,6 +623,7 @@ mod tests {
             output: OutputTarget::File(output.clone()),
             input: Some(input),
             timeout: None,
+            tolerate: Tolerate::Nothing,
         };
         let mut ex = Executor::new(&argv(&["cat"]), &cfg).unwrap();
         ex.run_once(0).unwrap();

@@ -8,7 +8,7 @@ mod interrupt;
 mod spawner;
 mod words;
 
-pub use exec::{Executor, IoConfig, Outcome, OutputTarget, resolve_program};
+pub use exec::{Executor, IoConfig, Outcome, OutputTarget, Tolerate, resolve_program};
 pub use interrupt::{install_interrupt_handler, interrupted, reset_interrupted};
 pub use spawner::{CommandId, Spawner};
 pub use words::{SplitError, split_command};

@@ -10,14 +10,14 @@
 //! so the pipe round trip is not part of any sample.
 
 use crate::exec::{
-    Executor, IoConfig, Outcome, OutputTarget, named_temp_file, resolve_program, tail_of,
+    Executor, IoConfig, Outcome, OutputTarget, Tolerate, named_temp_file, resolve_program, tail_of,
 };
 use crate::{MeasureError, interrupted};
 use perfsleuth_model::Sample;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -35,6 +35,8 @@ pub struct Spawner {
     captures: HashMap<CommandId, File>,
     forwarded_interrupt: bool,
     skipped: bool,
+    /// Reply bytes read but not yet taken as frames.
+    rx: Vec<u8>,
 }
 
 const REQ_SETUP: u8 = 1;
@@ -72,6 +74,16 @@ impl Spawner {
         }
         drop(req_read);
         drop(rep_write);
+        // Replies are read without blocking (see `try_finish`); `receive` polls.
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe {
+            let flags = libc::fcntl(rep_read.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(
+                rep_read.as_raw_fd(),
+                libc::F_SETFL,
+                flags | libc::O_NONBLOCK,
+            );
+        }
         Ok(Spawner {
             pid,
             requests: Some(File::from(req_write)),
@@ -80,6 +92,7 @@ impl Spawner {
             captures: HashMap::new(),
             forwarded_interrupt: false,
             skipped: false,
+            rx: Vec::new(),
         })
     }
 
@@ -113,6 +126,17 @@ impl Spawner {
         }
         put_opt_path(&mut msg, io.input.as_deref());
         put_opt_path(&mut msg, capture.as_ref().map(|(_, p)| p.as_path()));
+        match &io.tolerate {
+            Tolerate::Nothing => msg.push(0),
+            Tolerate::Everything => msg.push(1),
+            Tolerate::ExitCodes(codes) => {
+                msg.push(2);
+                put_u32(&mut msg, codes.len() as u32);
+                for c in codes {
+                    msg.extend_from_slice(&c.to_le_bytes());
+                }
+            }
+        }
         put_u32(&mut msg, argv.len() as u32);
         for a in argv {
             put_bytes(&mut msg, a.as_bytes());
@@ -150,14 +174,27 @@ impl Spawner {
         self.send(&msg)
     }
 
-    /// Waits for the iteration begun by the last [`Spawner::begin`].
+    /// Waits for the oldest iteration begun and not yet finished.
     pub fn finish(&mut self) -> Result<Outcome, MeasureError> {
         if std::mem::take(&mut self.skipped) {
             return Ok(Outcome::Interrupted);
         }
         let reply = self.receive()?;
-        decode_error(&reply)?;
-        decode_outcome(&reply[1..]).ok_or_else(|| protocol_error("malformed run reply"))
+        decode_run_reply(&reply)
+    }
+
+    /// Like [`Spawner::finish`], but returns `None` at once when the result is
+    /// not there yet. A caller that sleeps instead of blocking here is not
+    /// woken by every reply, which keeps the spawner's loop at the floor cost.
+    pub fn try_finish(&mut self) -> Result<Option<Outcome>, MeasureError> {
+        if std::mem::take(&mut self.skipped) {
+            return Ok(Some(Outcome::Interrupted));
+        }
+        self.forward_interrupt();
+        match self.try_frame()? {
+            Some(reply) => decode_run_reply(&reply).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// The last `lines` non-empty lines of stderr from the command's latest iteration.
@@ -185,33 +222,60 @@ impl Spawner {
             .map_err(|e| protocol_error(&e.to_string()))
     }
 
+    /// Blocks until a whole reply frame has arrived.
     fn receive(&mut self) -> Result<Vec<u8>, MeasureError> {
-        let mut len = [0u8; 4];
-        self.read_reply(&mut len)?;
-        let mut body = vec![0u8; u32::from_le_bytes(len) as usize];
-        self.read_reply(&mut body)?;
-        Ok(body)
+        loop {
+            if let Some(frame) = self.try_frame()? {
+                return Ok(frame);
+            }
+            let mut pfd = libc::pollfd {
+                fd: self.replies.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd; EINTR is handled below.
+            if unsafe { libc::poll(&mut pfd, 1, -1) } < 0 {
+                let err = std::io::Error::last_os_error();
+                if err.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(protocol_error(&err.to_string()));
+                }
+                self.forward_interrupt();
+            }
+        }
     }
 
-    /// Reads a reply; a signal that only reached perfsleuth (SIGTERM from
-    /// `kill`) is passed on so the spawner stops the child.
-    fn read_reply(&mut self, buf: &mut [u8]) -> Result<(), MeasureError> {
-        let mut filled = 0;
-        while filled < buf.len() {
-            match self.replies.read(&mut buf[filled..]) {
-                Ok(0) => return Err(protocol_error("the spawner process exited")),
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-                    if interrupted() && !self.forwarded_interrupt {
-                        self.forwarded_interrupt = true;
-                        // SAFETY: signalling our own child process.
-                        unsafe { libc::kill(self.pid, libc::SIGTERM) };
-                    }
+    /// Takes a whole frame from what has arrived, reading what the
+    /// (non-blocking) pipe holds first; `None` if no whole frame is there.
+    fn try_frame(&mut self) -> Result<Option<Vec<u8>>, MeasureError> {
+        loop {
+            if self.rx.len() >= 4 {
+                let len =
+                    u32::from_le_bytes([self.rx[0], self.rx[1], self.rx[2], self.rx[3]]) as usize;
+                if self.rx.len() >= 4 + len {
+                    let frame = self.rx[4..4 + len].to_vec();
+                    self.rx.drain(..4 + len);
+                    return Ok(Some(frame));
                 }
+            }
+            let mut chunk = [0u8; 4096];
+            match self.replies.read(&mut chunk) {
+                Ok(0) => return Err(protocol_error("the spawner process exited")),
+                Ok(n) => self.rx.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => self.forward_interrupt(),
                 Err(e) => return Err(protocol_error(&e.to_string())),
             }
         }
-        Ok(())
+    }
+
+    /// A signal that reached only perfsleuth (SIGTERM from `kill`) is passed
+    /// on, so the spawner stops the child too.
+    fn forward_interrupt(&mut self) {
+        if interrupted() && !self.forwarded_interrupt {
+            self.forwarded_interrupt = true;
+            // SAFETY: signalling our own child process.
+            unsafe { libc::kill(self.pid, libc::SIGTERM) };
+        }
     }
 }
 
@@ -247,6 +311,9 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 
 fn serve(mut requests: File, mut replies: File) -> i32 {
     let mut executors: HashMap<u32, Executor> = HashMap::new();
+    // After a failure the parent stops measuring; runs it had already queued
+    // (it keeps one ahead) must not execute, so they are answered `Skipped`.
+    let mut halted = false;
     loop {
         let mut len = [0u8; 4];
         if read_full(&mut requests, &mut len).is_err() {
@@ -256,7 +323,7 @@ fn serve(mut requests: File, mut replies: File) -> i32 {
         if read_full(&mut requests, &mut msg).is_err() {
             return 0;
         }
-        let reply = handle(&msg, &mut executors);
+        let reply = handle(&msg, &mut executors, &mut halted);
         let mut framed = Vec::with_capacity(reply.len() + 4);
         put_u32(&mut framed, reply.len() as u32);
         framed.extend_from_slice(&reply);
@@ -271,13 +338,17 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<()> {
     file.read_exact(buf)
 }
 
-fn handle(msg: &[u8], executors: &mut HashMap<u32, Executor>) -> Vec<u8> {
+fn handle(msg: &[u8], executors: &mut HashMap<u32, Executor>, halted: &mut bool) -> Vec<u8> {
     let mut r = Reader(msg);
     let result = match r.u8() {
         Some(REQ_SETUP) => setup(&mut r, executors).map(|()| vec![REP_OK]),
         Some(REQ_RUN) => match (r.u32(), r.u32()) {
+            (Some(_), Some(_)) if *halted => Ok(encode_outcome(&Outcome::Skipped)),
             (Some(id), Some(iteration)) => match executors.get_mut(&id) {
-                Some(ex) => ex.run_once(iteration).map(|o| encode_outcome(&o)),
+                Some(ex) => ex.run_once(iteration).map(|o| {
+                    *halted = o.halts(ex.tolerate());
+                    encode_outcome(&o)
+                }),
                 None => Err(protocol_error("unknown command id")),
             },
             _ => Err(protocol_error("malformed run request")),
@@ -298,16 +369,29 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
     };
     let input = r.opt_path().ok_or_else(bad)?;
     let capture = r.opt_path().ok_or_else(bad)?;
-    let argc = r.u32().ok_or_else(bad)?;
-    let mut argv = Vec::with_capacity(argc as usize);
-    for _ in 0..argc {
-        argv.push(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
-    }
+    let tolerate = match r.u8().ok_or_else(bad)? {
+        0 => Tolerate::Nothing,
+        1 => Tolerate::Everything,
+        _ => {
+            let n = r.u32().ok_or_else(bad)?;
+            let mut codes = Vec::with_capacity(n.min(256) as usize);
+            for _ in 0..n {
+                codes.push(r.i32().ok_or_else(bad)?);
+            }
+            Tolerate::ExitCodes(codes)
+        }
+    };
     let io = IoConfig {
         output,
         input,
         timeout: (timeout_ns > 0).then(|| Duration::from_nanos(timeout_ns)),
+        tolerate,
     };
+    let argc = r.u32().ok_or_else(bad)?;
+    let mut argv = Vec::with_capacity(argc.min(4096) as usize);
+    for _ in 0..argc {
+        argv.push(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
+    }
     executors.insert(id, Executor::with_capture(&argv, &io, capture.as_deref())?);
     Ok(())
 }
@@ -431,6 +515,7 @@ fn encode_outcome(o: &Outcome) -> Vec<u8> {
         Outcome::Completed(s) => (0u8, Some(s)),
         Outcome::TimedOut(s) => (1, Some(s)),
         Outcome::Interrupted => (2, None),
+        Outcome::Skipped => (3, None),
     };
     v.push(tag);
     if let Some(s) = s {
@@ -455,11 +540,18 @@ fn encode_outcome(o: &Outcome) -> Vec<u8> {
     v
 }
 
+fn decode_run_reply(reply: &[u8]) -> Result<Outcome, MeasureError> {
+    decode_error(reply)?;
+    decode_outcome(&reply[1..]).ok_or_else(|| protocol_error("malformed run reply"))
+}
+
 fn decode_outcome(body: &[u8]) -> Option<Outcome> {
     let mut r = Reader(body);
     let tag = r.u8()?;
-    if tag == 2 {
-        return Some(Outcome::Interrupted);
+    match tag {
+        2 => return Some(Outcome::Interrupted),
+        3 => return Some(Outcome::Skipped),
+        _ => {}
     }
     let iteration = r.u32()?;
     let mut n = [0u64; 8];
@@ -505,13 +597,20 @@ mod tests {
         output: OutputTarget::Null,
         input: None,
         timeout: None,
+        tolerate: Tolerate::Nothing,
     };
 
     #[test]
     fn spawner_measures_and_reports_like_a_local_executor() {
         let mut sp = Spawner::start().unwrap();
         let id = sp
-            .prepare(&argv(&["sh", "-c", "echo oops >&2; exit 4"]), &NULL_IO)
+            .prepare(
+                &argv(&["sh", "-c", "echo oops >&2; exit 4"]),
+                &IoConfig {
+                    tolerate: Tolerate::Everything,
+                    ..NULL_IO
+                },
+            )
             .unwrap();
         let Outcome::Completed(s) = sp.run_once(id, 7).unwrap() else {
             panic!()
@@ -577,6 +676,31 @@ mod tests {
             "small child {}",
             s.peak_rss_bytes
         );
+    }
+
+    #[test]
+    fn queued_runs_after_a_failure_are_skipped_not_executed() {
+        let mut sp = Spawner::start().unwrap();
+        let fail = sp
+            .prepare(&argv(&["sh", "-c", "exit 3"]), &NULL_IO)
+            .unwrap();
+        let ok = sp.prepare(&argv(&["true"]), &NULL_IO).unwrap();
+        sp.begin(fail, 0).unwrap();
+        sp.begin(ok, 0).unwrap();
+        assert!(matches!(sp.finish().unwrap(), Outcome::Completed(s) if s.exit_code == Some(3)));
+        assert_eq!(sp.finish().unwrap(), Outcome::Skipped);
+        // A tolerated code does not halt.
+        let mut sp = Spawner::start().unwrap();
+        let io = IoConfig {
+            tolerate: Tolerate::ExitCodes(vec![3]),
+            ..NULL_IO
+        };
+        let fail = sp.prepare(&argv(&["sh", "-c", "exit 3"]), &io).unwrap();
+        let ok = sp.prepare(&argv(&["true"]), &NULL_IO).unwrap();
+        sp.begin(fail, 0).unwrap();
+        sp.begin(ok, 0).unwrap();
+        assert!(matches!(sp.finish().unwrap(), Outcome::Completed(s) if s.exit_code == Some(3)));
+        assert!(matches!(sp.finish().unwrap(), Outcome::Completed(s) if s.succeeded()));
     }
 
     #[test]

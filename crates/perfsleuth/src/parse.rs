@@ -1,5 +1,6 @@
 //! Parsers for option values; each error says what was wrong and what would work.
 
+use perfsleuth_measure::Tolerate;
 use std::time::Duration;
 
 /// Parses `500ms`, `1.5s`, `2m`, `250us`, `100ns` or a bare number of seconds.
@@ -45,46 +46,20 @@ pub fn percent(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
-/// Which non-zero exits `--ignore-failure` tolerates.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IgnoreFailure {
-    /// Stop at the first failure.
-    None,
-    /// Any non-zero exit or signal.
-    All,
-    /// Only these exit codes.
-    Codes(Vec<i32>),
-}
-
-impl IgnoreFailure {
-    /// Parses the `--ignore-failure[=CODES]` value.
-    pub fn parse(v: Option<&str>) -> Result<IgnoreFailure, String> {
-        match v {
-            None => Ok(IgnoreFailure::None),
-            Some("all") | Some("") => Ok(IgnoreFailure::All),
-            Some(list) => list
-                .split(',')
-                .map(|c| {
-                    c.trim()
-                        .parse::<i32>()
-                        .ok()
-                        .filter(|c| (1..=255).contains(c))
-                        .ok_or_else(|| format!("invalid exit code `{c}` in --ignore-failure={list} (use codes 1-255, e.g. --ignore-failure=1,2)"))
+/// Parses the `--ignore-failure[=CODES]` value (`None`: the option was not given).
+pub fn ignore_failure(v: Option<&str>) -> Result<Tolerate, String> {
+    match v {
+        None => Ok(Tolerate::Nothing),
+        Some("all") | Some("") => Ok(Tolerate::Everything),
+        Some(list) => list
+            .split(',')
+            .map(|c| {
+                c.trim().parse::<i32>().ok().filter(|c| (1..=255).contains(c)).ok_or_else(|| {
+                    format!("invalid exit code `{c}` in --ignore-failure={list} (use codes 1-255, e.g. --ignore-failure=1,2)")
                 })
-                .collect::<Result<Vec<_>, _>>()
-                .map(IgnoreFailure::Codes),
-        }
-    }
-
-    /// Whether a run that ended with this exit code / signal counts as tolerated.
-    pub fn tolerates(&self, exit_code: Option<i32>, signal: Option<i32>) -> bool {
-        match self {
-            IgnoreFailure::None => false,
-            IgnoreFailure::All => true,
-            IgnoreFailure::Codes(codes) => {
-                signal.is_none() && exit_code.is_some_and(|c| codes.contains(&c))
-            }
-        }
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Tolerate::ExitCodes),
     }
 }
 
@@ -146,15 +121,23 @@ mod tests {
 
     #[test]
     fn ignore_failure_codes() {
-        assert_eq!(IgnoreFailure::parse(None), Ok(IgnoreFailure::None));
-        assert_eq!(IgnoreFailure::parse(Some("all")), Ok(IgnoreFailure::All));
-        let codes = IgnoreFailure::parse(Some("1,3")).unwrap();
-        assert!(codes.tolerates(Some(3), None));
-        assert!(!codes.tolerates(Some(2), None));
-        assert!(!codes.tolerates(None, Some(9)));
-        assert!(IgnoreFailure::All.tolerates(None, Some(11)));
-        assert!(IgnoreFailure::parse(Some("x")).is_err());
-        assert!(IgnoreFailure::parse(Some("0")).is_err());
+        let exit = |code| perfsleuth_model::Sample {
+            exit_code: Some(code),
+            ..Default::default()
+        };
+        let killed = perfsleuth_model::Sample {
+            signal: Some(11),
+            ..Default::default()
+        };
+        assert_eq!(ignore_failure(None), Ok(Tolerate::Nothing));
+        assert_eq!(ignore_failure(Some("all")), Ok(Tolerate::Everything));
+        let codes = ignore_failure(Some("1,3")).unwrap();
+        assert!(codes.accepts(&exit(3)) && codes.accepts(&exit(0)));
+        assert!(!codes.accepts(&exit(2)));
+        assert!(!codes.accepts(&killed));
+        assert!(Tolerate::Everything.accepts(&killed));
+        assert!(ignore_failure(Some("x")).is_err());
+        assert!(ignore_failure(Some("0")).is_err());
     }
 
     #[test]

@@ -4,17 +4,24 @@
 
 use crate::cli::RunArgs;
 use crate::error::{EXIT_INTERRUPTED, Fail};
-use crate::parse::IgnoreFailure;
+use crate::parse;
 use crate::plan::{Planned, Shell, Templates, plan};
 use crate::term::{ProgressLine, emit, use_color};
 use crate::{git, output};
 use perfsleuth_measure::{
-    CommandId, IoConfig, MeasureError, Outcome, OutputTarget, Spawner, install_interrupt_handler,
+    CommandId, IoConfig, MeasureError, Outcome, OutputTarget, Spawner, Tolerate,
+    install_interrupt_handler,
 };
 use perfsleuth_model::{Benchmark, Mode, Run, RunStatus, Sample, rfc3339};
 use perfsleuth_store::Store;
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
+
+/// Runs shorter than this are collected by polling rather than blocking.
+const POLL_BELOW: Duration = Duration::from_millis(5);
+/// How long to sleep between polls for short runs.
+const POLL_INTERVAL: Duration = Duration::from_millis(2);
 
 /// When a benchmark has been measured enough.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +42,11 @@ struct Live {
     cleanup: Option<CommandId>,
     store_id: Option<i64>,
     samples: Vec<Sample>,
+    /// Timed runs handed to the spawner so far (ahead of `samples` by the ones in flight).
+    requested: u32,
+    /// Wall time of the latest prepare + run, to pace the pipeline.
+    last_unit: Option<Duration>,
+    prepare_wall: Duration,
     spent: Duration,
     next_check: u32,
     done: bool,
@@ -43,6 +55,13 @@ struct Live {
 impl Live {
     fn runs(&self) -> u32 {
         self.samples.len() as u32
+    }
+
+    /// Whether another timed run may be requested: not done, and below the
+    /// hard cap (`--runs` or `--max-runs`) counting the runs in flight.
+    fn wants_more(&self, rule: &StopRule) -> bool {
+        let cap = rule.exact.or(rule.max_runs).unwrap_or(u32::MAX);
+        !self.done && self.requested < cap
     }
 
     /// Applies the stopping rule. The CI is recomputed only when the sample
@@ -97,7 +116,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             )
         })?,
     };
-    let ignore = IgnoreFailure::parse(args.ignore_failure.as_deref())
+    let tolerate = parse::ignore_failure(args.ignore_failure.as_deref())
         .map_err(|e| Fail::usage(e, "see perfsleuth run --help"))?;
     let rule = StopRule {
         exact: args.runs,
@@ -170,11 +189,13 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         output: output_target.clone(),
         input: args.input.clone(),
         timeout: args.timeout,
+        tolerate: tolerate.clone(),
     };
     let aux_io = IoConfig {
         output: OutputTarget::Null,
         input: None,
         timeout: args.timeout,
+        tolerate: Tolerate::Nothing,
     };
 
     let mut live = Vec::with_capacity(planned.len());
@@ -203,6 +224,9 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             cleanup,
             store_id: None,
             samples: Vec::new(),
+            requested: 0,
+            last_unit: None,
+            prepare_wall: Duration::ZERO,
             spent: Duration::ZERO,
             next_check: 0,
             done: false,
@@ -224,7 +248,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         git: git::info(&cwd),
         mode: Mode::Walltime,
-        options: options_json(&args, &ignore),
+        options: options_json(&args, &tolerate),
         environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
         benchmarks: Vec::new(),
     };
@@ -246,14 +270,14 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         )
     })?;
 
-    // Storing a sample while the next iteration runs keeps the store off the
-    // critical path; with a single CPU that would steal time from the child.
+    // Keeping the spawner one run ahead takes this process's work off the
+    // critical path; with a single CPU that work would steal time from the child.
     let overlap = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     let mut measure = Measure {
         spawner: &mut spawner,
         store: store.as_mut(),
         rule,
-        ignore,
+        tolerate,
         progress: ProgressLine::new(io.output == OutputTarget::Inherit),
         started: Instant::now(),
         pending: None,
@@ -309,16 +333,26 @@ enum Stop {
     Failed(Fail),
 }
 
+/// One request in the timed pipeline.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    bench: usize,
+    prepare: bool,
+    iteration: u32,
+}
+
 struct Measure<'a> {
     spawner: &'a mut Spawner,
     store: Option<&'a mut Store>,
     rule: StopRule,
-    ignore: IgnoreFailure,
+    tolerate: Tolerate,
     progress: ProgressLine,
     started: Instant,
     /// A measured sample not yet committed: (benchmark row id, sample).
     pending: Option<(i64, Sample)>,
-    /// Whether the commit may overlap the next iteration.
+    /// Whether the spawner may be kept one run ahead (and the store written
+    /// while a run is in flight); off on a single CPU, where that work would
+    /// compete with the measured child.
     overlap: bool,
 }
 
@@ -329,18 +363,11 @@ impl Measure<'_> {
                 self.aux(l.setup, "--setup", &l.plan.name)?;
             }
             for _ in 0..warmup {
-                for l in live.iter() {
+                for l in live.iter_mut() {
                     self.warm(l)?;
                 }
             }
-            while live.iter().any(|l| !l.done) {
-                for i in 0..live.len() {
-                    if !live[i].done {
-                        self.timed(&mut live[i])?;
-                        self.show_progress(live);
-                    }
-                }
-            }
+            self.timed(live)?;
             for l in live.iter() {
                 self.aux(l.cleanup, "--cleanup", &l.plan.name)?;
             }
@@ -348,29 +375,164 @@ impl Measure<'_> {
             for i in 0..live.len() {
                 self.aux(live[i].setup, "--setup", &live[i].plan.name)?;
                 for _ in 0..warmup {
-                    self.warm(&live[i])?;
+                    self.warm(&mut live[i])?;
                 }
-                while !live[i].done {
-                    self.timed(&mut live[i])?;
-                    self.show_progress(live);
-                }
+                self.timed(&mut live[i..=i])?;
                 self.aux(live[i].cleanup, "--cleanup", &live[i].plan.name)?;
             }
         }
         Ok(())
     }
 
-    /// Runs one iteration in the spawner, committing the previous sample meanwhile.
-    fn exec(&mut self, id: CommandId, iteration: u32, what: &str) -> Result<Outcome, Stop> {
+    /// The timed runs, round-robin over `live`. The spawner is kept one run
+    /// ahead: while it runs iteration k+1, this process stores iteration k and
+    /// applies the stopping rule, so none of that is on the critical path.
+    fn timed(&mut self, live: &mut [Live]) -> Result<(), Stop> {
+        let mut queue: VecDeque<Step> = VecDeque::new();
+        let mut cursor = 0;
+        loop {
+            let (depth, poll) = self.pace(live);
+            while queue.iter().filter(|s| !s.prepare).count() < depth {
+                let Some(bench) = next_bench(live, &self.rule, &mut cursor) else {
+                    break;
+                };
+                let l = &mut live[bench];
+                let iteration = l.requested;
+                l.requested += 1;
+                if let Some(prep) = l.prepare {
+                    self.begin(prep, 0, "--prepare")?;
+                    queue.push_back(Step {
+                        bench,
+                        prepare: true,
+                        iteration,
+                    });
+                }
+                self.begin(l.main, iteration, "command")?;
+                queue.push_back(Step {
+                    bench,
+                    prepare: false,
+                    iteration,
+                });
+            }
+            let Some(&step) = queue.front() else {
+                return Ok(());
+            };
+            let result = match self.wait_next(poll) {
+                Ok(None) => continue,
+                Ok(Some(outcome)) => {
+                    queue.pop_front();
+                    // The next queued run is executing now: store the previous sample meanwhile.
+                    self.flush()
+                        .and_then(|()| self.complete(&mut live[step.bench], step, outcome))
+                }
+                Err(stop) => Err(stop),
+            };
+            if let Err(stop) = result {
+                // Runs already queued are answered without running (the spawner
+                // halts after a failure); collect their replies to stay in step.
+                for _ in queue.drain(..) {
+                    let _ = self.spawner.finish();
+                }
+                return Err(stop);
+            }
+            if !step.prepare {
+                self.show_progress(live);
+            }
+        }
+    }
+
+    /// How many runs to keep queued, and whether to poll instead of blocking.
+    /// Short runs are polled: this process sleeps between looks, so the
+    /// spawner's replies never have to wake it, and enough runs are queued to
+    /// keep the spawner busy meanwhile. Long runs block (one wake-up per run
+    /// is noise there). On one CPU nothing is queued ahead.
+    fn pace(&self, live: &[Live]) -> (usize, bool) {
+        if !self.overlap {
+            return (1, false);
+        }
+        let active: Vec<Duration> = live
+            .iter()
+            .filter(|l| l.wants_more(&self.rule))
+            .filter_map(|l| l.last_unit)
+            .collect();
+        if active.is_empty() {
+            return (2, false);
+        }
+        let typical = active.iter().sum::<Duration>() / active.len() as u32;
+        if typical >= POLL_BELOW {
+            return (2, false);
+        }
+        let per_poll =
+            (POLL_INTERVAL.as_secs_f64() / typical.as_secs_f64().max(1e-6)).ceil() as usize;
+        ((per_poll + 2).clamp(2, 64), true)
+    }
+
+    /// The next reply: `None` when polling found nothing yet (after storing
+    /// the pending sample and sleeping one poll interval).
+    fn wait_next(&mut self, poll: bool) -> Result<Option<Outcome>, Stop> {
+        let fail = |e| Stop::Failed(measure_fail(e, "command"));
+        if poll {
+            return match self.spawner.try_finish().map_err(fail)? {
+                Some(outcome) => Ok(Some(outcome)),
+                None => {
+                    self.flush()?;
+                    std::thread::sleep(POLL_INTERVAL);
+                    Ok(None)
+                }
+            };
+        }
         if !self.overlap {
             self.flush()?;
         }
+        self.spawner.finish().map(Some).map_err(fail)
+    }
+
+    /// Checks one finished request and records it.
+    fn complete(&mut self, l: &mut Live, step: Step, outcome: Outcome) -> Result<(), Stop> {
+        if step.prepare {
+            let id = l.prepare.unwrap_or(l.main);
+            let s = check(
+                &Tolerate::Nothing,
+                self.spawner,
+                id,
+                &format!("--prepare command of `{}`", l.plan.name),
+                false,
+                outcome,
+            )?;
+            l.spent += Duration::from_nanos(s.wall_ns);
+            l.prepare_wall = Duration::from_nanos(s.wall_ns);
+            return Ok(());
+        }
+        let mut sample = check(
+            &self.tolerate,
+            self.spawner,
+            l.main,
+            &format!("command `{}`", l.plan.command),
+            true,
+            outcome,
+        )?;
+        sample.iteration = step.iteration;
+        l.spent += Duration::from_nanos(sample.wall_ns);
+        l.last_unit = Some(l.prepare_wall + Duration::from_nanos(sample.wall_ns));
+        if let Some(id) = l.store_id {
+            self.pending = Some((id, sample.clone()));
+        }
+        l.samples.push(sample);
+        l.update_done(&self.rule);
+        Ok(())
+    }
+
+    fn begin(&mut self, id: CommandId, iteration: u32, what: &str) -> Result<(), Stop> {
         self.spawner
             .begin(id, iteration)
-            .map_err(|e| Stop::Failed(measure_fail(e, what)))?;
+            .map_err(|e| Stop::Failed(measure_fail(e, what)))
+    }
+
+    /// Runs one untimed request to completion.
+    fn exec(&mut self, id: CommandId, what: &str) -> Result<Outcome, Stop> {
         self.flush()?;
         self.spawner
-            .finish()
+            .run_once(id, 0)
             .map_err(|e| Stop::Failed(measure_fail(e, what)))
     }
 
@@ -385,103 +547,34 @@ impl Measure<'_> {
         Ok(())
     }
 
-    fn warm(&mut self, l: &Live) -> Result<(), Stop> {
+    fn warm(&mut self, l: &mut Live) -> Result<(), Stop> {
         self.aux(l.prepare, "--prepare", &l.plan.name)?;
-        let outcome = self.exec(l.main, 0, "command")?;
-        self.check(l.main, &l.plan.command, "command", outcome)
-            .map(|_| ())
-    }
-
-    fn timed(&mut self, l: &mut Live) -> Result<(), Stop> {
-        let begun = Instant::now();
-        self.aux(l.prepare, "--prepare", &l.plan.name)?;
-        let outcome = self.exec(l.main, l.runs(), "command")?;
-        let sample = self.check(l.main, &l.plan.command, "command", outcome)?;
-        if let Some(id) = l.store_id {
-            self.pending = Some((id, sample.clone()));
-        }
-        l.samples.push(sample);
-        l.spent += begun.elapsed();
-        l.update_done(&self.rule);
+        let outcome = self.exec(l.main, "command")?;
+        let s = check(
+            &self.tolerate,
+            self.spawner,
+            l.main,
+            &format!("command `{}`", l.plan.command),
+            true,
+            outcome,
+        )?;
+        l.last_unit = Some(Duration::from_nanos(s.wall_ns));
         Ok(())
     }
 
     /// Runs an untimed helper command (prepare/setup/cleanup); it must succeed.
     fn aux(&mut self, id: Option<CommandId>, what: &str, bench: &str) -> Result<(), Stop> {
         let Some(id) = id else { return Ok(()) };
-        let outcome = self.exec(id, 0, what)?;
-        Measure::check_with(
-            &IgnoreFailure::None,
+        let outcome = self.exec(id, what)?;
+        check(
+            &Tolerate::Nothing,
             self.spawner,
             id,
             &format!("{what} command of `{bench}`"),
-            what,
+            false,
             outcome,
         )
         .map(|_| ())
-    }
-
-    fn check(
-        &mut self,
-        id: CommandId,
-        command: &str,
-        what: &str,
-        outcome: Outcome,
-    ) -> Result<Sample, Stop> {
-        Measure::check_with(
-            &self.ignore,
-            self.spawner,
-            id,
-            &format!("{what} `{command}`"),
-            what,
-            outcome,
-        )
-    }
-
-    fn check_with(
-        ignore: &IgnoreFailure,
-        spawner: &mut Spawner,
-        id: CommandId,
-        label: &str,
-        what: &str,
-        outcome: Outcome,
-    ) -> Result<Sample, Stop> {
-        match outcome {
-            Outcome::Interrupted => Err(Stop::Interrupted),
-            Outcome::TimedOut(s) => Err(Stop::Failed(Fail::usage(
-                format!(
-                    "{label} timed out after {} and was killed",
-                    perfsleuth_report::format_duration_ns(s.wall_ns as f64)
-                ),
-                "raise --timeout, or check why it hangs (does it wait for input? try --input FILE)",
-            ))),
-            Outcome::Completed(s) if s.succeeded() || ignore.tolerates(s.exit_code, s.signal) => {
-                Ok(s)
-            }
-            Outcome::Completed(s) => {
-                let how = match (s.exit_code, s.signal) {
-                    (Some(code), _) => format!("exited with code {code}"),
-                    (_, Some(sig)) => format!("was killed by signal {sig} ({})", signal_name(sig)),
-                    _ => "ended abnormally".to_string(),
-                };
-                let tail = spawner.stderr_tail(id, 5);
-                let details = if tail.is_empty() {
-                    Vec::new()
-                } else {
-                    std::iter::once("its last stderr lines:".to_string())
-                        .chain(tail.lines().map(|l| format!("  {l}")))
-                        .collect()
-                };
-                let hint = if what == "command" {
-                    "fix the command, or pass --ignore-failure (or --ignore-failure=CODES) to measure it anyway"
-                } else {
-                    "helper commands must succeed; fix it or remove the option"
-                };
-                Err(Stop::Failed(
-                    Fail::usage(format!("{label} {how}"), hint).with_details(details),
-                ))
-            }
-        }
     }
 
     fn show_progress(&mut self, live: &[Live]) {
@@ -502,6 +595,65 @@ impl Measure<'_> {
             elapsed,
             eta,
         );
+    }
+}
+
+/// The next benchmark in round-robin order that wants another run.
+fn next_bench(live: &[Live], rule: &StopRule, cursor: &mut usize) -> Option<usize> {
+    let n = live.len();
+    let found = (0..n)
+        .map(|k| (*cursor + k) % n)
+        .find(|&i| live[i].wants_more(rule))?;
+    *cursor = (found + 1) % n;
+    Some(found)
+}
+
+/// Turns an outcome into a sample, or into the error that stops the run.
+fn check(
+    tolerate: &Tolerate,
+    spawner: &mut Spawner,
+    id: CommandId,
+    label: &str,
+    benchmarked: bool,
+    outcome: Outcome,
+) -> Result<Sample, Stop> {
+    match outcome {
+        Outcome::Interrupted => Err(Stop::Interrupted),
+        Outcome::Skipped => Err(Stop::Failed(Fail::usage(
+            format!("{label} was not run because an earlier run failed"),
+            "this should not be reported; please report it",
+        ))),
+        Outcome::TimedOut(s) => Err(Stop::Failed(Fail::usage(
+            format!(
+                "{label} timed out after {} and was killed",
+                perfsleuth_report::format_duration_ns(s.wall_ns as f64)
+            ),
+            "raise --timeout, or check why it hangs (does it wait for input? try --input FILE)",
+        ))),
+        Outcome::Completed(s) if tolerate.accepts(&s) => Ok(s),
+        Outcome::Completed(s) => {
+            let how = match (s.exit_code, s.signal) {
+                (Some(code), _) => format!("exited with code {code}"),
+                (_, Some(sig)) => format!("was killed by signal {sig} ({})", signal_name(sig)),
+                _ => "ended abnormally".to_string(),
+            };
+            let tail = spawner.stderr_tail(id, 5);
+            let details = if tail.is_empty() {
+                Vec::new()
+            } else {
+                std::iter::once("its last stderr lines:".to_string())
+                    .chain(tail.lines().map(|l| format!("  {l}")))
+                    .collect()
+            };
+            let hint = if benchmarked {
+                "fix the command, or pass --ignore-failure (or --ignore-failure=CODES) to measure it anyway"
+            } else {
+                "helper commands must succeed; fix it or remove the option"
+            };
+            Err(Stop::Failed(
+                Fail::usage(format!("{label} {how}"), hint).with_details(details),
+            ))
+        }
     }
 }
 
@@ -551,7 +703,7 @@ fn to_benchmark(p: &Planned, samples: Vec<Sample>) -> Benchmark {
     }
 }
 
-fn options_json(a: &RunArgs, ignore: &IgnoreFailure) -> serde_json::Value {
+fn options_json(a: &RunArgs, tolerate: &Tolerate) -> serde_json::Value {
     let path = |p: &Option<PathBuf>| p.as_deref().map(Path::display).map(|d| d.to_string());
     serde_json::json!({
         "commands": a.commands,
@@ -569,7 +721,7 @@ fn options_json(a: &RunArgs, ignore: &IgnoreFailure) -> serde_json::Value {
         "parameter_scan": a.parameter_scan,
         "step": a.step,
         "names": a.name,
-        "ignore_failure": match ignore { IgnoreFailure::None => serde_json::Value::Bool(false), IgnoreFailure::All => serde_json::Value::Bool(true), IgnoreFailure::Codes(c) => serde_json::json!(c) },
+        "ignore_failure": match tolerate { Tolerate::Nothing => serde_json::Value::Bool(false), Tolerate::Everything => serde_json::Value::Bool(true), Tolerate::ExitCodes(c) => serde_json::json!(c) },
         "timeout_s": a.timeout.map(|t| t.as_secs_f64()),
         "output": a.output,
         "input": path(&a.input),

@@ -1,0 +1,295 @@
+//! Ctrl-C: SIGINT to perfsleuth's whole process group, as a terminal sends it.
+
+mod common;
+
+use common::{Out, Sandbox, own_sleep, process_running_with, samples};
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Starts `perfsleuth ARGS…` as the leader of a new process group.
+fn spawn_in_own_group(sb: &Sandbox, args: &[&str]) -> Child {
+    sb.std_cmd()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("spawn perfsleuth")
+}
+
+fn signal_group(pgid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, "--", &format!("-{pgid}")])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {signal} -{pgid} failed");
+}
+
+/// Waits for the child, killing its group if it hangs.
+fn finish(mut child: Child) -> Out {
+    let pgid = child.id();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stdout.read_to_end(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stderr.read_to_end(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            signal_group(pgid, "-KILL");
+            let _ = child.wait();
+            panic!("perfsleuth did not exit after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Out {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out_t.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&err_t.join().unwrap()).into_owned(),
+    }
+}
+
+/// Polls the store until the latest run has at least `n` samples.
+fn wait_for_samples(sb: &Sandbox, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = sb.run(["runs", "--json", "--store", &sb.store()]);
+        if out.code == 0 {
+            let doc = common::parse_json(&out.stdout);
+            if doc["runs"][0]["samples"].as_u64().is_some_and(|s| s >= n) {
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "no samples appeared: {out:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits (briefly) for processes matching `needle` to be gone.
+fn none_left(needle: &str) -> Vec<String> {
+    let mut left = process_running_with(needle);
+    for _ in 0..50 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        left = process_running_with(needle);
+    }
+    left
+}
+
+fn group_is_empty(pgid: u32) -> bool {
+    let out = Command::new("pgrep")
+        .args(["-g", &pgid.to_string()])
+        .output()
+        .expect("run pgrep");
+    out.stdout.is_empty()
+}
+
+#[test]
+fn ctrl_c_stores_an_interrupted_run_and_prints_the_partial_summary() {
+    let sb = Sandbox::new();
+    let sleep = own_sleep(&sb);
+    let sleep_cmd = format!("{} 0.05", sleep.display());
+    let store = sb.store();
+    let child = spawn_in_own_group(
+        &sb,
+        &[
+            "run", "--store", &store, "--warmup", "0", "--runs", "1000", "-n", "sleepy", &sleep_cmd,
+        ],
+    );
+    let pgid = child.id();
+    std::thread::sleep(Duration::from_secs(1));
+    wait_for_samples(&sb, 2);
+    signal_group(pgid, "-INT");
+    let out = finish(child);
+
+    assert_eq!(out.code, 130, "{out:?}");
+    common::assert_no_panic(&out);
+    assert!(out.stdout.contains("Benchmark 1: sleepy"), "{out:?}");
+    assert!(
+        out.stdout.to_lowercase().contains("interrupted"),
+        "the summary says it is partial: {out:?}"
+    );
+    assert!(out.stderr.contains("Interrupted"), "{out:?}");
+    assert!(out.stderr.contains("status interrupted"), "{out:?}");
+
+    let doc = sb.show_json("latest");
+    assert_eq!(doc["run"]["status"], "interrupted");
+    assert!(doc["run"]["ended_at"].is_string(), "{doc}");
+    let n = samples(&doc, 0).len();
+    assert!((1..1000).contains(&n), "{n} samples");
+    let listed = sb.runs_json();
+    assert_eq!(listed[0]["status"], "interrupted");
+    assert_eq!(listed[0]["samples"], n as u64);
+
+    let left = none_left(&sleep.display().to_string());
+    assert!(left.is_empty(), "sleep children survived Ctrl-C: {left:?}");
+    assert!(
+        group_is_empty(pgid),
+        "processes of perfsleuth's group survived"
+    );
+}
+
+#[test]
+fn ctrl_c_without_a_store_still_summarises() {
+    let sb = Sandbox::new();
+    let sleep = own_sleep(&sb);
+    let sleep_cmd = format!("{} 0.05", sleep.display());
+    let child = spawn_in_own_group(
+        &sb,
+        &[
+            "run",
+            "--no-store",
+            "--warmup",
+            "0",
+            "--runs",
+            "1000",
+            "--output",
+            "ticks.txt",
+            &format!("sh -c 'echo tick; exec {sleep_cmd}'"),
+        ],
+    );
+    let pgid = child.id();
+    // No store to poll: wait for a few iterations to have written output.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sb.lines("ticks.txt").len() < 3 {
+        assert!(Instant::now() < deadline, "the command never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal_group(pgid, "-INT");
+    let out = finish(child);
+    assert_eq!(out.code, 130, "{out:?}");
+    common::assert_no_panic(&out);
+    assert!(out.stdout.contains("Benchmark 1:"), "{out:?}");
+    assert!(out.stderr.contains("Interrupted"), "{out:?}");
+    assert!(!out.stderr.contains("stored as run"), "{out:?}");
+    assert!(sb.files_named(".db").is_empty());
+    let left = none_left(&sleep.display().to_string());
+    assert!(left.is_empty(), "children survived Ctrl-C: {left:?}");
+}
+
+#[test]
+fn ctrl_c_during_warmup_stores_an_interrupted_run_without_samples() {
+    let sb = Sandbox::new();
+    let sleep = own_sleep(&sb);
+    let store = sb.store();
+    let child = spawn_in_own_group(
+        &sb,
+        &[
+            "run",
+            "--store",
+            &store,
+            "--warmup",
+            "1000",
+            "--runs",
+            "2",
+            "--output",
+            "ticks.txt",
+            &format!("sh -c 'echo tick; exec {} 0.05'", sleep.display()),
+        ],
+    );
+    let pgid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sb.lines("ticks.txt").len() < 3 {
+        assert!(Instant::now() < deadline, "the command never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal_group(pgid, "-INT");
+    let out = finish(child);
+    assert_eq!(out.code, 130, "{out:?}");
+    common::assert_no_panic(&out);
+    let doc = sb.show_json("latest");
+    assert_eq!(doc["run"]["status"], "interrupted");
+    assert_eq!(samples(&doc, 0).len(), 0);
+    let left = none_left(&sleep.display().to_string());
+    assert!(left.is_empty(), "children survived Ctrl-C: {left:?}");
+}
+
+#[test]
+fn sigterm_is_handled_like_ctrl_c() {
+    let sb = Sandbox::new();
+    let sleep = own_sleep(&sb);
+    let store = sb.store();
+    let child = spawn_in_own_group(
+        &sb,
+        &[
+            "run",
+            "--store",
+            &store,
+            "--warmup",
+            "0",
+            "--runs",
+            "1000",
+            &format!("{} 0.05", sleep.display()),
+        ],
+    );
+    let pgid = child.id();
+    wait_for_samples(&sb, 2);
+    signal_group(pgid, "-TERM");
+    let out = finish(child);
+    common::assert_no_panic(&out);
+    assert!(
+        out.code == 130 || out.code == 143,
+        "interrupted exit code expected: {out:?}"
+    );
+    let doc = sb.show_json("latest");
+    assert_eq!(doc["run"]["status"], "interrupted");
+    assert!(!samples(&doc, 0).is_empty());
+    let left = none_left(&sleep.display().to_string());
+    assert!(left.is_empty(), "children survived SIGTERM: {left:?}");
+}
+
+#[test]
+fn a_killed_run_keeps_its_samples_and_the_store_stays_usable() {
+    let sb = Sandbox::new();
+    let sleep = own_sleep(&sb);
+    let store = sb.store();
+    let child = spawn_in_own_group(
+        &sb,
+        &[
+            "run",
+            "--store",
+            &store,
+            "--warmup",
+            "0",
+            "--runs",
+            "1000",
+            &format!("{} 0.05", sleep.display()),
+        ],
+    );
+    let pgid = child.id();
+    wait_for_samples(&sb, 3);
+    signal_group(pgid, "-KILL");
+    let out = finish(child);
+    assert_eq!(out.code, -1, "killed by a signal: {out:?}");
+
+    let runs = sb.runs_json();
+    assert_eq!(
+        runs[0]["status"], "running",
+        "nobody could mark it: {runs:?}"
+    );
+    assert!(runs[0]["samples"].as_u64().unwrap() >= 3, "{runs:?}");
+    assert_eq!(runs[0]["ended_at"], serde_json::Value::Null);
+    sb.run(["show", "--store", &store]).ok();
+
+    sb.bench(["--warmup", "0", "--runs", "2", "true"]).ok();
+    let runs = sb.runs_json();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["id"], 2);
+    assert_eq!(runs[0]["status"], "complete");
+    let _ = none_left(&sleep.display().to_string());
+}

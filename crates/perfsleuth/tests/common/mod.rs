@@ -1,0 +1,333 @@
+//! Shared helpers of the CLI integration tests: a temporary sandbox directory
+//! that is the working directory of every `perfsleuth` process, with HOME and
+//! XDG_DATA_HOME pointed inside it so nothing is ever written elsewhere.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+use tempfile::TempDir;
+
+/// Path of the binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_perfsleuth");
+
+/// Kills a `perfsleuth` that hangs, so a bug fails the test instead of the suite.
+pub const HANG_GUARD: Duration = Duration::from_secs(120);
+
+/// What a finished `perfsleuth` process left behind.
+pub struct Out {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output, lossily decoded.
+    pub stdout: String,
+    /// Standard error, lossily decoded.
+    pub stderr: String,
+}
+
+impl fmt::Debug for Out {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+impl From<Output> for Out {
+    fn from(o: Output) -> Out {
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Out {
+    /// Asserts exit code 0 and returns self.
+    #[track_caller]
+    pub fn ok(self) -> Out {
+        assert_eq!(self.code, 0, "expected success, got {self:?}");
+        assert_no_panic(&self);
+        self
+    }
+
+    /// Asserts a perfsleuth usage error (exit 2) in the tool's own format:
+    /// a one-line `error:` first line, only indented continuation lines after
+    /// it, a hint, and `needle` somewhere in the text.
+    #[track_caller]
+    pub fn usage_error(self, needle: &str) -> Out {
+        assert_eq!(self.code, 2, "expected exit 2, got {self:?}");
+        assert_no_panic(&self);
+        let mut lines = self.stderr.lines();
+        let first = lines.next().unwrap_or_default();
+        assert!(
+            first.starts_with("error: ") && first.len() > "error: ".len(),
+            "first stderr line is not a one-line `error:` message: {self:?}"
+        );
+        for line in lines {
+            assert!(
+                line.starts_with("  "),
+                "the error should be one line plus indented details/hint, found {line:?} in {self:?}"
+            );
+        }
+        assert!(
+            self.stderr.contains("hint:"),
+            "the error carries no hint: {self:?}"
+        );
+        assert!(
+            self.stderr.contains(needle),
+            "stderr does not mention {needle:?}: {self:?}"
+        );
+        self
+    }
+
+    /// Asserts an argument-parsing error reported by clap (exit 2): the first
+    /// line is `error: …` and it points at `--help` or gives a tip.
+    #[track_caller]
+    pub fn clap_error(self, needle: &str) -> Out {
+        assert_eq!(self.code, 2, "expected exit 2, got {self:?}");
+        assert_no_panic(&self);
+        let first = self.stderr.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("error: "),
+            "first stderr line is not `error:`: {self:?}"
+        );
+        assert!(
+            self.stderr.contains("--help") || self.stderr.contains("tip:"),
+            "the error points nowhere: {self:?}"
+        );
+        assert!(
+            self.stderr.contains(needle),
+            "stderr does not mention {needle:?}: {self:?}"
+        );
+        self
+    }
+}
+
+/// No Rust panic message in either stream.
+#[track_caller]
+pub fn assert_no_panic(out: &Out) {
+    assert!(
+        !out.stderr.contains("panicked") && !out.stdout.contains("panicked"),
+        "perfsleuth panicked: {out:?}"
+    );
+}
+
+/// A temporary directory that is the cwd of every perfsleuth it starts.
+pub struct Sandbox {
+    dir: TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::Builder::new()
+            .prefix("perfsleuth-cli-")
+            .tempdir()
+            .expect("create a temp dir");
+        std::fs::create_dir(dir.path().join("home")).unwrap();
+        Sandbox { dir }
+    }
+
+    /// The sandbox directory (absolute).
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A path inside the sandbox.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// The default test store file, `<sandbox>/r.db`.
+    pub fn db(&self) -> PathBuf {
+        self.path("r.db")
+    }
+
+    /// `sqlite:<sandbox>/r.db`.
+    pub fn store(&self) -> String {
+        format!("sqlite:{}", self.db().display())
+    }
+
+    /// A perfsleuth command with the sandbox as cwd and a clean environment.
+    pub fn cmd(&self) -> assert_cmd::Command {
+        let mut cmd = assert_cmd::Command::from_std(self.std_cmd());
+        cmd.timeout(HANG_GUARD);
+        cmd
+    }
+
+    /// The same setup for a plain `std::process::Command` (for spawned processes).
+    pub fn std_cmd(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(BIN);
+        self.configure(&mut cmd);
+        cmd
+    }
+
+    fn configure(&self, cmd: &mut std::process::Command) {
+        let root = self.dir.path();
+        cmd.current_dir(root)
+            .env("NO_COLOR", "1")
+            .env("HOME", root.join("home"))
+            .env("XDG_DATA_HOME", root.join("xdg"))
+            .env_remove("PERFSLEUTH_STORE")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            // git must not find a repository above the sandbox.
+            .env(
+                "GIT_CEILING_DIRECTORIES",
+                root.parent().unwrap_or(Path::new("/")),
+            );
+    }
+
+    /// Runs perfsleuth with these arguments.
+    pub fn run<I, S>(&self, args: I) -> Out
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd()
+            .args(args)
+            .output()
+            .expect("start perfsleuth")
+            .into()
+    }
+
+    /// `perfsleuth run --store sqlite:<sandbox>/r.db ARGS…`.
+    pub fn bench<I, S>(&self, args: I) -> Out
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd()
+            .arg("run")
+            .arg("--store")
+            .arg(self.store())
+            .args(args)
+            .output()
+            .expect("start perfsleuth")
+            .into()
+    }
+
+    /// `perfsleuth show --json RUN` on the sandbox store, parsed.
+    #[track_caller]
+    pub fn show_json(&self, run: &str) -> Value {
+        let out = self
+            .run(["show", "--json", "--store", &self.store(), run])
+            .ok();
+        parse_json(&out.stdout)
+    }
+
+    /// `perfsleuth runs --json` on the sandbox store, parsed; the `runs` array.
+    #[track_caller]
+    pub fn runs_json(&self) -> Vec<Value> {
+        let out = self.run(["runs", "--json", "--store", &self.store()]).ok();
+        let doc = parse_json(&out.stdout);
+        assert_eq!(doc["schema"], "perfsleuth/runs", "{doc}");
+        doc["runs"].as_array().expect("runs array").clone()
+    }
+
+    /// Lines of a text file in the sandbox (empty when it does not exist).
+    pub fn lines(&self, rel: &str) -> Vec<String> {
+        std::fs::read_to_string(self.path(rel))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Writes a file in the sandbox.
+    pub fn write(&self, rel: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.path(rel);
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+
+    /// Every file below the sandbox whose name contains `needle`.
+    pub fn files_named(&self, needle: &str) -> Vec<PathBuf> {
+        fn walk(dir: &Path, needle: &str, found: &mut Vec<PathBuf>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, needle, found);
+                } else if e.file_name().to_string_lossy().contains(needle) {
+                    found.push(p);
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(self.root(), needle, &mut found);
+        found
+    }
+}
+
+/// Parses JSON or fails with the text.
+#[track_caller]
+pub fn parse_json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("invalid JSON ({e}):\n{text}"))
+}
+
+/// The samples of benchmark `i` in a `show --json` / `--export-json` document.
+#[track_caller]
+pub fn samples(doc: &Value, i: usize) -> Vec<Value> {
+    doc["run"]["benchmarks"][i]["samples"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no samples for benchmark {i} in {doc}"))
+        .clone()
+}
+
+/// Benchmark names of a `show --json` / `--export-json` document.
+pub fn bench_names(doc: &Value) -> Vec<String> {
+    doc["run"]["benchmarks"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|b| b["name"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether any live process has `needle` in its command line (via /proc).
+pub fn process_running_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmdline.contains(needle) {
+            // A zombie has an empty cmdline, so anything here is really alive.
+            found.push(format!("{}: {cmdline}", name.to_string_lossy()));
+        }
+    }
+    found
+}
+
+/// Puts a link to the system `sleep` at `<sandbox>/bin/sleep`, so the test can
+/// later find (or miss) exactly its own sleeps among all processes.
+pub fn own_sleep(sb: &Sandbox) -> PathBuf {
+    let bin = sb.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let target = ["/bin/sleep", "/usr/bin/sleep"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("a sleep binary");
+    let link = bin.join("sleep");
+    std::os::unix::fs::symlink(target, &link).unwrap();
+    link
+}
