@@ -125,7 +125,10 @@ pub fn resolve_program(program: &str, path_var: Option<&OsStr>) -> Result<PathBu
 fn check_executable(path: &Path) -> Result<(), MeasureError> {
     let meta =
         std::fs::metadata(path).map_err(|_| MeasureError::NotFound(path.display().to_string()))?;
-    if meta.is_dir() || meta.permissions().mode() & 0o111 == 0 {
+    if meta.is_dir() {
+        return Err(MeasureError::IsDirectory(path.to_path_buf()));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
         return Err(MeasureError::NotExecutable(path.to_path_buf()));
     }
     Ok(())
@@ -647,7 +650,7 @@ mod tests {
         std::fs::remove_file(&plain).unwrap();
         assert!(matches!(
             resolve_program("/", None),
-            Err(MeasureError::NotExecutable(_))
+            Err(MeasureError::IsDirectory(_))
         ));
         assert!(resolve_program("sh", Some(OsStr::new("/usr/bin:/bin"))).is_ok());
     }

@@ -3,11 +3,13 @@
 //! and interrupts the blocking `wait4`, and the executor kills the child's
 //! group and reports [`crate::Outcome::Interrupted`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNAL.store(sig, Ordering::SeqCst);
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
@@ -34,6 +36,11 @@ pub fn install_interrupt_handler() -> std::io::Result<()> {
 /// Whether SIGINT or SIGTERM has arrived since the handler was installed.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// The signal that interrupted the run (SIGINT or SIGTERM), if any.
+pub fn interrupting_signal() -> Option<i32> {
+    Some(SIGNAL.load(Ordering::SeqCst)).filter(|s| *s != 0)
 }
 
 /// Clears the flag (tests only need this; a CLI run exits after an interrupt).

@@ -9,7 +9,9 @@ mod spawner;
 mod words;
 
 pub use exec::{Executor, IoConfig, Outcome, OutputTarget, Tolerate, resolve_program};
-pub use interrupt::{install_interrupt_handler, interrupted, reset_interrupted};
+pub use interrupt::{
+    install_interrupt_handler, interrupted, interrupting_signal, reset_interrupted,
+};
 pub use spawner::{CommandId, Spawner};
 pub use words::{SplitError, split_command};
 
@@ -21,6 +23,9 @@ pub enum MeasureError {
     /// The program was not found on `PATH` or at the given path.
     #[error("command not found: `{0}`")]
     NotFound(String),
+    /// The path names a directory.
+    #[error("`{}` is a directory", .0.display())]
+    IsDirectory(PathBuf),
     /// The program exists but cannot be executed.
     #[error("`{}` is not executable", .0.display())]
     NotExecutable(PathBuf),

@@ -477,6 +477,7 @@ fn encode_error(e: &MeasureError) -> Vec<u8> {
     let (kind, text) = match e {
         MeasureError::NotFound(p) => (0, p.clone()),
         MeasureError::NotExecutable(p) => (1, p.display().to_string()),
+        MeasureError::IsDirectory(p) => (4, p.display().to_string()),
         MeasureError::File { path, source } => (2, format!("{}\0{source}", path.display())),
         other => (3, other.to_string()),
     };
@@ -495,6 +496,7 @@ fn decode_error(reply: &[u8]) -> Result<(), MeasureError> {
             Err(match kind {
                 0 => MeasureError::NotFound(text),
                 1 => MeasureError::NotExecutable(PathBuf::from(text)),
+                4 => MeasureError::IsDirectory(PathBuf::from(text)),
                 2 => {
                     let (path, detail) = text.split_once('\0').unwrap_or((&text, ""));
                     MeasureError::File {

@@ -501,9 +501,17 @@ impl Store {
         if state == FileState::Missing
             && let Some(parent) = path.parent()
         {
-            std::fs::create_dir_all(parent).map_err(|e| StoreError::Unwritable {
-                path: path.to_path_buf(),
-                detail: format!("cannot create directory {}: {e}", parent.display()),
+            std::fs::create_dir_all(parent).map_err(|e| {
+                // create_dir_all reports "File exists" when a component is a
+                // regular file: name that component instead.
+                let blocker = parent.ancestors().find(|a| a.is_file());
+                StoreError::Unwritable {
+                    path: path.to_path_buf(),
+                    detail: match blocker {
+                        Some(file) => format!("{} is a file, not a directory", file.display()),
+                        None => format!("cannot create directory {}: {e}", parent.display()),
+                    },
+                }
             })?;
         }
         let store = Store::connect(path, true)?;

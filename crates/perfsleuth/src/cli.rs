@@ -38,9 +38,10 @@ pub enum ColorChoice {
 /// Options shared by every command that reads or writes the store.
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
-    /// Where results are stored: `sqlite:PATH` or a path [default: .perfsleuth/results.db in the
-    /// enclosing git repository, else $XDG_DATA_HOME/perfsleuth/results.db]
-    #[arg(long, value_name = "URL", env = "PERFSLEUTH_STORE")]
+    /// Where results are stored: `sqlite:PATH` or a path [default: $PERFSLEUTH_STORE, else
+    /// .perfsleuth/results.db in the enclosing git repository, else
+    /// $XDG_DATA_HOME/perfsleuth/results.db]
+    #[arg(long, value_name = "URL")]
     pub store: Option<String>,
 }
 
@@ -123,7 +124,7 @@ pub struct RunArgs {
     /// Write the summary as a Markdown table; `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
-    /// Do not store the results.
+    /// Do not store the results (also when PERFSLEUTH_STORE is set).
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
     #[command(flatten)]
@@ -140,8 +141,8 @@ pub struct RunsArgs {
     #[arg(long)]
     pub json: bool,
     /// Show at most N runs.
-    #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

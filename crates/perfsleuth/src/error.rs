@@ -5,7 +5,7 @@ use std::fmt;
 
 /// Exit code for usage, input and I/O errors.
 pub const EXIT_USAGE: i32 = 2;
-/// Exit code after Ctrl-C (128 + SIGINT), as shells report it.
+/// Exit code after Ctrl-C (128 + SIGINT), as shells report it; SIGTERM gives 143.
 pub const EXIT_INTERRUPTED: i32 = 130;
 
 /// A user-facing failure.

@@ -9,7 +9,9 @@ use perfsleuth_report::{analyze, export_json};
 /// Lists stored runs, newest first.
 pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
     let store = open_existing_store(args.store.store.as_deref())?;
-    let list = store.list_runs(args.limit).map_err(store_fail)?;
+    let list = store
+        .list_runs(args.limit.map(|n| n as usize))
+        .map_err(store_fail)?;
     if args.json {
         let text = serde_json::to_string_pretty(&serde_json::json!({
             "schema": "perfsleuth/runs",

@@ -11,9 +11,14 @@ use perfsleuth_report::{
 use perfsleuth_store::{Store, StoreError};
 use std::path::{Path, PathBuf};
 
-/// The store path from `--store`/`PERFSLEUTH_STORE`, or the default location.
+/// The store path from `--store`, else `PERFSLEUTH_STORE`, else the default
+/// location. (The variable is read here, not by clap, so that `--no-store`
+/// conflicts only with an explicit `--store`.)
 pub fn store_path(url: Option<&str>) -> Result<PathBuf, Fail> {
-    match url {
+    let from_env = std::env::var("PERFSLEUTH_STORE")
+        .ok()
+        .filter(|v| !v.is_empty());
+    match url.or(from_env.as_deref()) {
         Some(url) => Store::path_from_url(url).map_err(store_fail),
         None => {
             let cwd = std::env::current_dir().map_err(|e| {
@@ -38,9 +43,14 @@ pub fn open_existing_store(url: Option<&str>) -> Result<Store, Fail> {
     Store::open_existing(&store_path(url)?).map_err(store_fail)
 }
 
-/// Store errors already carry the path and a hint in their one line.
+/// Store errors carry the path and a hint in one line; the hint goes on its
+/// own line like every other error's.
 pub fn store_fail(e: StoreError) -> Fail {
-    Fail::usage(e.to_string(), "")
+    let text = e.to_string();
+    match text.split_once(" (hint: ") {
+        Some((message, hint)) => Fail::usage(message, hint.strip_suffix(')').unwrap_or(hint)),
+        None => Fail::usage(text, "check the --store path"),
+    }
 }
 
 /// Resolves `--reference` (1-based index or exact name) to an index.
@@ -76,13 +86,13 @@ pub fn resolve_reference<'a>(
 
 /// Fails early when an export path cannot be written, so a long run is not
 /// wasted on a typo.
-pub fn check_writable(path: &Path) -> Result<(), Fail> {
+pub fn check_writable(path: &Path, option: &str) -> Result<(), Fail> {
     if path == Path::new("-") {
         return Ok(());
     }
     if path.is_dir() {
         return Err(Fail::usage(
-            format!("export path {} is a directory", path.display()),
+            format!("{option} {} is a directory", path.display()),
             "give a file name",
         ));
     }
@@ -93,7 +103,7 @@ pub fn check_writable(path: &Path) -> Result<(), Fail> {
     if !parent.is_dir() {
         return Err(Fail::usage(
             format!(
-                "cannot write {}: directory {} does not exist",
+                "cannot write {option} {}: directory {} does not exist",
                 path.display(),
                 parent.display()
             ),

@@ -151,11 +151,14 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         args.reference.as_deref(),
         planned.iter().map(|p| p.name.as_str()),
     )?;
-    for path in [&args.export_json, &args.export_csv, &args.export_markdown]
-        .into_iter()
-        .flatten()
-    {
-        output::check_writable(path)?;
+    for (option, path) in [
+        ("--export-json", &args.export_json),
+        ("--export-csv", &args.export_csv),
+        ("--export-markdown", &args.export_markdown),
+    ] {
+        if let Some(path) = path {
+            output::check_writable(path, option)?;
+        }
     }
     let output_target = match args.output.as_str() {
         "null" => OutputTarget::Null,
@@ -168,22 +171,40 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         }
         file => {
             let path = PathBuf::from(file);
-            std::fs::File::create(&path).map_err(|e| {
-                Fail::usage(
-                    format!("cannot write --output file {}: {e}", path.display()),
-                    "choose a writable path, or --output null",
-                )
-            })?;
+            output::check_writable(&path, "--output")?;
+            // Only checked here: it is emptied just before measuring, so a run
+            // refused for bad input leaves an existing file untouched.
+            if path.exists() {
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .map_err(|e| {
+                        Fail::usage(
+                            format!("cannot write --output file {}: {e}", path.display()),
+                            "choose a writable path, or --output null",
+                        )
+                    })?;
+            }
             OutputTarget::File(path)
         }
     };
     if let Some(input) = &args.input {
-        std::fs::File::open(input).map_err(|e| {
-            Fail::usage(
-                format!("cannot read --input file {}: {e}", input.display()),
-                "check the path",
-            )
-        })?;
+        let readable = std::fs::File::open(input).and_then(|f| f.metadata());
+        match readable {
+            Ok(meta) if meta.is_dir() => {
+                return Err(Fail::usage(
+                    format!("--input {} is a directory", input.display()),
+                    "give a file to feed to the commands' standard input",
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                return Err(Fail::usage(
+                    format!("cannot read --input file {}: {e}", input.display()),
+                    "check the path",
+                ));
+            }
+        }
     }
     let io = IoConfig {
         output: output_target.clone(),
@@ -263,6 +284,14 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             );
         }
     }
+    if let OutputTarget::File(path) = &output_target {
+        std::fs::File::create(path).map_err(|e| {
+            Fail::usage(
+                format!("cannot write --output file {}: {e}", path.display()),
+                "choose a writable path, or --output null",
+            )
+        })?;
+    }
     install_interrupt_handler().map_err(|e| {
         Fail::usage(
             format!("cannot install the Ctrl-C handler: {e}"),
@@ -313,7 +342,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                 format!("; the samples taken so far are stored as run {id} (status interrupted)")
             });
             emit(&format!("Interrupted{stored}.\n"), true);
-            Ok(EXIT_INTERRUPTED)
+            Ok(perfsleuth_measure::interrupting_signal().map_or(EXIT_INTERRUPTED, |sig| 128 + sig))
         }
         Ok(()) => {
             output::print_summary(&run, reference, args.color, &args);
@@ -677,6 +706,10 @@ fn measure_fail(e: MeasureError, what: &str) -> Fail {
         MeasureError::NotFound(p) => Fail::usage(
             format!("{what} not found: `{p}`"),
             "check the spelling and your PATH; use --shell for shell builtins",
+        ),
+        MeasureError::IsDirectory(p) => Fail::usage(
+            format!("{what} `{}` is a directory, not a program", p.display()),
+            "name the program inside it, e.g. ./dir/program",
         ),
         MeasureError::NotExecutable(p) => Fail::usage(
             format!("{what} `{}` is not executable", p.display()),

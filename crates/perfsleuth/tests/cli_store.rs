@@ -134,7 +134,6 @@ fn no_store_conflicts_with_store() {
 }
 
 #[test]
-#[ignore = "BUG: --no-store is refused whenever PERFSLEUTH_STORE is set in the environment (clap counts the env value as --store)"]
 fn no_store_works_with_the_environment_variable_set() {
     let sb = Sandbox::new();
     let out: Out = sb
@@ -602,7 +601,6 @@ fn two_processes_share_one_store() {
 }
 
 #[test]
-#[ignore = "BUG: `runs --limit 0` claims `No runs stored in … yet.` although the store holds runs"]
 fn runs_limit_zero_does_not_claim_the_store_is_empty() {
     let sb = Sandbox::new();
     sb.bench(["--warmup", "0", "--runs", "2", "true"]).ok();
