@@ -96,6 +96,16 @@ impl Spawner {
         })
     }
 
+    /// The spawner's own peak RSS so far: children report at least this much,
+    /// because `exec` folds it into their `ru_maxrss` (see the module docs).
+    /// `None` if `/proc` cannot tell.
+    pub fn peak_rss_floor(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+
     /// Checks and prepares a command in the spawner; errors (missing program,
     /// unopenable files) come back before anything is timed.
     pub fn prepare(&mut self, argv: &[String], io: &IoConfig) -> Result<CommandId, MeasureError> {
@@ -649,6 +659,9 @@ mod tests {
             "peak {} bytes",
             s.peak_rss_bytes
         );
+        // The spawner's own high-water mark is the floor, and it stayed small.
+        let floor = sp.peak_rss_floor().unwrap();
+        assert!(floor > 0 && floor < 64 * 1024 * 1024, "floor {floor}");
         drop(big);
     }
 

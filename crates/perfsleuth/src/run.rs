@@ -12,7 +12,7 @@ use perfsleuth_measure::{
     CommandId, IoConfig, MeasureError, Outcome, OutputTarget, Spawner, Tolerate,
     install_interrupt_handler,
 };
-use perfsleuth_model::{Benchmark, Mode, Run, RunStatus, Sample, rfc3339};
+use perfsleuth_model::{Benchmark, ImpactClass, Mode, Run, RunStatus, Sample, rfc3339};
 use perfsleuth_store::Store;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -273,6 +273,12 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
         benchmarks: Vec::new(),
     };
+    // Peak RSS values at or below this are "no more than the floor".
+    run.environment.set_opt(
+        "measure.peak_rss_floor_bytes",
+        spawner.peak_rss_floor().map(|b| b.to_string()),
+        ImpactClass::Context,
+    );
     if let Some(store) = store.as_mut() {
         let id = store.begin_run(&run).map_err(output::store_fail)?;
         run.id = Some(id);
