@@ -92,7 +92,7 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
         })?;
         emit(&(text + "\n"), false);
     } else {
-        output::print_stored_summary(&run, reference, args.color);
+        output::print_summary(&run, reference, args.color, false);
     }
     Ok(0)
 }

@@ -113,42 +113,21 @@ pub fn check_writable(path: &Path, option: &str) -> Result<(), Fail> {
     Ok(())
 }
 
-fn exports_to_stdout(args: &RunArgs) -> bool {
+/// Whether the human summary must go to stderr because an export owns stdout.
+pub fn summary_to_stderr(args: &RunArgs) -> bool {
     [&args.export_json, &args.export_csv, &args.export_markdown]
         .into_iter()
         .flatten()
         .any(|p| p == Path::new("-"))
 }
 
-/// Prints the human summary: to stdout, or to stderr when an export owns stdout.
-pub fn print_summary(run: &Run, reference: Option<usize>, color: ColorChoice, args: &RunArgs) {
-    let to_stderr = exports_to_stdout(args);
+/// Prints a run's human summary (the same renderer for `run` and `show`).
+pub fn print_summary(run: &Run, reference: Option<usize>, color: ColorChoice, to_stderr: bool) {
     let report = analyze(run, reference);
-    emit(
-        &render_terminal(
-            run,
-            &report,
-            &Style {
-                color: use_color(color, to_stderr),
-            },
-        ),
-        to_stderr,
-    );
-}
-
-/// Prints a stored run's summary to stdout.
-pub fn print_stored_summary(run: &Run, reference: Option<usize>, color: ColorChoice) {
-    let report = analyze(run, reference);
-    emit(
-        &render_terminal(
-            run,
-            &report,
-            &Style {
-                color: use_color(color, false),
-            },
-        ),
-        false,
-    );
+    let style = Style {
+        color: use_color(color, to_stderr),
+    };
+    emit(&render_terminal(run, &report, &style), to_stderr);
 }
 
 /// Writes the requested `--export-*` files.

@@ -343,7 +343,12 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     match result {
         Err(Stop::Failed(fail)) => Err(fail),
         Err(Stop::Interrupted) => {
-            output::print_summary(&run, reference, args.color, &args);
+            output::print_summary(
+                &run,
+                reference,
+                args.color,
+                output::summary_to_stderr(&args),
+            );
             let stored = run.id.map_or(String::new(), |id| {
                 format!("; the samples taken so far are stored as run {id} (status interrupted)")
             });
@@ -351,7 +356,12 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             Ok(perfsleuth_measure::interrupting_signal().map_or(EXIT_INTERRUPTED, |sig| 128 + sig))
         }
         Ok(()) => {
-            output::print_summary(&run, reference, args.color, &args);
+            output::print_summary(
+                &run,
+                reference,
+                args.color,
+                output::summary_to_stderr(&args),
+            );
             output::write_exports(&run, reference, &args)?;
             if let (Some(id), Some(store)) = (run.id, store.as_ref()) {
                 let note = format!("Stored as run {id} in {}\n", store.path().display());
@@ -538,14 +548,7 @@ impl Measure<'_> {
             l.prepare_wall = Duration::from_nanos(s.wall_ns);
             return Ok(());
         }
-        let mut sample = check(
-            &self.tolerate,
-            self.spawner,
-            l.main,
-            &format!("command `{}`", l.plan.command),
-            true,
-            outcome,
-        )?;
+        let mut sample = self.check_main(l, outcome)?;
         sample.iteration = step.iteration;
         l.spent += Duration::from_nanos(sample.wall_ns);
         l.last_unit = Some(l.prepare_wall + Duration::from_nanos(sample.wall_ns));
@@ -555,6 +558,12 @@ impl Measure<'_> {
         l.samples.push(sample);
         l.update_done(&self.rule);
         Ok(())
+    }
+
+    /// Checks a benchmarked run against the `--ignore-failure` policy.
+    fn check_main(&mut self, l: &Live, outcome: Outcome) -> Result<Sample, Stop> {
+        let label = format!("command `{}`", l.plan.command);
+        check(&self.tolerate, self.spawner, l.main, &label, true, outcome)
     }
 
     fn begin(&mut self, id: CommandId, iteration: u32, what: &str) -> Result<(), Stop> {
@@ -585,14 +594,7 @@ impl Measure<'_> {
     fn warm(&mut self, l: &mut Live) -> Result<(), Stop> {
         self.aux(l.prepare, "--prepare", &l.plan.name)?;
         let outcome = self.exec(l.main, "command")?;
-        let s = check(
-            &self.tolerate,
-            self.spawner,
-            l.main,
-            &format!("command `{}`", l.plan.command),
-            true,
-            outcome,
-        )?;
+        let s = self.check_main(l, outcome)?;
         l.last_unit = Some(Duration::from_nanos(s.wall_ns));
         Ok(())
     }
