@@ -46,6 +46,9 @@ pub struct Fact {
     pub value: String,
     /// How a change of this fact affects comparability.
     pub class: ImpactClass,
+    /// Why the value is [`UNKNOWN`] (file missing, permission denied, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The environment fingerprint: facts keyed by dotted names (`cpu.model`, `kernel.release`).
@@ -66,8 +69,32 @@ impl Environment {
             Fact {
                 value: value.into(),
                 class,
+                reason: None,
             },
         );
+    }
+
+    /// Records a fact read from somewhere that can fail; on failure the value
+    /// is [`UNKNOWN`] and the error text is kept as the reason.
+    pub fn set_read(
+        &mut self,
+        key: impl Into<String>,
+        value: Result<String, String>,
+        class: ImpactClass,
+    ) {
+        match value {
+            Ok(v) => self.set(key, v, class),
+            Err(reason) => {
+                self.facts.insert(
+                    key.into(),
+                    Fact {
+                        value: UNKNOWN.to_string(),
+                        class,
+                        reason: Some(reason),
+                    },
+                );
+            }
+        }
     }
 
     /// Records a fact whose value may be missing; a missing value is stored as [`UNKNOWN`].

@@ -1,0 +1,136 @@
+//! Where facts come from: a root directory (default `/`) and a CPUID source.
+//! With a root other than `/`, nothing describing the host is consulted: no
+//! host CPUID, no host environment variables, no host `ld.so`.
+
+use crate::cpuid::CpuidTable;
+use std::path::{Path, PathBuf};
+
+/// Where facts are read from.
+#[derive(Debug, Clone)]
+pub struct Source {
+    root: PathBuf,
+    cpuid: Cpuid,
+}
+
+#[derive(Debug, Clone)]
+enum Cpuid {
+    /// Execute the CPUID instruction on this machine.
+    Live,
+    /// Values dumped from another machine (`cpuid -r` format).
+    Table(CpuidTable),
+    /// Not available (a fixture tree without a dump).
+    None(String),
+}
+
+impl Source {
+    /// The live machine.
+    pub fn live() -> Source {
+        Source { root: PathBuf::from("/"), cpuid: Cpuid::Live }
+    }
+
+    /// A tree laid out like `/` (`proc/cpuinfo`, `sys/devices/...`,
+    /// `etc/os-release`, `proc/self/environ`). CPUID comes from `cpuid.txt`
+    /// at the top of the tree when present (the raw format of `cpuid -r`).
+    pub fn root(root: impl Into<PathBuf>) -> Source {
+        let root = root.into();
+        if root == Path::new("/") {
+            return Source::live();
+        }
+        let dump = root.join("cpuid.txt");
+        let cpuid = match std::fs::read_to_string(&dump) {
+            Ok(text) => match CpuidTable::parse(&text) {
+                Ok(table) => Cpuid::Table(table),
+                Err(e) => Cpuid::None(format!("{}: {e}", dump.display())),
+            },
+            Err(_) => Cpuid::None(format!("no CPUID dump ({} missing)", dump.display())),
+        };
+        Source { root, cpuid }
+    }
+
+    /// Replaces the CPUID source with a dump file (`cpuid -r` format).
+    pub fn with_cpuid_file(mut self, path: &Path) -> Result<Source, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let table = CpuidTable::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        self.cpuid = Cpuid::Table(table);
+        Ok(self)
+    }
+
+    /// Whether this reads the machine perfsleuth runs on.
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
+    /// The root directory.
+    pub fn root_dir(&self) -> &Path {
+        &self.root
+    }
+
+    /// The path of `path` (written as absolute, e.g. `/proc/cpuinfo`) under the root.
+    pub fn path(&self, path: &str) -> PathBuf {
+        self.root.join(path.trim_start_matches('/'))
+    }
+
+    /// Reads a file under the root as text; the error is the reason to record.
+    pub fn read(&self, path: &str) -> Result<String, String> {
+        let full = self.path(path);
+        match std::fs::read(&full) {
+            Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+            Err(e) => Err(format!("cannot read {path}: {}", short_io_error(&e))),
+        }
+    }
+
+    /// Reads a one-line file, trimmed; empty files are an error too.
+    pub fn read_line(&self, path: &str) -> Result<String, String> {
+        let text = self.read(path)?;
+        let line = text.trim();
+        if line.is_empty() {
+            return Err(format!("{path} is empty"));
+        }
+        Ok(line.to_string())
+    }
+
+    /// Names of the entries of a directory under the root, sorted.
+    pub fn list_dir(&self, path: &str) -> Result<Vec<String>, String> {
+        let entries = std::fs::read_dir(self.path(path)).map_err(|e| format!("cannot list {path}: {}", short_io_error(&e)))?;
+        let mut names: Vec<String> = entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// Whether a path exists under the root.
+    pub fn exists(&self, path: &str) -> bool {
+        self.path(path).exists()
+    }
+
+    /// An environment variable of the process being described: the live
+    /// process's own, or `proc/self/environ` of the tree.
+    pub fn env_var(&self, name: &str) -> Option<String> {
+        if self.is_live() {
+            return std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+        }
+        let raw = std::fs::read(self.path("/proc/self/environ")).ok()?;
+        raw.split(|b| *b == 0).find_map(|entry| {
+            let text = String::from_utf8_lossy(entry);
+            let (k, v) = text.split_once('=')?;
+            (k == name).then(|| v.to_string())
+        })
+    }
+
+    /// CPUID leaf/subleaf as (eax, ebx, ecx, edx); the error is the reason.
+    pub fn cpuid(&self, leaf: u32, subleaf: u32) -> Result<[u32; 4], String> {
+        match &self.cpuid {
+            Cpuid::Live => crate::cpuid::live(leaf, subleaf),
+            Cpuid::Table(t) => t.get(leaf, subleaf).ok_or_else(|| format!("leaf {leaf:#x}/{subleaf:#x} not in the CPUID dump")),
+            Cpuid::None(reason) => Err(reason.clone()),
+        }
+    }
+}
+
+/// "No such file or directory" rather than "No such file or directory (os error 2)".
+fn short_io_error(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
