@@ -1,16 +1,28 @@
-//! Placeholder: being written.
+//! `env check`: is this machine fit to benchmark on? Each finding names the
+//! fact it comes from and says what to do about it.
 
-use perfsleuth_model::Environment;
+use perfsleuth_model::{Environment, UNKNOWN};
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
-    /// Worth knowing.
+    /// Worth knowing; results stay usable.
     Info,
-    /// May add noise.
+    /// Adds noise or limits what can be measured.
     Warning,
     /// Makes results unreliable.
     Problem,
+}
+
+impl Severity {
+    /// Lowercase name for output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Problem => "problem",
+        }
+    }
 }
 
 /// One finding of `env check`.
@@ -18,7 +30,7 @@ pub enum Severity {
 pub struct Finding {
     /// How serious.
     pub severity: Severity,
-    /// The fact(s) it is about.
+    /// The fact it is about.
     pub key: String,
     /// What was found.
     pub message: String,
@@ -26,7 +38,232 @@ pub struct Finding {
     pub recommendation: String,
 }
 
-/// Judges whether the machine described by `env` is fit to benchmark on.
-pub fn check(_env: &Environment) -> Vec<Finding> {
-    Vec::new()
+/// Judges whether the machine described by `env` is fit to benchmark on,
+/// most serious findings first.
+pub fn check(env: &Environment) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let get = |k: &str| env.get(k).filter(|v| *v != UNKNOWN);
+    let num = |k: &str| {
+        get(k)
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    let mut add = |severity, key: &str, message: String, recommendation: &str| {
+        out.push(Finding {
+            severity,
+            key: key.to_string(),
+            message,
+            recommendation: recommendation.to_string(),
+        })
+    };
+    use Severity::*;
+
+    match get("cpu.freq.governor") {
+        Some("performance") => {}
+        Some(g) => add(
+            Warning,
+            "cpu.freq.governor",
+            format!("CPU frequency governor is `{g}`: the clock follows the load"),
+            "sudo cpupower frequency-set -g performance (or pyperf system tune)",
+        ),
+        None => add(
+            Info,
+            "cpu.freq.governor",
+            "no CPU frequency control visible (typical in VMs): the host decides the clock".into(),
+            "compare results only from the same instance type",
+        ),
+    }
+    if get("cpu.boost") == Some("on") {
+        add(
+            Warning,
+            "cpu.boost",
+            "turbo/boost is on: the clock depends on temperature and on the other cores".into(),
+            "echo 1 | sudo tee /sys/devices/system/cpu/intel_pstate/no_turbo (Intel) or echo 0 | sudo tee /sys/devices/system/cpu/cpufreq/boost",
+        );
+    }
+    if get("cpu.smt") == Some("on") {
+        add(
+            Info,
+            "cpu.smt",
+            "SMT is on: a sibling thread can share the benchmark's core".into(),
+            "pin the benchmark to one thread per core, or echo off | sudo tee /sys/devices/system/cpu/smt/control",
+        );
+    }
+    if get("kernel.param.isolcpus").is_none() && get("kernel.param.nohz_full").is_none() {
+        add(
+            Info,
+            "kernel.param.isolcpus",
+            "no CPUs are isolated from the scheduler".into(),
+            "boot with isolcpus=N nohz_full=N and run under taskset -c N",
+        );
+    }
+    if let Some(aslr) = get("kernel.aslr").filter(|v| *v != "0") {
+        add(
+            Info,
+            "kernel.aslr",
+            format!(
+                "ASLR is on (randomize_va_space={aslr}): memory layout changes from run to run"
+            ),
+            "keep it on and rely on many runs, or use setarch -R for layout-sensitive comparisons",
+        );
+    }
+    if get("mem.thp.enabled") == Some("always") {
+        add(
+            Info,
+            "mem.thp.enabled",
+            "transparent huge pages are `always`: page-fault costs vary with memory fragmentation"
+                .into(),
+            "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled",
+        );
+    }
+    if let Some(steal) = num("noise.steal_pct").filter(|s| *s >= 1.0) {
+        add(
+            if steal >= 5.0 { Problem } else { Warning },
+            "noise.steal_pct",
+            format!("the hypervisor has taken {steal:.1}% of CPU time since boot (steal)"),
+            "use a dedicated or larger instance; results from this VM will vary with its neighbours",
+        );
+    }
+    let cores = num("cpu.logical_cores").unwrap_or(1.0);
+    // procs_running counts perfsleuth itself.
+    if let Some(runnable) = num("noise.runnable").filter(|r| *r - 1.0 >= cores.max(1.0) * 0.5) {
+        add(
+            Problem,
+            "noise.runnable",
+            format!(
+                "{} other tasks were runnable at start on {cores} CPUs: the machine is busy",
+                runnable - 1.0
+            ),
+            "stop other work (look at top or pidstat) before measuring",
+        );
+    }
+    if let Some(n) = num("cgroup.cpu.nr_throttled").filter(|n| *n > 0.0) {
+        add(
+            Problem,
+            "cgroup.cpu.nr_throttled",
+            format!("this cgroup has been CPU-throttled {n} times"),
+            "raise the container's CPU limit or benchmark outside it; throttling stalls the benchmark for whole periods",
+        );
+    }
+    if let Some(q) = get("cgroup.cpu.quota").filter(|q| *q != "none") {
+        add(
+            Warning,
+            "cgroup.cpu.quota",
+            format!("a cgroup CPU quota of {q} applies"),
+            "parallel benchmarks will be throttled; give the container whole CPUs or no limit",
+        );
+    }
+    if get("power.source") == Some("battery") {
+        add(
+            Problem,
+            "power.source",
+            "running on battery: power saving lowers and varies the clock".into(),
+            "plug in the charger",
+        );
+    }
+    match get("perf.hw_counters") {
+        Some("available") => {}
+        Some(why) => add(
+            Warning,
+            "perf.hw_counters",
+            format!("hardware performance counters are not usable: {why}"),
+            "cycles/instructions will not be recorded; use --mode simulation (callgrind) for deterministic counts",
+        ),
+        None => {}
+    }
+    if get("tools.valgrind").is_none() {
+        add(
+            Info,
+            "tools.valgrind",
+            "valgrind is not installed: deterministic (callgrind) measurements are unavailable"
+                .into(),
+            "sudo apt-get install valgrind",
+        );
+    }
+    if let Some(cs) =
+        get("kernel.clocksource").filter(|c| matches!(*c, "hpet" | "acpi_pm" | "jiffies"))
+    {
+        add(
+            Warning,
+            "kernel.clocksource",
+            format!("the clocksource is `{cs}`: every clock read is a slow hardware access"),
+            "use tsc if the CPU's TSC is stable (clocksource=tsc tsc=reliable)",
+        );
+    }
+    out.sort_by(|a, b| b.severity.cmp(&a.severity));
+    out
+}
+
+/// Whether any finding makes results unreliable.
+pub fn has_problems(findings: &[Finding]) -> bool {
+    findings.iter().any(|f| f.severity == Severity::Problem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfsleuth_model::ImpactClass::*;
+
+    #[test]
+    fn a_busy_throttled_machine_has_problems() {
+        let mut e = Environment::default();
+        e.set("cpu.freq.governor", "powersave", Performance);
+        e.set("cpu.logical_cores", "4", Identity);
+        e.set("noise.runnable", "6", Context);
+        e.set("noise.steal_pct", "7.5", Context);
+        e.set("cgroup.cpu.nr_throttled", "12", Context);
+        e.set("cgroup.cpu.quota", "0.5 CPU", Performance);
+        e.set("perf.hw_counters", "available", Context);
+        e.set("tools.valgrind", "/usr/bin/valgrind", Context);
+        let f = check(&e);
+        assert!(has_problems(&f));
+        assert_eq!(f[0].severity, Severity::Problem);
+        let keys: Vec<&str> = f
+            .iter()
+            .filter(|x| x.severity == Severity::Problem)
+            .map(|x| x.key.as_str())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "noise.steal_pct",
+                "noise.runnable",
+                "cgroup.cpu.nr_throttled"
+            ]
+        );
+        assert!(
+            f.iter()
+                .any(|x| x.key == "cpu.freq.governor" && x.recommendation.contains("performance"))
+        );
+    }
+
+    #[test]
+    fn a_tuned_machine_has_none() {
+        let mut e = Environment::default();
+        e.set("cpu.freq.governor", "performance", Performance);
+        e.set("cpu.boost", "off", Performance);
+        e.set("cpu.smt", "off", Performance);
+        e.set("kernel.param.isolcpus", "2-3", Performance);
+        e.set("kernel.aslr", "0", Performance);
+        e.set("noise.runnable", "1", Context);
+        e.set("noise.steal_pct", "0.0", Context);
+        e.set("perf.hw_counters", "available", Context);
+        e.set("tools.valgrind", "/usr/bin/valgrind", Context);
+        e.set("cgroup.cpu.quota", "none", Performance);
+        assert_eq!(check(&e), vec![]);
+    }
+
+    #[test]
+    fn unknown_facts_do_not_produce_false_problems() {
+        let mut e = Environment::default();
+        for k in [
+            "noise.steal_pct",
+            "noise.runnable",
+            "cgroup.cpu.nr_throttled",
+            "power.source",
+        ] {
+            e.set_read(k, Err("cannot read".into()), Context);
+        }
+        assert!(!has_problems(&check(&e)));
+    }
 }

@@ -28,7 +28,13 @@ impl CpuidTable {
                 }
                 continue;
             }
-            let bad = || format!("line {}: not a `cpuid -r` line: {}", no + 1, t.chars().take(60).collect::<String>());
+            let bad = || {
+                format!(
+                    "line {}: not a `cpuid -r` line: {}",
+                    no + 1,
+                    t.chars().take(60).collect::<String>()
+                )
+            };
             let (keys, regs) = t.split_once(':').ok_or_else(bad)?;
             let mut k = keys.split_whitespace();
             let leaf = hex(k.next().ok_or_else(bad)?).ok_or_else(bad)?;
@@ -65,7 +71,11 @@ impl CpuidTable {
 }
 
 fn hex(s: &str) -> Option<u32> {
-    u32::from_str_radix(s.trim().trim_start_matches("0x").trim_start_matches("0X"), 16).ok()
+    u32::from_str_radix(
+        s.trim().trim_start_matches("0x").trim_start_matches("0X"),
+        16,
+    )
+    .ok()
 }
 
 /// Executes CPUID on this machine.
@@ -95,7 +105,10 @@ pub fn vendor_string(regs: [u32; 4], order: [usize; 3]) -> String {
     for i in order {
         bytes.extend_from_slice(&regs[i].to_le_bytes());
     }
-    String::from_utf8_lossy(&bytes).trim_matches(char::from(0)).trim().to_string()
+    String::from_utf8_lossy(&bytes)
+        .trim_matches(char::from(0))
+        .trim()
+        .to_string()
 }
 
 #[cfg(test)]

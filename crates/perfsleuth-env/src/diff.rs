@@ -1,15 +1,363 @@
-//! Placeholder: being written.
+//! What changed between two environments, ordered by impact, each change
+//! with one line on why it can move results.
 
-use perfsleuth_model::Environment;
+use perfsleuth_model::{Environment, ImpactClass};
+use std::collections::BTreeSet;
 
-/// One changed fact.
+/// One changed fact (or a group of related ones, like the ISA flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
-    /// The key.
+    /// The fact's key.
     pub key: String,
+    /// The more severe of the two sides' classes.
+    pub class: ImpactClass,
+    /// Value on side A (`None`: not recorded there).
+    pub before: Option<String>,
+    /// Value on side B.
+    pub after: Option<String>,
+    /// What changed, in words: "L2 512 KiB → 1280 KiB".
+    pub summary: String,
+    /// Why it can move results.
+    pub why: &'static str,
 }
 
-/// The facts that differ between two environments.
-pub fn diff(_a: &Environment, _b: &Environment) -> Vec<Change> {
-    Vec::new()
+/// The facts that differ between `a` and `b`, identity first, then
+/// performance, then context; within a class, CPU before kernel before the rest.
+pub fn diff(a: &Environment, b: &Environment) -> Vec<Change> {
+    let keys: BTreeSet<&String> = a.facts.keys().chain(b.facts.keys()).collect();
+    let mut changes: Vec<Change> = keys
+        .into_iter()
+        .filter_map(|key| {
+            let fa = a.facts.get(key);
+            let fb = b.facts.get(key);
+            let va = fa.map(|f| f.value.as_str());
+            let vb = fb.map(|f| f.value.as_str());
+            if va == vb {
+                return None;
+            }
+            let class = match (fa, fb) {
+                (Some(x), Some(y)) => x.class.min(y.class),
+                (Some(x), None) | (None, Some(x)) => x.class,
+                (None, None) => return None,
+            };
+            Some(Change {
+                key: key.clone(),
+                class,
+                before: va.map(str::to_string),
+                after: vb.map(str::to_string),
+                summary: summarize(key, va, vb),
+                why: why(key),
+            })
+        })
+        .collect();
+    changes.sort_by_key(|c| (c.class, rank(&c.key), c.key.clone()));
+    changes
+}
+
+/// Changes that decide whether two environments count as different (context
+/// facts like load and uptime always differ and never count).
+pub fn significant(changes: &[Change]) -> impl Iterator<Item = &Change> {
+    changes.iter().filter(|c| c.class != ImpactClass::Context)
+}
+
+fn rank(key: &str) -> usize {
+    const ORDER: [&str; 14] = [
+        "cpu.model",
+        "cpu.brand",
+        "cpu.vendor",
+        "cpu.family",
+        "cpu.model_id",
+        "cpu.stepping",
+        "cpu.cache",
+        "cpu.flags",
+        "cpu.isa_level",
+        "cpu.",
+        "virt.",
+        "kernel.",
+        "mitigation.",
+        "libc.",
+    ];
+    ORDER
+        .iter()
+        .position(|p| key.starts_with(p))
+        .unwrap_or(ORDER.len())
+}
+
+fn summarize(key: &str, a: Option<&str>, b: Option<&str>) -> String {
+    let show = |v: Option<&str>| v.unwrap_or("(not recorded)").to_string();
+    if key == "cpu.flags" {
+        if let (Some(a), Some(b)) = (a, b) {
+            return flag_summary(a, b);
+        }
+    }
+    format!("{}: {} → {}", label(key), show(a), show(b))
+}
+
+/// "ISA flags: 27 only in B (avx512f, avx512bw, …); 2 only in A (…)".
+fn flag_summary(a: &str, b: &str) -> String {
+    let sa: BTreeSet<&str> = a.split_whitespace().collect();
+    let sb: BTreeSet<&str> = b.split_whitespace().collect();
+    let list = |set: Vec<&&str>, side: &str| {
+        let shown: Vec<&str> = set.iter().take(8).map(|s| **s).collect();
+        let more = if set.len() > 8 { ", …" } else { "" };
+        format!("{} only in {side} ({}{more})", set.len(), shown.join(", "))
+    };
+    let only_b: Vec<&&str> = sb.difference(&sa).collect();
+    let only_a: Vec<&&str> = sa.difference(&sb).collect();
+    let mut parts = Vec::new();
+    if !only_b.is_empty() {
+        parts.push(list(only_b, "B"));
+    }
+    if !only_a.is_empty() {
+        parts.push(list(only_a, "A"));
+    }
+    format!("ISA flags: {}", parts.join("; "))
+}
+
+/// A short human name for well-known keys; the key itself otherwise.
+fn label(key: &str) -> String {
+    if let Some(rest) = key.strip_prefix("cpu.cache.") {
+        let (level, what) = rest.split_once('.').unwrap_or((rest, ""));
+        let level = level.to_uppercase().replace('D', "d").replace('I', "i");
+        return match what {
+            "size" => level,
+            "" => key.to_string(),
+            other => format!("{level} {}", other.replace('_', " ")),
+        };
+    }
+    if let Some(name) = key.strip_prefix("mitigation.") {
+        return name.to_string();
+    }
+    match key {
+        "cpu.model" => "CPU".into(),
+        "cpu.flags" => "ISA flags".into(),
+        "cgroup.cpu.quota" => "cgroup CPU quota".into(),
+        "cpu.freq.governor" => "frequency governor".into(),
+        "cpu.boost" => "turbo/boost".into(),
+        "kernel.release" => "kernel".into(),
+        "libc.version" => "libc".into(),
+        "libc.hwcaps" => "glibc-hwcaps level".into(),
+        "virt.hypervisor" => "hypervisor".into(),
+        _ => key.to_string(),
+    }
+}
+
+/// One line on why a change of this fact can move results.
+pub fn why(key: &str) -> &'static str {
+    const WHY: [(&str, &str); 32] = [
+        (
+            "cpu.cache.",
+            "cache sizes decide which working sets fit; memory-bound code moves most",
+        ),
+        (
+            "cpu.flags",
+            "libraries choose code paths from CPU features at run time (glibc ifuncs, SIMD dispatch)",
+        ),
+        (
+            "cpu.isa_level",
+            "libraries choose code paths from CPU features at run time (glibc ifuncs, SIMD dispatch)",
+        ),
+        (
+            "cpu.microcode",
+            "microcode updates change mitigations and instruction costs",
+        ),
+        (
+            "cpu.smt",
+            "SMT siblings share one core's caches and execution units",
+        ),
+        (
+            "cpu.freq.",
+            "frequency scaling changes how fast the same instructions run",
+        ),
+        (
+            "cpu.boost",
+            "turbo clocks depend on temperature and on what other cores do",
+        ),
+        ("cpu.idle.", "deep idle states add wake-up latency"),
+        (
+            "cpu.online",
+            "fewer online CPUs change parallel results and interference",
+        ),
+        (
+            "cpu.logical_cores",
+            "a different core count changes parallel results",
+        ),
+        (
+            "cpu.physical_cores",
+            "a different core count changes parallel results",
+        ),
+        (
+            "cpu.sockets",
+            "a different socket count changes memory placement and parallel results",
+        ),
+        (
+            "cpu.",
+            "a different CPU: results are not comparable; compare like with like",
+        ),
+        (
+            "mem.numa",
+            "memory placement across NUMA nodes changes latency and bandwidth",
+        ),
+        (
+            "mem.thp",
+            "transparent huge pages change TLB misses and page-fault costs",
+        ),
+        (
+            "mem.",
+            "memory size and page size change caching and paging",
+        ),
+        (
+            "mitigation.",
+            "indirect branches and syscalls may cost more (see `perfsleuth probe`)",
+        ),
+        (
+            "kernel.param.",
+            "boot parameters change isolation, idle and mitigation behaviour",
+        ),
+        (
+            "kernel.cmdline",
+            "boot parameters change isolation, idle and mitigation behaviour",
+        ),
+        (
+            "kernel.aslr",
+            "address randomisation changes alignment and cache conflicts from run to run",
+        ),
+        (
+            "kernel.clocksource",
+            "a slow clocksource makes every timing call expensive",
+        ),
+        (
+            "kernel.perf_event_paranoid",
+            "decides which hardware counters can be read",
+        ),
+        (
+            "kernel.",
+            "the kernel changes scheduling, system-call costs and mitigations",
+        ),
+        (
+            "libc.tunables",
+            "glibc tunables change malloc and string-function behaviour",
+        ),
+        (
+            "libc.",
+            "glibc picks memcpy/malloc variants by version, CPU level and cache sizes",
+        ),
+        (
+            "env.",
+            "this variable changes how the program or its libraries run",
+        ),
+        (
+            "virt.container",
+            "containers bring cgroup limits and different I/O paths",
+        ),
+        (
+            "virt.",
+            "a different hypervisor or instance type: results are not comparable",
+        ),
+        (
+            "cgroup.cpu",
+            "a CPU quota throttles the benchmark when it is exceeded",
+        ),
+        (
+            "cgroup.memory",
+            "a memory limit can force reclaim during the run",
+        ),
+        ("process.affinity", "which CPUs the benchmark may run on"),
+        ("binary.", "a different binary: the code changed"),
+    ];
+    if key.starts_with("cgroup.cpuset") {
+        return "which CPUs the benchmark may run on";
+    }
+    if key.starts_with("os.") {
+        return "a different OS build brings different libraries and defaults";
+    }
+    WHY.iter()
+        .find(|(prefix, _)| key.starts_with(prefix))
+        .map_or("recorded for context; not judged", |(_, w)| w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ImpactClass::*;
+
+    fn env(facts: &[(&str, &str, ImpactClass)]) -> Environment {
+        let mut e = Environment::default();
+        for (k, v, c) in facts {
+            e.set(*k, *v, *c);
+        }
+        e
+    }
+
+    #[test]
+    fn orders_by_impact_and_explains() {
+        let a = env(&[
+            ("cpu.model", "AMD EPYC 7763 64-Core Processor", Identity),
+            ("cpu.cache.l2.size", "512 KiB", Identity),
+            (
+                "mitigation.spectre_v2",
+                "Mitigation: Retpolines",
+                Performance,
+            ),
+            ("noise.loadavg", "0.10 0.20 0.30", Context),
+            ("kernel.release", "6.5.0", Identity),
+        ]);
+        let b = env(&[
+            (
+                "cpu.model",
+                "Intel(R) Xeon(R) Platinum 8370C CPU @ 2.80GHz",
+                Identity,
+            ),
+            ("cpu.cache.l2.size", "1280 KiB", Identity),
+            ("mitigation.spectre_v2", "Mitigation: IBRS", Performance),
+            ("noise.loadavg", "1.00 0.20 0.30", Context),
+            ("kernel.release", "6.5.0", Identity),
+        ]);
+        let d = diff(&a, &b);
+        let keys: Vec<&str> = d.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "cpu.model",
+                "cpu.cache.l2.size",
+                "mitigation.spectre_v2",
+                "noise.loadavg"
+            ]
+        );
+        assert_eq!(d[1].summary, "L2: 512 KiB → 1280 KiB");
+        assert!(
+            d[2].summary
+                .starts_with("spectre_v2: Mitigation: Retpolines → Mitigation: IBRS")
+        );
+        assert!(d[2].why.contains("perfsleuth probe"));
+        assert_eq!(significant(&d).count(), 3);
+        assert!(diff(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn flags_are_compared_as_sets() {
+        let a = env(&[("cpu.flags", "avx avx2 fpu sse", Identity)]);
+        let b = env(&[("cpu.flags", "avx avx2 avx512bw avx512f fpu", Identity)]);
+        let d = diff(&a, &b);
+        assert_eq!(
+            d[0].summary,
+            "ISA flags: 2 only in B (avx512bw, avx512f); 1 only in A (sse)"
+        );
+    }
+
+    #[test]
+    fn missing_on_one_side_is_a_change() {
+        let a = env(&[("cgroup.cpu.quota", "none", Performance)]);
+        let b = env(&[
+            ("cgroup.cpu.quota", "0.5 CPU", Performance),
+            ("env.OMP_NUM_THREADS", "4", Performance),
+        ]);
+        let d = diff(&a, &b);
+        assert_eq!(d.len(), 2);
+        let quota = d.iter().find(|c| c.key == "cgroup.cpu.quota").unwrap();
+        assert_eq!(quota.summary, "cgroup CPU quota: none → 0.5 CPU");
+        let omp = d.iter().find(|c| c.key == "env.OMP_NUM_THREADS").unwrap();
+        assert_eq!(omp.before, None);
+        assert!(omp.summary.contains("(not recorded) → 4"));
+    }
 }

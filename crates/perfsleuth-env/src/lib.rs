@@ -15,11 +15,12 @@ mod memory;
 mod noise;
 mod process;
 mod source;
+mod tools;
 mod virt;
 
 pub use binary::binary_facts;
-pub use check::{Finding, Severity, check};
-pub use diff::{Change, diff};
+pub use check::{Finding, Severity, check, has_problems};
+pub use diff::{Change, diff, significant, why};
 pub use source::Source;
 
 use perfsleuth_model::{Environment, ImpactClass};
@@ -34,6 +35,7 @@ pub fn capture(src: &Source) -> Environment {
     virt::capture(src, &mut env);
     process::capture(src, &mut env);
     noise::capture(src, &mut env);
+    tools::capture(src, &mut env);
     os::capture(src, &mut env);
     env
 }
@@ -43,18 +45,30 @@ mod os {
 
     /// OS name, architecture and host name.
     pub fn capture(src: &Source, env: &mut Environment) {
-        let os_release = src.read("/etc/os-release").or_else(|_| src.read("/usr/lib/os-release"));
+        let os_release = src
+            .read("/etc/os-release")
+            .or_else(|_| src.read("/usr/lib/os-release"));
         env.set_read(
             "os.name",
-            os_release.and_then(|t| field(&t, "PRETTY_NAME").ok_or_else(|| "os-release has no PRETTY_NAME".to_string())),
+            os_release.and_then(|t| {
+                field(&t, "PRETTY_NAME").ok_or_else(|| "os-release has no PRETTY_NAME".to_string())
+            }),
             ImpactClass::Identity,
         );
         env.set_read(
             "os.arch",
-            if src.is_live() { Ok(std::env::consts::ARCH.to_string()) } else { Err("not recorded in the tree".to_string()) },
+            if src.is_live() {
+                Ok(std::env::consts::ARCH.to_string())
+            } else {
+                Err("not recorded in the tree".to_string())
+            },
             ImpactClass::Identity,
         );
-        env.set_read("host.name", src.read_line("/proc/sys/kernel/hostname"), ImpactClass::Context);
+        env.set_read(
+            "host.name",
+            src.read_line("/proc/sys/kernel/hostname"),
+            ImpactClass::Context,
+        );
     }
 
     /// A field of `/etc/os-release`, unquoted.

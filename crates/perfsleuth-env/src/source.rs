@@ -25,7 +25,10 @@ enum Cpuid {
 impl Source {
     /// The live machine.
     pub fn live() -> Source {
-        Source { root: PathBuf::from("/"), cpuid: Cpuid::Live }
+        Source {
+            root: PathBuf::from("/"),
+            cpuid: Cpuid::Live,
+        }
     }
 
     /// A tree laid out like `/` (`proc/cpuinfo`, `sys/devices/...`,
@@ -49,7 +52,8 @@ impl Source {
 
     /// Replaces the CPUID source with a dump file (`cpuid -r` format).
     pub fn with_cpuid_file(mut self, path: &Path) -> Result<Source, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let table = CpuidTable::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         self.cpuid = Cpuid::Table(table);
         Ok(self)
@@ -91,8 +95,12 @@ impl Source {
 
     /// Names of the entries of a directory under the root, sorted.
     pub fn list_dir(&self, path: &str) -> Result<Vec<String>, String> {
-        let entries = std::fs::read_dir(self.path(path)).map_err(|e| format!("cannot list {path}: {}", short_io_error(&e)))?;
-        let mut names: Vec<String> = entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        let entries = std::fs::read_dir(self.path(path))
+            .map_err(|e| format!("cannot list {path}: {}", short_io_error(&e)))?;
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
         names.sort();
         Ok(names)
     }
@@ -120,7 +128,9 @@ impl Source {
     pub fn cpuid(&self, leaf: u32, subleaf: u32) -> Result<[u32; 4], String> {
         match &self.cpuid {
             Cpuid::Live => crate::cpuid::live(leaf, subleaf),
-            Cpuid::Table(t) => t.get(leaf, subleaf).ok_or_else(|| format!("leaf {leaf:#x}/{subleaf:#x} not in the CPUID dump")),
+            Cpuid::Table(t) => t
+                .get(leaf, subleaf)
+                .ok_or_else(|| format!("leaf {leaf:#x}/{subleaf:#x} not in the CPUID dump")),
             Cpuid::None(reason) => Err(reason.clone()),
         }
     }

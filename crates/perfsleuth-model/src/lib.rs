@@ -354,6 +354,9 @@ pub struct Benchmark {
     /// Parameter values used for this benchmark (`{VAR}` substitution).
     #[serde(default)]
     pub parameters: BTreeMap<String, String>,
+    /// Facts about the benchmarked program itself (`binary.sha256`, `binary.abi`, ...).
+    #[serde(default, skip_serializing_if = "is_empty_env")]
+    pub facts: Environment,
     /// Timed samples in the order taken.
     #[serde(default)]
     pub samples: Vec<Sample>,
@@ -364,6 +367,10 @@ impl Benchmark {
     pub fn values(&self, metric: Metric) -> Vec<f64> {
         self.samples.iter().map(|s| metric.of(s)).collect()
     }
+}
+
+fn is_empty_env(env: &Environment) -> bool {
+    env.facts.is_empty()
 }
 
 /// One invocation of `perfsleuth run`: its benchmarks, environment and provenance.

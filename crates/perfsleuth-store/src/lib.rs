@@ -81,6 +81,8 @@ const MIGRATIONS: &[&str] = &[
         counters TEXT,
         PRIMARY KEY (benchmark_id, iteration)
     ) WITHOUT ROWID;",
+    // 2: facts about each benchmarked program (hash, ELF class, ABI), JSON.
+    "ALTER TABLE benchmarks ADD COLUMN facts TEXT",
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
@@ -241,6 +243,8 @@ pub struct RunListing {
     pub cpu_model: Option<String>,
     /// The `host.name` fact.
     pub host: Option<String>,
+    /// Hash of the identity facts: runs with equal hashes ran on comparable machines.
+    pub comparability: String,
 }
 
 /// What the hand-made header check found at a path.
@@ -394,6 +398,19 @@ fn ensure_gitignore(path: &Path) -> Result<(), StoreError> {
             detail: e.to_string(),
         }),
     }
+}
+
+/// The comparability hash: the first 12 hex digits of the SHA-256 of the
+/// identity facts' keys and values. Equal hashes mean the same CPU, caches,
+/// ISA, kernel release, libc and hypervisor; unknown facts count as the text
+/// `unknown`, whatever the reason.
+pub fn comparability_hash(env: &Environment) -> String {
+    let identity: std::collections::BTreeMap<&str, &str> = env
+        .facts_of(&[ImpactClass::Identity])
+        .map(|(k, f)| (k.as_str(), f.value.as_str()))
+        .collect();
+    let canonical = serde_json::to_string(&identity).unwrap_or_default();
+    sha256_hex(canonical.as_bytes())[..12].to_string()
 }
 
 /// Lowercase hex SHA-256.
@@ -620,6 +637,11 @@ impl Store {
         let path = &self.path;
         let argv = serde_json::to_string(&bench.argv).at(path)?;
         let parameters = serde_json::to_string(&bench.parameters).at(path)?;
+        let facts = if bench.facts.facts.is_empty() {
+            None
+        } else {
+            Some(serde_json::to_string(&bench.facts).at(path)?)
+        };
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -642,15 +664,16 @@ impl Store {
             )
             .at(path)?;
         tx.execute(
-            "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 run_id,
                 position,
                 bench.name,
                 bench.command,
                 argv,
-                parameters
+                parameters,
+                facts
             ],
         )
         .at(path)?;
@@ -742,7 +765,7 @@ impl Store {
         {
             let mut stmt = tx
                 .prepare_cached(
-                    "SELECT id, name, command, argv, parameters FROM benchmarks \
+                    "SELECT id, name, command, argv, parameters, facts FROM benchmarks \
                      WHERE run_id = ?1 ORDER BY position",
                 )
                 .at(path)?;
@@ -754,17 +777,22 @@ impl Store {
                         r.get::<_, String>(2)?,
                         r.get::<_, String>(3)?,
                         r.get::<_, String>(4)?,
+                        r.get::<_, Option<String>>(5)?,
                     ))
                 })
                 .at(path)?
                 .collect::<rusqlite::Result<Vec<_>>>()
                 .at(path)?;
-            for (bench_id, name, command, argv, parameters) in rows {
+            for (bench_id, name, command, argv, parameters, facts) in rows {
                 benchmarks.push(Benchmark {
                     name,
                     command,
                     argv: serde_json::from_str(&argv).at(path)?,
                     parameters: serde_json::from_str(&parameters).at(path)?,
+                    facts: match facts {
+                        Some(json) => serde_json::from_str(&json).at(path)?,
+                        None => Environment::default(),
+                    },
                     samples: load_samples(&tx, path, bench_id)?,
                 });
             }
@@ -847,6 +875,7 @@ impl Store {
                 samples: to_u64(samples),
                 cpu_model: env.get("cpu.model").map(str::to_string),
                 host: env.get("host.name").map(str::to_string),
+                comparability: comparability_hash(&env),
             });
         }
         Ok(out)
@@ -1055,6 +1084,63 @@ fn parse_mode(path: &Path, id: i64, s: &str) -> Result<Mode, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_version_1_store_is_migrated_forward_and_keeps_its_runs() {
+        let dir = std::env::temp_dir().join(format!("perfsleuth-migrate-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("v1.db");
+        {
+            // A store exactly as version 1 of perfsleuth left it.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(MIGRATIONS[0]).unwrap();
+            conn.pragma_update(None, "application_id", APPLICATION_ID as i32)
+                .unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            conn.execute(
+                "INSERT INTO environments (id, hash, facts) VALUES (1, 'h', '{}')",
+                [],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO runs (id, started_at, status, tool_version, mode, options, environment_id, context) \
+                 VALUES (1, '2026-01-01T00:00:00.000Z', 'complete', '0.1.0', 'walltime', 'null', 1, '{}')",
+                [],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO benchmarks (id, run_id, position, name, command, argv, parameters) \
+                 VALUES (1, 1, 0, 'old', 'true', '[\"true\"]', '{}')",
+                [],
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let run = store.load_run(1).unwrap().unwrap();
+        assert_eq!(run.benchmarks[0].name, "old");
+        assert!(run.benchmarks[0].facts.facts.is_empty());
+        let version: u32 = store
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, STORE_SCHEMA_VERSION);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn comparability_depends_on_identity_facts_only() {
+        let mut a = Environment::default();
+        a.set("cpu.model", "X", ImpactClass::Identity);
+        a.set("noise.loadavg", "0.1", ImpactClass::Context);
+        let mut b = a.clone();
+        b.set("noise.loadavg", "3.0", ImpactClass::Context);
+        b.set("cpu.freq.governor", "powersave", ImpactClass::Performance);
+        assert_eq!(comparability_hash(&a), comparability_hash(&b));
+        b.set("cpu.model", "Y", ImpactClass::Identity);
+        assert_ne!(comparability_hash(&a), comparability_hash(&b));
+        assert_eq!(comparability_hash(&a).len(), 12);
+    }
 
     #[test]
     fn migrations_define_the_schema_version() {

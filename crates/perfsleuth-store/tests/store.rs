@@ -42,6 +42,16 @@ fn bench(name: &str, samples: Vec<Sample>) -> Benchmark {
         command: format!("sleep {name}"),
         argv: vec!["sleep".into(), name.into()],
         parameters: BTreeMap::from([("N".to_string(), name.to_string())]),
+        facts: {
+            let mut facts = Environment::default();
+            facts.set(
+                "binary.sha256",
+                format!("{name:0>64}"),
+                ImpactClass::Identity,
+            );
+            facts.set("binary.abi", "x32", ImpactClass::Identity);
+            facts
+        },
         samples,
     }
 }

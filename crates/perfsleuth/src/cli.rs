@@ -22,6 +22,71 @@ pub enum Command {
     Runs(RunsArgs),
     /// Print one stored run's summary (same output as `run`).
     Show(ShowArgs),
+    /// The environment fingerprint: show it, diff two, check this machine.
+    Env(EnvArgs),
+}
+
+/// `perfsleuth env`.
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: EnvCommand,
+}
+
+/// Where `current` is read from.
+#[derive(Debug, Clone, Args)]
+pub struct EnvSourceArgs {
+    /// Read the machine from this directory laid out like / (fixtures of other machines)
+    /// [env: PERFSLEUTH_ROOT]
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Take CPUID from this dump (output of `cpuid -r`) instead of the CPU or ROOT/cpuid.txt.
+    #[arg(long, value_name = "FILE")]
+    pub cpuid: Option<PathBuf>,
+}
+
+/// The `env` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum EnvCommand {
+    /// Show the fingerprint of this machine or of a stored run, grouped.
+    Show {
+        /// A stored run (id, latest, latest~N), `current`, or an exported JSON file [default: current].
+        #[arg(value_name = "RUN")]
+        run: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        source: EnvSourceArgs,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// What differs between two environments, by impact; exit 0 identical, 1 different, 2 error.
+    Diff {
+        /// Side A: a run id, latest, latest~N, `current`, or an exported JSON file.
+        a: String,
+        /// Side B, the same forms.
+        b: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Also list context facts (load, uptime, host name).
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        source: EnvSourceArgs,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Is this machine fit to benchmark on? Exit 2 when something makes results unreliable.
+    Check {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        source: EnvSourceArgs,
+    },
 }
 
 /// When to use colour.

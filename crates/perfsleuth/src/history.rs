@@ -36,6 +36,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
             "STATUS",
             "SAMPLES",
             "COMMIT",
+            "ENV",
             "CPU",
             "BENCHMARKS",
         ]
@@ -63,6 +64,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
             r.status.to_string(),
             r.samples.to_string(),
             commit,
+            r.comparability.clone(),
             r.cpu_model.clone().unwrap_or_else(|| "-".into()),
             benches,
         ]);

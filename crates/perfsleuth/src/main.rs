@@ -1,6 +1,7 @@
 //! The perfsleuth command-line tool.
 
 mod cli;
+mod envcmd;
 mod error;
 mod git;
 mod history;
@@ -28,6 +29,7 @@ fn main() {
         Command::Run(args) => run::run(*args, spawner),
         Command::Runs(args) => history::runs(args),
         Command::Show(args) => history::show(args),
+        Command::Env(args) => envcmd::env(args),
     };
     std::process::exit(match result {
         Ok(code) => code,

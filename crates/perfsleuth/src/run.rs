@@ -12,7 +12,9 @@ use perfsleuth_measure::{
     CommandId, IoConfig, MeasureError, Outcome, OutputTarget, Spawner, Tolerate,
     install_interrupt_handler,
 };
-use perfsleuth_model::{Benchmark, ImpactClass, Mode, Run, RunStatus, Sample, rfc3339};
+use perfsleuth_model::{
+    Benchmark, Environment, ImpactClass, Mode, Run, RunStatus, Sample, rfc3339,
+};
 use perfsleuth_store::Store;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -36,6 +38,8 @@ struct StopRule {
 /// Per-benchmark measuring state.
 struct Live {
     plan: Planned,
+    /// Facts about the measured program (`binary.*`).
+    binary: Environment,
     main: CommandId,
     prepare: Option<CommandId>,
     setup: Option<CommandId>,
@@ -220,6 +224,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     };
 
     let mut live = Vec::with_capacity(planned.len());
+    let mut binaries: std::collections::HashMap<PathBuf, Environment> = Default::default();
     for p in planned {
         let mut prep =
             |argv: &Option<Vec<String>>, what: &str| -> Result<Option<CommandId>, Fail> {
@@ -237,7 +242,16 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         let main = spawner
             .prepare(&p.argv, &io)
             .map_err(|e| measure_fail(e, "command"))?;
+        // Identity of the program measured (hash, ELF class, ABI); hashed once per path.
+        let binary = match benchmarked_program(&p, args.shell.is_some()) {
+            Some(path) => binaries
+                .entry(path.clone())
+                .or_insert_with(|| perfsleuth_env::binary_facts(&path))
+                .clone(),
+            None => Environment::default(),
+        };
         live.push(Live {
+            binary,
             plan: p,
             main,
             prepare,
@@ -273,6 +287,19 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
         benchmarks: Vec::new(),
     };
+    let findings = perfsleuth_env::check(&run.environment);
+    if let Some(problem) = findings
+        .iter()
+        .find(|f| f.severity == perfsleuth_env::Severity::Problem)
+    {
+        emit(
+            &format!(
+                "warning: this machine is not fit for benchmarking: {} (see `perfsleuth env check`)\n",
+                problem.message
+            ),
+            true,
+        );
+    }
     // Peak RSS values at or below this are "no more than the floor".
     run.environment.set_opt(
         "measure.peak_rss_floor_bytes",
@@ -285,7 +312,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         for l in &mut live {
             l.store_id = Some(
                 store
-                    .add_benchmark(id, &to_benchmark(&l.plan, Vec::new()))
+                    .add_benchmark(id, &to_benchmark(l, Vec::new()))
                     .map_err(output::store_fail)?,
             );
         }
@@ -333,7 +360,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     run.ended_at = Some(rfc3339(SystemTime::now()));
     run.benchmarks = live
         .iter()
-        .map(|l| to_benchmark(&l.plan, l.samples.clone()))
+        .map(|l| to_benchmark(l, l.samples.clone()))
         .collect();
     if let (Some(store), Some(id)) = (store.as_mut(), run.id) {
         store
@@ -734,14 +761,26 @@ fn measure_fail(e: MeasureError, what: &str) -> Fail {
     }
 }
 
-fn to_benchmark(p: &Planned, samples: Vec<Sample>) -> Benchmark {
+fn to_benchmark(l: &Live, samples: Vec<Sample>) -> Benchmark {
     Benchmark {
-        name: p.name.clone(),
-        command: p.command.clone(),
-        argv: p.argv.clone(),
-        parameters: p.parameters.clone(),
+        name: l.plan.name.clone(),
+        command: l.plan.command.clone(),
+        argv: l.plan.argv.clone(),
+        parameters: l.plan.parameters.clone(),
+        facts: l.binary.clone(),
         samples,
     }
+}
+
+/// The program a benchmark really measures: the command's program, or with
+/// `--shell` the first word of the shell command when it names one.
+fn benchmarked_program(p: &Planned, shell: bool) -> Option<PathBuf> {
+    let word = if shell {
+        p.command.split_whitespace().next()?
+    } else {
+        p.argv.first()?
+    };
+    perfsleuth_measure::resolve_program(word, std::env::var_os("PATH").as_deref()).ok()
 }
 
 fn options_json(a: &RunArgs, tolerate: &Tolerate) -> serde_json::Value {

@@ -1,0 +1,282 @@
+//! `perfsleuth env show | diff | check`: the fingerprint, what changed
+//! between two, and whether this machine is fit to benchmark on.
+
+use crate::cli::{EnvArgs, EnvCommand, EnvSourceArgs};
+use crate::error::Fail;
+use crate::output::{open_existing_store, store_fail};
+use crate::term::emit;
+use perfsleuth_env::{Severity, Source, check, diff, has_problems, significant};
+use perfsleuth_model::{Environment, Fact, ImpactClass, UNKNOWN};
+use perfsleuth_store::comparability_hash;
+use std::path::Path;
+
+/// Runs an `env` subcommand and returns the exit code.
+pub fn env(args: EnvArgs) -> Result<i32, Fail> {
+    match args.command {
+        EnvCommand::Show {
+            run,
+            json,
+            source,
+            store,
+        } => {
+            let (label, env) = match run {
+                Some(spec) => resolve(&spec, &source, store.store.as_deref())?,
+                None => ("current machine".to_string(), current(&source)?),
+            };
+            if json {
+                print_json(&serde_json::json!({
+                    "schema": "perfsleuth/environment",
+                    "schema_version": perfsleuth_model::SCHEMA_VERSION,
+                    "source": label,
+                    "comparability": comparability_hash(&env),
+                    "facts": env,
+                }))?;
+            } else {
+                emit(&render_show(&label, &env), false);
+            }
+            Ok(0)
+        }
+        EnvCommand::Diff {
+            a,
+            b,
+            json,
+            all,
+            source,
+            store,
+        } => {
+            let (la, ea) = resolve(&a, &source, store.store.as_deref())?;
+            let (lb, eb) = resolve(&b, &source, store.store.as_deref())?;
+            let changes = diff(&ea, &eb);
+            let differs = significant(&changes).next().is_some();
+            if json {
+                let rows: Vec<serde_json::Value> = changes
+                    .iter()
+                    .filter(|c| all || c.class != ImpactClass::Context)
+                    .map(|c| {
+                        serde_json::json!({
+                            "key": c.key, "class": c.class, "a": c.before, "b": c.after,
+                            "summary": c.summary, "why": c.why,
+                        })
+                    })
+                    .collect();
+                print_json(&serde_json::json!({
+                    "schema": "perfsleuth/env-diff",
+                    "schema_version": perfsleuth_model::SCHEMA_VERSION,
+                    "a": la, "b": lb,
+                    "comparability": {"a": comparability_hash(&ea), "b": comparability_hash(&eb)},
+                    "identical": !differs,
+                    "changes": rows,
+                }))?;
+            } else {
+                emit(&render_diff(&la, &lb, &ea, &eb, &changes, all), false);
+            }
+            Ok(if differs { 1 } else { 0 })
+        }
+        EnvCommand::Check { json, source } => {
+            let env = current(&source)?;
+            let findings = check(&env);
+            if json {
+                let rows: Vec<serde_json::Value> = findings
+                    .iter()
+                    .map(|f| serde_json::json!({"severity": f.severity.as_str(), "key": f.key, "message": f.message, "recommendation": f.recommendation}))
+                    .collect();
+                print_json(&serde_json::json!({
+                    "schema": "perfsleuth/env-check",
+                    "schema_version": perfsleuth_model::SCHEMA_VERSION,
+                    "fit": !has_problems(&findings),
+                    "findings": rows,
+                }))?;
+            } else {
+                let mut out = String::new();
+                for f in &findings {
+                    out.push_str(&format!(
+                        "{:<8} {}\n         → {}\n",
+                        f.severity.as_str(),
+                        f.message,
+                        f.recommendation
+                    ));
+                }
+                out.push_str(if has_problems(&findings) {
+                    "\nNot fit for benchmarking: fix the problems above, or expect unreliable results.\n"
+                } else if findings.iter().any(|f| f.severity == Severity::Warning) {
+                    "\nUsable for benchmarking, with the warnings above adding noise.\n"
+                } else {
+                    "\nFit for benchmarking.\n"
+                });
+                emit(&out, false);
+            }
+            Ok(if has_problems(&findings) { 2 } else { 0 })
+        }
+    }
+}
+
+/// The fingerprint of the live machine, or of `--root` / `PERFSLEUTH_ROOT`.
+pub fn current(source: &EnvSourceArgs) -> Result<Environment, Fail> {
+    let root = source.root.clone().or_else(|| {
+        std::env::var_os("PERFSLEUTH_ROOT")
+            .filter(|v| !v.is_empty())
+            .map(Into::into)
+    });
+    let mut src = match &root {
+        Some(dir) if !dir.is_dir() => {
+            return Err(Fail::usage(
+                format!("--root {} is not a directory", dir.display()),
+                "give a directory laid out like / (proc/, sys/, etc/)",
+            ));
+        }
+        Some(dir) => Source::root(dir),
+        None => Source::live(),
+    };
+    if let Some(file) = &source.cpuid {
+        src = src
+            .with_cpuid_file(file)
+            .map_err(|e| Fail::usage(e, "give the output of `cpuid -r` (Debian package cpuid)"))?;
+    }
+    Ok(perfsleuth_env::capture(&src))
+}
+
+/// Resolves `current`, a stored run (`12`, `latest`, `latest~1`) or an exported JSON file.
+fn resolve(
+    spec: &str,
+    source: &EnvSourceArgs,
+    store: Option<&str>,
+) -> Result<(String, Environment), Fail> {
+    if spec == "current" {
+        return Ok(("current machine".into(), current(source)?));
+    }
+    let path = Path::new(spec);
+    if path.is_file() {
+        return from_file(path).map(|e| (spec.to_string(), e));
+    }
+    let store = open_existing_store(store)?;
+    let id = store.resolve_run(spec).map_err(store_fail)?;
+    let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
+        Fail::usage(
+            format!("run {id} not found"),
+            "list the stored runs with `perfsleuth runs`",
+        )
+    })?;
+    Ok((format!("run {id}"), run.environment))
+}
+
+/// The environment inside an exported file: a run export, an `env show --json`, or a bare fact map.
+fn from_file(path: &Path) -> Result<Environment, Fail> {
+    let bad = |why: String| {
+        Fail::usage(
+            format!("{}: {why}", path.display()),
+            "give a file written by `perfsleuth run --export-json` or `perfsleuth env show --json`",
+        )
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let facts = doc
+        .pointer("/run/environment")
+        .or_else(|| doc.get("facts"))
+        .unwrap_or(&doc);
+    serde_json::from_value(facts.clone())
+        .map_err(|e| bad(format!("no environment facts in it: {e}")))
+}
+
+fn print_json(value: &serde_json::Value) -> Result<(), Fail> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Fail::usage(format!("cannot serialise JSON: {e}"), "please report this"))?;
+    emit(&(text + "\n"), false);
+    Ok(())
+}
+
+/// Section titles by key prefix, in display order.
+const GROUPS: [(&str, &str); 14] = [
+    ("cpu.", "CPU"),
+    ("mem.", "Memory"),
+    ("kernel.", "Kernel"),
+    ("mitigation.", "CPU vulnerability mitigations"),
+    ("libc.", "C library"),
+    ("virt.", "Virtualisation"),
+    ("cgroup.", "Control group"),
+    ("process.", "Process"),
+    ("env.", "Environment variables"),
+    ("noise.", "Noise at start"),
+    ("os.", "Operating system"),
+    ("host.", "Host"),
+    ("power.", "Power"),
+    ("", "Measuring"),
+];
+
+fn value_text(f: &Fact) -> String {
+    match (&f.reason, f.value == UNKNOWN) {
+        (Some(reason), true) => format!("unknown ({reason})"),
+        _ => f.value.clone(),
+    }
+}
+
+fn render_show(label: &str, env: &Environment) -> String {
+    let mut out = format!(
+        "Environment of the {label}   comparability {}\n",
+        comparability_hash(env)
+    );
+    let width = env.facts.keys().map(|k| k.len()).max().unwrap_or(0).min(40);
+    let mut shown = std::collections::BTreeSet::new();
+    for (prefix, title) in GROUPS {
+        let rows: Vec<(&String, &Fact)> = env
+            .facts
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix) && !shown.contains(*k))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("\n{title}\n"));
+        for (key, fact) in rows {
+            shown.insert(key.clone());
+            let mark = match fact.class {
+                ImpactClass::Identity => "●",
+                ImpactClass::Performance => "○",
+                ImpactClass::Context => " ",
+            };
+            out.push_str(&format!("  {mark} {key:<width$}  {}\n", value_text(fact)));
+        }
+    }
+    out.push_str("\n● identity (results not comparable across a change)   ○ performance (known to move results)\n");
+    out
+}
+
+fn render_diff(
+    la: &str,
+    lb: &str,
+    ea: &Environment,
+    eb: &Environment,
+    changes: &[perfsleuth_env::Change],
+    all: bool,
+) -> String {
+    let (ha, hb) = (comparability_hash(ea), comparability_hash(eb));
+    let mut out = format!("A: {la}   comparability {ha}\nB: {lb}   comparability {hb}\n");
+    if significant(changes).next().is_none() {
+        out.push_str("\nNo identity or performance facts differ.\n");
+    }
+    let mut current_class = None;
+    for c in changes
+        .iter()
+        .filter(|c| all || c.class != ImpactClass::Context)
+    {
+        if current_class != Some(c.class) {
+            current_class = Some(c.class);
+            out.push_str(match c.class {
+                ImpactClass::Identity => "\nIdentity changed — results are not comparable:\n",
+                ImpactClass::Performance => "\nPerformance-relevant changes:\n",
+                ImpactClass::Context => "\nContext (recorded, not judged):\n",
+            });
+        }
+        out.push_str(&format!("  {}\n      {}\n", c.summary, c.why));
+    }
+    let hidden = changes
+        .iter()
+        .filter(|c| c.class == ImpactClass::Context)
+        .count();
+    if !all && hidden > 0 {
+        out.push_str(&format!(
+            "\n({hidden} context facts such as load and uptime also differ; --all shows them)\n"
+        ));
+    }
+    out
+}
