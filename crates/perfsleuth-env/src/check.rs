@@ -190,7 +190,7 @@ pub fn check(env: &Environment) -> Vec<Finding> {
             "use tsc if the CPU's TSC is stable (clocksource=tsc tsc=reliable)",
         );
     }
-    out.sort_by(|a, b| b.severity.cmp(&a.severity));
+    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out
 }
 
