@@ -1,9 +1,655 @@
-//! Placeholder: being written.
+//! Identity of the benchmarked program: its hash, and for ELF files the
+//! class, machine, ABI, build-id and program interpreter, parsed by hand from
+//! the ELF and program headers (no dependency, and a damaged file gives
+//! reasons rather than a panic).
 
-use perfsleuth_model::Environment;
+use perfsleuth_model::{Environment, ImpactClass};
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+/// Every key [`binary_facts`] sets.
+#[cfg(test)]
+const KEYS: &[&str] = &[
+    "binary.path",
+    "binary.sha256",
+    "binary.elf_class",
+    "binary.machine",
+    "binary.abi",
+    "binary.build_id",
+    "binary.interpreter",
+];
+
+/// The keys that describe the ELF file itself.
+const ELF_KEYS: &[&str] = &[
+    "binary.elf_class",
+    "binary.machine",
+    "binary.abi",
+    "binary.build_id",
+];
+
+/// Value of the ELF keys for files that are not ELF (scripts, data).
+const NOT_ELF: &str = "not ELF";
+
+const PT_INTERP: u32 = 3;
+const PT_NOTE: u32 = 4;
+const NT_GNU_BUILD_ID: u32 = 3;
+/// `e_phnum` value meaning "the count is in section header 0".
+const PN_XNUM: u16 = 0xffff;
+/// Caps on what is read from a header-described region: real interpreters
+/// and note segments are far smaller, and a damaged header must not make us
+/// allocate gigabytes.
+const MAX_INTERP: u64 = 4096;
+const MAX_NOTES: u64 = 1 << 20;
+const MAX_PHDRS: u64 = 1 << 16;
+
 /// Identity facts of the benchmarked program (hash, ELF class, ABI, build-id).
-pub fn binary_facts(_path: &Path) -> Environment {
-    Environment::default()
+pub fn binary_facts(path: &Path) -> Environment {
+    let mut env = Environment::default();
+    let class = ImpactClass::Identity;
+    // Symlinks (`/usr/bin/python3`) are resolved: the file that runs is what matters.
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    env.set("binary.path", resolved.display().to_string(), class);
+    let all_unknown = |env: &mut Environment, reason: String| {
+        for k in ["binary.sha256", "binary.interpreter"]
+            .iter()
+            .chain(ELF_KEYS)
+        {
+            env.set_read(*k, Err(reason.clone()), class);
+        }
+    };
+    let mut file = match File::open(&resolved) {
+        Ok(f) => f,
+        Err(e) => {
+            all_unknown(&mut env, format!("cannot open {}: {e}", path.display()));
+            return env;
+        }
+    };
+    // A FIFO or /dev/zero would never finish hashing.
+    match file.metadata() {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => {
+            all_unknown(
+                &mut env,
+                format!("{} is not a regular file", path.display()),
+            );
+            return env;
+        }
+        Err(e) => {
+            all_unknown(&mut env, format!("cannot stat {}: {e}", path.display()));
+            return env;
+        }
+    }
+    env.set_read("binary.sha256", sha256(&mut file), class);
+
+    let mut head = Vec::with_capacity(4096);
+    let head_read = file
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| (&mut file).take(4096).read_to_end(&mut head));
+    if let Err(e) = head_read {
+        all_unknown(&mut env, format!("cannot read {}: {e}", path.display()));
+        return env;
+    }
+    if head.starts_with(b"\x7fELF") {
+        elf_facts(&mut file, &head, &mut env);
+    } else {
+        for k in ELF_KEYS {
+            env.set(*k, NOT_ELF, class);
+        }
+        let interpreter = if head.starts_with(b"#!") {
+            // The kernel reads at most the first 256 bytes of the line; we
+            // keep the whole first line as written.
+            let end = head.iter().position(|b| *b == b'\n').unwrap_or(head.len());
+            Ok(crate::kernel::clean(&String::from_utf8_lossy(&head[..end])))
+        } else if head.is_empty() {
+            Err("empty file".to_string())
+        } else {
+            Err("neither ELF nor a #! script".to_string())
+        };
+        env.set_read("binary.interpreter", interpreter, class);
+    }
+    env
+}
+
+/// The SHA-256 of a whole file as hex, streamed in blocks.
+fn sha256(file: &mut File) -> Result<String, String> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("read error while hashing: {e}")),
+        }
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The parts of an ELF header we use.
+struct Header {
+    is64: bool,
+    big: bool,
+    machine: u16,
+}
+
+impl Header {
+    fn u16(&self, b: &[u8], at: usize) -> Option<u16> {
+        let s: [u8; 2] = b.get(at..at + 2)?.try_into().ok()?;
+        Some(if self.big {
+            u16::from_be_bytes(s)
+        } else {
+            u16::from_le_bytes(s)
+        })
+    }
+    fn u32(&self, b: &[u8], at: usize) -> Option<u32> {
+        let s: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
+        Some(if self.big {
+            u32::from_be_bytes(s)
+        } else {
+            u32::from_le_bytes(s)
+        })
+    }
+    fn u64(&self, b: &[u8], at: usize) -> Option<u64> {
+        let s: [u8; 8] = b.get(at..at + 8)?.try_into().ok()?;
+        Some(if self.big {
+            u64::from_be_bytes(s)
+        } else {
+            u64::from_le_bytes(s)
+        })
+    }
+    /// An address-sized field: 4 bytes in ELF32, 8 in ELF64.
+    fn word(&self, b: &[u8], at32: usize, at64: usize) -> Option<u64> {
+        if self.is64 {
+            self.u64(b, at64)
+        } else {
+            self.u32(b, at32).map(u64::from)
+        }
+    }
+}
+
+/// Sets the ELF keys from a file starting with the ELF magic.
+fn elf_facts(file: &mut File, head: &[u8], env: &mut Environment) {
+    let class = ImpactClass::Identity;
+    let header = match parse_ident(head) {
+        Ok(h) => h,
+        Err(reason) => {
+            for k in ELF_KEYS.iter().chain(&["binary.interpreter"]) {
+                env.set_read(*k, Err(reason.clone()), class);
+            }
+            return;
+        }
+    };
+    env.set(
+        "binary.elf_class",
+        if header.is64 { "ELF64" } else { "ELF32" },
+        class,
+    );
+    env.set("binary.machine", machine_name(header.machine), class);
+    env.set("binary.abi", abi(header.is64, header.machine), class);
+    match segments(file, head, &header) {
+        Ok((interp, build_id)) => {
+            env.set_read("binary.interpreter", interp, class);
+            env.set_read("binary.build_id", build_id, class);
+        }
+        Err(reason) => {
+            env.set_read("binary.interpreter", Err(reason.clone()), class);
+            env.set_read("binary.build_id", Err(reason), class);
+        }
+    }
+}
+
+/// Class, byte order and machine from `e_ident` and `e_machine`.
+fn parse_ident(head: &[u8]) -> Result<Header, String> {
+    if head.len() < 20 {
+        return Err(format!("truncated ELF header ({} bytes)", head.len()));
+    }
+    let is64 = match head[4] {
+        1 => false,
+        2 => true,
+        c => return Err(format!("invalid ELF class {c}")),
+    };
+    let big = match head[5] {
+        1 => false,
+        2 => true,
+        d => return Err(format!("invalid ELF data encoding {d}")),
+    };
+    let mut h = Header {
+        is64,
+        big,
+        machine: 0,
+    };
+    h.machine = h.u16(head, 18).unwrap_or(0);
+    Ok(h)
+}
+
+/// A name for `e_machine`.
+fn machine_name(machine: u16) -> String {
+    match machine {
+        2 => "sparc",
+        3 => "i386",
+        8 => "mips",
+        20 => "ppc",
+        21 => "ppc64",
+        22 => "s390",
+        40 => "arm",
+        43 => "sparcv9",
+        62 => "x86-64",
+        183 => "aarch64",
+        243 => "riscv",
+        258 => "loongarch",
+        n => return format!("e_machine {n}"),
+    }
+    .to_string()
+}
+
+/// The ABI: machine and class together (x32 is ELF32 code for x86-64).
+fn abi(is64: bool, machine: u16) -> String {
+    match (is64, machine) {
+        (true, 62) => "x86-64".into(),
+        (false, 62) => "x32".into(),
+        (false, 3) => "i386".into(),
+        (true, 183) => "aarch64".into(),
+        (false, 40) => "arm".into(),
+        (true, 243) => "riscv64".into(),
+        (false, 243) => "riscv32".into(),
+        (is64, m) => format!(
+            "{} {}",
+            machine_name(m),
+            if is64 { "ELF64" } else { "ELF32" }
+        ),
+    }
+}
+
+type Facts = (Result<String, String>, Result<String, String>);
+
+/// `PT_INTERP` (or `static`) and the GNU build-id (or `none`) from the
+/// program headers.
+fn segments(file: &mut File, head: &[u8], h: &Header) -> Result<Facts, String> {
+    let ehsize = if h.is64 { 64 } else { 52 };
+    if head.len() < ehsize {
+        return Err(format!(
+            "truncated ELF header ({} of {ehsize} bytes)",
+            head.len()
+        ));
+    }
+    let phoff = h.word(head, 28, 32).ok_or("truncated ELF header")?;
+    let phentsize = u64::from(
+        h.u16(head, if h.is64 { 54 } else { 42 })
+            .ok_or("truncated ELF header")?,
+    );
+    let mut phnum = u64::from(
+        h.u16(head, if h.is64 { 56 } else { 44 })
+            .ok_or("truncated ELF header")?,
+    );
+    if phnum == u64::from(PN_XNUM) {
+        // The real count is sh_info of section header 0.
+        let shoff = h.word(head, 32, 40).ok_or("truncated ELF header")?;
+        let sh0 = read_at(file, shoff, if h.is64 { 64 } else { 40 })
+            .map_err(|e| format!("section header 0: {e}"))?;
+        phnum = u64::from(
+            h.u32(&sh0, if h.is64 { 44 } else { 28 })
+                .ok_or("truncated section header 0")?,
+        );
+    }
+    if phnum == 0 {
+        return Ok((Ok("static".into()), Ok("none".into())));
+    }
+    let min_entry = if h.is64 { 56 } else { 32 };
+    if phentsize < min_entry {
+        return Err(format!(
+            "program header entries of {phentsize} bytes (at least {min_entry} expected)"
+        ));
+    }
+    if phnum > MAX_PHDRS {
+        return Err(format!("{phnum} program headers"));
+    }
+    let table =
+        read_at(file, phoff, phnum * phentsize).map_err(|e| format!("program headers: {e}"))?;
+
+    let mut interp: Option<Result<String, String>> = None;
+    let mut build_id: Option<String> = None;
+    let mut note_error: Option<String> = None;
+    for i in 0..phnum as usize {
+        let e = &table[i * phentsize as usize..];
+        let p_type = h.u32(e, 0).ok_or("short program header")?;
+        let (offset, filesz, align) = if h.is64 {
+            (h.u64(e, 8), h.u64(e, 32), h.u64(e, 48))
+        } else {
+            (
+                h.u32(e, 4).map(u64::from),
+                h.u32(e, 16).map(u64::from),
+                h.u32(e, 28).map(u64::from),
+            )
+        };
+        let (Some(offset), Some(filesz), Some(align)) = (offset, filesz, align) else {
+            return Err("short program header".into());
+        };
+        match p_type {
+            PT_INTERP if interp.is_none() => {
+                interp = Some(if filesz > MAX_INTERP {
+                    Err(format!("PT_INTERP of {filesz} bytes"))
+                } else {
+                    read_at(file, offset, filesz)
+                        .map_err(|e| format!("PT_INTERP: {e}"))
+                        .and_then(|b| {
+                            let end = b.iter().position(|c| *c == 0).unwrap_or(b.len());
+                            let s = crate::kernel::clean(&String::from_utf8_lossy(&b[..end]));
+                            if s.is_empty() {
+                                Err("empty PT_INTERP".to_string())
+                            } else {
+                                Ok(s)
+                            }
+                        })
+                });
+            }
+            PT_NOTE if build_id.is_none() => {
+                if filesz > MAX_NOTES {
+                    note_error = Some(format!("PT_NOTE of {filesz} bytes"));
+                    continue;
+                }
+                match read_at(file, offset, filesz) {
+                    Ok(notes) => {
+                        build_id = find_build_id(h, &notes, if align == 8 { 8 } else { 4 })
+                    }
+                    Err(e) => note_error = Some(format!("PT_NOTE: {e}")),
+                }
+            }
+            _ => {}
+        }
+    }
+    let interp = interp.unwrap_or_else(|| Ok("static".into()));
+    let build_id = match (build_id, note_error) {
+        (Some(id), _) => Ok(id),
+        (None, Some(e)) => Err(e),
+        (None, None) => Ok("none".into()),
+    };
+    Ok((interp, build_id))
+}
+
+/// The GNU build-id in a note segment (`namesz descsz type name desc`, name
+/// and desc padded to the segment's alignment).
+fn find_build_id(h: &Header, notes: &[u8], align: usize) -> Option<String> {
+    let pad = |n: usize| n.checked_add(align - 1).map(|v| v & !(align - 1));
+    let mut at = 0usize;
+    while at.checked_add(12).is_some_and(|end| end <= notes.len()) {
+        let namesz = h.u32(notes, at)? as usize;
+        let descsz = h.u32(notes, at + 4)? as usize;
+        let n_type = h.u32(notes, at + 8)?;
+        let name_at = at + 12;
+        let desc_at = name_at.checked_add(pad(namesz)?)?;
+        let next = desc_at.checked_add(pad(descsz)?)?;
+        let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
+        if n_type == NT_GNU_BUILD_ID && name == b"GNU\0" {
+            let desc = notes.get(desc_at..desc_at.checked_add(descsz)?)?;
+            return (!desc.is_empty()).then(|| hex(desc));
+        }
+        at = next;
+    }
+    None
+}
+
+/// Reads exactly `len` bytes at `offset`; past the end of the file is an error.
+fn read_at(file: &mut File, offset: u64, len: u64) -> Result<Vec<u8>, String> {
+    let size = file.metadata().map_err(|e| e.to_string())?.len();
+    if offset.checked_add(len).is_none_or(|end| end > size) {
+        return Err(format!(
+            "{len} bytes at offset {offset} lie past the end of the file ({size} bytes)"
+        ));
+    }
+    let mut buf = vec![0u8; len as usize];
+    file.seek(SeekFrom::Start(offset))
+        .and_then(|_| file.read_exact(&mut buf))
+        .map_err(|e| e.to_string())?;
+    Ok(buf)
+}
+
+/// The program interpreter (`PT_INTERP`) of an ELF file, `None` for static
+/// files; used to find the `ld.so` this process was started by.
+pub(crate) fn elf_interpreter(path: &Path) -> Result<Option<String>, String> {
+    let mut file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut head = Vec::with_capacity(64);
+    (&mut file)
+        .take(64)
+        .read_to_end(&mut head)
+        .map_err(|e| e.to_string())?;
+    if !head.starts_with(b"\x7fELF") {
+        return Err(format!("{} is not ELF", path.display()));
+    }
+    let h = parse_ident(&head)?;
+    let (interp, _) = segments(&mut file, &head, &h)?;
+    let interp = interp?;
+    Ok((interp != "static").then_some(interp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::testutil::*;
+    use std::process::Command;
+
+    fn facts(path: &Path) -> Environment {
+        let env = binary_facts(path);
+        for k in KEYS {
+            assert!(
+                env.facts.contains_key(*k),
+                "{k} missing for {}",
+                path.display()
+            );
+        }
+        assert!(env.facts.values().all(|f| f.class == ImpactClass::Identity));
+        env
+    }
+
+    fn sha256_of(path: &Path) -> Option<String> {
+        let out = Command::new("sha256sum").arg(path).output().ok()?;
+        String::from_utf8(out.stdout)
+            .ok()?
+            .split_whitespace()
+            .next()
+            .map(str::to_string)
+    }
+
+    fn gcc(t: &TempTree, name: &str, args: &[&str]) -> Option<std::path::PathBuf> {
+        let src = t.path("hello.c");
+        std::fs::write(&src, "int main(void) { return 0; }\n").ok()?;
+        let out = t.path(name);
+        let ok = Command::new("gcc")
+            .args(args)
+            .arg("-o")
+            .arg(&out)
+            .arg(&src)
+            .output()
+            .ok()?
+            .status
+            .success();
+        ok.then_some(out)
+    }
+
+    #[test]
+    fn dynamic_elf_bin_true() {
+        let p = Path::new("/bin/true");
+        if !p.exists() {
+            return;
+        }
+        let env = facts(p);
+        assert_eq!(env.get("binary.elf_class"), Some("ELF64"));
+        if cfg!(target_arch = "x86_64") {
+            assert_eq!(env.get("binary.machine"), Some("x86-64"));
+            assert_eq!(env.get("binary.abi"), Some("x86-64"));
+        }
+        assert!(
+            env.get("binary.interpreter").unwrap().contains("ld-linux"),
+            "{:?}",
+            env.get("binary.interpreter")
+        );
+        let id = env.get("binary.build_id").unwrap();
+        assert!(
+            id.len() >= 16 && id.chars().all(|c| c.is_ascii_hexdigit()),
+            "{id}"
+        );
+        if let Some(expected) = sha256_of(p) {
+            assert_eq!(env.get("binary.sha256"), Some(expected.as_str()));
+        }
+        // The same as `readelf -n` reports, when binutils are installed.
+        if let Ok(out) = Command::new("readelf").arg("-n").arg(p).output() {
+            let text = String::from_utf8_lossy(&out.stdout);
+            if let Some(line) = text.lines().find(|l| l.contains("Build ID:")) {
+                assert_eq!(line.split_whitespace().last(), Some(id));
+            }
+        }
+    }
+
+    #[test]
+    fn static_and_32_bit_binaries() {
+        let t = TempTree::new("binary-gcc");
+        if let Some(p) = gcc(&t, "static", &["-static"]) {
+            let env = facts(&p);
+            assert_eq!(env.get("binary.interpreter"), Some("static"));
+            assert_eq!(env.get("binary.elf_class"), Some("ELF64"));
+            assert_ne!(env.get("binary.build_id"), Some("unknown"));
+        }
+        // Multilib is often not installed: then gcc fails and we skip.
+        if let Some(p) = gcc(&t, "m32", &["-m32"]) {
+            let env = facts(&p);
+            assert_eq!(env.get("binary.elf_class"), Some("ELF32"));
+            assert_eq!(env.get("binary.abi"), Some("i386"));
+            assert_eq!(env.get("binary.interpreter"), Some("/lib/ld-linux.so.2"));
+        }
+        if let Some(p) = gcc(&t, "nobuildid", &["-Wl,--build-id=none"]) {
+            assert_eq!(facts(&p).get("binary.build_id"), Some("none"));
+        }
+    }
+
+    #[test]
+    fn x32_is_elf32_with_the_x86_64_machine() {
+        let t = TempTree::new("binary-x32");
+        // A minimal ELF32 header: e_machine 62, no program headers.
+        let mut h = vec![0u8; 52];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = 1;
+        h[5] = 1;
+        h[6] = 1;
+        h[18] = 62;
+        h[40] = 52;
+        h[42] = 32;
+        t.write("x32", &h);
+        let env = facts(&t.path("x32"));
+        assert_eq!(env.get("binary.abi"), Some("x32"));
+        assert_eq!(env.get("binary.machine"), Some("x86-64"));
+        assert_eq!(env.get("binary.interpreter"), Some("static"));
+        assert_eq!(env.get("binary.build_id"), Some("none"));
+    }
+
+    #[test]
+    fn symlinks_are_resolved() {
+        let p = Path::new("/usr/bin/python3");
+        if !p.exists() {
+            return;
+        }
+        let env = facts(p);
+        let real = std::fs::canonicalize(p).unwrap();
+        assert_eq!(
+            env.get("binary.path"),
+            Some(real.display().to_string().as_str())
+        );
+        assert_eq!(env.get("binary.elf_class"), Some("ELF64"));
+    }
+
+    #[test]
+    fn scripts_empty_and_random_files() {
+        let t = TempTree::new("binary-misc");
+        t.write("script.sh", "#!/bin/sh -e\r\necho hi\n")
+            .write("empty", "")
+            .write("random", random_bytes(3, 10_000));
+        let env = facts(&t.path("script.sh"));
+        assert_eq!(env.get("binary.interpreter"), Some("#!/bin/sh -e"));
+        assert_eq!(env.get("binary.elf_class"), Some(NOT_ELF));
+        assert_eq!(env.get("binary.build_id"), Some(NOT_ELF));
+        if let Some(expected) = sha256_of(&t.path("script.sh")) {
+            assert_eq!(env.get("binary.sha256"), Some(expected.as_str()));
+        }
+        let env = facts(&t.path("empty"));
+        assert_eq!(
+            env.get("binary.sha256"),
+            Some("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        );
+        assert_eq!(env.get("binary.interpreter"), Some("unknown"));
+        let env = facts(&t.path("random"));
+        assert_eq!(env.get("binary.machine"), Some(NOT_ELF));
+        let env = facts(&t.path("missing"));
+        assert_eq!(env.get("binary.sha256"), Some("unknown"));
+        assert!(
+            env.facts["binary.sha256"]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("cannot open")
+        );
+        let env = facts(&t.root);
+        assert!(
+            env.facts["binary.sha256"]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("not a regular file")
+        );
+    }
+
+    #[test]
+    fn truncated_and_corrupted_elf_files() {
+        let Ok(full) = std::fs::read("/bin/true") else {
+            return;
+        };
+        let t = TempTree::new("binary-trunc");
+        for len in [
+            4,
+            5,
+            16,
+            19,
+            20,
+            40,
+            63,
+            64,
+            100,
+            1000,
+            4096,
+            full.len() / 2,
+            full.len() - 1,
+        ] {
+            let len = len.min(full.len());
+            t.write("cut", &full[..len]);
+            let env = facts(&t.path("cut"));
+            if len >= 20 {
+                assert_eq!(env.get("binary.elf_class"), Some("ELF64"), "{len}");
+            }
+        }
+        // Random bytes after a valid-looking ident, many times over.
+        for seed in 0..200u64 {
+            let mut bytes = full[..64.min(full.len())].to_vec();
+            bytes.extend(random_bytes(seed, (seed as usize * 37) % 3000));
+            let mut corrupt = random_bytes(seed + 1000, 64);
+            corrupt[..4].copy_from_slice(b"\x7fELF");
+            corrupt[4] = 1 + (seed % 2) as u8;
+            corrupt[5] = 1 + (seed / 2 % 2) as u8;
+            corrupt.extend(random_bytes(seed + 2000, 5000));
+            for (name, content) in [("a", &bytes), ("b", &corrupt)] {
+                t.write(name, content);
+                facts(&t.path(name));
+            }
+        }
+    }
+
+    #[test]
+    fn finds_the_interpreter_of_this_test_binary() {
+        if let Ok(exe) = std::env::current_exe() {
+            // Either a dynamic binary with a loader, or a static one.
+            let _ = elf_interpreter(&exe).unwrap();
+        }
+    }
 }

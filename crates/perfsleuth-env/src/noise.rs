@@ -1,7 +1,195 @@
-//! Placeholder: being written.
+//! How busy the machine was when the run started: recorded so that a noisy
+//! result can be explained later, never judged (all context).
 
 use crate::Source;
-use perfsleuth_model::Environment;
+use crate::kernel::unexpected;
+use perfsleuth_model::{Environment, ImpactClass};
 
-/// Captures this group of facts.
-pub fn capture(_src: &Source, _env: &mut Environment) {}
+/// The fixed keys this reader always sets.
+#[cfg(test)]
+pub(crate) const KEYS: &[&str] = &[
+    "noise.loadavg",
+    "noise.runnable",
+    "noise.steal_pct",
+    "noise.iowait_pct",
+    "noise.psi.cpu.some_avg10",
+    "noise.uptime_s",
+];
+
+/// Captures the noise facts.
+pub fn capture(src: &Source, env: &mut Environment) {
+    use ImpactClass::Context;
+    env.set_read("noise.loadavg", loadavg(src), Context);
+    let stat = src.read("/proc/stat");
+    env.set_read(
+        "noise.runnable",
+        stat.clone().and_then(|t| {
+            stat_field(&t, "procs_running")
+                .ok_or_else(|| "no procs_running in /proc/stat".to_string())
+        }),
+        Context,
+    );
+    let shares = stat.and_then(|t| cpu_shares(&t));
+    env.set_read("noise.steal_pct", shares.clone().map(|s| s.0), Context);
+    env.set_read("noise.iowait_pct", shares.map(|s| s.1), Context);
+    env.set_read("noise.psi.cpu.some_avg10", psi_some_avg10(src), Context);
+    env.set_read("noise.uptime_s", uptime(src), Context);
+}
+
+/// The three load averages of `/proc/loadavg` ("0.52 0.58 0.59").
+fn loadavg(src: &Source) -> Result<String, String> {
+    let path = "/proc/loadavg";
+    let text = src.read(path)?;
+    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
+    if fields.len() == 3
+        && fields
+            .iter()
+            .all(|f| f.parse::<f64>().is_ok_and(|v| v.is_finite() && v >= 0.0))
+    {
+        Ok(fields.join(" "))
+    } else {
+        Err(unexpected(path, &text))
+    }
+}
+
+/// A `name value` line of `/proc/stat` whose value is a number.
+fn stat_field(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let mut parts = l.split_whitespace();
+        (parts.next() == Some(name))
+            .then(|| parts.next()?.parse::<u64>().ok().map(|n| n.to_string()))?
+    })
+}
+
+/// Steal and iowait as percentages of all CPU time since boot, from the
+/// aggregate `cpu` line (user nice system idle iowait irq softirq steal;
+/// guest time is already inside user, so it is not added again).
+fn cpu_shares(text: &str) -> Result<(String, String), String> {
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("cpu"))
+        .ok_or("no cpu line in /proc/stat")?;
+    let values: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|v| v.parse::<u64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| unexpected("/proc/stat", line))?;
+    if values.len() < 8 {
+        return Err(format!(
+            "the cpu line of /proc/stat has {} fields, expected 8",
+            values.len()
+        ));
+    }
+    // f64 sums: absurd counters must not overflow.
+    let total: f64 = values.iter().map(|v| *v as f64).sum();
+    if total <= 0.0 {
+        return Err("the cpu line of /proc/stat counts no time".into());
+    }
+    let pct = |v: u64| format!("{:.1}", v as f64 * 100.0 / total);
+    Ok((pct(values[7]), pct(values[4])))
+}
+
+/// `avg10` of the `some` line of `/proc/pressure/cpu`.
+fn psi_some_avg10(src: &Source) -> Result<String, String> {
+    let path = "/proc/pressure/cpu";
+    let text = src.read(path)?;
+    let some = text
+        .lines()
+        .find(|l| l.starts_with("some "))
+        .ok_or_else(|| format!("no `some` line in {path}"))?;
+    some.split_whitespace()
+        .find_map(|f| f.strip_prefix("avg10="))
+        .filter(|v| v.parse::<f64>().is_ok_and(|x| x.is_finite() && x >= 0.0))
+        .map(str::to_string)
+        .ok_or_else(|| unexpected(path, some))
+}
+
+/// Whole seconds since boot, from `/proc/uptime`.
+fn uptime(src: &Source) -> Result<String, String> {
+    let path = "/proc/uptime";
+    let text = src.read(path)?;
+    let first = text.split_whitespace().next().unwrap_or("");
+    match first.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..1e15).contains(&v) => Ok(format!("{}", v.floor() as u64)),
+        _ => Err(unexpected(path, first)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::testutil::*;
+
+    #[test]
+    fn reads_real_formats() {
+        let t = TempTree::new("noise");
+        t.write("/proc/loadavg", "0.57 0.82 0.57 2/93 18625\n")
+            .write(
+                "/proc/stat",
+                "cpu  55733 0 21464 236969 1182 0 216 3000 0 0\ncpu0 27483 0 10203 119745 347 0 43 12 0 0\nintr 1 2 3\nctxt 123\nbtime 1700000000\nprocesses 18625\nprocs_running 3\nprocs_blocked 0\n",
+            )
+            .write("/proc/pressure/cpu", "some avg10=2.18 avg60=2.75 avg300=4.86 total=63238825\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+            .write("/proc/uptime", "1586.31 2369.70\n");
+        let mut env = Environment::default();
+        capture(&t.source(), &mut env);
+        assert_eq!(env.get("noise.loadavg"), Some("0.57 0.82 0.57"));
+        assert_eq!(env.get("noise.runnable"), Some("3"));
+        // 3000 / 318559 and 1182 / 318559.
+        assert_eq!(env.get("noise.steal_pct"), Some("0.9"));
+        assert_eq!(env.get("noise.iowait_pct"), Some("0.4"));
+        assert_eq!(env.get("noise.psi.cpu.some_avg10"), Some("2.18"));
+        assert_eq!(env.get("noise.uptime_s"), Some("1586"));
+        assert!(env.facts.values().all(|f| f.class == ImpactClass::Context));
+    }
+
+    #[test]
+    fn missing_and_absurd_values_are_unknown() {
+        let t = TempTree::new("noise-absurd");
+        t.write(
+            "/proc/stat",
+            "cpu  0 0 0 0 0 0 0 0\nprocs_running 99999999999999999999999\n",
+        )
+        .write("/proc/uptime", "1e400 0\n")
+        .write("/proc/loadavg", "NaN 1 2\n");
+        let mut env = Environment::default();
+        capture(&t.source(), &mut env);
+        assert_keys(&env, KEYS);
+        for k in KEYS {
+            assert_eq!(env.get(k), Some("unknown"), "{k}");
+            assert!(env.facts[*k].reason.is_some());
+        }
+        t.write(
+            "/proc/stat",
+            "cpu  18446744073709551615 18446744073709551615 0 0 0 0 0 18446744073709551615\n",
+        );
+        let mut env = Environment::default();
+        capture(&t.source(), &mut env);
+        assert_eq!(env.get("noise.steal_pct"), Some("33.3"));
+    }
+
+    #[test]
+    fn garbage_everywhere_does_not_panic() {
+        for seed in 0..8u64 {
+            let t = TempTree::new("noise-garbage");
+            fill(&t, |i| {
+                random_bytes(seed * 7 + i as u64, (seed as usize * 311 + i * 17) % 2000)
+            });
+            let mut env = Environment::default();
+            capture(&t.source(), &mut env);
+            assert_keys(&env, KEYS);
+        }
+    }
+
+    #[test]
+    fn live_noise() {
+        if !have("/proc/stat") {
+            return;
+        }
+        let mut env = Environment::default();
+        capture(&Source::live(), &mut env);
+        assert_keys(&env, KEYS);
+        assert_ne!(env.get("noise.loadavg"), Some("unknown"));
+    }
+}

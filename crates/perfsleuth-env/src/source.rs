@@ -40,8 +40,8 @@ impl Source {
             return Source::live();
         }
         let dump = root.join("cpuid.txt");
-        let cpuid = match std::fs::read_to_string(&dump) {
-            Ok(text) => match CpuidTable::parse(&text) {
+        let cpuid = match std::fs::read(&dump) {
+            Ok(bytes) => match CpuidTable::parse(&String::from_utf8_lossy(&bytes)) {
                 Ok(table) => Cpuid::Table(table),
                 Err(e) => Cpuid::None(format!("{}: {e}", dump.display())),
             },

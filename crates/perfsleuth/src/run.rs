@@ -71,6 +71,11 @@ impl Live {
     /// Applies the stopping rule. The CI is recomputed only when the sample
     /// count has grown by ~10 %, so the check stays off the per-iteration cost.
     fn update_done(&mut self, rule: &StopRule) {
+        // Once met, the rule stays met: runs already queued in the spawner
+        // keep arriving after the decision and must not undo it.
+        if self.done {
+            return;
+        }
         let n = self.runs();
         self.done = match rule.exact {
             Some(exact) => n >= exact,
@@ -807,4 +812,96 @@ fn options_json(a: &RunArgs, tolerate: &Tolerate) -> serde_json::Value {
         "input": path(&a.input),
         "interleave": !a.no_interleave,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live() -> Live {
+        let plan = Planned {
+            name: "x".into(),
+            command: "x".into(),
+            argv: vec!["x".into()],
+            parameters: Default::default(),
+            prepare: None,
+            setup: None,
+            cleanup: None,
+        };
+        let mut spawner = Spawner::start().unwrap();
+        let io = IoConfig {
+            output: OutputTarget::Null,
+            input: None,
+            timeout: None,
+            tolerate: Tolerate::Nothing,
+        };
+        let main = spawner.prepare(&["true".to_string()], &io).unwrap();
+        Live {
+            plan,
+            binary: Environment::default(),
+            main,
+            prepare: None,
+            setup: None,
+            cleanup: None,
+            store_id: None,
+            samples: Vec::new(),
+            requested: 0,
+            last_unit: None,
+            prepare_wall: Duration::ZERO,
+            spent: Duration::ZERO,
+            next_check: 0,
+            done: false,
+        }
+    }
+
+    fn push(l: &mut Live, wall_ns: u64, rule: &StopRule) {
+        l.samples.push(Sample {
+            wall_ns,
+            ..Sample::default()
+        });
+        l.update_done(rule);
+    }
+
+    #[test]
+    fn precision_stop_is_not_undone_by_runs_still_in_flight() {
+        let rule = StopRule {
+            exact: None,
+            min_runs: 10,
+            max_runs: None,
+            budget: Duration::from_secs(3600),
+            precision: 0.01,
+        };
+        let mut l = live();
+        for _ in 0..9 {
+            push(&mut l, 1_000_000, &rule);
+            assert!(!l.done, "below --min-runs");
+        }
+        push(&mut l, 1_000_000, &rule);
+        assert!(l.done, "identical samples: the CI is zero wide");
+        // Queued runs arrive after the decision (and before the next check point).
+        push(&mut l, 1_000_000, &rule);
+        push(&mut l, 1_300_000, &rule);
+        assert!(l.done);
+        assert!(!l.wants_more(&rule));
+    }
+
+    #[test]
+    fn noisy_samples_keep_measuring_until_the_budget() {
+        let rule = StopRule {
+            exact: None,
+            min_runs: 10,
+            max_runs: None,
+            budget: Duration::from_millis(30),
+            precision: 0.01,
+        };
+        let mut l = live();
+        for i in 0..10u64 {
+            l.spent += Duration::from_millis(1);
+            push(&mut l, 1_000_000 + (i % 2) * 500_000, &rule);
+        }
+        assert!(!l.done, "the CI is far wider than 1 %");
+        l.spent = Duration::from_millis(30);
+        push(&mut l, 1_000_000, &rule);
+        assert!(l.done, "the time budget is spent");
+    }
 }
