@@ -126,13 +126,14 @@ pub fn check(env: &Environment) -> Vec<Finding> {
     }
     let cores = num("cpu.logical_cores").unwrap_or(1.0);
     // procs_running counts perfsleuth itself.
-    if let Some(runnable) = num("noise.runnable").filter(|r| *r - 1.0 >= cores.max(1.0) * 0.5) {
+    if let Some(others) = num("noise.runnable").map(|r| r - 1.0).filter(|o| *o >= 1.0) {
+        let busy = others >= cores.max(1.0);
         add(
-            Problem,
+            if busy { Problem } else { Warning },
             "noise.runnable",
             format!(
-                "{} other tasks were runnable at start on {cores} CPUs: the machine is busy",
-                runnable - 1.0
+                "{others} other tasks were runnable at start on {cores} CPUs{}",
+                if busy { ": the machine is busy" } else { "" }
             ),
             "stop other work (look at top or pidstat) before measuring",
         );

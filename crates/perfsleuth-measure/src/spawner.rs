@@ -60,6 +60,10 @@ impl Spawner {
         if pid == 0 {
             drop(req_write);
             drop(rep_read);
+            // Descriptors inherited from the parent (another spawner's pipe
+            // ends, the store) would keep those open as long as this process
+            // lives: a second spawner would then never see end-of-file.
+            close_inherited(&[req_read.as_raw_fd(), rep_write.as_raw_fd()]);
             // SAFETY: prctl with constant arguments; dies with perfsleuth.
             unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
             // Ctrl-C reaches the whole foreground process group, the spawner
@@ -296,6 +300,40 @@ impl Drop for Spawner {
         let mut status = 0;
         // SAFETY: reaping our own child.
         unsafe { libc::waitpid(self.pid, &mut status, 0) };
+    }
+}
+
+/// Closes every descriptor above stderr except `keep`.
+fn close_inherited(keep: &[libc::c_int]) {
+    let mut keep = keep.to_vec();
+    keep.sort_unstable();
+    let mut low: libc::c_uint = 3;
+    for fd in keep.into_iter().chain(std::iter::once(-1)) {
+        let high = if fd < 0 {
+            libc::c_uint::MAX
+        } else {
+            (fd as libc::c_uint).saturating_sub(1)
+        };
+        if fd >= 0 && (fd as libc::c_uint) < low {
+            continue;
+        }
+        if high >= low {
+            // SAFETY: close_range only closes descriptors; none in the range is used.
+            let rc = unsafe { libc::syscall(libc::SYS_close_range, low, high, 0) };
+            if rc != 0 {
+                // Kernels before 5.9: close one by one up to the limit.
+                // SAFETY: sysconf has no preconditions.
+                let max =
+                    unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }.clamp(256, 65_536) as libc::c_uint;
+                for one in low..=high.min(max) {
+                    // SAFETY: closing a descriptor number; EBADF is harmless.
+                    unsafe { libc::close(one as libc::c_int) };
+                }
+            }
+        }
+        if fd >= 0 {
+            low = fd as libc::c_uint + 1;
+        }
     }
 }
 
@@ -691,6 +729,16 @@ mod tests {
             "small child {}",
             s.peak_rss_bytes
         );
+    }
+
+    #[test]
+    fn two_spawners_alive_at_once_both_shut_down() {
+        // The second is forked while the first's pipes are open; if it kept
+        // copies of them, dropping the first would wait forever.
+        let first = Spawner::start().unwrap();
+        let second = Spawner::start().unwrap();
+        drop(first);
+        drop(second);
     }
 
     #[test]

@@ -211,6 +211,7 @@ pub(crate) mod testutil {
             command: name.to_string(),
             argv: name.split(' ').map(str::to_string).collect(),
             parameters: Default::default(),
+            facts: Default::default(),
             samples: walls
                 .iter()
                 .enumerate()

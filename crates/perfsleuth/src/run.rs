@@ -292,19 +292,6 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
         benchmarks: Vec::new(),
     };
-    let findings = perfsleuth_env::check(&run.environment);
-    if let Some(problem) = findings
-        .iter()
-        .find(|f| f.severity == perfsleuth_env::Severity::Problem)
-    {
-        emit(
-            &format!(
-                "warning: this machine is not fit for benchmarking: {} (see `perfsleuth env check`)\n",
-                problem.message
-            ),
-            true,
-        );
-    }
     // Peak RSS values at or below this are "no more than the floor".
     run.environment.set_opt(
         "measure.peak_rss_floor_bytes",
@@ -399,6 +386,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                 let note = format!("Stored as run {id} in {}\n", store.path().display());
                 emit(&output::dim(&note, use_color(args.color, true)), true);
             }
+            warn_if_unfit(&run.environment);
             Ok(0)
         }
     }
@@ -723,6 +711,24 @@ fn check(
                 Fail::usage(format!("{label} {how}"), hint).with_details(details),
             ))
         }
+    }
+}
+
+/// One line after the results when `env check` finds a problem, so the
+/// reader weighs the numbers accordingly.
+fn warn_if_unfit(env: &Environment) {
+    let findings = perfsleuth_env::check(env);
+    if let Some(problem) = findings
+        .iter()
+        .find(|f| f.severity == perfsleuth_env::Severity::Problem)
+    {
+        emit(
+            &format!(
+                "warning: this machine was not fit for benchmarking: {} (see `perfsleuth env check`)\n",
+                problem.message
+            ),
+            true,
+        );
     }
 }
 

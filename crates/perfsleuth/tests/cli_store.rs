@@ -154,6 +154,9 @@ fn default_store_inside_a_git_repository() {
     let sb = Sandbox::new();
     let root = sb.root();
     git(root, &["init", "-q"]);
+    // The sandbox's HOME lives inside this repository; perfsleuth's cache
+    // there (ld.so diagnostics) is not the store under test.
+    std::fs::write(root.join(".git/info/exclude"), "home/\n").unwrap();
     std::fs::write(root.join("tracked.txt"), "v1\n").unwrap();
     git(root, &["add", "tracked.txt"]);
     git(root, &["commit", "-q", "-m", "first"]);
