@@ -29,9 +29,9 @@ fn main() {
         }
         let sequential = per(t);
         let t = Instant::now();
-        sp.begin(id, 0).unwrap();
+        sp.begin(id, 0, false).unwrap();
         for i in 1..n {
-            sp.begin(id, i).unwrap();
+            sp.begin(id, i, false).unwrap();
             sp.finish().unwrap();
         }
         sp.finish().unwrap();
@@ -39,7 +39,7 @@ fn main() {
         // All queued at once while this process sleeps: no wake-ups at all.
         let t = Instant::now();
         for i in 0..n {
-            sp.begin(id, i).unwrap();
+            sp.begin(id, i, false).unwrap();
         }
         std::thread::sleep(std::time::Duration::from_secs_f64(
             local * n as f64 * 1e-6 * 0.9,

@@ -141,6 +141,12 @@ pub struct Executor {
     program: String,
     input: Option<File>,
     stderr_capture: Option<File>,
+    /// `/dev/null`, for stderr of timed runs (see [`Executor::run`]).
+    stderr_null: Option<File>,
+    /// Whether the command's stderr currently goes to the capture file.
+    capturing: bool,
+    /// Whether the latest run's stderr was captured (else the tail is stale).
+    last_captured: bool,
     stderr_dirty: bool,
     timeout: Option<Duration>,
     tolerate: Tolerate,
@@ -193,6 +199,7 @@ impl Executor {
             }
         };
         let mut stderr_capture = None;
+        let mut stderr_null = None;
         match &io.output {
             OutputTarget::Inherit => {
                 command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
@@ -216,13 +223,17 @@ impl Executor {
                 };
                 command.stderr(dup(&capture, Path::new("stderr capture"))?);
                 stderr_capture = Some(capture);
+                stderr_null = Some(open(Path::new("/dev/null"), true)?);
             }
         }
         Ok(Executor {
             command,
             program: program.clone(),
             input,
+            capturing: stderr_capture.is_some(),
             stderr_capture,
+            stderr_null,
+            last_captured: false,
             stderr_dirty: false,
             timeout: io.timeout,
             tolerate: io.tolerate.clone(),
@@ -234,11 +245,21 @@ impl Executor {
         &self.tolerate
     }
 
-    /// Runs the command once and measures it.
+    /// Runs the command once and measures it, keeping its stderr for
+    /// [`Executor::stderr_tail`].
     pub fn run_once(&mut self, iteration: u32) -> Result<Outcome, MeasureError> {
+        self.run(iteration, true)
+    }
+
+    /// Runs the command once and measures it. With `capture_stderr` false,
+    /// stderr goes to `/dev/null`, like stdout: writing it to a file would
+    /// cost the child time and put disk I/O into the measurement, so timed
+    /// runs discard it and a failure is diagnosed by an untimed re-run.
+    pub fn run(&mut self, iteration: u32, capture_stderr: bool) -> Result<Outcome, MeasureError> {
         if interrupted() {
             return Ok(Outcome::Interrupted);
         }
+        self.route_stderr(capture_stderr)?;
         self.rewind_streams()?;
         let start = Instant::now();
         let child = self
@@ -252,7 +273,8 @@ impl Executor {
         let waited =
             wait_child(pid, self.timeout, start).map_err(|source| self.spawn_error(source))?;
         let wall = start.elapsed();
-        self.stderr_dirty = self.stderr_capture.is_some();
+        self.stderr_dirty = self.capturing;
+        self.last_captured = self.capturing;
         let sample = sample_from(
             iteration,
             if waited.timed_out {
@@ -275,9 +297,24 @@ impl Executor {
     /// The last `lines` lines the previous iteration wrote to stderr (empty
     /// when stderr was inherited).
     pub fn stderr_tail(&mut self, lines: usize) -> String {
-        self.stderr_capture
-            .as_mut()
-            .map_or_else(String::new, |f| tail_of(f, lines))
+        match self.stderr_capture.as_mut() {
+            Some(f) if self.last_captured => tail_of(f, lines),
+            _ => String::new(),
+        }
+    }
+
+    /// Points the command's stderr at the capture file or at `/dev/null`;
+    /// costs a `dup` only when the choice changes.
+    fn route_stderr(&mut self, capture: bool) -> Result<(), MeasureError> {
+        let (Some(file), Some(null)) = (&self.stderr_capture, &self.stderr_null) else {
+            return Ok(());
+        };
+        if capture != self.capturing {
+            let target = if capture { file } else { null };
+            self.command.stderr(dup(target, Path::new("stderr"))?);
+            self.capturing = capture;
+        }
+        Ok(())
     }
 
     fn rewind_streams(&mut self) -> Result<(), MeasureError> {

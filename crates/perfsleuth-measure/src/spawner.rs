@@ -41,6 +41,10 @@ pub struct Spawner {
 
 const REQ_SETUP: u8 = 1;
 const REQ_RUN: u8 = 2;
+/// Run flag: keep the run's stderr.
+const RUN_CAPTURE: u8 = 1;
+/// Run flag: run even after a failure halted the queue (diagnosis).
+const RUN_FORCE: u8 = 2;
 const REP_ERR: u8 = 0;
 const REP_OK: u8 = 1;
 
@@ -167,24 +171,45 @@ impl Spawner {
         Ok(id)
     }
 
-    /// Runs a prepared command once in the spawner and returns its measurement.
+    /// Runs a prepared command once, untimed-style: its stderr is kept for
+    /// [`Spawner::stderr_tail`].
     pub fn run_once(&mut self, id: CommandId, iteration: u32) -> Result<Outcome, MeasureError> {
-        self.begin(id, iteration)?;
+        self.begin(id, iteration, true)?;
+        self.finish()
+    }
+
+    /// Runs a command once (stderr kept) even after a failure stopped the
+    /// spawner from running queued requests: to collect a failing command's
+    /// stderr, or to run `--cleanup` after a failed run.
+    pub fn run_anyway(&mut self, id: CommandId) -> Result<Outcome, MeasureError> {
+        self.send_run(id, 0, RUN_CAPTURE | RUN_FORCE)?;
         self.finish()
     }
 
     /// Starts one iteration and returns at once, so the caller can do its own
     /// bookkeeping (storing the previous sample) while the command runs;
     /// [`Spawner::finish`] collects the result.
-    pub fn begin(&mut self, id: CommandId, iteration: u32) -> Result<(), MeasureError> {
+    /// `capture_stderr`: keep stderr for [`Spawner::stderr_tail`]; timed runs
+    /// pass false (see [`Executor::run`]).
+    pub fn begin(
+        &mut self,
+        id: CommandId,
+        iteration: u32,
+        capture_stderr: bool,
+    ) -> Result<(), MeasureError> {
         if interrupted() {
             self.skipped = true;
             return Ok(());
         }
-        let mut msg = [0u8; 9];
+        self.send_run(id, iteration, if capture_stderr { RUN_CAPTURE } else { 0 })
+    }
+
+    fn send_run(&mut self, id: CommandId, iteration: u32, flags: u8) -> Result<(), MeasureError> {
+        let mut msg = [0u8; 10];
         msg[0] = REQ_RUN;
         msg[1..5].copy_from_slice(&id.0.to_le_bytes());
         msg[5..9].copy_from_slice(&iteration.to_le_bytes());
+        msg[9] = flags;
         self.send(&msg)
     }
 
@@ -390,11 +415,15 @@ fn handle(msg: &[u8], executors: &mut HashMap<u32, Executor>, halted: &mut bool)
     let mut r = Reader(msg);
     let result = match r.u8() {
         Some(REQ_SETUP) => setup(&mut r, executors).map(|()| vec![REP_OK]),
-        Some(REQ_RUN) => match (r.u32(), r.u32()) {
-            (Some(_), Some(_)) if *halted => Ok(encode_outcome(&Outcome::Skipped)),
-            (Some(id), Some(iteration)) => match executors.get_mut(&id) {
-                Some(ex) => ex.run_once(iteration).map(|o| {
-                    *halted = o.halts(ex.tolerate());
+        Some(REQ_RUN) => match (r.u32(), r.u32(), r.u8()) {
+            (Some(_), Some(_), Some(flags)) if *halted && flags & RUN_FORCE == 0 => {
+                Ok(encode_outcome(&Outcome::Skipped))
+            }
+            (Some(id), Some(iteration), Some(flags)) => match executors.get_mut(&id) {
+                Some(ex) => ex.run(iteration, flags & RUN_CAPTURE != 0).map(|o| {
+                    if flags & RUN_FORCE == 0 {
+                        *halted = o.halts(ex.tolerate());
+                    }
                     encode_outcome(&o)
                 }),
                 None => Err(protocol_error("unknown command id")),
@@ -732,6 +761,27 @@ mod tests {
     }
 
     #[test]
+    fn timed_runs_discard_stderr_and_a_diagnosis_rerun_collects_it() {
+        let mut sp = Spawner::start().unwrap();
+        let id = sp
+            .prepare(&argv(&["sh", "-c", "echo boom >&2; exit 5"]), &NULL_IO)
+            .unwrap();
+        let ok = sp.prepare(&argv(&["true"]), &NULL_IO).unwrap();
+        sp.begin(id, 0, false).unwrap();
+        sp.begin(ok, 0, false).unwrap();
+        assert!(matches!(sp.finish().unwrap(), Outcome::Completed(s) if s.exit_code == Some(5)));
+        assert_eq!(sp.finish().unwrap(), Outcome::Skipped);
+        assert_eq!(
+            sp.stderr_tail(id, 5),
+            "",
+            "a timed run's stderr went to /dev/null"
+        );
+        let again = sp.run_anyway(id).unwrap();
+        assert!(matches!(again, Outcome::Completed(s) if s.exit_code == Some(5)));
+        assert_eq!(sp.stderr_tail(id, 5), "boom");
+    }
+
+    #[test]
     fn two_spawners_alive_at_once_both_shut_down() {
         // The second is forked while the first's pipes are open; if it kept
         // copies of them, dropping the first would wait forever.
@@ -748,8 +798,8 @@ mod tests {
             .prepare(&argv(&["sh", "-c", "exit 3"]), &NULL_IO)
             .unwrap();
         let ok = sp.prepare(&argv(&["true"]), &NULL_IO).unwrap();
-        sp.begin(fail, 0).unwrap();
-        sp.begin(ok, 0).unwrap();
+        sp.begin(fail, 0, true).unwrap();
+        sp.begin(ok, 0, true).unwrap();
         assert!(matches!(sp.finish().unwrap(), Outcome::Completed(s) if s.exit_code == Some(3)));
         assert_eq!(sp.finish().unwrap(), Outcome::Skipped);
         // A tolerated code does not halt.
@@ -760,8 +810,8 @@ mod tests {
         };
         let fail = sp.prepare(&argv(&["sh", "-c", "exit 3"]), &io).unwrap();
         let ok = sp.prepare(&argv(&["true"]), &NULL_IO).unwrap();
-        sp.begin(fail, 0).unwrap();
-        sp.begin(ok, 0).unwrap();
+        sp.begin(fail, 0, true).unwrap();
+        sp.begin(ok, 0, true).unwrap();
         assert!(matches!(sp.finish().unwrap(), Outcome::Completed(s) if s.exit_code == Some(3)));
         assert!(matches!(sp.finish().unwrap(), Outcome::Completed(s) if s.succeeded()));
     }

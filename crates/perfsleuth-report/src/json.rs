@@ -65,6 +65,7 @@ fn comparison_json(c: &Comparison) -> Value {
     let mut time = ratio_json(c.time.as_ref());
     if let Value::Object(map) = &mut time {
         map.insert("p_value".to_string(), json!(c.time_p_value));
+        map.insert("inconclusive".to_string(), json!(c.time_inconclusive));
     }
     json!({
         "benchmark": c.index,

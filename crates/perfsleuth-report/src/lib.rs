@@ -36,6 +36,9 @@ pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
 /// twice gives the same intervals.
 pub const BOOTSTRAP_SEED: u64 = 0x7065_7266_736c_6575;
 
+/// Significance level of the rank test on wall time.
+pub const ALPHA: f64 = 0.05;
+
 /// Fewest samples each side needs before a difference is called significant:
 /// with fewer, the bootstrap distribution of a median has so few distinct
 /// values that its interval can exclude 1.0 on no real evidence (with one
@@ -82,6 +85,9 @@ pub struct Comparison {
     pub peak_rss: Option<RatioEstimate>,
     /// Two-sided Mann-Whitney U p-value for wall time.
     pub time_p_value: Option<f64>,
+    /// The bootstrap CI and the rank test disagree about wall time (one says
+    /// different, the other not): no claim either way.
+    pub time_inconclusive: bool,
 }
 
 /// Everything the renderers need: per-benchmark summaries and comparisons.
@@ -161,16 +167,28 @@ fn compare(
             est
         })
     };
+    let time_p_value = mann_whitney_u(
+        &reference.values(Metric::Wall),
+        &candidate.values(Metric::Wall),
+    )
+    .map(|m| m.p_value);
+    let mut time = ratio(Metric::Wall);
+    let mut time_inconclusive = false;
+    if let (Some(est), Some(p)) = (time.as_mut(), time_p_value) {
+        // A time difference is claimed only when both tests agree.
+        let rank_says_different = p < ALPHA;
+        if enough_runs(reference.samples.len(), candidate.samples.len()) {
+            time_inconclusive = est.significant != rank_says_different;
+        }
+        est.significant &= rank_says_different;
+    }
     Comparison {
         index,
         reference: ref_index,
-        time: ratio(Metric::Wall),
+        time,
         peak_rss: ratio(Metric::PeakRss),
-        time_p_value: mann_whitney_u(
-            &reference.values(Metric::Wall),
-            &candidate.values(Metric::Wall),
-        )
-        .map(|m| m.p_value),
+        time_p_value,
+        time_inconclusive,
     }
 }
 
@@ -328,6 +346,27 @@ mod tests {
         // Constant equal RSS on both sides: the ratio is exactly 1.
         let rss = rep.comparisons[0].peak_rss.as_ref().unwrap();
         assert_eq!((rss.ratio, rss.significant), (1.0, false));
+    }
+
+    #[test]
+    fn a_time_difference_is_claimed_only_when_ci_and_rank_test_agree() {
+        // Shifts from none to large, with overlapping noise: somewhere the two
+        // tests disagree, and then no claim may be made.
+        let base: Vec<u64> = (0..12).map(|i| 1_000 + (i * 37) % 100).collect();
+        for shift in 0..60u64 {
+            let cand: Vec<u64> = base.iter().map(|w| w + shift).collect();
+            let report = analyze(&run(vec![bench("a", &base, 1), bench("b", &cand, 1)]), None);
+            let c = &report.comparisons[0];
+            let est = c.time.as_ref().unwrap();
+            let p = c.time_p_value.unwrap();
+            let ci_excludes = !est.ci.contains(1.0);
+            assert_eq!(est.significant, ci_excludes && p < ALPHA, "shift {shift}");
+            assert_eq!(
+                c.time_inconclusive,
+                ci_excludes != (p < ALPHA),
+                "shift {shift}"
+            );
+        }
     }
 
     #[test]

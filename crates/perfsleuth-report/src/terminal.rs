@@ -369,7 +369,15 @@ fn comparison_rows(
     }
     match &c.time {
         Some(est) => {
-            let (text, tone) = statement(est, Quantity::Time, reference.runs, cand.runs);
+            let (text, tone) = if c.time_inconclusive {
+                (
+                    "inconclusive: the 95% CI and the rank test disagree; measure more runs"
+                        .to_string(),
+                    Tone::Neutral,
+                )
+            } else {
+                statement(est, Quantity::Time, reference.runs, cand.runs)
+            };
             let p = c.time_p_value.map(|p| format!(" ({})", format_p(p)));
             let _ = writeln!(
                 out,

@@ -12,6 +12,7 @@ mod run;
 mod term;
 
 use clap::Parser;
+use clap::error::ErrorKind;
 use cli::{Cli, Command};
 use error::Fail;
 
@@ -24,7 +25,10 @@ fn main() {
     } else {
         None
     };
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => std::process::exit(usage_error(e)),
+    };
     let result = match cli.command {
         Command::Run(args) => run::run(*args, spawner),
         Command::Runs(args) => history::runs(args),
@@ -35,6 +39,50 @@ fn main() {
         Ok(code) => code,
         Err(fail) => report(&fail),
     });
+}
+
+/// Option errors in the same shape as every other error: one `error:` line,
+/// then a hint (clap's own tip when it has one). Help and version print as usual.
+fn usage_error(e: clap::Error) -> i32 {
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    // The first paragraph is the message (clap continues it on indented lines).
+    let mut paragraphs = text.split("\n\n");
+    let message = paragraphs
+        .next()
+        .unwrap_or("error: invalid arguments")
+        .lines()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_start_matches("error: ")
+        .to_string();
+    let rest: Vec<&str> = paragraphs.flat_map(str::lines).map(str::trim).collect();
+    let subcommand = std::env::args()
+        .nth(1)
+        .filter(|a| ["run", "runs", "show", "env"].contains(&a.as_str()));
+    let help = match &subcommand {
+        Some(sub) => format!("perfsleuth {sub} --help"),
+        None => "perfsleuth --help".to_string(),
+    };
+    let hint = rest
+        .iter()
+        .find_map(|l| l.strip_prefix("tip: ").map(str::to_string))
+        .or_else(|| {
+            rest.iter().find_map(|l| {
+                l.strip_prefix("Usage: ")
+                    .map(|u| format!("usage: {u}; see `{help}`"))
+            })
+        })
+        .unwrap_or_else(|| format!("see `{help}` for the accepted values"));
+    report(&Fail::usage(message, hint))
 }
 
 fn report(fail: &Fail) -> i32 {

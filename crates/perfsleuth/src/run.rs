@@ -40,6 +40,8 @@ struct Live {
     plan: Planned,
     /// Facts about the measured program (`binary.*`).
     binary: Environment,
+    /// `--setup` ran and `--cleanup` has not yet.
+    set_up: bool,
     main: CommandId,
     prepare: Option<CommandId>,
     setup: Option<CommandId>,
@@ -257,6 +259,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         };
         live.push(Live {
             binary,
+            set_up: false,
             plan: p,
             main,
             prepare,
@@ -423,9 +426,24 @@ struct Measure<'a> {
 
 impl Measure<'_> {
     fn all(&mut self, live: &mut [Live], warmup: u32, interleave: bool) -> Result<(), Stop> {
+        let result = self.phases(live, warmup, interleave);
+        if matches!(result, Err(Stop::Failed(_))) {
+            // What was set up is cleaned up, even after a failure (not after
+            // Ctrl-C: the user wants out). Best effort: the failure is the news.
+            for l in live.iter_mut().filter(|l| l.set_up) {
+                if let Some(id) = l.cleanup {
+                    let _ = self.spawner.run_anyway(id);
+                }
+            }
+        }
+        result
+    }
+
+    fn phases(&mut self, live: &mut [Live], warmup: u32, interleave: bool) -> Result<(), Stop> {
         if interleave {
-            for l in live.iter() {
+            for l in live.iter_mut() {
                 self.aux(l.setup, "--setup", &l.plan.name)?;
+                l.set_up = true;
             }
             for _ in 0..warmup {
                 for l in live.iter_mut() {
@@ -433,16 +451,19 @@ impl Measure<'_> {
                 }
             }
             self.timed(live)?;
-            for l in live.iter() {
+            for l in live.iter_mut() {
+                l.set_up = false;
                 self.aux(l.cleanup, "--cleanup", &l.plan.name)?;
             }
         } else {
             for i in 0..live.len() {
                 self.aux(live[i].setup, "--setup", &live[i].plan.name)?;
+                live[i].set_up = true;
                 for _ in 0..warmup {
                     self.warm(&mut live[i])?;
                 }
                 self.timed(&mut live[i..=i])?;
+                live[i].set_up = false;
                 self.aux(live[i].cleanup, "--cleanup", &live[i].plan.name)?;
             }
         }
@@ -486,6 +507,19 @@ impl Measure<'_> {
                 Ok(None) => continue,
                 Ok(Some(outcome)) => {
                     queue.pop_front();
+                    let tolerate = if step.prepare {
+                        &Tolerate::Nothing
+                    } else {
+                        &self.tolerate
+                    };
+                    if outcome.halts(tolerate) {
+                        // Collect the replies of runs already queued (the spawner
+                        // answers them without running) before anything else is
+                        // asked of it, such as a re-run to show the failure.
+                        for _ in queue.drain(..) {
+                            let _ = self.spawner.finish();
+                        }
+                    }
                     // The next queued run is executing now: store the previous sample meanwhile.
                     self.flush()
                         .and_then(|()| self.complete(&mut live[step.bench], step, outcome))
@@ -561,14 +595,14 @@ impl Measure<'_> {
                 self.spawner,
                 id,
                 &format!("--prepare command of `{}`", l.plan.name),
-                false,
+                Role::Helper,
                 outcome,
             )?;
             l.spent += Duration::from_nanos(s.wall_ns);
             l.prepare_wall = Duration::from_nanos(s.wall_ns);
             return Ok(());
         }
-        let mut sample = self.check_main(l, outcome)?;
+        let mut sample = self.check_main(l, outcome, Role::Timed)?;
         sample.iteration = step.iteration;
         l.spent += Duration::from_nanos(sample.wall_ns);
         l.last_unit = Some(l.prepare_wall + Duration::from_nanos(sample.wall_ns));
@@ -581,14 +615,15 @@ impl Measure<'_> {
     }
 
     /// Checks a benchmarked run against the `--ignore-failure` policy.
-    fn check_main(&mut self, l: &Live, outcome: Outcome) -> Result<Sample, Stop> {
+    fn check_main(&mut self, l: &Live, outcome: Outcome, role: Role) -> Result<Sample, Stop> {
         let label = format!("command `{}`", l.plan.command);
-        check(&self.tolerate, self.spawner, l.main, &label, true, outcome)
+        check(&self.tolerate, self.spawner, l.main, &label, role, outcome)
     }
 
+    /// Queues a run; timed runs discard stderr (see `Executor::run`).
     fn begin(&mut self, id: CommandId, iteration: u32, what: &str) -> Result<(), Stop> {
         self.spawner
-            .begin(id, iteration)
+            .begin(id, iteration, what != "command")
             .map_err(|e| Stop::Failed(measure_fail(e, what)))
     }
 
@@ -614,7 +649,7 @@ impl Measure<'_> {
     fn warm(&mut self, l: &mut Live) -> Result<(), Stop> {
         self.aux(l.prepare, "--prepare", &l.plan.name)?;
         let outcome = self.exec(l.main, "command")?;
-        let s = self.check_main(l, outcome)?;
+        let s = self.check_main(l, outcome, Role::Untimed)?;
         l.last_unit = Some(Duration::from_nanos(s.wall_ns));
         Ok(())
     }
@@ -628,7 +663,7 @@ impl Measure<'_> {
             self.spawner,
             id,
             &format!("{what} command of `{bench}`"),
-            false,
+            Role::Helper,
             outcome,
         )
         .map(|_| ())
@@ -666,12 +701,24 @@ fn next_bench(live: &[Live], rule: &StopRule, cursor: &mut usize) -> Option<usiz
 }
 
 /// Turns an outcome into a sample, or into the error that stops the run.
+/// What a checked run was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A timed run of a benchmarked command (its stderr was discarded).
+    Timed,
+    /// A warmup run of a benchmarked command (stderr kept).
+    Untimed,
+    /// A prepare/setup/cleanup command (stderr kept).
+    Helper,
+}
+
+/// Turns an outcome into a sample, or into the error that stops the run.
 fn check(
     tolerate: &Tolerate,
     spawner: &mut Spawner,
     id: CommandId,
     label: &str,
-    benchmarked: bool,
+    role: Role,
     outcome: Outcome,
 ) -> Result<Sample, Stop> {
     match outcome {
@@ -694,18 +741,28 @@ fn check(
                 (_, Some(sig)) => format!("was killed by signal {sig} ({})", signal_name(sig)),
                 _ => "ended abnormally".to_string(),
             };
+            let mut details = Vec::new();
+            let mut heading = "its last stderr lines:";
+            if role == Role::Timed {
+                // Timed runs send stderr to /dev/null; run it once more, untimed, to show why.
+                heading = "its last stderr lines (from a re-run to collect them):";
+                match spawner.run_anyway(id) {
+                    Ok(Outcome::Completed(again)) if tolerate.accepts(&again) => {
+                        details.push("a re-run succeeded: the failure is intermittent".to_string());
+                    }
+                    Ok(_) => {}
+                    Err(e) => details.push(format!("could not re-run it to collect stderr: {e}")),
+                }
+            }
             let tail = spawner.stderr_tail(id, 5);
-            let details = if tail.is_empty() {
-                Vec::new()
-            } else {
-                std::iter::once("its last stderr lines:".to_string())
-                    .chain(tail.lines().map(|l| format!("  {l}")))
-                    .collect()
-            };
-            let hint = if benchmarked {
-                "fix the command, or pass --ignore-failure (or --ignore-failure=CODES) to measure it anyway"
-            } else {
+            if !tail.is_empty() {
+                details.push(heading.to_string());
+                details.extend(tail.lines().map(|l| format!("  {l}")));
+            }
+            let hint = if role == Role::Helper {
                 "helper commands must succeed; fix it or remove the option"
+            } else {
+                "fix the command, or pass --ignore-failure (or --ignore-failure=CODES) to measure it anyway"
             };
             Err(Stop::Failed(
                 Fail::usage(format!("{label} {how}"), hint).with_details(details),
@@ -845,6 +902,7 @@ mod tests {
         Live {
             plan,
             binary: Environment::default(),
+            set_up: false,
             main,
             prepare: None,
             setup: None,

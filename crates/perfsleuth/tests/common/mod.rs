@@ -99,8 +99,8 @@ impl Out {
             "first stderr line is not `error:`: {self:?}"
         );
         assert!(
-            self.stderr.contains("--help") || self.stderr.contains("tip:"),
-            "the error points nowhere: {self:?}"
+            self.stderr.lines().nth(1).is_some_and(|l| l.starts_with("  hint: ")),
+            "the error's second line is not a hint: {self:?}"
         );
         assert!(
             self.stderr.contains(needle),
