@@ -284,10 +284,11 @@ impl CpuInfo {
 
 /// A field of the first processor of `/proc/cpuinfo`.
 fn field(info: &Result<CpuInfo, String>, key: &str) -> Result<String, String> {
+    // Control characters (NULs in a damaged file) never reach a fact.
     info.as_ref()
         .map_err(Clone::clone)?
         .get(key)
-        .map(str::to_string)
+        .map(|v| v.chars().filter(|c| !c.is_control()).collect())
 }
 
 /// A cpuinfo field used when CPUID failed; both reasons are kept.
@@ -559,7 +560,13 @@ fn cpuid_cache_check(
 fn cpuid_caches(src: &Source, leaf: u32) -> Result<Vec<(&'static str, u64)>, String> {
     let mut caches = Vec::new();
     for sub in 0..MAX_CACHE_ENTRIES {
-        let [eax, ebx, ecx, _] = src.cpuid(leaf, sub)?;
+        // A dump may end after the last cache instead of listing the empty
+        // subleaf that terminates the list: the end, not an error.
+        let [eax, ebx, ecx, _] = match src.cpuid(leaf, sub) {
+            Ok(regs) => regs,
+            Err(_) if !caches.is_empty() => break,
+            Err(e) => return Err(e),
+        };
         let kind = eax & 0x1F;
         if kind == 0 {
             break;

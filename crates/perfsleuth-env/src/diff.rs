@@ -61,6 +61,7 @@ pub fn significant(changes: &[Change]) -> impl Iterator<Item = &Change> {
 }
 
 fn rank(key: &str) -> usize {
+    // Entries ending in '.' are prefixes; the others are exact keys.
     const ORDER: [&str; 14] = [
         "cpu.model",
         "cpu.brand",
@@ -68,7 +69,7 @@ fn rank(key: &str) -> usize {
         "cpu.family",
         "cpu.model_id",
         "cpu.stepping",
-        "cpu.cache",
+        "cpu.cache.",
         "cpu.flags",
         "cpu.isa_level",
         "cpu.",
@@ -79,7 +80,13 @@ fn rank(key: &str) -> usize {
     ];
     ORDER
         .iter()
-        .position(|p| key.starts_with(p))
+        .position(|p| {
+            if p.ends_with('.') {
+                key.starts_with(p)
+            } else {
+                key == *p
+            }
+        })
         .unwrap_or(ORDER.len())
 }
 
@@ -97,7 +104,15 @@ fn summarize(key: &str, a: Option<&str>, b: Option<&str>) -> String {
 fn flag_summary(a: &str, b: &str) -> String {
     let sa: BTreeSet<&str> = a.split_whitespace().collect();
     let sb: BTreeSet<&str> = b.split_whitespace().collect();
-    let list = |set: Vec<&&str>, side: &str| {
+    let list = |mut set: Vec<&&str>, side: &str| {
+        // The vector extensions matter most to performance: name them first.
+        set.sort_by_key(|f| {
+            (
+                !f.starts_with("avx512") && !f.starts_with("amx"),
+                !f.starts_with("avx"),
+                **f,
+            )
+        });
         let shown: Vec<&str> = set.iter().take(8).map(|s| **s).collect();
         let more = if set.len() > 8 { ", …" } else { "" };
         format!("{} only in {side} ({}{more})", set.len(), shown.join(", "))

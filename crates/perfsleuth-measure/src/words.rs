@@ -86,6 +86,11 @@ pub fn split_command(line: &str) -> Result<Vec<String>, SplitError> {
                 }
                 None => return Err(SplitError::TrailingBackslash),
             },
+            '~' if !in_word => return Err(SplitError::ShellSyntax("~".into())),
+            '=' if words.is_empty() && in_word && is_name(&word) => {
+                // `VAR=value cmd`: an assignment only a shell performs.
+                return Err(SplitError::ShellSyntax(format!("{word}=")));
+            }
             '|' | '&' | ';' | '<' | '>' | '`' => {
                 let mut op = c.to_string();
                 if let Some(&next) = chars.peek() {
@@ -118,6 +123,15 @@ pub fn split_command(line: &str) -> Result<Vec<String>, SplitError> {
         return Err(SplitError::Empty);
     }
     Ok(words)
+}
+
+/// Whether `word` is a shell variable name (what may stand before `=`).
+fn is_name(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Whether `$` or a backtick followed by `next` starts an expansion.
@@ -153,6 +167,9 @@ mod tests {
         assert_eq!(ok("echo '|' \"a > b\" \\;"), ["echo", "|", "a > b", ";"]);
         assert_eq!(ok("echo 'cost $5' '$(x)'"), ["echo", "cost $5", "$(x)"]);
         assert_eq!(ok("echo a$ 5$"), ["echo", "a$", "5$"]);
+        // `=` after the program name and `~` inside a word are plain text.
+        assert_eq!(ok("./bench --size=10 a~b"), ["./bench", "--size=10", "a~b"]);
+        assert_eq!(ok("'FOO=1' x"), ["FOO=1", "x"]);
     }
 
     #[test]
@@ -169,6 +186,8 @@ mod tests {
             ("echo \"$HOME\"", "$"),
             ("echo `date`", "`"),
             ("a || b", "||"),
+            ("FOO=1 ./bench", "FOO="),
+            ("ls ~/data", "~"),
         ] {
             assert_eq!(
                 split_command(line),

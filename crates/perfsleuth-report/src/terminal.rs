@@ -75,6 +75,11 @@ pub fn render_terminal(run: &Run, report: &RunReport, style: &Style) -> String {
         out.push_str("No benchmarks.\n");
         return out;
     }
+    // Children report at least the spawner's own peak RSS (see perfsleuth-measure).
+    let rss_floor = run
+        .environment
+        .get("measure.peak_rss_floor_bytes")
+        .and_then(|v| v.parse::<f64>().ok());
     for (i, b) in report.benchmarks.iter().enumerate() {
         if i > 0 {
             out.push('\n');
@@ -84,7 +89,7 @@ pub fn render_terminal(run: &Run, report: &RunReport, style: &Style) -> String {
             .get(i)
             .and_then(|b| b.samples.first())
             .map(|s| s.wall_ns as f64);
-        benchmark_block(&mut out, i, b, first_wall, style);
+        benchmark_block(&mut out, i, b, first_wall, rss_floor, style);
     }
     if !report.comparisons.is_empty() {
         out.push('\n');
@@ -128,6 +133,7 @@ fn benchmark_block(
     i: usize,
     b: &BenchmarkReport,
     first_wall: Option<f64>,
+    rss_floor: Option<f64>,
     style: &Style,
 ) {
     let _ = writeln!(
@@ -190,14 +196,20 @@ fn benchmark_block(
         ),
     );
     if let (Some(rss), Some(rss_median)) = (rss, rss_median) {
+        let at_floor = rss_floor.is_some_and(|f| f > 0.0 && rss.median <= f * 1.02);
         labelled(
             out,
             "Peak RSS (median):",
             &format!(
-                "{}  [{} … {}]",
+                "{}  [{} … {}]{}",
                 pad_left(&rss_median, w1),
                 format_bytes(rss.median_ci.lo),
-                format_bytes(rss.median_ci.hi)
+                format_bytes(rss.median_ci.hi),
+                if at_floor {
+                    "  (at the measurement floor: the program uses at most this)"
+                } else {
+                    ""
+                }
             ),
         );
     }
@@ -229,7 +241,7 @@ fn benchmark_block(
         if first_is_slow_outlier {
             let _ = writeln!(
                 out,
-                "{WARNING_INDENT}The first run is a slow outlier, which suggests cold caches: try --warmup."
+                "{WARNING_INDENT}The first run is a slow outlier, which suggests cold caches: try a larger --warmup."
             );
         }
         if wall.outliers.len() > usize::from(first_is_slow_outlier) {
@@ -297,7 +309,7 @@ pub(crate) fn statement(
     // reductions "3.00× faster" avoids the ambiguous "67% faster".
     let size = if higher && r >= 2.0 {
         format!("{:.2}× {more}", r)
-    } else if !higher && r > 0.0 && r <= 0.5 {
+    } else if !higher && r > 0.0 && r <= 0.5 && quantity == Quantity::Time {
         format!("{:.2}× {less}", 1.0 / r)
     } else {
         format!("{} {}", format_percent(r), if higher { more } else { less })
@@ -529,7 +541,7 @@ Comparison with `base`:
     peak RSS  1.00× [1.00× … 1.00×]  no significant difference
   smaller
     time      1.00× [0.99× … 1.01×]  no significant difference (p = 1.00)
-    peak RSS  0.50× [0.50× … 0.50×]  2.00× less memory — significant
+    peak RSS  0.50× [0.50× … 0.50×]  50% less memory — significant
 ";
         assert_eq!(comparison, expected);
     }
@@ -555,7 +567,7 @@ Comparison with `base`:
             text.contains("  Warning: 1 of 12 runs is an outlier (modified z-score > 3.5).\n"),
             "{text}"
         );
-        assert!(text.contains("cold caches: try --warmup."));
+        assert!(text.contains("cold caches: try a larger --warmup."));
         assert!(!text.contains("Other programs"));
         assert!(text.contains("Benchmark 2: empty\n  no samples\n"));
         assert!(text.contains("  empty\n    no samples\n"));

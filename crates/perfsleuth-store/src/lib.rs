@@ -710,6 +710,24 @@ impl Store {
         Ok(())
     }
 
+    /// Replaces a run's context facts (those only known at the end, such as
+    /// the measured peak-RSS floor); identity and performance facts are fixed
+    /// at [`Store::begin_run`].
+    pub fn update_context(&mut self, run_id: i64, env: &Environment) -> Result<(), StoreError> {
+        let context = serde_json::to_string(&env.only(&[ImpactClass::Context])).at(&self.path)?;
+        let changed = self
+            .conn
+            .execute(
+                "UPDATE runs SET context = ?1 WHERE id = ?2",
+                params![context, run_id],
+            )
+            .at(&self.path)?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(run_id.to_string()));
+        }
+        Ok(())
+    }
+
     /// Sets a run's final status and end time.
     pub fn finish_run(
         &mut self,

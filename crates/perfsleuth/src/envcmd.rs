@@ -148,6 +148,12 @@ fn resolve(
     if path.is_file() {
         return from_file(path).map(|e| (spec.to_string(), e));
     }
+    if spec.ends_with(".json") || spec.contains('/') {
+        return Err(Fail::usage(
+            format!("{spec}: no such file"),
+            "give a run id, latest, latest~N, current, or an exported JSON file",
+        ));
+    }
     let store = open_existing_store(store)?;
     let id = store.resolve_run(spec).map_err(store_fail)?;
     let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {

@@ -72,6 +72,12 @@ pub fn resolve_reference<'a>(
             "give a 1-based index or a benchmark name",
         ));
     }
+    if names.iter().filter(|n| **n == spec).count() > 1 {
+        return Err(Fail::usage(
+            format!("--reference `{spec}` names more than one benchmark"),
+            "give its 1-based index instead, or distinct --name values",
+        ));
+    }
     names
         .iter()
         .position(|n| *n == spec)
@@ -169,5 +175,28 @@ pub fn dim(text: &str, color: bool) -> String {
         format!("\x1b[2m{}\x1b[0m\n", text.trim_end())
     } else {
         text.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_by_index_or_unique_name() {
+        let names = ["a", "b", "b"];
+        assert_eq!(resolve_reference(None, names.into_iter()).unwrap(), None);
+        assert_eq!(
+            resolve_reference(Some("2"), names.into_iter()).unwrap(),
+            Some(1)
+        );
+        assert_eq!(
+            resolve_reference(Some("a"), names.into_iter()).unwrap(),
+            Some(0)
+        );
+        assert!(resolve_reference(Some("4"), names.into_iter()).is_err());
+        assert!(resolve_reference(Some("c"), names.into_iter()).is_err());
+        let err = resolve_reference(Some("b"), names.into_iter()).unwrap_err();
+        assert!(err.message.contains("more than one"));
     }
 }

@@ -27,7 +27,10 @@ pub fn duration(s: &str) -> Result<Duration, String> {
         }
     };
     let secs = value * scale;
-    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+    if !secs.is_finite() || secs > 1e9 {
+        return Err(format!("duration `{s}` is too large (at most 1e9 s)"));
+    }
+    if secs <= 0.0 {
         return Err(format!("duration `{s}` must be positive"));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -50,7 +53,8 @@ pub fn percent(s: &str) -> Result<f64, String> {
 pub fn ignore_failure(v: Option<&str>) -> Result<Tolerate, String> {
     match v {
         None => Ok(Tolerate::Nothing),
-        Some("all") | Some("") => Ok(Tolerate::Everything),
+        Some("all") => Ok(Tolerate::Everything),
+        Some("") => Err("--ignore-failure= needs codes after `=` (e.g. --ignore-failure=1,2), or drop the `=` to ignore every failure".into()),
         Some(list) => list
             .split(',')
             .map(|c| {
@@ -117,6 +121,11 @@ mod tests {
         assert!(duration("5 parsecs").is_err());
         assert!(duration("0").is_err());
         assert!(duration("-1s").is_err());
+        assert!(
+            duration("5000000000000h")
+                .unwrap_err()
+                .contains("too large")
+        );
     }
 
     #[test]
@@ -138,6 +147,7 @@ mod tests {
         assert!(Tolerate::Everything.accepts(&killed));
         assert!(ignore_failure(Some("x")).is_err());
         assert!(ignore_failure(Some("0")).is_err());
+        assert!(ignore_failure(Some("")).is_err());
     }
 
     #[test]

@@ -97,6 +97,12 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
     per_command(t.prepare, "--prepare")?;
     per_command(t.setup, "--setup")?;
     per_command(t.cleanup, "--cleanup")?;
+    if t.names.iter().any(|n| n.trim().is_empty()) {
+        return Err(Fail::usage(
+            "--name is empty",
+            "give each benchmark a visible name",
+        ));
+    }
     if !t.names.is_empty() && t.names.len() != t.commands.len() {
         return Err(Fail::usage(
             format!(
@@ -139,6 +145,15 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
             let cleanup = pick(t.cleanup)
                 .map(|c| shell.argv(&c, "--cleanup command"))
                 .transpose()?;
+            if let Some(bad) = t.names.get(i).and_then(|n| unknown_placeholder(n, &combo)) {
+                return Err(Fail::usage(
+                    format!(
+                        "--name `{}` uses `{{{bad}}}`, which is not a parameter",
+                        t.names[i]
+                    ),
+                    "define it with --parameter-list/--parameter-scan, or leave it out of the name",
+                ));
+            }
             let name = t
                 .names
                 .get(i)
@@ -210,6 +225,24 @@ fn combinations(params: &[(String, Vec<String>)]) -> Vec<BTreeMap<String, String
             .collect();
     }
     combos
+}
+
+/// A `{NAME}` in `s` that names no parameter, if any.
+fn unknown_placeholder(s: &str, values: &BTreeMap<String, String>) -> Option<String> {
+    let mut rest = s;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        let close = after.find('}')?;
+        let name = &after[..close];
+        if !name.is_empty()
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !values.contains_key(name)
+        {
+            return Some(name.to_string());
+        }
+        rest = &after[close + 1..];
+    }
+    None
 }
 
 fn substitute(s: &str, values: &BTreeMap<String, String>) -> String {
@@ -286,6 +319,41 @@ mod tests {
                 .message
                 .contains("empty value")
         );
+    }
+
+    #[test]
+    fn names_must_be_visible_and_use_known_parameters() {
+        let commands = strings(&["sleep {n}"]);
+        let lists = strings(&["n", "1,2"]);
+        let bad = strings(&["run {nope}"]);
+        let t = Templates {
+            commands: &commands,
+            names: &bad,
+            prepare: &[],
+            setup: &[],
+            cleanup: &[],
+            lists: &lists,
+            scans: &[],
+            step: None,
+        };
+        assert!(
+            plan(&t, &Shell(None))
+                .unwrap_err()
+                .message
+                .contains("`{nope}`")
+        );
+        let empty = strings(&[" "]);
+        let t = Templates { names: &empty, ..t };
+        assert!(
+            plan(&t, &Shell(None))
+                .unwrap_err()
+                .message
+                .contains("empty")
+        );
+        let good = strings(&["n={n} {literal text}"]);
+        let t = Templates { names: &good, ..t };
+        let p = plan(&t, &Shell(None)).unwrap();
+        assert_eq!(p[1].name, "n=2 {literal text}");
     }
 
     #[test]

@@ -162,13 +162,21 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         args.reference.as_deref(),
         planned.iter().map(|p| p.name.as_str()),
     )?;
-    for (option, path) in [
+    let exports: Vec<(&str, &PathBuf)> = [
         ("--export-json", &args.export_json),
         ("--export-csv", &args.export_csv),
         ("--export-markdown", &args.export_markdown),
-    ] {
-        if let Some(path) = path {
-            output::check_writable(path, option)?;
+    ]
+    .into_iter()
+    .filter_map(|(option, path)| path.as_ref().map(|p| (option, p)))
+    .collect();
+    for (i, (option, path)) in exports.iter().enumerate() {
+        output::check_writable(path, option)?;
+        if let Some((other, _)) = exports[..i].iter().find(|(_, p)| p == path) {
+            return Err(Fail::usage(
+                format!("{other} and {option} both write to {}", path.display()),
+                "give each export its own file (at most one can be `-`, stdout)",
+            ));
         }
     }
     let output_target = match args.output.as_str() {
@@ -295,12 +303,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
         benchmarks: Vec::new(),
     };
-    // Peak RSS values at or below this are "no more than the floor".
-    run.environment.set_opt(
-        "measure.peak_rss_floor_bytes",
-        spawner.peak_rss_floor().map(|b| b.to_string()),
-        ImpactClass::Context,
-    );
+
     if let Some(store) = store.as_mut() {
         let id = store.begin_run(&run).map_err(output::store_fail)?;
         run.id = Some(id);
@@ -353,11 +356,21 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     };
     run.status = status;
     run.ended_at = Some(rfc3339(SystemTime::now()));
+    // Children report at least the spawner's own peak RSS; read it last, when
+    // it is highest (it grows a little while serving the first requests).
+    run.environment.set_opt(
+        "measure.peak_rss_floor_bytes",
+        spawner.peak_rss_floor().map(|b| b.to_string()),
+        ImpactClass::Context,
+    );
     run.benchmarks = live
         .iter()
         .map(|l| to_benchmark(l, l.samples.clone()))
         .collect();
     if let (Some(store), Some(id)) = (store.as_mut(), run.id) {
+        store
+            .update_context(id, &run.environment)
+            .map_err(output::store_fail)?;
         store
             .finish_run(id, status, run.ended_at.as_deref().unwrap_or_default())
             .map_err(output::store_fail)?;
@@ -806,6 +819,10 @@ fn signal_name(sig: i32) -> &'static str {
 
 fn measure_fail(e: MeasureError, what: &str) -> Fail {
     match e {
+        MeasureError::NotFound(p) if what == "--shell" => Fail::usage(
+            format!("--shell program not found: `{p}`"),
+            "give an installed shell, e.g. --shell sh or --shell bash",
+        ),
         MeasureError::NotFound(p) => Fail::usage(
             format!("{what} not found: `{p}`"),
             "check the spelling and your PATH; use --shell for shell builtins",

@@ -17,6 +17,7 @@ pub fn use_color(choice: ColorChoice, to_stderr: bool) -> bool {
                 std::io::stdout().is_terminal()
             };
             tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
         }
     }
 }
@@ -75,7 +76,8 @@ impl ProgressLine {
         let filled = ((done_fraction.clamp(0.0, 1.0)) * WIDTH as f64).round() as usize;
         let bar: String = "█".repeat(filled) + &"░".repeat(WIDTH - filled);
         let line = format!(
-            "\r\x1b[2K{phase} {bar} {runs} runs · {:.1} s elapsed · ETA {}",
+            "\r\x1b[2K{phase} {bar} {runs} run{} · {:.1} s elapsed · ETA {}",
+            if runs == 1 { "" } else { "s" },
             elapsed.as_secs_f64(),
             eta_text(eta)
         );

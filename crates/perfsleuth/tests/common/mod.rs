@@ -99,7 +99,10 @@ impl Out {
             "first stderr line is not `error:`: {self:?}"
         );
         assert!(
-            self.stderr.lines().nth(1).is_some_and(|l| l.starts_with("  hint: ")),
+            self.stderr
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.starts_with("  hint: ")),
             "the error's second line is not a hint: {self:?}"
         );
         assert!(
