@@ -6,10 +6,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -c 'import pyperf' 2>/dev/null || pip install --quiet pyperf
-cargo build --release --quiet -p perfsleuth -p perfsleuth-env --example capture_time
+cargo build --release --quiet -p perfsleuth
+cargo build --release --quiet -p perfsleuth-env --example capture_time
 target="${CARGO_TARGET_DIR:-target}/release"
-echo "== in-process capture (200 captures after a first one)"
-"$target/examples/capture_time" 200
+cache=$(mktemp -d)
+echo "== in-process capture; the first one fills an empty ld.so cache (runs ld.so once)"
+XDG_CACHE_HOME="$cache" "$target/examples/capture_time" 200
+echo "== the same with the cache filled"
+XDG_CACHE_HOME="$cache" "$target/examples/capture_time" 200
+rm -rf "$cache"
 echo "== in-process capture without ld.so diagnostics (PERFSLEUTH_NO_LDSO=1)"
 PERFSLEUTH_NO_LDSO=1 "$target/examples/capture_time" 200
 echo "== whole processes, interleaved"

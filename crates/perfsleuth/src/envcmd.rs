@@ -21,7 +21,7 @@ pub fn env(args: EnvArgs) -> Result<i32, Fail> {
         } => {
             let (label, env) = match run {
                 Some(spec) => resolve(&spec, &source, store.store.as_deref())?,
-                None => ("current machine".to_string(), current(&source)?),
+                None => (current_label(&source), current(&source)?),
             };
             if json {
                 print_json(&serde_json::json!({
@@ -110,6 +110,19 @@ pub fn env(args: EnvArgs) -> Result<i32, Fail> {
     }
 }
 
+/// What `current` means: the live machine, or the tree given with `--root`.
+fn current_label(source: &EnvSourceArgs) -> String {
+    let root = source.root.clone().or_else(|| {
+        std::env::var_os("PERFSLEUTH_ROOT")
+            .filter(|v| !v.is_empty())
+            .map(Into::into)
+    });
+    match root {
+        Some(dir) => format!("tree {}", dir.display()),
+        None => "current machine".to_string(),
+    }
+}
+
 /// The fingerprint of the live machine, or of `--root` / `PERFSLEUTH_ROOT`.
 pub fn current(source: &EnvSourceArgs) -> Result<Environment, Fail> {
     let root = source.root.clone().or_else(|| {
@@ -142,7 +155,7 @@ fn resolve(
     store: Option<&str>,
 ) -> Result<(String, Environment), Fail> {
     if spec == "current" {
-        return Ok(("current machine".into(), current(source)?));
+        return Ok((current_label(source), current(source)?));
     }
     let path = Path::new(spec);
     if path.is_file() {

@@ -350,7 +350,7 @@ fn diff_current_with_root_against_an_export() {
         ],
     );
     assert_eq!(out.code, 0, "{out:?}");
-    assert_contains(&out, "B: current machine");
+    assert_contains(&out, "B: tree ");
     let out = ps(
         &sb,
         [
