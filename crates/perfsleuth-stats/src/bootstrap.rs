@@ -19,6 +19,33 @@ pub struct RatioEstimate {
     pub resamples: usize,
 }
 
+/// Relative change of the median, candidate against baseline, with a
+/// bootstrap CI: the form verdicts are stated in ("+3.2% [+1.1%, +5.0%]").
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelativeChange {
+    /// Point estimate: median(candidate) / median(baseline) - 1.
+    pub change: f64,
+    /// Percentile-bootstrap confidence interval of the change.
+    pub ci: Interval,
+    /// Resamples that produced a finite ratio (see [`RatioEstimate::resamples`]).
+    pub resamples: usize,
+}
+
+impl RelativeChange {
+    /// Restates a ratio estimate as a change; subtracting 1 is monotone, so
+    /// the percentile CI of the ratio maps onto that of the change.
+    fn from_ratio(r: &RatioEstimate) -> RelativeChange {
+        RelativeChange {
+            change: r.ratio - 1.0,
+            ci: Interval {
+                lo: r.ci.lo - 1.0,
+                hi: r.ci.hi - 1.0,
+            },
+            resamples: r.resamples,
+        }
+    }
+}
+
 /// Fills `out` with a with-replacement resample of `src` (same length).
 fn resample_into(rng: &mut Rng, src: &[f64], out: &mut [f64]) {
     for slot in out.iter_mut() {
@@ -26,39 +53,37 @@ fn resample_into(rng: &mut Rng, src: &[f64], out: &mut [f64]) {
     }
 }
 
-/// Percentile bootstrap of median(candidate)/median(baseline): each side is
-/// resampled independently with replacement `resamples` times from a PRNG
-/// seeded with `seed`, so equal inputs give equal results. None if either
-/// side is empty or has a non-finite value, the baseline median is 0,
-/// `resamples` is 0, confidence is not in (0, 1), or no resample gave a
-/// finite ratio.
-pub fn bootstrap_median_ratio(
-    baseline: &[f64],
-    candidate: &[f64],
+/// Two-stage resample of a side made of several runs: draws `runs.len()`
+/// runs with replacement, then each drawn run's own length in samples with
+/// replacement from that run, and pools everything into `out`.
+fn resample_runs_into(rng: &mut Rng, runs: &[Vec<f64>], out: &mut Vec<f64>) {
+    out.clear();
+    for _ in 0..runs.len() {
+        // With a single run there is nothing to choose; not drawing keeps the
+        // stream identical to the one-level bootstrap, so one run per side
+        // reproduces `bootstrap_median_ratio` exactly for the same seed.
+        let run = if runs.len() == 1 {
+            &runs[0]
+        } else {
+            &runs[rng.below(runs.len())]
+        };
+        out.extend((0..run.len()).map(|_| run[rng.below(run.len())]));
+    }
+}
+
+/// Shared percentile-bootstrap loop: calls `draw` `resamples` times with one
+/// RNG seeded by `seed`, keeps the finite ratios and returns their central
+/// `confidence` interval and count. None if no draw was finite.
+fn percentile_bootstrap(
     confidence: f64,
     resamples: usize,
     seed: u64,
-) -> Option<RatioEstimate> {
-    let clean = |s: &[f64]| !s.is_empty() && s.iter().all(|v| v.is_finite());
-    if !clean(baseline) || !clean(candidate) || resamples == 0 || !valid_confidence(confidence) {
-        return None;
-    }
-    // Buffers are allocated once and reused: select_nth reorders them, but
-    // every resample overwrites them completely anyway.
-    let mut base_buf = baseline.to_vec();
-    let mut cand_buf = candidate.to_vec();
-    let base_median = median_in_place(&mut base_buf);
-    if base_median == 0.0 {
-        return None;
-    }
-    let ratio = median_in_place(&mut cand_buf) / base_median;
-
+    mut draw: impl FnMut(&mut Rng) -> f64,
+) -> Option<(Interval, usize)> {
     let mut rng = Rng::new(seed);
     let mut ratios = Vec::with_capacity(resamples);
     for _ in 0..resamples {
-        resample_into(&mut rng, baseline, &mut base_buf);
-        resample_into(&mut rng, candidate, &mut cand_buf);
-        let r = median_in_place(&mut cand_buf) / median_in_place(&mut base_buf);
+        let r = draw(&mut rng);
         // A resampled baseline median of 0 gives inf/NaN; such draws carry
         // no usable ratio, so they are dropped and reported via `resamples`.
         if r.is_finite() {
@@ -74,12 +99,119 @@ pub fn bootstrap_median_ratio(
         lo: percentile(&ratios, 100.0 * alpha2)?,
         hi: percentile(&ratios, 100.0 * (1.0 - alpha2))?,
     };
-    Some(RatioEstimate {
+    Some((ci, ratios.len()))
+}
+
+/// Builds the estimate from the full-sample ratio and the bootstrap result.
+fn ratio_estimate(ratio: f64, (ci, resamples): (Interval, usize)) -> RatioEstimate {
+    RatioEstimate {
         ratio,
         ci,
         significant: ci.lo > 1.0 || ci.hi < 1.0,
-        resamples: ratios.len(),
-    })
+        resamples,
+    }
+}
+
+/// True when the slice is usable as a sample: non-empty and all finite.
+fn clean(s: &[f64]) -> bool {
+    !s.is_empty() && s.iter().all(|v| v.is_finite())
+}
+
+/// Percentile bootstrap of median(candidate)/median(baseline): each side is
+/// resampled independently with replacement `resamples` times from a PRNG
+/// seeded with `seed`, so equal inputs give equal results. None if either
+/// side is empty or has a non-finite value, the baseline median is 0,
+/// `resamples` is 0, confidence is not in (0, 1), or no resample gave a
+/// finite ratio.
+pub fn bootstrap_median_ratio(
+    baseline: &[f64],
+    candidate: &[f64],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<RatioEstimate> {
+    if !clean(baseline) || !clean(candidate) || resamples == 0 || !valid_confidence(confidence) {
+        return None;
+    }
+    // Buffers are allocated once and reused: select_nth reorders them, but
+    // every resample overwrites them completely anyway.
+    let mut base_buf = baseline.to_vec();
+    let mut cand_buf = candidate.to_vec();
+    let base_median = median_in_place(&mut base_buf);
+    if base_median == 0.0 {
+        return None;
+    }
+    let ratio = median_in_place(&mut cand_buf) / base_median;
+    let boot = percentile_bootstrap(confidence, resamples, seed, |rng| {
+        resample_into(rng, baseline, &mut base_buf);
+        resample_into(rng, candidate, &mut cand_buf);
+        median_in_place(&mut cand_buf) / median_in_place(&mut base_buf)
+    })?;
+    Some(ratio_estimate(ratio, boot))
+}
+
+/// Relative change median(candidate)/median(baseline) - 1 with a percentile
+/// bootstrap CI; the same resampling (and the same None cases) as
+/// [`bootstrap_median_ratio`], restated as a change.
+pub fn bootstrap_relative_change(
+    baseline: &[f64],
+    candidate: &[f64],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<RelativeChange> {
+    bootstrap_median_ratio(baseline, candidate, confidence, resamples, seed)
+        .map(|r| RelativeChange::from_ratio(&r))
+}
+
+/// Relative change of the median when each side consists of several runs
+/// (each run a vector of samples), by a two-stage bootstrap: runs are
+/// resampled with replacement, then samples within each drawn run. A shift
+/// between runs (another boot, another thermal state) then widens the CI
+/// instead of passing for a code change. The point estimate is the median
+/// of all samples of a side pooled. With one run per side this equals
+/// [`bootstrap_relative_change`] for the same seed. None if a side has no
+/// runs, any run is empty or has a non-finite value, the pooled baseline
+/// median is 0, `resamples` is 0, confidence is not in (0, 1), or no
+/// resample gave a finite ratio.
+pub fn bootstrap_relative_change_runs(
+    baseline_runs: &[Vec<f64>],
+    candidate_runs: &[Vec<f64>],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<RelativeChange> {
+    let clean_runs = |runs: &[Vec<f64>]| !runs.is_empty() && runs.iter().all(|r| clean(r));
+    if !clean_runs(baseline_runs)
+        || !clean_runs(candidate_runs)
+        || resamples == 0
+        || !valid_confidence(confidence)
+    {
+        return None;
+    }
+    // Statistic: median of the pooled resample, not the median of run
+    // medians. It is the same estimator as the single-run bootstrap (so one
+    // run per side agrees with it exactly), weights runs by their sample
+    // counts, and stays smooth with 2-3 runs per side, where a median of
+    // 2-3 run medians could take only a handful of values. Between-run
+    // variation still enters through the first stage: a resample that draws
+    // the slow run twice has a slower pooled median.
+    let mut base_buf: Vec<f64> = baseline_runs.concat();
+    let mut cand_buf: Vec<f64> = candidate_runs.concat();
+    let base_median = median_in_place(&mut base_buf);
+    if base_median == 0.0 {
+        return None;
+    }
+    let ratio = median_in_place(&mut cand_buf) / base_median;
+    // Resampling within runs too (not only whole runs) counts the
+    // within-run variance somewhat twice, so the CI errs on the wide side;
+    // for verdicts a slightly conservative CI is the safe direction.
+    let boot = percentile_bootstrap(confidence, resamples, seed, |rng| {
+        resample_runs_into(rng, baseline_runs, &mut base_buf);
+        resample_runs_into(rng, candidate_runs, &mut cand_buf);
+        median_in_place(&mut cand_buf) / median_in_place(&mut base_buf)
+    })?;
+    Some(RelativeChange::from_ratio(&ratio_estimate(ratio, boot)))
 }
 
 #[cfg(test)]
@@ -185,5 +317,134 @@ mod tests {
         // Half zeros: the full-sample median is 0.5, so this is accepted even
         // though many resamples have baseline median 0.
         assert!(bootstrap_median_ratio(&[0.0, 0.0, 1.0, 1.0], &[1.0], 0.95, 10, 0).is_some());
+    }
+    #[test]
+    fn relative_change_restates_the_ratio() {
+        let base: Vec<f64> = (0..40).map(|i| 100.0 + f64::from(i % 9)).collect();
+        let cand: Vec<f64> = (0..35).map(|i| 104.0 + f64::from(i % 11)).collect();
+        let r = bootstrap_median_ratio(&base, &cand, 0.95, 1_000, 12).unwrap();
+        let c = bootstrap_relative_change(&base, &cand, 0.95, 1_000, 12).unwrap();
+        assert_eq!(c.change, r.ratio - 1.0);
+        assert_eq!(
+            c.ci,
+            Interval {
+                lo: r.ci.lo - 1.0,
+                hi: r.ci.hi - 1.0
+            }
+        );
+        assert_eq!(c.resamples, r.resamples);
+        assert!(c.ci.contains(c.change));
+        // The exact-distribution case from above: ratio 3 in [2, 6].
+        let e = bootstrap_relative_change(&[1.0, 2.0, 3.0], &[6.0], 0.95, 10_000, 1).unwrap();
+        assert_eq!(e.change, 2.0);
+        assert_eq!(e.ci, Interval { lo: 1.0, hi: 5.0 });
+        assert_eq!(bootstrap_relative_change(&[], &[1.0], 0.95, 10, 0), None);
+    }
+
+    #[test]
+    fn one_run_per_side_equals_the_plain_bootstrap() {
+        let base: Vec<f64> = (0..30).map(|i| f64::from(i * 7 % 23) + 50.0).collect();
+        let cand: Vec<f64> = (0..25).map(|i| f64::from(i * 5 % 19) + 52.0).collect();
+        for seed in [0, 1, 99] {
+            let plain = bootstrap_relative_change(&base, &cand, 0.95, 800, seed);
+            let runs = bootstrap_relative_change_runs(
+                std::slice::from_ref(&base),
+                std::slice::from_ref(&cand),
+                0.95,
+                800,
+                seed,
+            );
+            assert!(plain.is_some());
+            assert_eq!(plain, runs);
+        }
+    }
+
+    /// Runs of 20 samples: a small within-run jitter (+-0.45%) around a
+    /// per-run level, so `levels` sets the run-to-run shift.
+    fn runs_at(levels: &[f64]) -> Vec<Vec<f64>> {
+        levels
+            .iter()
+            .map(|&l| {
+                (0..20)
+                    .map(|i| l * (1.0 + 0.001 * f64::from(i * 7 % 10) - 0.0045))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn between_run_spread_widens_the_ci() {
+        // Each run sits up to 5% off 100 on both sides; the candidate's runs
+        // happen to land 2% higher on average. Pooling all samples ignores
+        // the run structure and reports a precise +2% change; the two-stage
+        // bootstrap must see that 5 runs per side cannot tell that apart
+        // from the run-to-run shift.
+        let base = runs_at(&[100.0, 104.0, 97.0, 102.0, 98.0]);
+        let cand = runs_at(&[103.0, 101.0, 105.0, 99.0, 104.0]);
+        let hier = bootstrap_relative_change_runs(&base, &cand, 0.95, 2_000, 5).unwrap();
+        let pooled =
+            bootstrap_relative_change(&base.concat(), &cand.concat(), 0.95, 2_000, 5).unwrap();
+        assert_eq!(hier.change, pooled.change);
+        assert!(
+            hier.ci.width() > 2.0 * pooled.ci.width(),
+            "hier {:?} pooled {:?}",
+            hier.ci,
+            pooled.ci
+        );
+        // The pooled CI clears the 1% noise band (it would read as a code
+        // change); the hierarchical one includes 0.
+        assert!(pooled.ci.lo > 0.01, "{:?}", pooled.ci);
+        assert!(hier.ci.contains(0.0), "{:?}", hier.ci);
+        assert_eq!(hier.resamples, 2_000);
+    }
+
+    #[test]
+    fn stable_runs_keep_the_ci_close_to_pooling() {
+        // No run-to-run shift: the two-stage CI stays of the same width as
+        // pooling (over seeds 0-5 its width ratio was 0.84-1.2; the median
+        // of these few distinct values is lumpy), and around the true +3%.
+        let base = runs_at(&[100.0; 5]);
+        let cand = runs_at(&[103.0; 5]);
+        let hier = bootstrap_relative_change_runs(&base, &cand, 0.95, 2_000, 8).unwrap();
+        let pooled =
+            bootstrap_relative_change(&base.concat(), &cand.concat(), 0.95, 2_000, 8).unwrap();
+        assert!((hier.change - 0.03).abs() < 1e-12, "{}", hier.change);
+        assert!(hier.ci.width() >= pooled.ci.width() * 0.7);
+        assert!(
+            hier.ci.width() < pooled.ci.width() * 1.5,
+            "{:?} {:?}",
+            hier.ci,
+            pooled.ci
+        );
+        assert!(hier.ci.lo > 0.02 && hier.ci.hi < 0.04, "{:?}", hier.ci);
+    }
+
+    #[test]
+    fn runs_of_unequal_length_and_reproducibility() {
+        let base = vec![vec![10.0, 10.5, 9.8], vec![10.2; 7], vec![9.9, 10.1]];
+        let cand = vec![vec![11.0, 11.2, 10.9, 11.1], vec![10.8, 11.3]];
+        let a = bootstrap_relative_change_runs(&base, &cand, 0.9, 500, 3).unwrap();
+        let b = bootstrap_relative_change_runs(&base, &cand, 0.9, 500, 3).unwrap();
+        assert_eq!(a, b);
+        // Pooled medians: 10.2 and 11.05.
+        assert!((a.change - (11.05 / 10.2 - 1.0)).abs() < 1e-12);
+        assert!(a.ci.lo <= a.ci.hi && a.ci.lo > 0.0, "{:?}", a.ci);
+    }
+
+    #[test]
+    fn runs_invalid_inputs() {
+        let ok = vec![vec![1.0, 2.0]];
+        let f = |b: &[Vec<f64>], c: &[Vec<f64>]| bootstrap_relative_change_runs(b, c, 0.95, 10, 0);
+        assert_eq!(f(&[], &ok), None);
+        assert_eq!(f(&ok, &[]), None);
+        assert_eq!(f(&[vec![1.0], vec![]], &ok), None);
+        assert_eq!(f(&ok, &[vec![1.0, f64::INFINITY]]), None);
+        assert_eq!(f(&[vec![0.0], vec![0.0, 0.0]], &ok), None);
+        assert_eq!(bootstrap_relative_change_runs(&ok, &ok, 0.95, 0, 0), None);
+        assert_eq!(
+            bootstrap_relative_change_runs(&ok, &ok, f64::NAN, 10, 0),
+            None
+        );
+        assert!(f(&ok, &ok).is_some());
     }
 }

@@ -1,5 +1,6 @@
 //! Pure statistics for perfsleuth: descriptive summaries, distribution-free
-//! confidence intervals, bootstrap ratios and rank tests.
+//! confidence intervals, bootstrap ratios and changes, rank and t tests,
+//! false discovery rate control and the compare verdict rule.
 //!
 //! Everything here is deterministic math on slices: no I/O, no global state,
 //! no dependencies. Functions that cannot give a meaningful answer for their
@@ -10,19 +11,30 @@
 mod binomial;
 mod bootstrap;
 mod describe;
+mod fdr;
 mod mann_whitney;
 mod normal;
 mod rng;
+mod student_t;
+mod verdict;
+mod welch;
 
 pub use binomial::median_ci_rank;
-pub use bootstrap::{RatioEstimate, bootstrap_median_ratio};
+pub use bootstrap::{
+    RatioEstimate, RelativeChange, bootstrap_median_ratio, bootstrap_relative_change,
+    bootstrap_relative_change_runs,
+};
 pub use describe::{
     DEFAULT_CONFIDENCE, Interval, MODIFIED_Z_THRESHOLD, Summary, mad, median, median_ci,
     modified_z_outliers, percentile, relative_median_ci_halfwidth, summarize,
 };
+pub use fdr::{benjamini_hochberg, bh_adjusted};
 pub use mann_whitney::{EXACT_MAX_TOTAL, MannWhitney, mann_whitney_u};
 pub use normal::{erfc, normal_cdf, normal_quantile};
 pub use rng::Rng;
+pub use student_t::{regularized_incomplete_beta, student_t_cdf};
+pub use verdict::{Direction, Verdict, VerdictRule, verdict};
+pub use welch::{WelchT, welch_t_test};
 
 /// Rejects confidence levels outside the open interval (0, 1), NaN included.
 fn valid_confidence(confidence: f64) -> bool {

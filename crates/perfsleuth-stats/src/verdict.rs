@@ -1,0 +1,376 @@
+//! The verdict rule: turns a relative change with its CI and a test p-value
+//! into one word. A change is only called a regression or an improvement
+//! when it is both statistically significant and too large to be noise.
+
+use crate::bootstrap::RelativeChange;
+use std::fmt;
+
+/// Which way a metric gets better; defined here so the statistics do not
+/// depend on the model crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Smaller is better: times, memory, cycles.
+    LowerIsBetter,
+    /// Larger is better: throughput, operations per second.
+    HigherIsBetter,
+}
+
+/// Outcome of comparing a candidate with its baseline on one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// Significant, and the whole CI is beyond the threshold on the bad side.
+    Regressed,
+    /// Significant, and the whole CI is beyond the threshold on the good side.
+    Improved,
+    /// Significant, but the CI reaches into the noise band: too small to act on.
+    WithinNoise,
+    /// Not significant.
+    Unchanged,
+    /// Too few samples or unusable numbers to say anything.
+    InsufficientData,
+}
+
+impl Verdict {
+    /// The verdict as printed in reports and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Regressed => "regressed",
+            Verdict::Improved => "improved",
+            Verdict::WithinNoise => "within noise",
+            Verdict::Unchanged => "unchanged",
+            Verdict::InsufficientData => "insufficient data",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parameters of the verdict rule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VerdictRule {
+    /// Significance level the p-value must fall below (default 0.05).
+    pub alpha: f64,
+    /// Relative change the whole CI must exceed, e.g. 0.01 = 1% (default).
+    pub noise_threshold: f64,
+    /// Fewest samples per side for any verdict but insufficient data (default 3).
+    pub min_samples: usize,
+}
+
+impl Default for VerdictRule {
+    fn default() -> VerdictRule {
+        VerdictRule {
+            alpha: 0.05,
+            noise_threshold: 0.01,
+            min_samples: 3,
+        }
+    }
+}
+
+impl VerdictRule {
+    /// Whether alpha is in (0, 1] and the threshold finite and >= 0; lets a
+    /// config loader reject a rule before it silently yields
+    /// insufficient data everywhere.
+    pub fn is_valid(&self) -> bool {
+        self.alpha > 0.0
+            && self.alpha <= 1.0
+            && self.noise_threshold >= 0.0
+            && self.noise_threshold.is_finite()
+    }
+}
+
+/// Applies the verdict rule to a change (with its CI) and a p-value from a
+/// test on the same samples (n_base and n_cand of them). In order:
+/// 1. invalid rule, n < min_samples on either side, non-finite change or CI
+///    bounds, lo > hi, or a p-value outside [0, 1] → insufficient data;
+/// 2. NaN p-value: unchanged if the change and the whole CI are exactly 0
+///    (both sides constant and equal: nothing moved, even though a test such
+///    as Welch's has no variance to work with), otherwise insufficient data;
+/// 3. p >= alpha → unchanged;
+/// 4. p < alpha and the whole CI beyond +threshold or below -threshold →
+///    regressed or improved, according to `direction`;
+/// 5. p < alpha otherwise → within noise.
+///
+/// Zero-variance samples need no special case beyond 2: both sides constant
+/// and equal give a CI of [0, 0] and a rank-test p of 1 (unchanged); both
+/// constant but different give a point CI at the true change, so the
+/// threshold and the test's p decide as for any other data.
+pub fn verdict(
+    rule: &VerdictRule,
+    change: &RelativeChange,
+    p_value: f64,
+    n_base: usize,
+    n_cand: usize,
+    direction: Direction,
+) -> Verdict {
+    let ci = change.ci;
+    // Branch 1: nothing below is meaningful without these. NaN p is left
+    // to branch 2.
+    if !rule.is_valid()
+        || n_base < rule.min_samples
+        || n_cand < rule.min_samples
+        || !change.change.is_finite()
+        || !ci.lo.is_finite()
+        || !ci.hi.is_finite()
+        || ci.lo > ci.hi
+        || (!p_value.is_nan() && !(0.0..=1.0).contains(&p_value))
+    {
+        return Verdict::InsufficientData;
+    }
+    // Branch 2: no p-value. A CI that is the point 0 already shows that no
+    // resample moved the median at all, which is "unchanged" by any test.
+    if p_value.is_nan() {
+        let all_zero = change.change == 0.0 && ci.lo == 0.0 && ci.hi == 0.0;
+        return if all_zero {
+            Verdict::Unchanged
+        } else {
+            Verdict::InsufficientData
+        };
+    }
+    // Branch 3: not significant, however large the CI says the change is;
+    // a wide CI beyond the threshold with p >= alpha is not evidence.
+    if p_value >= rule.alpha {
+        return Verdict::Unchanged;
+    }
+    // Branch 4: the whole CI must clear the noise band, not just the point
+    // estimate, so a barely-significant 0.5% shift is not a regression.
+    let t = rule.noise_threshold;
+    let worse_if_up = direction == Direction::LowerIsBetter;
+    if ci.lo > t {
+        return if worse_if_up {
+            Verdict::Regressed
+        } else {
+            Verdict::Improved
+        };
+    }
+    if ci.hi < -t {
+        return if worse_if_up {
+            Verdict::Improved
+        } else {
+            Verdict::Regressed
+        };
+    }
+    // Branch 5: real but small, or the CI straddles the band's edge.
+    Verdict::WithinNoise
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bootstrap::bootstrap_relative_change;
+    use crate::describe::Interval;
+    use crate::mann_whitney::mann_whitney_u;
+
+    fn rc(change: f64, lo: f64, hi: f64) -> RelativeChange {
+        RelativeChange {
+            change,
+            ci: Interval { lo, hi },
+            resamples: 1000,
+        }
+    }
+
+    const LOWER: Direction = Direction::LowerIsBetter;
+    const HIGHER: Direction = Direction::HigherIsBetter;
+
+    fn v(c: &RelativeChange, p: f64, dir: Direction) -> Verdict {
+        verdict(&VerdictRule::default(), c, p, 10, 10, dir)
+    }
+
+    #[test]
+    fn names() {
+        let all = [
+            (Verdict::Regressed, "regressed"),
+            (Verdict::Improved, "improved"),
+            (Verdict::WithinNoise, "within noise"),
+            (Verdict::Unchanged, "unchanged"),
+            (Verdict::InsufficientData, "insufficient data"),
+        ];
+        for (verdict, name) in all {
+            assert_eq!(verdict.as_str(), name);
+            assert_eq!(verdict.to_string(), name);
+        }
+    }
+
+    #[test]
+    fn default_rule() {
+        let r = VerdictRule::default();
+        assert_eq!((r.alpha, r.noise_threshold, r.min_samples), (0.05, 0.01, 3));
+        assert!(r.is_valid());
+    }
+
+    #[test]
+    fn lower_is_better() {
+        assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.001, LOWER), Verdict::Regressed);
+        assert_eq!(v(&rc(-0.05, -0.07, -0.03), 0.001, LOWER), Verdict::Improved);
+        // CI reaches into the +-1% band: significant but within noise.
+        assert_eq!(
+            v(&rc(0.02, 0.005, 0.03), 0.001, LOWER),
+            Verdict::WithinNoise
+        );
+        assert_eq!(
+            v(&rc(-0.02, -0.03, -0.01), 0.001, LOWER),
+            Verdict::WithinNoise
+        );
+        assert_eq!(
+            v(&rc(0.003, 0.001, 0.005), 0.001, LOWER),
+            Verdict::WithinNoise
+        );
+        // Not significant even though the CI clears the threshold.
+        assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.2, LOWER), Verdict::Unchanged);
+        assert_eq!(v(&rc(0.0, -0.02, 0.02), 0.6, LOWER), Verdict::Unchanged);
+    }
+
+    #[test]
+    fn higher_is_better_reverses_sides() {
+        assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.001, HIGHER), Verdict::Improved);
+        assert_eq!(
+            v(&rc(-0.05, -0.07, -0.03), 0.001, HIGHER),
+            Verdict::Regressed
+        );
+        assert_eq!(
+            v(&rc(0.02, 0.005, 0.03), 0.001, HIGHER),
+            Verdict::WithinNoise
+        );
+        assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.2, HIGHER), Verdict::Unchanged);
+    }
+
+    #[test]
+    fn boundaries() {
+        // p == alpha is not below alpha.
+        assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.05, LOWER), Verdict::Unchanged);
+        // A CI edge exactly on the threshold is not beyond it.
+        assert_eq!(v(&rc(0.05, 0.01, 0.07), 0.001, LOWER), Verdict::WithinNoise);
+        assert_eq!(
+            v(&rc(-0.05, -0.07, -0.01), 0.001, LOWER),
+            Verdict::WithinNoise
+        );
+        // A zero threshold makes any CI excluding 0 decisive.
+        let strict = VerdictRule {
+            noise_threshold: 0.0,
+            ..VerdictRule::default()
+        };
+        assert_eq!(
+            verdict(&strict, &rc(0.002, 0.001, 0.003), 0.01, 5, 5, LOWER),
+            Verdict::Regressed
+        );
+    }
+
+    #[test]
+    fn too_few_samples() {
+        let c = rc(0.05, 0.03, 0.07);
+        let rule = VerdictRule::default();
+        assert_eq!(
+            verdict(&rule, &c, 0.001, 2, 10, LOWER),
+            Verdict::InsufficientData
+        );
+        assert_eq!(
+            verdict(&rule, &c, 0.001, 10, 2, LOWER),
+            Verdict::InsufficientData
+        );
+        assert_eq!(verdict(&rule, &c, 0.001, 3, 3, LOWER), Verdict::Regressed);
+    }
+
+    #[test]
+    fn unusable_numbers() {
+        let bad = [
+            rc(f64::NAN, 0.03, 0.07),
+            rc(0.05, f64::NEG_INFINITY, 0.07),
+            rc(0.05, 0.03, f64::INFINITY),
+            rc(0.05, 0.07, 0.03),
+        ];
+        for c in &bad {
+            assert_eq!(v(c, 0.001, LOWER), Verdict::InsufficientData, "{c:?}");
+        }
+        let c = rc(0.05, 0.03, 0.07);
+        assert_eq!(v(&c, f64::NAN, LOWER), Verdict::InsufficientData);
+        assert_eq!(v(&c, -0.1, LOWER), Verdict::InsufficientData);
+        assert_eq!(v(&c, 1.5, LOWER), Verdict::InsufficientData);
+        // NaN p with a CI that is exactly 0: constant and equal sides.
+        assert_eq!(v(&rc(0.0, 0.0, 0.0), f64::NAN, LOWER), Verdict::Unchanged);
+    }
+
+    #[test]
+    fn invalid_rules_give_insufficient_data() {
+        let c = rc(0.05, 0.03, 0.07);
+        let bad = [
+            VerdictRule {
+                alpha: 0.0,
+                ..VerdictRule::default()
+            },
+            VerdictRule {
+                alpha: f64::NAN,
+                ..VerdictRule::default()
+            },
+            VerdictRule {
+                alpha: 1.5,
+                ..VerdictRule::default()
+            },
+            VerdictRule {
+                noise_threshold: -0.01,
+                ..VerdictRule::default()
+            },
+            VerdictRule {
+                noise_threshold: f64::NAN,
+                ..VerdictRule::default()
+            },
+            VerdictRule {
+                noise_threshold: f64::INFINITY,
+                ..VerdictRule::default()
+            },
+        ];
+        for rule in &bad {
+            assert!(!rule.is_valid());
+            assert_eq!(
+                verdict(rule, &c, 0.001, 10, 10, LOWER),
+                Verdict::InsufficientData
+            );
+        }
+    }
+
+    /// End to end with the crate's own bootstrap and rank test.
+    fn from_samples(base: &[f64], cand: &[f64]) -> Verdict {
+        let change = bootstrap_relative_change(base, cand, 0.95, 2_000, 1).unwrap();
+        let p = mann_whitney_u(base, cand).unwrap().p_value;
+        verdict(
+            &VerdictRule::default(),
+            &change,
+            p,
+            base.len(),
+            cand.len(),
+            LOWER,
+        )
+    }
+
+    #[test]
+    fn zero_variance_samples() {
+        // Constant and equal: CI [0, 0], rank-test p = 1.
+        assert_eq!(from_samples(&[5.0; 6], &[5.0; 6]), Verdict::Unchanged);
+        // Constant and 20% apart: point CI at +0.2; the tie-corrected rank
+        // test gives p ~ 0.0047 for 5 vs 5 (scipy.stats.mannwhitneyu).
+        assert_eq!(from_samples(&[5.0; 5], &[6.0; 5]), Verdict::Regressed);
+        assert_eq!(from_samples(&[6.0; 5], &[5.0; 5]), Verdict::Improved);
+        // Constant and 0.5% apart: significant, but inside the noise band.
+        assert_eq!(from_samples(&[200.0; 5], &[201.0; 5]), Verdict::WithinNoise);
+        // 2 vs 2 constant: the rank test cannot reach p < 0.05 (and n < 3).
+        assert_eq!(
+            from_samples(&[5.0; 2], &[6.0; 2]),
+            Verdict::InsufficientData
+        );
+    }
+
+    #[test]
+    fn noisy_end_to_end() {
+        let base: Vec<f64> = (0..30)
+            .map(|i| 100.0 + f64::from(i * 7 % 11) * 0.3)
+            .collect();
+        let slow: Vec<f64> = base.iter().map(|v| v * 1.10).collect();
+        let tiny: Vec<f64> = base.iter().map(|v| v * 1.002).collect();
+        assert_eq!(from_samples(&base, &slow), Verdict::Regressed);
+        assert_eq!(from_samples(&slow, &base), Verdict::Improved);
+        assert_eq!(from_samples(&base, &base), Verdict::Unchanged);
+        assert_ne!(from_samples(&base, &tiny), Verdict::Regressed);
+    }
+}
