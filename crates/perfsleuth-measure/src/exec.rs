@@ -113,6 +113,7 @@ pub fn resolve_program(program: &str, path_var: Option<&OsStr>) -> Result<PathBu
             Err(MeasureError::NotExecutable(p)) => {
                 found_unexecutable.get_or_insert(p);
             }
+            Err(e @ MeasureError::NotAProgram { .. }) => return Err(e),
             Err(_) => {}
         }
     }
@@ -131,7 +132,31 @@ fn check_executable(path: &Path) -> Result<(), MeasureError> {
     if meta.permissions().mode() & 0o111 == 0 {
         return Err(MeasureError::NotExecutable(path.to_path_buf()));
     }
-    Ok(())
+    check_program_header(path)
+}
+
+/// The kernel starts ELF files and `#!` scripts; anything else fails in
+/// `execve` with ENOEXEC, which is better said before any timing.
+fn check_program_header(path: &Path) -> Result<(), MeasureError> {
+    let mut head = [0u8; 4];
+    let n = File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    if n >= 4 && &head == b"\x7fELF" || n >= 2 && &head[..2] == b"#!" {
+        return Ok(());
+    }
+    // Unreadable (execute-only) files are left to execve to judge.
+    if File::open(path).is_err() {
+        return Ok(());
+    }
+    Err(MeasureError::NotAProgram {
+        path: path.to_path_buf(),
+        reason: if n == 0 {
+            "it is empty".into()
+        } else {
+            "no ELF header and no #! line".into()
+        },
+    })
 }
 
 /// Runs one command repeatedly and measures each run.

@@ -40,6 +40,17 @@ pub enum MeasureError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// Ctrl-C or SIGTERM arrived while waiting for the spawner.
+    #[error("interrupted")]
+    Interrupted,
+    /// The file is executable but not a program the kernel can start.
+    #[error("`{}` is not a program: {reason}", path.display())]
+    NotAProgram {
+        /// The file.
+        path: PathBuf,
+        /// What its first bytes are instead.
+        reason: String,
+    },
     /// Spawning or waiting for the child failed.
     #[error("cannot run `{program}`: {source}")]
     Spawn {

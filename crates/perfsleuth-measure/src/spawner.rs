@@ -218,7 +218,10 @@ impl Spawner {
         if std::mem::take(&mut self.skipped) {
             return Ok(Outcome::Interrupted);
         }
-        let reply = self.receive()?;
+        let reply = match self.receive() {
+            Err(MeasureError::Interrupted) => return Ok(Outcome::Interrupted),
+            other => other?,
+        };
         decode_run_reply(&reply)
     }
 
@@ -263,9 +266,23 @@ impl Spawner {
 
     /// Blocks until a whole reply frame has arrived.
     fn receive(&mut self) -> Result<Vec<u8>, MeasureError> {
+        // After Ctrl-C/SIGTERM a reply may never come (the spawner was idle);
+        // wait a bounded time for one, then give up on it.
+        const AFTER_INTERRUPT: std::time::Duration = std::time::Duration::from_secs(2);
+        let mut interrupted_at = None;
         loop {
             if let Some(frame) = self.try_frame()? {
                 return Ok(frame);
+            }
+            if interrupted() {
+                interrupted_at.get_or_insert_with(std::time::Instant::now);
+            }
+            let timeout_ms = match interrupted_at {
+                Some(t) => AFTER_INTERRUPT.saturating_sub(t.elapsed()).as_millis() as libc::c_int,
+                None => -1,
+            };
+            if timeout_ms == 0 {
+                return Err(MeasureError::Interrupted);
             }
             let mut pfd = libc::pollfd {
                 fd: self.replies.as_raw_fd(),
@@ -273,7 +290,7 @@ impl Spawner {
                 revents: 0,
             };
             // SAFETY: one valid pollfd; EINTR is handled below.
-            if unsafe { libc::poll(&mut pfd, 1, -1) } < 0 {
+            if unsafe { libc::poll(&mut pfd, 1, timeout_ms) } < 0 {
                 let err = std::io::Error::last_os_error();
                 if err.kind() != std::io::ErrorKind::Interrupted {
                     return Err(protocol_error(&err.to_string()));
@@ -556,6 +573,7 @@ fn encode_error(e: &MeasureError) -> Vec<u8> {
         MeasureError::NotExecutable(p) => (1, p.display().to_string()),
         MeasureError::IsDirectory(p) => (4, p.display().to_string()),
         MeasureError::File { path, source } => (2, format!("{}\0{source}", path.display())),
+        MeasureError::Spawn { program, source } => (5, format!("{program}\0{source}")),
         other => (3, other.to_string()),
     };
     v.push(kind);
@@ -574,6 +592,13 @@ fn decode_error(reply: &[u8]) -> Result<(), MeasureError> {
                 0 => MeasureError::NotFound(text),
                 1 => MeasureError::NotExecutable(PathBuf::from(text)),
                 4 => MeasureError::IsDirectory(PathBuf::from(text)),
+                5 => {
+                    let (program, detail) = text.split_once('\0').unwrap_or((&text, ""));
+                    MeasureError::Spawn {
+                        program: program.to_string(),
+                        source: std::io::Error::other(detail.to_string()),
+                    }
+                }
                 2 => {
                     let (path, detail) = text.split_once('\0').unwrap_or((&text, ""));
                     MeasureError::File {

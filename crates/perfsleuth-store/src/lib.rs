@@ -937,6 +937,40 @@ impl Store {
         };
         found.ok_or_else(not_found)
     }
+
+    /// Complete runs made at this git commit (full hash), newest first.
+    pub fn runs_at_commit(&self, commit: &str) -> Result<Vec<i64>, StoreError> {
+        self.ids(
+            "SELECT id FROM runs WHERE git_commit = ?1 AND status = 'complete' ORDER BY id DESC",
+            commit,
+        )
+    }
+
+    /// Complete runs made on this git branch, newest first.
+    pub fn runs_on_branch(&self, branch: &str) -> Result<Vec<i64>, StoreError> {
+        self.ids(
+            "SELECT id FROM runs WHERE git_branch = ?1 AND status = 'complete' ORDER BY id DESC",
+            branch,
+        )
+    }
+
+    /// The newest run stored before run `id`, if any.
+    pub fn run_before(&self, id: i64) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT id FROM runs WHERE id < ?1 ORDER BY id DESC LIMIT 1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()
+            .at(&self.path)
+    }
+
+    fn ids(&self, sql: &str, arg: &str) -> Result<Vec<i64>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(sql).at(&self.path)?;
+        let rows = stmt.query_map([arg], |r| r.get(0)).at(&self.path)?;
+        rows.collect::<rusqlite::Result<Vec<i64>>>().at(&self.path)
+    }
 }
 
 /// Raw columns of one run, decoded after the query so JSON errors keep their type.

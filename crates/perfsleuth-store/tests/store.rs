@@ -652,3 +652,33 @@ fn two_writers_on_one_new_store_both_succeed() {
         assert_eq!(store.list_runs(None).unwrap().len(), 2);
     }
 }
+
+#[test]
+fn runs_are_found_by_commit_branch_and_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    let mut ids = Vec::new();
+    for (commit, branch, status) in [
+        ("aaa", "main", RunStatus::Complete),
+        ("bbb", "main", RunStatus::Complete),
+        ("bbb", "main", RunStatus::Failed),
+        ("bbb", "topic", RunStatus::Complete),
+    ] {
+        let mut r = run("h", vec![]);
+        r.git = Some(GitInfo {
+            commit: commit.into(),
+            branch: Some(branch.into()),
+            dirty: false,
+        });
+        let id = store.begin_run(&r).unwrap();
+        store
+            .finish_run(id, status, "2024-01-01T00:00:00.000Z")
+            .unwrap();
+        ids.push(id);
+    }
+    assert_eq!(store.runs_at_commit("bbb").unwrap(), vec![ids[3], ids[1]]);
+    assert_eq!(store.runs_on_branch("main").unwrap(), vec![ids[1], ids[0]]);
+    assert!(store.runs_at_commit("ccc").unwrap().is_empty());
+    assert_eq!(store.run_before(ids[2]).unwrap(), Some(ids[1]));
+    assert_eq!(store.run_before(ids[0]).unwrap(), None);
+}

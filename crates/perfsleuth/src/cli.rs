@@ -24,6 +24,71 @@ pub enum Command {
     Show(ShowArgs),
     /// The environment fingerprint: show it, diff two, check this machine.
     Env(EnvArgs),
+    /// Baseline vs candidate: a verdict per benchmark and metric, with what the machine explains.
+    Compare(CompareArgs),
+}
+
+/// Output format of `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// A table for the terminal.
+    Terminal,
+    /// Markdown for a pull-request comment or $GITHUB_STEP_SUMMARY.
+    Markdown,
+    /// JSON (schema perfsleuth/compare, see docs/COMPARE.md).
+    Json,
+}
+
+/// What makes `compare` exit 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// A gating metric regressed.
+    Regressed,
+}
+
+/// How verdicts are reached (shared by `compare` and `run --baseline`).
+#[derive(Debug, Clone, Args)]
+pub struct VerdictArgs {
+    /// Significance level of the tests [default: 0.05, or the config file's].
+    #[arg(long, value_name = "P")]
+    pub alpha: Option<f64>,
+    /// Changes within ±PERCENT are noise, not regressions [default: 1%, or the config file's].
+    #[arg(long, value_name = "PERCENT", value_parser = crate::parse::percent)]
+    pub threshold: Option<f64>,
+    /// A metric that gates --fail-on (repeatable): wall, user, sys, peak_rss, … [default: wall].
+    #[arg(long = "metric", value_name = "NAME")]
+    pub metric: Vec<String>,
+    /// Per-benchmark settings [default: perfsleuth.toml at the repository top, if present].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Exit 1 when a gating metric regressed (for CI).
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub fail_on: Option<FailOn>,
+    /// Refuse (exit 2) when the two sides ran on machines that differ in identity facts.
+    #[arg(long)]
+    pub require_same_env: bool,
+}
+
+/// `perfsleuth compare`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Sides: a run id, latest, latest~N, a branch (its latest run), a git revision (its complete runs), or a file from --export-json.\nDefaults: candidate = latest, baseline = the run before it.\n\nExamples:\n  perfsleuth compare\n  perfsleuth compare main HEAD --fail-on regressed\n  perfsleuth compare base.json cand.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
+)]
+pub struct CompareArgs {
+    /// The baseline side [default: the run before the candidate].
+    pub baseline: Option<String>,
+    /// The candidate side [default: latest].
+    pub candidate: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
+    pub format: CompareFormat,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// When to use colour.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
 }
 
 /// `perfsleuth env`.
@@ -197,6 +262,11 @@ pub struct RunArgs {
     /// When to use colour.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// After measuring, compare with this run (id, latest, branch, revision or export file).
+    #[arg(long, value_name = "REF")]
+    pub baseline: Option<String>,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
 }
 
 /// `perfsleuth runs`.

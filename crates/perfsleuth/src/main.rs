@@ -1,6 +1,7 @@
 //! The perfsleuth command-line tool.
 
 mod cli;
+mod compare;
 mod envcmd;
 mod error;
 mod git;
@@ -9,6 +10,7 @@ mod output;
 mod parse;
 mod plan;
 mod run;
+mod selectors;
 mod term;
 
 use clap::Parser;
@@ -34,6 +36,7 @@ fn main() {
         Command::Runs(args) => history::runs(args),
         Command::Show(args) => history::show(args),
         Command::Env(args) => envcmd::env(args),
+        Command::Compare(args) => compare::run(args),
     };
     std::process::exit(match result {
         Ok(code) => code,
@@ -67,7 +70,7 @@ fn usage_error(e: clap::Error) -> i32 {
     let rest: Vec<&str> = paragraphs.flat_map(str::lines).map(str::trim).collect();
     let subcommand = std::env::args()
         .nth(1)
-        .filter(|a| ["run", "runs", "show", "env"].contains(&a.as_str()));
+        .filter(|a| ["run", "runs", "show", "env", "compare"].contains(&a.as_str()));
     let help = match &subcommand {
         Some(sub) => format!("perfsleuth {sub} --help"),
         None => "perfsleuth --help".to_string(),

@@ -158,6 +158,15 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         step: args.step.as_deref(),
     };
     let planned = plan(&templates, &shell)?;
+    // A bad --baseline must fail before anything is measured.
+    let baseline = match &args.baseline {
+        Some(spec) => {
+            crate::compare::options(&args.verdict)?;
+            let mut handle = crate::selectors::StoreHandle::new(args.store.store.clone());
+            Some(crate::selectors::resolve(spec, &mut handle)?)
+        }
+        None => None,
+    };
     let reference = output::resolve_reference(
         args.reference.as_deref(),
         planned.iter().map(|p| p.name.as_str()),
@@ -403,7 +412,10 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                 emit(&output::dim(&note, use_color(args.color, true)), true);
             }
             warn_if_unfit(&run.environment);
-            Ok(0)
+            match &baseline {
+                Some(side) => crate::compare::after_run(side, &run, &args.verdict, args.color),
+                None => Ok(0),
+            }
         }
     }
 }
@@ -537,7 +549,11 @@ impl Measure<'_> {
                     self.flush()
                         .and_then(|()| self.complete(&mut live[step.bench], step, outcome))
                 }
-                Err(stop) => Err(stop),
+                Err(stop) => {
+                    // The failed request's reply (an error) was consumed.
+                    queue.pop_front();
+                    Err(stop)
+                }
             };
             if let Err(stop) = result {
                 // Runs already queued are answered without running (the spawner
@@ -826,6 +842,14 @@ fn measure_fail(e: MeasureError, what: &str) -> Fail {
         MeasureError::NotFound(p) => Fail::usage(
             format!("{what} not found: `{p}`"),
             "check the spelling and your PATH; use --shell for shell builtins",
+        ),
+        MeasureError::NotAProgram { path, reason } => Fail::usage(
+            format!("{what} `{}` cannot be executed: {reason}", path.display()),
+            "run it through an interpreter (e.g. --shell sh) or add a #! line",
+        ),
+        MeasureError::Spawn { program, source } if program != "perfsleuth spawner" => Fail::usage(
+            format!("cannot run `{program}`: {source}"),
+            "is it a program for this machine and kernel? (check with `file`)",
         ),
         MeasureError::IsDirectory(p) => Fail::usage(
             format!("{what} `{}` is a directory, not a program", p.display()),

@@ -1,0 +1,191 @@
+//! Small formatters for the compare renderers: values in their metric's
+//! unit, relative changes with their CI, p-values, and column padding.
+
+use perfsleuth_model::Metric;
+use perfsleuth_stats::RelativeChange;
+
+/// Fixed-point text of `x`, never "-0.0"; "n/a" for NaN or infinities.
+fn number(x: f64, decimals: usize) -> String {
+    if !x.is_finite() {
+        return "n/a".to_string();
+    }
+    let s = format!("{x:.decimals$}");
+    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
+        s[1..].to_string()
+    } else {
+        s
+    }
+}
+
+/// A duration in nanoseconds in the unit that suits it: "850 ns",
+/// "12.3 µs", "1.234 ms", "2.500 s". Thresholds sit just below the next
+/// power of 1000 so values never print as "1000.0 µs" after rounding.
+pub(crate) fn duration_ns(ns: f64) -> String {
+    if !ns.is_finite() {
+        return "n/a".to_string();
+    }
+    let a = ns.abs();
+    let (scale, decimals, symbol) = if a < 999.5 {
+        (1.0, 0, "ns")
+    } else if a < 999_950.0 {
+        (1e3, 1, "µs")
+    } else if a < 999_999_500.0 {
+        (1e6, 3, "ms")
+    } else {
+        (1e9, 3, "s")
+    };
+    format!("{} {symbol}", number(ns / scale, decimals))
+}
+
+/// A size in bytes with binary prefixes: "512 B", "12.4 MiB".
+pub(crate) fn bytes(b: f64) -> String {
+    if !b.is_finite() {
+        return "n/a".to_string();
+    }
+    const K: f64 = 1024.0;
+    let a = b.abs();
+    let units = [("KiB", K), ("MiB", K * K), ("GiB", K * K * K)];
+    if a < 1023.5 {
+        return format!("{} B", number(b, 0));
+    }
+    for (symbol, scale) in units {
+        if a < 1023.95 * scale {
+            return format!("{} {symbol}", number(b / scale, 1));
+        }
+    }
+    format!("{} TiB", number(b / (K * K * K * K), 1))
+}
+
+/// A count: whole numbers as integers, anything else with one decimal
+/// (a median of an even number of samples can fall between two counts).
+pub(crate) fn count(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 {
+        number(x, 0)
+    } else {
+        number(x, 1)
+    }
+}
+
+/// A raw metric value in that metric's unit.
+pub(crate) fn value(metric: Metric, x: f64) -> String {
+    match metric.unit() {
+        "ns" => duration_ns(x),
+        "bytes" => bytes(x),
+        _ => count(x),
+    }
+}
+
+/// A relative change (0.031) as a signed percentage: "+3.1%", "-12%".
+/// One decimal below 100 % so small real changes do not print as "0%".
+pub(crate) fn percent(change: f64) -> String {
+    if !change.is_finite() {
+        return "n/a".to_string();
+    }
+    let pct = change * 100.0;
+    let text = if pct.abs() < 99.95 {
+        number(pct, 1)
+    } else {
+        number(pct, 0)
+    };
+    if text.starts_with('-') || text.chars().all(|c| c == '0' || c == '.') {
+        // "0.0%" reads better unsigned; negatives already carry their sign.
+        if text.starts_with('-') {
+            format!("{text}%")
+        } else {
+            format!("±{text}%")
+        }
+    } else {
+        format!("+{text}%")
+    }
+}
+
+/// The change with its CI: "+3.1% [+2.0% … +4.2%]"; "n/a" without one.
+pub(crate) fn change_with_ci(change: Option<&RelativeChange>) -> String {
+    match change {
+        Some(c) => format!(
+            "{} [{} … {}]",
+            percent(c.change),
+            percent(c.ci.lo),
+            percent(c.ci.hi)
+        ),
+        None => "n/a".to_string(),
+    }
+}
+
+/// A p-value with as many digits as carry meaning: "0.21", "0.004",
+/// "<0.001"; "–" when there is none.
+pub(crate) fn p_value(p: Option<f64>) -> String {
+    match p {
+        Some(p) if p.is_finite() => {
+            if p < 0.001 {
+                "<0.001".to_string()
+            } else if p < 0.01 {
+                format!("{p:.3}")
+            } else {
+                format!("{p:.2}")
+            }
+        }
+        _ => "–".to_string(),
+    }
+}
+
+/// Characters a terminal shows, for padding columns with "µ", "…", "±".
+pub(crate) fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// `s` right-aligned in `w` visible columns.
+pub(crate) fn pad_left(s: &str, w: usize) -> String {
+    format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+/// `s` left-aligned in `w` visible columns.
+pub(crate) fn pad_right(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfsleuth_stats::Interval;
+
+    #[test]
+    fn units() {
+        assert_eq!(duration_ns(850.0), "850 ns");
+        assert_eq!(duration_ns(12_345.0), "12.3 µs");
+        assert_eq!(duration_ns(12_345_000.0), "12.345 ms");
+        assert_eq!(duration_ns(999_999_600.0), "1.000 s");
+        assert_eq!(duration_ns(f64::NAN), "n/a");
+        assert_eq!(bytes(512.0), "512 B");
+        assert_eq!(bytes(12.4 * 1024.0 * 1024.0), "12.4 MiB");
+        assert_eq!(bytes(2048.0), "2.0 KiB");
+        assert_eq!(count(7.0), "7");
+        assert_eq!(count(7.5), "7.5");
+        assert_eq!(value(Metric::PeakRss, 4096.0), "4.0 KiB");
+        assert_eq!(value(Metric::Wall, 12_300_000.0), "12.300 ms");
+    }
+
+    #[test]
+    fn changes_and_p() {
+        assert_eq!(percent(0.031), "+3.1%");
+        assert_eq!(percent(-0.12), "-12.0%");
+        assert_eq!(percent(0.0), "±0.0%");
+        assert_eq!(percent(-0.000_01), "±0.0%");
+        assert_eq!(percent(2.5), "+250%");
+        let c = RelativeChange {
+            change: 0.031,
+            ci: Interval {
+                lo: 0.02,
+                hi: 0.042,
+            },
+            resamples: 10,
+        };
+        assert_eq!(change_with_ci(Some(&c)), "+3.1% [+2.0% … +4.2%]");
+        assert_eq!(change_with_ci(None), "n/a");
+        assert_eq!(p_value(Some(0.0004)), "<0.001");
+        assert_eq!(p_value(Some(0.0042)), "0.004");
+        assert_eq!(p_value(Some(0.213)), "0.21");
+        assert_eq!(p_value(None), "–");
+        assert_eq!(p_value(Some(f64::NAN)), "–");
+    }
+}

@@ -1,0 +1,683 @@
+//! `perfsleuth compare`: pairs the benchmarks of a baseline and a candidate,
+//! states for every benchmark and metric whether it changed (relative change
+//! of the median with a bootstrap CI, a rank-test p-value, the verdict rule),
+//! attributes changes to the environment where the machines differ, and
+//! renders the result for a terminal, a pull request (Markdown) or a program
+//! (JSON).
+//!
+//! Everything here is pure: the caller loads the runs, this crate never
+//! touches the store, the clock or the terminal.
+#![warn(missing_docs)]
+
+mod format;
+mod json;
+mod render;
+
+pub use json::{SCHEMA, SCHEMA_VERSION, to_json};
+pub use render::{render_markdown, render_terminal};
+
+use perfsleuth_env::Change;
+use perfsleuth_model::{Environment, ImpactClass, Metric, Run, Sample};
+use perfsleuth_stats::{
+    DEFAULT_CONFIDENCE, Interval, RelativeChange, Verdict, VerdictRule, bh_adjusted,
+    bootstrap_relative_change, bootstrap_relative_change_runs, mann_whitney_u, median,
+};
+use std::collections::BTreeMap;
+
+/// One side of a comparison: a label and the runs it consists of.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Side {
+    /// How the side is named in reports ("run 12", "main", "abc1234").
+    pub label: String,
+    /// Its runs; several runs are repeated runs of the same revision, and
+    /// an empty list is treated as a side without benchmarks.
+    pub runs: Vec<Run>,
+}
+
+/// Per-benchmark overrides of [`Options`] (from a config file); `None` keeps the global value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BenchmarkOptions {
+    /// Significance level for this benchmark, replacing `Options::rule.alpha`.
+    pub alpha: Option<f64>,
+    /// Noise threshold for this benchmark, replacing `Options::rule.noise_threshold`.
+    pub threshold: Option<f64>,
+    /// Gating metrics for this benchmark, replacing `Options::gating`.
+    pub metrics: Option<Vec<Metric>>,
+}
+
+/// What to compare and how strictly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The verdict rule: alpha 0.05, noise threshold 1 %, at least 3 samples per side.
+    pub rule: VerdictRule,
+    /// Metrics whose regression fails a CI gate (default: wall time).
+    pub gating: Vec<Metric>,
+    /// Metrics shown, in this order (default: wall, user, sys, peak RSS); gating metrics are always shown.
+    pub metrics: Vec<Metric>,
+    /// Overrides keyed by benchmark name.
+    pub per_benchmark: BTreeMap<String, BenchmarkOptions>,
+    /// False discovery rate for Benjamini–Hochberg over the gating p-values
+    /// when more than one benchmark is paired (default `Some(0.05)`; `None` turns it off).
+    pub fdr_q: Option<f64>,
+    /// Bootstrap resamples per comparison (default 10 000).
+    pub resamples: usize,
+    /// Bootstrap seed, so that the same inputs always give the same report.
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            rule: VerdictRule::default(),
+            gating: vec![Metric::Wall],
+            metrics: vec![Metric::Wall, Metric::User, Metric::Sys, Metric::PeakRss],
+            per_benchmark: BTreeMap::new(),
+            fdr_q: Some(0.05),
+            resamples: 10_000,
+            seed: 0x5EED_C0A1_u64,
+        }
+    }
+}
+
+/// The verdict of one row: the statistical verdict, or that the machines differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RowVerdict {
+    /// The verdict rule's answer.
+    Stat(Verdict),
+    /// Identity facts differ between the sides: no verdict is meaningful.
+    EnvironmentChanged,
+}
+
+impl RowVerdict {
+    /// The verdict as printed in reports and JSON ("regressed", …, "environment changed").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowVerdict::Stat(v) => v.as_str(),
+            RowVerdict::EnvironmentChanged => "environment changed",
+        }
+    }
+}
+
+impl std::fmt::Display for RowVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One benchmark and metric compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Benchmark name.
+    pub benchmark: String,
+    /// Its parameter values (part of the pairing key).
+    pub parameters: BTreeMap<String, String>,
+    /// The metric compared.
+    pub metric: Metric,
+    /// Whether this metric gates for this benchmark (see [`any_gating_regression`]).
+    pub gating: bool,
+    /// Median of all baseline samples pooled, in the metric's unit (NaN without samples).
+    pub baseline_median: f64,
+    /// Median of all candidate samples pooled (NaN without samples).
+    pub candidate_median: f64,
+    /// Baseline samples, all runs together.
+    pub n_baseline: usize,
+    /// Candidate samples, all runs together.
+    pub n_candidate: usize,
+    /// Relative change of the median with its 95 % bootstrap CI; `None` when it cannot be computed.
+    pub change: Option<RelativeChange>,
+    /// Two-sided Mann–Whitney U p-value on the pooled samples.
+    pub p_value: Option<f64>,
+    /// Benjamini–Hochberg adjusted p-value (gating metrics, when FDR control applied).
+    pub p_adjusted: Option<f64>,
+    /// The verdict.
+    pub verdict: RowVerdict,
+    /// Explanations attached to this row (attribution, why data is insufficient).
+    pub notes: Vec<String>,
+}
+
+impl Row {
+    /// The pairing key as shown: `name` or `name [k=v, …]`.
+    pub fn key(&self) -> String {
+        benchmark_key(&self.benchmark, &self.parameters)
+    }
+
+    /// The p-value the verdict used: adjusted when FDR control applied.
+    pub fn p_shown(&self) -> Option<f64> {
+        self.p_adjusted.or(self.p_value)
+    }
+}
+
+/// The result of comparing a candidate with its baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// Label of the baseline side.
+    pub baseline: String,
+    /// Label of the candidate side.
+    pub candidate: String,
+    /// Identity and performance facts that differ, baseline → candidate (newest run of each side).
+    pub env_changes: Vec<Change>,
+    /// Whether any identity fact differs: then every verdict is `environment changed`.
+    pub identity_changed: bool,
+    /// One row per paired benchmark and metric, candidate order.
+    pub rows: Vec<Row>,
+    /// Keys of benchmarks found only in the baseline.
+    pub unpaired_baseline: Vec<String>,
+    /// Keys of benchmarks found only in the candidate.
+    pub unpaired_candidate: Vec<String>,
+    /// Whether gating p-values were adjusted by Benjamini–Hochberg.
+    pub fdr_applied: bool,
+    /// Notes on the comparison as a whole (mixed machines within a side, partial runs, …).
+    pub notes: Vec<String>,
+}
+
+impl Comparison {
+    /// How many p-values the Benjamini–Hochberg adjustment covered.
+    pub fn fdr_comparisons(&self) -> usize {
+        self.rows.iter().filter(|r| r.p_adjusted.is_some()).count()
+    }
+
+    /// The performance-class changes among `env_changes`.
+    pub fn performance_changes(&self) -> impl Iterator<Item = &Change> {
+        self.env_changes
+            .iter()
+            .filter(|c| c.class == ImpactClass::Performance)
+    }
+}
+
+/// The note on a changed row when the benchmarked binary is the same on both sides.
+pub const SAME_BINARY_NOTE: &str = "same binary, different result — environment or noise, not code";
+
+/// The sentence that opens every report whose sides ran on different machines.
+pub const MACHINES_DIFFER: &str = "The machines differ: results are not comparable; every verdict is marked `environment changed`.";
+
+/// Whether a gating metric of any benchmark regressed (what `--fail-on regressed` checks).
+pub fn any_gating_regression(c: &Comparison) -> bool {
+    c.rows
+        .iter()
+        .any(|r| r.gating && r.verdict == RowVerdict::Stat(Verdict::Regressed))
+}
+
+/// `name`, or `name [k=v, …]` when the benchmark has parameters.
+pub fn benchmark_key(name: &str, parameters: &BTreeMap<String, String>) -> String {
+    if parameters.is_empty() {
+        return name.to_string();
+    }
+    let params: Vec<String> = parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{name} [{}]", params.join(", "))
+}
+
+/// One benchmark on one side: its samples grouped by run, and the facts of
+/// the first occurrence (the binary hash).
+struct Entry<'a> {
+    name: &'a str,
+    parameters: &'a BTreeMap<String, String>,
+    facts: &'a Environment,
+    /// The arguments actually executed: "same binary" also needs the same arguments.
+    argv: &'a [String],
+    /// One group per run that contains the benchmark (possibly empty).
+    groups: Vec<Vec<&'a Sample>>,
+}
+
+/// The benchmarks of a side keyed by (name, parameters), in order of first appearance.
+fn collect(side: &Side) -> Vec<Entry<'_>> {
+    let mut entries: Vec<Entry<'_>> = Vec::new();
+    for run in &side.runs {
+        // Positions of entries already given a group from this run, so a
+        // benchmark listed twice in one run adds to the same group.
+        let mut seen_in_run: Vec<usize> = Vec::new();
+        for b in &run.benchmarks {
+            let found = entries
+                .iter()
+                .position(|e| e.name == b.name && *e.parameters == b.parameters);
+            let idx = match found {
+                Some(i) => i,
+                None => {
+                    entries.push(Entry {
+                        name: &b.name,
+                        parameters: &b.parameters,
+                        facts: &b.facts,
+                        argv: &b.argv,
+                        groups: Vec::new(),
+                    });
+                    entries.len() - 1
+                }
+            };
+            if seen_in_run.contains(&idx) {
+                if let Some(g) = entries[idx].groups.last_mut() {
+                    g.extend(b.samples.iter());
+                }
+            } else {
+                seen_in_run.push(idx);
+                entries[idx].groups.push(b.samples.iter().collect());
+            }
+        }
+    }
+    entries
+}
+
+fn binary_hash(b: &Environment) -> Option<&str> {
+    b.get("binary.sha256")
+        .filter(|h| !h.is_empty() && *h != perfsleuth_model::UNKNOWN)
+}
+
+/// The newest run of a side by start time (the later one in the list on a tie).
+fn newest(side: &Side) -> Option<&Run> {
+    side.runs
+        .iter()
+        .enumerate()
+        .max_by(|(i, a), (j, b)| a.started_at.cmp(&b.started_at).then(i.cmp(j)))
+        .map(|(_, r)| r)
+}
+
+/// A side's environment without facts about the benchmarked program, which
+/// describe the code under test, not the machine.
+fn machine_env(env: &Environment) -> Environment {
+    Environment {
+        facts: env
+            .facts
+            .iter()
+            .filter(|(k, _)| !k.starts_with("binary."))
+            .map(|(k, f)| (k.clone(), f.clone()))
+            .collect(),
+    }
+}
+
+fn run_label(run: &Run, index: usize) -> String {
+    match run.id {
+        Some(id) => format!("run {id}"),
+        None => format!("run #{}", index + 1),
+    }
+}
+
+/// Notes on runs of one side that disagree with each other or are partial.
+fn side_notes(which: &str, side: &Side, notes: &mut Vec<String>) {
+    if side.runs.is_empty() {
+        notes.push(format!(
+            "the {which} side ({}) has no runs: nothing to compare",
+            side.label
+        ));
+        return;
+    }
+    for (i, run) in side.runs.iter().enumerate() {
+        if run.status != perfsleuth_model::RunStatus::Complete {
+            notes.push(format!(
+                "{which} {} is {}: its samples may be partial",
+                run_label(run, i),
+                run.status
+            ));
+        }
+    }
+    let Some(first) = side.runs.first() else {
+        return;
+    };
+    let first_env = machine_env(&first.environment);
+    for class in [ImpactClass::Identity, ImpactClass::Performance] {
+        let mut keys: Vec<String> = Vec::new();
+        let mut others: Vec<String> = Vec::new();
+        for (i, run) in side.runs.iter().enumerate().skip(1) {
+            let changes = perfsleuth_env::diff(&first_env, &machine_env(&run.environment));
+            let mut differs = false;
+            for c in changes.iter().filter(|c| c.class == class) {
+                differs = true;
+                if !keys.contains(&c.key) {
+                    keys.push(c.key.clone());
+                }
+            }
+            if differs {
+                others.push(run_label(run, i));
+            }
+        }
+        if keys.is_empty() {
+            continue;
+        }
+        let what = if class == ImpactClass::Identity {
+            "ran on different machines"
+        } else {
+            "differ in performance-relevant settings"
+        };
+        notes.push(format!(
+            "runs within the {which} side {what} ({} vs {}: {})",
+            run_label(first, 0),
+            others.join(", "),
+            list_keys(&keys, 4)
+        ));
+    }
+}
+
+/// "a, b, c, d and 3 more".
+fn list_keys(keys: &[String], max: usize) -> String {
+    let shown: Vec<&str> = keys.iter().take(max).map(String::as_str).collect();
+    let mut s = shown.join(", ");
+    if keys.len() > max {
+        s.push_str(&format!(" and {} more", keys.len() - max));
+    }
+    s
+}
+
+/// A stable 64-bit FNV-1a hash, to give each row its own bootstrap stream
+/// that does not depend on the order of rows.
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in part.as_bytes().iter().chain(std::iter::once(&0xFF)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The statistics of one (benchmark, metric) before any verdict.
+struct Measured {
+    baseline_median: f64,
+    candidate_median: f64,
+    n_baseline: usize,
+    n_candidate: usize,
+    change: Option<RelativeChange>,
+    p_value: Option<f64>,
+    notes: Vec<String>,
+}
+
+fn measure(
+    base: &[Vec<&Sample>],
+    cand: &[Vec<&Sample>],
+    metric: Metric,
+    opts: &Options,
+    seed: u64,
+) -> Measured {
+    let values = |groups: &[Vec<&Sample>]| -> Vec<Vec<f64>> {
+        groups
+            .iter()
+            .map(|g| g.iter().map(|s| metric.of(s)).collect::<Vec<f64>>())
+            .filter(|g| !g.is_empty())
+            .collect()
+    };
+    let (bg, cg) = (values(base), values(cand));
+    let (bp, cp) = (bg.concat(), cg.concat());
+    let mut m = Measured {
+        baseline_median: median(&bp).unwrap_or(f64::NAN),
+        candidate_median: median(&cp).unwrap_or(f64::NAN),
+        n_baseline: bp.len(),
+        n_candidate: cp.len(),
+        change: None,
+        p_value: mann_whitney_u(&bp, &cp).map(|t| t.p_value),
+        notes: Vec::new(),
+    };
+    if bp.is_empty() || cp.is_empty() {
+        let which = match (bp.is_empty(), cp.is_empty()) {
+            (true, true) => "either side",
+            (true, false) => "the baseline side",
+            _ => "the candidate side",
+        };
+        m.notes.push(format!("no samples on {which}"));
+        return m;
+    }
+    let min = opts.rule.min_samples;
+    if bp.len() < min || cp.len() < min {
+        m.notes.push(format!(
+            "too few samples ({} vs {}; at least {min} per side needed)",
+            bp.len(),
+            cp.len()
+        ));
+    }
+    if m.baseline_median == 0.0 {
+        if bp.iter().chain(&cp).all(|&v| v == 0.0) {
+            // All zero on both sides (sys time of a trivial program, an
+            // unmeasured counter): no change at all, though not a ratio.
+            m.change = Some(RelativeChange {
+                change: 0.0,
+                ci: Interval { lo: 0.0, hi: 0.0 },
+                resamples: 0,
+            });
+        } else {
+            m.notes
+                .push("baseline median is 0: a relative change is undefined".to_string());
+        }
+        return m;
+    }
+    m.change = if bg.len() > 1 || cg.len() > 1 {
+        bootstrap_relative_change_runs(&bg, &cg, DEFAULT_CONFIDENCE, opts.resamples, seed)
+    } else {
+        bootstrap_relative_change(&bp, &cp, DEFAULT_CONFIDENCE, opts.resamples, seed)
+    };
+    if m.change.is_none() {
+        m.notes
+            .push("the bootstrap gave no usable interval".to_string());
+    }
+    m
+}
+
+fn stats_direction(metric: Metric) -> perfsleuth_stats::Direction {
+    match metric.direction() {
+        perfsleuth_model::Direction::Lower => perfsleuth_stats::Direction::LowerIsBetter,
+        perfsleuth_model::Direction::Higher => perfsleuth_stats::Direction::HigherIsBetter,
+    }
+}
+
+fn push_unique(list: &mut Vec<Metric>, m: Metric) {
+    if !list.contains(&m) {
+        list.push(m);
+    }
+}
+
+/// Compares `candidate` against `baseline`: pairs benchmarks by name and
+/// parameters, computes a row per paired benchmark and metric, and
+/// attributes changes to the environment where the machines differ.
+pub fn compare(baseline: &Side, candidate: &Side, opts: &Options) -> Comparison {
+    let base_entries = collect(baseline);
+    let cand_entries = collect(candidate);
+    let mut notes = Vec::new();
+    side_notes("baseline", baseline, &mut notes);
+    side_notes("candidate", candidate, &mut notes);
+
+    // The environment diff, newest run against newest run.
+    let env_changes: Vec<Change> = match (newest(baseline), newest(candidate)) {
+        (Some(b), Some(c)) => {
+            perfsleuth_env::diff(&machine_env(&b.environment), &machine_env(&c.environment))
+                .into_iter()
+                .filter(|c| c.class != ImpactClass::Context)
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let identity_changed = env_changes.iter().any(|c| c.class == ImpactClass::Identity);
+    let perf_keys: Vec<String> = env_changes
+        .iter()
+        .filter(|c| c.class == ImpactClass::Performance)
+        .map(|c| c.key.clone())
+        .collect();
+
+    let find = |entries: &[Entry<'_>], e: &Entry<'_>| {
+        entries
+            .iter()
+            .position(|o| o.name == e.name && o.parameters == e.parameters)
+    };
+    let unpaired_baseline: Vec<String> = base_entries
+        .iter()
+        .filter(|e| find(&cand_entries, e).is_none())
+        .map(|e| benchmark_key(e.name, e.parameters))
+        .collect();
+    let unpaired_candidate: Vec<String> = cand_entries
+        .iter()
+        .filter(|e| find(&base_entries, e).is_none())
+        .map(|e| benchmark_key(e.name, e.parameters))
+        .collect();
+
+    // Rows with their statistics, in candidate order.
+    let mut rows: Vec<Row> = Vec::new();
+    let mut failed_notes: Vec<String> = Vec::new();
+    let mut paired = 0usize;
+    for ce in &cand_entries {
+        let Some(bi) = find(&base_entries, ce) else {
+            continue;
+        };
+        let be = &base_entries[bi];
+        paired += 1;
+        let key = benchmark_key(ce.name, ce.parameters);
+        let overrides = opts.per_benchmark.get(ce.name);
+        let gating: &[Metric] = overrides
+            .and_then(|o| o.metrics.as_deref())
+            .unwrap_or(&opts.gating);
+        let mut metrics: Vec<Metric> = Vec::new();
+        for &m in opts.metrics.iter().chain(gating) {
+            push_unique(&mut metrics, m);
+        }
+        let failed =
+            |groups: &[Vec<&Sample>]| groups.iter().flatten().filter(|s| !s.succeeded()).count();
+        let (fb, fc) = (failed(&be.groups), failed(&ce.groups));
+        if fb + fc > 0 {
+            failed_notes.push(format!(
+                "{key}: {fb} baseline and {fc} candidate samples exited unsuccessfully and are included"
+            ));
+        }
+        for metric in metrics {
+            let seed = opts.seed ^ fnv1a(&[&key, metric.name()]);
+            let m = measure(&be.groups, &ce.groups, metric, opts, seed);
+            rows.push(Row {
+                benchmark: ce.name.to_string(),
+                parameters: ce.parameters.clone(),
+                metric,
+                gating: gating.contains(&metric),
+                baseline_median: m.baseline_median,
+                candidate_median: m.candidate_median,
+                n_baseline: m.n_baseline,
+                n_candidate: m.n_candidate,
+                change: m.change,
+                p_value: m.p_value,
+                p_adjusted: None,
+                verdict: RowVerdict::Stat(Verdict::InsufficientData),
+                notes: m.notes,
+            });
+        }
+    }
+    notes.extend(failed_notes);
+
+    // Benjamini–Hochberg over the gating p-values of all paired benchmarks.
+    let fdr_applied = opts.fdr_q.is_some() && paired > 1;
+    if fdr_applied {
+        let idx: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].gating).collect();
+        let ps: Vec<f64> = idx
+            .iter()
+            .map(|&i| rows[i].p_value.unwrap_or(f64::NAN))
+            .collect();
+        for (&i, adj) in idx.iter().zip(bh_adjusted(&ps)) {
+            rows[i].p_adjusted = adj.is_finite().then_some(adj);
+        }
+    }
+
+    // Children report at least the spawner's own peak RSS (recorded per run);
+    // two medians at their floors say nothing about the programs.
+    let floor = |side: &Side| {
+        newest(side)
+            .and_then(|r| r.environment.get("measure.peak_rss_floor_bytes"))
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    let (floor_b, floor_c) = (floor(baseline), floor(candidate));
+    let at_floor =
+        |median: f64, floor: Option<f64>| floor.is_some_and(|f| f > 0.0 && median <= f * 1.02);
+
+    // Verdicts and attribution.
+    for row in &mut rows {
+        if row.metric == Metric::PeakRss
+            && at_floor(row.baseline_median, floor_b)
+            && at_floor(row.candidate_median, floor_c)
+        {
+            row.verdict = RowVerdict::Stat(Verdict::Unchanged);
+            row.notes.push(
+                "both at the measurement floor of peak RSS: the programs are smaller than it"
+                    .to_string(),
+            );
+            continue;
+        }
+        let o = opts.per_benchmark.get(&row.benchmark);
+        let mut rule = opts.rule;
+        if let Some(a) = o.and_then(|o| o.alpha) {
+            rule.alpha = a;
+        }
+        if let Some(t) = o.and_then(|o| o.threshold) {
+            rule.noise_threshold = t;
+        }
+        let mut p = row.p_value.unwrap_or(f64::NAN);
+        if fdr_applied && row.gating {
+            // Adjusted p-values are held to the stricter of alpha and q.
+            p = row.p_adjusted.unwrap_or(f64::NAN);
+            if let Some(q) = opts.fdr_q {
+                rule.alpha = rule.alpha.min(q);
+            }
+        }
+        let verdict = match &row.change {
+            Some(change) => perfsleuth_stats::verdict(
+                &rule,
+                change,
+                p,
+                row.n_baseline,
+                row.n_candidate,
+                stats_direction(row.metric),
+            ),
+            None => Verdict::InsufficientData,
+        };
+        row.verdict = RowVerdict::Stat(verdict);
+    }
+    // Same binary on both sides: a change cannot come from the code. Judged
+    // per benchmark on its gating verdicts, before any environment override.
+    let same_binary = |row: &Row| -> bool {
+        let b = base_entries
+            .iter()
+            .find(|e| e.name == row.benchmark && *e.parameters == row.parameters);
+        let c = cand_entries
+            .iter()
+            .find(|e| e.name == row.benchmark && *e.parameters == row.parameters);
+        let same_args = matches!((b, c), (Some(x), Some(y)) if x.argv == y.argv);
+        match (
+            b.and_then(|e| binary_hash(e.facts)),
+            c.and_then(|e| binary_hash(e.facts)),
+        ) {
+            (Some(x), Some(y)) => x == y && same_args,
+            _ => false,
+        }
+    };
+    let changed = |v: RowVerdict| {
+        matches!(
+            v,
+            RowVerdict::Stat(Verdict::Regressed) | RowVerdict::Stat(Verdict::Improved)
+        )
+    };
+    let flags: Vec<bool> = rows
+        .iter()
+        .map(|r| r.gating && changed(r.verdict) && same_binary(r))
+        .collect();
+    for (row, same) in rows.iter_mut().zip(flags) {
+        if same {
+            row.notes.push(SAME_BINARY_NOTE.to_string());
+        }
+        if identity_changed {
+            if changed(row.verdict) {
+                row.notes.push(format!(
+                    "statistically {}, but the machines differ",
+                    row.verdict
+                ));
+            }
+            row.verdict = RowVerdict::EnvironmentChanged;
+        } else if !perf_keys.is_empty() && changed(row.verdict) {
+            row.notes.push(format!(
+                "possibly environmental: {}",
+                list_keys(&perf_keys, 4)
+            ));
+        }
+    }
+
+    Comparison {
+        baseline: baseline.label.clone(),
+        candidate: candidate.label.clone(),
+        env_changes,
+        identity_changed,
+        rows,
+        unpaired_baseline,
+        unpaired_candidate,
+        fdr_applied,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests;

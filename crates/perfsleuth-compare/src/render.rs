@@ -1,0 +1,366 @@
+//! Human renderings of a comparison: a terminal table and Markdown for a
+//! pull-request comment or `$GITHUB_STEP_SUMMARY`.
+
+use crate::format::{change_with_ci, p_value, pad_left, pad_right, value, width};
+use crate::json::verdict_counts;
+use crate::{Comparison, MACHINES_DIFFER, Row, RowVerdict};
+use perfsleuth_model::ImpactClass;
+use perfsleuth_stats::Verdict;
+
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const RESET: &str = "\x1b[0m";
+
+/// "p-values adjusted for N comparisons (Benjamini–Hochberg)".
+fn fdr_sentence(c: &Comparison) -> Option<String> {
+    c.fdr_applied.then(|| {
+        let n = c.fdr_comparisons();
+        let s = if n == 1 { "" } else { "s" };
+        format!(
+            "p-values adjusted for {n} comparison{s} (Benjamini–Hochberg); \
+             the adjusted p is shown and judged for gating metrics"
+        )
+    })
+}
+
+/// "2 regressed, 1 improved, 5 unchanged" (only verdicts that occur), with
+/// `strong` wrapped around the regressed count.
+fn counts_text(c: &Comparison, strong: (&str, &str)) -> String {
+    verdict_counts(c)
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(v, n)| {
+            if v == "regressed" {
+                format!("{}{n} {v}{}", strong.0, strong.1)
+            } else {
+                format!("{n} {v}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn has_regression(c: &Comparison) -> bool {
+    c.rows
+        .iter()
+        .any(|r| r.verdict == RowVerdict::Stat(Verdict::Regressed))
+}
+
+fn performance_header(c: &Comparison) -> &'static str {
+    if c.identity_changed {
+        "Performance-relevant facts also differ:"
+    } else {
+        "Performance-relevant facts differ (verdicts stand; changed rows are marked \"possibly environmental\"):"
+    }
+}
+
+/// The terminal table: benchmark, metric, baseline, candidate, change with
+/// CI, p, verdict; red/green verdicts only when `color`. When the machines
+/// differ, the output opens with the environment diff.
+pub fn render_terminal(c: &Comparison, color: bool) -> String {
+    let mut out = String::new();
+    let identity: Vec<_> = c
+        .env_changes
+        .iter()
+        .filter(|ch| ch.class == ImpactClass::Identity)
+        .collect();
+    let performance: Vec<_> = c.performance_changes().collect();
+    let env_block = |out: &mut String| {
+        if !performance.is_empty() {
+            out.push_str(performance_header(c));
+            out.push('\n');
+            for ch in &performance {
+                out.push_str(&format!("  {}\n      {}\n", ch.summary, ch.why));
+            }
+        }
+    };
+    if c.identity_changed {
+        out.push_str(MACHINES_DIFFER);
+        out.push('\n');
+        for ch in &identity {
+            out.push_str(&format!("  {}\n      {}\n", ch.summary, ch.why));
+        }
+        env_block(&mut out);
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "baseline: {}   candidate: {}\n",
+        c.baseline, c.candidate
+    ));
+    if !c.identity_changed && !performance.is_empty() {
+        out.push('\n');
+        env_block(&mut out);
+    }
+    out.push('\n');
+
+    if c.rows.is_empty() {
+        out.push_str("No benchmarks in common.\n");
+    } else {
+        let header = [
+            "benchmark",
+            "metric",
+            "baseline",
+            "candidate",
+            "change [95% CI]",
+            "p",
+            "verdict",
+        ];
+        let mut cells: Vec<[String; 7]> = Vec::new();
+        let mut last_key = String::new();
+        for r in &c.rows {
+            let key = r.key();
+            let shown_key = if key == last_key {
+                String::new()
+            } else {
+                key.clone()
+            };
+            last_key = key;
+            let metric = if r.gating {
+                format!("{}*", r.metric.name())
+            } else {
+                r.metric.name().to_string()
+            };
+            cells.push([
+                shown_key,
+                metric,
+                value(r.metric, r.baseline_median),
+                value(r.metric, r.candidate_median),
+                change_with_ci(r.change.as_ref()),
+                p_value(r.p_shown()),
+                r.verdict.as_str().to_string(),
+            ]);
+        }
+        let mut widths: Vec<usize> = header.iter().map(|h| width(h)).collect();
+        for row in &cells {
+            for (w, cell) in widths.iter_mut().zip(row.iter()) {
+                *w = (*w).max(width(cell));
+            }
+        }
+        // Text columns left-aligned, numbers right-aligned; the last column
+        // is not padded so lines carry no trailing blanks.
+        let align = |i: usize, s: &str| -> String {
+            match i {
+                0 | 1 => pad_right(s, widths[i]),
+                6 => s.to_string(),
+                _ => pad_left(s, widths[i]),
+            }
+        };
+        let line = |row: &[String]| -> String {
+            row.iter()
+                .enumerate()
+                .map(|(i, s)| align(i, s))
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        let header_cells: Vec<String> = header.iter().map(|s| s.to_string()).collect();
+        out.push_str(line(&header_cells).trim_end());
+        out.push('\n');
+        for (r, row) in c.rows.iter().zip(&cells) {
+            let mut text = line(&row[..6]);
+            text.push_str("  ");
+            let verdict = &row[6];
+            let colour = match r.verdict {
+                RowVerdict::Stat(Verdict::Regressed) => Some(RED),
+                RowVerdict::Stat(Verdict::Improved) => Some(GREEN),
+                _ => None,
+            };
+            match colour {
+                Some(code) if color => text.push_str(&format!("{code}{verdict}{RESET}")),
+                _ => text.push_str(verdict),
+            }
+            out.push_str(&text);
+            out.push('\n');
+        }
+        out.push('\n');
+        out.push_str("* gating metric\n");
+        if let Some(s) = fdr_sentence(c) {
+            out.push_str(&s);
+            out.push('\n');
+        }
+        out.push_str(&format!("summary: {}\n", counts_text(c, ("", ""))));
+    }
+    if !c.unpaired_baseline.is_empty() {
+        out.push_str(&format!(
+            "only in baseline: {}\n",
+            c.unpaired_baseline.join(", ")
+        ));
+    }
+    if !c.unpaired_candidate.is_empty() {
+        out.push_str(&format!(
+            "only in candidate: {}\n",
+            c.unpaired_candidate.join(", ")
+        ));
+    }
+    let row_notes: Vec<String> = c
+        .rows
+        .iter()
+        .flat_map(|r| {
+            r.notes
+                .iter()
+                .map(move |n| format!("{} · {}: {n}", r.key(), r.metric.name()))
+        })
+        .collect();
+    if !row_notes.is_empty() || !c.notes.is_empty() {
+        out.push_str("\nNotes:\n");
+        for n in row_notes.iter().chain(&c.notes) {
+            out.push_str(&format!("  - {n}\n"));
+        }
+    }
+    out
+}
+
+/// Text safe inside a Markdown table cell or paragraph: no raw pipes,
+/// angle brackets or line breaks.
+fn md(s: &str) -> String {
+    s.replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace(['\n', '\r'], " ")
+}
+
+/// `s` as an inline code span, whatever backticks it contains.
+fn code(s: &str) -> String {
+    let s = s.replace(['\n', '\r'], " ").replace('|', "\\|");
+    let mut fence = String::from("`");
+    while s.contains(fence.as_str()) {
+        fence.push('`');
+    }
+    if fence.len() > 1 || s.starts_with('`') || s.ends_with('`') {
+        format!("{fence} {s} {fence}")
+    } else {
+        format!("`{s}`")
+    }
+}
+
+fn md_env_line(ch: &perfsleuth_env::Change) -> String {
+    format!("- **{}** — {}\n", md(&ch.summary), md(ch.why))
+}
+
+fn md_table(rows: &[&Row]) -> String {
+    let mut out = String::from(
+        "| Benchmark | Metric | Baseline | Candidate | Change [95% CI] | p | Verdict | Notes |\n",
+    );
+    out.push_str("|---|---|--:|--:|--:|--:|---|---|\n");
+    for r in rows {
+        let verdict = match r.verdict {
+            RowVerdict::Stat(Verdict::Regressed) => "**regressed**".to_string(),
+            v => v.as_str().to_string(),
+        };
+        let metric = if r.gating {
+            format!("{} (gating)", r.metric.name())
+        } else {
+            r.metric.name().to_string()
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            code(&r.key()),
+            metric,
+            value(r.metric, r.baseline_median),
+            value(r.metric, r.candidate_median),
+            change_with_ci(r.change.as_ref()),
+            p_value(r.p_shown()),
+            verdict,
+            md(&r.notes.join("; ")),
+        ));
+    }
+    out
+}
+
+/// Markdown for a pull-request comment or `$GITHUB_STEP_SUMMARY`: a
+/// headline, the environment diff when anything changed, a table of the
+/// noteworthy rows, and the unchanged ones folded into `<details>`.
+pub fn render_markdown(c: &Comparison) -> String {
+    let mut out = String::new();
+    let performance: Vec<_> = c.performance_changes().collect();
+    if c.identity_changed {
+        out.push_str("### ⚠️ Environment changed\n\n");
+        out.push_str(MACHINES_DIFFER);
+        out.push_str("\n\n");
+        for ch in c
+            .env_changes
+            .iter()
+            .filter(|ch| ch.class == ImpactClass::Identity)
+        {
+            out.push_str(&md_env_line(ch));
+        }
+        if !performance.is_empty() {
+            out.push_str(&format!("\n{}\n\n", performance_header(c)));
+            for ch in &performance {
+                out.push_str(&md_env_line(ch));
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "### perfsleuth compare: {} → {}\n\n",
+        code(&c.baseline),
+        code(&c.candidate)
+    ));
+    let headline = if c.rows.is_empty() {
+        "No benchmarks in common.".to_string()
+    } else if c.identity_changed {
+        format!(
+            "**Not comparable**: {} comparisons marked `environment changed`.",
+            c.rows.len()
+        )
+    } else if has_regression(c) {
+        counts_text(c, ("**", "**"))
+    } else {
+        format!("No regressions: {}", counts_text(c, ("", "")))
+    };
+    out.push_str(&headline);
+    out.push_str("\n\n");
+    if !c.identity_changed && !performance.is_empty() {
+        out.push_str("#### Environment\n\n");
+        out.push_str(performance_header(c));
+        out.push_str("\n\n");
+        for ch in &performance {
+            out.push_str(&md_env_line(ch));
+        }
+        out.push('\n');
+    }
+
+    let quiet = |r: &Row| {
+        r.notes.is_empty()
+            && matches!(
+                r.verdict,
+                RowVerdict::Stat(Verdict::Unchanged) | RowVerdict::Stat(Verdict::WithinNoise)
+            )
+    };
+    let noteworthy: Vec<&Row> = c.rows.iter().filter(|r| !quiet(r)).collect();
+    let rest: Vec<&Row> = c.rows.iter().filter(|r| quiet(r)).collect();
+    if !noteworthy.is_empty() {
+        out.push_str(&md_table(&noteworthy));
+        out.push('\n');
+    }
+    if !rest.is_empty() {
+        let n = rest.len();
+        let s = if n == 1 { "" } else { "s" };
+        out.push_str(&format!(
+            "<details><summary>{n} unchanged or within-noise row{s}</summary>\n\n"
+        ));
+        out.push_str(&md_table(&rest));
+        out.push_str("\n</details>\n\n");
+    }
+    if let Some(s) = fdr_sentence(c) {
+        out.push_str(&format!("_{s}._\n\n"));
+    }
+    if !c.unpaired_baseline.is_empty() {
+        let list: Vec<String> = c.unpaired_baseline.iter().map(|k| code(k)).collect();
+        out.push_str(&format!("**Only in baseline:** {}\n\n", list.join(", ")));
+    }
+    if !c.unpaired_candidate.is_empty() {
+        let list: Vec<String> = c.unpaired_candidate.iter().map(|k| code(k)).collect();
+        out.push_str(&format!("**Only in candidate:** {}\n\n", list.join(", ")));
+    }
+    if !c.notes.is_empty() {
+        out.push_str("**Notes**\n\n");
+        for n in &c.notes {
+            out.push_str(&format!("- {}\n", md(n)));
+        }
+    }
+    let end = out.trim_end().len();
+    out.truncate(end);
+    out.push('\n');
+    out
+}

@@ -1,0 +1,951 @@
+//! Unit tests on hand-built runs; every bootstrap is seeded, so every
+//! assertion is deterministic.
+
+use super::*;
+use perfsleuth_model::{Benchmark, Mode, RunStatus};
+
+const MS: f64 = 1e6;
+
+fn sample(i: usize, wall_ns: f64) -> Sample {
+    Sample {
+        iteration: i as u32,
+        wall_ns: wall_ns.round() as u64,
+        user_ns: (wall_ns * 0.9).round() as u64,
+        sys_ns: (wall_ns * 0.05).round() as u64,
+        peak_rss_bytes: 8 * 1024 * 1024,
+        exit_code: Some(0),
+        ..Sample::default()
+    }
+}
+
+fn bench(name: &str, walls: &[f64]) -> Benchmark {
+    Benchmark {
+        name: name.to_string(),
+        command: name.to_string(),
+        argv: vec![name.to_string()],
+        samples: walls
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| sample(i, w))
+            .collect(),
+        ..Benchmark::default()
+    }
+}
+
+fn with_params(mut b: Benchmark, params: &[(&str, &str)]) -> Benchmark {
+    b.parameters = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    b
+}
+
+fn with_hash(mut b: Benchmark, hash: &str) -> Benchmark {
+    b.facts.set("binary.sha256", hash, ImpactClass::Identity);
+    b
+}
+
+fn machine() -> Environment {
+    let mut e = Environment::default();
+    e.set("cpu.model", "Test CPU 3000", ImpactClass::Identity);
+    e.set("kernel.release", "6.8.0", ImpactClass::Identity);
+    e.set("cpu.freq.governor", "performance", ImpactClass::Performance);
+    e.set("noise.loadavg", "0.10 0.10 0.10", ImpactClass::Context);
+    e
+}
+
+fn run(id: i64, env: Environment, benchmarks: Vec<Benchmark>) -> Run {
+    Run {
+        id: Some(id),
+        started_at: format!("2025-01-01T00:00:{:02}.000Z", id % 60),
+        ended_at: None,
+        status: RunStatus::Complete,
+        tool_version: "0.1.0".to_string(),
+        git: None,
+        mode: Mode::Walltime,
+        options: serde_json::Value::Null,
+        environment: env,
+        benchmarks,
+    }
+}
+
+fn side(label: &str, runs: Vec<Run>) -> Side {
+    Side {
+        label: label.to_string(),
+        runs,
+    }
+}
+
+/// `n` values around `level` on an even grid of +-`spread` (relative),
+/// shuffled deterministically.
+fn around(level: f64, spread: f64, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| {
+            let k = (i * 7) % n;
+            let u = if n > 1 {
+                k as f64 / (n - 1) as f64
+            } else {
+                0.5
+            };
+            level * (1.0 + spread * (2.0 * u - 1.0))
+        })
+        .collect()
+}
+
+/// Options with fewer resamples, so debug-build tests stay quick.
+fn opts() -> Options {
+    Options {
+        resamples: 2_000,
+        ..Options::default()
+    }
+}
+
+fn one(base: Vec<Benchmark>, cand: Vec<Benchmark>) -> Comparison {
+    compare(
+        &side("base", vec![run(1, machine(), base)]),
+        &side("cand", vec![run(2, machine(), cand)]),
+        &opts(),
+    )
+}
+
+fn row<'a>(c: &'a Comparison, key: &str, metric: Metric) -> &'a Row {
+    c.rows
+        .iter()
+        .find(|r| r.key() == key && r.metric == metric)
+        .unwrap_or_else(|| panic!("no row {key} {metric:?} in {:#?}", c.rows))
+}
+
+fn stat(v: Verdict) -> RowVerdict {
+    RowVerdict::Stat(v)
+}
+
+#[test]
+fn defaults_match_the_spec() {
+    let o = Options::default();
+    assert_eq!(o.rule, VerdictRule::default());
+    assert_eq!(o.gating, vec![Metric::Wall]);
+    assert_eq!(
+        o.metrics,
+        vec![Metric::Wall, Metric::User, Metric::Sys, Metric::PeakRss]
+    );
+    assert_eq!(o.fdr_q, Some(0.05));
+    assert_eq!(o.resamples, 10_000);
+    assert_eq!(
+        RowVerdict::EnvironmentChanged.as_str(),
+        "environment changed"
+    );
+    assert_eq!(stat(Verdict::WithinNoise).to_string(), "within noise");
+}
+
+#[test]
+fn clear_ten_percent_shift_is_a_regression() {
+    let base = around(100.0 * MS, 0.02, 30);
+    let cand: Vec<f64> = base.iter().map(|v| v * 1.10).collect();
+    let c = one(vec![bench("sort", &base)], vec![bench("sort", &cand)]);
+    let wall = row(&c, "sort", Metric::Wall);
+    assert_eq!(wall.verdict, stat(Verdict::Regressed));
+    assert!(wall.gating);
+    let ch = wall.change.as_ref().unwrap();
+    assert!((ch.change - 0.10).abs() < 0.005, "{ch:?}");
+    assert!(ch.ci.lo > 0.01 && ch.ci.contains(ch.change));
+    assert!(wall.p_value.unwrap() < 1e-6);
+    assert_eq!((wall.n_baseline, wall.n_candidate), (30, 30));
+    // Peak RSS did not move: constant and equal.
+    assert_eq!(
+        row(&c, "sort", Metric::PeakRss).verdict,
+        stat(Verdict::Unchanged)
+    );
+    assert!(!row(&c, "sort", Metric::User).gating);
+    assert!(any_gating_regression(&c));
+    assert!(!c.fdr_applied, "one benchmark: nothing to adjust");
+    assert!(!c.identity_changed && c.env_changes.is_empty());
+    let text = render_terminal(&c, false);
+    assert!(text.contains("regressed"), "{text}");
+    assert!(text.contains("+10.0% ["), "{text}");
+    assert!(text.contains("100.000 ms"), "{text}");
+    assert!(text.contains("8.0 MiB"), "{text}");
+    assert!(!text.contains('\x1b'));
+    let coloured = render_terminal(&c, true);
+    assert!(coloured.contains("\x1b[31mregressed\x1b[0m"), "{coloured}");
+}
+
+#[test]
+fn improvement_is_green() {
+    let base = around(100.0 * MS, 0.02, 30);
+    let cand: Vec<f64> = base.iter().map(|v| v * 0.8).collect();
+    let c = one(vec![bench("sort", &base)], vec![bench("sort", &cand)]);
+    assert_eq!(
+        row(&c, "sort", Metric::Wall).verdict,
+        stat(Verdict::Improved)
+    );
+    assert!(!any_gating_regression(&c));
+    assert!(render_terminal(&c, true).contains("\x1b[32mimproved\x1b[0m"));
+}
+
+#[test]
+fn a_a_identical_data_is_unchanged() {
+    let x = around(50.0 * MS, 0.05, 25);
+    let c = one(vec![bench("a", &x)], vec![bench("a", &x)]);
+    assert_eq!(c.rows.len(), 4);
+    for r in &c.rows {
+        assert_eq!(r.verdict, stat(Verdict::Unchanged), "{r:?}");
+        assert_eq!(r.change.as_ref().unwrap().change, 0.0);
+    }
+    assert!(!any_gating_regression(&c));
+    assert!(render_markdown(&c).starts_with("### perfsleuth compare: `base` → `cand`"));
+    assert!(render_markdown(&c).contains("No regressions: 4 unchanged"));
+}
+
+#[test]
+fn half_percent_shift_with_tight_data_is_within_noise() {
+    let base = around(100.0 * MS, 0.001, 30);
+    let cand: Vec<f64> = base.iter().map(|v| v * 1.005).collect();
+    let c = one(vec![bench("b", &base)], vec![bench("b", &cand)]);
+    let wall = row(&c, "b", Metric::Wall);
+    assert!(wall.p_value.unwrap() < 0.001);
+    assert_eq!(wall.verdict, stat(Verdict::WithinNoise), "{wall:?}");
+    assert!(!any_gating_regression(&c));
+}
+
+#[test]
+fn fewer_than_three_samples_is_insufficient_data() {
+    let c = one(
+        vec![bench("tiny", &[10.0 * MS, 10.1 * MS])],
+        vec![bench("tiny", &[20.0 * MS, 20.2 * MS])],
+    );
+    let wall = row(&c, "tiny", Metric::Wall);
+    assert_eq!(wall.verdict, stat(Verdict::InsufficientData));
+    assert!(wall.notes.iter().any(|n| n.contains("too few samples")));
+    assert!(!any_gating_regression(&c));
+}
+
+#[test]
+fn zero_variance_equal_samples_are_unchanged() {
+    let c = one(
+        vec![bench("const", &[5.0 * MS; 6])],
+        vec![bench("const", &[5.0 * MS; 6])],
+    );
+    for r in &c.rows {
+        assert_eq!(r.verdict, stat(Verdict::Unchanged), "{r:?}");
+    }
+    // Constant and 20% apart: a regression a rank test can still show.
+    let c = one(
+        vec![bench("const", &[5.0 * MS; 6])],
+        vec![bench("const", &[6.0 * MS; 6])],
+    );
+    assert_eq!(
+        row(&c, "const", Metric::Wall).verdict,
+        stat(Verdict::Regressed)
+    );
+}
+
+#[test]
+fn all_zero_metric_is_unchanged_and_zero_baseline_is_insufficient() {
+    let mut b = bench("z", &around(MS, 0.01, 10));
+    let mut cnd = b.clone();
+    for s in b.samples.iter_mut().chain(cnd.samples.iter_mut()) {
+        s.sys_ns = 0;
+    }
+    let c = one(vec![b.clone()], vec![cnd.clone()]);
+    assert_eq!(row(&c, "z", Metric::Sys).verdict, stat(Verdict::Unchanged));
+    for s in &mut cnd.samples {
+        s.sys_ns = 1000;
+    }
+    let c = one(vec![b], vec![cnd]);
+    let sys = row(&c, "z", Metric::Sys);
+    assert_eq!(sys.verdict, stat(Verdict::InsufficientData));
+    assert!(sys.notes.iter().any(|n| n.contains("baseline median is 0")));
+}
+
+#[test]
+fn identity_change_marks_every_row_and_opens_the_report() {
+    let base = around(100.0 * MS, 0.02, 20);
+    let cand: Vec<f64> = base.iter().map(|v| v * 1.10).collect();
+    let mut other = machine();
+    other.set("cpu.model", "Other CPU 9000", ImpactClass::Identity);
+    other.set("cpu.freq.governor", "powersave", ImpactClass::Performance);
+    other.set("noise.loadavg", "3.00 1.00 0.50", ImpactClass::Context);
+    let c = compare(
+        &side("base", vec![run(1, machine(), vec![bench("x", &base)])]),
+        &side("cand", vec![run(2, other, vec![bench("x", &cand)])]),
+        &opts(),
+    );
+    assert!(c.identity_changed);
+    let keys: Vec<&str> = c.env_changes.iter().map(|ch| ch.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        ["cpu.model", "cpu.freq.governor"],
+        "context is left out"
+    );
+    assert!(!c.rows.is_empty());
+    for r in &c.rows {
+        assert_eq!(r.verdict, RowVerdict::EnvironmentChanged);
+    }
+    let wall = row(&c, "x", Metric::Wall);
+    assert!(
+        wall.notes
+            .iter()
+            .any(|n| n == "statistically regressed, but the machines differ")
+    );
+    assert!(!any_gating_regression(&c));
+    let text = render_terminal(&c, false);
+    assert!(text.starts_with(MACHINES_DIFFER), "{text}");
+    let first_lines: Vec<&str> = text.lines().take(3).collect();
+    assert!(
+        first_lines[1].contains("CPU: Test CPU 3000 → Other CPU 9000"),
+        "{text}"
+    );
+    assert!(first_lines[2].contains("a different CPU"), "{text}");
+    assert!(text.contains("frequency governor: performance → powersave"));
+    assert!(text.contains("environment changed"));
+    let md = render_markdown(&c);
+    assert!(
+        md.starts_with("### ⚠️ Environment changed\n\nThe machines differ"),
+        "{md}"
+    );
+    assert!(md.contains("**Not comparable**"));
+    let j = to_json(&c);
+    assert_eq!(j["identity_changed"], true);
+    assert_eq!(j["env_changes"][0]["class"], "identity");
+    assert_eq!(j["rows"][0]["verdict"], "environment changed");
+}
+
+#[test]
+fn performance_only_change_keeps_verdicts_with_a_note() {
+    let base = around(100.0 * MS, 0.02, 20);
+    let cand: Vec<f64> = base.iter().map(|v| v * 1.10).collect();
+    let mut slower = machine();
+    slower.set("cpu.freq.governor", "powersave", ImpactClass::Performance);
+    slower.set("cpu.boost", "off", ImpactClass::Performance);
+    let c = compare(
+        &side("base", vec![run(1, machine(), vec![bench("x", &base)])]),
+        &side("cand", vec![run(2, slower, vec![bench("x", &cand)])]),
+        &opts(),
+    );
+    assert!(!c.identity_changed);
+    let wall = row(&c, "x", Metric::Wall);
+    assert_eq!(wall.verdict, stat(Verdict::Regressed));
+    assert!(
+        wall.notes.iter().any(
+            |n| n == "possibly environmental: cpu.freq.governor, cpu.boost"
+                || n == "possibly environmental: cpu.boost, cpu.freq.governor"
+        ),
+        "{:?}",
+        wall.notes
+    );
+    // Unchanged rows carry no attribution.
+    assert!(row(&c, "x", Metric::PeakRss).notes.is_empty());
+    assert!(any_gating_regression(&c));
+    let text = render_terminal(&c, false);
+    assert!(text.starts_with("baseline: base   candidate: cand"));
+    assert!(text.contains("Performance-relevant facts differ"));
+    assert!(text.contains("possibly environmental"));
+    let md = render_markdown(&c);
+    assert!(md.contains("#### Environment"));
+    assert!(md.contains("possibly environmental: "));
+}
+
+#[test]
+fn same_binary_regression_says_so() {
+    let base = around(100.0 * MS, 0.02, 20);
+    let cand: Vec<f64> = base.iter().map(|v| v * 1.10).collect();
+    let c = one(
+        vec![with_hash(bench("x", &base), "abc")],
+        vec![with_hash(bench("x", &cand), "abc")],
+    );
+    let wall = row(&c, "x", Metric::Wall);
+    assert_eq!(wall.verdict, stat(Verdict::Regressed));
+    assert!(wall.notes.iter().any(|n| n == SAME_BINARY_NOTE));
+    assert!(render_terminal(&c, false).contains("same binary, different result"));
+    // Another binary: the code changed, nothing to say.
+    let c = one(
+        vec![with_hash(bench("x", &base), "abc")],
+        vec![with_hash(bench("x", &cand), "def")],
+    );
+    assert!(row(&c, "x", Metric::Wall).notes.is_empty());
+    // Same binary, no change: nothing to say either.
+    let c = one(
+        vec![with_hash(bench("x", &base), "abc")],
+        vec![with_hash(bench("x", &base), "abc")],
+    );
+    assert!(row(&c, "x", Metric::Wall).notes.is_empty());
+    // Same binary on different machines: still noted, before the override.
+    let mut other = machine();
+    other.set("kernel.release", "6.9.0", ImpactClass::Identity);
+    let c = compare(
+        &side(
+            "b",
+            vec![run(1, machine(), vec![with_hash(bench("x", &base), "abc")])],
+        ),
+        &side(
+            "c",
+            vec![run(2, other, vec![with_hash(bench("x", &cand), "abc")])],
+        ),
+        &opts(),
+    );
+    let wall = row(&c, "x", Metric::Wall);
+    assert_eq!(wall.verdict, RowVerdict::EnvironmentChanged);
+    assert!(wall.notes.iter().any(|n| n == SAME_BINARY_NOTE));
+}
+
+#[test]
+fn benjamini_hochberg_over_three_benchmarks() {
+    let x = around(100.0 * MS, 0.02, 20);
+    let slow: Vec<f64> = x.iter().map(|v| v * 1.10).collect();
+    let y = around(30.0 * MS, 0.03, 20);
+    let y2: Vec<f64> = y.iter().map(|v| v * 1.004).collect();
+    let z = around(7.0 * MS, 0.01, 20);
+    let c = one(
+        vec![bench("x", &x), bench("y", &y), bench("z", &z)],
+        vec![bench("x", &slow), bench("y", &y2), bench("z", &z)],
+    );
+    assert!(c.fdr_applied);
+    assert_eq!(c.fdr_comparisons(), 3);
+    for r in &c.rows {
+        if r.gating {
+            let (p, adj) = (r.p_value.unwrap(), r.p_adjusted.unwrap());
+            assert!(adj >= p, "{r:?}");
+        } else {
+            assert_eq!(r.p_adjusted, None, "only gating metrics are adjusted");
+        }
+    }
+    assert_eq!(row(&c, "x", Metric::Wall).verdict, stat(Verdict::Regressed));
+    let sentence = "p-values adjusted for 3 comparisons (Benjamini–Hochberg)";
+    assert!(render_terminal(&c, false).contains(sentence));
+    assert!(render_markdown(&c).contains(sentence));
+    assert_eq!(to_json(&c)["fdr_comparisons"], 3);
+
+    // Turned off: no adjustment, no sentence.
+    let no_fdr = Options {
+        fdr_q: None,
+        ..opts()
+    };
+    let c = compare(
+        &side(
+            "b",
+            vec![run(1, machine(), vec![bench("x", &x), bench("y", &y)])],
+        ),
+        &side(
+            "c",
+            vec![run(2, machine(), vec![bench("x", &slow), bench("y", &y)])],
+        ),
+        &no_fdr,
+    );
+    assert!(!c.fdr_applied);
+    assert!(c.rows.iter().all(|r| r.p_adjusted.is_none()));
+    assert!(!render_terminal(&c, false).contains("Benjamini"));
+}
+
+#[test]
+fn adjusted_p_decides_the_gating_verdict() {
+    // Medians clearly 10% apart (tight cores of 20 samples), but each side
+    // has a tail of 4 beyond the other's core, so the rank test is only
+    // moderately sure: raw p just below 0.05, adjusted over 3 comparisons
+    // above it. Regressed alone, not after adjustment.
+    let base = [around(100.0 * MS, 0.001, 20), around(120.0 * MS, 0.001, 4)].concat();
+    let cand = [around(110.0 * MS, 0.001, 20), around(90.0 * MS, 0.001, 4)].concat();
+    let p = mann_whitney_u(&base, &cand).unwrap().p_value;
+    assert!(p > 0.05 / 3.0 && p < 0.05, "fixture p = {p}");
+    let alone = one(vec![bench("m", &base)], vec![bench("m", &cand)]);
+    let three = one(
+        vec![bench("m", &base), bench("n", &base), bench("o", &base)],
+        vec![bench("m", &cand), bench("n", &base), bench("o", &base)],
+    );
+    let (a, t) = (
+        row(&alone, "m", Metric::Wall),
+        row(&three, "m", Metric::Wall),
+    );
+    assert_eq!(a.verdict, stat(Verdict::Regressed), "{a:?}");
+    assert_eq!(a.p_value, t.p_value);
+    assert_eq!(a.change, t.change);
+    assert!(t.p_adjusted.unwrap() >= 0.05);
+    assert_eq!(t.verdict, stat(Verdict::Unchanged), "{t:?}");
+    // Non-gating metrics keep their raw p: user time still regressed.
+    assert_eq!(
+        row(&three, "m", Metric::User).verdict,
+        stat(Verdict::Regressed)
+    );
+    assert!(!any_gating_regression(&three));
+}
+
+#[test]
+fn run_to_run_shift_widens_the_ci_instead_of_claiming_a_regression() {
+    // Each run sits at its own level (another boot, another thermal state);
+    // within a run the samples spread +-2%. Candidate runs are 3% slower on
+    // average, but the run levels overlap: 100/103 vs 103/106.
+    let runs_at = |levels: &[f64]| -> Vec<Vec<f64>> {
+        levels.iter().map(|&l| around(l * MS, 0.02, 50)).collect()
+    };
+    let (b, cd) = (runs_at(&[100.0, 103.0]), runs_at(&[103.0, 106.0]));
+    let hier = compare(
+        &side(
+            "base",
+            vec![
+                run(1, machine(), vec![bench("h", &b[0])]),
+                run(2, machine(), vec![bench("h", &b[1])]),
+            ],
+        ),
+        &side(
+            "cand",
+            vec![
+                run(3, machine(), vec![bench("h", &cd[0])]),
+                run(4, machine(), vec![bench("h", &cd[1])]),
+            ],
+        ),
+        &opts(),
+    );
+    let pooled = one(
+        vec![bench("h", &b.concat())],
+        vec![bench("h", &cd.concat())],
+    );
+    let (h, p) = (
+        row(&hier, "h", Metric::Wall),
+        row(&pooled, "h", Metric::Wall),
+    );
+    assert_eq!((h.n_baseline, h.n_candidate), (100, 100));
+    assert_eq!(h.baseline_median, p.baseline_median);
+    assert_eq!(
+        p.verdict,
+        stat(Verdict::Regressed),
+        "pooling claims it: {p:?}"
+    );
+    assert_ne!(h.verdict, stat(Verdict::Regressed), "{h:?}");
+    let (hc, pc) = (h.change.as_ref().unwrap(), p.change.as_ref().unwrap());
+    assert!(hc.ci.width() > 2.0 * pc.ci.width(), "{hc:?} vs {pc:?}");
+    assert!(hc.ci.lo <= 0.01);
+    assert!(!any_gating_regression(&hier));
+    assert!(hier.notes.is_empty(), "same machine: {:?}", hier.notes);
+}
+
+#[test]
+fn mixed_machines_within_a_side_are_noted() {
+    let x = around(10.0 * MS, 0.02, 10);
+    let mut other = machine();
+    other.set("cpu.model", "Other CPU", ImpactClass::Identity);
+    let mut tuned = machine();
+    tuned.set("cpu.freq.governor", "schedutil", ImpactClass::Performance);
+    let c = compare(
+        &side(
+            "base",
+            vec![
+                run(1, machine(), vec![bench("x", &x)]),
+                run(2, other, vec![bench("x", &x)]),
+            ],
+        ),
+        &side(
+            "cand",
+            vec![
+                run(3, machine(), vec![bench("x", &x)]),
+                run(4, tuned.clone(), vec![bench("x", &x)]),
+            ],
+        ),
+        &opts(),
+    );
+    assert!(
+        c.notes.iter().any(|n| n
+            == "runs within the baseline side ran on different machines (run 1 vs run 2: cpu.model)"),
+        "{:?}",
+        c.notes
+    );
+    assert!(
+        c.notes.iter().any(|n| n
+            .starts_with("runs within the candidate side differ in performance-relevant settings")),
+        "{:?}",
+        c.notes
+    );
+    // The newest runs decide the environment diff: run 2 (other CPU) vs run 4.
+    assert!(c.identity_changed);
+    assert!(render_terminal(&c, false).contains("ran on different machines"));
+    assert!(render_markdown(&c).contains("ran on different machines"));
+}
+
+#[test]
+fn unpaired_benchmarks_are_listed() {
+    let x = around(10.0 * MS, 0.02, 10);
+    let c = one(
+        vec![bench("kept", &x), bench("old", &x)],
+        vec![
+            with_params(bench("new", &x), &[("n", "2"), ("mode", "fast")]),
+            bench("kept", &x),
+        ],
+    );
+    assert_eq!(c.unpaired_baseline, ["old"]);
+    assert_eq!(c.unpaired_candidate, ["new [mode=fast, n=2]"]);
+    assert!(c.rows.iter().all(|r| r.benchmark == "kept"));
+    let text = render_terminal(&c, false);
+    assert!(text.contains("only in baseline: old\n"), "{text}");
+    assert!(
+        text.contains("only in candidate: new [mode=fast, n=2]\n"),
+        "{text}"
+    );
+    let md = render_markdown(&c);
+    assert!(md.contains("**Only in baseline:** `old`"), "{md}");
+    assert!(md.contains("**Only in candidate:** `new [mode=fast, n=2]`"));
+    let j = to_json(&c);
+    assert_eq!(j["unpaired_candidate"][0], "new [mode=fast, n=2]");
+}
+
+#[test]
+fn parameters_are_part_of_the_key() {
+    let x = around(10.0 * MS, 0.02, 10);
+    let slow: Vec<f64> = x.iter().map(|v| v * 1.2).collect();
+    let c = one(
+        vec![
+            with_params(bench("s", &x), &[("n", "1")]),
+            with_params(bench("s", &x), &[("n", "2")]),
+        ],
+        vec![
+            with_params(bench("s", &x), &[("n", "1")]),
+            with_params(bench("s", &slow), &[("n", "2")]),
+        ],
+    );
+    assert_eq!(
+        row(&c, "s [n=1]", Metric::Wall).verdict,
+        stat(Verdict::Unchanged)
+    );
+    assert_eq!(
+        row(&c, "s [n=2]", Metric::Wall).verdict,
+        stat(Verdict::Regressed)
+    );
+    assert!(c.unpaired_baseline.is_empty() && c.unpaired_candidate.is_empty());
+}
+
+#[test]
+fn markdown_folds_unchanged_rows_into_details() {
+    let x = around(100.0 * MS, 0.02, 20);
+    let slow: Vec<f64> = x.iter().map(|v| v * 1.10).collect();
+    let y = around(5.0 * MS, 0.02, 20);
+    let c = one(
+        vec![bench("x", &x), bench("y|pipe", &y)],
+        vec![bench("x", &slow), bench("y|pipe", &y)],
+    );
+    let md = render_markdown(&c);
+    assert!(
+        md.starts_with("### perfsleuth compare: `base` → `cand`\n\n**"),
+        "{md}"
+    );
+    let headline = md.lines().nth(2).unwrap();
+    assert!(headline.starts_with("**3 regressed**"), "{headline}");
+    assert!(headline.contains("unchanged"));
+    let details = md.find("<details><summary>").expect("details");
+    let end = md.find("</details>").expect("end of details");
+    assert!(details < end);
+    // The regressed wall row is in the main table, before the details.
+    let regressed_row = md.find("| `x` | wall (gating)").unwrap();
+    assert!(regressed_row < details, "{md}");
+    // The unchanged rows are inside.
+    let folded = &md[details..end];
+    assert!(folded.contains("`y\\|pipe`"), "{folded}");
+    assert!(folded.contains("| `x` | peak_rss |"), "{folded}");
+    // Table rows have exactly 8 unescaped separators + the borders.
+    for line in md.lines().filter(|l| l.starts_with("| `")) {
+        let cells = line.replace("\\|", "").matches('|').count();
+        assert_eq!(cells, 9, "{line}");
+    }
+}
+
+#[test]
+fn json_round_trip_has_the_schema_fields() {
+    let x = around(100.0 * MS, 0.02, 20);
+    let slow: Vec<f64> = x.iter().map(|v| v * 1.10).collect();
+    let c = one(
+        vec![with_params(bench("x", &x), &[("n", "1")])],
+        vec![with_params(bench("x", &slow), &[("n", "1")])],
+    );
+    let text = serde_json::to_string_pretty(&to_json(&c)).unwrap();
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(j["schema"], "perfsleuth/compare");
+    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["baseline"], "base");
+    assert_eq!(j["candidate"], "cand");
+    assert_eq!(j["identity_changed"], false);
+    assert_eq!(j["fdr_applied"], false);
+    assert_eq!(j["any_gating_regression"], true);
+    assert!(j["env_changes"].as_array().unwrap().is_empty());
+    assert!(j["notes"].as_array().unwrap().is_empty());
+    assert_eq!(j["summary"]["regressed"], 3, "wall, user and sys");
+    let rows = j["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), c.rows.len());
+    let w = &rows[0];
+    assert_eq!(w["benchmark"], "x");
+    assert_eq!(w["parameters"]["n"], "1");
+    assert_eq!(w["key"], "x [n=1]");
+    assert_eq!(w["metric"], "wall");
+    assert_eq!(w["unit"], "ns");
+    assert_eq!(w["better"], "lower");
+    assert_eq!(w["gating"], true);
+    assert_eq!(w["verdict"], "regressed");
+    assert_eq!(w["n_baseline"], 20);
+    assert_eq!(w["p_adjusted"], serde_json::Value::Null);
+    let ch = &w["change"];
+    assert!(ch["ci_low"].as_f64().unwrap() <= ch["change"].as_f64().unwrap());
+    assert_eq!(ch["confidence"], 0.95);
+    assert_eq!(ch["resamples"], 2_000);
+    let r0 = &c.rows[0];
+    assert_eq!(w["baseline_median"].as_f64().unwrap(), r0.baseline_median);
+    assert_eq!(w["p_value"].as_f64().unwrap(), r0.p_value.unwrap());
+    assert_eq!(rows[3]["metric"], "peak_rss");
+    assert_eq!(rows[3]["unit"], "bytes");
+}
+
+#[test]
+fn gating_decides_what_fails() {
+    // Only peak RSS regresses.
+    let x = around(10.0 * MS, 0.02, 10);
+    let b = bench("mem", &x);
+    let mut cnd = b.clone();
+    for s in &mut cnd.samples {
+        s.peak_rss_bytes = 12 * 1024 * 1024;
+    }
+    let c = one(vec![b.clone()], vec![cnd.clone()]);
+    assert_eq!(
+        row(&c, "mem", Metric::PeakRss).verdict,
+        stat(Verdict::Regressed)
+    );
+    assert!(!any_gating_regression(&c), "wall gates by default");
+
+    let on_rss = Options {
+        gating: vec![Metric::PeakRss],
+        ..opts()
+    };
+    let run_pair = |o: &Options| {
+        compare(
+            &side("b", vec![run(1, machine(), vec![b.clone()])]),
+            &side("c", vec![run(2, machine(), vec![cnd.clone()])]),
+            o,
+        )
+    };
+    let c = run_pair(&on_rss);
+    assert!(row(&c, "mem", Metric::PeakRss).gating);
+    assert!(!row(&c, "mem", Metric::Wall).gating);
+    assert!(any_gating_regression(&c));
+
+    // Per benchmark: gate on RSS for this one only.
+    let mut per = opts();
+    per.per_benchmark.insert(
+        "mem".to_string(),
+        BenchmarkOptions {
+            metrics: Some(vec![Metric::PeakRss]),
+            ..BenchmarkOptions::default()
+        },
+    );
+    assert!(any_gating_regression(&run_pair(&per)));
+
+    // A gating metric not among the shown ones is still shown.
+    let narrow = Options {
+        metrics: vec![Metric::Wall],
+        gating: vec![Metric::PeakRss],
+        ..opts()
+    };
+    let c = run_pair(&narrow);
+    let metrics: Vec<Metric> = c.rows.iter().map(|r| r.metric).collect();
+    assert_eq!(metrics, [Metric::Wall, Metric::PeakRss]);
+    assert!(any_gating_regression(&c));
+}
+
+#[test]
+fn per_benchmark_threshold_overrides_the_rule() {
+    let base = around(100.0 * MS, 0.001, 30);
+    let cand: Vec<f64> = base.iter().map(|v| v * 1.005).collect();
+    let mut o = opts();
+    o.per_benchmark.insert(
+        "b".to_string(),
+        BenchmarkOptions {
+            threshold: Some(0.001),
+            ..BenchmarkOptions::default()
+        },
+    );
+    let c = compare(
+        &side("b", vec![run(1, machine(), vec![bench("b", &base)])]),
+        &side("c", vec![run(2, machine(), vec![bench("b", &cand)])]),
+        &o,
+    );
+    assert_eq!(row(&c, "b", Metric::Wall).verdict, stat(Verdict::Regressed));
+    o.per_benchmark.get_mut("b").unwrap().alpha = Some(1e-300);
+    let c = compare(
+        &side("b", vec![run(1, machine(), vec![bench("b", &base)])]),
+        &side("c", vec![run(2, machine(), vec![bench("b", &cand)])]),
+        &o,
+    );
+    assert_eq!(row(&c, "b", Metric::Wall).verdict, stat(Verdict::Unchanged));
+}
+
+#[test]
+fn failed_samples_count_and_are_noted() {
+    let x = around(10.0 * MS, 0.02, 10);
+    let mut b = bench("f", &x);
+    b.samples[0].exit_code = Some(1);
+    let c = one(vec![b], vec![bench("f", &x)]);
+    assert_eq!(row(&c, "f", Metric::Wall).n_baseline, 10);
+    assert!(
+        c.notes
+            .iter()
+            .any(|n| n
+                == "f: 1 baseline and 0 candidate samples exited unsuccessfully and are included"),
+        "{:?}",
+        c.notes
+    );
+}
+
+#[test]
+fn bad_input_never_panics() {
+    let x = around(10.0 * MS, 0.02, 10);
+    let empty = side("nothing", Vec::new());
+    let full = side("full", vec![run(1, machine(), vec![bench("x", &x)])]);
+    let hollow = side("hollow", vec![run(2, machine(), vec![bench("x", &[])])]);
+    let partly = side(
+        "partly",
+        vec![
+            run(3, machine(), vec![bench("x", &x)]),
+            run(4, machine(), vec![bench("x", &[])]),
+        ],
+    );
+    let cases = [
+        (&empty, &empty),
+        (&empty, &full),
+        (&full, &empty),
+        (&hollow, &full),
+        (&full, &hollow),
+        (&hollow, &hollow),
+        (&partly, &full),
+        (&full, &partly),
+    ];
+    let weird = [
+        opts(),
+        Options {
+            resamples: 0,
+            ..opts()
+        },
+        Options {
+            rule: VerdictRule {
+                alpha: f64::NAN,
+                noise_threshold: -1.0,
+                min_samples: 0,
+            },
+            fdr_q: Some(f64::NAN),
+            metrics: Vec::new(),
+            gating: Vec::new(),
+            ..opts()
+        },
+    ];
+    for o in &weird {
+        for (b, c) in cases {
+            let cmp = compare(b, c, o);
+            let _ = render_terminal(&cmp, true);
+            let _ = render_markdown(&cmp);
+            let j = to_json(&cmp);
+            assert_eq!(j["schema"], SCHEMA);
+            assert!(!any_gating_regression(&cmp));
+        }
+    }
+    let cmp = compare(&empty, &full, &opts());
+    assert!(cmp.rows.is_empty());
+    assert_eq!(cmp.unpaired_candidate, ["x"]);
+    assert!(cmp.notes.iter().any(|n| n.contains("has no runs")));
+    assert!(!cmp.identity_changed, "no runs: no environment to compare");
+    assert!(render_terminal(&cmp, false).contains("No benchmarks in common."));
+    assert!(render_markdown(&cmp).contains("No benchmarks in common."));
+
+    let cmp = compare(&hollow, &full, &opts());
+    let wall = row(&cmp, "x", Metric::Wall);
+    assert_eq!(wall.verdict, stat(Verdict::InsufficientData));
+    assert!(wall.baseline_median.is_nan());
+    assert!(
+        wall.notes
+            .iter()
+            .any(|n| n == "no samples on the baseline side")
+    );
+    assert_eq!(
+        to_json(&cmp)["rows"][0]["baseline_median"],
+        serde_json::Value::Null
+    );
+    assert!(render_terminal(&cmp, false).contains("n/a"));
+
+    // An empty run among several is skipped, the other run still counts.
+    let cmp = compare(&partly, &full, &opts());
+    assert_eq!(row(&cmp, "x", Metric::Wall).n_baseline, 10);
+    assert_eq!(
+        row(&cmp, "x", Metric::Wall).verdict,
+        stat(Verdict::Unchanged)
+    );
+}
+
+#[test]
+fn partial_runs_are_noted() {
+    let x = around(10.0 * MS, 0.02, 10);
+    let mut r = run(1, machine(), vec![bench("x", &x)]);
+    r.status = RunStatus::Interrupted;
+    let c = compare(
+        &side("b", vec![r]),
+        &side("c", vec![run(2, machine(), vec![bench("x", &x)])]),
+        &opts(),
+    );
+    assert!(
+        c.notes
+            .iter()
+            .any(|n| n == "baseline run 1 is interrupted: its samples may be partial")
+    );
+}
+
+#[test]
+fn results_are_reproducible_and_order_independent() {
+    let x = around(100.0 * MS, 0.03, 15);
+    let y: Vec<f64> = x.iter().map(|v| v * 1.02).collect();
+    let a = one(
+        vec![bench("p", &x), bench("q", &x)],
+        vec![bench("p", &y), bench("q", &y)],
+    );
+    let b = one(
+        vec![bench("p", &x), bench("q", &x)],
+        vec![bench("p", &y), bench("q", &y)],
+    );
+    assert_eq!(a, b);
+    // A row's bootstrap stream does not depend on the other rows.
+    let alone = one(vec![bench("q", &x)], vec![bench("q", &y)]);
+    assert_eq!(
+        row(&a, "q", Metric::Wall).change,
+        row(&alone, "q", Metric::Wall).change
+    );
+}
+
+#[test]
+fn same_binary_with_other_arguments_is_not_called_the_same() {
+    let mut base = with_hash(bench("b", &around(10.0 * MS, 0.01, 30)), "aa");
+    let mut cand = with_hash(bench("b", &around(11.0 * MS, 0.01, 30)), "aa");
+    base.argv = vec!["sleep".into(), "0.01".into()];
+    cand.argv = vec!["sleep".into(), "0.011".into()];
+    let c = compare(
+        &side("base", vec![run(1, machine(), vec![base])]),
+        &side("cand", vec![run(2, machine(), vec![cand])]),
+        &opts(),
+    );
+    let wall = c.rows.iter().find(|r| r.metric == Metric::Wall).unwrap();
+    assert_eq!(wall.verdict.as_str(), "regressed");
+    assert!(!wall.notes.iter().any(|n| n == SAME_BINARY_NOTE));
+}
+
+#[test]
+fn peak_rss_at_the_measurement_floor_is_not_judged() {
+    let mut a = run(1, machine(), vec![bench("b", &around(10.0 * MS, 0.01, 30))]);
+    let mut b = run(2, machine(), vec![bench("b", &around(10.0 * MS, 0.01, 30))]);
+    for s in &mut a.benchmarks[0].samples {
+        s.peak_rss_bytes = 2_000_000;
+    }
+    for s in &mut b.benchmarks[0].samples {
+        s.peak_rss_bytes = 2_040_000;
+    }
+    a.environment.set(
+        "measure.peak_rss_floor_bytes",
+        "2000000",
+        ImpactClass::Context,
+    );
+    b.environment.set(
+        "measure.peak_rss_floor_bytes",
+        "2040000",
+        ImpactClass::Context,
+    );
+    let c = compare(&side("a", vec![a]), &side("b", vec![b]), &opts());
+    let rss = c.rows.iter().find(|r| r.metric == Metric::PeakRss).unwrap();
+    assert_eq!(rss.verdict.as_str(), "unchanged");
+    assert!(rss.notes.iter().any(|n| n.contains("floor")));
+}

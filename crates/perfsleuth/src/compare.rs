@@ -1,0 +1,313 @@
+//! `perfsleuth compare` (and `run --baseline`): a verdict per benchmark and
+//! metric, with the environment attribution of `perfsleuth-compare`.
+
+use crate::cli::{ColorChoice, CompareArgs, CompareFormat, FailOn, VerdictArgs};
+use crate::error::Fail;
+use crate::selectors::{self, StoreHandle};
+use crate::term::{emit, use_color};
+use perfsleuth_compare::{
+    BenchmarkOptions, Comparison, Options, Side, any_gating_regression, compare,
+};
+use perfsleuth_model::Metric;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Runs `perfsleuth compare` and returns the exit code.
+pub fn run(args: CompareArgs) -> Result<i32, Fail> {
+    let opts = options(&args.verdict)?;
+    let mut store = StoreHandle::new(args.store.store.clone());
+    let candidate = selectors::resolve(args.candidate.as_deref().unwrap_or("latest"), &mut store)?;
+    let baseline = match &args.baseline {
+        Some(spec) => selectors::resolve(spec, &mut store)?,
+        None => selectors::default_baseline(&candidate, &mut store)?,
+    };
+    let comparison = compare(&baseline, &candidate, &opts);
+    if args.verdict.require_same_env && comparison.identity_changed {
+        return Err(env_mismatch(&comparison));
+    }
+    let text = match args.format {
+        CompareFormat::Terminal => {
+            perfsleuth_compare::render_terminal(&comparison, use_color(args.color, false))
+        }
+        CompareFormat::Markdown => perfsleuth_compare::render_markdown(&comparison),
+        CompareFormat::Json => {
+            let doc = perfsleuth_compare::to_json(&comparison);
+            serde_json::to_string_pretty(&doc).map_err(|e| {
+                Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
+            })? + "\n"
+        }
+    };
+    emit(&text, false);
+    Ok(exit_code(&comparison, args.verdict.fail_on))
+}
+
+/// Compares a run just made with `--baseline REF` (resolved before measuring).
+pub fn after_run(
+    baseline: &Side,
+    run: &perfsleuth_model::Run,
+    verdict: &VerdictArgs,
+    color: ColorChoice,
+) -> Result<i32, Fail> {
+    let opts = options(verdict)?;
+    let candidate = Side {
+        label: run
+            .id
+            .map_or("this run".to_string(), |id| format!("run {id} (this run)")),
+        runs: vec![run.clone()],
+    };
+    let comparison = compare(baseline, &candidate, &opts);
+    if verdict.require_same_env && comparison.identity_changed {
+        return Err(env_mismatch(&comparison));
+    }
+    emit("\n", false);
+    emit(
+        &perfsleuth_compare::render_terminal(&comparison, use_color(color, false)),
+        false,
+    );
+    Ok(exit_code(&comparison, verdict.fail_on))
+}
+
+fn exit_code(c: &Comparison, fail_on: Option<FailOn>) -> i32 {
+    match fail_on {
+        Some(FailOn::Regressed) if any_gating_regression(c) => 1,
+        _ => 0,
+    }
+}
+
+fn env_mismatch(c: &Comparison) -> Fail {
+    let first: Vec<String> = c
+        .env_changes
+        .iter()
+        .filter(|ch| ch.class == perfsleuth_model::ImpactClass::Identity)
+        .take(3)
+        .map(|ch| ch.summary.clone())
+        .collect();
+    Fail::usage(
+        format!(
+            "{} and {} ran on different machines: {}",
+            c.baseline,
+            c.candidate,
+            first.join("; ")
+        ),
+        "compare runs from the same machine type, or drop --require-same-env to see verdicts marked `environment changed`",
+    )
+}
+
+/// The verdict options: built-in defaults, then the config file, then the command line.
+pub fn options(args: &VerdictArgs) -> Result<Options, Fail> {
+    let mut opts = Options::default();
+    let config = match &args.config {
+        Some(path) => Some(read_config(path)?),
+        None => default_config_path().map(|p| read_config(&p)).transpose()?,
+    };
+    if let Some(c) = config.and_then(|c| c.compare) {
+        if let Some(a) = c.alpha {
+            opts.rule.alpha = check_alpha(a, "alpha in the config file")?;
+        }
+        if let Some(t) = c.threshold {
+            opts.rule.noise_threshold = t.fraction()?;
+        }
+        if let Some(g) = c.gating {
+            opts.gating = metrics(&g)?;
+        }
+        for (name, b) in c.benchmark {
+            let alpha = b
+                .alpha
+                .map(|a| check_alpha(a, "alpha in the config file"))
+                .transpose()?;
+            let threshold = b.threshold.map(|t| t.fraction()).transpose()?;
+            let gating = b.gating.map(|g| metrics(&g)).transpose()?;
+            opts.per_benchmark.insert(
+                name,
+                BenchmarkOptions {
+                    alpha,
+                    threshold,
+                    metrics: gating,
+                },
+            );
+        }
+    }
+    if let Some(a) = args.alpha {
+        opts.rule.alpha = check_alpha(a, "--alpha")?;
+    }
+    if let Some(t) = args.threshold {
+        opts.rule.noise_threshold = t;
+    }
+    if !args.metric.is_empty() {
+        opts.gating = metrics(&args.metric)?;
+    }
+    for m in &opts.gating {
+        if !opts.metrics.contains(m) {
+            opts.metrics.push(*m);
+        }
+    }
+    Ok(opts)
+}
+
+fn check_alpha(a: f64, what: &str) -> Result<f64, Fail> {
+    if a > 0.0 && a < 1.0 {
+        Ok(a)
+    } else {
+        Err(Fail::usage(
+            format!("{what} = {a} is not between 0 and 1"),
+            "the usual choice is 0.05",
+        ))
+    }
+}
+
+fn metrics(names: &[String]) -> Result<Vec<Metric>, Fail> {
+    names
+        .iter()
+        .map(|n| {
+            Metric::ALL
+                .into_iter()
+                .find(|m| m.name() == n)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+                    Fail::usage(
+                        format!("unknown metric `{n}`"),
+                        format!("metrics are: {}", known.join(", ")),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// `perfsleuth.toml` at the top of the git work tree, or in the current directory.
+fn default_config_path() -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    let top = cwd
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&cwd);
+    [top.join("perfsleuth.toml"), cwd.join("perfsleuth.toml")]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+/// The config file: `[compare]` defaults and `[compare.benchmark."NAME"]` overrides.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    compare: Option<CompareConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompareConfig {
+    alpha: Option<f64>,
+    threshold: Option<Threshold>,
+    gating: Option<Vec<String>>,
+    #[serde(default)]
+    benchmark: BTreeMap<String, BenchConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BenchConfig {
+    alpha: Option<f64>,
+    threshold: Option<Threshold>,
+    gating: Option<Vec<String>>,
+}
+
+/// A threshold written as a fraction (`0.02`) or a percentage (`"2%"`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Threshold {
+    Fraction(f64),
+    Text(String),
+}
+
+impl Threshold {
+    fn fraction(&self) -> Result<f64, Fail> {
+        let hint = "write threshold = \"2%\" or threshold = 0.02";
+        match self {
+            Threshold::Fraction(f) if *f > 0.0 && *f < 1.0 => Ok(*f),
+            Threshold::Fraction(f) => Err(Fail::usage(
+                format!("threshold {f} in the config file is not between 0 and 1"),
+                hint,
+            )),
+            Threshold::Text(t) => {
+                crate::parse::percent(t).map_err(|e| Fail::usage(format!("config file: {e}"), hint))
+            }
+        }
+    }
+}
+
+fn read_config(path: &Path) -> Result<ConfigFile, Fail> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Fail::usage(
+            format!("cannot read config file {}: {e}", path.display()),
+            "check --config",
+        )
+    })?;
+    toml::from_str(&text).map_err(|e| {
+        // toml's message is "where" on the first line and "what" on the last.
+        let text = e.to_string();
+        let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        let what = match (lines.first(), lines.last()) {
+            (Some(first), Some(last)) if first != last => format!("{first}: {last}"),
+            (Some(first), _) => first.to_string(),
+            _ => "invalid TOML".to_string(),
+        };
+        Fail::usage(
+            format!("{}: {what}", path.display()),
+            "see docs/COMPARE.md for the [compare] and [compare.benchmark.\"NAME\"] keys",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(config: Option<PathBuf>) -> VerdictArgs {
+        VerdictArgs {
+            alpha: None,
+            threshold: None,
+            metric: vec![],
+            config,
+            fail_on: None,
+            require_same_env: false,
+        }
+    }
+
+    #[test]
+    fn config_file_sets_defaults_and_per_benchmark_overrides() {
+        let dir = std::env::temp_dir().join(format!("perfsleuth-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("perfsleuth.toml");
+        std::fs::write(
+            &path,
+            "[compare]\nalpha = 0.01\nthreshold = \"2%\"\ngating = [\"wall\", \"peak_rss\"]\n\n[compare.benchmark.\"sleep 0.1\"]\nthreshold = 0.05\ngating = [\"wall\"]\n",
+        )
+        .unwrap();
+        let opts = options(&args(Some(path.clone()))).unwrap();
+        assert_eq!(opts.rule.alpha, 0.01);
+        assert!((opts.rule.noise_threshold - 0.02).abs() < 1e-12);
+        assert_eq!(opts.gating, vec![Metric::Wall, Metric::PeakRss]);
+        let b = &opts.per_benchmark["sleep 0.1"];
+        assert_eq!(b.threshold, Some(0.05));
+        assert_eq!(b.metrics, Some(vec![Metric::Wall]));
+        // The command line wins over the file.
+        let mut cli = args(Some(path.clone()));
+        cli.alpha = Some(0.1);
+        assert_eq!(options(&cli).unwrap().rule.alpha, 0.1);
+        std::fs::write(&path, "[compare]\nalpa = 0.01\n").unwrap();
+        assert!(
+            options(&args(Some(path.clone())))
+                .unwrap_err()
+                .message
+                .contains("alpa")
+        );
+        std::fs::write(&path, "[compare]\ngating = [\"speed\"]\n").unwrap();
+        assert!(
+            options(&args(Some(path)))
+                .unwrap_err()
+                .message
+                .contains("unknown metric")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

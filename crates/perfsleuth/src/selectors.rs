@@ -1,0 +1,165 @@
+//! Resolving what `compare` and `run --baseline` compare: a run id, `latest`,
+//! `latest~N`, a branch (its latest run), a git revision (its complete runs),
+//! or an exported JSON file.
+
+use crate::error::Fail;
+use crate::output::store_fail;
+use perfsleuth_compare::Side;
+use perfsleuth_model::{EXPORT_KIND_RUN, Run, SCHEMA_VERSION};
+use perfsleuth_store::Store;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// At most this many runs of one revision make up a side.
+const MAX_RUNS_PER_SIDE: usize = 10;
+
+/// Resolves a selector to a side. `store` is opened on first use, so two
+/// exported files compare without any store.
+pub fn resolve(spec: &str, store: &mut StoreHandle) -> Result<Side, Fail> {
+    let path = Path::new(spec);
+    if path.is_file() {
+        return Ok(Side {
+            label: spec.to_string(),
+            runs: vec![from_export(path)?],
+        });
+    }
+    if spec.ends_with(".json") || spec.contains('/') {
+        return Err(Fail::usage(format!("{spec}: no such file"), SELECTOR_HINT));
+    }
+    let store = store.get()?;
+    if let Ok(id) = store.resolve_run(spec) {
+        return Ok(Side {
+            label: format!("run {id}"),
+            runs: vec![load(store, id)?],
+        });
+    }
+    let on_branch = store.runs_on_branch(spec).map_err(store_fail)?;
+    if let Some(&id) = on_branch.first() {
+        return Ok(Side {
+            label: format!("{spec} (run {id})"),
+            runs: vec![load(store, id)?],
+        });
+    }
+    if let Some(commit) = git_commit(spec) {
+        let ids = store.runs_at_commit(&commit).map_err(store_fail)?;
+        if ids.is_empty() {
+            return Err(Fail::usage(
+                format!(
+                    "no complete run is stored for {spec} (commit {})",
+                    &commit[..commit.len().min(12)]
+                ),
+                "check it out and run `perfsleuth run` there, or list the stored runs with `perfsleuth runs`",
+            ));
+        }
+        let runs = ids
+            .iter()
+            .take(MAX_RUNS_PER_SIDE)
+            .map(|&id| load(store, id))
+            .collect::<Result<Vec<_>, _>>()?;
+        let label = match runs.len() {
+            1 => format!("{spec} (run {})", ids[0]),
+            n => format!("{spec} ({n} runs)"),
+        };
+        return Ok(Side { label, runs });
+    }
+    Err(Fail::usage(
+        format!("`{spec}` is not a stored run, a branch with runs, a git revision or a file"),
+        SELECTOR_HINT,
+    ))
+}
+
+const SELECTOR_HINT: &str = "give a run id, latest, latest~N, a branch, a git revision, or a file from --export-json (see `perfsleuth runs`)";
+
+/// The store, opened when a selector first needs it.
+pub struct StoreHandle {
+    url: Option<String>,
+    store: Option<Store>,
+}
+
+impl StoreHandle {
+    /// A handle for `--store URL` (or the default location).
+    pub fn new(url: Option<String>) -> StoreHandle {
+        StoreHandle { url, store: None }
+    }
+
+    /// Opens the store on first use.
+    pub fn get(&mut self) -> Result<&Store, Fail> {
+        if self.store.is_none() {
+            self.store = Some(crate::output::open_existing_store(self.url.as_deref())?);
+        }
+        self.store
+            .as_ref()
+            .ok_or_else(|| Fail::usage("the store could not be opened", "check --store"))
+    }
+}
+
+/// The baseline when none is given: the run stored before the candidate's newest run.
+pub fn default_baseline(candidate: &Side, store: &mut StoreHandle) -> Result<Side, Fail> {
+    let store = store.get()?;
+    let before = match candidate.runs.first().and_then(|r| r.id) {
+        Some(id) => store.run_before(id).map_err(store_fail)?,
+        None => store.resolve_run("latest").ok(),
+    };
+    let id = before.ok_or_else(|| {
+        Fail::usage(
+            "there is no earlier run to compare with",
+            "run `perfsleuth run` twice, or name both sides: perfsleuth compare BASELINE CANDIDATE",
+        )
+    })?;
+    Ok(Side {
+        label: format!("run {id}"),
+        runs: vec![load(store, id)?],
+    })
+}
+
+fn load(store: &Store, id: i64) -> Result<Run, Fail> {
+    store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
+        Fail::usage(
+            format!("run {id} not found"),
+            "list the stored runs with `perfsleuth runs`",
+        )
+    })
+}
+
+/// A run from a `--export-json` file; the schema and its version are checked.
+pub fn from_export(path: &Path) -> Result<Run, Fail> {
+    let bad = |why: String| {
+        Fail::usage(
+            format!("{}: {why}", path.display()),
+            "give a file written by `perfsleuth run --export-json`",
+        )
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    if doc.get("schema").and_then(|s| s.as_str()) != Some(EXPORT_KIND_RUN) {
+        return Err(bad(format!(
+            "not a perfsleuth run export (no \"schema\": \"{EXPORT_KIND_RUN}\")"
+        )));
+    }
+    match doc.get("schema_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+        Some(v) => {
+            return Err(bad(format!(
+                "schema version {v}; this perfsleuth reads version {SCHEMA_VERSION}"
+            )));
+        }
+        None => return Err(bad("no schema_version".into())),
+    }
+    serde_json::from_value(doc["run"].clone()).map_err(|e| bad(format!("malformed run: {e}")))
+}
+
+/// The full commit hash `rev` names in the current repository, if any.
+fn git_commit(rev: &str) -> Option<String> {
+    if rev.starts_with('-') {
+        return None;
+    }
+    let out = Command::new("git")
+        .args(["rev-parse", "--verify", "-q", &format!("{rev}^{{commit}}")])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !hash.is_empty()).then_some(hash)
+}
