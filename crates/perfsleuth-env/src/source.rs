@@ -9,8 +9,13 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct Source {
     root: PathBuf,
+    /// The root with symlinks resolved: nothing outside it is read.
+    real_root: PathBuf,
     cpuid: Cpuid,
 }
+
+/// Largest file read whole; /proc/cpuinfo of a 512-CPU machine is ~1 MiB.
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 enum Cpuid {
@@ -27,6 +32,7 @@ impl Source {
     pub fn live() -> Source {
         Source {
             root: PathBuf::from("/"),
+            real_root: PathBuf::from("/"),
             cpuid: Cpuid::Live,
         }
     }
@@ -40,14 +46,19 @@ impl Source {
             return Source::live();
         }
         let dump = root.join("cpuid.txt");
-        let cpuid = match std::fs::read(&dump) {
+        let cpuid = match read_regular(&dump) {
             Ok(bytes) => match CpuidTable::parse(&String::from_utf8_lossy(&bytes)) {
                 Ok(table) => Cpuid::Table(table),
                 Err(e) => Cpuid::None(format!("{}: {e}", dump.display())),
             },
             Err(_) => Cpuid::None(format!("no CPUID dump ({} missing)", dump.display())),
         };
-        Source { root, cpuid }
+        let real_root = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+        Source {
+            root,
+            real_root,
+            cpuid,
+        }
     }
 
     /// Replaces the CPUID source with a dump file (`cpuid -r` format).
@@ -75,11 +86,28 @@ impl Source {
     }
 
     /// Reads a file under the root as text; the error is the reason to record.
+    /// Only regular files are read (a FIFO would block, a device never
+    /// end), at most 16 MiB of them, and in a tree never through a symlink
+    /// that leads out of it (onto the live machine).
     pub fn read(&self, path: &str) -> Result<String, String> {
+        let full = self.inside(path)?;
+        read_regular(&full)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .map_err(|e| format!("cannot read {path}: {e}"))
+    }
+
+    /// The path under the root, refusing one that resolves outside a tree.
+    fn inside(&self, path: &str) -> Result<PathBuf, String> {
         let full = self.path(path);
-        match std::fs::read(&full) {
-            Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-            Err(e) => Err(format!("cannot read {path}: {}", short_io_error(&e))),
+        if self.is_live() {
+            return Ok(full);
+        }
+        match std::fs::canonicalize(&full) {
+            Ok(real) if !real.starts_with(&self.real_root) => Err(format!(
+                "{path} leads outside the tree (a symlink to {})",
+                real.display()
+            )),
+            _ => Ok(full),
         }
     }
 
@@ -95,7 +123,7 @@ impl Source {
 
     /// Names of the entries of a directory under the root, sorted.
     pub fn list_dir(&self, path: &str) -> Result<Vec<String>, String> {
-        let entries = std::fs::read_dir(self.path(path))
+        let entries = std::fs::read_dir(self.inside(path)?)
             .map_err(|e| format!("cannot list {path}: {}", short_io_error(&e)))?;
         let mut names: Vec<String> = entries
             .filter_map(|e| e.ok())
@@ -116,7 +144,7 @@ impl Source {
         if self.is_live() {
             return std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
         }
-        let raw = std::fs::read(self.path("/proc/self/environ")).ok()?;
+        let raw = self.read("/proc/self/environ").ok()?.into_bytes();
         raw.split(|b| *b == 0).find_map(|entry| {
             let text = String::from_utf8_lossy(entry);
             let (k, v) = text.split_once('=')?;
@@ -136,11 +164,62 @@ impl Source {
     }
 }
 
+/// A regular file's bytes, at most [`MAX_FILE_BYTES`].
+fn read_regular(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| short_io_error(&e))?;
+    if !meta.is_file() {
+        return Err("not a regular file".to_string());
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES).read_to_end(&mut bytes))
+        .map_err(|e| short_io_error(&e))?;
+    Ok(bytes)
+}
+
 /// "No such file or directory" rather than "No such file or directory (os error 2)".
 fn short_io_error(e: &std::io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error") {
         Some(i) => text[..i].to_string(),
         None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_is_never_left_and_special_files_are_not_read() {
+        let dir = std::env::temp_dir().join(format!("perfsleuth-src-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("proc/sys/kernel")).unwrap();
+        // An absolute symlink onto the live machine must not be followed.
+        std::os::unix::fs::symlink(
+            "/proc/sys/kernel/osrelease",
+            dir.join("proc/sys/kernel/osrelease"),
+        )
+        .unwrap();
+        // A device would never end; a FIFO would block.
+        std::os::unix::fs::symlink("/dev/zero", dir.join("proc/cpuinfo")).unwrap();
+        let fifo = dir.join("proc/loadavg");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let src = Source::root(&dir);
+        assert!(
+            src.read("/proc/sys/kernel/osrelease")
+                .unwrap_err()
+                .contains("outside the tree")
+        );
+        assert!(src.read("/proc/cpuinfo").is_err());
+        assert!(
+            src.read("/proc/loadavg")
+                .unwrap_err()
+                .contains("not a regular file")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
