@@ -58,8 +58,22 @@ pub fn check(env: &Environment) -> Vec<Finding> {
     };
     use Severity::*;
 
+    const GOVERNORS: [&str; 6] = [
+        "performance",
+        "powersave",
+        "ondemand",
+        "conservative",
+        "schedutil",
+        "userspace",
+    ];
     match get("cpu.freq.governor") {
         Some("performance") => {}
+        Some(g) if !GOVERNORS.contains(&g) => add(
+            Info,
+            "cpu.freq.governor",
+            format!("unrecognised CPU frequency governor `{g}`"),
+            "check /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+        ),
         Some(g) => add(
             Warning,
             "cpu.freq.governor",
@@ -136,6 +150,14 @@ pub fn check(env: &Environment) -> Vec<Finding> {
             "stop other work (look at top or pidstat) before measuring",
         );
     }
+    if let Some(psi) = num("noise.psi.cpu.some_avg10").filter(|p| *p >= 5.0) {
+        add(
+            if psi >= 20.0 { Problem } else { Warning },
+            "noise.psi.cpu.some_avg10",
+            format!("tasks waited for a CPU {psi:.1}% of the last 10 s (CPU pressure)"),
+            "stop other work, or give this machine or container more CPUs",
+        );
+    }
     if let Some(n) = num("cgroup.cpu.nr_throttled").filter(|n| *n > 0.0) {
         add(
             Problem,
@@ -158,6 +180,17 @@ pub fn check(env: &Environment) -> Vec<Finding> {
             "power.source",
             "running on battery: power saving lowers and varies the clock".into(),
             "plug in the charger",
+        );
+    }
+    if get("perf.hw_counters").is_none()
+        && num("kernel.perf_event_paranoid").is_some_and(|p| p >= 3.0)
+    {
+        add(
+            Warning,
+            "kernel.perf_event_paranoid",
+            "perf_event_paranoid ≥ 3: unprivileged processes cannot read performance counters"
+                .into(),
+            "sudo sysctl kernel.perf_event_paranoid=1 for counter measurements",
         );
     }
     match get("perf.hw_counters") {
@@ -250,6 +283,21 @@ mod tests {
         e.set("tools.valgrind", "/usr/bin/valgrind", Context);
         e.set("cgroup.cpu.quota", "none", Performance);
         assert_eq!(check(&e), vec![]);
+    }
+
+    #[test]
+    fn cpu_pressure_paranoid_counters_and_odd_governors_are_reported() {
+        let mut e = Environment::default();
+        e.set("noise.psi.cpu.some_avg10", "41.37", Context);
+        e.set("kernel.perf_event_paranoid", "4", Performance);
+        e.set("cpu.freq.governor", "1 2 3", Performance);
+        let f = check(&e);
+        assert!(
+            f.iter()
+                .any(|x| x.key == "noise.psi.cpu.some_avg10" && x.severity == Severity::Problem)
+        );
+        assert!(f.iter().any(|x| x.key == "kernel.perf_event_paranoid"));
+        assert!(f.iter().any(|x| x.message.contains("unrecognised")));
     }
 
     #[test]

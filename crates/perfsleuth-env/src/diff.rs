@@ -51,6 +51,7 @@ pub fn diff(a: &Environment, b: &Environment) -> Vec<Change> {
         })
         .collect();
     changes.sort_by_key(|c| (c.class, rank(&c.key), c.key.clone()));
+    fold_cpu_identity(&mut changes);
     changes
 }
 
@@ -61,24 +62,42 @@ pub fn significant(changes: &[Change]) -> impl Iterator<Item = &Change> {
 }
 
 fn rank(key: &str) -> usize {
+    // By impact: what changes the machine first, then what changes how it
+    // runs the code (quotas and frequency before mitigations and boot text).
     // Entries ending in '.' are prefixes; the others are exact keys.
-    const ORDER: [&str; 14] = [
+    const ORDER: [&str; 30] = [
         "cpu.model",
         "cpu.brand",
         "cpu.vendor",
         "cpu.family",
         "cpu.model_id",
         "cpu.stepping",
+        "virt.hypervisor",
+        "virt.dmi.",
+        "cpu.logical_cores",
+        "cpu.physical_cores",
+        "cpu.sockets",
         "cpu.cache.",
         "cpu.flags",
         "cpu.isa_level",
-        "cpu.",
-        "virt.",
-        "kernel.",
+        "kernel.release",
+        "libc.version",
+        "libc.hwcaps",
+        "cgroup.cpu.",
+        "cpu.freq.",
+        "cpu.boost",
+        "cpu.smt",
+        "process.affinity",
+        "cgroup.cpuset",
         "mitigation.",
         "libc.",
+        "env.",
+        "cpu.",
+        "mem.",
+        "kernel.param.",
+        "kernel.",
     ];
-    ORDER
+    let base = ORDER
         .iter()
         .position(|p| {
             if p.ends_with('.') {
@@ -87,11 +106,73 @@ fn rank(key: &str) -> usize {
                 key == *p
             }
         })
-        .unwrap_or(ORDER.len())
+        .unwrap_or(ORDER.len());
+    // Within a cache level the size comes first; the boot command line last.
+    let minor = if key.starts_with("cpu.cache.") && !key.ends_with(".size") {
+        1
+    } else if key == "kernel.cmdline" {
+        2
+    } else {
+        0
+    };
+    base * 3 + minor
+}
+
+/// Folds the CPU's vendor/family/model/stepping/brand changes into the
+/// `cpu.model` line: one CPU change, one line.
+fn fold_cpu_identity(changes: &mut Vec<Change>) {
+    let Some(model) = changes.iter().position(|c| c.key == "cpu.model") else {
+        return;
+    };
+    let parts = [
+        ("cpu.vendor", "vendor"),
+        ("cpu.family", "family"),
+        ("cpu.model_id", "model"),
+        ("cpu.stepping", "stepping"),
+    ];
+    let mut details = Vec::new();
+    for (key, name) in parts {
+        if let Some(c) = changes.iter().find(|c| c.key == key) {
+            details.push(format!(
+                "{name} {} → {}",
+                c.before.as_deref().unwrap_or("?"),
+                c.after.as_deref().unwrap_or("?")
+            ));
+        }
+    }
+    if !details.is_empty() {
+        changes[model]
+            .summary
+            .push_str(&format!(" ({})", details.join(", ")));
+    }
+    changes.retain(|c| {
+        !matches!(
+            c.key.as_str(),
+            "cpu.vendor" | "cpu.family" | "cpu.model_id" | "cpu.stepping" | "cpu.brand"
+        )
+    });
+}
+
+/// "Mitigation: Retpolines; IBPB: conditional; …" → "Retpolines".
+fn short_mitigation(v: &str) -> &str {
+    let v = v.strip_prefix("Mitigation: ").unwrap_or(v);
+    v.split(';').next().unwrap_or(v).trim()
 }
 
 fn summarize(key: &str, a: Option<&str>, b: Option<&str>) -> String {
-    let show = |v: Option<&str>| v.unwrap_or("(not recorded)").to_string();
+    // A boot parameter or variable missing on one side was not set there.
+    let absent = if key.starts_with("kernel.param.") || key.starts_with("env.") {
+        "(not set)"
+    } else {
+        "(not recorded)"
+    };
+    let show = |v: Option<&str>| v.unwrap_or(absent).to_string();
+    if key.starts_with("mitigation.") {
+        let (sa, sb) = (a.map(short_mitigation), b.map(short_mitigation));
+        if sa != sb {
+            return format!("{}: {} → {}", label(key), show(sa), show(sb));
+        }
+    }
     if key == "cpu.flags" {
         if let (Some(a), Some(b)) = (a, b) {
             return flag_summary(a, b);
@@ -223,7 +304,7 @@ pub fn why(key: &str) -> &'static str {
         ),
         (
             "mitigation.",
-            "indirect branches and syscalls may cost more (see `perfsleuth probe`)",
+            "indirect branches and system calls may cost more",
         ),
         (
             "kernel.param.",
@@ -340,13 +421,53 @@ mod tests {
             ]
         );
         assert_eq!(d[1].summary, "L2: 512 KiB → 1280 KiB");
-        assert!(
-            d[2].summary
-                .starts_with("spectre_v2: Mitigation: Retpolines → Mitigation: IBRS")
-        );
-        assert!(d[2].why.contains("perfsleuth probe"));
+        assert_eq!(d[2].summary, "spectre_v2: Retpolines → IBRS");
+        assert!(d[2].why.contains("system calls"));
         assert_eq!(significant(&d).count(), 3);
         assert!(diff(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn one_cpu_change_is_one_line() {
+        let a = env(&[
+            ("cpu.model", "AMD EPYC 7763", Identity),
+            ("cpu.vendor", "AuthenticAMD", Identity),
+            ("cpu.family", "25", Identity),
+            ("cpu.model_id", "1", Identity),
+            ("cpu.brand", "AMD EPYC 7763", Identity),
+        ]);
+        let b = env(&[
+            ("cpu.model", "Xeon 8370C", Identity),
+            ("cpu.vendor", "GenuineIntel", Identity),
+            ("cpu.family", "6", Identity),
+            ("cpu.model_id", "106", Identity),
+            ("cpu.brand", "Xeon 8370C", Identity),
+        ]);
+        let d = diff(&a, &b);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            d[0].summary,
+            "CPU: AMD EPYC 7763 → Xeon 8370C (vendor AuthenticAMD → GenuineIntel, family 25 → 6, model 1 → 106)"
+        );
+    }
+
+    #[test]
+    fn quota_comes_before_mitigations_and_boot_text() {
+        let a = env(&[
+            ("kernel.cmdline", "ro quiet", Performance),
+            ("mitigation.mds", "Vulnerable", Performance),
+            ("cgroup.cpu.quota", "none", Performance),
+        ]);
+        let b = env(&[
+            ("kernel.cmdline", "ro", Performance),
+            ("mitigation.mds", "Not affected", Performance),
+            ("cgroup.cpu.quota", "0.5 CPU", Performance),
+        ]);
+        let keys: Vec<String> = diff(&a, &b).into_iter().map(|c| c.key).collect();
+        assert_eq!(
+            keys,
+            ["cgroup.cpu.quota", "mitigation.mds", "kernel.cmdline"]
+        );
     }
 
     #[test]
@@ -373,6 +494,6 @@ mod tests {
         assert_eq!(quota.summary, "cgroup CPU quota: none → 0.5 CPU");
         let omp = d.iter().find(|c| c.key == "env.OMP_NUM_THREADS").unwrap();
         assert_eq!(omp.before, None);
-        assert!(omp.summary.contains("(not recorded) → 4"));
+        assert!(omp.summary.contains("(not set) → 4"));
     }
 }

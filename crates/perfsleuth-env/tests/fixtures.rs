@@ -805,23 +805,34 @@ fn diff_amd_to_intel_is_a_cpu_change_on_the_same_image() {
     assert!(diff(&intel, &intel).is_empty());
 }
 
-/// diff.rs ranks `cpu.model`, `cpu.brand`, `cpu.vendor`, `cpu.family`,
-/// `cpu.model_id`, `cpu.stepping` in that order; `cpu.model_id` matches the
-/// `cpu.model` prefix first and lands right after `cpu.model`.
+/// One CPU change is one line: vendor, family, model and stepping are
+/// folded into the `cpu.model` change, and the cache sizes follow it.
 #[test]
-fn diff_orders_cpu_identity_as_documented() {
+fn diff_folds_the_cpu_identity_into_one_line() {
     let changes = diff(&tree(AMD), &tree(INTEL));
-    let keys: Vec<&str> = changes.iter().map(|c| c.key.as_str()).take(6).collect();
-    assert_eq!(
-        keys,
-        [
-            "cpu.model",
-            "cpu.brand",
-            "cpu.vendor",
-            "cpu.family",
-            "cpu.model_id",
-            "cpu.stepping"
-        ]
+    assert_eq!(changes[0].key, "cpu.model");
+    assert!(
+        changes[0].summary.contains("family 25 → 6")
+            && changes[0].summary.contains("model 1 → 106"),
+        "{}",
+        changes[0].summary
+    );
+    for folded in [
+        "cpu.brand",
+        "cpu.vendor",
+        "cpu.family",
+        "cpu.model_id",
+        "cpu.stepping",
+    ] {
+        assert!(
+            !changes.iter().any(|c| c.key == folded),
+            "{folded} is listed separately"
+        );
+    }
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.summary == "L2: 512 KiB → 1280 KiB")
     );
 }
 

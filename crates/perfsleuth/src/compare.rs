@@ -245,7 +245,11 @@ fn read_config(path: &Path) -> Result<ConfigFile, Fail> {
     toml::from_str(&text).map_err(|e| {
         // toml's message is "where" on the first line and "what" on the last.
         let text = e.to_string();
-        let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
         let what = match (lines.first(), lines.last()) {
             (Some(first), Some(last)) if first != last => format!("{first}: {last}"),
             (Some(first), _) => first.to_string(),

@@ -193,8 +193,12 @@ fn from_file(path: &Path) -> Result<Environment, Fail> {
         .pointer("/run/environment")
         .or_else(|| doc.get("facts"))
         .unwrap_or(&doc);
-    serde_json::from_value(facts.clone())
-        .map_err(|e| bad(format!("no environment facts in it: {e}")))
+    let env: Environment = serde_json::from_value(facts.clone())
+        .map_err(|e| bad(format!("no environment facts in it: {e}")))?;
+    if env.facts.is_empty() {
+        return Err(bad("it holds no environment facts".into()));
+    }
+    Ok(env)
 }
 
 fn print_json(value: &serde_json::Value) -> Result<(), Fail> {
