@@ -578,7 +578,10 @@ pub fn compare(baseline: &Side, candidate: &Side, opts: &Options) -> Comparison 
 
     // Verdicts and attribution.
     for row in &mut rows {
+        let enough =
+            row.n_baseline >= opts.rule.min_samples && row.n_candidate >= opts.rule.min_samples;
         if row.metric == Metric::PeakRss
+            && enough
             && at_floor(row.baseline_median, floor_b)
             && at_floor(row.candidate_median, floor_c)
         {

@@ -43,11 +43,13 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
 }
 
 /// Compares a run just made with `--baseline REF` (resolved before measuring).
+/// `to_stderr`: an export owns stdout, so the comparison goes to stderr.
 pub fn after_run(
     baseline: &Side,
     run: &perfsleuth_model::Run,
     verdict: &VerdictArgs,
     color: ColorChoice,
+    to_stderr: bool,
 ) -> Result<i32, Fail> {
     let opts = options(verdict)?;
     let candidate = Side {
@@ -60,10 +62,10 @@ pub fn after_run(
     if verdict.require_same_env && comparison.identity_changed {
         return Err(env_mismatch(&comparison));
     }
-    emit("\n", false);
+    emit("\n", to_stderr);
     emit(
-        &perfsleuth_compare::render_terminal(&comparison, use_color(color, false)),
-        false,
+        &perfsleuth_compare::render_terminal(&comparison, use_color(color, to_stderr)),
+        to_stderr,
     );
     Ok(exit_code(&comparison, verdict.fail_on))
 }

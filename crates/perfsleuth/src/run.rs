@@ -413,7 +413,13 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             }
             warn_if_unfit(&run.environment);
             match &baseline {
-                Some(side) => crate::compare::after_run(side, &run, &args.verdict, args.color),
+                Some(side) => crate::compare::after_run(
+                    side,
+                    &run,
+                    &args.verdict,
+                    args.color,
+                    output::summary_to_stderr(&args),
+                ),
                 None => Ok(0),
             }
         }

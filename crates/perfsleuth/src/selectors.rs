@@ -23,7 +23,9 @@ pub fn resolve(spec: &str, store: &mut StoreHandle) -> Result<Side, Fail> {
             runs: vec![from_export(path)?],
         });
     }
-    if spec.ends_with(".json") || spec.contains('/') {
+    // Names like `feature/x` or `origin/main` are branches and revisions, so
+    // a path that does not exist is only reported once nothing else matched.
+    if spec.ends_with(".json") {
         return Err(Fail::usage(format!("{spec}: no such file"), SELECTOR_HINT));
     }
     let store = store.get()?;
@@ -61,6 +63,12 @@ pub fn resolve(spec: &str, store: &mut StoreHandle) -> Result<Side, Fail> {
             n => format!("{spec} ({n} runs)"),
         };
         return Ok(Side { label, runs });
+    }
+    if spec.contains('/') {
+        return Err(Fail::usage(
+            format!("{spec}: no such file, and no branch or revision of that name"),
+            SELECTOR_HINT,
+        ));
     }
     Err(Fail::usage(
         format!("`{spec}` is not a stored run, a branch with runs, a git revision or a file"),
