@@ -314,11 +314,13 @@ fn identity_change_marks_every_row_and_opens_the_report() {
 fn performance_only_change_keeps_verdicts_with_a_note() {
     let base = around(100.0 * MS, 0.02, 20);
     let cand: Vec<f64> = base.iter().map(|v| v * 1.10).collect();
+    let mut boosted = machine();
+    boosted.set("cpu.boost", "on", ImpactClass::Performance);
     let mut slower = machine();
     slower.set("cpu.freq.governor", "powersave", ImpactClass::Performance);
     slower.set("cpu.boost", "off", ImpactClass::Performance);
     let c = compare(
-        &side("base", vec![run(1, machine(), vec![bench("x", &base)])]),
+        &side("base", vec![run(1, boosted, vec![bench("x", &base)])]),
         &side("cand", vec![run(2, slower, vec![bench("x", &cand)])]),
         &opts(),
     );

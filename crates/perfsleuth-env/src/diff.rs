@@ -35,11 +35,21 @@ pub fn diff(a: &Environment, b: &Environment) -> Vec<Change> {
             if va == vb {
                 return None;
             }
-            let class = match (fa, fb) {
+            let mut class = match (fa, fb) {
                 (Some(x), Some(y)) => x.class.min(y.class),
                 (Some(x), None) | (None, Some(x)) => x.class,
                 (None, None) => return None,
             };
+            // A fact one side could not read, or did not record at all (an
+            // older perfsleuth), says nothing about the machines differing:
+            // shown as context, never judged. Boot parameters and mitigation
+            // files are the exception: their absence is itself the state.
+            let absence_is_state =
+                key.starts_with("kernel.param.") || key.starts_with("mitigation.");
+            let unknown = |v: Option<&str>| v == Some(perfsleuth_model::UNKNOWN);
+            if unknown(va) || unknown(vb) || ((va.is_none() || vb.is_none()) && !absence_is_state) {
+                class = ImpactClass::Context;
+            }
             Some(Change {
                 key: key.clone(),
                 class,
@@ -467,6 +477,29 @@ mod tests {
         assert_eq!(
             keys,
             ["cgroup.cpu.quota", "mitigation.mds", "kernel.cmdline"]
+        );
+    }
+
+    #[test]
+    fn unread_or_unrecorded_facts_are_not_judged() {
+        let mut a = env(&[
+            ("cpu.model", "X", Identity),
+            ("kernel.param.isolcpus", "2", Performance),
+        ]);
+        a.set_read("cpu.cache.l3.size", Err("cannot read".into()), Identity);
+        let b = env(&[
+            ("cpu.model", "X", Identity),
+            ("cpu.cache.l3.size", "32768 KiB", Identity),
+            ("cpu.family", "25", Identity),
+        ]);
+        let d = diff(&a, &b);
+        assert_eq!(
+            significant(&d).map(|c| c.key.as_str()).collect::<Vec<_>>(),
+            ["kernel.param.isolcpus"]
+        );
+        assert!(
+            d.iter()
+                .any(|c| c.key == "cpu.family" && c.class == Context)
         );
     }
 
