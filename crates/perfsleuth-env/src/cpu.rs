@@ -533,12 +533,30 @@ fn cpuid_cache_check(
             .iter()
             .find(|c| c.name == name)
             .and_then(|c| c.size_kib.as_ref().ok());
-        let theirs = cpuid.iter().find(|(n, _)| *n == name).map(|(_, k)| *k);
+        let entry = cpuid.iter().find(|(n, ..)| *n == name);
+        let theirs = entry.map(|(_, k, ..)| *k);
         match (ours, theirs) {
             (Some(a), Some(b)) => {
                 compared += 1;
                 if *a != b {
                     diffs.push(format!("{name} sysfs {a} KiB vs cpuid {b} KiB"));
+                }
+                // Ways and line size too, where both sides state them.
+                let sys = sysfs.iter().find(|c| c.name == name);
+                let number = |r: Option<&Result<String, String>>| {
+                    r.and_then(|v| v.as_ref().ok())
+                        .and_then(|v| v.parse::<u64>().ok())
+                };
+                if let (Some(w), Some((_, _, Some(cw), _))) = (number(sys.map(|c| &c.ways)), entry)
+                {
+                    if w != 0 && w != *cw {
+                        diffs.push(format!("{name} ways sysfs {w} vs cpuid {cw}"));
+                    }
+                }
+                if let (Some(l), Some((_, _, _, cl))) = (number(sys.map(|c| &c.line)), entry) {
+                    if l != *cl {
+                        diffs.push(format!("{name} line sysfs {l} B vs cpuid {cl} B"));
+                    }
                 }
             }
             (Some(a), None) => diffs.push(format!("{name} sysfs {a} KiB vs cpuid none")),
@@ -557,8 +575,12 @@ fn cpuid_cache_check(
 
 /// The caches CPUID leaf 4 (Intel) or 0x8000001D (AMD) lists, with sizes in
 /// KiB: ways * partitions * line size * sets, each field stored minus one.
-fn cpuid_caches(src: &Source, leaf: u32) -> Result<Vec<(&'static str, u64)>, String> {
-    let mut caches = Vec::new();
+/// One cache as CPUID describes it: name, size in KiB, ways (`None` when
+/// fully associative), line size in bytes.
+type CpuidCache = (&'static str, u64, Option<u64>, u64);
+
+fn cpuid_caches(src: &Source, leaf: u32) -> Result<Vec<CpuidCache>, String> {
+    let mut caches: Vec<CpuidCache> = Vec::new();
     for sub in 0..MAX_CACHE_ENTRIES {
         // A dump may end after the last cache instead of listing the empty
         // subleaf that terminates the list: the end, not an error.
@@ -585,8 +607,10 @@ fn cpuid_caches(src: &Source, leaf: u32) -> Result<Vec<(&'static str, u64)>, Str
         let sets = u128::from(ecx) + 1;
         // At most 2^64 bytes, so u128 cannot overflow and KiB fits in u64.
         let kib = (ways * partitions * line * sets / 1024) as u64;
-        if !caches.iter().any(|(n, _)| *n == name) {
-            caches.push((name, kib));
+        let fully_associative = eax & (1 << 9) != 0;
+        let ways_reported = (!fully_associative).then_some(ways as u64);
+        if !caches.iter().any(|(n, ..)| *n == name) {
+            caches.push((name, kib, ways_reported, line as u64));
         }
     }
     if caches.is_empty() {
@@ -937,6 +961,18 @@ mod tests {
     }
 
     #[test]
+    fn cpuid_check_compares_ways_and_line_size_too() {
+        let t = intel_tree("1280K");
+        // Same size as leaf 4 says, but sysfs claims 16 ways.
+        let idx = "sys/devices/system/cpu/cpu0/cache/index2";
+        t.write(&format!("{idx}/ways_of_associativity"), "16\n");
+        assert_eq!(
+            t.capture().get("cpu.cache.cpuid_check"),
+            Some("differs: l2 ways sysfs 16 vs cpuid 20")
+        );
+    }
+
+    #[test]
     fn amd_tree_without_l3_or_topology() {
         let t = Tree::new("amd");
         // An EPYC 7763 guest whose hypervisor hides "physical id"/"core id"
@@ -1157,9 +1193,18 @@ mod tests {
         let env = t.capture();
         assert_all_keys(&env);
         let check = env.get("cpu.cache.cpuid_check").unwrap();
-        assert_eq!(
-            check,
-            format!("differs: l1d sysfs 48 KiB vs cpuid {} KiB", 1u64 << 54)
+        assert!(
+            check.starts_with(&format!(
+                "differs: l1d sysfs 48 KiB vs cpuid {} KiB",
+                1u64 << 54
+            )),
+            "{check}"
+        );
+        // All-ones fields also mean 1024 ways and 4096-byte lines: said too.
+        assert!(check.contains("l1d ways sysfs 12 vs cpuid 1024"), "{check}");
+        assert!(
+            check.contains("l1d line sysfs 64 B vs cpuid 4096 B"),
+            "{check}"
         );
     }
 
