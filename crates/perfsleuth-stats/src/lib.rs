@@ -16,6 +16,7 @@ mod mann_whitney;
 mod normal;
 mod rng;
 mod student_t;
+mod usl;
 mod verdict;
 mod welch;
 
@@ -33,6 +34,7 @@ pub use mann_whitney::{EXACT_MAX_TOTAL, MannWhitney, mann_whitney_u};
 pub use normal::{erfc, normal_cdf, normal_quantile};
 pub use rng::Rng;
 pub use student_t::{regularized_incomplete_beta, student_t_cdf};
+pub use usl::{UslError, UslFit, UslModel, UslPoint, fit_usl, usl_efficiency, usl_throughput};
 pub use verdict::{Direction, Verdict, VerdictRule, verdict};
 pub use welch::{WelchT, welch_t_test};
 
