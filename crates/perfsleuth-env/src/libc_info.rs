@@ -81,7 +81,11 @@ pub fn capture(src: &Source, env: &mut Environment) {
     } else {
         tree_libc(src)
     };
-    env.set_read("libc.hwcaps", hwcaps(src, &version), Identity);
+    let level = env
+        .facts
+        .get("cpu.isa_level")
+        .map(|f| (f.value.clone(), f.reason.clone()));
+    env.set_read("libc.hwcaps", hwcaps(level, &version), Identity);
     env.set_read("libc.version", version, Identity);
     env.set_read("libc.path", path, Context);
     let tunables = src
@@ -244,8 +248,12 @@ fn parse_glibc(value: &str) -> Option<(u32, u32)> {
 }
 
 /// The glibc-hwcaps subdirectory the loader selects: the highest x86-64
-/// level the CPU supports (glibc 2.33 introduced them).
-fn hwcaps(src: &Source, version: &Result<String, String>) -> Result<String, String> {
+/// level the CPU supports (glibc 2.33 introduced them). The level is the
+/// `cpu.isa_level` fact, captured (from the same flags) before libc.
+fn hwcaps(
+    level: Option<(String, Option<String>)>,
+    version: &Result<String, String>,
+) -> Result<String, String> {
     let v = version
         .as_ref()
         .map_err(|e| format!("libc version unknown: {e}"))?;
@@ -253,61 +261,14 @@ fn hwcaps(src: &Source, version: &Result<String, String>) -> Result<String, Stri
     if (major, minor) < (2, 33) {
         return Ok("none".into());
     }
-    let flags = cpu_flags(src)?;
-    Ok(isa_level_of(&flags).unwrap_or("none").to_string())
-}
-
-/// The x86-64 micro-architecture level (v2 and up) of a flag list, as glibc
-/// defines it; `None` below v2.
-fn isa_level_of(flags: &[String]) -> Option<&'static str> {
-    const V2: &[&str] = &["cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"];
-    const V3: &[&str] = &[
-        "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave",
-    ];
-    const V4: &[&str] = &["avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"];
-    let has = |set: &[&str]| set.iter().all(|f| flags.iter().any(|g| g == f));
-    let mut level = None;
-    for (set, name) in [(V2, "x86-64-v2"), (V3, "x86-64-v3"), (V4, "x86-64-v4")] {
-        if !has(set) {
-            break;
-        }
-        level = Some(name);
-    }
-    level
-}
-
-/// The flags of the first CPU in `/proc/cpuinfo`. Reads only until that
-/// line: on large machines the whole file is slow to generate.
-fn cpu_flags(src: &Source) -> Result<Vec<String>, String> {
-    let path = "/proc/cpuinfo";
-    let mut file =
-        std::fs::File::open(src.path(path)).map_err(|e| format!("cannot read {path}: {e}"))?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = match file.read(&mut chunk) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("cannot read {path}: {e}")),
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&buf);
-        let complete = if n == 0 {
-            text.as_ref()
-        } else {
-            text.rsplit_once('\n').map_or("", |(done, _)| done)
-        };
-        if let Some(flags) = complete.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == "flags").then_some(v)
-        }) {
-            return Ok(flags.split_whitespace().map(str::to_string).collect());
-        }
-        if n == 0 || buf.len() >= 1 << 16 {
-            return Err(format!(
-                "no flags line for the first CPU in {path} (not x86?)"
-            ));
-        }
+    match level {
+        Some((level, _)) if level.starts_with("x86-64-v") && level != "x86-64-v1" => Ok(level),
+        Some((level, _)) if level == "x86-64-v1" => Ok("none".into()),
+        Some((_, reason)) => Err(format!(
+            "the CPU's ISA level is unknown: {}",
+            reason.unwrap_or_else(|| "no reason recorded".into())
+        )),
+        None => Err("the CPU's ISA level was not captured".into()),
     }
 }
 
@@ -593,6 +554,7 @@ mod tests {
             b"GLIBC_TUNABLES=glibc.malloc.hugetlb=1\0".as_slice(),
         );
         let mut env = Environment::default();
+        crate::cpu::capture(&t.source(), &mut env);
         capture(&t.source(), &mut env);
         assert_keys(&env, KEYS);
         assert_eq!(env.get("libc.version"), Some("glibc 2.36"));
@@ -622,6 +584,7 @@ mod tests {
         );
         t.write("/proc/cpuinfo", CPUINFO_V3);
         let mut env = Environment::default();
+        crate::cpu::capture(&t.source(), &mut env);
         capture(&t.source(), &mut env);
         assert_eq!(env.get("libc.version"), Some("glibc 2.17"));
         assert_eq!(env.get("libc.path"), Some("/lib64/libc.so.6"));
@@ -641,29 +604,11 @@ mod tests {
     }
 
     #[test]
-    fn hwcaps_levels() {
-        let f = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
-        assert_eq!(isa_level_of(&f("sse2 cx16")), None);
-        assert_eq!(
-            isa_level_of(&f("cx16 lahf_lm popcnt sse4_1 sse4_2 ssse3")),
-            Some("x86-64-v2")
-        );
-        let v4 = "cx16 lahf_lm popcnt sse4_1 sse4_2 ssse3 avx avx2 bmi1 bmi2 f16c fma abm movbe xsave avx512f avx512bw avx512cd avx512dq avx512vl";
-        assert_eq!(isa_level_of(&f(v4)), Some("x86-64-v4"));
-        // AVX-512 without v3 (never real) is still v2: levels are cumulative.
-        assert_eq!(
-            isa_level_of(&f(
-                "cx16 lahf_lm popcnt sse4_1 sse4_2 ssse3 avx512f avx512bw avx512cd avx512dq avx512vl"
-            )),
-            Some("x86-64-v2")
-        );
-    }
-
-    #[test]
     fn no_libc_and_no_cpuinfo() {
         let t = TempTree::new("libc-none");
         t.write("/lib/ld-musl-x86_64.so.1", "x");
         let mut env = Environment::default();
+        crate::cpu::capture(&t.source(), &mut env);
         capture(&t.source(), &mut env);
         assert_keys(&env, KEYS);
         assert_eq!(env.get("libc.version"), Some("unknown"));
@@ -685,13 +630,14 @@ mod tests {
             "Processor\t: AArch64 Processor rev 1\nFeatures\t: fp asimd evtstrm\n",
         );
         let mut env = Environment::default();
+        crate::cpu::capture(&t.source(), &mut env);
         capture(&t.source(), &mut env);
         assert!(
             env.facts["libc.hwcaps"]
                 .reason
                 .as_deref()
                 .unwrap()
-                .contains("flags")
+                .contains("ISA level")
         );
     }
 
