@@ -149,8 +149,9 @@ fn container(src: &Source) -> String {
     if let Ok(name) = line(src, "/run/systemd/container") {
         return container_name(&name);
     }
-    if let Ok(raw) = std::fs::read(src.path("/proc/1/environ")) {
-        for entry in raw.split(|b| *b == 0) {
+    // Through Source::read, like every other file: a tree is never left.
+    if let Ok(text) = src.read("/proc/1/environ") {
+        for entry in text.as_bytes().split(|b| *b == 0) {
             if let Some(v) = entry.strip_prefix(b"container=") {
                 let v = String::from_utf8_lossy(v);
                 if !v.trim().is_empty() {
