@@ -112,24 +112,24 @@ pub fn env(args: EnvArgs) -> Result<i32, Fail> {
 
 /// What `current` means: the live machine, or the tree given with `--root`.
 fn current_label(source: &EnvSourceArgs) -> String {
-    let root = source.root.clone().or_else(|| {
-        std::env::var_os("PERFSLEUTH_ROOT")
-            .filter(|v| !v.is_empty())
-            .map(Into::into)
-    });
-    match root {
+    match root_of(source) {
         Some(dir) => format!("tree {}", dir.display()),
         None => "current machine".to_string(),
     }
 }
 
-/// The fingerprint of the live machine, or of `--root` / `PERFSLEUTH_ROOT`.
-pub fn current(source: &EnvSourceArgs) -> Result<Environment, Fail> {
-    let root = source.root.clone().or_else(|| {
+/// `--root`, else `PERFSLEUTH_ROOT`; `None` for the live machine.
+fn root_of(source: &EnvSourceArgs) -> Option<std::path::PathBuf> {
+    source.root.clone().or_else(|| {
         std::env::var_os("PERFSLEUTH_ROOT")
             .filter(|v| !v.is_empty())
             .map(Into::into)
-    });
+    })
+}
+
+/// The fingerprint of the live machine, or of `--root` / `PERFSLEUTH_ROOT`.
+pub fn current(source: &EnvSourceArgs) -> Result<Environment, Fail> {
+    let root = root_of(source);
     let mut src = match &root {
         Some(dir) if !dir.is_dir() => {
             return Err(Fail::usage(

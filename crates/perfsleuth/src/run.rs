@@ -584,15 +584,16 @@ impl Measure<'_> {
         if !self.overlap {
             return (1, false);
         }
-        let active: Vec<Duration> = live
+        // Runs on every reply: no allocation.
+        let (sum, count) = live
             .iter()
             .filter(|l| l.wants_more(&self.rule))
             .filter_map(|l| l.last_unit)
-            .collect();
-        if active.is_empty() {
+            .fold((Duration::ZERO, 0u32), |(s, n), d| (s + d, n + 1));
+        if count == 0 {
             return (2, false);
         }
-        let typical = active.iter().sum::<Duration>() / active.len() as u32;
+        let typical = sum / count;
         if typical >= POLL_BELOW {
             return (2, false);
         }
@@ -629,7 +630,7 @@ impl Measure<'_> {
                 &Tolerate::Nothing,
                 self.spawner,
                 id,
-                &format!("--prepare command of `{}`", l.plan.name),
+                || format!("--prepare command of `{}`", l.plan.name),
                 Role::Helper,
                 outcome,
             )?;
@@ -651,8 +652,8 @@ impl Measure<'_> {
 
     /// Checks a benchmarked run against the `--ignore-failure` policy.
     fn check_main(&mut self, l: &Live, outcome: Outcome, role: Role) -> Result<Sample, Stop> {
-        let label = format!("command `{}`", l.plan.command);
-        check(&self.tolerate, self.spawner, l.main, &label, role, outcome)
+        let label = || format!("command `{}`", l.plan.command);
+        check(&self.tolerate, self.spawner, l.main, label, role, outcome)
     }
 
     /// Queues a run; timed runs discard stderr (see `Executor::run`).
@@ -697,7 +698,7 @@ impl Measure<'_> {
             &Tolerate::Nothing,
             self.spawner,
             id,
-            &format!("{what} command of `{bench}`"),
+            || format!("{what} command of `{bench}`"),
             Role::Helper,
             outcome,
         )
@@ -752,10 +753,16 @@ fn check(
     tolerate: &Tolerate,
     spawner: &mut Spawner,
     id: CommandId,
-    label: &str,
+    label: impl Fn() -> String,
     role: Role,
     outcome: Outcome,
 ) -> Result<Sample, Stop> {
+    // The common case first: no label is formatted for a run that succeeded.
+    let outcome = match outcome {
+        Outcome::Completed(s) if tolerate.accepts(&s) => return Ok(s),
+        other => other,
+    };
+    let label = label();
     match outcome {
         Outcome::Interrupted => Err(Stop::Interrupted),
         Outcome::Skipped => Err(Stop::Failed(Fail::usage(
@@ -769,7 +776,6 @@ fn check(
             ),
             "raise --timeout, or check why it hangs (does it wait for input? try --input FILE)",
         ))),
-        Outcome::Completed(s) if tolerate.accepts(&s) => Ok(s),
         Outcome::Completed(s) => {
             let how = match (s.exit_code, s.signal) {
                 (Some(code), _) => format!("exited with code {code}"),
