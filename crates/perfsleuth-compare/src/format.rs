@@ -17,43 +17,15 @@ fn number(x: f64, decimals: usize) -> String {
     }
 }
 
-/// A duration in nanoseconds in the unit that suits it: "850 ns",
-/// "12.3 µs", "1.234 ms", "2.500 s". Thresholds sit just below the next
-/// power of 1000 so values never print as "1000.0 µs" after rounding.
+/// A duration in nanoseconds in the unit that suits it ("1.234 ms"), as the
+/// run summary prints it.
 pub(crate) fn duration_ns(ns: f64) -> String {
-    if !ns.is_finite() {
-        return "n/a".to_string();
-    }
-    let a = ns.abs();
-    let (scale, decimals, symbol) = if a < 999.5 {
-        (1.0, 0, "ns")
-    } else if a < 999_950.0 {
-        (1e3, 1, "µs")
-    } else if a < 999_999_500.0 {
-        (1e6, 3, "ms")
-    } else {
-        (1e9, 3, "s")
-    };
-    format!("{} {symbol}", number(ns / scale, decimals))
+    perfsleuth_report::format_duration_ns(ns)
 }
 
-/// A size in bytes with binary prefixes: "512 B", "12.4 MiB".
+/// A size in bytes with binary prefixes ("12.4 MiB"), as the run summary prints it.
 pub(crate) fn bytes(b: f64) -> String {
-    if !b.is_finite() {
-        return "n/a".to_string();
-    }
-    const K: f64 = 1024.0;
-    let a = b.abs();
-    let units = [("KiB", K), ("MiB", K * K), ("GiB", K * K * K)];
-    if a < 1023.5 {
-        return format!("{} B", number(b, 0));
-    }
-    for (symbol, scale) in units {
-        if a < 1023.95 * scale {
-            return format!("{} {symbol}", number(b / scale, 1));
-        }
-    }
-    format!("{} TiB", number(b / (K * K * K * K), 1))
+    perfsleuth_report::format_bytes(b)
 }
 
 /// A count: whole numbers as integers, anything else with one decimal
