@@ -203,6 +203,24 @@ pub fn check(env: &Environment) -> Vec<Finding> {
         ),
         None => {}
     }
+    match get("perf.sw_counters") {
+        Some("available") | None => {}
+        Some(why) => add(
+            Warning,
+            "perf.sw_counters",
+            format!("software performance counters are not usable: {why}"),
+            "task clock, context switches, migrations and page faults will not be recorded per run; sudo sysctl kernel.perf_event_paranoid=1 (or grant CAP_PERFMON)",
+        ),
+    }
+    match get("perf.tracepoints") {
+        Some("available") | None => {}
+        Some(why) => add(
+            Warning,
+            "perf.tracepoints",
+            format!("tracepoints are not usable: {why}"),
+            "futex calls and scheduler switches will not be counted; run as root (or with CAP_PERFMON and a readable tracefs) with tracefs mounted at /sys/kernel/tracing",
+        ),
+    }
     if get("tools.valgrind").is_none() {
         add(
             Info,
@@ -280,9 +298,46 @@ mod tests {
         e.set("noise.runnable", "1", Context);
         e.set("noise.steal_pct", "0.0", Context);
         e.set("perf.hw_counters", "available", Context);
+        e.set("perf.sw_counters", "available", Context);
+        e.set("perf.tracepoints", "available", Context);
         e.set("tools.valgrind", "/usr/bin/valgrind", Context);
         e.set("cgroup.cpu.quota", "none", Performance);
         assert_eq!(check(&e), vec![]);
+    }
+
+    #[test]
+    fn unusable_tracepoints_and_software_counters_are_warnings() {
+        let mut e = Environment::default();
+        e.set(
+            "perf.tracepoints",
+            "tracefs not mounted at /sys/kernel/tracing or /sys/kernel/debug/tracing",
+            Context,
+        );
+        e.set("perf.sw_counters", "not permitted in kernel mode", Context);
+        e.set(
+            "perf.hw_counters",
+            "not supported by this CPU or hypervisor",
+            Context,
+        );
+        let f = check(&e);
+        for key in ["perf.tracepoints", "perf.sw_counters", "perf.hw_counters"] {
+            let x = f
+                .iter()
+                .find(|x| x.key == key)
+                .unwrap_or_else(|| panic!("{key}: {f:?}"));
+            assert_eq!(x.severity, Severity::Warning);
+        }
+        let tp = f.iter().find(|x| x.key == "perf.tracepoints").unwrap();
+        assert!(tp.message.contains("not mounted"), "{tp:?}");
+        assert!(tp.recommendation.contains("futex"), "{tp:?}");
+        // Not probed (a --root tree): no finding.
+        let mut e = Environment::default();
+        e.set_read(
+            "perf.tracepoints",
+            Err("not recorded in the tree".into()),
+            Context,
+        );
+        assert!(check(&e).iter().all(|x| x.key != "perf.tracepoints"));
     }
 
     #[test]

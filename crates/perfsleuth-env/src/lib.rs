@@ -5,6 +5,7 @@
 //! A fact that cannot be read is `unknown` with the reason; nothing panics.
 
 mod binary;
+mod capacity;
 mod check;
 mod cpu;
 pub mod cpuid;
@@ -19,6 +20,7 @@ mod tools;
 mod virt;
 
 pub use binary::binary_facts;
+pub use capacity::{CpuCapacity, cpu_capacity};
 pub use check::{Finding, Severity, check, has_problems};
 pub use diff::{Change, diff, significant, why};
 pub use source::Source;

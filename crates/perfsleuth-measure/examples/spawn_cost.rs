@@ -12,6 +12,7 @@ fn main() {
         input: None,
         timeout: None,
         tolerate: Tolerate::Nothing,
+        disable_aslr: false,
     };
     let mut sp = Spawner::start().unwrap();
     let mut ex = Executor::new(&argv, &io).unwrap();

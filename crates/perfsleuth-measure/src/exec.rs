@@ -2,6 +2,7 @@
 //! for every iteration, with descriptors opened once, so that the per-iteration
 //! cost stays at the `posix_spawn` + `wait4` floor.
 
+use crate::counters::Counters;
 use crate::{MeasureError, interrupted};
 use perfsleuth_model::Sample;
 use std::ffi::OsStr;
@@ -37,6 +38,24 @@ pub struct IoConfig {
     pub timeout: Option<Duration>,
     /// Which unsuccessful exits still count as a measurement.
     pub tolerate: Tolerate,
+    /// Start the child with address-space layout randomisation off
+    /// (`personality(ADDR_NO_RANDOMIZE)`, like `setarch -R`), so that its
+    /// memory layout is the same in every run.
+    pub disable_aslr: bool,
+}
+
+impl Default for IoConfig {
+    /// Output discarded, stdin from `/dev/null`, no timeout, failures not
+    /// tolerated, ASLR as the system has it.
+    fn default() -> IoConfig {
+        IoConfig {
+            output: OutputTarget::Null,
+            input: None,
+            timeout: None,
+            tolerate: Tolerate::Nothing,
+            disable_aslr: false,
+        }
+    }
 }
 
 /// Which unsuccessful exits are tolerated (`--ignore-failure[=CODES]`).
@@ -175,6 +194,7 @@ pub struct Executor {
     stderr_dirty: bool,
     timeout: Option<Duration>,
     tolerate: Tolerate,
+    disable_aslr: bool,
 }
 
 impl Executor {
@@ -262,6 +282,7 @@ impl Executor {
             stderr_dirty: false,
             timeout: io.timeout,
             tolerate: io.tolerate.clone(),
+            disable_aslr: io.disable_aslr,
         })
     }
 
@@ -281,11 +302,39 @@ impl Executor {
     /// cost the child time and put disk I/O into the measurement, so timed
     /// runs discard it and a failure is diagnosed by an untimed re-run.
     pub fn run(&mut self, iteration: u32, capture_stderr: bool) -> Result<Outcome, MeasureError> {
+        self.run_inner(iteration, capture_stderr, None)
+    }
+
+    /// Like [`Executor::run`], and the sample's `counters` get what
+    /// `counters` counted for the child and its descendants. The counters
+    /// must have been opened on this thread ([`Counters::open`]); they are
+    /// read before the spawn and after `wait4`, outside the timed region.
+    pub fn run_counted(
+        &mut self,
+        iteration: u32,
+        capture_stderr: bool,
+        counters: &mut Counters,
+    ) -> Result<Outcome, MeasureError> {
+        self.run_inner(iteration, capture_stderr, Some(counters))
+    }
+
+    fn run_inner(
+        &mut self,
+        iteration: u32,
+        capture_stderr: bool,
+        mut counters: Option<&mut Counters>,
+    ) -> Result<Outcome, MeasureError> {
         if interrupted() {
             return Ok(Outcome::Interrupted);
         }
         self.route_stderr(capture_stderr)?;
         self.rewind_streams()?;
+        if let Some(c) = counters.as_deref_mut() {
+            c.start();
+        }
+        // The child inherits this thread's personality; setting it here
+        // rather than in a pre_exec hook keeps std on its posix_spawn path.
+        let persona = self.disable_aslr.then(NoRandomize::set);
         let start = Instant::now();
         let child = self
             .command
@@ -298,9 +347,10 @@ impl Executor {
         let waited =
             wait_child(pid, self.timeout, start).map_err(|source| self.spawn_error(source))?;
         let wall = start.elapsed();
+        drop(persona);
         self.stderr_dirty = self.capturing;
         self.last_captured = self.capturing;
-        let sample = sample_from(
+        let mut sample = sample_from(
             iteration,
             if waited.timed_out {
                 self.timeout.unwrap_or(wall)
@@ -310,6 +360,9 @@ impl Executor {
             waited.status,
             &waited.usage,
         );
+        if let Some(c) = counters {
+            c.finish(&mut sample.counters);
+        }
         Ok(if waited.interrupted {
             Outcome::Interrupted
         } else if waited.timed_out {
@@ -558,6 +611,35 @@ fn poll_ready(pid: libc::pid_t, limit: Duration, start: Instant) -> std::io::Res
     }
 }
 
+/// Address-space randomisation turned off for this thread (and so for the
+/// processes it spawns) until dropped; holds the personality to restore,
+/// `None` when nothing was changed.
+struct NoRandomize(Option<libc::c_ulong>);
+
+impl NoRandomize {
+    fn set() -> NoRandomize {
+        const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
+        // SAFETY: 0xffffffff only queries the current personality.
+        let old = unsafe { libc::personality(0xffff_ffff) };
+        if old < 0 || old as libc::c_ulong & ADDR_NO_RANDOMIZE != 0 {
+            return NoRandomize(None);
+        }
+        let old = old as libc::c_ulong;
+        // SAFETY: sets a flag word on this thread only.
+        let ok = unsafe { libc::personality(old | ADDR_NO_RANDOMIZE) } >= 0;
+        NoRandomize(ok.then_some(old))
+    }
+}
+
+impl Drop for NoRandomize {
+    fn drop(&mut self) {
+        if let Some(old) = self.0 {
+            // SAFETY: restores the flag word `set` found.
+            unsafe { libc::personality(old) };
+        }
+    }
+}
+
 fn kill_group(pid: libc::pid_t) {
     // SAFETY: signalling a process group we created; failure (already gone) is fine.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
@@ -611,6 +693,7 @@ mod tests {
             input: None,
             timeout: None,
             tolerate: Tolerate::Nothing,
+            disable_aslr: false,
         }
     }
 
@@ -689,6 +772,7 @@ mod tests {
             input: Some(input),
             timeout: None,
             tolerate: Tolerate::Nothing,
+            disable_aslr: false,
         };
         let mut ex = Executor::new(&argv(&["cat"]), &cfg).unwrap();
         ex.run_once(0).unwrap();

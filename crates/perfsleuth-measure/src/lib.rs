@@ -3,15 +3,20 @@
 //! a [`Sample`]. Also splits command lines and resolves programs before any
 //! timing starts, so bad input fails fast.
 
+pub mod callgrind;
+pub mod counters;
 mod exec;
 mod interrupt;
+mod procstat;
 mod spawner;
 mod words;
 
+pub use counters::{CounterConfig, CounterSelection, CounterStatus, Counters};
 pub use exec::{Executor, IoConfig, Outcome, OutputTarget, Tolerate, resolve_program};
 pub use interrupt::{
     install_interrupt_handler, interrupted, interrupting_signal, reset_interrupted,
 };
+pub use procstat::{CpuShares, CpuTicks, CpuTimes, CpuUsage};
 pub use spawner::{CommandId, Spawner};
 pub use words::{SplitError, split_command};
 

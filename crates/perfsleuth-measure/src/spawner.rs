@@ -9,6 +9,7 @@
 //! ~1 MiB floor). Timing is taken inside the spawner, around spawn→`wait4`,
 //! so the pipe round trip is not part of any sample.
 
+use crate::counters::{CounterConfig, CounterSelection, CounterStatus, Counters};
 use crate::exec::{
     Executor, IoConfig, Outcome, OutputTarget, Tolerate, named_temp_file, resolve_program, tail_of,
 };
@@ -41,6 +42,7 @@ pub struct Spawner {
 
 const REQ_SETUP: u8 = 1;
 const REQ_RUN: u8 = 2;
+const REQ_COUNTERS: u8 = 3;
 /// Run flag: keep the run's stderr.
 const RUN_CAPTURE: u8 = 1;
 /// Run flag: run even after a failure halted the queue (diagnosis).
@@ -155,6 +157,7 @@ impl Spawner {
                 }
             }
         }
+        msg.push(io.disable_aslr as u8);
         put_u32(&mut msg, argv.len() as u32);
         for a in argv {
             put_bytes(&mut msg, a.as_bytes());
@@ -169,6 +172,26 @@ impl Spawner {
         let reply = reply?;
         decode_error(&reply)?;
         Ok(id)
+    }
+
+    /// Opens performance counters in the spawner (on itself, inherited by
+    /// every command it spawns from then on; see [`crate::counters`]), so
+    /// that each outcome's sample carries the iteration's counts. Call it
+    /// before the first run; a second call replaces the counters. Counters
+    /// the kernel refuses are listed in the status, never an error.
+    pub fn enable_counters(&mut self, cfg: &CounterConfig) -> Result<CounterStatus, MeasureError> {
+        let mut msg = vec![REQ_COUNTERS];
+        msg.push(match cfg.selection {
+            CounterSelection::None => 0,
+            CounterSelection::Software => 1,
+            CounterSelection::All => 2,
+        });
+        msg.push(cfg.include_kernel as u8);
+        msg.push(cfg.tracepoints as u8);
+        put_opt_path(&mut msg, cfg.tracefs.as_deref());
+        let reply = self.round_trip(&msg)?;
+        decode_error(&reply)?;
+        decode_status(&reply[1..]).ok_or_else(|| protocol_error("malformed counters reply"))
     }
 
     /// Runs a prepared command once, untimed-style: its stderr is kept for
@@ -401,6 +424,7 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 
 fn serve(mut requests: File, mut replies: File) -> i32 {
     let mut executors: HashMap<u32, Executor> = HashMap::new();
+    let mut counters: Option<Counters> = None;
     // After a failure the parent stops measuring; runs it had already queued
     // (it keeps one ahead) must not execute, so they are answered `Skipped`.
     let mut halted = false;
@@ -413,7 +437,7 @@ fn serve(mut requests: File, mut replies: File) -> i32 {
         if read_full(&mut requests, &mut msg).is_err() {
             return 0;
         }
-        let reply = handle(&msg, &mut executors, &mut halted);
+        let reply = handle(&msg, &mut executors, &mut counters, &mut halted);
         let mut framed = Vec::with_capacity(reply.len() + 4);
         put_u32(&mut framed, reply.len() as u32);
         framed.extend_from_slice(&reply);
@@ -428,16 +452,26 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<()> {
     file.read_exact(buf)
 }
 
-fn handle(msg: &[u8], executors: &mut HashMap<u32, Executor>, halted: &mut bool) -> Vec<u8> {
+fn handle(
+    msg: &[u8],
+    executors: &mut HashMap<u32, Executor>,
+    counters: &mut Option<Counters>,
+    halted: &mut bool,
+) -> Vec<u8> {
     let mut r = Reader(msg);
     let result = match r.u8() {
         Some(REQ_SETUP) => setup(&mut r, executors).map(|()| vec![REP_OK]),
+        Some(REQ_COUNTERS) => open_counters(&mut r, counters),
         Some(REQ_RUN) => match (r.u32(), r.u32(), r.u8()) {
             (Some(_), Some(_), Some(flags)) if *halted && flags & RUN_FORCE == 0 => {
                 Ok(encode_outcome(&Outcome::Skipped))
             }
             (Some(id), Some(iteration), Some(flags)) => match executors.get_mut(&id) {
-                Some(ex) => ex.run(iteration, flags & RUN_CAPTURE != 0).map(|o| {
+                Some(ex) => match counters.as_mut() {
+                    Some(c) => ex.run_counted(iteration, flags & RUN_CAPTURE != 0, c),
+                    None => ex.run(iteration, flags & RUN_CAPTURE != 0),
+                }
+                .map(|o| {
                     if flags & RUN_FORCE == 0 {
                         *halted = o.halts(ex.tolerate());
                     }
@@ -450,6 +484,55 @@ fn handle(msg: &[u8], executors: &mut HashMap<u32, Executor>, halted: &mut bool)
         _ => Err(protocol_error("unknown request")),
     };
     result.unwrap_or_else(|e| encode_error(&e))
+}
+
+fn open_counters(
+    r: &mut Reader<'_>,
+    counters: &mut Option<Counters>,
+) -> Result<Vec<u8>, MeasureError> {
+    let bad = || protocol_error("malformed counters request");
+    let selection = match r.u8().ok_or_else(bad)? {
+        0 => CounterSelection::None,
+        1 => CounterSelection::Software,
+        _ => CounterSelection::All,
+    };
+    let include_kernel = r.u8().ok_or_else(bad)? != 0;
+    let tracepoints = r.u8().ok_or_else(bad)? != 0;
+    let tracefs = r.opt_path().ok_or_else(bad)?;
+    // Close the old ones first: they would otherwise keep counting.
+    *counters = None;
+    let (opened, status) = Counters::open(&CounterConfig {
+        selection,
+        include_kernel,
+        tracepoints,
+        tracefs,
+    });
+    *counters = (!opened.is_empty()).then_some(opened);
+    let mut v = vec![REP_OK];
+    put_u32(&mut v, status.opened.len() as u32);
+    for k in &status.opened {
+        put_bytes(&mut v, k.as_bytes());
+    }
+    put_u32(&mut v, status.unavailable.len() as u32);
+    for (k, why) in &status.unavailable {
+        put_bytes(&mut v, k.as_bytes());
+        put_bytes(&mut v, why.as_bytes());
+    }
+    Ok(v)
+}
+
+fn decode_status(body: &[u8]) -> Option<CounterStatus> {
+    let mut r = Reader(body);
+    let text = |r: &mut Reader<'_>| Some(String::from_utf8_lossy(r.bytes()?).into_owned());
+    let mut status = CounterStatus::default();
+    for _ in 0..r.u32()? {
+        status.opened.push(text(&mut r)?);
+    }
+    for _ in 0..r.u32()? {
+        let key = text(&mut r)?;
+        status.unavailable.push((key, text(&mut r)?));
+    }
+    Some(status)
 }
 
 fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(), MeasureError> {
@@ -475,11 +558,13 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
             Tolerate::ExitCodes(codes)
         }
     };
+    let disable_aslr = r.u8().ok_or_else(bad)? != 0;
     let io = IoConfig {
         output,
         input,
         timeout: (timeout_ns > 0).then(|| Duration::from_nanos(timeout_ns)),
         tolerate,
+        disable_aslr,
     };
     let argc = r.u32().ok_or_else(bad)?;
     let mut argv = Vec::with_capacity(argc.min(4096) as usize);
@@ -640,6 +725,11 @@ fn encode_outcome(o: &Outcome) -> Vec<u8> {
             v.push(x.is_some() as u8);
             v.extend_from_slice(&x.unwrap_or(0).to_le_bytes());
         }
+        put_u32(&mut v, s.counters.len() as u32);
+        for (k, x) in &s.counters {
+            put_bytes(&mut v, k.as_bytes());
+            put_u64(&mut v, x.to_bits());
+        }
     }
     v
 }
@@ -668,6 +758,11 @@ fn decode_outcome(body: &[u8]) -> Option<Outcome> {
         Some((has != 0).then_some(val))
     };
     let (exit_code, signal) = (opt()?, opt()?);
+    let mut counters = std::collections::BTreeMap::new();
+    for _ in 0..r.u32()? {
+        let key = String::from_utf8_lossy(r.bytes()?).into_owned();
+        counters.insert(key, f64::from_bits(r.u64()?));
+    }
     let s = Sample {
         iteration,
         wall_ns: n[0],
@@ -680,7 +775,7 @@ fn decode_outcome(body: &[u8]) -> Option<Outcome> {
         involuntary_cs: n[7],
         exit_code,
         signal,
-        counters: Default::default(),
+        counters,
     };
     Some(if tag == 1 {
         Outcome::TimedOut(s)
@@ -702,6 +797,7 @@ mod tests {
         input: None,
         timeout: None,
         tolerate: Tolerate::Nothing,
+        disable_aslr: false,
     };
 
     #[test]
@@ -839,6 +935,71 @@ mod tests {
         sp.begin(ok, 0, true).unwrap();
         assert!(matches!(sp.finish().unwrap(), Outcome::Completed(s) if s.exit_code == Some(3)));
         assert!(matches!(sp.finish().unwrap(), Outcome::Completed(s) if s.succeeded()));
+    }
+
+    #[test]
+    fn disable_aslr_reaches_the_child() {
+        // Linux shows the personality as 8 hex digits; ADDR_NO_RANDOMIZE is 0x0040000.
+        let parse = |text: &str| u32::from_str_radix(text.trim(), 16).unwrap();
+        const NO_RANDOMIZE: u32 = 0x0040000;
+        let ours = parse(&std::fs::read_to_string("/proc/self/personality").unwrap());
+        let dir = std::env::temp_dir().join(format!("perfsleuth-aslr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut sp = Spawner::start().unwrap();
+        let mut personality = |disable_aslr: bool| {
+            let out = dir.join(format!("personality-{disable_aslr}"));
+            std::fs::write(&out, "").unwrap();
+            let io = IoConfig {
+                output: OutputTarget::File(out.clone()),
+                disable_aslr,
+                ..NULL_IO
+            };
+            let id = sp
+                .prepare(&argv(&["cat", "/proc/self/personality"]), &io)
+                .unwrap();
+            assert!(matches!(sp.run_once(id, 0).unwrap(), Outcome::Completed(s) if s.succeeded()));
+            std::fs::read_to_string(&out).unwrap()
+        };
+        let off = personality(true);
+        assert_eq!(parse(&off) & NO_RANDOMIZE, NO_RANDOMIZE, "{off}");
+        assert_eq!(off.trim(), format!("{:08x}", ours | NO_RANDOMIZE));
+        let on = personality(false);
+        assert_eq!(
+            parse(&on),
+            ours,
+            "{on}: the spawner's own personality is restored"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn counters_travel_with_the_outcome() {
+        let mut s = Sample {
+            iteration: 3,
+            wall_ns: 10,
+            exit_code: Some(0),
+            ..Default::default()
+        };
+        s.counters.insert("futex_calls".into(), 12345.0);
+        s.counters.insert("counters_running_fraction".into(), 0.25);
+        for o in [Outcome::Completed(s.clone()), Outcome::TimedOut(s)] {
+            assert_eq!(decode_run_reply(&encode_outcome(&o)).unwrap(), o);
+        }
+        let status = CounterStatus {
+            opened: vec!["task_clock_ns".into()],
+            unavailable: vec![("hardware".into(), "not supported (ENOENT)".into())],
+        };
+        let mut counters = None;
+        let reply = open_counters(&mut Reader(&[0, 0, 0, 0]), &mut counters).unwrap();
+        assert!(counters.is_none());
+        assert_eq!(decode_status(&reply[1..]), Some(CounterStatus::default()));
+        let mut v = vec![];
+        put_u32(&mut v, 1);
+        put_bytes(&mut v, b"task_clock_ns");
+        put_u32(&mut v, 1);
+        put_bytes(&mut v, b"hardware");
+        put_bytes(&mut v, b"not supported (ENOENT)");
+        assert_eq!(decode_status(&v), Some(status));
     }
 
     #[test]

@@ -218,7 +218,7 @@ pub struct GitInfo {
 }
 
 /// Whether smaller or larger values of a metric are better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// Lower is better (time, memory).
@@ -227,9 +227,9 @@ pub enum Direction {
     Higher,
 }
 
-/// A per-sample metric with its unit and direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// A per-sample metric with its unit and direction: a field of [`Sample`],
+/// or a counter recorded in [`Sample::counters`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Metric {
     /// Wall-clock time from spawn to exit.
     Wall,
@@ -247,6 +247,95 @@ pub enum Metric {
     VoluntaryCs,
     /// Involuntary context switches (the child was preempted).
     InvoluntaryCs,
+    /// A counter from [`Sample::counters`].
+    Counter(Counter),
+}
+
+/// Counters perfsleuth records in [`Sample::counters`], by key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Counter {
+    /// Key in `Sample::counters` and name of the metric.
+    pub key: &'static str,
+    /// Unit of the values.
+    pub unit: &'static str,
+    /// Which way is better.
+    pub direction: Direction,
+    /// One line saying what it counts.
+    pub about: &'static str,
+}
+
+const fn lower(key: &'static str, unit: &'static str, about: &'static str) -> Counter {
+    Counter {
+        key,
+        unit,
+        direction: Direction::Lower,
+        about,
+    }
+}
+
+/// Every counter perfsleuth knows: hardware and software perf_event
+/// counters, tracepoints, callgrind's events (simulation mode) and the
+/// throughput `scale` records.
+pub const COUNTERS: [Counter; 23] = [
+    lower("instructions", "count", "instructions retired (hardware)"),
+    lower("cycles", "count", "CPU cycles (hardware)"),
+    lower(
+        "cache_references",
+        "count",
+        "last-level cache references (hardware)",
+    ),
+    lower(
+        "cache_misses",
+        "count",
+        "last-level cache misses (hardware)",
+    ),
+    lower("branches", "count", "branch instructions (hardware)"),
+    lower("branch_misses", "count", "mispredicted branches (hardware)"),
+    lower("task_clock_ns", "ns", "CPU time of all threads (software)"),
+    lower("context_switches", "count", "context switches (software)"),
+    lower("cpu_migrations", "count", "moves between CPUs (software)"),
+    lower("page_faults", "count", "page faults (software)"),
+    lower(
+        "futex_calls",
+        "count",
+        "futex system calls: lock waits and wakes (tracepoint)",
+    ),
+    lower("sched_switches", "count", "scheduler switches (tracepoint)"),
+    lower("Ir", "count", "instructions executed (callgrind)"),
+    lower("Dr", "count", "data reads (callgrind)"),
+    lower("Dw", "count", "data writes (callgrind)"),
+    lower(
+        "I1mr",
+        "count",
+        "L1 instruction cache read misses (callgrind)",
+    ),
+    lower("D1mr", "count", "L1 data cache read misses (callgrind)"),
+    lower("D1mw", "count", "L1 data cache write misses (callgrind)"),
+    lower(
+        "ILmr",
+        "count",
+        "last-level instruction read misses (callgrind)",
+    ),
+    lower("DLmr", "count", "last-level data read misses (callgrind)"),
+    lower("DLmw", "count", "last-level data write misses (callgrind)"),
+    lower(
+        "est_cycles",
+        "count",
+        "estimated cycles: L1 hits + 5·LL hits + 35·RAM hits (callgrind)",
+    ),
+    Counter {
+        key: "throughput",
+        unit: "per_s",
+        direction: Direction::Higher,
+        about: "units of work per second (scale)",
+    },
+];
+
+impl Counter {
+    /// The known counter with this key.
+    pub fn find(key: &str) -> Option<Counter> {
+        COUNTERS.iter().copied().find(|c| c.key == key)
+    }
 }
 
 impl Metric {
@@ -262,7 +351,8 @@ impl Metric {
         Metric::InvoluntaryCs,
     ];
 
-    /// Stable snake_case name (JSON, CSV headers, store).
+    /// Stable name (JSON, CSV headers, `--metric`): snake_case for the
+    /// built-in metrics, the counter's key for counters.
     pub fn name(self) -> &'static str {
         match self {
             Metric::Wall => "wall",
@@ -273,7 +363,25 @@ impl Metric {
             Metric::MajorFaults => "major_faults",
             Metric::VoluntaryCs => "voluntary_cs",
             Metric::InvoluntaryCs => "involuntary_cs",
+            Metric::Counter(c) => c.key,
         }
+    }
+
+    /// The metric with this name, built-in or counter.
+    pub fn parse(name: &str) -> Option<Metric> {
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .or_else(|| Counter::find(name).map(Metric::Counter))
+    }
+
+    /// Every metric name `parse` accepts.
+    pub fn names() -> Vec<&'static str> {
+        Metric::ALL
+            .iter()
+            .map(|m| m.name())
+            .chain(COUNTERS.iter().map(|c| c.key))
+            .collect()
     }
 
     /// Unit of the raw values.
@@ -281,16 +389,20 @@ impl Metric {
         match self {
             Metric::Wall | Metric::User | Metric::Sys => "ns",
             Metric::PeakRss => "bytes",
+            Metric::Counter(c) => c.unit,
             _ => "count",
         }
     }
 
     /// Which way is better.
     pub fn direction(self) -> Direction {
-        Direction::Lower
+        match self {
+            Metric::Counter(c) => c.direction,
+            _ => Direction::Lower,
+        }
     }
 
-    /// Reads this metric from a sample.
+    /// Reads this metric from a sample; NaN when a counter was not recorded.
     pub fn of(self, s: &Sample) -> f64 {
         match self {
             Metric::Wall => s.wall_ns as f64,
@@ -301,7 +413,22 @@ impl Metric {
             Metric::MajorFaults => s.major_faults as f64,
             Metric::VoluntaryCs => s.voluntary_cs as f64,
             Metric::InvoluntaryCs => s.involuntary_cs as f64,
+            Metric::Counter(c) => s.counters.get(c.key).copied().unwrap_or(f64::NAN),
         }
+    }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        ser.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Metric {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Metric, D::Error> {
+        let name = String::deserialize(de)?;
+        Metric::parse(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown metric `{name}`")))
     }
 }
 
@@ -363,9 +490,26 @@ pub struct Benchmark {
 }
 
 impl Benchmark {
-    /// The values of one metric over all samples, in order.
+    /// The values of one metric over all samples, in order; samples that
+    /// did not record a counter are left out.
     pub fn values(&self, metric: Metric) -> Vec<f64> {
-        self.samples.iter().map(|s| metric.of(s)).collect()
+        self.samples
+            .iter()
+            .map(|s| metric.of(s))
+            .filter(|v| !v.is_nan())
+            .collect()
+    }
+
+    /// The known counters every sample of this benchmark recorded.
+    pub fn counters(&self) -> Vec<Counter> {
+        COUNTERS
+            .iter()
+            .copied()
+            .filter(|c| {
+                !self.samples.is_empty()
+                    && self.samples.iter().all(|s| s.counters.contains_key(c.key))
+            })
+            .collect()
     }
 }
 
@@ -464,6 +608,30 @@ mod tests {
         assert_eq!(Metric::Wall.of(&s), 5.0);
         assert_eq!(Metric::PeakRss.of(&s), 7.0);
         assert_eq!(Metric::InvoluntaryCs.of(&s), 9.0);
+        let ir = Metric::parse("Ir").expect("Ir is a counter");
+        assert!(ir.of(&s).is_nan());
+        let mut with = s.clone();
+        with.counters.insert("Ir".into(), 1234.0);
+        assert_eq!(ir.of(&with), 1234.0);
+        assert_eq!(
+            Metric::parse("throughput").map(|m| m.direction()),
+            Some(Direction::Higher)
+        );
+        assert_eq!(Metric::parse("wall"), Some(Metric::Wall));
+        assert_eq!(Metric::parse("nope"), None);
+        assert_eq!(serde_json::to_value(ir).unwrap(), "Ir");
+        let back: Metric = serde_json::from_value(serde_json::json!("peak_rss")).unwrap();
+        assert_eq!(back, Metric::PeakRss);
+        let b = Benchmark {
+            name: "b".into(),
+            command: "b".into(),
+            argv: vec![],
+            parameters: Default::default(),
+            facts: Default::default(),
+            samples: vec![with.clone(), s.clone()],
+        };
+        assert_eq!(b.values(ir), vec![1234.0]);
+        assert!(b.counters().is_empty(), "one sample lacks Ir");
         assert_eq!(
             RunStatus::parse("interrupted"),
             Some(RunStatus::Interrupted)

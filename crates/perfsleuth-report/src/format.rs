@@ -164,6 +164,30 @@ pub fn format_bytes(b: f64) -> String {
     ByteUnit::for_bytes(b).format(b)
 }
 
+/// A count or rate with a decimal SI prefix and three significant digits:
+/// "950", "12.3k", "4.56M", "1.20G"; "n/a" when not finite.
+pub fn format_si(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".to_string();
+    }
+    let a = v.abs();
+    let (scale, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .into_iter()
+        // Thresholds just below 1000 of the unit, so 999.96k prints as 1.00M.
+        .find(|(s, _)| a >= s * 0.999_5)
+        .unwrap_or((1.0, ""));
+    let x = v / scale;
+    let decimals = match x.abs() {
+        x if x >= 99.95 => 0,
+        x if x >= 9.995 => 1,
+        _ if scale == 1.0 && v.fract() == 0.0 => 0,
+        // Below 1, keep three significant digits: 0.250, 0.00423.
+        x if x < 0.9995 => (2 - x.log10().floor() as i32).clamp(2, 12) as usize,
+        _ => 2,
+    };
+    format!("{x:.decimals$}{prefix}")
+}
+
 /// A short duration with one decimal, for secondary numbers (user/system
 /// CPU time) where three decimals would only add noise: "10.1 ms".
 pub(crate) fn format_duration_short(ns: f64) -> String {
@@ -302,5 +326,20 @@ mod tests {
         assert_eq!(pad_left("1.0 µs", 8), "  1.0 µs");
         assert_eq!(pad_right("±", 3), "±  ");
         assert_eq!(pad_left("toolong", 3), "toolong");
+    }
+
+    #[test]
+    fn si_prefixes_keep_three_significant_digits() {
+        assert_eq!(format_si(950.0), "950");
+        assert_eq!(format_si(7.0), "7");
+        assert_eq!(format_si(0.25), "0.250");
+        assert_eq!(format_si(0.004_234), "0.00423");
+        assert_eq!(format_si(0.0), "0");
+        assert_eq!(format_si(12_345.0), "12.3k");
+        assert_eq!(format_si(4_560_000.0), "4.56M");
+        assert_eq!(format_si(999_960.0), "1.00M");
+        assert_eq!(format_si(1.2e9), "1.20G");
+        assert_eq!(format_si(-3_400.0), "-3.40k");
+        assert_eq!(format_si(f64::NAN), "n/a");
     }
 }

@@ -12,6 +12,7 @@ mod csv;
 mod format;
 mod json;
 mod markdown;
+pub mod svg;
 mod terminal;
 
 use perfsleuth_model::{Benchmark, Metric, Run};
@@ -19,7 +20,7 @@ use perfsleuth_stats::{bootstrap_median_ratio, mann_whitney_u, summarize};
 use std::collections::BTreeMap;
 
 pub use csv::export_csv;
-pub use format::{format_bytes, format_duration_ns};
+pub use format::{format_bytes, format_duration_ns, format_si};
 pub use json::export_json;
 pub use markdown::render_markdown;
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};

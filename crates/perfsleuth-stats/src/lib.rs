@@ -34,7 +34,9 @@ pub use mann_whitney::{EXACT_MAX_TOTAL, MannWhitney, mann_whitney_u};
 pub use normal::{erfc, normal_cdf, normal_quantile};
 pub use rng::Rng;
 pub use student_t::{regularized_incomplete_beta, student_t_cdf};
-pub use usl::{UslError, UslFit, UslModel, UslPoint, fit_usl, usl_efficiency, usl_throughput};
+pub use usl::{
+    UslError, UslFit, UslModel, UslPoint, fit_usl, fit_usl_capped, usl_efficiency, usl_throughput,
+};
 pub use verdict::{Direction, Verdict, VerdictRule, verdict};
 pub use welch::{WelchT, welch_t_test};
 

@@ -54,6 +54,42 @@ pub struct UslFit {
     pub x_at_n_star: Option<f64>,
     /// Asymptotic Amdahl ceiling γ / α, when α > 0.
     pub amdahl_ceiling: Option<f64>,
+    /// CPUs the work could run on, when the fit accounted for
+    /// oversubscription (see [`fit_usl_capped`]).
+    pub capacity: Option<f64>,
+}
+
+impl UslFit {
+    /// Fitted throughput at concurrency `n`, honouring the capacity.
+    pub fn throughput(&self, n: f64) -> f64 {
+        capped_throughput(self.alpha, self.beta, self.gamma, n, self.cap())
+    }
+
+    /// Efficiency X(N) / (N · X(1)) of the fitted curve.
+    pub fn efficiency(&self, n: f64) -> f64 {
+        self.throughput(n) / (n * self.throughput(1.0))
+    }
+
+    /// Where the fitted curve peaks, (N, X): N* when it lies within the
+    /// capacity, else the capacity itself; None when the curve never turns.
+    pub fn peak(&self) -> Option<(f64, f64)> {
+        let n = match (self.n_star, self.capacity) {
+            (Some(star), Some(cap)) => star.min(cap),
+            (Some(star), None) => star,
+            (None, Some(cap)) => cap,
+            (None, None) => return None,
+        };
+        Some((n, self.throughput(n)))
+    }
+
+    fn cap(&self) -> f64 {
+        self.capacity.unwrap_or(f64::INFINITY)
+    }
+}
+
+/// Capacity-limited USL: γ·min(N, C) / (1 + α(N−1) + βN(N−1)).
+fn capped_throughput(alpha: f64, beta: f64, gamma: f64, n: f64, cap: f64) -> f64 {
+    gamma * n.min(cap) / (1.0 + alpha * (n - 1.0) + beta * n * (n - 1.0))
 }
 
 /// Why a USL fit was refused.
@@ -106,9 +142,7 @@ pub fn usl_throughput(alpha: f64, beta: f64, gamma: f64, n: f64) -> f64 {
 
 /// Efficiency X(N) / (N · X(1)) of the fitted curve.
 pub fn usl_efficiency(fit: &UslFit, n: f64) -> f64 {
-    let x = usl_throughput(fit.alpha, fit.beta, fit.gamma, n);
-    let x1 = usl_throughput(fit.alpha, fit.beta, fit.gamma, 1.0);
-    x / (n * x1)
+    fit.efficiency(n)
 }
 
 /// Free parameters of a (possibly reduced) model, in order α, β, γ.
@@ -128,6 +162,27 @@ struct Solved {
 /// Fits the USL to the points by bounded least squares (α, β ≥ 0, γ > 0).
 /// Refuses fewer than 4 points; callers should warn below 6.
 pub fn fit_usl(points: &[UslPoint]) -> Result<UslFit, UslError> {
+    fit(points, f64::INFINITY)
+}
+
+/// Fits the USL when the work could use at most `capacity` CPUs: beyond
+/// them, N threads share C CPUs, so the ideal term γN becomes γ·min(N, C)
+/// while the contention and coherency penalties still grow with N. A
+/// perfectly parallel program oversubscribed on C CPUs then plateaus at γC
+/// with α = β = 0, instead of being mistaken for coherency loss. With
+/// `capacity` at or above every measured N this is exactly [`fit_usl`].
+pub fn fit_usl_capped(points: &[UslPoint], capacity: f64) -> Result<UslFit, UslError> {
+    if !(capacity.is_finite() && capacity >= 1.0) {
+        return Err(UslError::NonPositive);
+    }
+    let max_n = points.iter().map(|p| p.n).fold(0.0, f64::max);
+    if max_n <= capacity {
+        return fit(points, f64::INFINITY);
+    }
+    fit(points, capacity)
+}
+
+fn fit(points: &[UslPoint], cap: f64) -> Result<UslFit, UslError> {
     if points.len() < MIN_POINTS {
         return Err(UslError::TooFewPoints(points.len()));
     }
@@ -138,11 +193,11 @@ pub fn fit_usl(points: &[UslPoint]) -> Result<UslFit, UslError> {
         return Err(UslError::NonPositive);
     }
 
-    let gamma0 = start_gamma(points);
-    let (a0, b0) = start_alpha_beta(points, gamma0);
+    let gamma0 = start_gamma(points, cap);
+    let (a0, b0) = start_alpha_beta(points, gamma0, cap);
 
-    let (solved, model) = best_feasible(points, gamma0, [a0, b0, gamma0])?;
-    Ok(finish(solved, model, points.len()))
+    let (solved, model) = best_feasible(points, gamma0, [a0, b0, gamma0], cap)?;
+    Ok(finish(solved, model, points.len(), cap))
 }
 
 /// Best feasible fit among the full model (started at `start`) and the
@@ -154,6 +209,7 @@ fn best_feasible(
     points: &[UslPoint],
     gamma0: f64,
     start: [f64; 3],
+    cap: f64,
 ) -> Result<(Solved, UslModel), UslError> {
     let scale: f64 = points.iter().map(|p| p.x * p.x).sum();
     let full = levenberg_marquardt(
@@ -162,24 +218,27 @@ fn best_feasible(
             free: [true, true, true],
         },
         start,
+        cap,
     )?;
-    let alpha0 = single_start(points, gamma0, |n| n - 1.0);
+    let alpha0 = single_start(points, gamma0, cap, |n| n - 1.0);
     let amdahl = levenberg_marquardt(
         points,
         Spec {
             free: [true, false, true],
         },
         [alpha0, 0.0, gamma0],
+        cap,
     );
-    let beta0 = single_start(points, gamma0, |n| n * (n - 1.0));
+    let beta0 = single_start(points, gamma0, cap, |n| n * (n - 1.0));
     let coherency = levenberg_marquardt(
         points,
         Spec {
             free: [false, true, true],
         },
         [0.0, beta0, gamma0],
+        cap,
     );
-    let mut best = (linear_fit(points), UslModel::Linear);
+    let mut best = (linear_fit(points, cap), UslModel::Linear);
     let candidates = [
         (amdahl, UslModel::Amdahl),
         (coherency, UslModel::Usl),
@@ -205,7 +264,7 @@ fn best_feasible(
 }
 
 /// Derived quantities of the chosen fit.
-fn finish(s: Solved, model: UslModel, n_points: usize) -> UslFit {
+fn finish(s: Solved, model: UslModel, n_points: usize, cap: f64) -> UslFit {
     let [alpha, beta, gamma] = s.theta;
     let residual_se = (s.rss / (n_points - s.p) as f64).sqrt();
     let n_star = if beta > 0.0 {
@@ -223,32 +282,33 @@ fn finish(s: Solved, model: UslModel, n_points: usize) -> UslFit {
         residual_se,
         model,
         n_star,
-        x_at_n_star: n_star.map(|n| usl_throughput(alpha, beta, gamma, n)),
+        x_at_n_star: n_star.map(|n| capped_throughput(alpha, beta, gamma, n, cap)),
         amdahl_ceiling: if alpha > 0.0 {
             Some(gamma / alpha)
         } else {
             None
         },
+        capacity: cap.is_finite().then_some(cap),
     }
 }
 
 /// γ start: X(1) when N = 1 was measured, else X(N_min) / N_min.
-fn start_gamma(points: &[UslPoint]) -> f64 {
+fn start_gamma(points: &[UslPoint], cap: f64) -> f64 {
     let mut min = points[0];
     for p in points {
         if p.n < min.n {
             min = *p;
         }
     }
-    min.x / min.n
+    min.x / min.n.min(cap)
 }
 
 /// α, β start: least squares of N/C − 1 on (N−1) and N(N−1), C = X/γ,
 /// without intercept, clamped to ≥ 0.
-fn start_alpha_beta(points: &[UslPoint], gamma: f64) -> (f64, f64) {
+fn start_alpha_beta(points: &[UslPoint], gamma: f64, cap: f64) -> (f64, f64) {
     let (mut s11, mut s12, mut s22, mut t1, mut t2) = (0.0, 0.0, 0.0, 0.0, 0.0);
     for p in points {
-        let y = p.n * gamma / p.x - 1.0;
+        let y = p.n.min(cap) * gamma / p.x - 1.0;
         let u = p.n - 1.0;
         let v = p.n * (p.n - 1.0);
         s11 += u * u;
@@ -268,23 +328,26 @@ fn start_alpha_beta(points: &[UslPoint], gamma: f64) -> (f64, f64) {
 }
 
 /// Start for a single coefficient: least squares of N/C − 1 on `reg(N)`.
-fn single_start(points: &[UslPoint], gamma: f64, reg: impl Fn(f64) -> f64) -> f64 {
+fn single_start(points: &[UslPoint], gamma: f64, cap: f64, reg: impl Fn(f64) -> f64) -> f64 {
     let (mut s, mut t) = (0.0, 0.0);
     for p in points {
         let u = reg(p.n);
         s += u * u;
-        t += u * (p.n * gamma / p.x - 1.0);
+        t += u * (p.n.min(cap) * gamma / p.x - 1.0);
     }
     let v = t / s;
     if v.is_finite() && v > 0.0 { v } else { 0.0 }
 }
 
-/// Closed-form linear fit X = γN.
-fn linear_fit(points: &[UslPoint]) -> Solved {
-    let snn: f64 = points.iter().map(|p| p.n * p.n).sum();
-    let snx: f64 = points.iter().map(|p| p.n * p.x).sum();
+/// Closed-form linear fit X = γ·min(N, C).
+fn linear_fit(points: &[UslPoint], cap: f64) -> Solved {
+    let snn: f64 = points.iter().map(|p| p.n.min(cap).powi(2)).sum();
+    let snx: f64 = points.iter().map(|p| p.n.min(cap) * p.x).sum();
     let gamma = snx / snn;
-    let rss: f64 = points.iter().map(|p| (p.x - gamma * p.n).powi(2)).sum();
+    let rss: f64 = points
+        .iter()
+        .map(|p| (p.x - gamma * p.n.min(cap)).powi(2))
+        .sum();
     let s2 = rss / (points.len() - 1) as f64;
     Solved {
         theta: [0.0, 0.0, gamma],
@@ -296,7 +359,7 @@ fn linear_fit(points: &[UslPoint]) -> Solved {
 
 /// Residual sum of squares, or None when some denominator is not positive
 /// (the curve has a pole inside the data) or γ ≤ 0.
-fn rss_at(points: &[UslPoint], t: &[f64; 3]) -> Option<f64> {
+fn rss_at(points: &[UslPoint], t: &[f64; 3], cap: f64) -> Option<f64> {
     if t[2].is_nan() || t[2] <= 0.0 {
         return None;
     }
@@ -306,21 +369,26 @@ fn rss_at(points: &[UslPoint], t: &[f64; 3]) -> Option<f64> {
         if d.is_nan() || d <= 0.0 {
             return None;
         }
-        let r = p.x - t[2] * p.n / d;
+        let r = p.x - t[2] * p.n.min(cap) / d;
         rss += r * r;
     }
     rss.is_finite().then_some(rss)
 }
 
 /// Normal equations JᵀJ and Jᵀr over the free parameters (k × k, k ≤ 3).
-fn normal_equations(points: &[UslPoint], t: &[f64; 3], idx: &[usize]) -> ([[f64; 3]; 3], [f64; 3]) {
+fn normal_equations(
+    points: &[UslPoint],
+    t: &[f64; 3],
+    idx: &[usize],
+    cap: f64,
+) -> ([[f64; 3]; 3], [f64; 3]) {
     let mut a = [[0.0; 3]; 3];
     let mut g = [0.0; 3];
     for p in points {
         let n = p.n;
         let d = 1.0 + t[0] * (n - 1.0) + t[1] * n * (n - 1.0);
-        let f = t[2] * n / d;
-        let full = [-f * (n - 1.0) / d, -f * n * (n - 1.0) / d, n / d];
+        let f = t[2] * n.min(cap) / d;
+        let full = [-f * (n - 1.0) / d, -f * n * (n - 1.0) / d, n.min(cap) / d];
         let r = p.x - f;
         for (i, &pi) in idx.iter().enumerate() {
             g[i] += full[pi] * r;
@@ -338,15 +406,16 @@ fn levenberg_marquardt(
     points: &[UslPoint],
     spec: Spec,
     start: [f64; 3],
+    cap: f64,
 ) -> Result<Solved, UslError> {
     let idx: Vec<usize> = (0..3).filter(|i| spec.free[*i]).collect();
     let k = idx.len();
     let mut theta = start;
-    let mut rss = rss_at(points, &theta).ok_or(UslError::NoConvergence)?;
+    let mut rss = rss_at(points, &theta, cap).ok_or(UslError::NoConvergence)?;
     let mut lambda = 1e-3;
     let mut converged = false;
     for _ in 0..MAX_ITER {
-        let (a, g) = normal_equations(points, &theta, &idx);
+        let (a, g) = normal_equations(points, &theta, &idx, cap);
         let mut improved = false;
         while lambda < 1e20 {
             let mut m = a;
@@ -361,7 +430,7 @@ fn levenberg_marquardt(
             for (i, &pi) in idx.iter().enumerate() {
                 trial[pi] += step[i];
             }
-            match rss_at(points, &trial) {
+            match rss_at(points, &trial, cap) {
                 Some(new) if new <= rss => {
                     let small_step = idx
                         .iter()
@@ -389,7 +458,7 @@ fn levenberg_marquardt(
     if !converged || !rss.is_finite() {
         return Err(UslError::NoConvergence);
     }
-    let (a, _) = normal_equations(points, &theta, &idx);
+    let (a, _) = normal_equations(points, &theta, &idx, cap);
     let p = k;
     let s2 = rss / (points.len() - p) as f64;
     let mut se = [0.0; 3];
@@ -652,7 +721,8 @@ mod tests {
         let free = Spec {
             free: [true, true, true],
         };
-        let unconstrained = levenberg_marquardt(&pts, free, [0.1, 0.0, 50.0]).expect("lm");
+        let unconstrained =
+            levenberg_marquardt(&pts, free, [0.1, 0.0, 50.0], f64::INFINITY).expect("lm");
         assert!(unconstrained.theta[1] < 0.0);
         close(unconstrained.theta[1], -1.84547126e-4, 1e-3);
         let fit = fit_usl(&pts).expect("fit");
@@ -714,6 +784,7 @@ mod tests {
             n_star: None,
             x_at_n_star: None,
             amdahl_ceiling: None,
+            capacity: None,
         };
         close(usl_efficiency(&fit, 5.0), 1.0 / 1.6, 1e-15);
     }
@@ -794,5 +865,59 @@ mod tests {
             };
             assert_eq!(fit.model, expect_model, "case {case}");
         }
+    }
+
+    fn capped(alpha: f64, beta: f64, gamma: f64, cap: f64, ns: &[f64], amp: f64) -> Vec<UslPoint> {
+        ns.iter()
+            .enumerate()
+            .map(|(i, &n)| UslPoint {
+                n,
+                x: capped_throughput(alpha, beta, gamma, n, cap) * wobble(i, amp),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn oversubscribed_parallel_work_is_not_mistaken_for_coherency() {
+        // Perfect scaling on 2 CPUs, measured up to 8 threads: a plateau.
+        let ns = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0];
+        let pts = capped(0.0, 0.0, 100.0, 2.0, &ns, 0.01);
+        let plain = fit_usl(&pts).expect("fit");
+        assert!(plain.beta > 0.0, "the plain USL reads the plateau as β > 0");
+        assert!(plain.beta > 0.01, "{plain:?}");
+        let fit = fit_usl_capped(&pts, 2.0).expect("fit");
+        // What noise leaves of β is within its standard error.
+        assert!(fit.beta <= 2.0 * fit.beta_se, "{fit:?}");
+        assert!(fit.alpha <= 2.0 * fit.alpha_se, "{fit:?}");
+        assert_eq!(fit.capacity, Some(2.0));
+        close(fit.gamma, 100.0, 0.01);
+        close(fit.throughput(8.0), 200.0, 0.02);
+        let exact = fit_usl_capped(&capped(0.0, 0.0, 100.0, 2.0, &ns, 0.0), 2.0).expect("fit");
+        assert_eq!(exact.model, UslModel::Linear, "{exact:?}");
+        assert_eq!(exact.peak().map(|p| p.0), Some(2.0));
+    }
+
+    #[test]
+    fn oversubscribed_contention_still_fits_coherency() {
+        let ns = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0];
+        let pts = capped(0.1, 0.05, 100.0, 2.0, &ns, 0.0);
+        let fit = fit_usl_capped(&pts, 2.0).expect("fit");
+        close(fit.alpha, 0.1, 1e-4);
+        close(fit.beta, 0.05, 1e-4);
+        close(fit.gamma, 100.0, 1e-4);
+        // N* = sqrt(0.9 / 0.05) ≈ 4.24 lies past the 2 CPUs: the peak is at 2.
+        assert_eq!(fit.peak().map(|p| p.0), Some(2.0));
+    }
+
+    #[test]
+    fn capacity_above_every_n_is_the_plain_fit() {
+        let ns = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
+        let pts = synthetic(0.03, 0.0005, 500.0, &ns, 0.01);
+        let plain = fit_usl(&pts).expect("fit");
+        let capped = fit_usl_capped(&pts, 64.0).expect("fit");
+        assert_eq!(plain, capped);
+        assert_eq!(capped.capacity, None);
+        assert!(fit_usl_capped(&pts, 0.5).is_err());
+        assert!(fit_usl_capped(&pts, f64::NAN).is_err());
     }
 }

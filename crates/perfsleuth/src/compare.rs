@@ -162,16 +162,12 @@ fn metrics(names: &[String]) -> Result<Vec<Metric>, Fail> {
     names
         .iter()
         .map(|n| {
-            Metric::ALL
-                .into_iter()
-                .find(|m| m.name() == n)
-                .ok_or_else(|| {
-                    let known: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
-                    Fail::usage(
-                        format!("unknown metric `{n}`"),
-                        format!("metrics are: {}", known.join(", ")),
-                    )
-                })
+            Metric::parse(n).ok_or_else(|| {
+                Fail::usage(
+                    format!("unknown metric `{n}`"),
+                    format!("metrics are: {}", Metric::names().join(", ")),
+                )
+            })
         })
         .collect()
 }

@@ -95,6 +95,16 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
         emit(&(text + "\n"), false);
     } else {
         output::print_summary(&run, reference, args.color, false);
+        if let Some(analysis) = crate::scale::analysis_of(&run) {
+            emit("\n", false);
+            emit(
+                &perfsleuth_scale::render_terminal(
+                    &analysis,
+                    crate::term::use_color(args.color, false),
+                ),
+                false,
+            );
+        }
     }
     Ok(0)
 }

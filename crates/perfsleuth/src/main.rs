@@ -2,6 +2,7 @@
 
 mod cli;
 mod compare;
+mod counters;
 mod envcmd;
 mod error;
 mod git;
@@ -10,6 +11,7 @@ mod output;
 mod parse;
 mod plan;
 mod run;
+mod scale;
 mod selectors;
 mod term;
 
@@ -21,7 +23,9 @@ use error::Fail;
 fn main() {
     // The spawner must be forked while this process is still small: its size
     // is the floor of every peak RSS reported (see perfsleuth-measure).
-    let measuring = std::env::args_os().nth(1).is_some_and(|a| a == "run");
+    let measuring = std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "run" || a == "scale");
     let spawner = if measuring {
         perfsleuth_measure::Spawner::start().ok()
     } else {
@@ -37,6 +41,7 @@ fn main() {
         Command::Show(args) => history::show(args),
         Command::Env(args) => envcmd::env(args),
         Command::Compare(args) => compare::run(args),
+        Command::Scale(args) => scale::scale(*args, spawner),
     };
     std::process::exit(match result {
         Ok(code) => code,

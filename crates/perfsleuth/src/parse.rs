@@ -36,6 +36,86 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Parses a finite number greater than zero (`2e6` and `2_000_000` both work).
+pub fn positive_number(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .replace('_', "")
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` must be a positive number"))
+    }
+}
+
+/// Most concurrency levels `scale` accepts.
+const MAX_LEVELS: usize = 1000;
+
+/// Parses `scale --param NAME=VALUES`: comma-separated numbers and integer
+/// ranges `A..B`, e.g. `threads=1,2,4..8`. Returns the name and the values
+/// as written (they are substituted into the command) with their numbers.
+pub fn scale_param(spec: &str) -> Result<(String, Vec<(String, f64)>), String> {
+    let (name, values) = spec.split_once('=').ok_or_else(|| {
+        format!("--param `{spec}` has no `=`: write NAME=VALUES, e.g. threads=1,2,4,8")
+    })?;
+    let name = name.trim();
+    if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return Err(format!(
+            "invalid parameter name `{name}`: use letters, digits and _"
+        ));
+    }
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for item in values.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(format!("--param {name} has an empty value in `{values}`"));
+        }
+        if let Some((a, b)) = item.split_once("..") {
+            let parse = |t: &str| {
+                t.trim().parse::<u64>().map_err(|_| {
+                    format!("range `{item}` needs whole numbers on both sides, e.g. 1..16")
+                })
+            };
+            let (a, b) = (parse(a)?, parse(b)?);
+            if a == 0 || a > b {
+                return Err(format!(
+                    "range `{item}` must go up from at least 1, e.g. 1..16"
+                ));
+            }
+            if b - a >= MAX_LEVELS as u64 {
+                return Err(format!("range `{item}` has more than {MAX_LEVELS} values"));
+            }
+            out.extend((a..=b).map(|v| (v.to_string(), v as f64)));
+        } else {
+            let v: f64 = item
+                .parse()
+                .map_err(|_| format!("--param {name} value `{item}` is not a number"))?;
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!(
+                    "--param {name} value `{item}` must be greater than zero"
+                ));
+            }
+            out.push((item.to_string(), v));
+        }
+        if out.len() > MAX_LEVELS {
+            return Err(format!("--param {name} has more than {MAX_LEVELS} values"));
+        }
+    }
+    for (i, (text, v)) in out.iter().enumerate() {
+        if out[..i].iter().any(|(_, w)| w == v) {
+            return Err(format!("--param {name} lists {text} twice"));
+        }
+    }
+    if out.len() < 2 {
+        return Err(format!(
+            "--param {name} has one value: scaling needs several, e.g. {name}=1,2,4,8"
+        ));
+    }
+    Ok((name.to_string(), out))
+}
+
 /// Parses a percentage such as `1`, `0.5` or `2%` into a fraction.
 pub fn percent(s: &str) -> Result<f64, String> {
     let v: f64 = s
@@ -172,5 +252,30 @@ mod tests {
         assert_eq!(percent("0.5%"), Ok(0.005));
         assert!(percent("0").is_err());
         assert!(percent("x").is_err());
+    }
+
+    #[test]
+    fn scale_params_lists_ranges_and_errors() {
+        let (name, v) = scale_param("threads=1,2,4..6,8").expect("ok");
+        assert_eq!(name, "threads");
+        let nums: Vec<f64> = v.iter().map(|(_, n)| *n).collect();
+        assert_eq!(nums, [1.0, 2.0, 4.0, 5.0, 6.0, 8.0]);
+        assert_eq!(v[0].0, "1");
+        assert_eq!(scale_param("n=1..3").expect("ok").1.len(), 3);
+        let err = |s: &str| scale_param(s).expect_err(s);
+        assert!(err("threads").contains("no `=`"));
+        assert!(err("threads=4").contains("one value"));
+        assert!(err("threads=1,two").contains("not a number"));
+        assert!(err("threads=1,,2").contains("empty value"));
+        assert!(err("threads=0,1").contains("greater than zero"));
+        assert!(err("threads=-1,1").contains("greater than zero"));
+        assert!(err("threads=4..1").contains("must go up"));
+        assert!(err("threads=1..x").contains("whole numbers"));
+        assert!(err("threads=1,2,1").contains("twice"));
+        assert!(err("t-x=1,2").contains("invalid parameter name"));
+        assert!(err("n=1..100000").contains("more than 1000"));
+        assert_eq!(positive_number("2_000_000"), Ok(2e6));
+        assert!(positive_number("0").is_err());
+        assert!(positive_number("nan").is_err());
     }
 }

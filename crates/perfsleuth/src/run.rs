@@ -239,12 +239,14 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         input: args.input.clone(),
         timeout: args.timeout,
         tolerate: tolerate.clone(),
+        disable_aslr: false,
     };
     let aux_io = IoConfig {
         output: OutputTarget::Null,
         input: None,
         timeout: args.timeout,
         tolerate: Tolerate::Nothing,
+        disable_aslr: false,
     };
 
     let mut live = Vec::with_capacity(planned.len());
@@ -312,6 +314,16 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
         benchmarks: Vec::new(),
     };
+    let counter_notes = crate::counters::enable(
+        &mut spawner,
+        args.counters,
+        args.counters_kernel,
+        args.counters == crate::cli::CounterChoice::All,
+        &mut run.environment,
+    );
+    for note in &counter_notes {
+        emit(&format!("note: {note}\n"), true);
+    }
 
     if let Some(store) = store.as_mut() {
         let id = store.begin_run(&run).map_err(output::store_fail)?;
@@ -427,7 +439,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
 }
 
 /// Why measuring stopped early.
-enum Stop {
+pub(crate) enum Stop {
     Interrupted,
     Failed(Fail),
 }
@@ -739,7 +751,7 @@ fn next_bench(live: &[Live], rule: &StopRule, cursor: &mut usize) -> Option<usiz
 /// Turns an outcome into a sample, or into the error that stops the run.
 /// What a checked run was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     /// A timed run of a benchmarked command (its stderr was discarded).
     Timed,
     /// A warmup run of a benchmarked command (stderr kept).
@@ -749,7 +761,7 @@ enum Role {
 }
 
 /// Turns an outcome into a sample, or into the error that stops the run.
-fn check(
+pub(crate) fn check(
     tolerate: &Tolerate,
     spawner: &mut Spawner,
     id: CommandId,
@@ -845,7 +857,7 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-fn measure_fail(e: MeasureError, what: &str) -> Fail {
+pub(crate) fn measure_fail(e: MeasureError, what: &str) -> Fail {
     match e {
         MeasureError::NotFound(p) if what == "--shell" => Fail::usage(
             format!("--shell program not found: `{p}`"),
@@ -895,7 +907,7 @@ fn to_benchmark(l: &Live, samples: Vec<Sample>) -> Benchmark {
 
 /// The program a benchmark really measures: the command's program, or with
 /// `--shell` the first word of the shell command when it names one.
-fn benchmarked_program(p: &Planned, shell: bool) -> Option<PathBuf> {
+pub(crate) fn benchmarked_program(p: &Planned, shell: bool) -> Option<PathBuf> {
     let word = if shell {
         p.command.split_whitespace().next()?
     } else {
@@ -927,6 +939,8 @@ fn options_json(a: &RunArgs, tolerate: &Tolerate) -> serde_json::Value {
         "output": a.output,
         "input": path(&a.input),
         "interleave": !a.no_interleave,
+        "counters": format!("{:?}", a.counters).to_lowercase(),
+        "counters_kernel": a.counters_kernel,
     })
 }
 
@@ -950,6 +964,7 @@ mod tests {
             input: None,
             timeout: None,
             tolerate: Tolerate::Nothing,
+            disable_aslr: false,
         };
         let main = spawner.prepare(&["true".to_string()], &io).unwrap();
         Live {

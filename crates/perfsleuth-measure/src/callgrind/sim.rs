@@ -1,0 +1,359 @@
+//! Running a command under callgrind and turning its output into counters.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use super::{ParseError, Profile, parse_file};
+
+/// The events simulation mode reports, in callgrind's order: instruction
+/// reads, data reads, data writes, then L1 and last-level misses of each.
+pub const EVENTS: [&str; 9] = [
+    "Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw",
+];
+
+/// What to tell a user without valgrind.
+pub const INSTALL_HINT: &str = "install valgrind (Debian/Ubuntu: apt-get install valgrind)";
+
+/// Where callgrind writes, and what it measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimulationConfig {
+    /// Directory for the `callgrind.out.PID` files; it should hold nothing
+    /// else named `callgrind.out.*` ([`collect_outputs`] reads them all).
+    pub out_dir: PathBuf,
+    /// Only count cost inside this function (and what it calls):
+    /// `--toggle-collect=F --collect-atstart=no`. Callgrind's `*` and `?`
+    /// wildcards work.
+    pub collect: Option<String>,
+}
+
+/// Errors of simulation mode.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// No `valgrind` executable on `PATH`.
+    #[error("valgrind not found on PATH; {INSTALL_HINT}")]
+    NotInstalled,
+    /// The run left no `callgrind.out.*` file (valgrind could not start the
+    /// program, or was killed before writing).
+    #[error(
+        "valgrind wrote no callgrind.out.* file into {} (did the program start?)",
+        dir.display()
+    )]
+    NoOutput {
+        /// The output directory.
+        dir: PathBuf,
+    },
+    /// An output file is not valid callgrind output.
+    #[error("cannot parse callgrind output: {0}")]
+    Parse(#[from] ParseError),
+    /// Listing or removing output files failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// The valgrind command line that runs `program` (its argv, program first)
+/// under callgrind:
+///
+/// `VALGRIND --tool=callgrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64
+/// --LL=8388608,16,64 --trace-children=yes
+/// --callgrind-out-file=OUT/callgrind.out.%p [--toggle-collect=F
+/// --collect-atstart=no] -- PROGRAM ARGS…`
+///
+/// The cache geometry is fixed (32 KiB 8-way L1s, 8 MiB 16-way LL, 64-byte
+/// lines) so the miss counts do not depend on the host's caches, which
+/// callgrind would otherwise detect. `--trace-children=yes` follows `exec`
+/// (a shell script's commands, `sh -c …`) and every process writes its own
+/// `callgrind.out.PID`; [`collect_outputs`] merges them. A `%` in the output
+/// directory is escaped (callgrind expands `%p`/`%q{…}` in that option). A
+/// non-UTF-8 directory name is converted lossily.
+pub fn valgrind_argv(valgrind: &Path, program: &[String], cfg: &SimulationConfig) -> Vec<String> {
+    let out = cfg
+        .out_dir
+        .join("callgrind.out.")
+        .to_string_lossy()
+        .replace('%', "%%");
+    let mut argv = vec![
+        valgrind.to_string_lossy().into_owned(),
+        "--tool=callgrind".to_string(),
+        "--cache-sim=yes".to_string(),
+        "--I1=32768,8,64".to_string(),
+        "--D1=32768,8,64".to_string(),
+        "--LL=8388608,16,64".to_string(),
+        "--trace-children=yes".to_string(),
+        format!("--callgrind-out-file={out}%p"),
+    ];
+    if let Some(f) = &cfg.collect {
+        argv.push(format!("--toggle-collect={f}"));
+        argv.push("--collect-atstart=no".to_string());
+    }
+    argv.push("--".to_string());
+    argv.extend(program.iter().cloned());
+    argv
+}
+
+/// The `valgrind` executable on `PATH`.
+pub fn find_valgrind() -> Result<PathBuf, SimError> {
+    find_valgrind_in(&std::env::var_os("PATH").unwrap_or_default())
+}
+
+/// The `valgrind` executable in a `PATH`-style list of directories.
+pub fn find_valgrind_in(path: &OsStr) -> Result<PathBuf, SimError> {
+    std::env::split_paths(path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join("valgrind"))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .ok_or(SimError::NotInstalled)
+}
+
+/// Parses and merges every `callgrind.out.*` file in `dir` (in name order),
+/// then deletes them. One file per process (`--trace-children=yes`) and per
+/// thread (`--separate-threads=yes`, `callgrind.out.PID-TID`) is normal.
+///
+/// Empty files are skipped (and deleted): with `--separate-threads=yes`
+/// callgrind creates `callgrind.out.PID` and leaves it empty. `Err(NoOutput)`
+/// when no non-empty file is there; on a parse error the files are left in
+/// place for inspection.
+pub fn collect_outputs(dir: &Path) -> Result<Profile, SimError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SimError::Io { path, source }
+    };
+    let mut files = Vec::new();
+    let mut empty = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let entry = entry.map_err(io(dir))?;
+        let is_output = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with("callgrind.out."));
+        if !is_output {
+            continue;
+        }
+        let meta = entry.metadata().map_err(io(dir))?;
+        if !meta.is_file() {
+            continue;
+        }
+        if meta.len() == 0 {
+            // With --separate-threads=yes callgrind also creates the
+            // per-process file and leaves it empty.
+            empty.push(entry.path());
+        } else {
+            files.push(entry.path());
+        }
+    }
+    if files.is_empty() {
+        return Err(SimError::NoOutput {
+            dir: dir.to_path_buf(),
+        });
+    }
+    files.sort();
+    let mut profile = Profile::default();
+    for f in &files {
+        profile.merge(parse_file(f)?);
+    }
+    for f in files.iter().chain(&empty) {
+        std::fs::remove_file(f).map_err(io(f))?;
+    }
+    Ok(profile)
+}
+
+/// Estimated CPU cycles from the simulated cache events, the model
+/// iai-callgrind and gungraun use (after Valgrind's cachegrind docs):
+///
+/// ```text
+/// ram     = ILmr + DLmr + DLmw                 (last-level misses)
+/// ll_hits = (I1mr + D1mr + D1mw) − ram         (L1 misses that hit LL)
+/// l1_hits = (Ir + Dr + Dw) − (I1mr + D1mr + D1mw)
+/// cycles  = l1_hits + 5 · ll_hits + 35 · ram
+/// ```
+///
+/// `None` unless all nine [`EVENTS`] are in the profile (run with
+/// `--cache-sim=yes`). Differences saturate at 0.
+pub fn estimated_cycles(p: &Profile) -> Option<f64> {
+    let mut v = [0u128; 9];
+    for (slot, event) in v.iter_mut().zip(EVENTS) {
+        *slot = u128::from(p.total(event)?);
+    }
+    let [ir, dr, dw, i1mr, d1mr, d1mw, ilmr, dlmr, dlmw] = v;
+    let ram = ilmr + dlmr + dlmw;
+    let l1_misses = i1mr + d1mr + d1mw;
+    let ll_hits = l1_misses.saturating_sub(ram);
+    let l1_hits = (ir + dr + dw).saturating_sub(l1_misses);
+    Some((l1_hits + 5 * ll_hits + 35 * ram) as f64)
+}
+
+/// The nine [`EVENTS`] totals (0 for an event the profile lacks) and
+/// `est_cycles` when [`estimated_cycles`] can compute it.
+pub fn counters(p: &Profile) -> BTreeMap<String, f64> {
+    let mut m: BTreeMap<String, f64> = EVENTS
+        .iter()
+        .map(|e| (e.to_string(), p.total(e).unwrap_or(0) as f64))
+        .collect();
+    if let Some(c) = estimated_cycles(p) {
+        m.insert("est_cycles".to_string(), c);
+    }
+    m
+}
+
+/// Whether a run with `--toggle-collect=function` collected anything: true
+/// when any event total is non-zero, or a function matching `function`
+/// (callgrind's `*`/`?` wildcards; recursion suffixes like `'2` ignored) has
+/// cost. False means the function never ran (or was inlined away), so every
+/// counter would be 0 — the caller should report that instead of results.
+pub fn collect_function_seen(p: &Profile, function: &str) -> bool {
+    if p.totals.iter().any(|t| *t != 0) {
+        return true;
+    }
+    p.functions.iter().any(|f| {
+        let base = f.name.split('\'').next().unwrap_or(&f.name);
+        (wildcard_match(function, &f.name) || wildcard_match(function, base))
+            && f.inclusive.iter().chain(&f.self_cost).any(|c| *c != 0)
+    })
+}
+
+/// Callgrind's pattern matching: `*` any run of characters, `?` one.
+fn wildcard_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let s: Vec<char> = name.chars().collect();
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, si));
+            pi += 1;
+        } else if let Some((sp, ss)) = star {
+            pi = sp + 1;
+            si = ss + 1;
+            star = Some((sp, ss + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::callgrind::FunctionCost;
+
+    fn profile(events: &[&str], totals: &[u64]) -> Profile {
+        Profile {
+            events: events.iter().map(|e| e.to_string()).collect(),
+            totals: totals.to_vec(),
+            ..Profile::default()
+        }
+    }
+
+    #[test]
+    fn argv_has_fixed_caches_and_program_after_double_dash() {
+        let cfg = SimulationConfig {
+            out_dir: PathBuf::from("/tmp/o"),
+            collect: None,
+        };
+        let argv = valgrind_argv(
+            Path::new("/usr/bin/valgrind"),
+            &["sh".to_string(), "script.sh".to_string()],
+            &cfg,
+        );
+        assert_eq!(
+            argv,
+            [
+                "/usr/bin/valgrind",
+                "--tool=callgrind",
+                "--cache-sim=yes",
+                "--I1=32768,8,64",
+                "--D1=32768,8,64",
+                "--LL=8388608,16,64",
+                "--trace-children=yes",
+                "--callgrind-out-file=/tmp/o/callgrind.out.%p",
+                "--",
+                "sh",
+                "script.sh",
+            ]
+        );
+    }
+
+    #[test]
+    fn argv_with_collect_and_percent_in_dir() {
+        let cfg = SimulationConfig {
+            out_dir: PathBuf::from("/tmp/50%"),
+            collect: Some("bench_*".to_string()),
+        };
+        let argv = valgrind_argv(Path::new("valgrind"), &["./p".to_string()], &cfg);
+        assert_eq!(argv[7], "--callgrind-out-file=/tmp/50%%/callgrind.out.%p");
+        assert_eq!(argv[8], "--toggle-collect=bench_*");
+        assert_eq!(argv[9], "--collect-atstart=no");
+        assert_eq!(&argv[10..], ["--", "./p"]);
+    }
+
+    #[test]
+    fn not_installed_has_hint() {
+        let e = find_valgrind_in(OsStr::new("/nonexistent-dir:")).unwrap_err();
+        assert!(matches!(e, SimError::NotInstalled));
+        assert!(e.to_string().contains("apt-get install valgrind"), "{e}");
+    }
+
+    #[test]
+    fn cycles_model() {
+        // Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+        let p = profile(&EVENTS, &[1000, 300, 200, 10, 20, 30, 5, 6, 7]);
+        // ram 18, L1 misses 60, LL hits 42, L1 hits 1440
+        assert_eq!(
+            estimated_cycles(&p),
+            Some(1440.0 + 5.0 * 42.0 + 35.0 * 18.0)
+        );
+        let c = counters(&p);
+        assert_eq!(c.len(), 10);
+        assert_eq!(c["DLmw"], 7.0);
+        assert_eq!(c["est_cycles"], 2280.0);
+    }
+
+    #[test]
+    fn cycles_need_cache_events() {
+        let p = profile(&["Ir"], &[1000]);
+        assert_eq!(estimated_cycles(&p), None);
+        let c = counters(&p);
+        assert_eq!(c.len(), 9);
+        assert_eq!(c["Ir"], 1000.0);
+        assert_eq!(c["D1mr"], 0.0);
+    }
+
+    #[test]
+    fn collect_seen() {
+        let mut p = profile(&["Ir"], &[0]);
+        assert!(!collect_function_seen(&p, "bench"));
+        p.functions.push(FunctionCost {
+            name: "bench_sort'2".to_string(),
+            self_cost: vec![5],
+            inclusive: vec![5],
+            ..FunctionCost::default()
+        });
+        assert!(collect_function_seen(&p, "bench_sort"));
+        assert!(collect_function_seen(&p, "bench_*"));
+        assert!(!collect_function_seen(&p, "other"));
+        p.totals = vec![7];
+        assert!(collect_function_seen(&p, "other"));
+    }
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard_match("a*c", "abbbc"));
+        assert!(wildcard_match("a?c", "abc"));
+        assert!(wildcard_match("*", ""));
+        assert!(!wildcard_match("a*c", "abcd"));
+        assert!(wildcard_match("*::run*", "ns::run_bench(int)"));
+    }
+}

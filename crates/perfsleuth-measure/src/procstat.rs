@@ -1,0 +1,204 @@
+//! Whole-machine CPU time from `/proc/stat`, read before and after a run so
+//! that `scale` can say how busy, idle, waiting or stolen the CPUs were while
+//! it ran (what `mpstat` shows, without a second tool).
+
+use std::path::Path;
+
+/// Cumulative CPU time of one CPU (or all of them), in clock ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTicks {
+    /// Time in user mode, `nice`d included (guest time is already counted here).
+    pub user: u64,
+    /// Time in the kernel, hard and soft interrupts included.
+    pub system: u64,
+    /// Idle time.
+    pub idle: u64,
+    /// Idle while a disk request was outstanding.
+    pub iowait: u64,
+    /// Time the hypervisor ran something else while this CPU wanted to run.
+    pub steal: u64,
+}
+
+impl CpuTicks {
+    fn total(&self) -> u64 {
+        self.user + self.system + self.idle + self.iowait + self.steal
+    }
+}
+
+/// One reading of `/proc/stat`: the `cpu` line and every `cpuN` line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// All CPUs together.
+    pub total: CpuTicks,
+    /// Per CPU, in the order the kernel lists them, with the CPU number.
+    pub per_cpu: Vec<(usize, CpuTicks)>,
+}
+
+/// Shares of the elapsed CPU time, each in 0..=1, summing to 1.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuShares {
+    /// User mode.
+    pub user: f64,
+    /// Kernel mode.
+    pub system: f64,
+    /// Idle.
+    pub idle: f64,
+    /// Idle waiting for I/O.
+    pub iowait: f64,
+    /// Stolen by the hypervisor.
+    pub steal: f64,
+}
+
+impl CpuShares {
+    /// User + system: the share the CPUs were doing work.
+    pub fn busy(&self) -> f64 {
+        self.user + self.system
+    }
+}
+
+/// CPU usage between two readings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CpuUsage {
+    /// All CPUs together.
+    pub total: CpuShares,
+    /// Per CPU number.
+    pub per_cpu: Vec<(usize, CpuShares)>,
+}
+
+impl CpuTimes {
+    /// Reads `/proc/stat`.
+    pub fn read() -> Result<CpuTimes, String> {
+        Self::read_from(Path::new("/proc/stat"))
+    }
+
+    /// Reads a file in `/proc/stat` format.
+    pub fn read_from(path: &Path) -> Result<CpuTimes, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses `/proc/stat` text.
+    pub fn parse(text: &str) -> Result<CpuTimes, String> {
+        let mut times = CpuTimes::default();
+        let mut seen_total = false;
+        for line in text.lines() {
+            let mut words = line.split_ascii_whitespace();
+            let Some(label) = words.next() else { continue };
+            let Some(rest) = label.strip_prefix("cpu") else {
+                continue;
+            };
+            let mut fields = [0u64; 8];
+            let mut count = 0;
+            for (slot, word) in fields.iter_mut().zip(words) {
+                *slot = word
+                    .parse()
+                    .map_err(|_| format!("line `{label}`: `{word}` is not a number"))?;
+                count += 1;
+            }
+            // Kernels since 2.6.11 have at least the eight fields up to steal.
+            if count < 4 {
+                return Err(format!(
+                    "line `{label}` has {count} fields, expected at least 4"
+                ));
+            }
+            let [user, nice, system, idle, iowait, irq, softirq, steal] = fields;
+            let ticks = CpuTicks {
+                user: user + nice,
+                system: system + irq + softirq,
+                idle,
+                iowait,
+                steal,
+            };
+            if rest.is_empty() {
+                times.total = ticks;
+                seen_total = true;
+            } else {
+                let cpu = rest
+                    .parse()
+                    .map_err(|_| format!("`{label}` is not a CPU line"))?;
+                times.per_cpu.push((cpu, ticks));
+            }
+        }
+        if !seen_total {
+            return Err("no `cpu` line".into());
+        }
+        Ok(times)
+    }
+
+    /// Usage from `self` (earlier) to `later`; None when no time passed.
+    pub fn usage_until(&self, later: &CpuTimes) -> Option<CpuUsage> {
+        let total = shares(&self.total, &later.total)?;
+        let per_cpu = later
+            .per_cpu
+            .iter()
+            .filter_map(|(cpu, after)| {
+                let before = self.per_cpu.iter().find(|(c, _)| c == cpu)?;
+                Some((*cpu, shares(&before.1, after)?))
+            })
+            .collect();
+        Some(CpuUsage { total, per_cpu })
+    }
+}
+
+fn shares(before: &CpuTicks, after: &CpuTicks) -> Option<CpuShares> {
+    // A CPU brought offline and back can restart its counters: saturate.
+    let d = |a: u64, b: u64| b.saturating_sub(a) as f64;
+    let elapsed = d(before.total(), after.total());
+    if elapsed <= 0.0 {
+        return None;
+    }
+    Some(CpuShares {
+        user: d(before.user, after.user) / elapsed,
+        system: d(before.system, after.system) / elapsed,
+        idle: d(before.idle, after.idle) / elapsed,
+        iowait: d(before.iowait, after.iowait) / elapsed,
+        steal: d(before.steal, after.steal) / elapsed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BEFORE: &str = "cpu  100 0 50 800 10 0 0 40 0 0\n\
+        cpu0 50 0 25 400 5 0 0 20 0 0\n\
+        cpu1 50 0 25 400 5 0 0 20 0 0\n\
+        intr 12345 0 0\nctxt 999\n";
+    const AFTER: &str = "cpu  250 10 80 900 10 5 5 40 0 0\n\
+        cpu0 150 10 40 400 5 5 5 20 0 0\n\
+        cpu1 100 0 40 500 5 0 0 20 0 0\n";
+
+    #[test]
+    fn shares_of_busy_idle_and_steal() {
+        let a = CpuTimes::parse(BEFORE).expect("parse");
+        let b = CpuTimes::parse(AFTER).expect("parse");
+        let u = a.usage_until(&b).expect("usage");
+        // Elapsed: user 160, system 40, idle 100 → 300 ticks.
+        assert!((u.total.user - 160.0 / 300.0).abs() < 1e-12);
+        assert!((u.total.system - 40.0 / 300.0).abs() < 1e-12);
+        assert!((u.total.idle - 100.0 / 300.0).abs() < 1e-12);
+        assert_eq!(u.total.steal, 0.0);
+        assert!((u.total.busy() + u.total.idle - 1.0).abs() < 1e-12);
+        assert_eq!(u.per_cpu.len(), 2);
+        assert_eq!(u.per_cpu[0].0, 0);
+        assert!((u.per_cpu[0].1.busy() - 1.0).abs() < 1e-12);
+        assert!((u.per_cpu[1].1.idle - 100.0 / 165.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn malformed_or_empty_input_is_an_error_and_no_time_is_none() {
+        assert!(CpuTimes::parse("").is_err());
+        assert!(CpuTimes::parse("cpu 1 2 x 4\n").is_err());
+        assert!(CpuTimes::parse("cpu 1 2\n").is_err());
+        let a = CpuTimes::parse(BEFORE).expect("parse");
+        assert_eq!(a.usage_until(&a), None);
+    }
+
+    #[test]
+    fn the_live_file_parses() {
+        let t = CpuTimes::read().expect("/proc/stat");
+        assert!(!t.per_cpu.is_empty());
+        assert!(t.total.total() > 0);
+    }
+}

@@ -1,0 +1,1376 @@
+//! A standalone SVG 1.1 chart of throughput against concurrency, with the
+//! Universal Scalability Law fit, for `perfsleuth scale --plot FILE`.
+//!
+//! The renderer needs no fonts, scripts or stylesheets: every element carries
+//! its own attributes, so the file opens the same in a browser, an image
+//! viewer or a Markdown preview. Output is deterministic (fixed float
+//! precision, no maps), never contains `NaN` or `inf` (non-finite inputs are
+//! skipped), and every line series is clipped to the plot area by explicit
+//! segment intersection, so no coordinate lies outside it.
+
+use std::fmt::Write as _;
+
+/// One measured concurrency level.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ChartPoint {
+    /// Concurrency level N.
+    pub n: f64,
+    /// Median throughput at N.
+    pub median: f64,
+    /// Lower end of the error bar (e.g. 95 % CI or minimum).
+    pub low: f64,
+    /// Upper end of the error bar (e.g. 95 % CI or maximum).
+    pub high: f64,
+}
+
+/// Everything the scaling chart shows.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ScaleChart {
+    /// Title above the chart.
+    pub title: String,
+    /// X axis label, e.g. "concurrency N (threads)".
+    pub x_label: String,
+    /// Y axis label, e.g. "throughput X(N) (ops/s)".
+    pub y_label: String,
+    /// Measured points with error bars.
+    pub points: Vec<ChartPoint>,
+    /// The fitted curve sampled densely (may be empty: no fit).
+    pub fitted: Vec<(f64, f64)>,
+    /// Legend text of the fitted curve.
+    pub fit_label: String,
+    /// Ideal linear scaling `y = slope·n`, drawn dashed.
+    pub linear_slope: Option<f64>,
+    /// Amdahl ceiling γ/α, a dotted horizontal line; drawn only when it lies
+    /// within 3× the data's maximum.
+    pub ceiling: Option<f64>,
+    /// `(N*, X(N*))`, marked and labelled "N* = …" when inside the x range.
+    pub peak: Option<(f64, f64)>,
+    /// Lines under the chart (diagnosis), may be empty.
+    pub notes: Vec<String>,
+}
+
+const WIDTH: f64 = 800.0;
+const MIN_HEIGHT: f64 = 500.0;
+const PLOT_LEFT: f64 = 80.0;
+const PLOT_RIGHT: f64 = 770.0;
+const PLOT_TOP: f64 = 50.0;
+const PLOT_BOTTOM: f64 = 360.0;
+const LEGEND_TOP: f64 = 418.0;
+const LEGEND_ROW: f64 = 20.0;
+const NOTE_LINE: f64 = 18.0;
+/// Characters per note line before wrapping (13 px sans-serif ≈ 7 px/char).
+const NOTE_WRAP: usize = 105;
+/// Target tick counts; the 1-2-5 step gives at most this many intervals.
+const X_TICKS: f64 = 10.0;
+const Y_TICKS: f64 = 8.0;
+/// The linear-scaling line may raise the y axis to at most this multiple of
+/// the data's maximum; beyond that it is clipped so the data stays readable.
+const LINEAR_CAP: f64 = 1.5;
+/// The ceiling is drawn only when at most this multiple of the data's maximum.
+const CEILING_CAP: f64 = 3.0;
+/// The x axis extends at least this factor past the largest N.
+const X_MARGIN: f64 = 1.03;
+/// Headroom above the highest value shown.
+const HEADROOM: f64 = 1.05;
+
+// Okabe–Ito palette: distinguishable under the common colour-vision
+// deficiencies; dark text on white.
+const TEXT: &str = "#222222";
+const AXIS: &str = "#444444";
+const GRID: &str = "#e3e3e3";
+const C_MEASURED: &str = "#0072B2";
+const C_FIT: &str = "#D55E00";
+const C_LINEAR: &str = "#009E73";
+const C_CEILING: &str = "#CC79A7";
+const C_PEAK: &str = "#E69F00";
+
+/// Largest magnitude accepted from the input: beyond it, sums and the
+/// headroom factor could overflow to infinity, so such values are skipped
+/// like non-finite ones.
+const MAX_ABS: f64 = 1e300;
+
+/// Whether an input value is finite and small enough to compute with.
+fn usable(v: f64) -> bool {
+    v.is_finite() && v.abs() <= MAX_ABS
+}
+
+/// A measured point with finite, ordered error bar ends.
+#[derive(Debug, Clone, Copy)]
+struct Point {
+    n: f64,
+    median: f64,
+    low: f64,
+    high: f64,
+}
+
+/// Linear map from a data interval to a pixel interval.
+#[derive(Debug, Clone, Copy)]
+struct Axis {
+    lo: f64,
+    hi: f64,
+    px_lo: f64,
+    px_hi: f64,
+}
+
+impl Axis {
+    fn map(&self, v: f64) -> f64 {
+        self.px_lo + (v - self.lo) / (self.hi - self.lo) * (self.px_hi - self.px_lo)
+    }
+}
+
+/// A legend entry: the glyph follows the kind.
+enum Legend {
+    Measured,
+    Fit(String),
+    Linear,
+    Ceiling(String),
+    Peak(String),
+}
+
+impl Legend {
+    fn text(&self) -> &str {
+        match self {
+            Legend::Measured => "measured median (error bar)",
+            Legend::Linear => "ideal linear scaling",
+            Legend::Fit(s) | Legend::Ceiling(s) | Legend::Peak(s) => s,
+        }
+    }
+}
+
+/// Renders `chart` as a standalone SVG 1.1 document.
+pub fn render_scale_svg(chart: &ScaleChart) -> String {
+    let points = sanitize_points(&chart.points);
+    let notes = wrap_notes(&chart.notes);
+    let mut out = String::new();
+
+    if points.is_empty() {
+        let height = layout_height(PLOT_BOTTOM + 40.0, notes.len());
+        header(&mut out, height, &chart.title);
+        let _ = writeln!(
+            out,
+            r#"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="{AXIS}"/>"#,
+            c(PLOT_LEFT),
+            c(PLOT_TOP),
+            c(PLOT_RIGHT - PLOT_LEFT),
+            c(PLOT_BOTTOM - PLOT_TOP)
+        );
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle" font-size="20" fill="{TEXT}">no data</text>"#,
+            c((PLOT_LEFT + PLOT_RIGHT) / 2.0),
+            c((PLOT_TOP + PLOT_BOTTOM) / 2.0)
+        );
+        write_notes(&mut out, PLOT_BOTTOM + 40.0, &notes);
+        out.push_str("</svg>\n");
+        return out;
+    }
+
+    let fitted = sanitize_curve(&chart.fitted);
+
+    // X axis: 0 to the largest N shown, rounded up to a tick.
+    let x_max = points
+        .iter()
+        .map(|p| p.n)
+        .chain(fitted.iter().map(|p| p.0))
+        .fold(0.0, f64::max);
+    let x_max = if x_max > 0.0 { x_max } else { 1.0 };
+    let mut x_step = nice_step(x_max, X_TICKS);
+    if x_max >= 1.0 {
+        x_step = x_step.max(1.0);
+    }
+    // Keep a small margin so markers at the largest N are not cut by the frame.
+    let x_hi = ((x_max / x_step).ceil() * x_step).max(x_max * X_MARGIN);
+    let x_axis = Axis {
+        lo: 0.0,
+        hi: x_hi,
+        px_lo: PLOT_LEFT,
+        px_hi: PLOT_RIGHT,
+    };
+
+    // Y axis: 0 (or the lowest error bar) to a little above everything shown.
+    let peak = chart
+        .peak
+        .filter(|&(x, y)| usable(x) && usable(y) && (0.0..=x_hi).contains(&x));
+    let mut base = points
+        .iter()
+        .map(|p| p.high)
+        .chain(
+            fitted
+                .iter()
+                .filter(|p| (0.0..=x_hi).contains(&p.0))
+                .map(|p| p.1),
+        )
+        .chain(peak.map(|p| p.1))
+        .fold(0.0, f64::max);
+    if !(base > 0.0 && base.is_finite()) {
+        base = 1.0;
+    }
+    let y_min = points.iter().map(|p| p.low).fold(0.0, f64::min);
+    let ceiling = chart
+        .ceiling
+        .filter(|&v| usable(v) && v > y_min && v <= CEILING_CAP * base);
+    let linear = chart.linear_slope.filter(|&s| usable(s));
+    let mut top = base.max(ceiling.unwrap_or(0.0));
+    if let Some(s) = linear {
+        let at_max = s * x_max;
+        if usable(at_max) {
+            top = top.max(at_max.min(LINEAR_CAP * base));
+        }
+    }
+    let top = top * HEADROOM;
+    let y_step = nice_step(top - y_min, Y_TICKS);
+    let y_hi = ((top / y_step).ceil() * y_step).max(top);
+    let y_lo = ((y_min / y_step).floor() * y_step).min(y_min);
+    let y_axis = Axis {
+        lo: y_lo,
+        hi: y_hi,
+        px_lo: PLOT_BOTTOM,
+        px_hi: PLOT_TOP,
+    };
+
+    // Legend entries, in drawing order.
+    let mut legend = vec![Legend::Measured];
+    if fitted.len() >= 2 {
+        let label = if chart.fit_label.trim().is_empty() {
+            "fit".to_string()
+        } else {
+            chart.fit_label.clone()
+        };
+        legend.push(Legend::Fit(label));
+    }
+    if linear.is_some() {
+        legend.push(Legend::Linear);
+    }
+    if let Some(v) = ceiling {
+        legend.push(Legend::Ceiling(format!(
+            "Amdahl ceiling γ/α = {}",
+            format_si(v)
+        )));
+    }
+    let peak_label = peak.map(|(x, _)| format!("N* = {}", format_n(x)));
+    if let Some(label) = &peak_label {
+        legend.push(Legend::Peak(format!("peak {label}")));
+    }
+    let rows = legend_rows(&legend);
+    let legend_bottom = LEGEND_TOP + 12.0 + rows.len() as f64 * LEGEND_ROW;
+    let height = layout_height(legend_bottom, notes.len());
+
+    header(&mut out, height, &chart.title);
+
+    // Grid, ticks and tick labels.
+    out.push_str("<g class=\"grid\">\n");
+    for t in ticks_with_step(y_lo, y_hi, y_step) {
+        let y = y_axis.map(t);
+        let _ = writeln!(
+            out,
+            r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{GRID}" stroke-width="1"/>"#,
+            c(PLOT_LEFT),
+            c(y),
+            c(PLOT_RIGHT),
+            c(y)
+        );
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="end" font-size="12" fill="{TEXT}">{}</text>"#,
+            c(PLOT_LEFT - 8.0),
+            c(y + 4.0),
+            escape(&format_si(t))
+        );
+    }
+    for t in ticks_with_step(0.0, x_hi, x_step) {
+        let x = x_axis.map(t);
+        let _ = writeln!(
+            out,
+            r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{GRID}" stroke-width="1"/>"#,
+            c(x),
+            c(PLOT_TOP),
+            c(x),
+            c(PLOT_BOTTOM)
+        );
+        let _ = writeln!(
+            out,
+            r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{AXIS}" stroke-width="1"/>"#,
+            c(x),
+            c(PLOT_BOTTOM),
+            c(x),
+            c(PLOT_BOTTOM + 5.0)
+        );
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle" font-size="12" fill="{TEXT}">{}</text>"#,
+            c(x),
+            c(PLOT_BOTTOM + 19.0),
+            escape(&format_si(t))
+        );
+    }
+    out.push_str("</g>\n");
+    let _ = writeln!(
+        out,
+        r#"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="{AXIS}" stroke-width="1"/>"#,
+        c(PLOT_LEFT),
+        c(PLOT_TOP),
+        c(PLOT_RIGHT - PLOT_LEFT),
+        c(PLOT_BOTTOM - PLOT_TOP)
+    );
+
+    // Axis labels.
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle" font-size="13" fill="{TEXT}">{}</text>"#,
+        c((PLOT_LEFT + PLOT_RIGHT) / 2.0),
+        c(PLOT_BOTTOM + 42.0),
+        escape(&chart.x_label)
+    );
+    let (ly_x, ly_y) = (20.0, (PLOT_TOP + PLOT_BOTTOM) / 2.0);
+    let _ = writeln!(
+        out,
+        r#"<text x="{0}" y="{1}" transform="rotate(-90 {0} {1})" text-anchor="middle" font-size="13" fill="{TEXT}">{2}</text>"#,
+        c(ly_x),
+        c(ly_y),
+        escape(&chart.y_label)
+    );
+
+    // Reference lines, behind the data.
+    if let Some(v) = ceiling {
+        let y = y_axis.map(v);
+        let _ = writeln!(
+            out,
+            r#"<line class="ceiling" x1="{}" y1="{}" x2="{}" y2="{}" stroke="{C_CEILING}" stroke-width="2" stroke-dasharray="2 4"/>"#,
+            c(PLOT_LEFT),
+            c(y),
+            c(PLOT_RIGHT),
+            c(y)
+        );
+    }
+    if let Some(s) = linear {
+        let line = [(0.0, 0.0), (x_hi, s * x_hi)];
+        write_series(
+            &mut out,
+            &line,
+            x_axis,
+            y_axis,
+            "linear",
+            C_LINEAR,
+            r#" stroke-dasharray="8 5""#,
+        );
+    }
+    if fitted.len() >= 2 {
+        write_series(&mut out, &fitted, x_axis, y_axis, "fit", C_FIT, "");
+    }
+
+    // Measured points with error bars.
+    for p in &points {
+        let x = x_axis.map(p.n);
+        let (ym, yl, yh) = (y_axis.map(p.median), y_axis.map(p.low), y_axis.map(p.high));
+        if !(x.is_finite() && ym.is_finite() && yl.is_finite() && yh.is_finite()) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            r#"<g class="errorbar" stroke="{C_MEASURED}" stroke-width="1.5">"#
+        );
+        if (yl - yh).abs() >= 0.5 {
+            let _ = writeln!(
+                out,
+                r#"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}"/>"#,
+                c(x),
+                c(yl),
+                c(yh)
+            );
+            for y in [yl, yh] {
+                let _ = writeln!(
+                    out,
+                    r#"<line x1="{}" y1="{2}" x2="{}" y2="{2}"/>"#,
+                    c(x - 5.0),
+                    c(x + 5.0),
+                    c(y)
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            r##"<circle cx="{}" cy="{}" r="4" fill="{C_MEASURED}" stroke="#ffffff" stroke-width="1"/>"##,
+            c(x),
+            c(ym)
+        );
+        out.push_str("</g>\n");
+    }
+
+    // Peak marker.
+    if let (Some((px, py)), Some(label)) = (peak, &peak_label) {
+        let (x, y) = (x_axis.map(px), y_axis.map(py));
+        let _ = writeln!(
+            out,
+            r#"<line class="peak" x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="{AXIS}" stroke-width="1" stroke-dasharray="2 3"/>"#,
+            c(x),
+            c(y),
+            c(PLOT_BOTTOM)
+        );
+        let _ = writeln!(
+            out,
+            r#"<polygon class="peak" points="{}" fill="{C_PEAK}" stroke="{TEXT}" stroke-width="1"/>"#,
+            diamond(x, y, 7.0)
+        );
+        let (tx, anchor) = if x > PLOT_RIGHT - 90.0 {
+            (x - 10.0, "end")
+        } else {
+            (x + 10.0, "start")
+        };
+        let ty = if y < PLOT_TOP + 20.0 {
+            y + 18.0
+        } else {
+            y - 10.0
+        };
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="{anchor}" font-size="12" font-weight="bold" fill="{TEXT}">{}</text>"#,
+            c(tx),
+            c(ty),
+            escape(label)
+        );
+    }
+
+    write_legend(&mut out, &legend, &rows);
+    write_notes(&mut out, legend_bottom, &notes);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Keeps points with a finite, non-negative N and a finite median; missing
+/// or inverted error bar ends collapse onto the median.
+fn sanitize_points(points: &[ChartPoint]) -> Vec<Point> {
+    points
+        .iter()
+        .filter(|p| usable(p.n) && p.n >= 0.0 && usable(p.median))
+        .map(|p| Point {
+            n: p.n,
+            median: p.median,
+            low: if usable(p.low) {
+                p.low.min(p.median)
+            } else {
+                p.median
+            },
+            high: if usable(p.high) {
+                p.high.max(p.median)
+            } else {
+                p.median
+            },
+        })
+        .collect()
+}
+
+/// Finite samples of the fitted curve, in increasing x.
+fn sanitize_curve(curve: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = curve
+        .iter()
+        .copied()
+        .filter(|&(x, y)| usable(x) && usable(y))
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// Document height: the content's bottom plus the note lines, at least
+/// [`MIN_HEIGHT`].
+fn layout_height(content_bottom: f64, note_lines: usize) -> f64 {
+    let notes = if note_lines == 0 {
+        0.0
+    } else {
+        10.0 + note_lines as f64 * NOTE_LINE
+    };
+    (content_bottom + notes + 14.0).max(MIN_HEIGHT).ceil()
+}
+
+fn header(out: &mut String, height: f64, title: &str) {
+    out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{0}" height="{1}" viewBox="0 0 {0} {1}" font-family="sans-serif">"#,
+        c(WIDTH),
+        c(height)
+    );
+    let _ = writeln!(out, "<title>{}</title>", escape(title));
+    let _ = writeln!(
+        out,
+        r##"<rect x="0" y="0" width="{}" height="{}" fill="#ffffff"/>"##,
+        c(WIDTH),
+        c(height)
+    );
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="30" text-anchor="middle" font-size="18" font-weight="bold" fill="{TEXT}">{}</text>"#,
+        c(WIDTH / 2.0),
+        escape(title)
+    );
+}
+
+/// Draws a data-space polyline clipped to the plot area, as one
+/// `<polyline>` per visible run of segments.
+fn write_series(
+    out: &mut String,
+    data: &[(f64, f64)],
+    x_axis: Axis,
+    y_axis: Axis,
+    class: &str,
+    colour: &str,
+    extra: &str,
+) {
+    let px: Vec<Option<(f64, f64)>> = data
+        .iter()
+        .map(|&(x, y)| {
+            let p = (x_axis.map(x), y_axis.map(y));
+            (p.0.is_finite() && p.1.is_finite()).then_some(p)
+        })
+        .collect();
+    let mut runs: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut current: Vec<(f64, f64)> = Vec::new();
+    for w in px.windows(2) {
+        let clipped = match (w[0], w[1]) {
+            (Some(a), Some(b)) => clip_segment(a, b),
+            _ => None,
+        };
+        match clipped {
+            Some((a, b)) => {
+                let joins = current
+                    .last()
+                    .is_some_and(|l| (l.0 - a.0).abs() < 1e-6 && (l.1 - a.1).abs() < 1e-6);
+                if !joins {
+                    if current.len() >= 2 {
+                        runs.push(std::mem::take(&mut current));
+                    }
+                    current.clear();
+                    current.push(a);
+                }
+                current.push(b);
+            }
+            None => {
+                if current.len() >= 2 {
+                    runs.push(std::mem::take(&mut current));
+                }
+                current.clear();
+            }
+        }
+    }
+    if current.len() >= 2 {
+        runs.push(current);
+    }
+    for run in runs {
+        let pts: Vec<String> = run
+            .iter()
+            .map(|&(x, y)| format!("{},{}", c(x), c(y)))
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"<polyline class="{class}" points="{}" fill="none" stroke="{colour}" stroke-width="2"{extra}/>"#,
+            pts.join(" ")
+        );
+    }
+}
+
+/// Liang–Barsky clipping of the pixel segment `a`–`b` to the plot area.
+/// Returns the visible part, or `None` when nothing is visible.
+fn clip_segment(a: (f64, f64), b: (f64, f64)) -> Option<((f64, f64), (f64, f64))> {
+    let (dx, dy) = (b.0 - a.0, b.1 - a.1);
+    if !(dx.is_finite() && dy.is_finite()) {
+        return None;
+    }
+    let mut t0 = 0.0_f64;
+    let mut t1 = 1.0_f64;
+    for (p, q) in [
+        (-dx, a.0 - PLOT_LEFT),
+        (dx, PLOT_RIGHT - a.0),
+        (-dy, a.1 - PLOT_TOP),
+        (dy, PLOT_BOTTOM - a.1),
+    ] {
+        if p == 0.0 {
+            if q < 0.0 {
+                return None;
+            }
+        } else {
+            let r = q / p;
+            if p < 0.0 {
+                t0 = t0.max(r);
+            } else {
+                t1 = t1.min(r);
+            }
+        }
+    }
+    if t0 > t1 {
+        return None;
+    }
+    // Clamp away floating-point error at the boundary.
+    let at = |t: f64| {
+        (
+            (a.0 + t * dx).clamp(PLOT_LEFT, PLOT_RIGHT),
+            (a.1 + t * dy).clamp(PLOT_TOP, PLOT_BOTTOM),
+        )
+    };
+    Some((at(t0), at(t1)))
+}
+
+/// Groups legend entries into rows that fit the plot width (flow layout).
+fn legend_rows(legend: &[Legend]) -> Vec<Vec<usize>> {
+    let avail = PLOT_RIGHT - PLOT_LEFT - 20.0;
+    let mut rows: Vec<Vec<usize>> = Vec::new();
+    let mut used = 0.0;
+    for (i, e) in legend.iter().enumerate() {
+        let w = legend_width(e);
+        if rows
+            .last()
+            .is_none_or(|r| !r.is_empty() && used + w > avail)
+        {
+            rows.push(Vec::new());
+            used = 0.0;
+        }
+        if let Some(r) = rows.last_mut() {
+            r.push(i);
+        }
+        used += w;
+    }
+    rows
+}
+
+/// Estimated width of a legend entry: glyph, gap, text at 12 px, spacing.
+fn legend_width(e: &Legend) -> f64 {
+    30.0 + 6.8 * e.text().chars().count() as f64 + 24.0
+}
+
+fn write_legend(out: &mut String, legend: &[Legend], rows: &[Vec<usize>]) {
+    let height = 12.0 + rows.len() as f64 * LEGEND_ROW;
+    out.push_str("<g class=\"legend\">\n");
+    let _ = writeln!(
+        out,
+        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#ffffff" stroke="#bbbbbb" stroke-width="1" rx="3"/>"##,
+        c(PLOT_LEFT),
+        c(LEGEND_TOP),
+        c(PLOT_RIGHT - PLOT_LEFT),
+        c(height)
+    );
+    for (r, row) in rows.iter().enumerate() {
+        let cy = LEGEND_TOP + 6.0 + LEGEND_ROW * (r as f64 + 0.5);
+        let mut x = PLOT_LEFT + 10.0;
+        for &i in row {
+            let e = &legend[i];
+            let (x0, x1, xm) = (x, x + 24.0, x + 12.0);
+            match e {
+                Legend::Measured => {
+                    let _ = writeln!(
+                        out,
+                        r#"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="{C_MEASURED}" stroke-width="1.5"/>"#,
+                        c(xm),
+                        c(cy - 7.0),
+                        c(cy + 7.0)
+                    );
+                    let _ = writeln!(
+                        out,
+                        r#"<circle cx="{}" cy="{}" r="4" fill="{C_MEASURED}"/>"#,
+                        c(xm),
+                        c(cy)
+                    );
+                }
+                Legend::Fit(_) => line_glyph(out, x0, x1, cy, C_FIT, ""),
+                Legend::Linear => {
+                    line_glyph(out, x0, x1, cy, C_LINEAR, r#" stroke-dasharray="8 5""#)
+                }
+                Legend::Ceiling(_) => {
+                    line_glyph(out, x0, x1, cy, C_CEILING, r#" stroke-dasharray="2 4""#)
+                }
+                Legend::Peak(_) => {
+                    let _ = writeln!(
+                        out,
+                        r#"<polygon points="{}" fill="{C_PEAK}" stroke="{TEXT}" stroke-width="1"/>"#,
+                        diamond(xm, cy, 6.0)
+                    );
+                }
+            }
+            let _ = writeln!(
+                out,
+                r#"<text x="{}" y="{}" font-size="12" fill="{TEXT}">{}</text>"#,
+                c(x + 30.0),
+                c(cy + 4.0),
+                escape(e.text())
+            );
+            x += legend_width(e);
+        }
+    }
+    out.push_str("</g>\n");
+}
+
+fn line_glyph(out: &mut String, x0: f64, x1: f64, y: f64, colour: &str, extra: &str) {
+    let _ = writeln!(
+        out,
+        r#"<line x1="{}" y1="{2}" x2="{}" y2="{2}" stroke="{colour}" stroke-width="2"{extra}/>"#,
+        c(x0),
+        c(x1),
+        c(y)
+    );
+}
+
+fn diamond(x: f64, y: f64, r: f64) -> String {
+    format!(
+        "{},{} {},{} {},{} {},{}",
+        c(x),
+        c(y - r),
+        c(x + r),
+        c(y),
+        c(x),
+        c(y + r),
+        c(x - r),
+        c(y)
+    )
+}
+
+fn write_notes(out: &mut String, top: f64, notes: &[String]) {
+    if notes.is_empty() {
+        return;
+    }
+    out.push_str("<g class=\"notes\">\n");
+    for (i, line) in notes.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" font-size="13" fill="{TEXT}">{}</text>"#,
+            c(PLOT_LEFT),
+            c(top + 10.0 + NOTE_LINE * (i as f64 + 0.75)),
+            escape(line)
+        );
+    }
+    out.push_str("</g>\n");
+}
+
+/// Splits notes into display lines of at most [`NOTE_WRAP`] characters at
+/// word boundaries (a longer word gets a line of its own).
+fn wrap_notes(notes: &[String]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for note in notes {
+        for para in note.lines() {
+            let mut line = String::new();
+            for word in para.split_whitespace() {
+                let fits = line.chars().count() + 1 + word.chars().count() <= NOTE_WRAP;
+                if !line.is_empty() && !fits {
+                    lines.push(std::mem::take(&mut line));
+                }
+                if !line.is_empty() {
+                    line.push(' ');
+                }
+                line.push_str(word);
+            }
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+/// Formats a coordinate with fixed precision; never emits NaN/inf or "-0".
+fn c(v: f64) -> String {
+    if !v.is_finite() {
+        debug_assert!(false, "non-finite coordinate");
+        return "0".to_string();
+    }
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" || s.is_empty() {
+        "0".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// Escapes text for XML content and attribute values, dropping characters
+/// XML 1.0 forbids.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(' '),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The 1-2-5 step that divides `range` into at most about `target` intervals.
+fn nice_step(range: f64, target: f64) -> f64 {
+    let raw = range / target;
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    let norm = raw / mag;
+    let m = if norm <= 1.0 {
+        1.0
+    } else if norm <= 2.0 {
+        2.0
+    } else if norm <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    m * mag
+}
+
+/// Multiples of `step` within `[lo, hi]` (inclusive, with a small tolerance).
+fn ticks_with_step(lo: f64, hi: f64, step: f64) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite() && step.is_finite() && step > 0.0 && hi >= lo) {
+        return Vec::new();
+    }
+    let first = (lo / step - 1e-9).ceil();
+    let last = (hi / step + 1e-9).floor();
+    if !(last - first).is_finite() || last - first > 1000.0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut i = first;
+    while i <= last {
+        let t = i * step;
+        out.push(if t == 0.0 { 0.0 } else { t });
+        i += 1.0;
+    }
+    out
+}
+
+/// "Nice" tick values (1-2-5 steps) covering `[lo, hi]` with at most about
+/// `target` intervals. (The renderer picks the step itself so it can force
+/// integer x ticks; this is the plain form.)
+#[cfg(test)]
+fn nice_ticks(lo: f64, hi: f64, target: f64) -> Vec<f64> {
+    ticks_with_step(lo, hi, nice_step(hi - lo, target))
+}
+
+/// Formats `v` with three significant digits and an SI suffix: `7`, `2.5`,
+/// `200k`, `1.23M`. Non-finite values print as `-`.
+fn format_si(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".to_string();
+    }
+    if v == 0.0 {
+        return "0".to_string();
+    }
+    let a = v.abs();
+    if a < 1e-3 {
+        let s = format!("{v:.2e}");
+        return match s.split_once('e') {
+            Some((m, e)) => {
+                let m = if m.contains('.') {
+                    m.trim_end_matches('0').trim_end_matches('.')
+                } else {
+                    m
+                };
+                format!("{m}e{e}")
+            }
+            None => s,
+        };
+    }
+    const PREFIXES: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
+    let mut exp3 = if a >= 1000.0 {
+        ((a.log10() / 3.0).floor() as usize).min(PREFIXES.len() - 1)
+    } else {
+        0
+    };
+    loop {
+        let scaled = v / 1000f64.powi(exp3 as i32);
+        let digits = scaled.abs().log10().floor();
+        let decimals = (2.0 - digits).clamp(0.0, 6.0) as usize;
+        let s = format!("{scaled:.decimals$}");
+        let rounded: f64 = s.parse().unwrap_or(scaled);
+        if rounded.abs() >= 1000.0 && exp3 + 1 < PREFIXES.len() {
+            exp3 += 1;
+            continue;
+        }
+        let s = if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        };
+        return format!("{s}{}", PREFIXES[exp3]);
+    }
+}
+
+/// Formats N* for its label: one decimal below 1000, SI above.
+fn format_n(v: f64) -> String {
+    if v.abs() < 999.95 {
+        format!("{v:.1}")
+    } else {
+        format_si(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small well-formedness check: declaration and comments skipped,
+    /// tags matched on a stack, attributes `name="value"` with unique names,
+    /// no raw `<` in values, only known entities, one root element.
+    fn check_xml(s: &str) -> Result<(), String> {
+        fn check_entities(t: &str) -> Result<(), String> {
+            let mut rest = t;
+            while let Some(i) = rest.find('&') {
+                let after = &rest[i + 1..];
+                let end = after.find(';').ok_or_else(|| format!("bare & in {t:?}"))?;
+                let name = &after[..end];
+                let ok = matches!(name, "amp" | "lt" | "gt" | "quot" | "apos")
+                    || name
+                        .strip_prefix("#x")
+                        .is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
+                    || name
+                        .strip_prefix('#')
+                        .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()));
+                if !ok {
+                    return Err(format!("bad entity &{name};"));
+                }
+                rest = &after[end + 1..];
+            }
+            if t.contains('>') {
+                return Err(format!("raw > in {t:?}"));
+            }
+            Ok(())
+        }
+        fn is_name(n: &str) -> bool {
+            !n.is_empty()
+                && n.chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '-' | '.'))
+        }
+
+        let mut stack: Vec<&str> = Vec::new();
+        let mut roots = 0;
+        let mut i = 0;
+        while i < s.len() {
+            let rest = &s[i..];
+            if rest.starts_with("<?") {
+                let end = rest.find("?>").ok_or("unterminated <?")?;
+                i += end + 2;
+            } else if rest.starts_with("<!--") {
+                let end = rest.find("-->").ok_or("unterminated comment")?;
+                i += end + 3;
+            } else if rest.starts_with('<') {
+                let end = rest.find('>').ok_or("unterminated tag")?;
+                let inner = &rest[1..end];
+                if let Some(name) = inner.strip_prefix('/') {
+                    let open = stack.pop().ok_or(format!("stray </{name}>"))?;
+                    if open != name.trim() {
+                        return Err(format!("<{open}> closed by </{name}>"));
+                    }
+                } else {
+                    let self_closing = inner.ends_with('/');
+                    let body = inner.strip_suffix('/').unwrap_or(inner);
+                    let name_end = body.find(char::is_whitespace).unwrap_or(body.len());
+                    let name = &body[..name_end];
+                    if !is_name(name) {
+                        return Err(format!("bad tag name {name:?}"));
+                    }
+                    let mut attrs = body[name_end..].trim_start();
+                    let mut seen: Vec<&str> = Vec::new();
+                    while !attrs.is_empty() {
+                        let eq = attrs
+                            .find('=')
+                            .ok_or(format!("attr without = in <{name}>"))?;
+                        let an = &attrs[..eq];
+                        if !is_name(an) || seen.contains(&an) {
+                            return Err(format!("bad or duplicate attribute {an:?}"));
+                        }
+                        seen.push(an);
+                        let v = attrs[eq + 1..]
+                            .strip_prefix('"')
+                            .ok_or(format!("unquoted attribute {an}"))?;
+                        let close = v.find('"').ok_or("unterminated attribute")?;
+                        let value = &v[..close];
+                        if value.contains('<') {
+                            return Err(format!("< in attribute {an}"));
+                        }
+                        check_entities(value)?;
+                        let after = &v[close + 1..];
+                        if !after.is_empty() && !after.starts_with(char::is_whitespace) {
+                            return Err(format!("no space after attribute {an}"));
+                        }
+                        attrs = after.trim_start();
+                    }
+                    if stack.is_empty() {
+                        roots += 1;
+                    }
+                    if !self_closing {
+                        stack.push(name);
+                    }
+                }
+                i += end + 1;
+            } else {
+                let end = rest.find('<').unwrap_or(rest.len());
+                let text = &rest[..end];
+                if stack.is_empty() && !text.trim().is_empty() {
+                    return Err(format!("text outside root: {text:?}"));
+                }
+                check_entities(text)?;
+                i += end;
+            }
+        }
+        if let Some(open) = stack.pop() {
+            return Err(format!("unclosed <{open}>"));
+        }
+        if roots != 1 {
+            return Err(format!("{roots} root elements"));
+        }
+        Ok(())
+    }
+
+    fn usl(n: f64) -> f64 {
+        let (a, b, g) = (0.05, 0.002, 1.2e6);
+        g * n / (1.0 + a * (n - 1.0) + b * n * (n - 1.0))
+    }
+
+    fn sample_chart() -> ScaleChart {
+        let ns = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
+        ScaleChart {
+            title: "scaling of kv-put".into(),
+            x_label: "concurrency N (threads)".into(),
+            y_label: "throughput X(N) (ops/s)".into(),
+            points: ns
+                .iter()
+                .map(|&n| {
+                    let m = usl(n);
+                    ChartPoint {
+                        n,
+                        median: m,
+                        low: m * 0.95,
+                        high: m * 1.05,
+                    }
+                })
+                .collect(),
+            fitted: (0..=320)
+                .map(|i| i as f64 / 10.0)
+                .map(|n| (n, usl(n)))
+                .collect(),
+            fit_label: "USL fit: α=0.05 β=0.002 γ=1.2e6".into(),
+            linear_slope: Some(1.2e6),
+            ceiling: Some(1.2e6 / 0.05),
+            peak: Some((21.8, usl(21.8))),
+            notes: vec!["contention α=5 % and coherency β=0.2 % limit scaling past N≈22".into()],
+        }
+    }
+
+    /// All coordinates of every `<polyline>` (the clipped data series).
+    fn polyline_coords(svg: &str) -> Vec<(f64, f64)> {
+        let mut out = Vec::new();
+        for part in svg.split("<polyline ").skip(1) {
+            let pts = part.split("points=\"").nth(1).unwrap();
+            let pts = &pts[..pts.find('"').unwrap()];
+            for pair in pts.split_whitespace() {
+                let (x, y) = pair.split_once(',').unwrap();
+                out.push((x.parse().unwrap(), y.parse().unwrap()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn svg_output_is_well_formed_xml() {
+        let svg = render_scale_svg(&sample_chart());
+        check_xml(&svg).unwrap();
+        assert!(svg.contains(r#"xmlns="http://www.w3.org/2000/svg""#));
+        assert!(svg.contains(r#"viewBox="0 0 800 "#));
+        assert!(svg.contains("font-family=\"sans-serif\""));
+        assert!(svg.contains("N* = 21.8"));
+        assert!(svg.contains("contention"));
+        assert!(svg.contains("class=\"fit\""));
+        assert!(svg.contains("class=\"linear\""));
+        assert!(svg.contains("class=\"ceiling\""));
+    }
+
+    #[test]
+    fn svg_checker_rejects_malformed_xml() {
+        assert!(check_xml("<svg><g></svg>").is_err());
+        assert!(check_xml("<svg a=b/>").is_err());
+        assert!(check_xml("<svg>a & b</svg>").is_err());
+        assert!(check_xml("<svg/><svg/>").is_err());
+        assert!(check_xml(r#"<svg a="1" a="2"/>"#).is_err());
+        assert!(check_xml(r#"<?xml version="1.0"?><svg a="&lt;"><g/>x &amp; y</svg>"#).is_ok());
+    }
+
+    #[test]
+    fn svg_has_one_error_bar_group_per_point() {
+        let chart = sample_chart();
+        let svg = render_scale_svg(&chart);
+        assert_eq!(
+            svg.matches("class=\"errorbar\"").count(),
+            chart.points.len()
+        );
+        // Each group has the bar and two caps.
+        let group = svg.split("class=\"errorbar\"").nth(1).unwrap();
+        let group = &group[..group.find("</g>").unwrap()];
+        assert_eq!(group.matches("<line ").count(), 3);
+        assert_eq!(group.matches("<circle ").count(), 1);
+    }
+
+    #[test]
+    fn svg_escapes_text() {
+        let mut chart = sample_chart();
+        chart.title = "a <&> \"b\" 'c'".into();
+        chart.x_label = "<x>".into();
+        chart.fit_label = "fit & more".into();
+        chart.notes = vec!["note </svg> & \u{1} end".into()];
+        let svg = render_scale_svg(&chart);
+        check_xml(&svg).unwrap();
+        assert!(svg.contains("a &lt;&amp;&gt; &quot;b&quot; &apos;c&apos;"));
+        assert!(svg.contains("&lt;x&gt;"));
+        assert!(svg.contains("fit &amp; more"));
+        assert!(svg.contains("note &lt;/svg&gt; &amp;  end"));
+        assert!(!svg.contains("<&>"));
+    }
+
+    #[test]
+    fn svg_never_emits_nan_or_inf() {
+        let nan = f64::NAN;
+        let inf = f64::INFINITY;
+        let chart = ScaleChart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            points: vec![
+                ChartPoint {
+                    n: 1.0,
+                    median: 10.0,
+                    low: nan,
+                    high: inf,
+                },
+                ChartPoint {
+                    n: nan,
+                    median: 10.0,
+                    low: 9.0,
+                    high: 11.0,
+                },
+                ChartPoint {
+                    n: 2.0,
+                    median: nan,
+                    low: 9.0,
+                    high: 11.0,
+                },
+                ChartPoint {
+                    n: 4.0,
+                    median: 30.0,
+                    low: -inf,
+                    high: 35.0,
+                },
+                ChartPoint {
+                    n: inf,
+                    median: 30.0,
+                    low: 20.0,
+                    high: 35.0,
+                },
+            ],
+            fitted: vec![
+                (0.0, 0.0),
+                (1.0, nan),
+                (2.0, 20.0),
+                (nan, 3.0),
+                (3.0, inf),
+                (4.0, 31.0),
+            ],
+            fit_label: "f".into(),
+            linear_slope: Some(nan),
+            ceiling: Some(inf),
+            peak: Some((nan, 3.0)),
+            notes: vec![],
+        };
+        let svg = render_scale_svg(&chart);
+        check_xml(&svg).unwrap();
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        assert_eq!(svg.matches("class=\"errorbar\"").count(), 2);
+
+        // Extreme but finite values and infinite options.
+        let chart = ScaleChart {
+            points: vec![ChartPoint {
+                n: 1e300,
+                median: 1e300,
+                low: -1e300,
+                high: f64::MAX,
+            }],
+            fitted: vec![(0.0, f64::MAX), (f64::MAX, f64::MIN)],
+            linear_slope: Some(f64::MAX),
+            ceiling: Some(f64::MAX),
+            peak: Some((inf, inf)),
+            ..chart
+        };
+        let svg = render_scale_svg(&chart);
+        check_xml(&svg).unwrap();
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+
+        // All points invalid: a "no data" chart.
+        let chart = ScaleChart {
+            points: vec![ChartPoint {
+                n: nan,
+                median: nan,
+                low: nan,
+                high: nan,
+            }],
+            ..chart
+        };
+        let svg = render_scale_svg(&chart);
+        check_xml(&svg).unwrap();
+        assert!(svg.contains(">no data<"));
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+    }
+
+    #[test]
+    fn svg_empty_points_say_no_data() {
+        let chart = ScaleChart {
+            title: "empty".into(),
+            notes: vec!["nothing measured".into()],
+            ..ScaleChart::default()
+        };
+        let svg = render_scale_svg(&chart);
+        check_xml(&svg).unwrap();
+        assert!(svg.contains(">no data<"));
+        assert!(svg.contains("nothing measured"));
+        assert!(!svg.contains("errorbar"));
+    }
+
+    #[test]
+    fn svg_nice_ticks_use_1_2_5_steps() {
+        assert_eq!(
+            nice_ticks(0.0, 7.3, 8.0),
+            vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+        );
+        let t = nice_ticks(0.0, 1.23e6, 8.0);
+        assert_eq!(t, vec![0.0, 2e5, 4e5, 6e5, 8e5, 1e6, 1.2e6]);
+        let labels: Vec<String> = t.iter().map(|&v| format_si(v)).collect();
+        assert_eq!(labels, ["0", "200k", "400k", "600k", "800k", "1M", "1.2M"]);
+        assert_eq!(nice_ticks(0.0, 0.9, 8.0).len(), 5); // step 0.2
+        assert_eq!(nice_step(64.0, 10.0), 10.0);
+        assert_eq!(nice_step(30.0, 10.0), 5.0);
+        assert_eq!(nice_step(13.0, 10.0), 2.0);
+        assert_eq!(nice_ticks(-5.0, 5.0, 5.0), vec![-4.0, -2.0, 0.0, 2.0, 4.0]);
+        assert!(nice_ticks(0.0, f64::NAN, 8.0).is_empty());
+    }
+
+    #[test]
+    fn svg_si_formatting() {
+        assert_eq!(format_si(0.0), "0");
+        assert_eq!(format_si(7.0), "7");
+        assert_eq!(format_si(2.5), "2.5");
+        assert_eq!(format_si(0.3 * 1.0000000000000002), "0.3");
+        assert_eq!(format_si(1234.0), "1.23k");
+        assert_eq!(format_si(3.4e6), "3.4M");
+        assert_eq!(format_si(999_999.0), "1M");
+        assert_eq!(format_si(-2e9), "-2G");
+        assert_eq!(format_si(1.5e-5), "1.5e-5");
+        assert_eq!(format_si(f64::NAN), "-");
+        assert_eq!(format_n(4.33), "4.3");
+    }
+
+    #[test]
+    fn svg_x_axis_uses_integer_ticks_for_small_n() {
+        let chart = ScaleChart {
+            points: (1..=3)
+                .map(|n| ChartPoint {
+                    n: n as f64,
+                    median: 1.0,
+                    low: 1.0,
+                    high: 1.0,
+                })
+                .collect(),
+            ..ScaleChart::default()
+        };
+        let svg = render_scale_svg(&chart);
+        check_xml(&svg).unwrap();
+        // x tick labels sit at PLOT_BOTTOM + 19.
+        let labels: Vec<&str> = svg
+            .split("y=\"379\" text-anchor=\"middle\" font-size=\"12\" fill=\"#222222\">")
+            .skip(1)
+            .map(|s| &s[..s.find('<').unwrap()])
+            .collect();
+        assert_eq!(labels, ["0", "1", "2", "3"]);
+    }
+
+    #[test]
+    fn svg_clipping_keeps_series_inside_plot_area() {
+        let mut chart = sample_chart();
+        // A steep linear line, a fit that shoots above and below the plot.
+        chart.linear_slope = Some(1e9);
+        chart.fitted = vec![
+            (-5.0, 1e6),
+            (0.0, 0.0),
+            (5.0, 1e12),
+            (10.0, -1e12),
+            (15.0, 5e6),
+            (20.0, 6e6),
+            (1e9, 1e6),
+        ];
+        let svg = render_scale_svg(&chart);
+        check_xml(&svg).unwrap();
+        let coords = polyline_coords(&svg);
+        assert!(svg.contains("class=\"linear\"") && svg.contains("class=\"fit\""));
+        assert!(coords.len() >= 6);
+        for (x, y) in coords {
+            assert!((PLOT_LEFT..=PLOT_RIGHT).contains(&x), "x {x} outside");
+            assert!((PLOT_TOP..=PLOT_BOTTOM).contains(&y), "y {y} outside");
+        }
+    }
+
+    #[test]
+    fn svg_clip_segment_intersects_edges() {
+        // Fully inside: unchanged.
+        let a = (100.0, 100.0);
+        let b = (200.0, 200.0);
+        assert_eq!(clip_segment(a, b), Some((a, b)));
+        // Crossing the top edge.
+        let (p, q) = clip_segment((100.0, 200.0), (100.0, -100.0)).unwrap();
+        assert_eq!(p, (100.0, 200.0));
+        assert_eq!(q, (100.0, PLOT_TOP));
+        // Entirely outside.
+        assert_eq!(clip_segment((0.0, 0.0), (10.0, 10.0)), None);
+        // Passing through diagonally: both ends on the border.
+        let (p, q) = clip_segment((0.0, 400.0), (800.0, 0.0)).unwrap();
+        for (x, y) in [p, q] {
+            assert!((PLOT_LEFT..=PLOT_RIGHT).contains(&x));
+            assert!((PLOT_TOP..=PLOT_BOTTOM).contains(&y));
+        }
+    }
+
+    #[test]
+    fn svg_ceiling_far_above_data_is_not_drawn() {
+        let mut chart = sample_chart();
+        chart.ceiling = Some(1e12);
+        let svg = render_scale_svg(&chart);
+        assert!(!svg.contains("class=\"ceiling\""));
+        assert!(!svg.contains("Amdahl ceiling"));
+    }
+
+    #[test]
+    fn svg_output_is_deterministic() {
+        let chart = sample_chart();
+        let a = render_scale_svg(&chart);
+        let b = render_scale_svg(&chart.clone());
+        assert_eq!(a, b);
+        assert!(!a.contains("NaN") && !a.contains("inf"));
+    }
+
+    #[test]
+    fn svg_height_grows_with_notes() {
+        let mut chart = sample_chart();
+        chart.notes = (0..10).map(|i| format!("note {i}")).collect();
+        let svg = render_scale_svg(&chart);
+        check_xml(&svg).unwrap();
+        let h: f64 = svg
+            .split("height=\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(h > MIN_HEIGHT);
+        let long = vec!["word ".repeat(60)];
+        assert!(wrap_notes(&long).len() >= 3);
+        assert!(
+            wrap_notes(&long)
+                .iter()
+                .all(|l| l.chars().count() <= NOTE_WRAP)
+        );
+    }
+}

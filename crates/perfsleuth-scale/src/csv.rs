@@ -1,0 +1,122 @@
+//! Measurements made elsewhere, for `perfsleuth scale fit FILE.csv`: two
+//! columns, concurrency and throughput (named `N`/`X`, or the first two
+//! numeric columns when there is no header). Repeated N are repeated runs.
+
+use crate::{Observation, RunObservation};
+use std::fmt;
+
+/// A line of the file that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsvError {
+    /// 1-based line number (0: the file as a whole).
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for CsvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "line {}: {}", self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for CsvError {}
+
+const N_NAMES: [&str; 6] = ["n", "concurrency", "threads", "clients", "load", "size"];
+const X_NAMES: [&str; 4] = ["x", "throughput", "tput", "rate"];
+
+/// Parses the CSV text into observations, one per distinct N.
+pub fn read_csv(text: &str) -> Result<Vec<Observation>, CsvError> {
+    let mut columns: Option<(usize, usize)> = None;
+    let mut obs: Vec<Observation> = Vec::new();
+    let mut rows = 0;
+    for (i, raw) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let sep = if line.contains(',') {
+            ','
+        } else if line.contains(';') {
+            ';'
+        } else if line.contains('\t') {
+            '\t'
+        } else {
+            ' '
+        };
+        let cells: Vec<&str> = line
+            .split(sep)
+            .map(|c| c.trim().trim_matches('"'))
+            .filter(|c| sep != ' ' || !c.is_empty())
+            .collect();
+        if columns.is_none() && cells.iter().any(|c| c.parse::<f64>().is_err()) {
+            columns = Some(header(&cells).ok_or_else(|| CsvError {
+                line: line_no,
+                message: format!("no concurrency and throughput columns in the header {line:?}"),
+            })?);
+            continue;
+        }
+        let (nc, xc) = *columns.get_or_insert((0, 1));
+        let cell = |c: usize, what: &str| -> Result<f64, CsvError> {
+            let s = cells.get(c).ok_or_else(|| CsvError {
+                line: line_no,
+                message: format!("missing the {what} column"),
+            })?;
+            s.parse::<f64>().map_err(|_| CsvError {
+                line: line_no,
+                message: format!("{what} {s:?} is not a number"),
+            })
+        };
+        let n = cell(nc, "concurrency")?;
+        let x = cell(xc, "throughput")?;
+        if !n.is_finite() || !x.is_finite() {
+            return Err(CsvError {
+                line: line_no,
+                message: "values must be finite numbers".into(),
+            });
+        }
+        if n <= 0.0 {
+            return Err(CsvError {
+                line: line_no,
+                message: format!("concurrency must be positive, got {n}"),
+            });
+        }
+        if x <= 0.0 {
+            return Err(CsvError {
+                line: line_no,
+                message: format!("throughput must be positive, got {x}"),
+            });
+        }
+        let run = RunObservation {
+            throughput: x,
+            ..Default::default()
+        };
+        match obs.iter_mut().find(|o| o.n == n) {
+            Some(o) => o.runs.push(run),
+            None => obs.push(Observation { n, runs: vec![run] }),
+        }
+        rows += 1;
+    }
+    if rows == 0 {
+        return Err(CsvError {
+            line: 0,
+            message: "no data rows (expected columns N,X)".into(),
+        });
+    }
+    obs.sort_by(|a, b| a.n.total_cmp(&b.n));
+    Ok(obs)
+}
+
+fn header(cells: &[&str]) -> Option<(usize, usize)> {
+    let find = |names: &[&str]| {
+        cells
+            .iter()
+            .position(|c| names.contains(&c.to_ascii_lowercase().as_str()))
+    };
+    Some((find(&N_NAMES)?, find(&X_NAMES)?))
+}

@@ -1,0 +1,292 @@
+//! The diagnosis: which of the usual scalability stories the numbers tell,
+//! in words a performance engineer would write on the whiteboard, each
+//! backed by the measurement that supports it.
+
+use crate::{Analysis, Point, fmt_n};
+use perfsleuth_report::format_si;
+use serde::Serialize;
+
+/// Which story the curve tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosisKind {
+    /// Throughput falls as N grows: threads fight over a lock or cache line.
+    Coherency,
+    /// A serial part caps the speed-up (Amdahl).
+    Serialised,
+    /// Near-linear up to the CPUs available, CPUs busy.
+    ComputeBound,
+    /// CPUs idle without a sign of lock contention.
+    Waiting,
+    /// None of the above clearly: sub-linear scaling.
+    SubLinear,
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnosis {
+    /// The story.
+    pub kind: DiagnosisKind,
+    /// One line.
+    pub headline: String,
+    /// The numbers behind it.
+    pub evidence: Vec<String>,
+}
+
+/// A coefficient term matters when it costs at least this much of the
+/// denominator at the largest N (5 % of the single-thread rate).
+const TERM_MATTERS: f64 = 0.05;
+/// Share of the usable CPUs left idle that counts as "CPUs idle".
+const IDLE: f64 = 0.25;
+/// Measured throughput below this share of the best counts as falling.
+const FALLING: f64 = 0.9;
+/// Growth in context switches or futex calls per unit of work that marks
+/// threads blocking on each other.
+const BLOCKING_GROWTH: f64 = 5.0;
+/// ... provided the last level blocks at least this often per 1000 units.
+const BLOCKING_FLOOR_PER_KOP: f64 = 0.01;
+/// Efficiency (against the CPUs usable) that counts as scaling well.
+const SCALES: f64 = 0.8;
+
+pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
+    let (Some(first), Some(last)) = (a.points.first(), a.points.last()) else {
+        return Vec::new();
+    };
+    if a.points.len() < 2 {
+        return Vec::new();
+    }
+    let best = a
+        .points
+        .iter()
+        .max_by(|x, y| x.throughput.total_cmp(&y.throughput))
+        .unwrap_or(first);
+    let usable = a.machine.usable.unwrap_or(f64::INFINITY);
+    let falls = best.n < last.n && last.throughput < FALLING * best.throughput;
+    let fit = a.fit.as_ref();
+    let n = last.n;
+    let beta_matters =
+        fit.is_some_and(|f| f.beta_significant && f.beta * n * (n - 1.0) >= TERM_MATTERS);
+    let alpha_matters =
+        fit.is_some_and(|f| f.alpha_significant && f.alpha * (n - 1.0) >= TERM_MATTERS);
+    let blocking = blocking_evidence(first, last);
+    // The largest N at which the CPUs that could work sat idle.
+    let idle = a
+        .points
+        .iter()
+        .filter(|p| p.n > first.n)
+        .filter_map(|p| p.idle_of_usable.map(|i| (p, i)))
+        .rfind(|(_, i)| *i > IDLE);
+    // Efficiency against the CPUs that could run: oversubscription is not a loss.
+    let eff_usable = last.speedup / last.n.min(usable);
+
+    let mut evidence = Vec::new();
+    let kind;
+    let headline;
+    // The USL cannot plateau, so a flat curve fits with β > 0 and a turn
+    // past the data: only a measured fall counts as retrograde. A measured
+    // fall is contention whatever the fit calls it (β > 0, or α > 1 when the
+    // very first added thread costs more than it brings).
+    if falls {
+        kind = DiagnosisKind::Coherency;
+        let peak = fit
+            .and_then(|f| f.peak_n.filter(|p| *p < n))
+            .map_or_else(|| fmt_n(best.n), |p| format!("{p:.1}"));
+        headline = format!(
+            "coherency/contention: adding threads lowers throughput past N* ≈ {peak}; look for a shared lock or cache line"
+        );
+        if falls {
+            evidence.push(format!(
+                "throughput falls from {} at N = {} to {} at N = {} ({:+.0} %)",
+                format_si(best.throughput),
+                fmt_n(best.n),
+                format_si(last.throughput),
+                fmt_n(last.n),
+                100.0 * (last.throughput / best.throughput - 1.0)
+            ));
+        }
+        if let Some(f) = fit {
+            evidence.push(format!(
+                "USL: β = {} ± {} (coherency), α = {} ± {} (contention)",
+                sci(f.beta),
+                sci(f.beta_se),
+                sci(f.alpha),
+                sci(f.alpha_se)
+            ));
+            if f.alpha >= 1.0 && !beta_matters {
+                evidence.push(
+                    "α ≥ 1: each added thread costs more than it contributes, from the second one on (one thread already saturates the shared resource)"
+                        .to_string(),
+                );
+            }
+        }
+        match idle {
+            Some((p, i)) => evidence.push(format!(
+                "CPUs {:.0} % idle at N = {} although {} could be busy: threads wait instead of working",
+                100.0 * i,
+                fmt_n(p.n),
+                fmt_n(p.n.min(usable))
+            )),
+            None => {
+                if let Some(i) = last.idle_of_usable {
+                    evidence.push(format!(
+                        "CPUs stay busy ({:.0} % idle at N = {}): the time goes to moving the contended cache line, not to sleeping",
+                        100.0 * i,
+                        fmt_n(last.n)
+                    ));
+                }
+            }
+        }
+        evidence.extend(blocking.clone());
+    } else if alpha_matters && !beta_matters {
+        kind = DiagnosisKind::Serialised;
+        let f = fit.expect("alpha_matters implies a fit");
+        let ceiling = f.amdahl_ceiling.map_or(String::from("n/a"), |c| {
+            format!("{} ({:.1}× one thread)", format_si(c), c / f.gamma)
+        });
+        headline = format!(
+            "serialised fraction ≈ {:.1} %: Amdahl ceiling {ceiling}",
+            100.0 * f.alpha
+        );
+        evidence.push(format!(
+            "USL: α = {} ± {}, β = {} ± {} (no coherency loss)",
+            sci(f.alpha),
+            sci(f.alpha_se),
+            sci(f.beta),
+            sci(f.beta_se)
+        ));
+        evidence.push(efficiency_line(last, usable));
+        evidence.extend(blocking.clone());
+    } else if eff_usable >= SCALES && idle.is_none() {
+        kind = DiagnosisKind::ComputeBound;
+        headline = if last.n > usable {
+            format!(
+                "scales; compute-bound: near-linear up to the {} usable CPUs, then flat — threads beyond them only share CPUs",
+                fmt_n(usable)
+            )
+        } else {
+            "scales; compute-bound".to_string()
+        };
+        evidence.push(efficiency_line(last, usable));
+        if let Some(i) = last.idle_of_usable {
+            evidence.push(format!(
+                "CPUs busy: {:.0} % of the usable CPUs idle at N = {}",
+                100.0 * i,
+                fmt_n(last.n)
+            ));
+        }
+    } else if let (Some((p, i)), None) = (idle, &blocking) {
+        kind = DiagnosisKind::Waiting;
+        headline = "waiting on I/O or another resource: CPUs idle with no sign of lock contention"
+            .to_string();
+        evidence.push(format!(
+            "CPUs {:.0} % idle at N = {} although {} could be busy",
+            100.0 * i,
+            fmt_n(p.n),
+            fmt_n(p.n.min(usable))
+        ));
+        if let Some(c) = p.cpu.filter(|c| c.iowait >= 0.02) {
+            evidence.push(format!(
+                "{:.0} % of CPU time is iowait: the wait is on storage",
+                100.0 * c.iowait
+            ));
+        }
+        if let (Some(a), Some(b)) = (first.voluntary_cs_per_kop, last.voluntary_cs_per_kop) {
+            evidence.push(format!(
+                "voluntary context switches per 1000 ops stay at {} → {}: no sign of threads blocking on each other",
+                format_si(a),
+                format_si(b)
+            ));
+        }
+        evidence.push(efficiency_line(last, usable));
+    } else {
+        kind = DiagnosisKind::SubLinear;
+        headline = format!(
+            "scales sub-linearly: efficiency {:.0} % at N = {}",
+            100.0 * eff_usable,
+            fmt_n(last.n)
+        );
+        if let Some(f) = fit {
+            evidence.push(format!(
+                "USL: α = {} ± {}, β = {} ± {}",
+                sci(f.alpha),
+                sci(f.alpha_se),
+                sci(f.beta),
+                sci(f.beta_se)
+            ));
+        }
+        if let Some((p, i)) = idle {
+            evidence.push(format!(
+                "CPUs {:.0} % idle at N = {}",
+                100.0 * i,
+                fmt_n(p.n)
+            ));
+        }
+        evidence.extend(blocking.clone());
+    }
+    vec![Diagnosis {
+        kind,
+        headline,
+        evidence,
+    }]
+}
+
+/// Threads blocking on each other: futex calls (preferred) or voluntary
+/// context switches per unit of work growing with N.
+fn blocking_evidence(first: &Point, last: &Point) -> Option<String> {
+    let grows = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => {
+            (b >= BLOCKING_FLOOR_PER_KOP && b >= BLOCKING_GROWTH * a.max(1e-6)).then_some((a, b))
+        }
+        _ => None,
+    };
+    if let Some((a, b)) = grows(first.futex_per_kop, last.futex_per_kop) {
+        return Some(format!(
+            "futex calls per 1000 ops rise from {} at N = {} to {} at N = {}: threads block on a lock",
+            format_si(a),
+            fmt_n(first.n),
+            format_si(b),
+            fmt_n(last.n)
+        ));
+    }
+    grows(first.voluntary_cs_per_kop, last.voluntary_cs_per_kop).map(|(a, b)| {
+        format!(
+            "voluntary context switches per 1000 ops rise from {} at N = {} to {} at N = {}: threads block, as on a contended mutex",
+            format_si(a),
+            fmt_n(first.n),
+            format_si(b),
+            fmt_n(last.n)
+        )
+    })
+}
+
+fn efficiency_line(last: &Point, usable: f64) -> String {
+    if last.n > usable {
+        format!(
+            "efficiency {:.0} % at N = {} against the {} usable CPUs ({:.0} % per thread)",
+            100.0 * last.speedup / usable,
+            fmt_n(last.n),
+            fmt_n(usable),
+            100.0 * last.efficiency
+        )
+    } else {
+        format!(
+            "efficiency {:.0} % at N = {} (speed-up {:.2}×)",
+            100.0 * last.efficiency,
+            fmt_n(last.n),
+            last.speedup
+        )
+    }
+}
+
+/// A coefficient in a compact form: 0.0267, 7.69e-4.
+pub(crate) fn sci(v: f64) -> String {
+    if !v.is_finite() {
+        "n/a".to_string()
+    } else if v == 0.0 {
+        "0".to_string()
+    } else if v.abs() >= 0.01 && v.abs() < 1e4 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.2e}")
+    }
+}

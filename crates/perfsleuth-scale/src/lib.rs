@@ -1,0 +1,500 @@
+//! Scalability analysis: throughput measured at several concurrency levels,
+//! the Universal Scalability Law fitted to it, and a diagnosis in plain words
+//! backed by the CPU time and context switches recorded at each level.
+//!
+//! The CLI measures; this crate only reasons about measurements, so that the
+//! same analysis serves `perfsleuth scale`, `perfsleuth scale fit FILE.csv`
+//! and a future server.
+#![warn(missing_docs)]
+
+mod csv;
+mod diagnose;
+mod render;
+
+pub use csv::{CsvError, read_csv};
+pub use diagnose::{Diagnosis, DiagnosisKind};
+pub use render::{chart, render_terminal, to_json};
+
+use perfsleuth_stats::{UslError, UslFit, UslPoint, fit_usl, fit_usl_capped, median};
+use serde::Serialize;
+
+/// Fewest distinct concurrency levels a fit accepts.
+pub const MIN_LEVELS: usize = 4;
+/// Below this many levels the fit is reported with a warning.
+pub const WARN_LEVELS: usize = 6;
+/// The fitted curve is never drawn or quoted beyond this multiple of the
+/// largest measured N.
+pub const MAX_EXTRAPOLATION: f64 = 2.0;
+
+/// How the machine's CPU time was spent during one run, as shares of all
+/// CPUs' time (each 0..=1, summing to 1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CpuSplit {
+    /// User mode.
+    pub user: f64,
+    /// Kernel mode.
+    pub system: f64,
+    /// Idle.
+    pub idle: f64,
+    /// Idle waiting for I/O.
+    pub iowait: f64,
+    /// Stolen by the hypervisor.
+    pub steal: f64,
+}
+
+impl CpuSplit {
+    /// User + system.
+    pub fn busy(&self) -> f64 {
+        self.user + self.system
+    }
+}
+
+/// One run of the command at one concurrency level.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunObservation {
+    /// Throughput, units of work per second.
+    pub throughput: f64,
+    /// Wall time of the run in seconds.
+    pub wall_s: f64,
+    /// Units of work the run did (throughput × wall time when the command
+    /// reported only a rate).
+    pub work: f64,
+    /// Whole-machine CPU split while it ran, when `/proc/stat` was read.
+    pub cpu: Option<CpuSplit>,
+    /// Busy share per CPU while it ran (same order as the kernel's list).
+    pub per_cpu_busy: Vec<f64>,
+    /// CPU time (user + system) of the command, all its threads and
+    /// children, in seconds.
+    pub cpu_time_s: Option<f64>,
+    /// Voluntary context switches of the command (all its threads and children).
+    pub voluntary_cs: Option<f64>,
+    /// futex system calls, where the counters could be read.
+    pub futex_calls: Option<f64>,
+    /// CPU migrations, where the counters could be read.
+    pub cpu_migrations: Option<f64>,
+}
+
+/// All runs at one concurrency level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// Concurrency N.
+    pub n: f64,
+    /// The runs.
+    pub runs: Vec<RunObservation>,
+}
+
+/// What the measured commands could use of the machine.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Machine {
+    /// Logical CPUs.
+    pub logical: Option<usize>,
+    /// Physical cores, when known.
+    pub physical: Option<usize>,
+    /// CPUs usable at once (affinity, cpuset and quota applied).
+    pub usable: Option<f64>,
+    /// What limits `usable`, in words.
+    pub limited_by: Option<String>,
+}
+
+/// One concurrency level, summarised.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Point {
+    /// Concurrency N.
+    pub n: f64,
+    /// Runs measured.
+    pub runs: usize,
+    /// Median throughput.
+    pub throughput: f64,
+    /// Lower end of the error bar (95 % CI of the median, or the minimum).
+    pub throughput_low: f64,
+    /// Upper end of the error bar.
+    pub throughput_high: f64,
+    /// Throughput relative to N = 1 (or to the smallest N, scaled as if linear below it).
+    pub speedup: f64,
+    /// Speed-up / N.
+    pub efficiency: f64,
+    /// Mean whole-machine CPU split, when measured.
+    pub cpu: Option<CpuSplit>,
+    /// Mean busy share per CPU, when measured.
+    pub per_cpu_busy: Vec<f64>,
+    /// CPUs the whole machine kept busy on average (busy share × logical CPUs).
+    pub busy_cpus: Option<f64>,
+    /// CPUs the command itself kept busy: its CPU time / wall time (median).
+    pub command_cpus: Option<f64>,
+    /// Share of the CPUs this level could use (min(N, usable)) that the
+    /// command left idle; from its own CPU time when known (other load on
+    /// the machine does not hide it), else from the machine's idle time.
+    pub idle_of_usable: Option<f64>,
+    /// Voluntary context switches per 1000 units of work (median over runs).
+    pub voluntary_cs_per_kop: Option<f64>,
+    /// futex calls per 1000 units of work.
+    pub futex_per_kop: Option<f64>,
+    /// CPU migrations per 1000 units of work.
+    pub migrations_per_kop: Option<f64>,
+    /// Fitted throughput at N.
+    pub fitted: Option<f64>,
+}
+
+/// The USL fit as reported: coefficients plus what follows from them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FitSummary {
+    /// "usl", "amdahl" or "linear".
+    pub model: &'static str,
+    /// Contention α.
+    pub alpha: f64,
+    /// Standard error of α.
+    pub alpha_se: f64,
+    /// Coherency β.
+    pub beta: f64,
+    /// Standard error of β.
+    pub beta_se: f64,
+    /// Throughput of one unit γ.
+    pub gamma: f64,
+    /// Standard error of γ.
+    pub gamma_se: f64,
+    /// Residual standard error.
+    pub residual_se: f64,
+    /// The CPUs the fit assumed when N exceeded them (oversubscription).
+    pub capacity: Option<f64>,
+    /// N* = √((1−α)/β), when β > 0 and N* ≤ 2× the largest measured N.
+    pub n_star: Option<f64>,
+    /// Fitted X at N*.
+    pub x_at_n_star: Option<f64>,
+    /// Where the fitted curve peaks (N*, or the capacity), within the extrapolation limit.
+    pub peak_n: Option<f64>,
+    /// Fitted X at the peak.
+    pub peak_x: Option<f64>,
+    /// Amdahl ceiling γ/α, when α > 0.
+    pub amdahl_ceiling: Option<f64>,
+    /// Throughput falls for N beyond this (the retrograde region), when it does.
+    pub retrograde_from: Option<f64>,
+    /// α is distinguishable from 0 (more than 2 standard errors).
+    pub alpha_significant: bool,
+    /// β is distinguishable from 0.
+    pub beta_significant: bool,
+    /// N* exists but lies beyond the extrapolation limit, so it is not quoted.
+    pub n_star_beyond_limit: bool,
+}
+
+/// Everything `scale` reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    /// The parameter that set the concurrency (e.g. "threads").
+    pub parameter: String,
+    /// One entry per concurrency level, ascending.
+    pub points: Vec<Point>,
+    /// The fit, when one was possible.
+    pub fit: Option<FitSummary>,
+    /// Why there is no fit.
+    pub fit_error: Option<String>,
+    /// What the numbers say, most important first.
+    pub diagnosis: Vec<Diagnosis>,
+    /// Caveats about the measurement (oversubscription, SMT, steal, few points).
+    pub warnings: Vec<String>,
+    /// The machine's CPUs.
+    pub machine: Machine,
+}
+
+impl Analysis {
+    /// The fitted curve as a function of N, when there is a fit.
+    pub fn fitted(&self, n: f64) -> Option<f64> {
+        let f = self.fit.as_ref()?;
+        let cap = f.capacity.unwrap_or(f64::INFINITY);
+        Some(f.gamma * n.min(cap) / (1.0 + f.alpha * (n - 1.0) + f.beta * n * (n - 1.0)))
+    }
+
+    /// The largest measured N.
+    pub fn max_n(&self) -> f64 {
+        self.points.iter().map(|p| p.n).fold(0.0, f64::max)
+    }
+}
+
+/// Summarises the observations, fits the USL (capacity-aware when N
+/// exceeds the usable CPUs) and diagnoses the curve.
+pub fn analyze(parameter: &str, observations: &[Observation], machine: &Machine) -> Analysis {
+    let mut obs: Vec<&Observation> = observations
+        .iter()
+        .filter(|o| !o.runs.is_empty() && o.n.is_finite())
+        .collect();
+    obs.sort_by(|a, b| a.n.total_cmp(&b.n));
+
+    let mut points: Vec<Point> = obs.iter().map(|o| summarize(o, machine)).collect();
+    set_speedups(&mut points);
+
+    let fit_points: Vec<UslPoint> = obs
+        .iter()
+        .flat_map(|o| {
+            o.runs.iter().map(|r| UslPoint {
+                n: o.n,
+                x: r.throughput,
+            })
+        })
+        .collect();
+    let max_n = points.iter().map(|p| p.n).fold(0.0, f64::max);
+    let capacity = machine.usable.filter(|c| *c >= 1.0 && max_n > *c);
+    let fitted = if points.len() < MIN_LEVELS {
+        Err(format!(
+            "no fit: {} concurrency level{} measured, the USL needs at least {MIN_LEVELS}",
+            points.len(),
+            if points.len() == 1 { "" } else { "s" }
+        ))
+    } else {
+        // Oversubscribed CPU-bound work plateaus at the CPUs; work that waits
+        // (sleeps, I/O) keeps scaling past them. Both models have the same
+        // parameters, so the one that fits the data better says which it is.
+        let plain = fit_usl(&fit_points);
+        let result = match (capacity, &plain) {
+            (Some(c), Ok(p)) => match fit_usl_capped(&fit_points, c) {
+                Ok(capped) if rss(&capped, &fit_points) < rss(p, &fit_points) => Ok(capped),
+                _ => plain,
+            },
+            (Some(c), Err(_)) => fit_usl_capped(&fit_points, c),
+            (None, _) => plain,
+        };
+        result.map_err(|e| match e {
+            UslError::NonPositive => "no fit: a throughput is zero or negative".to_string(),
+            other => format!("no fit: {other}"),
+        })
+    };
+    let (fit, fit_error) = match fitted {
+        Ok(f) => (Some(summarize_fit(&f, max_n)), None),
+        Err(e) => (None, Some(e)),
+    };
+
+    let mut analysis = Analysis {
+        parameter: parameter.to_string(),
+        points,
+        fit,
+        fit_error,
+        diagnosis: Vec::new(),
+        warnings: Vec::new(),
+        machine: machine.clone(),
+    };
+    let fitted_values: Vec<Option<f64>> = analysis
+        .points
+        .iter()
+        .map(|p| analysis.fitted(p.n))
+        .collect();
+    for (p, f) in analysis.points.iter_mut().zip(fitted_values) {
+        p.fitted = f;
+    }
+    analysis.warnings = warnings(&analysis);
+    analysis.diagnosis = diagnose::diagnose(&analysis);
+    analysis
+}
+
+fn rss(fit: &UslFit, points: &[UslPoint]) -> f64 {
+    points
+        .iter()
+        .map(|p| (p.x - fit.throughput(p.n)).powi(2))
+        .sum()
+}
+
+fn summarize(o: &Observation, machine: &Machine) -> Point {
+    let mut xs: Vec<f64> = o.runs.iter().map(|r| r.throughput).collect();
+    xs.sort_by(f64::total_cmp);
+    let x = median(&xs).unwrap_or(f64::NAN);
+    let (low, high) = match perfsleuth_stats::median_ci(&xs, 0.95) {
+        Some(ci) if xs.len() >= 6 => (ci.lo, ci.hi),
+        _ => (xs[0], xs[xs.len() - 1]),
+    };
+    let cpus: Vec<CpuSplit> = o.runs.iter().filter_map(|r| r.cpu).collect();
+    let cpu = (!cpus.is_empty()).then(|| {
+        let k = cpus.len() as f64;
+        let mean = |f: fn(&CpuSplit) -> f64| cpus.iter().map(f).sum::<f64>() / k;
+        CpuSplit {
+            user: mean(|c| c.user),
+            system: mean(|c| c.system),
+            idle: mean(|c| c.idle),
+            iowait: mean(|c| c.iowait),
+            steal: mean(|c| c.steal),
+        }
+    });
+    let width = o
+        .runs
+        .iter()
+        .map(|r| r.per_cpu_busy.len())
+        .max()
+        .unwrap_or(0);
+    let per_cpu_busy = (0..width)
+        .map(|i| {
+            let v: Vec<f64> = o
+                .runs
+                .iter()
+                .filter_map(|r| r.per_cpu_busy.get(i).copied())
+                .collect();
+            v.iter().sum::<f64>() / v.len().max(1) as f64
+        })
+        .collect();
+    let busy_cpus = cpu.zip(machine.logical).map(|(c, l)| c.busy() * l as f64);
+    let mut used: Vec<f64> = o
+        .runs
+        .iter()
+        .filter_map(|r| {
+            r.cpu_time_s
+                .filter(|_| r.wall_s > 0.0)
+                .map(|c| c / r.wall_s)
+        })
+        .collect();
+    used.sort_by(f64::total_cmp);
+    let command_cpus = median(&used);
+    let idle_of_usable = command_cpus
+        .or(busy_cpus)
+        .zip(machine.usable)
+        .map(|(busy, usable)| {
+            let could = o.n.min(usable);
+            (1.0 - busy / could).clamp(0.0, 1.0)
+        });
+    let per_kop = |f: fn(&RunObservation) -> Option<f64>| {
+        let mut v: Vec<f64> = o
+            .runs
+            .iter()
+            .filter_map(|r| f(r).filter(|_| r.work > 0.0).map(|c| 1000.0 * c / r.work))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        median(&v)
+    };
+    Point {
+        n: o.n,
+        runs: o.runs.len(),
+        throughput: x,
+        throughput_low: low,
+        throughput_high: high,
+        speedup: f64::NAN,
+        efficiency: f64::NAN,
+        cpu,
+        per_cpu_busy,
+        busy_cpus,
+        command_cpus,
+        idle_of_usable,
+        voluntary_cs_per_kop: per_kop(|r| r.voluntary_cs),
+        futex_per_kop: per_kop(|r| r.futex_calls),
+        migrations_per_kop: per_kop(|r| r.cpu_migrations),
+        fitted: None,
+    }
+}
+
+/// Speed-up against N = 1, or against the smallest N scaled down linearly
+/// when 1 was not measured.
+fn set_speedups(points: &mut [Point]) {
+    let Some(first) = points.first() else { return };
+    let per_unit = first.throughput / first.n;
+    for p in points.iter_mut() {
+        p.speedup = p.throughput / per_unit;
+        p.efficiency = p.speedup / p.n;
+    }
+}
+
+fn significant(value: f64, se: f64) -> bool {
+    value > 0.0 && (se.is_nan() || value > 2.0 * se)
+}
+
+fn summarize_fit(f: &UslFit, max_n: f64) -> FitSummary {
+    let limit = MAX_EXTRAPOLATION * max_n;
+    let n_star = f.n_star.filter(|n| *n <= limit);
+    let peak = f.peak().filter(|(n, _)| *n <= limit);
+    // The curve falls past its peak only when the penalties grow with N
+    // there (at the capacity with α = β = 0 it is flat, not falling).
+    let falls = f.alpha > 0.0 || f.beta > 0.0;
+    FitSummary {
+        model: match f.model {
+            perfsleuth_stats::UslModel::Usl => "usl",
+            perfsleuth_stats::UslModel::Amdahl => "amdahl",
+            perfsleuth_stats::UslModel::Linear => "linear",
+        },
+        alpha: f.alpha,
+        alpha_se: f.alpha_se,
+        beta: f.beta,
+        beta_se: f.beta_se,
+        gamma: f.gamma,
+        gamma_se: f.gamma_se,
+        residual_se: f.residual_se,
+        capacity: f.capacity,
+        n_star,
+        x_at_n_star: n_star.and(f.x_at_n_star),
+        peak_n: peak.map(|p| p.0),
+        peak_x: peak.map(|p| p.1),
+        amdahl_ceiling: f.amdahl_ceiling,
+        retrograde_from: peak.filter(|_| falls).map(|p| p.0),
+        alpha_significant: significant(f.alpha, f.alpha_se),
+        beta_significant: significant(f.beta, f.beta_se),
+        n_star_beyond_limit: f.n_star.is_some() && n_star.is_none(),
+    }
+}
+
+fn warnings(a: &Analysis) -> Vec<String> {
+    let mut w = Vec::new();
+    let max_n = a.max_n();
+    let m = &a.machine;
+    if let Some(usable) = m.usable
+        && max_n > usable
+    {
+        let limit = m
+            .limited_by
+            .as_ref()
+            .map_or(String::new(), |why| format!(" ({why})"));
+        w.push(format!(
+            "N up to {} exceeds the {} usable CPUs{limit}: beyond them threads share CPUs; \
+             the fit assumes at most {} run at once",
+            fmt_n(max_n),
+            fmt_n(usable),
+            fmt_n(usable)
+        ));
+    }
+    if let (Some(physical), Some(logical)) = (m.physical, m.logical)
+        && physical < logical
+        && max_n > physical as f64
+    {
+        w.push(format!(
+            "N above {physical} crosses the SMT boundary ({physical} physical cores, {logical} logical CPUs): \
+             siblings share a core's execution units and caches"
+        ));
+    }
+    let steal = a
+        .points
+        .iter()
+        .filter_map(|p| p.cpu.map(|c| (p.n, c.steal)))
+        .fold(None::<(f64, f64)>, |acc, (n, s)| match acc {
+            Some((_, best)) if best >= s => acc,
+            _ => Some((n, s)),
+        });
+    if let Some((n, s)) = steal
+        && s >= 0.02
+    {
+        w.push(format!(
+            "the hypervisor stole {:.0} % of CPU time (at N = {}): other tenants were running; \
+             throughput here is not the machine's alone",
+            100.0 * s,
+            fmt_n(n)
+        ));
+    }
+    let levels = a.points.len();
+    if (MIN_LEVELS..WARN_LEVELS).contains(&levels) {
+        w.push(format!(
+            "only {levels} concurrency levels: the fit is fragile below {WARN_LEVELS}; measure more values of N"
+        ));
+    }
+    for p in &a.points {
+        let width = (p.throughput_high - p.throughput_low) / p.throughput;
+        if p.runs >= 3 && width > 0.2 {
+            w.push(format!(
+                "throughput at N = {} varies by {:.0} % between runs: more runs (--runs) would firm up the fit",
+                fmt_n(p.n),
+                100.0 * width
+            ));
+        }
+    }
+    w
+}
+
+/// N as printed: integers without decimals.
+pub fn fmt_n(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{n:.0}")
+    } else {
+        format!("{n:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,243 @@
+//! Renderers of an [`Analysis`]: the terminal table, JSON and the SVG chart.
+
+use crate::diagnose::sci;
+use crate::{Analysis, MAX_EXTRAPOLATION, fmt_n};
+use perfsleuth_report::format_si;
+use perfsleuth_report::svg::{ChartPoint, ScaleChart};
+
+/// The table per N, the fit summary, the diagnosis and the warnings.
+pub fn render_terminal(a: &Analysis, color: bool) -> String {
+    let paint = |code: &str, text: &str| {
+        if color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    };
+    let has_cpu = a.points.iter().any(|p| p.cpu.is_some());
+    let has_own = a.points.iter().any(|p| p.command_cpus.is_some());
+    let has_cs = a.points.iter().any(|p| p.voluntary_cs_per_kop.is_some());
+    let has_futex = a.points.iter().any(|p| p.futex_per_kop.is_some());
+    let has_fit = a.fit.is_some();
+
+    let mut header = vec![
+        a.parameter.clone(),
+        "throughput".into(),
+        "range".into(),
+        "speed-up".into(),
+        "efficiency".into(),
+    ];
+    if has_own {
+        header.push("CPUs used".into());
+    }
+    if has_cpu {
+        header.extend(["machine busy".into(), "idle".into(), "steal".into()]);
+    }
+    if has_cs {
+        header.push("vol. cs/kop".into());
+    }
+    if has_futex {
+        header.push("futex/kop".into());
+    }
+    if has_fit {
+        header.push("fitted".into());
+    }
+    let mut rows = vec![header];
+    for p in &a.points {
+        let mut row = vec![
+            fmt_n(p.n),
+            format_si(p.throughput),
+            format!(
+                "{}…{}",
+                format_si(p.throughput_low),
+                format_si(p.throughput_high)
+            ),
+            format!("{:.2}×", p.speedup),
+            format!("{:.0} %", 100.0 * p.efficiency),
+        ];
+        if has_own {
+            row.push(p.command_cpus.map_or("n/a".into(), |b| format!("{b:.2}")));
+        }
+        if has_cpu {
+            row.push(p.busy_cpus.map_or("n/a".into(), |b| format!("{b:.2}")));
+            row.push(p.cpu.map_or("n/a".into(), |c| pct(c.idle + c.iowait)));
+            row.push(p.cpu.map_or("n/a".into(), |c| pct(c.steal)));
+        }
+        if has_cs {
+            row.push(p.voluntary_cs_per_kop.map_or("n/a".into(), format_si));
+        }
+        if has_futex {
+            row.push(p.futex_per_kop.map_or("n/a".into(), format_si));
+        }
+        if has_fit {
+            row.push(p.fitted.map_or("n/a".into(), format_si));
+        }
+        rows.push(row);
+    }
+    let mut out = table(&rows);
+    out.push('\n');
+
+    match (&a.fit, &a.fit_error) {
+        (Some(f), _) => {
+            let model = match f.model {
+                "amdahl" => "Amdahl (β = 0)",
+                "linear" => "linear (α = β = 0)",
+                _ => "USL",
+            };
+            out.push_str(&format!(
+                "Fit ({model}): α = {} ± {}, β = {} ± {}, γ = {} ± {}; residual SE {}\n",
+                sci(f.alpha),
+                sci(f.alpha_se),
+                sci(f.beta),
+                sci(f.beta_se),
+                format_si(f.gamma),
+                format_si(f.gamma_se),
+                format_si(f.residual_se)
+            ));
+            if let Some(c) = f.capacity {
+                out.push_str(&format!(
+                    "  capacity: {} usable CPUs (ideal term γ·min(N, {}))\n",
+                    fmt_n(c),
+                    fmt_n(c)
+                ));
+            }
+            let mut facts = Vec::new();
+            if let (Some(n), Some(x)) = (f.n_star, f.x_at_n_star) {
+                facts.push(format!("N* = {n:.1}, X(N*) = {}", format_si(x)));
+            } else if f.n_star_beyond_limit {
+                facts.push(format!(
+                    "N* lies beyond {MAX_EXTRAPOLATION}× the largest measured N (not extrapolated)"
+                ));
+            }
+            if let Some(c) = f.amdahl_ceiling {
+                facts.push(format!("Amdahl ceiling γ/α = {}", format_si(c)));
+            }
+            if let Some(r) = f.retrograde_from.filter(|r| *r < a.max_n()) {
+                facts.push(format!("retrograde: throughput falls for N > {r:.1}"));
+            }
+            if !facts.is_empty() {
+                out.push_str(&format!("  {}\n", facts.join("; ")));
+            }
+        }
+        (None, Some(e)) => out.push_str(&format!("{e}\n")),
+        (None, None) => {}
+    }
+    for d in &a.diagnosis {
+        out.push_str(&format!(
+            "\n{}\n",
+            paint("1", &format!("Diagnosis: {}", d.headline))
+        ));
+        for e in &d.evidence {
+            out.push_str(&format!("  - {e}\n"));
+        }
+    }
+    if !a.warnings.is_empty() {
+        out.push('\n');
+        for w in &a.warnings {
+            out.push_str(&format!("{} {w}\n", paint("33", "warning:")));
+        }
+    }
+    out
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.0} %", 100.0 * v)
+}
+
+/// Left-aligned first column, right-aligned numbers.
+fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, s)| {
+                let pad = widths[c] - s.chars().count();
+                if c == 0 {
+                    format!("{s}{}", " ".repeat(pad))
+                } else {
+                    format!("{}{s}", " ".repeat(pad))
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The analysis as JSON (schema "perfsleuth/scale", version 1).
+pub fn to_json(a: &Analysis) -> serde_json::Value {
+    let mut v = serde_json::to_value(a).unwrap_or(serde_json::Value::Null);
+    if let serde_json::Value::Object(map) = &mut v {
+        map.insert("schema".into(), "perfsleuth/scale".into());
+        map.insert("schema_version".into(), 1.into());
+    }
+    v
+}
+
+/// The chart `--plot` writes: points with error bars, the fitted curve up to
+/// 2× the largest N at most, the linear ideal, the Amdahl ceiling and N*.
+pub fn chart(a: &Analysis, title: &str) -> ScaleChart {
+    let max_n = a.max_n();
+    let fit = a.fit.as_ref();
+    // Draw the curve a little past the data, but never beyond the limit.
+    let end = (max_n * 1.25).min(MAX_EXTRAPOLATION * max_n);
+    let fitted: Vec<(f64, f64)> = match fit {
+        Some(_) => (0..=200)
+            .filter_map(|i| {
+                let n = 1.0 + (end - 1.0).max(0.0) * i as f64 / 200.0;
+                a.fitted(n).map(|x| (n, x))
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let fit_label = fit.map_or(String::new(), |f| {
+        format!(
+            "USL fit: α={} β={} γ={}",
+            sci(f.alpha),
+            sci(f.beta),
+            format_si(f.gamma)
+        )
+    });
+    let mut notes: Vec<String> = a.diagnosis.iter().map(|d| d.headline.clone()).collect();
+    if let Some(c) = fit.and_then(|f| f.capacity) {
+        notes.push(format!(
+            "fit assumes at most {} threads run at once (usable CPUs)",
+            fmt_n(c)
+        ));
+    }
+    ScaleChart {
+        title: title.to_string(),
+        x_label: format!("concurrency N ({})", a.parameter),
+        y_label: "throughput X(N) (per second)".to_string(),
+        points: a
+            .points
+            .iter()
+            .map(|p| ChartPoint {
+                n: p.n,
+                median: p.throughput,
+                low: p.throughput_low,
+                high: p.throughput_high,
+            })
+            .collect(),
+        fitted,
+        fit_label,
+        linear_slope: fit.map(|f| f.gamma),
+        ceiling: fit.and_then(|f| f.amdahl_ceiling),
+        peak: fit
+            .and_then(|f| f.n_star.zip(f.x_at_n_star))
+            .filter(|(n, _)| *n <= end),
+        notes,
+    }
+}
