@@ -71,9 +71,14 @@ pub(crate) fn percent(change: f64) -> String {
     }
 }
 
-/// The change with its CI: "+3.1% [+2.0% … +4.2%]"; "n/a" without one.
+/// The change with its CI: "+3.1% [+2.0% … +4.2%]"; "+3.1% (exact)" for
+/// deterministic counts (no resampling, a zero-width interval); "n/a"
+/// without one.
 pub(crate) fn change_with_ci(change: Option<&RelativeChange>) -> String {
     match change {
+        Some(c) if c.resamples == 0 && c.ci.lo == c.ci.hi => {
+            format!("{} (exact)", percent(c.change))
+        }
         Some(c) => format!(
             "{} [{} … {}]",
             percent(c.change),

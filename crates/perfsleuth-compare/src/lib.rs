@@ -17,7 +17,7 @@ pub use json::{SCHEMA, SCHEMA_VERSION, to_json};
 pub use render::{render_markdown, render_terminal};
 
 use perfsleuth_env::Change;
-use perfsleuth_model::{Environment, ImpactClass, Metric, Run, Sample};
+use perfsleuth_model::{Environment, ImpactClass, Metric, Mode, Profile, Run, Sample};
 use perfsleuth_stats::{
     DEFAULT_CONFIDENCE, Interval, RelativeChange, Verdict, VerdictRule, bh_adjusted,
     bootstrap_relative_change, bootstrap_relative_change_runs, mann_whitney_u, median,
@@ -216,6 +216,8 @@ struct Entry<'a> {
     argv: &'a [String],
     /// One group per run that contains the benchmark (possibly empty).
     groups: Vec<Vec<&'a Sample>>,
+    /// The newest per-function profile (simulation mode).
+    profile: Option<&'a Profile>,
 }
 
 /// The benchmarks of a side keyed by (name, parameters), in order of first appearance.
@@ -238,10 +240,14 @@ fn collect(side: &Side) -> Vec<Entry<'_>> {
                         facts: &b.facts,
                         argv: &b.argv,
                         groups: Vec::new(),
+                        profile: None,
                     });
                     entries.len() - 1
                 }
             };
+            if b.profile.is_some() {
+                entries[idx].profile = b.profile.as_ref();
+            }
             if seen_in_run.contains(&idx) {
                 if let Some(g) = entries[idx].groups.last_mut() {
                     g.extend(b.samples.iter());
@@ -376,6 +382,8 @@ struct Measured {
     change: Option<RelativeChange>,
     p_value: Option<f64>,
     notes: Vec<String>,
+    /// Simulated counts identical within each side: the change is exact.
+    exact: bool,
 }
 
 fn measure(
@@ -388,7 +396,12 @@ fn measure(
     let values = |groups: &[Vec<&Sample>]| -> Vec<Vec<f64>> {
         groups
             .iter()
-            .map(|g| g.iter().map(|s| metric.of(s)).collect::<Vec<f64>>())
+            .map(|g| {
+                g.iter()
+                    .map(|s| metric.of(s))
+                    .filter(|v| !v.is_nan())
+                    .collect::<Vec<f64>>()
+            })
             .filter(|g| !g.is_empty())
             .collect()
     };
@@ -402,6 +415,7 @@ fn measure(
         change: None,
         p_value: mann_whitney_u(&bp, &cp).map(|t| t.p_value),
         notes: Vec::new(),
+        exact: false,
     };
     if bp.is_empty() || cp.is_empty() {
         let which = match (bp.is_empty(), cp.is_empty()) {
@@ -410,6 +424,35 @@ fn measure(
             _ => "the candidate side",
         };
         m.notes.push(format!("no samples on {which}"));
+        return m;
+    }
+    // A deterministic program under simulation counts the same every run:
+    // one run per side decides, and no test is needed.
+    let simulated = matches!(metric, Metric::Counter(c) if c.is_simulated());
+    let constant = |v: &[f64]| v.iter().all(|x| *x == v[0]);
+    if simulated && constant(&bp) && constant(&cp) {
+        let change = match (bp[0], cp[0]) {
+            (b, c) if b == c => Some(0.0),
+            (0.0, _) => None,
+            (b, c) => Some(c / b - 1.0),
+        };
+        match change {
+            Some(change) => {
+                m.exact = true;
+                m.p_value = None;
+                m.change = Some(RelativeChange {
+                    change,
+                    ci: Interval {
+                        lo: change,
+                        hi: change,
+                    },
+                    resamples: 0,
+                });
+            }
+            None => m
+                .notes
+                .push("baseline count is 0: a relative change is undefined".to_string()),
+        }
         return m;
     }
     let min = opts.rule.min_samples;
@@ -460,10 +503,146 @@ fn push_unique(list: &mut Vec<Metric>, m: Metric) {
     }
 }
 
+/// The verdict on an exact change (deterministic simulated counts).
+fn exact_verdict(change: f64, threshold: f64, metric: Metric) -> Verdict {
+    if change == 0.0 {
+        return Verdict::Unchanged;
+    }
+    if change.abs() <= threshold {
+        return Verdict::WithinNoise;
+    }
+    let worse = match metric.direction() {
+        perfsleuth_model::Direction::Lower => change > 0.0,
+        perfsleuth_model::Direction::Higher => change < 0.0,
+    };
+    if worse {
+        Verdict::Regressed
+    } else {
+        Verdict::Improved
+    }
+}
+
+/// Whether every run of the side ran under simulation.
+fn simulated(side: &Side) -> bool {
+    !side.runs.is_empty() && side.runs.iter().all(|r| r.mode == Mode::Simulation)
+}
+
+/// Options for two simulation runs: the clock timed valgrind, so time and
+/// memory metrics become instruction counts (wall → Ir; user, sys and peak
+/// RSS dropped; estimated cycles shown beside Ir).
+fn simulation_options(opts: &Options) -> Options {
+    let ir = Metric::parse("Ir").unwrap_or(Metric::Wall);
+    let cycles = Metric::parse("est_cycles").unwrap_or(Metric::Wall);
+    let map = |list: &[Metric], extra: bool| -> Vec<Metric> {
+        let mut out = Vec::new();
+        for &m in list {
+            match m {
+                Metric::Wall => {
+                    push_unique(&mut out, ir);
+                    if extra {
+                        push_unique(&mut out, cycles);
+                    }
+                }
+                Metric::User | Metric::Sys | Metric::PeakRss => {}
+                other => push_unique(&mut out, other),
+            }
+        }
+        if out.is_empty() {
+            out.push(ir);
+        }
+        out
+    };
+    let mut o = opts.clone();
+    o.gating = map(&opts.gating, false);
+    o.metrics = map(&opts.metrics, true);
+    for b in o.per_benchmark.values_mut() {
+        if let Some(g) = &b.metrics {
+            b.metrics = Some(map(g, false));
+        }
+    }
+    o
+}
+
+/// "91 % of +12.0 % Ir is in `_int_malloc` (libc.so.6); 6 % in …": the
+/// functions whose own (self) cost moved most, as shares of the total move.
+fn function_attribution<'a>(
+    base: &'a Profile,
+    cand: &'a Profile,
+    event: &str,
+    change: f64,
+) -> Option<String> {
+    let (bi, ci) = (base.event(event)?, cand.event(event)?);
+    let total = *cand.totals.get(ci)? as f64 - *base.totals.get(bi)? as f64;
+    if total == 0.0 {
+        return None;
+    }
+    // Shared libraries are matched by file name; programs by function alone,
+    // since the baseline and candidate executables usually differ in path
+    // and name (./old/prog vs ./new/prog).
+    let basename = |o: &'a str| -> &'a str { o.rsplit('/').next().unwrap_or(o) };
+    let key = |o: &'a str| -> &'a str {
+        let b = basename(o);
+        if b.contains(".so") { b } else { "" }
+    };
+    let mut deltas: BTreeMap<(&str, &str), (f64, &str)> = BTreeMap::new();
+    for f in &base.functions {
+        let e = deltas
+            .entry((key(&f.object), &f.function))
+            .or_insert((0.0, basename(&f.object)));
+        e.0 -= f.self_cost.get(bi).copied().unwrap_or(0) as f64;
+    }
+    for f in &cand.functions {
+        let e = deltas
+            .entry((key(&f.object), &f.function))
+            .or_insert((0.0, basename(&f.object)));
+        e.0 += f.self_cost.get(ci).copied().unwrap_or(0) as f64;
+        e.1 = basename(&f.object);
+    }
+    // (function, object shown, change in self cost), biggest moves first.
+    let mut moved: Vec<(&str, &str, f64)> = deltas
+        .into_iter()
+        .filter(|(_, (d, _))| *d != 0.0)
+        .map(|((_, function), (d, object))| (function, object, d))
+        .collect();
+    moved.sort_by(|a, b| b.2.abs().total_cmp(&a.2.abs()).then(a.0.cmp(b.0)));
+    let mut parts = Vec::new();
+    let mut covered = 0.0;
+    for (function, object, d) in moved.into_iter().take(3) {
+        let share = d / total;
+        if share.abs() < 0.05 {
+            break;
+        }
+        parts.push(format!("{:.0} % in `{function}` ({object})", 100.0 * share));
+        covered += share;
+        if covered >= 0.9 {
+            break;
+        }
+    }
+    let (first, rest) = parts.split_first()?;
+    let first = first.replacen(
+        " in ",
+        &format!(" of {:+.1} % {event} is in ", 100.0 * change),
+        1,
+    );
+    Some(
+        std::iter::once(first)
+            .chain(rest.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
+
 /// Compares `candidate` against `baseline`: pairs benchmarks by name and
 /// parameters, computes a row per paired benchmark and metric, and
 /// attributes changes to the environment where the machines differ.
-pub fn compare(baseline: &Side, candidate: &Side, opts: &Options) -> Comparison {
+pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> Comparison {
+    let sim_opts;
+    let opts = if simulated(baseline) && simulated(candidate) {
+        sim_opts = simulation_options(opts);
+        &sim_opts
+    } else {
+        opts
+    };
     let base_entries = collect(baseline);
     let cand_entries = collect(candidate);
     let mut notes = Vec::new();
@@ -505,6 +684,7 @@ pub fn compare(baseline: &Side, candidate: &Side, opts: &Options) -> Comparison 
 
     // Rows with their statistics, in candidate order.
     let mut rows: Vec<Row> = Vec::new();
+    let mut exact: Vec<bool> = Vec::new();
     let mut failed_notes: Vec<String> = Vec::new();
     let mut paired = 0usize;
     for ce in &cand_entries {
@@ -533,6 +713,7 @@ pub fn compare(baseline: &Side, candidate: &Side, opts: &Options) -> Comparison 
         for metric in metrics {
             let seed = opts.seed ^ fnv1a(&[&key, metric.name()]);
             let m = measure(&be.groups, &ce.groups, metric, opts, seed);
+            exact.push(m.exact);
             rows.push(Row {
                 benchmark: ce.name.to_string(),
                 parameters: ce.parameters.clone(),
@@ -577,7 +758,7 @@ pub fn compare(baseline: &Side, candidate: &Side, opts: &Options) -> Comparison 
         |median: f64, floor: Option<f64>| floor.is_some_and(|f| f > 0.0 && median <= f * 1.02);
 
     // Verdicts and attribution.
-    for row in &mut rows {
+    for (row, &exact) in rows.iter_mut().zip(&exact) {
         let enough =
             row.n_baseline >= opts.rule.min_samples && row.n_candidate >= opts.rule.min_samples;
         if row.metric == Metric::PeakRss
@@ -609,6 +790,7 @@ pub fn compare(baseline: &Side, candidate: &Side, opts: &Options) -> Comparison 
             }
         }
         let verdict = match &row.change {
+            Some(change) if exact => exact_verdict(change.change, rule.noise_threshold, row.metric),
             Some(change) => perfsleuth_stats::verdict(
                 &rule,
                 change,
@@ -666,6 +848,27 @@ pub fn compare(baseline: &Side, candidate: &Side, opts: &Options) -> Comparison 
                 "possibly environmental: {}",
                 list_keys(&perf_keys, 4)
             ));
+        }
+    }
+
+    // Simulation: which functions the change of a counted event is in.
+    for row in &mut rows {
+        let (Metric::Counter(c), Some(change)) = (row.metric, &row.change) else {
+            continue;
+        };
+        if !c.is_simulated() || change.change == 0.0 || c.key == "est_cycles" {
+            continue;
+        }
+        let profile = |entries: &[Entry<'a>]| -> Option<&'a Profile> {
+            entries
+                .iter()
+                .find(|e| e.name == row.benchmark && *e.parameters == row.parameters)
+                .and_then(|e| e.profile)
+        };
+        if let (Some(b), Some(cp)) = (profile(&base_entries), profile(&cand_entries))
+            && let Some(note) = function_attribution(b, cp, c.key, change.change)
+        {
+            row.notes.push(note);
         }
     }
 

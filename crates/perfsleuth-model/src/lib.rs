@@ -332,6 +332,12 @@ pub const COUNTERS: [Counter; 23] = [
 ];
 
 impl Counter {
+    /// Whether the counter comes from callgrind's simulation: exact and
+    /// repeatable for a deterministic program, so one run per side decides.
+    pub fn is_simulated(&self) -> bool {
+        self.about.ends_with("(callgrind)")
+    }
+
     /// The known counter with this key.
     pub fn find(key: &str) -> Option<Counter> {
         COUNTERS.iter().copied().find(|c| c.key == key)
@@ -487,6 +493,45 @@ pub struct Benchmark {
     /// Timed samples in the order taken.
     #[serde(default)]
     pub samples: Vec<Sample>,
+    /// Per-function costs of the last iteration (simulation mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
+}
+
+/// Where the cost of one simulated run went, per function (callgrind).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Event names, the order of every cost vector (Ir, Dr, …).
+    pub events: Vec<String>,
+    /// Program totals per event.
+    pub totals: Vec<u64>,
+    /// The most expensive functions by inclusive Ir, most expensive first.
+    pub functions: Vec<FunctionProfile>,
+}
+
+/// One function's costs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FunctionProfile {
+    /// Shared object or executable.
+    pub object: String,
+    /// Source file, when known.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub file: String,
+    /// Function name.
+    pub function: String,
+    /// Cost in the function itself, per event.
+    pub self_cost: Vec<u64>,
+    /// Cost including its callees, per event.
+    pub inclusive: Vec<u64>,
+    /// Calls into it.
+    pub calls: u64,
+}
+
+impl Profile {
+    /// Index of an event in the cost vectors.
+    pub fn event(&self, name: &str) -> Option<usize> {
+        self.events.iter().position(|e| e == name)
+    }
 }
 
 impl Benchmark {
@@ -629,6 +674,7 @@ mod tests {
             parameters: Default::default(),
             facts: Default::default(),
             samples: vec![with.clone(), s.clone()],
+            profile: None,
         };
         assert_eq!(b.values(ir), vec![1234.0]);
         assert!(b.counters().is_empty(), "one sample lacks Ir");

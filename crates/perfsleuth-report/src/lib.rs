@@ -12,6 +12,7 @@ mod csv;
 mod format;
 mod json;
 mod markdown;
+mod simulation;
 pub mod svg;
 mod terminal;
 
@@ -24,6 +25,7 @@ pub use format::{format_bytes, format_duration_ns, format_si};
 pub use json::export_json;
 pub use markdown::render_markdown;
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};
+pub use simulation::render_simulation;
 pub use terminal::{Style, render_terminal};
 
 /// Confidence level of every interval this crate reports.
@@ -236,6 +238,7 @@ pub(crate) mod testutil {
                 .enumerate()
                 .map(|(i, &w)| sample(i as u32, w, rss))
                 .collect(),
+            profile: None,
         }
     }
 

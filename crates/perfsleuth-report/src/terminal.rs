@@ -27,7 +27,7 @@ impl Style {
         }
     }
 
-    fn bold(&self, s: &str) -> String {
+    pub(crate) fn bold(&self, s: &str) -> String {
         self.paint("1", s)
     }
 
@@ -35,11 +35,11 @@ impl Style {
         self.paint("32", s)
     }
 
-    fn red(&self, s: &str) -> String {
+    pub(crate) fn red(&self, s: &str) -> String {
         self.paint("31", s)
     }
 
-    fn yellow(&self, s: &str) -> String {
+    pub(crate) fn yellow(&self, s: &str) -> String {
         self.paint("33", s)
     }
 

@@ -16,6 +16,9 @@ pub enum DiagnosisKind {
     Serialised,
     /// Near-linear up to the CPUs available, CPUs busy.
     ComputeBound,
+    /// Near-linear while the CPUs idle: the work waits (sleep, I/O) and
+    /// concurrency overlaps the waits.
+    ScalesWaiting,
     /// CPUs idle without a sign of lock contention.
     Waiting,
     /// None of the above clearly: sub-linear scaling.
@@ -76,8 +79,11 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         .filter(|p| p.n > first.n)
         .filter_map(|p| p.idle_of_usable.map(|i| (p, i)))
         .rfind(|(_, i)| *i > IDLE);
-    // Efficiency against the CPUs that could run: oversubscription is not a loss.
-    let eff_usable = last.speedup / last.n.min(usable);
+    // Efficiency against the CPUs that could run: for CPU-bound work,
+    // threads beyond the CPUs are not a loss. Work that waits is judged per thread.
+    let cpu_bound = idle.is_none();
+    let cap = if cpu_bound { usable } else { f64::INFINITY };
+    let eff_usable = last.speedup / last.n.min(cap);
 
     let mut evidence = Vec::new();
     let kind;
@@ -154,7 +160,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
             sci(f.beta),
             sci(f.beta_se)
         ));
-        evidence.push(efficiency_line(last, usable));
+        evidence.push(efficiency_line(last, cap));
         evidence.extend(blocking.clone());
     } else if eff_usable >= SCALES && idle.is_none() {
         kind = DiagnosisKind::ComputeBound;
@@ -166,7 +172,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         } else {
             "scales; compute-bound".to_string()
         };
-        evidence.push(efficiency_line(last, usable));
+        evidence.push(efficiency_line(last, cap));
         if let Some(i) = last.idle_of_usable {
             evidence.push(format!(
                 "CPUs busy: {:.0} % of the usable CPUs idle at N = {}",
@@ -174,6 +180,19 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
                 fmt_n(last.n)
             ));
         }
+    } else if let (Some((p, i)), true) = (idle, last.efficiency >= SCALES) {
+        kind = DiagnosisKind::ScalesWaiting;
+        headline = "scales; not CPU-bound: the work waits (sleep, I/O, network) and concurrency overlaps the waits"
+            .to_string();
+        evidence.push(efficiency_line(last, cap));
+        evidence.push(format!(
+            "CPUs {:.0} % idle at N = {}: the command uses {} CPUs",
+            100.0 * i,
+            fmt_n(p.n),
+            p.command_cpus
+                .or(p.busy_cpus)
+                .map_or("few".to_string(), |c| format!("{c:.2}"))
+        ));
     } else if let (Some((p, i)), None) = (idle, &blocking) {
         kind = DiagnosisKind::Waiting;
         headline = "waiting on I/O or another resource: CPUs idle with no sign of lock contention"
@@ -197,7 +216,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
                 format_si(b)
             ));
         }
-        evidence.push(efficiency_line(last, usable));
+        evidence.push(efficiency_line(last, cap));
     } else {
         kind = DiagnosisKind::SubLinear;
         headline = format!(

@@ -164,6 +164,25 @@ fn idle_cpus_without_blocking_are_waiting() {
 }
 
 #[test]
+fn linear_scaling_with_idle_cpus_is_waiting_work_that_scales() {
+    // Clients that sleep on the network: linear well past the 2 CPUs, CPUs idle.
+    let obs = curve(&NS, |n| 50.0 * n, |n| (0.01 * n).min(1.0), |_| 300.0);
+    let a = analyze("clients", &obs, &machine(2));
+    let d = &a.diagnosis[0];
+    assert_eq!(d.kind, DiagnosisKind::ScalesWaiting, "{a:#?}");
+    assert!(
+        d.evidence.iter().all(|e| !e.contains("usable CPUs")),
+        "{:?}",
+        d.evidence
+    );
+    assert_eq!(
+        a.fit.as_ref().and_then(|f| f.capacity),
+        None,
+        "sleeping work is not capped"
+    );
+}
+
+#[test]
 fn oversubscribed_parallel_work_is_compute_bound_not_contention() {
     // The padded-counter example on 2 CPUs, up to 8 threads: flat past 2.
     let ns = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0];

@@ -10,7 +10,7 @@
 //! before the first write (switching to WAL mode is a write).
 
 use perfsleuth_model::{
-    Benchmark, Environment, GitInfo, ImpactClass, Mode, Run, RunStatus, Sample,
+    Benchmark, Environment, GitInfo, ImpactClass, Mode, Profile, Run, RunStatus, Sample,
 };
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use sha2::{Digest, Sha256};
@@ -83,6 +83,8 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;",
     // 2: facts about each benchmarked program (hash, ELF class, ABI), JSON.
     "ALTER TABLE benchmarks ADD COLUMN facts TEXT",
+    // 3: the per-function profile of a simulation-mode benchmark, JSON.
+    "ALTER TABLE benchmarks ADD COLUMN profile TEXT",
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
@@ -642,6 +644,12 @@ impl Store {
         } else {
             Some(serde_json::to_string(&bench.facts).at(path)?)
         };
+        let profile = bench
+            .profile
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .at(path)?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -664,8 +672,8 @@ impl Store {
             )
             .at(path)?;
         tx.execute(
-            "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 run_id,
                 position,
@@ -673,7 +681,8 @@ impl Store {
                 bench.command,
                 argv,
                 parameters,
-                facts
+                facts,
+                profile
             ],
         )
         .at(path)?;
@@ -724,6 +733,23 @@ impl Store {
             .at(&self.path)?;
         if changed == 0 {
             return Err(StoreError::NotFound(run_id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Records a benchmark's per-function profile (simulation mode), once
+    /// its runs are done.
+    pub fn set_profile(&mut self, benchmark_id: i64, profile: &Profile) -> Result<(), StoreError> {
+        let json = serde_json::to_string(profile).at(&self.path)?;
+        let changed = self
+            .conn
+            .execute(
+                "UPDATE benchmarks SET profile = ?1 WHERE id = ?2",
+                params![json, benchmark_id],
+            )
+            .at(&self.path)?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("benchmark {benchmark_id}")));
         }
         Ok(())
     }
@@ -783,7 +809,7 @@ impl Store {
         {
             let mut stmt = tx
                 .prepare_cached(
-                    "SELECT id, name, command, argv, parameters, facts FROM benchmarks \
+                    "SELECT id, name, command, argv, parameters, facts, profile FROM benchmarks \
                      WHERE run_id = ?1 ORDER BY position",
                 )
                 .at(path)?;
@@ -796,12 +822,13 @@ impl Store {
                         r.get::<_, String>(3)?,
                         r.get::<_, String>(4)?,
                         r.get::<_, Option<String>>(5)?,
+                        r.get::<_, Option<String>>(6)?,
                     ))
                 })
                 .at(path)?
                 .collect::<rusqlite::Result<Vec<_>>>()
                 .at(path)?;
-            for (bench_id, name, command, argv, parameters, facts) in rows {
+            for (bench_id, name, command, argv, parameters, facts, profile) in rows {
                 benchmarks.push(Benchmark {
                     name,
                     command,
@@ -812,6 +839,10 @@ impl Store {
                         None => Environment::default(),
                     },
                     samples: load_samples(&tx, path, bench_id)?,
+                    profile: profile
+                        .map(|json| serde_json::from_str(&json))
+                        .transpose()
+                        .at(path)?,
                 });
             }
         }

@@ -53,6 +53,7 @@ fn bench(name: &str, samples: Vec<Sample>) -> Benchmark {
             facts
         },
         samples,
+        profile: None,
     }
 }
 
@@ -681,4 +682,63 @@ fn runs_are_found_by_commit_branch_and_order() {
     assert!(store.runs_at_commit("ccc").unwrap().is_empty());
     assert_eq!(store.run_before(ids[2]).unwrap(), Some(ids[1]));
     assert_eq!(store.run_before(ids[0]).unwrap(), None);
+}
+
+#[test]
+fn profiles_round_trip_and_an_older_store_gains_the_column() {
+    use perfsleuth_model::{FunctionProfile, Profile};
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    // A store made before profiles existed (schema 2), with a run in it.
+    {
+        let conn = raw(&path);
+        let mut store = Store::open(&path).unwrap();
+        let id = store_run(
+            &mut store,
+            &run("old", vec![bench("a", vec![sample(0)])]),
+            RunStatus::Complete,
+        );
+        drop(store);
+        conn.execute_batch("ALTER TABLE benchmarks DROP COLUMN profile; PRAGMA user_version = 2;")
+            .unwrap();
+        drop(conn);
+        let store = Store::open(&path).unwrap();
+        let loaded = store.load_run(id).unwrap().expect("old run survives");
+        assert_eq!(loaded.benchmarks[0].profile, None);
+    }
+    let mut store = Store::open(&path).unwrap();
+    let profile = Profile {
+        events: vec!["Ir".into(), "Dr".into()],
+        totals: vec![1000, 300],
+        functions: vec![FunctionProfile {
+            object: "libc.so.6".into(),
+            file: String::new(),
+            function: "_int_malloc".into(),
+            self_cost: vec![900, 250],
+            inclusive: vec![950, 260],
+            calls: 12,
+        }],
+    };
+    let mut with = bench("sim", vec![sample(0)]);
+    with.profile = Some(profile.clone());
+    let id = store_run(
+        &mut store,
+        &run("new", vec![with, bench("later", vec![sample(0)])]),
+        RunStatus::Complete,
+    );
+    let loaded = store.load_run(id).unwrap().expect("run");
+    assert_eq!(loaded.benchmarks[0].profile.as_ref(), Some(&profile));
+    assert_eq!(loaded.benchmarks[1].profile, None);
+    // Set after the runs, as simulation mode does.
+    let ids: Vec<i64> = raw(&path)
+        .prepare("SELECT id FROM benchmarks WHERE run_id = ?1 ORDER BY position")
+        .unwrap()
+        .query_map([id], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    store.set_profile(ids[1], &profile).unwrap();
+    let loaded = store.load_run(id).unwrap().expect("run");
+    assert_eq!(loaded.benchmarks[1].profile.as_ref(), Some(&profile));
+    assert!(store.set_profile(ids[1] + 1000, &profile).is_err());
 }

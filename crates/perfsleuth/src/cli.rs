@@ -264,6 +264,14 @@ pub struct RunArgs {
     /// When to use colour.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// walltime: real runs timed by the clock; simulation: each run under callgrind
+    /// (instruction and cache-miss counts, deterministic; needs valgrind).
+    #[arg(long, value_enum, default_value_t = ModeChoice::Walltime)]
+    pub mode: ModeChoice,
+    /// Simulation mode: count only inside this function and what it calls (callgrind's
+    /// --toggle-collect; * and ? wildcards).
+    #[arg(long, value_name = "FUNCTION")]
+    pub collect: Option<String>,
     /// Counters per run through perf_event_open: none, software (task clock, context
     /// switches, migrations, faults) or all (+ hardware events and the futex and
     /// sched_switch tracepoints, which slow every system call on the machine slightly).
@@ -377,6 +385,15 @@ pub struct ScaleArgs {
         required = true
     )]
     pub command: Vec<String>,
+}
+
+/// How `run` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeChoice {
+    /// Real runs, timed by the clock.
+    Walltime,
+    /// Each run under callgrind with a fixed cache model: instruction and miss counts.
+    Simulation,
 }
 
 /// Which counters to read per run.

@@ -13,6 +13,7 @@ mod plan;
 mod run;
 mod scale;
 mod selectors;
+mod simulate;
 mod term;
 
 use clap::Parser;

@@ -129,10 +129,18 @@ pub fn summary_to_stderr(args: &RunArgs) -> bool {
 
 /// Prints a run's human summary (the same renderer for `run` and `show`).
 pub fn print_summary(run: &Run, reference: Option<usize>, color: ColorChoice, to_stderr: bool) {
-    let report = analyze(run, reference);
     let style = Style {
         color: use_color(color, to_stderr),
     };
+    // Under simulation the clock measured valgrind, not the program: counts only.
+    if run.mode == perfsleuth_model::Mode::Simulation {
+        emit(
+            &perfsleuth_report::render_simulation(run, reference, &style),
+            to_stderr,
+        );
+        return;
+    }
+    let report = analyze(run, reference);
     emit(&render_terminal(run, &report, &style), to_stderr);
 }
 
@@ -175,6 +183,50 @@ pub fn dim(text: &str, color: bool) -> String {
         format!("\x1b[2m{}\x1b[0m\n", text.trim_end())
     } else {
         text.to_string()
+    }
+}
+
+/// A private temporary directory, removed with its contents when dropped.
+pub struct ScratchDir {
+    dir: PathBuf,
+}
+
+impl ScratchDir {
+    /// Creates `$TMPDIR/perfsleuth-WHAT-PID-N`.
+    pub fn new(what: &str) -> Result<ScratchDir, Fail> {
+        let base = std::env::temp_dir();
+        let fail = |e: String| {
+            Fail::usage(
+                format!(
+                    "cannot create a temporary directory in {}: {e}",
+                    base.display()
+                ),
+                "set TMPDIR to a writable directory",
+            )
+        };
+        for attempt in 0..100u32 {
+            let dir = base.join(format!(
+                "perfsleuth-{what}-{}-{attempt}",
+                std::process::id()
+            ));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(ScratchDir { dir }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(fail(e.to_string())),
+            }
+        }
+        Err(fail("every candidate name is taken".into()))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -2,10 +2,11 @@
 //! summarise. Every check that can fail on user input happens before the
 //! first timed iteration.
 
-use crate::cli::RunArgs;
+use crate::cli::{ModeChoice, RunArgs};
 use crate::error::{EXIT_INTERRUPTED, Fail};
 use crate::parse;
 use crate::plan::{Planned, Shell, Templates, plan};
+use crate::simulate::Simulation;
 use crate::term::{ProgressLine, emit, use_color};
 use crate::{git, output};
 use perfsleuth_measure::{
@@ -13,7 +14,7 @@ use perfsleuth_measure::{
     install_interrupt_handler,
 };
 use perfsleuth_model::{
-    Benchmark, Environment, ImpactClass, Mode, Run, RunStatus, Sample, rfc3339,
+    Benchmark, Environment, ImpactClass, Mode, Profile, Run, RunStatus, Sample, rfc3339,
 };
 use perfsleuth_store::Store;
 use std::collections::VecDeque;
@@ -38,6 +39,10 @@ struct StopRule {
 /// Per-benchmark measuring state.
 struct Live {
     plan: Planned,
+    /// Simulation mode: where this command's callgrind output goes.
+    sim_dir: Option<PathBuf>,
+    /// Simulation mode: the latest run's per-function costs.
+    profile: Option<Profile>,
     /// Facts about the measured program (`binary.*`).
     binary: Environment,
     /// `--setup` ran and `--cleanup` has not yet.
@@ -129,8 +134,24 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     };
     let tolerate = parse::ignore_failure(args.ignore_failure.as_deref())
         .map_err(|e| Fail::usage(e, "see perfsleuth run --help"))?;
+    let simulation = match args.mode {
+        ModeChoice::Simulation => Some(Simulation::new(args.collect.clone())?),
+        ModeChoice::Walltime => {
+            if args.collect.is_some() {
+                return Err(Fail::usage(
+                    "--collect works only in simulation mode",
+                    "add --mode simulation (needs valgrind)",
+                ));
+            }
+            None
+        }
+    };
+    // Simulated runs are deterministic: one run and one that checks it, no warmup.
+    let warmup = if simulation.is_some() { 0 } else { args.warmup };
     let rule = StopRule {
-        exact: args.runs,
+        exact: args
+            .runs
+            .or(simulation.as_ref().map(|_| crate::simulate::DEFAULT_RUNS)),
         min_runs: args.min_runs,
         max_runs: args.max_runs,
         budget: args.time_budget,
@@ -265,9 +286,31 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         let prepare = prep(&p.prepare, "--prepare")?;
         let setup = prep(&p.setup, "--setup")?;
         let cleanup = prep(&p.cleanup, "--cleanup")?;
-        let main = spawner
-            .prepare(&p.argv, &io)
-            .map_err(|e| measure_fail(e, "command"))?;
+        let (main, sim_dir) = match &simulation {
+            Some(sim) => {
+                // valgrind is what runs; the program must exist all the same.
+                perfsleuth_measure::resolve_program(
+                    &p.argv[0],
+                    std::env::var_os("PATH").as_deref(),
+                )
+                .map_err(|e| measure_fail(e, "command"))?;
+                let (argv, dir) = sim.wrap(live.len(), &p.argv)?;
+                let sim_io = IoConfig {
+                    disable_aslr: true,
+                    ..io.clone()
+                };
+                let id = spawner
+                    .prepare(&argv, &sim_io)
+                    .map_err(|e| measure_fail(e, "command"))?;
+                (id, Some(dir))
+            }
+            None => (
+                spawner
+                    .prepare(&p.argv, &io)
+                    .map_err(|e| measure_fail(e, "command"))?,
+                None,
+            ),
+        };
         // Identity of the program measured (hash, ELF class, ABI); hashed once per path.
         let binary = match benchmarked_program(&p, args.shell.is_some()) {
             Some(path) => binaries
@@ -277,6 +320,8 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             None => Environment::default(),
         };
         live.push(Live {
+            sim_dir,
+            profile: None,
             binary,
             set_up: false,
             plan: p,
@@ -309,21 +354,27 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         status: RunStatus::Running,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         git: git::info(&cwd),
-        mode: Mode::Walltime,
+        mode: if simulation.is_some() {
+            Mode::Simulation
+        } else {
+            Mode::Walltime
+        },
         options: options_json(&args, &tolerate),
         environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
         benchmarks: Vec::new(),
     };
     let counter_notes = crate::counters::enable(
         &mut spawner,
-        args.counters,
+        if simulation.is_some() {
+            // Counting valgrind itself would say nothing about the program.
+            crate::cli::CounterChoice::None
+        } else {
+            args.counters
+        },
         args.counters_kernel,
         args.counters == crate::cli::CounterChoice::All,
         &mut run.environment,
     );
-    for note in &counter_notes {
-        emit(&format!("note: {note}\n"), true);
-    }
 
     if let Some(store) = store.as_mut() {
         let id = store.begin_run(&run).map_err(output::store_fail)?;
@@ -353,7 +404,10 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
 
     // Keeping the spawner one run ahead takes this process's work off the
     // critical path; with a single CPU that work would steal time from the child.
-    let overlap = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    // Not in simulation mode: each run's output files must be read before the
+    // next run of the same command writes its own.
+    let overlap =
+        simulation.is_none() && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     let mut measure = Measure {
         spawner: &mut spawner,
         store: store.as_mut(),
@@ -363,8 +417,9 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         started: Instant::now(),
         pending: None,
         overlap,
+        simulation: simulation.as_ref(),
     };
-    let mut result = measure.all(&mut live, args.warmup, !args.no_interleave);
+    let mut result = measure.all(&mut live, warmup, !args.no_interleave);
     if let Err(stop) = measure.flush() {
         result = result.and(Err(stop));
     }
@@ -389,6 +444,13 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         .map(|l| to_benchmark(l, l.samples.clone()))
         .collect();
     if let (Some(store), Some(id)) = (store.as_mut(), run.id) {
+        for l in &live {
+            if let (Some(profile), Some(bench_id)) = (&l.profile, l.store_id) {
+                store
+                    .set_profile(bench_id, profile)
+                    .map_err(output::store_fail)?;
+            }
+        }
         store
             .update_context(id, &run.environment)
             .map_err(output::store_fail)?;
@@ -423,7 +485,16 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                 let note = format!("Stored as run {id} in {}\n", store.path().display());
                 emit(&output::dim(&note, use_color(args.color, true)), true);
             }
-            warn_if_unfit(&run.environment);
+            // After the results, so they never stand between the user and an error.
+            for note in &counter_notes {
+                emit(&format!("note: {note}\n"), true);
+            }
+            for warning in crate::simulate::nondeterminism(&run.benchmarks) {
+                emit(&format!("warning: {warning}\n"), true);
+            }
+            if simulation.is_none() {
+                warn_if_unfit(&run.environment);
+            }
             match &baseline {
                 Some(side) => crate::compare::after_run(
                     side,
@@ -465,6 +536,8 @@ struct Measure<'a> {
     /// while a run is in flight); off on a single CPU, where that work would
     /// compete with the measured child.
     overlap: bool,
+    /// Simulation mode: where each run's callgrind output is read from.
+    simulation: Option<&'a Simulation>,
 }
 
 impl Measure<'_> {
@@ -652,6 +725,12 @@ impl Measure<'_> {
         }
         let mut sample = self.check_main(l, outcome, Role::Timed)?;
         sample.iteration = step.iteration;
+        if let (Some(sim), Some(dir)) = (self.simulation, &l.sim_dir) {
+            l.profile = Some(
+                sim.collect(dir, &l.plan.command, &mut sample)
+                    .map_err(Stop::Failed)?,
+            );
+        }
         l.spent += Duration::from_nanos(sample.wall_ns);
         l.last_unit = Some(l.prepare_wall + Duration::from_nanos(sample.wall_ns));
         if let Some(id) = l.store_id {
@@ -902,6 +981,7 @@ fn to_benchmark(l: &Live, samples: Vec<Sample>) -> Benchmark {
         parameters: l.plan.parameters.clone(),
         facts: l.binary.clone(),
         samples,
+        profile: l.profile.clone(),
     }
 }
 
@@ -940,6 +1020,8 @@ fn options_json(a: &RunArgs, tolerate: &Tolerate) -> serde_json::Value {
         "input": path(&a.input),
         "interleave": !a.no_interleave,
         "counters": format!("{:?}", a.counters).to_lowercase(),
+        "mode": format!("{:?}", a.mode).to_lowercase(),
+        "collect": a.collect,
         "counters_kernel": a.counters_kernel,
     })
 }
@@ -969,6 +1051,8 @@ mod tests {
         let main = spawner.prepare(&["true".to_string()], &io).unwrap();
         Live {
             plan,
+            sim_dir: None,
+            profile: None,
             binary: Environment::default(),
             set_up: false,
             main,

@@ -137,10 +137,11 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             )
         })?,
     };
-    let scratch = Scratch::new()?;
+    let scratch = output::ScratchDir::new("scale")?;
+    let stdout_path = scratch.path().join("stdout");
     let io = IoConfig {
         output: if method.reads_stdout() {
-            OutputTarget::File(scratch.stdout.clone())
+            OutputTarget::File(stdout_path.clone())
         } else {
             OutputTarget::Null
         },
@@ -230,16 +231,13 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             "this should not happen; please report it",
         )
     })?;
-    for note in &counter_notes {
-        emit(&format!("note: {note}\n"), true);
-    }
 
     let mut sweep = Sweep {
         spawner: &mut spawner,
         store: store.as_mut(),
         method: &method,
         param: &param,
-        stdout: &scratch.stdout,
+        stdout: &stdout_path,
         progress: ProgressLine::new(false),
         started: Instant::now(),
         total_runs: (args.runs + args.warmup) as u64 * levels.len() as u64,
@@ -310,6 +308,10 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                 args.plot.as_deref(),
                 args.color,
             )?;
+            // After the results, so they never stand between the user and an error.
+            for note in &counter_notes {
+                emit(&format!("note: {note}\n"), true);
+            }
             if let (Some(id), Some(store)) = (run.id, store.as_ref()) {
                 let note = format!("Stored as run {id} in {}\n", store.path().display());
                 emit(&output::dim(&note, use_color(args.color, true)), true);
@@ -596,6 +598,7 @@ fn to_benchmark(l: &Level, param: &str, samples: Vec<Sample>) -> Benchmark {
         parameters: BTreeMap::from([(param.to_string(), l.text.clone())]),
         facts: l.facts.clone(),
         samples,
+        profile: None,
     }
 }
 
@@ -755,47 +758,6 @@ fn fit_file(
         color,
     )?;
     Ok(0)
-}
-
-/// A private directory for the captured stdout, removed when dropped.
-struct Scratch {
-    dir: PathBuf,
-    stdout: PathBuf,
-}
-
-impl Scratch {
-    fn new() -> Result<Scratch, Fail> {
-        let base = std::env::temp_dir();
-        for attempt in 0..100u32 {
-            let dir = base.join(format!("perfsleuth-scale-{}-{attempt}", std::process::id()));
-            match std::fs::create_dir(&dir) {
-                Ok(()) => {
-                    let stdout = dir.join("stdout");
-                    return Ok(Scratch { dir, stdout });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(Fail::usage(
-                        format!(
-                            "cannot create a temporary directory in {}: {e}",
-                            base.display()
-                        ),
-                        "set TMPDIR to a writable directory",
-                    ));
-                }
-            }
-        }
-        Err(Fail::usage(
-            format!("cannot create a temporary directory in {}", base.display()),
-            "set TMPDIR to a writable directory",
-        ))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 #[cfg(test)]

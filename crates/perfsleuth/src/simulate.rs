@@ -1,0 +1,166 @@
+//! `run --mode simulation`: every iteration runs under callgrind with a
+//! fixed cache model; the counts replace the clock. This module wraps the
+//! commands, collects each iteration's output and checks determinism.
+
+use crate::error::Fail;
+use crate::output::ScratchDir;
+use perfsleuth_measure::callgrind::{self, SimError, SimulationConfig};
+use perfsleuth_model::{Benchmark, FunctionProfile, Profile, Sample};
+use std::path::{Path, PathBuf};
+
+/// Functions kept per benchmark, by inclusive Ir.
+pub const PROFILE_FUNCTIONS: usize = 300;
+/// Timed runs by default: one measurement and one check that it repeats.
+pub const DEFAULT_RUNS: u32 = 2;
+
+/// Valgrind and the private directory the outputs go to.
+pub struct Simulation {
+    valgrind: PathBuf,
+    collect: Option<String>,
+    scratch: ScratchDir,
+}
+
+impl Simulation {
+    /// Finds valgrind (an error with the install hint when missing).
+    pub fn new(collect: Option<String>) -> Result<Simulation, Fail> {
+        if collect.as_deref().is_some_and(|c| c.trim().is_empty()) {
+            return Err(Fail::usage(
+                "--collect is empty",
+                "name a function, e.g. --collect parse_input (callgrind's * and ? wildcards work)",
+            ));
+        }
+        let valgrind = callgrind::find_valgrind().map_err(|_| {
+            Fail::usage(
+                "--mode simulation needs valgrind, which is not installed (not on PATH)",
+                callgrind::INSTALL_HINT,
+            )
+        })?;
+        Ok(Simulation {
+            valgrind,
+            collect,
+            scratch: ScratchDir::new("simulation")?,
+        })
+    }
+
+    /// The valgrind command line for benchmark `index`, and its output directory.
+    pub fn wrap(&self, index: usize, argv: &[String]) -> Result<(Vec<String>, PathBuf), Fail> {
+        let dir = self.scratch.path().join(format!("bench-{index}"));
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            Fail::usage(
+                format!("cannot create {}: {e}", dir.display()),
+                "set TMPDIR to a writable directory",
+            )
+        })?;
+        let cfg = SimulationConfig {
+            out_dir: dir.clone(),
+            collect: self.collect.clone(),
+        };
+        Ok((callgrind::valgrind_argv(&self.valgrind, argv, &cfg), dir))
+    }
+
+    /// Reads (and removes) what one iteration wrote into `dir`: the counters
+    /// go into the sample, the profile is returned.
+    pub fn collect(&self, dir: &Path, command: &str, sample: &mut Sample) -> Result<Profile, Fail> {
+        let profile = callgrind::collect_outputs(dir).map_err(|e| match e {
+            SimError::NoOutput { .. } => Fail::usage(
+                format!(
+                    "`{command}` left no callgrind output: valgrind could not run it to the end"
+                ),
+                "run it by hand under `valgrind --tool=callgrind` to see why",
+            ),
+            SimError::Parse(p) => Fail::usage(
+                format!("cannot read callgrind's output for `{command}`: {p}"),
+                "the file is kept for inspection; please report this with it",
+            ),
+            other => Fail::usage(
+                format!("cannot read callgrind's output for `{command}`: {other}"),
+                "check the temporary directory ($TMPDIR)",
+            ),
+        })?;
+        if let Some(function) = &self.collect
+            && !callgrind::collect_function_seen(&profile, function)
+        {
+            return Err(Fail::usage(
+                format!(
+                    "--collect `{function}`: nothing was collected in `{command}`: the function never ran (or was inlined away)"
+                ),
+                "check the name in `callgrind_annotate` output (wildcards work: --collect 'parse*'); build with -fno-inline or #[inline(never)] to keep it",
+            ));
+        }
+        sample.counters.extend(callgrind::counters(&profile));
+        Ok(to_model(&profile))
+    }
+}
+
+/// The top functions by inclusive Ir, in the model's form.
+fn to_model(p: &callgrind::Profile) -> Profile {
+    Profile {
+        events: p.events.clone(),
+        totals: p.totals.clone(),
+        functions: p
+            .top_by_inclusive("Ir", PROFILE_FUNCTIONS)
+            .into_iter()
+            .map(|f| FunctionProfile {
+                object: f.object.clone(),
+                file: f.file.clone(),
+                function: f.name.clone(),
+                self_cost: f.self_cost.clone(),
+                inclusive: f.inclusive.clone(),
+                calls: f.calls,
+            })
+            .collect(),
+    }
+}
+
+/// One warning per benchmark whose runs did not count the same instructions:
+/// under simulation that means the program itself is not deterministic.
+pub fn nondeterminism(benchmarks: &[Benchmark]) -> Vec<String> {
+    benchmarks
+        .iter()
+        .filter_map(|b| {
+            let ir: Vec<f64> = b
+                .samples
+                .iter()
+                .filter_map(|s| s.counters.get("Ir").copied())
+                .collect();
+            let min = ir.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = ir.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            (ir.len() > 1 && max > min).then(|| {
+                format!(
+                    "`{}` is NOT deterministic: two runs of the same binary counted different instruction totals (Ir {min:.0} … {max:.0}, {:+.3} %). \
+                     Its inputs, timing, addresses or threads vary between runs; fix that before trusting small differences",
+                    b.name,
+                    100.0 * (max / min - 1.0)
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench(irs: &[f64]) -> Benchmark {
+        Benchmark {
+            name: "b".into(),
+            samples: irs
+                .iter()
+                .map(|ir| Sample {
+                    counters: [("Ir".to_string(), *ir)].into(),
+                    ..Sample::default()
+                })
+                .collect(),
+            ..Benchmark::default()
+        }
+    }
+
+    #[test]
+    fn differing_instruction_counts_are_reported_loudly() {
+        assert!(nondeterminism(&[bench(&[100.0, 100.0]), bench(&[5.0])]).is_empty());
+        let w = nondeterminism(&[bench(&[1000.0, 1001.0])]);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("NOT deterministic"), "{}", w[0]);
+        assert!(w[0].contains("+0.100 %"), "{}", w[0]);
+    }
+}

@@ -1,0 +1,333 @@
+//! `run --mode simulation` (callgrind) and the perf_event counters of
+//! walltime runs, through the real binary with real valgrind and real C
+//! programs. Skipped, with a printed reason, only where valgrind or gcc is
+//! missing (`.ci/run` installs both).
+
+mod common;
+
+use common::{Sandbox, parse_json};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+const PROGRAM: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#ifndef EXTRA
+#define EXTRA 0
+#endif
+__attribute__((noinline)) long work(int n) {
+    long s = 0;
+    for (int i = 0; i < n; i++) {
+        char *p = malloc(64 + i % 100);
+        p[1] = (char)i;
+        s += p[1];
+        for (int k = 0; k < EXTRA; k++) { char *q = malloc(32); q[0] = 1; s += q[0]; free(q); }
+        free(p);
+    }
+    return s;
+}
+__attribute__((noinline)) void unused(void) { puts("never"); }
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 1000;
+    if (argc > 2) return atoi(argv[2]);
+    printf("%ld\n", work(n));
+    return 0;
+}
+"#;
+
+/// Whether valgrind and gcc are here; prints why a test is skipped.
+fn tools(test: &str) -> bool {
+    for tool in ["valgrind", "gcc"] {
+        let found = Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            println!("skipped {test}: {tool} is not installed");
+            return false;
+        }
+    }
+    true
+}
+
+/// Compiles the test program into the sandbox (`-O1 -fno-builtin` keeps the
+/// mallocs the program is about).
+fn build(sb: &Sandbox, name: &str, extra: u32) -> PathBuf {
+    let src = sb.write("prog.c", PROGRAM);
+    let out = sb.path(name);
+    let status = Command::new("gcc")
+        .args([
+            "-O1",
+            "-fno-builtin",
+            "-g",
+            &format!("-DEXTRA={extra}"),
+            "-o",
+        ])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("gcc runs");
+    assert!(status.success(), "gcc failed");
+    out
+}
+
+fn sim(sb: &Sandbox, args: &[&str]) -> common::Out {
+    let store = sb.store();
+    let mut all = vec!["run", "--mode", "simulation", "--store", store.as_str()];
+    all.extend_from_slice(args);
+    sb.run(all)
+}
+
+fn counter(sample: &Value, key: &str) -> f64 {
+    sample["counters"][key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no counter {key} in {sample}"))
+}
+
+#[test]
+fn simulation_counts_are_deterministic_stored_and_profiled() {
+    if !tools("simulation_counts_are_deterministic_stored_and_profiled") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let prog = build(&sb, "prog", 0);
+    let cmd = format!("{} 20000", prog.display());
+    let out = sim(&sb, &["--runs", "3", &cmd]).ok();
+    assert!(out.stdout.contains("3 runs, identical counts"), "{out:?}");
+    assert!(out.stdout.contains("Instructions (Ir):"), "{out:?}");
+    assert!(out.stdout.contains("work (prog)"), "{out:?}");
+
+    let doc = sb.show_json("latest");
+    assert_eq!(doc["run"]["mode"], "simulation");
+    let bench = &doc["run"]["benchmarks"][0];
+    let samples = bench["samples"].as_array().expect("samples");
+    assert_eq!(samples.len(), 3);
+    let ir: Vec<f64> = samples.iter().map(|s| counter(s, "Ir")).collect();
+    assert!(ir[0] > 100_000.0, "{ir:?}");
+    assert!(ir.iter().all(|v| *v == ir[0]), "{ir:?}");
+    for key in [
+        "Dr",
+        "Dw",
+        "I1mr",
+        "D1mr",
+        "D1mw",
+        "ILmr",
+        "DLmr",
+        "DLmw",
+        "est_cycles",
+    ] {
+        counter(&samples[0], key);
+    }
+    // The command is stored as given, not as the valgrind command line.
+    assert_eq!(bench["command"], cmd.as_str());
+    let functions = bench["profile"]["functions"].as_array().expect("profile");
+    assert!(functions.iter().any(|f| f["function"] == "work"), "{bench}");
+    assert!(functions.len() <= 300);
+}
+
+#[test]
+fn compare_attributes_a_regression_to_functions() {
+    if !tools("compare_attributes_a_regression_to_functions") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let before = build(&sb, "before", 0);
+    let after = build(&sb, "after", 1);
+    sim(&sb, &["-n", "prog", &format!("{} 3000", before.display())]).ok();
+    sim(&sb, &["-n", "prog", &format!("{} 3000", after.display())]).ok();
+    let out = sb.run(["compare", "--store", &sb.store(), "--fail-on", "regressed"]);
+    assert_eq!(out.code, 1, "a regression fails the gate: {out:?}");
+    assert!(out.stdout.contains("(exact)"), "{out:?}");
+    assert!(
+        out.stdout.contains("Ir*"),
+        "Ir gates in simulation: {out:?}"
+    );
+    assert!(
+        !out.stdout.contains("wall"),
+        "wall time is valgrind's: {out:?}"
+    );
+    let note = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("% Ir is in"))
+        .unwrap_or_else(|| panic!("no function attribution: {out:?}"));
+    assert!(note.contains("libc.so"), "{note}");
+
+    let json = sb
+        .run(["compare", "--store", &sb.store(), "--format", "json"])
+        .ok();
+    let doc = parse_json(&json.stdout);
+    let ir_row = doc["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["metric"] == "Ir")
+        .expect("Ir row")
+        .clone();
+    assert_eq!(ir_row["verdict"], "regressed", "{ir_row}");
+}
+
+#[test]
+fn collect_limits_counting_to_a_function() {
+    if !tools("collect_limits_counting_to_a_function") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let prog = build(&sb, "prog", 0);
+    let cmd = format!("{} 2000", prog.display());
+    sim(&sb, &["--runs", "1", &cmd]).ok();
+    sim(&sb, &["--runs", "1", "--collect", "work", &cmd]).ok();
+    let whole = counter(
+        &sb.show_json("latest~1")["run"]["benchmarks"][0]["samples"][0],
+        "Ir",
+    );
+    let part = counter(
+        &sb.show_json("latest")["run"]["benchmarks"][0]["samples"][0],
+        "Ir",
+    );
+    assert!(part > 0.0 && part < whole, "work {part} vs whole {whole}");
+
+    sim(&sb, &["--runs", "1", "--collect", "unused", &cmd]).usage_error("the function never ran");
+    sim(&sb, &["--runs", "1", "--collect", "no_such_function", &cmd])
+        .usage_error("--collect `no_such_function`");
+    sb.bench(["--runs", "2", "--collect", "work", &cmd])
+        .usage_error("--collect works only in simulation mode");
+}
+
+#[test]
+fn shell_scripts_are_traced_into_their_children() {
+    if !tools("shell_scripts_are_traced_into_their_children") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let prog = build(&sb, "prog", 0);
+    let script = sb.write("run.sh", format!("{} 2000\n", prog.display()));
+    sim(&sb, &["--runs", "1", &format!("sh {}", script.display())]).ok();
+    sim(&sb, &["--runs", "1", "sh -c true"]).ok();
+    let traced = counter(
+        &sb.show_json("latest~1")["run"]["benchmarks"][0]["samples"][0],
+        "Ir",
+    );
+    let bare_sh = counter(
+        &sb.show_json("latest")["run"]["benchmarks"][0]["samples"][0],
+        "Ir",
+    );
+    assert!(
+        traced > bare_sh + 100_000.0,
+        "the script's child is counted: {traced} vs {bare_sh}"
+    );
+}
+
+#[test]
+fn failures_under_valgrind_and_missing_pieces_are_clear() {
+    if !tools("failures_under_valgrind_and_missing_pieces_are_clear") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let prog = build(&sb, "prog", 0);
+    sim(&sb, &[&format!("{} 10 3", prog.display())]).usage_error("exited with code 3");
+    sim(&sb, &["./no-such-program 1"]).usage_error("not found");
+    // valgrind not on PATH: the install hint.
+    let out: common::Out = sb
+        .cmd()
+        .env("PATH", sb.path("empty-bin"))
+        .args(["run", "--mode", "simulation", "--no-store"])
+        .arg(format!("{} 10", prog.display()))
+        .output()
+        .expect("start")
+        .into();
+    out.usage_error("apt-get install valgrind");
+}
+
+#[test]
+fn a_nondeterministic_program_is_called_out() {
+    if !tools("a_nondeterministic_program_is_called_out") {
+        return;
+    }
+    let sb = Sandbox::new();
+    // The loop count comes from the clock: different work every run.
+    let src = sb.write(
+        "clock.c",
+        "#include <time.h>\n#include <stdio.h>\nint main(void){struct timespec t;clock_gettime(CLOCK_REALTIME,&t);long s=0;for(long i=0;i<1000+t.tv_nsec%5000;i++)s+=i;printf(\"%ld\\n\",s);return 0;}\n",
+    );
+    let prog = sb.path("clock");
+    assert!(
+        Command::new("gcc")
+            .args(["-O0", "-o"])
+            .arg(&prog)
+            .arg(&src)
+            .status()
+            .expect("gcc")
+            .success()
+    );
+    let out = sim(&sb, &["--runs", "3", prog.to_str().unwrap()]).ok();
+    assert!(out.stderr.contains("NOT deterministic"), "{out:?}");
+    assert!(out.stdout.contains("runs DISAGREE"), "{out:?}");
+}
+
+#[test]
+fn walltime_runs_record_software_counters_unless_told_not_to() {
+    let sb = Sandbox::new();
+    let out = sb
+        .bench(["--runs", "3", "--warmup", "0", "sleep 0.01"])
+        .ok();
+    let doc = sb.show_json("latest");
+    let sample = &doc["run"]["benchmarks"][0]["samples"][0];
+    match sample["counters"]["task_clock_ns"].as_f64() {
+        Some(ns) => {
+            assert!(ns > 0.0, "{sample}");
+            assert!(
+                sample["counters"]["context_switches"].as_f64().is_some(),
+                "{sample}"
+            );
+        }
+        // Not permitted here (perf_event_paranoid, seccomp): said once, run still stored.
+        None => assert!(
+            out.stderr.contains("software counters not recorded"),
+            "{out:?}"
+        ),
+    }
+    let facts = &doc["run"]["environment"];
+    assert!(facts["measure.counters"]["value"].is_string(), "{facts}");
+
+    sb.bench([
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--counters",
+        "none",
+        "sleep 0.01",
+    ])
+    .ok();
+    let doc = sb.show_json("latest");
+    let sample = &doc["run"]["benchmarks"][0]["samples"][0];
+    assert!(sample.get("counters").is_none(), "{sample}");
+    assert_eq!(
+        doc["run"]["environment"]["measure.counters"]["value"],
+        "none"
+    );
+
+    // Hardware counters: on a machine without them (VMs), one note with the reason.
+    let all = sb
+        .bench([
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--counters",
+            "all",
+            "sleep 0.01",
+        ])
+        .ok();
+    let doc = sb.show_json("latest");
+    let sample = &doc["run"]["benchmarks"][0]["samples"][0];
+    if sample["counters"]["instructions"].as_f64().is_none() {
+        assert!(
+            all.stderr.contains("hardware counters not recorded:"),
+            "{all:?}"
+        );
+        println!("hardware counters unavailable here: {}", all.stderr.trim());
+    }
+}
