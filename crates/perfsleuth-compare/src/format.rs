@@ -43,6 +43,7 @@ pub(crate) fn value(metric: Metric, x: f64) -> String {
     match metric.unit() {
         "ns" => duration_ns(x),
         "bytes" => bytes(x),
+        "per_s" => format!("{}/s", perfsleuth_report::format_si(x)),
         _ => count(x),
     }
 }

@@ -503,6 +503,23 @@ fn push_unique(list: &mut Vec<Metric>, m: Metric) {
     }
 }
 
+/// The smallest two-sided p-value the exact Mann–Whitney test can give for
+/// these sample sizes: 2 / C(n + m, n), both samples entirely separated.
+fn smallest_p(n: usize, m: usize) -> f64 {
+    if n == 0 || m == 0 {
+        return 1.0;
+    }
+    // C(n + m, n) grows fast; past 1e6 the bound is far below any alpha.
+    let mut c = 1.0f64;
+    for i in 0..n.min(m) {
+        c = c * (n + m - i) as f64 / (i + 1) as f64;
+        if c > 1e6 {
+            return 0.0;
+        }
+    }
+    (2.0 / c).min(1.0)
+}
+
 /// The verdict on an exact change (deterministic simulated counts).
 fn exact_verdict(change: f64, threshold: f64, metric: Metric) -> Verdict {
     if change == 0.0 {
@@ -560,6 +577,38 @@ fn simulation_options(opts: &Options) -> Options {
             b.metrics = Some(map(g, false));
         }
     }
+    o
+}
+
+/// Whether every run of the side is a `perfsleuth scale` sweep.
+fn scale_sweep(side: &Side) -> bool {
+    !side.runs.is_empty()
+        && side
+            .runs
+            .iter()
+            .all(|r| r.options.get("kind").and_then(|k| k.as_str()) == Some("scale"))
+}
+
+/// Options for two scale sweeps: throughput is what a sweep measures, so it
+/// gates and comes first (wall time is shown beside it).
+fn scale_options(opts: &Options) -> Options {
+    let Some(throughput) = Metric::parse("throughput") else {
+        return opts.clone();
+    };
+    let mut o = opts.clone();
+    let mut shown = Vec::new();
+    for &m in &opts.metrics {
+        if m == Metric::Wall {
+            push_unique(&mut shown, throughput);
+        }
+        push_unique(&mut shown, m);
+    }
+    o.metrics = shown;
+    o.gating = opts
+        .gating
+        .iter()
+        .map(|&m| if m == Metric::Wall { throughput } else { m })
+        .collect();
     o
 }
 
@@ -639,6 +688,9 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     let sim_opts;
     let opts = if simulated(baseline) && simulated(candidate) {
         sim_opts = simulation_options(opts);
+        &sim_opts
+    } else if scale_sweep(baseline) && scale_sweep(candidate) {
+        sim_opts = scale_options(opts);
         &sim_opts
     } else {
         opts
@@ -788,6 +840,17 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             if let Some(q) = opts.fdr_q {
                 rule.alpha = rule.alpha.min(q);
             }
+        }
+        // With few samples the rank test cannot reach significance at all
+        // (3 vs 3: p ≥ 0.10): say so instead of calling a large change "unchanged".
+        let best_p = smallest_p(row.n_baseline, row.n_candidate);
+        if !exact && row.change.is_some() && best_p > rule.alpha {
+            row.verdict = RowVerdict::Stat(Verdict::InsufficientData);
+            row.notes.push(format!(
+                "{} vs {} samples cannot show significance at α = {} (the smallest possible p is {best_p:.2}): measure more runs",
+                row.n_baseline, row.n_candidate, rule.alpha
+            ));
+            continue;
         }
         let verdict = match &row.change {
             Some(change) if exact => exact_verdict(change.change, rule.noise_threshold, row.metric),

@@ -951,3 +951,71 @@ fn peak_rss_at_the_measurement_floor_is_not_judged() {
     assert_eq!(rss.verdict.as_str(), "unchanged");
     assert!(rss.notes.iter().any(|n| n.contains("floor")));
 }
+
+#[test]
+fn too_few_samples_for_significance_are_insufficient_not_unchanged() {
+    assert!((smallest_p(3, 3) - 0.1).abs() < 1e-12);
+    assert!((smallest_p(5, 5) - 2.0 / 252.0).abs() < 1e-12);
+    assert_eq!(smallest_p(0, 3), 1.0);
+    assert_eq!(smallest_p(200, 200), 0.0);
+    assert!(smallest_p(4, 3) <= 0.06);
+}
+
+#[test]
+fn simulation_and_scale_runs_pick_their_own_metrics() {
+    let ir = Metric::parse("Ir").expect("Ir");
+    let cycles = Metric::parse("est_cycles").expect("est_cycles");
+    let sim = simulation_options(&Options::default());
+    assert_eq!(sim.gating, vec![ir]);
+    assert_eq!(sim.metrics, vec![ir, cycles]);
+    let throughput = Metric::parse("throughput").expect("throughput");
+    let sweep = scale_options(&Options::default());
+    assert_eq!(sweep.gating, vec![throughput]);
+    assert_eq!(sweep.metrics[0], throughput);
+    assert!(sweep.metrics.contains(&Metric::Wall));
+}
+
+#[test]
+fn exact_verdicts_follow_the_threshold_and_direction() {
+    let ir = Metric::parse("Ir").expect("Ir");
+    assert_eq!(exact_verdict(0.0, 0.01, ir), Verdict::Unchanged);
+    assert_eq!(exact_verdict(0.005, 0.01, ir), Verdict::WithinNoise);
+    assert_eq!(exact_verdict(0.05, 0.01, ir), Verdict::Regressed);
+    assert_eq!(exact_verdict(-0.05, 0.01, ir), Verdict::Improved);
+    let throughput = Metric::parse("throughput").expect("throughput");
+    assert_eq!(exact_verdict(-0.05, 0.01, throughput), Verdict::Regressed);
+}
+
+#[test]
+fn function_attribution_names_the_functions_that_moved() {
+    use perfsleuth_model::{FunctionProfile, Profile};
+    let f = |object: &str, function: &str, ir: u64| FunctionProfile {
+        object: object.into(),
+        function: function.into(),
+        self_cost: vec![ir],
+        inclusive: vec![ir],
+        ..FunctionProfile::default()
+    };
+    let base = Profile {
+        events: vec!["Ir".into()],
+        totals: vec![1000],
+        functions: vec![
+            f("/old/prog", "main", 500),
+            f("/lib/libc.so.6", "_int_malloc", 500),
+        ],
+    };
+    let cand = Profile {
+        events: vec!["Ir".into()],
+        totals: vec![1120],
+        functions: vec![
+            f("/new/prog", "main", 520),
+            f("/lib/libc.so.6", "_int_malloc", 600),
+        ],
+    };
+    let note = function_attribution(&base, &cand, "Ir", 0.12).expect("a note");
+    assert_eq!(
+        note,
+        "83 % of +12.0 % Ir is in `_int_malloc` (libc.so.6); 17 % in `main` (prog)"
+    );
+    assert_eq!(function_attribution(&base, &base, "Ir", 0.0), None);
+}

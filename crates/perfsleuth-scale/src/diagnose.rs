@@ -94,12 +94,17 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
     // very first added thread costs more than it brings).
     if falls {
         kind = DiagnosisKind::Coherency;
-        let peak = fit
-            .and_then(|f| f.peak_n.filter(|p| *p < n))
-            .map_or_else(|| fmt_n(best.n), |p| format!("{p:.1}"));
-        headline = format!(
-            "coherency/contention: adding threads lowers throughput past N* ≈ {peak}; look for a shared lock or cache line"
-        );
+        headline = if best.n == first.n {
+            "coherency/contention: every added thread lowers throughput; look for a shared lock or cache line"
+                .to_string()
+        } else {
+            let peak = fit
+                .and_then(|f| f.peak_n.filter(|p| *p < n && *p >= first.n))
+                .map_or_else(|| fmt_n(best.n), |p| format!("{p:.1}"));
+            format!(
+                "coherency/contention: adding threads lowers throughput past N* ≈ {peak}; look for a shared lock or cache line"
+            )
+        };
         if falls {
             evidence.push(format!(
                 "throughput falls from {} at N = {} to {} at N = {} ({:+.0} %)",

@@ -338,13 +338,24 @@ fn summarize(o: &Observation, machine: &Machine) -> Point {
         .collect();
     used.sort_by(f64::total_cmp);
     let command_cpus = median(&used);
-    let idle_of_usable = command_cpus
-        .or(busy_cpus)
-        .zip(machine.usable)
-        .map(|(busy, usable)| {
-            let could = o.n.min(usable);
-            (1.0 - busy / could).clamp(0.0, 1.0)
-        });
+    // CPUs count as idle only when neither the command nor anything else
+    // used them: other load on the machine is not the command waiting.
+    let machine_idle_cpus = cpu
+        .zip(machine.logical)
+        .map(|(c, l)| (c.idle + c.iowait) * l as f64);
+    let idle_of_usable = machine.usable.and_then(|usable| {
+        let could = o.n.min(usable);
+        let from_command = command_cpus.map(|c| 1.0 - c / could);
+        // The CPUs N threads could not have used anyway idle too; only the
+        // idle time beyond them counts against the command.
+        let beyond = machine.logical.map_or(0.0, |l| (l as f64 - could).max(0.0));
+        let from_machine = machine_idle_cpus.map(|i| (i - beyond).max(0.0) / could);
+        let idle = match (from_command, from_machine) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some(idle.clamp(0.0, 1.0))
+    });
     let per_kop = |f: fn(&RunObservation) -> Option<f64>| {
         let mut v: Vec<f64> = o
             .runs
@@ -465,6 +476,24 @@ fn warnings(a: &Analysis) -> Vec<String> {
             "the hypervisor stole {:.0} % of CPU time (at N = {}): other tenants were running; \
              throughput here is not the machine's alone",
             100.0 * s,
+            fmt_n(n)
+        ));
+    }
+    // Other processes busy while the command ran: its numbers are not its own.
+    let others = a
+        .points
+        .iter()
+        .filter_map(|p| Some((p.n, p.busy_cpus? - p.command_cpus?)))
+        .fold(None::<(f64, f64)>, |acc, (n, o)| match acc {
+            Some((_, best)) if best >= o => acc,
+            _ => Some((n, o)),
+        });
+    if let (Some((n, o)), Some(usable)) = (others, m.usable)
+        && o >= 0.25 * usable.max(1.0)
+    {
+        w.push(format!(
+            "other processes kept {o:.1} CPUs busy during the runs at N = {}: the machine was not quiet, \
+             so throughput there is not the command's alone; repeat on an idle machine",
             fmt_n(n)
         ));
     }

@@ -80,8 +80,8 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
     match (&a.fit, &a.fit_error) {
         (Some(f), _) => {
             let model = match f.model {
-                "amdahl" => "Amdahl (β = 0)",
-                "linear" => "linear (α = β = 0)",
+                "amdahl" => "Amdahl's law, β = 0",
+                "linear" => "linear, α = β = 0",
                 _ => "USL",
             };
             out.push_str(&format!(

@@ -300,6 +300,36 @@ fn steal_smt_and_unstable_points_are_warned() {
 }
 
 #[test]
+fn other_load_is_not_idle_cpus_and_is_warned() {
+    // The command gets half the CPUs it could use, but the machine is busy:
+    // someone else ran, so the CPUs were not idle.
+    let mut obs = curve(
+        &[1.0, 2.0, 3.0, 4.0],
+        |n| 100.0 * n.min(2.0),
+        |_| 1.0,
+        |_| 0.0,
+    );
+    for o in &mut obs {
+        for r in &mut o.runs {
+            r.cpu_time_s = Some(0.5 * r.wall_s * o.n.min(2.0));
+        }
+    }
+    let a = analyze("threads", &obs, &machine(2));
+    assert!(
+        a.points.iter().all(|p| p.idle_of_usable == Some(0.0)),
+        "{:?}",
+        a.points
+    );
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.contains("other processes kept 1.5 CPUs busy during the runs at N = 1")),
+        "{:?}",
+        a.warnings
+    );
+}
+
+#[test]
 fn csv_reference_dataset_matches_usl4j() {
     // usl4j's Cisco benchmark (Schwartz, Practical Scalability Analysis).
     let x = [

@@ -36,12 +36,12 @@ enum Mode {
 struct Padded(AtomicU64);
 
 fn main() {
-    let (mode, threads, ops) = match parse(std::env::args().skip(1).collect()) {
+    let (mode, threads, ops, rounds) = match parse(std::env::args().skip(1).collect()) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("counters: {e}");
             eprintln!(
-                "usage: counters --mode mutex|atomic|padded|unpadded --threads N --ops OPS_PER_THREAD"
+                "usage: counters --mode mutex|atomic|padded|unpadded --threads N --ops OPS_PER_THREAD [--work ROUNDS]"
             );
             std::process::exit(2);
         }
@@ -59,7 +59,7 @@ fn main() {
                 let mut packet = 0x9e37_79b9_7f4a_7c15u64 ^ t as u64;
                 for _ in 0..ops {
                     // "Parse a packet": a little private work per count.
-                    packet = process(packet);
+                    packet = process(packet, rounds);
                     match mode {
                         Mode::Mutex => *global.lock().unwrap_or_else(|e| e.into_inner()) += 1,
                         Mode::Atomic => {
@@ -100,10 +100,11 @@ fn main() {
     );
 }
 
-/// A few dozen cycles of private work that the compiler cannot remove.
+/// Private work per packet (a few cycles per round) that the compiler
+/// cannot remove: how much of each operation happens outside the lock.
 #[inline(never)]
-fn process(mut x: u64) -> u64 {
-    for _ in 0..8 {
+fn process(mut x: u64, rounds: u32) -> u64 {
+    for _ in 0..rounds {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
@@ -111,8 +112,8 @@ fn process(mut x: u64) -> u64 {
     black_box(x)
 }
 
-fn parse(args: Vec<String>) -> Result<(Mode, usize, u64), String> {
-    let (mut mode, mut threads, mut ops) = (None, None, None);
+fn parse(args: Vec<String>) -> Result<(Mode, usize, u64, u32), String> {
+    let (mut mode, mut threads, mut ops, mut rounds) = (None, None, None, None);
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -148,6 +149,13 @@ fn parse(args: Vec<String>) -> Result<(Mode, usize, u64), String> {
                         })?,
                 )
             }
+            "--work" => {
+                rounds = Some(
+                    value
+                        .parse::<u32>()
+                        .map_err(|_| format!("--work must be a whole number, got `{value}`"))?,
+                )
+            }
             other => return Err(format!("unknown option `{other}`")),
         }
     }
@@ -155,5 +163,6 @@ fn parse(args: Vec<String>) -> Result<(Mode, usize, u64), String> {
         mode.ok_or("--mode is required")?,
         threads.unwrap_or(1),
         ops.unwrap_or(1_000_000),
+        rounds.unwrap_or(8),
     ))
 }

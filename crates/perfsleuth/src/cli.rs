@@ -347,6 +347,10 @@ pub struct ScaleArgs {
     /// Read throughput from a JSON line on stdout: this field (dots for nested fields).
     #[arg(long, value_name = "FIELD")]
     pub throughput_json: Option<String>,
+    /// Name of the sweep in the output and the store (default: the command), so that a
+    /// sweep of the fixed binary pairs with the one before it in `compare`.
+    #[arg(short, long, value_name = "NAME")]
+    pub name: Option<String>,
     /// Timed runs at each value, interleaved across values.
     #[arg(short, long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,

@@ -107,7 +107,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     let planned = plan(
         &Templates {
             commands: std::slice::from_ref(&template),
-            names: &[],
+            names: args.name.as_slice(),
             prepare: &[],
             setup: &[],
             cleanup: &[],

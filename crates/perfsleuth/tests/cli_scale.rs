@@ -77,7 +77,7 @@ fn regex_throughput_is_fitted_stored_and_shown_again() {
     let text = sb
         .run(["show", "--store", &sb.store(), &run_id.to_string()])
         .ok();
-    assert!(text.stdout.contains("Fit (linear"), "{text:?}");
+    assert!(text.stdout.contains("Fit (linear, α = β = 0)"), "{text:?}");
     assert!(text.stdout.contains("Diagnosis:"), "{text:?}");
 }
 

@@ -1,0 +1,415 @@
+//! Comparing two probe results, with the environment facts that could
+//! explain each difference (without depending on the env crate: only the
+//! facts' keys and values from the model are needed).
+
+use crate::Measurement;
+use perfsleuth_model::{Environment, UNKNOWN};
+use serde::{Deserialize, Serialize};
+
+/// Facts that move every probe: the CPU itself, its clock, the hypervisor.
+const COMMON: &[&str] = &[
+    "cpu.vendor",
+    "cpu.brand",
+    "cpu.family",
+    "cpu.model",
+    "cpu.stepping",
+    "cpu.freq.",
+    "cpu.boost",
+    "virt.hypervisor",
+];
+
+/// The environment fact key prefixes that can move a probe's numbers
+/// (`COMMON` comes on top of these). A key matches a prefix when it starts
+/// with it (so `cpu.model` also covers `cpu.model_id`).
+pub fn fact_prefixes(probe: &str) -> &'static [&'static str] {
+    match probe {
+        "calls" => &[
+            "mitigation.",
+            "kernel.param.",
+            "kernel.release",
+            "cpu.microcode",
+            "virt.",
+        ],
+        "syscall" => &[
+            "mitigation.",
+            "kernel.param.",
+            "kernel.release",
+            "kernel.clocksource",
+            "cpu.microcode",
+            "virt.",
+        ],
+        "memory" => &[
+            "cpu.cache.",
+            "mem.",
+            "cgroup.memory.",
+            "virt.",
+            "kernel.param.",
+        ],
+        "bandwidth" => &[
+            "cpu.cache.",
+            "mem.",
+            "cgroup.memory.",
+            "virt.",
+            "libc.version",
+            "libc.tunables",
+            "libc.ld_so.x86_",
+            "env.GLIBC_TUNABLES",
+        ],
+        "coherency" => &[
+            "cpu.smt",
+            "cpu.logical_cores",
+            "cpu.physical_cores",
+            "cpu.sockets",
+            "cpu.online",
+            "cpu.idle.",
+            "cpu.cache.l3.shared_cpus",
+            "mem.numa.",
+            "cgroup.cpu",
+            "process.affinity",
+            "virt.",
+            "kernel.param.",
+        ],
+        "clock" => &[
+            "kernel.clocksource",
+            "kernel.release",
+            "kernel.param.",
+            "virt.",
+        ],
+        "spawn" => &[
+            "kernel.",
+            "mitigation.",
+            "virt.",
+            "cgroup.",
+            "libc.version",
+            "mem.thp.",
+            "kernel.aslr",
+        ],
+        _ => &[],
+    }
+}
+
+/// One metric measured on both sides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeDelta {
+    /// Probe name.
+    pub probe: String,
+    /// Metric name.
+    pub metric: String,
+    /// Unit of `a` and `b`.
+    pub unit: String,
+    /// Value on side A (the baseline).
+    pub a: f64,
+    /// Value on side B.
+    pub b: f64,
+    /// b / a.
+    pub ratio: f64,
+    /// Whether B is worse than A (by the metric's direction).
+    pub worse: bool,
+    /// The change is at least 10 % and the two values' spread bands
+    /// (value ± spread·value / 2, about the inter-quartile ranges) do not overlap.
+    pub significant: bool,
+    /// Whether this metric is a headline number on either side.
+    pub headline: bool,
+    /// Changed facts under the probe's prefixes, "key: A → B".
+    pub explanations: Vec<String>,
+}
+
+/// Smallest relative change called significant.
+pub const SIGNIFICANT_CHANGE: f64 = 0.10;
+
+/// Pairs the metrics of two probe results (by probe and metric name, in A's
+/// order) and explains each difference with the environment facts that
+/// changed under that probe's prefixes. Explanations are listed for every
+/// pair (they describe the machines, not the numbers); callers show them
+/// where `significant`.
+pub fn diff(
+    a: &[Measurement],
+    a_env: &Environment,
+    b: &[Measurement],
+    b_env: &Environment,
+) -> Vec<ProbeDelta> {
+    let mut cache: Vec<(String, Vec<String>)> = Vec::new();
+    let mut out = Vec::new();
+    for ma in a {
+        let Some(mb) = b
+            .iter()
+            .find(|m| m.probe == ma.probe && m.metric == ma.metric && m.unit == ma.unit)
+        else {
+            continue;
+        };
+        if !(ma.value.is_finite() && mb.value.is_finite()) || ma.value == 0.0 {
+            continue;
+        }
+        let ratio = mb.value / ma.value;
+        let worse = if ma.lower_is_better {
+            ratio > 1.0
+        } else {
+            ratio < 1.0
+        };
+        let band = (ma.spread.abs() * ma.value.abs() + mb.spread.abs() * mb.value.abs()) / 2.0;
+        let significant =
+            (ratio - 1.0).abs() >= SIGNIFICANT_CHANGE && (mb.value - ma.value).abs() > band;
+        let explanations = match cache.iter().find(|(p, _)| *p == ma.probe) {
+            Some((_, e)) => e.clone(),
+            None => {
+                let e = explain(&ma.probe, a_env, b_env);
+                cache.push((ma.probe.clone(), e.clone()));
+                e
+            }
+        };
+        out.push(ProbeDelta {
+            probe: ma.probe.clone(),
+            metric: ma.metric.clone(),
+            unit: ma.unit.clone(),
+            a: ma.value,
+            b: mb.value,
+            ratio,
+            worse,
+            significant,
+            headline: ma.headline || mb.headline,
+            explanations,
+        });
+    }
+    out
+}
+
+/// The facts under `probe`'s prefixes whose values differ, "key: A → B".
+/// Facts unknown on either side are left out (an unreadable fact explains
+/// nothing).
+pub fn explain(probe: &str, a: &Environment, b: &Environment) -> Vec<String> {
+    let prefixes: Vec<&str> = fact_prefixes(probe).iter().chain(COMMON).copied().collect();
+    let mut keys: Vec<&String> = a.facts.keys().chain(b.facts.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| prefixes.iter().any(|p| k.starts_with(p)))
+        .filter_map(|k| {
+            let va = a.get(k);
+            let vb = b.get(k);
+            if va == vb || va == Some(UNKNOWN) || vb == Some(UNKNOWN) {
+                return None;
+            }
+            let (sa, sb) = shorten(k, va.unwrap_or("absent"), vb.unwrap_or("absent"));
+            Some(format!("{k}: {sa} → {sb}"))
+        })
+        .collect()
+}
+
+const MAX_VALUE: usize = 40;
+
+/// Short forms of two differing values: mitigation states by their first
+/// differing clause without the "Mitigation: " prefix, word lists (flags,
+/// command lines) by what was added and removed, anything else cut to 40
+/// characters.
+fn shorten(key: &str, a: &str, b: &str) -> (String, String) {
+    if key.starts_with("mitigation.") {
+        let clauses = |s: &str| -> Vec<String> {
+            s.split(';')
+                .map(|c| {
+                    c.trim()
+                        .trim_start_matches("Mitigation:")
+                        .trim()
+                        .to_string()
+                })
+                .collect()
+        };
+        let (ca, cb) = (clauses(a), clauses(b));
+        let k = (0..ca.len().max(cb.len()))
+            .find(|&i| ca.get(i) != cb.get(i))
+            .unwrap_or(0);
+        let pick = |c: &[String]| {
+            cut(c
+                .get(k)
+                .map(String::as_str)
+                .filter(|s| !s.is_empty())
+                .unwrap_or("-"))
+        };
+        return (pick(&ca), pick(&cb));
+    }
+    if a.len() > MAX_VALUE && b.len() > MAX_VALUE && a.contains(' ') && b.contains(' ') {
+        let wa: Vec<&str> = a.split_whitespace().collect();
+        let wb: Vec<&str> = b.split_whitespace().collect();
+        let removed: Vec<&str> = wa.iter().filter(|w| !wb.contains(w)).copied().collect();
+        let added: Vec<&str> = wb.iter().filter(|w| !wa.contains(w)).copied().collect();
+        if !removed.is_empty() || !added.is_empty() {
+            let show = |sign: char, ws: &[&str]| {
+                if ws.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    cut(&ws
+                        .iter()
+                        .map(|w| format!("{sign}{w}"))
+                        .collect::<Vec<_>>()
+                        .join(" "))
+                }
+            };
+            return (show('-', &removed), show('+', &added));
+        }
+    }
+    (cut(a), cut(b))
+}
+
+fn cut(s: &str) -> String {
+    if s.chars().count() <= MAX_VALUE {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(MAX_VALUE - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfsleuth_model::ImpactClass;
+
+    fn m(probe: &str, metric: &str, value: f64, spread: f64, lower: bool) -> Measurement {
+        Measurement {
+            probe: probe.into(),
+            metric: metric.into(),
+            value,
+            unit: "ns".into(),
+            lower_is_better: lower,
+            cycles: None,
+            spread,
+            stable: spread <= 0.1,
+            headline: true,
+            note: None,
+        }
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> Environment {
+        let mut e = Environment::default();
+        for (k, v) in pairs {
+            e.set(*k, *v, ImpactClass::Performance);
+        }
+        e
+    }
+
+    #[test]
+    fn a_spectre_v2_change_explains_the_indirect_call() {
+        let a_env = env(&[
+            (
+                "mitigation.spectre_v2",
+                "Mitigation: Retpolines; STIBP: disabled; RSB filling",
+            ),
+            ("kernel.release", "6.1.0"),
+            ("cpu.model", "AMD EPYC"),
+            ("mem.thp.enabled", "madvise"),
+            ("kernel.clocksource", "tsc"),
+        ]);
+        let b_env = env(&[
+            (
+                "mitigation.spectre_v2",
+                "Mitigation: IBRS; STIBP: disabled; RSB filling",
+            ),
+            ("kernel.release", "6.1.0"),
+            ("cpu.model", "AMD EPYC"),
+            ("mem.thp.enabled", "always"),
+            ("kernel.clocksource", "tsc"),
+        ]);
+        let a = vec![
+            m("calls", "inline_loop", 0.50, 0.01, true),
+            m("calls", "indirect_call", 2.0, 0.02, true),
+            m("memory", "l2_latency", 3.4, 0.02, true),
+            m("bandwidth", "read_bandwidth", 20.0, 0.02, false),
+        ];
+        let b = vec![
+            m("calls", "indirect_call", 9.8, 0.03, true),
+            m("calls", "inline_loop", 0.51, 0.01, true),
+            m("memory", "l2_latency", 3.5, 0.02, true),
+            m("bandwidth", "read_bandwidth", 15.0, 0.02, false),
+        ];
+        let d = diff(&a, &a_env, &b, &b_env);
+        assert_eq!(d.len(), 4);
+        let ind = &d[1];
+        assert_eq!(ind.metric, "indirect_call");
+        assert!((ind.ratio - 4.9).abs() < 1e-9);
+        assert!(ind.worse && ind.significant);
+        assert_eq!(
+            ind.explanations,
+            vec!["mitigation.spectre_v2: Retpolines → IBRS"]
+        );
+        let inl = &d[0];
+        assert!(!inl.significant, "2 % is not significant");
+        // The memory probe is not moved by spectre_v2, but by THP.
+        assert_eq!(d[2].explanations, vec!["mem.thp.enabled: madvise → always"]);
+        assert!(!d[2].significant);
+        // Higher is better: lower bandwidth is worse.
+        assert!(d[3].worse && d[3].significant);
+    }
+
+    #[test]
+    fn spread_bands_that_overlap_are_not_significant() {
+        let e = Environment::default();
+        let a = vec![m("spawn", "spawn_true", 100.0, 0.30, true)];
+        let b = vec![m("spawn", "spawn_true", 115.0, 0.30, true)];
+        let d = diff(&a, &e, &b, &e);
+        assert!(d[0].worse && !d[0].significant);
+        let b = vec![m("spawn", "spawn_true", 160.0, 0.05, true)];
+        let d = diff(&a, &e, &b, &e);
+        assert!(d[0].significant);
+        // A size carries the ladder's resolution as its spread: one √2 step
+        // is not significant, two are.
+        let size = |v: f64| Measurement {
+            unit: "bytes".into(),
+            lower_is_better: false,
+            ..m("memory", "l3_size", v, 2f64.sqrt() - 1.0, false)
+        };
+        let mib = 1024.0 * 1024.0;
+        let d = diff(&[size(8.0 * mib)], &e, &[size(11.3 * mib)], &e);
+        assert!(!d[0].significant && !d[0].worse);
+        let d = diff(&[size(8.0 * mib)], &e, &[size(4.0 * mib)], &e);
+        assert!(d[0].significant && d[0].worse);
+        // Unpaired metrics are left out.
+        let b = vec![m("spawn", "fork_wait", 160.0, 0.05, true)];
+        assert!(diff(&a, &e, &b, &e).is_empty());
+    }
+
+    #[test]
+    fn explanations_shorten_and_skip_unknowns() {
+        let a = env(&[
+            (
+                "mitigation.spectre_v2",
+                "Mitigation: Retpolines; STIBP: disabled; RSB filling",
+            ),
+            ("kernel.param.mitigations", "auto"),
+            ("cpu.microcode", UNKNOWN),
+            ("virt.hypervisor", "KVM"),
+            ("kernel.release", "4.4.0-112-generic"),
+        ]);
+        let b = env(&[
+            (
+                "mitigation.spectre_v2",
+                "Mitigation: Retpolines; STIBP: forced; RSB filling",
+            ),
+            ("cpu.microcode", "0x10"),
+            ("virt.hypervisor", "VMware"),
+            ("kernel.release", "4.4.0-116-generic"),
+        ]);
+        let e = explain("calls", &a, &b);
+        assert_eq!(
+            e,
+            vec![
+                "kernel.param.mitigations: auto → absent",
+                "kernel.release: 4.4.0-112-generic → 4.4.0-116-generic",
+                "mitigation.spectre_v2: STIBP: disabled → STIBP: forced",
+                "virt.hypervisor: KVM → VMware",
+            ]
+        );
+        let flags_a = "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge constant_tsc";
+        let flags_b = "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge nonstop_tsc";
+        assert_eq!(
+            shorten("cpu.flags", flags_a, flags_b),
+            ("-constant_tsc".to_string(), "+nonstop_tsc".to_string())
+        );
+        let (l, _) = shorten("x", &"y".repeat(100), "z");
+        assert_eq!(l.chars().count(), MAX_VALUE);
+        assert!(
+            explain("no-such-probe", &a, &b)
+                .iter()
+                .all(|x| x.starts_with("virt.hypervisor"))
+        );
+    }
+}
