@@ -66,6 +66,7 @@ fn run(id: i64, env: Environment, benchmarks: Vec<Benchmark>) -> Run {
         options: serde_json::Value::Null,
         environment: env,
         benchmarks,
+        probes: Vec::new(),
     }
 }
 
@@ -1018,4 +1019,57 @@ fn function_attribution_names_the_functions_that_moved() {
         "83 % of +12.0 % Ir is in `_int_malloc` (libc.so.6); 17 % in `main` (prog)"
     );
     assert_eq!(function_attribution(&base, &base, "Ir", 0.0), None);
+}
+
+/// A simulation run whose benchmark counted these Ir values.
+fn simulated(id: i64, irs: &[f64]) -> Run {
+    let mut b = bench("prog", &vec![1e9; irs.len()]);
+    for (s, ir) in b.samples.iter_mut().zip(irs) {
+        s.counters.insert("Ir".into(), *ir);
+        s.counters.insert("est_cycles".into(), ir * 1.5);
+    }
+    let mut r = run(id, machine(), vec![b]);
+    r.mode = Mode::Simulation;
+    r
+}
+
+#[test]
+fn simulation_counts_are_judged_exactly_even_with_a_tiny_wobble() {
+    let ir = Metric::parse("Ir").expect("Ir");
+    // Identical within each side: exact, one run per side is enough.
+    let c = compare(
+        &side("base", vec![simulated(1, &[1_000_000.0])]),
+        &side("cand", vec![simulated(2, &[1_050_000.0])]),
+        &opts(),
+    );
+    let r = row(&c, "prog", ir);
+    assert!(r.gating, "Ir gates in simulation");
+    assert_eq!(r.verdict, stat(Verdict::Regressed));
+    assert_eq!(r.p_value, None);
+    assert!(
+        c.rows.iter().all(|r| r.metric != Metric::Wall),
+        "wall timed valgrind"
+    );
+
+    // A few instructions of wobble (a thread start) stay exact, with a note.
+    let c = compare(
+        &side("base", vec![simulated(1, &[1_000_000.0, 1_000_084.0])]),
+        &side("cand", vec![simulated(2, &[1_000_020.0, 1_000_090.0])]),
+        &opts(),
+    );
+    let r = row(&c, "prog", ir);
+    assert_eq!(r.verdict, stat(Verdict::WithinNoise), "{r:?}");
+    assert!(
+        r.notes.iter().any(|n| n.contains("judged on the medians")),
+        "{:?}",
+        r.notes
+    );
+
+    // Real variation (2 %) gets the statistics, and 2 vs 2 cannot decide.
+    let c = compare(
+        &side("base", vec![simulated(1, &[1_000_000.0, 1_020_000.0])]),
+        &side("cand", vec![simulated(2, &[1_100_000.0, 1_120_000.0])]),
+        &opts(),
+    );
+    assert_eq!(row(&c, "prog", ir).verdict, stat(Verdict::InsufficientData));
 }

@@ -185,6 +185,8 @@ pub enum Mode {
     Walltime,
     /// Instruction counts under a simulator (callgrind).
     Simulation,
+    /// Machine microbenchmarks (`perfsleuth probe`): results in [`Run::probes`], no benchmarks.
+    Probe,
 }
 
 impl Mode {
@@ -193,6 +195,7 @@ impl Mode {
         match self {
             Mode::Walltime => "walltime",
             Mode::Simulation => "simulation",
+            Mode::Probe => "probe",
         }
     }
 
@@ -201,6 +204,7 @@ impl Mode {
         match s {
             "walltime" => Some(Mode::Walltime),
             "simulation" => Some(Mode::Simulation),
+            "probe" => Some(Mode::Probe),
             _ => None,
         }
     }
@@ -585,6 +589,45 @@ pub struct Run {
     pub environment: Environment,
     /// The benchmarks, in the order given.
     pub benchmarks: Vec<Benchmark>,
+    /// Machine microbenchmark results (`perfsleuth probe`), in the order measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<ProbeResult>,
+}
+
+/// One number measured by a machine microbenchmark (`perfsleuth probe`):
+/// the stored form of `perfsleuth_probe::Measurement`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResult {
+    /// The probe ("calls", "memory").
+    pub probe: String,
+    /// The metric ("indirect_call", "l2_latency").
+    pub metric: String,
+    /// The value: a median of samples (bandwidth: the best run); NaN when
+    /// it could not be computed (JSON null).
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub value: f64,
+    /// "ns", "GB/s", "ops/s", "bytes" or "ratio".
+    pub unit: String,
+    /// Whether smaller is better.
+    pub lower_is_better: bool,
+    /// The value in core cycles (estimated), for "ns" values.
+    #[serde(default)]
+    pub cycles: Option<f64>,
+    /// Relative spread: inter-quartile range over the median (for sizes, the ladder's resolution).
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub spread: f64,
+    /// Spread of at most 10 % over at least 3 samples.
+    pub stable: bool,
+    /// One of the probe's main numbers (the rest is detail: per size, per CPU pair).
+    pub headline: bool,
+    /// How to read the number, where it needs saying.
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// Reads a number that JSON may hold as null (serde_json writes NaN so) as NaN.
+fn f64_or_nan<'de, D: serde::Deserializer<'de>>(de: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(de)?.unwrap_or(f64::NAN))
 }
 
 /// Formats a `SystemTime` as RFC 3339 UTC with millisecond precision.
@@ -640,6 +683,41 @@ mod tests {
         let back: Environment = serde_json::from_value(json).unwrap();
         assert_eq!(back, env);
         assert_eq!(env.only(&[ImpactClass::Identity]).facts.len(), 1);
+    }
+
+    #[test]
+    fn probe_results_read_null_numbers_as_nan() {
+        let r = ProbeResult {
+            probe: "memory".into(),
+            metric: "dram_latency".into(),
+            value: f64::NAN,
+            unit: "ns".into(),
+            lower_is_better: true,
+            cycles: None,
+            spread: f64::NAN,
+            stable: false,
+            headline: true,
+            note: None,
+        };
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["value"], serde_json::Value::Null);
+        let back: ProbeResult = serde_json::from_value(json).unwrap();
+        assert!(back.value.is_nan() && back.spread.is_nan());
+        let mode: Mode = serde_json::from_value(serde_json::json!("probe")).unwrap();
+        assert_eq!(
+            (mode, Mode::parse("probe")),
+            (Mode::Probe, Some(Mode::Probe))
+        );
+        assert_eq!(Mode::Probe.as_str(), "probe");
+        // Runs written before probes existed have no `probes` key.
+        let run: Run = serde_json::from_value(serde_json::json!({
+            "id": null, "started_at": "x", "ended_at": null, "status": "complete",
+            "tool_version": "0.1.0", "git": null, "mode": "walltime", "options": null,
+            "environment": {}, "benchmarks": []
+        }))
+        .unwrap();
+        assert!(run.probes.is_empty());
+        assert!(serde_json::to_value(&run).unwrap().get("probes").is_none());
     }
 
     #[test]

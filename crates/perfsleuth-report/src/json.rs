@@ -38,6 +38,11 @@ fn benchmark_json(b: &BenchmarkReport) -> Value {
         "user": summary_json(b.user.as_ref()),
         "sys": summary_json(b.sys.as_ref()),
         "peak_rss": summary_json(b.peak_rss.as_ref()),
+        "counters": b
+            .counters
+            .iter()
+            .map(|(c, median)| (c.key.to_string(), serde_json::json!({ "median": median, "unit": c.unit })))
+            .collect::<serde_json::Map<String, Value>>(),
     })
 }
 

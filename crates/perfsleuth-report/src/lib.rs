@@ -71,6 +71,9 @@ pub struct BenchmarkReport {
     pub peak_rss: Option<Summary>,
     /// Wall-time outliers (modified z-score above 3.5).
     pub outliers: usize,
+    /// Medians of the perf_event counters every sample recorded, in the
+    /// order of `perfsleuth_model::COUNTERS`.
+    pub counters: Vec<(perfsleuth_model::Counter, f64)>,
 }
 
 /// A benchmark compared with the reference benchmark of the same run.
@@ -146,6 +149,17 @@ fn benchmark_report(b: &Benchmark) -> BenchmarkReport {
         user: summarize(&b.values(Metric::User)),
         sys: summarize(&b.values(Metric::Sys)),
         peak_rss: summarize(&b.values(Metric::PeakRss)),
+        counters: b
+            .counters()
+            .into_iter()
+            // Simulation and scale counters have their own renderers.
+            .filter(|c| !c.is_simulated() && c.key != "throughput")
+            .filter_map(|c| {
+                let mut v = b.values(Metric::Counter(c));
+                v.sort_by(f64::total_cmp);
+                Some((c, perfsleuth_stats::median(&v)?))
+            })
+            .collect(),
     }
 }
 
@@ -258,6 +272,7 @@ pub(crate) mod testutil {
             options: serde_json::json!({"warmup": 3}),
             environment,
             benchmarks,
+            probes: Vec::new(),
         }
     }
 

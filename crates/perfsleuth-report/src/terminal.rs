@@ -214,6 +214,10 @@ fn benchmark_block(
         );
     }
 
+    if let Some(line) = counters_line(b, wall.median) {
+        labelled(out, "Counters (median):", &line);
+    }
+
     let warning = style.yellow("Warning:");
     if b.failed_runs > 0 {
         let _ = writeln!(
@@ -413,6 +417,64 @@ fn comparison_rows(
     }
 }
 
+/// The counters in one line: "task clock 1.02 CPUs · 3 context switches ·
+/// …", with IPC and miss rates where their parts were counted.
+fn counters_line(b: &BenchmarkReport, wall_median: f64) -> Option<String> {
+    if b.counters.is_empty() {
+        return None;
+    }
+    let get = |key: &str| {
+        b.counters
+            .iter()
+            .find(|(c, _)| c.key == key)
+            .map(|(_, v)| *v)
+    };
+    let mut parts = Vec::new();
+    if let Some(tc) = get("task_clock_ns") {
+        let cpus = if wall_median > 0.0 {
+            tc / wall_median
+        } else {
+            f64::NAN
+        };
+        parts.push(format!(
+            "task clock {} ({cpus:.2} CPUs)",
+            format_duration_short(tc)
+        ));
+    }
+    for (key, label) in [
+        ("context_switches", "context switches"),
+        ("cpu_migrations", "CPU migrations"),
+        ("page_faults", "page faults"),
+        ("futex_calls", "futex calls"),
+        ("sched_switches", "sched switches"),
+    ] {
+        if let Some(v) = get(key) {
+            parts.push(format!("{} {label}", crate::format::format_si(v)));
+        }
+    }
+    if let Some(ins) = get("instructions") {
+        let ipc = get("cycles")
+            .filter(|c| *c > 0.0)
+            .map(|c| format!(", IPC {:.2}", ins / c));
+        parts.push(format!(
+            "{} instructions{}",
+            crate::format::format_si(ins),
+            ipc.unwrap_or_default()
+        ));
+    }
+    if let (Some(miss), Some(refs)) = (get("cache_misses"), get("cache_references"))
+        && refs > 0.0
+    {
+        parts.push(format!("cache misses {:.1} %", 100.0 * miss / refs));
+    }
+    if let (Some(miss), Some(all)) = (get("branch_misses"), get("branches"))
+        && all > 0.0
+    {
+        parts.push(format!("branch misses {:.2} %", 100.0 * miss / all));
+    }
+    (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,5 +670,37 @@ Comparison with `base`:
         // Mismatched report and run: nothing to index, still no panic.
         let other = run(vec![bench("only", &[5], 5)]);
         let _ = render_terminal(&other, &analyze(&zeros, Some(1)), &Style::default());
+    }
+
+    #[test]
+    fn counters_are_summarised_in_one_line_with_derived_rates() {
+        let mut b = bench("./prog", &[10_000_000, 10_000_000, 10_000_000], 4096);
+        for s in &mut b.samples {
+            s.counters = [
+                ("task_clock_ns", 20_000_000.0),
+                ("context_switches", 3.0),
+                ("cpu_migrations", 1.0),
+                ("page_faults", 120.0),
+                ("instructions", 3.0e9),
+                ("cycles", 2.0e9),
+                ("branches", 1.0e8),
+                ("branch_misses", 1.0e6),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        }
+        let r = run(vec![b]);
+        let text = render_terminal(&r, &analyze(&r, None), &Style { color: false });
+        assert!(
+            text.contains(
+                "Counters (median):        task clock 20.0 ms (2.00 CPUs) · 3 context switches · 1 CPU migrations · 120 page faults · 3.00G instructions, IPC 1.50 · branch misses 1.00 %"
+            ),
+            "{text}"
+        );
+        // Without counters there is no line.
+        let plain = run(vec![bench("./prog", &[10, 11, 12], 4096)]);
+        let text = render_terminal(&plain, &analyze(&plain, None), &Style { color: false });
+        assert!(!text.contains("Counters"), "{text}");
     }
 }

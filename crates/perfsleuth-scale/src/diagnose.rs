@@ -224,6 +224,15 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         evidence.push(efficiency_line(last, cap));
     } else {
         kind = DiagnosisKind::SubLinear;
+        if let Some((peak, x)) = fit
+            .and_then(|f| f.peak_n.zip(f.peak_x))
+            .filter(|(p, _)| *p > n)
+        {
+            evidence.push(format!(
+                "the fit peaks at N* ≈ {peak:.1} (X ≈ {}): more concurrency than that lowers throughput",
+                format_si(x)
+            ));
+        }
         headline = format!(
             "scales sub-linearly: efficiency {:.0} % at N = {}",
             100.0 * eff_usable,

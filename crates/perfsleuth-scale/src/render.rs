@@ -47,11 +47,15 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
         let mut row = vec![
             fmt_n(p.n),
             format_si(p.throughput),
-            format!(
-                "{}…{}",
-                format_si(p.throughput_low),
-                format_si(p.throughput_high)
-            ),
+            if p.runs < 2 {
+                "–".to_string()
+            } else {
+                format!(
+                    "{}…{}",
+                    format_si(p.throughput_low),
+                    format_si(p.throughput_high)
+                )
+            },
             format!("{:.2}×", p.speedup),
             format!("{:.0} %", 100.0 * p.efficiency),
         ];

@@ -344,12 +344,21 @@ fn csv_reference_dataset_matches_usl4j() {
     }
     let obs = read_csv(&text).expect("csv");
     let a = analyze("N", &obs, &Machine::default());
-    let f = a.fit.expect("fit");
+    let f = a.fit.clone().expect("fit");
     let close = |a: f64, b: f64| ((a - b) / b).abs() < 1e-3;
     assert!(close(f.alpha, 0.02671591), "{}", f.alpha);
     assert!(close(f.beta, 7.690945e-4), "{}", f.beta);
     assert!(close(f.gamma, 995.6486), "{}", f.gamma);
     assert_eq!(f.capacity, None);
+    let d = &a.diagnosis[0];
+    assert_eq!(d.kind, DiagnosisKind::SubLinear);
+    assert!(
+        d.evidence
+            .iter()
+            .any(|e| e.contains("the fit peaks at N* ≈ 35.")),
+        "{:?}",
+        d.evidence
+    );
 }
 
 #[test]

@@ -18,6 +18,7 @@ fn main() {
         options: serde_json::Value::Null,
         environment: Environment::default(),
         benchmarks: vec![],
+        probes: Vec::new(),
     };
     let id = store.begin_run(&run).unwrap();
     let b = store.add_benchmark(id, &Benchmark::default()).unwrap();

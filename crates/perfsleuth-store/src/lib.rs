@@ -10,7 +10,8 @@
 //! before the first write (switching to WAL mode is a write).
 
 use perfsleuth_model::{
-    Benchmark, Environment, GitInfo, ImpactClass, Mode, Profile, Run, RunStatus, Sample,
+    Benchmark, Environment, GitInfo, ImpactClass, Mode, ProbeResult, Profile, Run, RunStatus,
+    Sample,
 };
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use sha2::{Digest, Sha256};
@@ -85,6 +86,23 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE benchmarks ADD COLUMN facts TEXT",
     // 3: the per-function profile of a simulation-mode benchmark, JSON.
     "ALTER TABLE benchmarks ADD COLUMN profile TEXT",
+    // 4: machine microbenchmark results (`perfsleuth probe`), one row per
+    // metric. REAL columns are nullable: SQLite stores NaN as NULL.
+    "CREATE TABLE probe_results (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        probe TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        value REAL,
+        unit TEXT NOT NULL,
+        lower_is_better INTEGER NOT NULL,
+        cycles REAL,
+        spread REAL,
+        stable INTEGER NOT NULL,
+        headline INTEGER NOT NULL,
+        note TEXT,
+        PRIMARY KEY (run_id, position)
+    ) WITHOUT ROWID;",
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
@@ -247,6 +265,31 @@ pub struct RunListing {
     pub host: Option<String>,
     /// Hash of the identity facts: runs with equal hashes ran on comparable machines.
     pub comparability: String,
+    /// Probes with stored results (`perfsleuth probe` runs), in the order measured.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<String>,
+}
+
+/// Which runs `latest` and `latest~N` count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKind {
+    /// Every run.
+    Any,
+    /// Runs that measured commands: every mode but `probe`.
+    Benchmarks,
+    /// Runs of `perfsleuth probe`.
+    Probes,
+}
+
+impl RunKind {
+    /// The SQL condition on `runs.mode` selecting this kind.
+    fn condition(self) -> &'static str {
+        match self {
+            RunKind::Any => "1",
+            RunKind::Benchmarks => "mode <> 'probe'",
+            RunKind::Probes => "mode = 'probe'",
+        }
+    }
 }
 
 /// What the hand-made header check found at a path.
@@ -429,6 +472,10 @@ fn sha256_hex(data: &[u8]) -> String {
 /// Facts that identify a machine configuration; context facts change every run.
 const STABLE_CLASSES: [ImpactClass; 2] = [ImpactClass::Identity, ImpactClass::Performance];
 
+const INSERT_PROBE_RESULT: &str = "INSERT INTO probe_results (run_id, position, probe, metric, \
+    value, unit, lower_is_better, cycles, spread, stable, headline, note) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+
 const INSERT_SAMPLE: &str = "INSERT INTO samples (benchmark_id, iteration, wall_ns, user_ns, sys_ns, \
     peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters) \
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
@@ -563,7 +610,7 @@ impl Store {
         let id = Identity::read(&conn, path)?;
         id.check(path)?;
         if id.version >= 1 {
-            probe(&conn, path)?;
+            probe(&conn, path, id.version)?;
         }
 
         set_wal(&conn, path)?;
@@ -754,6 +801,58 @@ impl Store {
         Ok(())
     }
 
+    /// Appends probe results to a run in one transaction (after any stored
+    /// before), so each probe's numbers are kept as soon as it finishes.
+    pub fn add_probe_results(
+        &mut self,
+        run_id: i64,
+        results: &[ProbeResult],
+    ) -> Result<(), StoreError> {
+        let path = &self.path;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .at(path)?;
+        let exists: bool = tx
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
+                [run_id],
+                |r| r.get(0),
+            )
+            .at(path)?;
+        if !exists {
+            return Err(StoreError::NotFound(run_id.to_string()));
+        }
+        let first: i64 = tx
+            .query_row(
+                "SELECT coalesce(max(position) + 1, 0) FROM probe_results WHERE run_id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )
+            .at(path)?;
+        {
+            let mut stmt = tx.prepare_cached(INSERT_PROBE_RESULT).at(path)?;
+            for (i, p) in results.iter().enumerate() {
+                stmt.execute(params![
+                    run_id,
+                    first + i as i64,
+                    p.probe,
+                    p.metric,
+                    p.value,
+                    p.unit,
+                    p.lower_is_better,
+                    p.cycles,
+                    p.spread,
+                    p.stable,
+                    p.headline,
+                    p.note,
+                ])
+                .at(path)?;
+            }
+        }
+        tx.commit().at(path)
+    }
+
     /// Sets a run's final status and end time.
     pub fn finish_run(
         &mut self,
@@ -774,7 +873,7 @@ impl Store {
         Ok(())
     }
 
-    /// Loads a whole run: environment merged from its env row and context, benchmarks in insertion order, samples in iteration order; `Ok(None)` if no such id.
+    /// Loads a whole run: environment merged from its env row and context, benchmarks in insertion order, samples in iteration order, probe results in the order stored; `Ok(None)` if no such id.
     pub fn load_run(&self, id: i64) -> Result<Option<Run>, StoreError> {
         let path = &self.path;
         // One read transaction, so a concurrent writer cannot show us half a state.
@@ -847,6 +946,7 @@ impl Store {
             }
         }
 
+        let probes = load_probe_results(&tx, path, id)?;
         let run = Run {
             id: Some(id),
             status: parse_status(path, id, &row.status)?,
@@ -858,6 +958,7 @@ impl Store {
             ended_at: row.ended_at,
             tool_version: row.tool_version,
             benchmarks,
+            probes,
         };
         Ok(Some(run))
     }
@@ -904,6 +1005,12 @@ impl Store {
                  (SELECT id FROM benchmarks WHERE run_id = ?1)",
             )
             .at(path)?;
+        let mut probe_names = tx
+            .prepare_cached(
+                "SELECT probe FROM probe_results WHERE run_id = ?1 \
+                 GROUP BY probe ORDER BY min(position)",
+            )
+            .at(path)?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let env = merged_environment(path, &row.facts, &row.context)?;
@@ -913,6 +1020,11 @@ impl Store {
                 .collect::<rusqlite::Result<Vec<_>>>()
                 .at(path)?;
             let samples: i64 = count.query_row([row.id], |r| r.get(0)).at(path)?;
+            let probes = probe_names
+                .query_map([row.id], |r| r.get::<_, String>(0))
+                .at(path)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .at(path)?;
             out.push(RunListing {
                 id: row.id,
                 status: parse_status(path, row.id, &row.status)?,
@@ -925,6 +1037,7 @@ impl Store {
                 cpu_model: env.get("cpu.model").map(str::to_string),
                 host: env.get("host.name").map(str::to_string),
                 comparability: comparability_hash(&env),
+                probes,
             });
         }
         Ok(out)
@@ -932,6 +1045,12 @@ impl Store {
 
     /// Resolves "latest", "latest~N" (the N-th run before the latest) or a numeric id to a run id.
     pub fn resolve_run(&self, spec: &str) -> Result<i64, StoreError> {
+        self.resolve_run_of(spec, RunKind::Any)
+    }
+
+    /// Like [`Store::resolve_run`], but `latest` and `latest~N` count only
+    /// runs of `kind`; a numeric id names any run.
+    pub fn resolve_run_of(&self, spec: &str, kind: RunKind) -> Result<i64, StoreError> {
         let path = &self.path;
         let not_found = || StoreError::NotFound(spec.to_string());
         let spec_t = spec.trim();
@@ -952,7 +1071,10 @@ impl Store {
             Some(n) => self
                 .conn
                 .query_row(
-                    "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                    &format!(
+                        "SELECT id FROM runs WHERE {} ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                        kind.condition()
+                    ),
                     [n],
                     |r| r.get(0),
                 )
@@ -969,32 +1091,83 @@ impl Store {
         found.ok_or_else(not_found)
     }
 
-    /// Complete runs made at this git commit (full hash), newest first.
+    /// Complete runs of commands (not `probe` runs) made at this git commit
+    /// (full hash), newest first.
     pub fn runs_at_commit(&self, commit: &str) -> Result<Vec<i64>, StoreError> {
         self.ids(
-            "SELECT id FROM runs WHERE git_commit = ?1 AND status = 'complete' ORDER BY id DESC",
+            "SELECT id FROM runs WHERE git_commit = ?1 AND status = 'complete' \
+             AND mode <> 'probe' ORDER BY id DESC",
             commit,
         )
     }
 
-    /// Complete runs made on this git branch, newest first.
+    /// Complete runs of commands (not `probe` runs) made on this git branch, newest first.
     pub fn runs_on_branch(&self, branch: &str) -> Result<Vec<i64>, StoreError> {
         self.ids(
-            "SELECT id FROM runs WHERE git_branch = ?1 AND status = 'complete' ORDER BY id DESC",
+            "SELECT id FROM runs WHERE git_branch = ?1 AND status = 'complete' \
+             AND mode <> 'probe' ORDER BY id DESC",
             branch,
         )
     }
 
     /// The newest run stored before run `id`, if any.
     pub fn run_before(&self, id: i64) -> Result<Option<i64>, StoreError> {
+        self.run_before_of(id, RunKind::Any)
+    }
+
+    /// The newest run of `kind` stored before run `id`, if any.
+    pub fn run_before_of(&self, id: i64, kind: RunKind) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
-                "SELECT id FROM runs WHERE id < ?1 ORDER BY id DESC LIMIT 1",
+                &format!(
+                    "SELECT id FROM runs WHERE id < ?1 AND {} ORDER BY id DESC LIMIT 1",
+                    kind.condition()
+                ),
                 [id],
                 |r| r.get(0),
             )
             .optional()
             .at(&self.path)
+    }
+
+    /// The newest run with probe results made on the machine `env` describes:
+    /// one with the same identity and performance facts if there is one (so a
+    /// changed mitigation or governor finds its own probes), else one with
+    /// the same [`comparability_hash`].
+    pub fn latest_probe_run_for(&self, env: &Environment) -> Result<Option<i64>, StoreError> {
+        let path = &self.path;
+        let stable = serde_json::to_string(&env.only(&STABLE_CLASSES)).at(path)?;
+        let exact = sha256_hex(stable.as_bytes());
+        let wanted = comparability_hash(env);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT r.id, e.hash, e.facts FROM runs r JOIN environments e ON e.id = r.environment_id \
+                 WHERE EXISTS (SELECT 1 FROM probe_results p WHERE p.run_id = r.id) \
+                 ORDER BY r.id DESC",
+            )
+            .at(path)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .at(path)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .at(path)?;
+        if let Some((id, _, _)) = rows.iter().find(|(_, hash, _)| *hash == exact) {
+            return Ok(Some(*id));
+        }
+        for (id, _, facts) in rows {
+            let facts: Environment = serde_json::from_str(&facts).at(path)?;
+            if comparability_hash(&facts) == wanted {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
     }
 
     fn ids(&self, sql: &str, arg: &str) -> Result<Vec<i64>, StoreError> {
@@ -1050,15 +1223,20 @@ fn set_wal(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// Touches the root page of every table, so a damaged store fails on open
-/// rather than halfway through a run, and before anything is written.
-fn probe(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+/// Touches the root page of every table of schema `version`, so a damaged
+/// store fails on open rather than halfway through a run, and before
+/// anything is written.
+fn probe(conn: &Connection, path: &Path, version: u32) -> Result<(), StoreError> {
+    let since_4 = ["SELECT 1 FROM probe_results LIMIT 1"];
     for sql in [
         "SELECT 1 FROM environments LIMIT 1",
         "SELECT max(id) FROM runs",
         "SELECT 1 FROM benchmarks LIMIT 1",
         "SELECT 1 FROM samples LIMIT 1",
-    ] {
+    ]
+    .into_iter()
+    .chain(since_4.into_iter().filter(|_| version >= 4))
+    {
         conn.query_row(sql, [], |_| Ok(())).optional().at(path)?;
     }
     Ok(())
@@ -1128,6 +1306,38 @@ fn load_samples(conn: &Connection, path: &Path, bench_id: i64) -> Result<Vec<Sam
         out.push(sample);
     }
     Ok(out)
+}
+
+/// Loads a run's probe results in the order stored; NULL numbers (NaN when
+/// written) load as NaN.
+fn load_probe_results(
+    conn: &Connection,
+    path: &Path,
+    run_id: i64,
+) -> Result<Vec<ProbeResult>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT probe, metric, value, unit, lower_is_better, cycles, spread, stable, \
+             headline, note FROM probe_results WHERE run_id = ?1 ORDER BY position",
+        )
+        .at(path)?;
+    let rows = stmt
+        .query_map([run_id], |r| {
+            Ok(ProbeResult {
+                probe: r.get(0)?,
+                metric: r.get(1)?,
+                value: r.get::<_, Option<f64>>(2)?.unwrap_or(f64::NAN),
+                unit: r.get(3)?,
+                lower_is_better: r.get(4)?,
+                cycles: r.get(5)?,
+                spread: r.get::<_, Option<f64>>(6)?.unwrap_or(f64::NAN),
+                stable: r.get(7)?,
+                headline: r.get(8)?,
+                note: r.get(9)?,
+            })
+        })
+        .at(path)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().at(path)
 }
 
 /// Rebuilds the full environment from the shared env row and the run's context facts.

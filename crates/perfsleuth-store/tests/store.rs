@@ -1,9 +1,9 @@
 //! Store behaviour against real SQLite files in temporary directories.
 
 use perfsleuth_model::{
-    Benchmark, Environment, GitInfo, ImpactClass, Mode, Run, RunStatus, Sample,
+    Benchmark, Environment, GitInfo, ImpactClass, Mode, ProbeResult, Run, RunStatus, Sample,
 };
-use perfsleuth_store::{APPLICATION_ID, STORE_SCHEMA_VERSION, Store, StoreError};
+use perfsleuth_store::{APPLICATION_ID, RunKind, STORE_SCHEMA_VERSION, Store, StoreError};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -73,6 +73,7 @@ fn run(host: &str, benchmarks: Vec<Benchmark>) -> Run {
         options: serde_json::json!({"warmup": 3, "runs": 10}),
         environment: env(host, "performance"),
         benchmarks,
+        probes: Vec::new(),
     }
 }
 
@@ -699,8 +700,11 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
             RunStatus::Complete,
         );
         drop(store);
-        conn.execute_batch("ALTER TABLE benchmarks DROP COLUMN profile; PRAGMA user_version = 2;")
-            .unwrap();
+        conn.execute_batch(
+            "DROP TABLE probe_results; ALTER TABLE benchmarks DROP COLUMN profile; \
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
         drop(conn);
         let store = Store::open(&path).unwrap();
         let loaded = store.load_run(id).unwrap().expect("old run survives");
@@ -741,4 +745,189 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
     let loaded = store.load_run(id).unwrap().expect("run");
     assert_eq!(loaded.benchmarks[1].profile.as_ref(), Some(&profile));
     assert!(store.set_profile(ids[1] + 1000, &profile).is_err());
+}
+
+fn probe_result(probe: &str, metric: &str, value: f64, headline: bool) -> ProbeResult {
+    ProbeResult {
+        probe: probe.into(),
+        metric: metric.into(),
+        value,
+        unit: "ns".into(),
+        lower_is_better: true,
+        cycles: Some(value * 3.7),
+        spread: 0.02,
+        stable: true,
+        headline,
+        note: Some(format!("{metric} per iteration")),
+    }
+}
+
+/// A `perfsleuth probe` run: no benchmarks, results added per probe.
+fn store_probe_run(store: &mut Store, env: Environment, batches: &[Vec<ProbeResult>]) -> i64 {
+    let mut r = run("h", vec![]);
+    r.mode = Mode::Probe;
+    r.options = serde_json::json!({"probes": ["calls", "syscall"], "quick": true});
+    r.environment = env;
+    let id = store.begin_run(&r).unwrap();
+    for batch in batches {
+        store.add_probe_results(id, batch).unwrap();
+    }
+    store
+        .finish_run(id, RunStatus::Complete, "2024-02-29T12:35:00.000Z")
+        .unwrap();
+    id
+}
+
+#[test]
+fn probe_results_round_trip_and_a_schema_3_store_gains_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    // A store made before probes existed (schema 3), with a run in it.
+    let old = {
+        let conn = raw(&path);
+        let mut store = Store::open(&path).unwrap();
+        let id = store_run(
+            &mut store,
+            &run("old", vec![bench("a", vec![sample(0)])]),
+            RunStatus::Complete,
+        );
+        drop(store);
+        conn.execute_batch("DROP TABLE probe_results; PRAGMA user_version = 3;")
+            .unwrap();
+        id
+    };
+    let mut store = Store::open(&path).unwrap();
+    let version: u32 = raw(&path)
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, STORE_SCHEMA_VERSION);
+    let loaded = store.load_run(old).unwrap().expect("the old run survives");
+    assert_eq!(loaded.benchmarks[0].samples.len(), 1);
+    assert!(loaded.probes.is_empty());
+
+    // Results added in two transactions keep their order; odd values survive.
+    let calls = vec![
+        probe_result("calls", "inline_loop", 0.54, true),
+        probe_result("calls", "direct_call", 1.35, true),
+    ];
+    let mut syscall = vec![
+        probe_result("syscall", "getppid", 164.5, true),
+        probe_result("syscall", "clock_gettime_syscall", f64::NAN, false),
+    ];
+    syscall[1].cycles = None;
+    syscall[1].note = None;
+    syscall[1].unit = "ratio".into();
+    syscall[1].lower_is_better = false;
+    let id = store_probe_run(
+        &mut store,
+        env("h", "performance"),
+        &[calls.clone(), syscall.clone()],
+    );
+    let loaded = store.load_run(id).unwrap().expect("probe run");
+    assert_eq!(loaded.mode, Mode::Probe);
+    assert!(loaded.benchmarks.is_empty());
+    assert_eq!(loaded.probes.len(), 4);
+    assert_eq!(
+        &loaded.probes[..3],
+        &[calls[0].clone(), calls[1].clone(), syscall[0].clone()]
+    );
+    let nan = &loaded.probes[3];
+    assert!(nan.value.is_nan());
+    assert_eq!(
+        (
+            nan.cycles,
+            nan.note.as_deref(),
+            nan.unit.as_str(),
+            nan.lower_is_better,
+            nan.headline
+        ),
+        (None, None, "ratio", false, false)
+    );
+    assert!(matches!(
+        store.add_probe_results(id + 100, &calls),
+        Err(StoreError::NotFound(_))
+    ));
+
+    // Listed with their mode and probes; older runs list no probes.
+    let list = store.list_runs(None).unwrap();
+    assert_eq!(list[0].id, id);
+    assert_eq!(list[0].mode, Mode::Probe);
+    assert_eq!(list[0].probes, ["calls", "syscall"]);
+    assert_eq!(list[0].samples, 0);
+    assert!(list[1].probes.is_empty());
+    let json = serde_json::to_value(&list[0]).unwrap();
+    assert_eq!(json["mode"], "probe");
+    assert!(
+        serde_json::to_value(&list[1])
+            .unwrap()
+            .get("probes")
+            .is_none()
+    );
+}
+
+#[test]
+fn probe_runs_are_counted_apart_and_found_by_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&db_path(&dir)).unwrap();
+    let results = vec![probe_result("calls", "indirect_call", 1.35, true)];
+    let bench_run = store_run(&mut store, &run("h", vec![]), RunStatus::Complete);
+    let mut ibrs = env("h", "performance");
+    ibrs.set(
+        "mitigation.spectre_v2",
+        "Mitigation: IBRS",
+        ImpactClass::Performance,
+    );
+    let mut other_kernel = env("h", "performance");
+    other_kernel.set("kernel.release", "6.99.0-test", ImpactClass::Identity);
+    let p1 = store_probe_run(
+        &mut store,
+        env("h", "performance"),
+        std::slice::from_ref(&results),
+    );
+    let p2 = store_probe_run(&mut store, ibrs.clone(), std::slice::from_ref(&results));
+    let bench_after = store_run(&mut store, &run("h", vec![]), RunStatus::Complete);
+
+    assert_eq!(store.resolve_run("latest").unwrap(), bench_after);
+    assert_eq!(store.resolve_run_of("latest", RunKind::Probes).unwrap(), p2);
+    assert_eq!(
+        store.resolve_run_of("latest~1", RunKind::Probes).unwrap(),
+        p1
+    );
+    assert!(store.resolve_run_of("latest~2", RunKind::Probes).is_err());
+    assert_eq!(
+        store
+            .resolve_run_of("latest~1", RunKind::Benchmarks)
+            .unwrap(),
+        bench_run
+    );
+    // An id names any run, whatever its kind.
+    assert_eq!(
+        store
+            .resolve_run_of(&p1.to_string(), RunKind::Benchmarks)
+            .unwrap(),
+        p1
+    );
+    assert_eq!(
+        store
+            .run_before_of(bench_after, RunKind::Benchmarks)
+            .unwrap(),
+        Some(bench_run)
+    );
+    assert_eq!(
+        store.run_before_of(bench_after, RunKind::Probes).unwrap(),
+        Some(p2)
+    );
+    // Probe runs are not revisions' or branches' runs of commands.
+    assert_eq!(
+        store.runs_on_branch("main").unwrap(),
+        vec![bench_after, bench_run]
+    );
+
+    // The same identity and performance facts first, then the same comparability hash.
+    let ctx_only = env("other-host", "performance");
+    assert_eq!(store.latest_probe_run_for(&ctx_only).unwrap(), Some(p1));
+    assert_eq!(store.latest_probe_run_for(&ibrs).unwrap(), Some(p2));
+    let powersave = env("h", "powersave");
+    assert_eq!(store.latest_probe_run_for(&powersave).unwrap(), Some(p2));
+    assert_eq!(store.latest_probe_run_for(&other_kernel).unwrap(), None);
 }

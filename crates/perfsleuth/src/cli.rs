@@ -28,6 +28,83 @@ pub enum Command {
     Compare(CompareArgs),
     /// Throughput vs concurrency: CPU idle, context switches, a USL fit and a diagnosis.
     Scale(Box<ScaleArgs>),
+    /// Machine microbenchmarks (calls, syscalls, memory ladder, bandwidth, coherency, clocks,
+    /// spawn), stored with the environment; `probe diff` explains what differs.
+    Probe(ProbeArgs),
+}
+
+/// `perfsleuth probe`.
+#[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Probes: calls, syscall, memory, bandwidth, coherency, clock, spawn (`--list` says what each measures).\n\nExamples:\n  perfsleuth probe\n  perfsleuth probe --quick calls syscall\n  perfsleuth probe --json > this-machine.json\n  perfsleuth probe diff latest~1 latest\n  perfsleuth probe diff other-machine.json current"
+)]
+pub struct ProbeArgs {
+    /// Compare two probe results instead of measuring.
+    #[command(subcommand)]
+    pub action: Option<ProbeCommand>,
+    /// Probes to run (names or comma-separated lists; `all`) [default: all].
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Fewer samples and a coarser memory ladder: the suite in under 5 s instead of under 30 s.
+    #[arg(long)]
+    pub quick: bool,
+    /// Show every metric (per ladder size, per CPU pair), not only the headline numbers.
+    #[arg(long)]
+    pub all: bool,
+    /// Print JSON (schema perfsleuth/probe, see docs/SCHEMA.md) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// List the probes and what each measures, then exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Do not store the results (also when PERFSLEUTH_STORE is set).
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// When to use colour.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// `perfsleuth probe` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ProbeCommand {
+    /// What differs between two probe results and which environment facts explain it;
+    /// exit 0 nothing significant, 1 a headline number differs, 2 error.
+    #[command(
+        after_help = "Sides: a run id, latest or latest~N (counting probe runs only), `current` (probe this machine now: --quick unless --full; stored only with --save), or a file from `perfsleuth probe --json`.\n\nExamples:\n  perfsleuth probe diff latest~1 latest\n  perfsleuth probe diff before-update.json current --full"
+    )]
+    Diff(ProbeDiffArgs),
+}
+
+/// `perfsleuth probe diff`.
+#[derive(Debug, Args)]
+pub struct ProbeDiffArgs {
+    /// Side A (the baseline): a run id, latest, latest~N, `current`, or a `probe --json` file.
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// Side B, the same forms.
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// For `current`: run the probes in default mode (under 30 s) instead of --quick.
+    #[arg(long)]
+    pub full: bool,
+    /// For `current`: store the new probe run (in --store, else the default store).
+    #[arg(long)]
+    pub save: bool,
+    /// List every paired metric (per size, per CPU pair, unchanged ones), not only headline numbers.
+    #[arg(long)]
+    pub all: bool,
+    /// Print JSON (schema perfsleuth/probe-diff).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// When to use colour.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
 }
 
 /// Output format of `compare`.
@@ -309,6 +386,9 @@ pub struct ShowArgs {
     /// Print the full JSON export document instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// A probe run: show every metric, not only the headline numbers.
+    #[arg(long)]
+    pub all: bool,
     /// Compare the others with this benchmark (1-based index or name).
     #[arg(long, value_name = "N|NAME")]
     pub reference: Option<String>,

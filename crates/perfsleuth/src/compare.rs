@@ -22,10 +22,13 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
         Some(spec) => selectors::resolve(spec, &mut store)?,
         None => selectors::default_baseline(&candidate, &mut store)?,
     };
-    let comparison = compare(&baseline, &candidate, &opts);
+    let mut comparison = compare(&baseline, &candidate, &opts);
     if args.verdict.require_same_env && comparison.identity_changed {
         return Err(env_mismatch(&comparison));
     }
+    comparison
+        .notes
+        .extend(probe_notes(&baseline, &candidate, &mut store));
     let text = match args.format {
         CompareFormat::Terminal => {
             perfsleuth_compare::render_terminal(&comparison, use_color(args.color, false))
@@ -68,6 +71,24 @@ pub fn after_run(
         to_stderr,
     );
     Ok(exit_code(&comparison, verdict.fail_on))
+}
+
+/// What the machines' probe results say about the difference between the
+/// sides' machines, when both have been probed (see `probe::compare_notes`).
+fn probe_notes(baseline: &Side, candidate: &Side, store: &mut StoreHandle) -> Vec<String> {
+    let newest = |s: &Side| {
+        s.runs
+            .iter()
+            .max_by(|a, b| a.started_at.cmp(&b.started_at))
+            .map(|r| r.environment.clone())
+    };
+    let (Some(a), Some(b)) = (newest(baseline), newest(candidate)) else {
+        return Vec::new();
+    };
+    match selectors::existing_store(store) {
+        Some(store) => crate::probe::compare_notes(store, &a, &b),
+        None => Vec::new(),
+    }
 }
 
 fn exit_code(c: &Comparison, fail_on: Option<FailOn>) -> i32 {

@@ -54,15 +54,23 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
         let started = r.started_at.replace('T', " ");
         let started = started.get(..19).unwrap_or(&started).to_string();
         let benches = match r.benchmarks.len() {
+            // A probe run measured the machine, not commands: name its probes.
+            0 if !r.probes.is_empty() => format!("probe: {}", r.probes.join(", ")),
+            0 if r.mode == perfsleuth_model::Mode::Probe => "probe".to_string(),
             0 => "-".to_string(),
             1 => r.benchmarks[0].clone(),
             n => format!("{} (+{} more)", r.benchmarks[0], n - 1),
+        };
+        let samples = if r.mode == perfsleuth_model::Mode::Probe {
+            "-".to_string()
+        } else {
+            r.samples.to_string()
         };
         rows.push(vec![
             r.id.to_string(),
             started,
             r.status.to_string(),
-            r.samples.to_string(),
+            samples,
             commit,
             r.comparability.clone(),
             r.cpu_model.clone().unwrap_or_else(|| "-".into()),
@@ -93,6 +101,9 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
             Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
         })?;
         emit(&(text + "\n"), false);
+    } else if run.mode == perfsleuth_model::Mode::Probe {
+        // Probe results, not a wall-time summary of benchmarks it does not have.
+        crate::probe::print_stored(&run, args.all, args.color);
     } else {
         output::print_summary(&run, reference, args.color, false);
         if let Some(analysis) = crate::scale::analysis_of(&run) {

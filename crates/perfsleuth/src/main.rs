@@ -10,6 +10,7 @@ mod history;
 mod output;
 mod parse;
 mod plan;
+mod probe;
 mod run;
 mod scale;
 mod selectors;
@@ -43,6 +44,7 @@ fn main() {
         Command::Env(args) => envcmd::env(args),
         Command::Compare(args) => compare::run(args),
         Command::Scale(args) => scale::scale(*args, spawner),
+        Command::Probe(args) => probe::probe(args),
     };
     std::process::exit(match result {
         Ok(code) => code,
@@ -76,7 +78,7 @@ fn usage_error(e: clap::Error) -> i32 {
     let rest: Vec<&str> = paragraphs.flat_map(str::lines).map(str::trim).collect();
     let subcommand = std::env::args()
         .nth(1)
-        .filter(|a| ["run", "runs", "show", "env", "compare"].contains(&a.as_str()));
+        .filter(|a| ["run", "runs", "show", "env", "compare", "probe"].contains(&a.as_str()));
     let help = match &subcommand {
         Some(sub) => format!("perfsleuth {sub} --help"),
         None => "perfsleuth --help".to_string(),

@@ -362,6 +362,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         options: options_json(&args, &tolerate),
         environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
         benchmarks: Vec::new(),
+        probes: Vec::new(),
     };
     let counter_notes = crate::counters::enable(
         &mut spawner,

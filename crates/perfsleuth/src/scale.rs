@@ -204,6 +204,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         }),
         environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
         benchmarks: Vec::new(),
+        probes: Vec::new(),
     };
     // The futex tracepoint is the point of counting here: the lock-contention
     // signal, at the same small cost at every level.

@@ -6,7 +6,7 @@ use crate::error::Fail;
 use crate::output::store_fail;
 use perfsleuth_compare::Side;
 use perfsleuth_model::{EXPORT_KIND_RUN, Run, SCHEMA_VERSION};
-use perfsleuth_store::Store;
+use perfsleuth_store::{RunKind, Store};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -29,7 +29,9 @@ pub fn resolve(spec: &str, store: &mut StoreHandle) -> Result<Side, Fail> {
         return Err(Fail::usage(format!("{spec}: no such file"), SELECTOR_HINT));
     }
     let store = store.get()?;
-    if let Ok(id) = store.resolve_run(spec) {
+    // `latest` and `latest~N` count runs of commands: a `perfsleuth probe`
+    // run in between has no benchmarks to compare.
+    if let Ok(id) = store.resolve_run_of(spec, RunKind::Benchmarks) {
         return Ok(Side {
             label: format!("run {id}"),
             runs: vec![load(store, id)?],
@@ -105,8 +107,10 @@ impl StoreHandle {
 pub fn default_baseline(candidate: &Side, store: &mut StoreHandle) -> Result<Side, Fail> {
     let store = store.get()?;
     let before = match candidate.runs.first().and_then(|r| r.id) {
-        Some(id) => store.run_before(id).map_err(store_fail)?,
-        None => store.resolve_run("latest").ok(),
+        Some(id) => store
+            .run_before_of(id, RunKind::Benchmarks)
+            .map_err(store_fail)?,
+        None => store.resolve_run_of("latest", RunKind::Benchmarks).ok(),
     };
     let id = before.ok_or_else(|| {
         Fail::usage(
@@ -121,12 +125,27 @@ pub fn default_baseline(candidate: &Side, store: &mut StoreHandle) -> Result<Sid
 }
 
 fn load(store: &Store, id: i64) -> Result<Run, Fail> {
-    store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
+    let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
         Fail::usage(
             format!("run {id} not found"),
             "list the stored runs with `perfsleuth runs`",
         )
-    })
+    })?;
+    if run.mode == perfsleuth_model::Mode::Probe {
+        return Err(Fail::usage(
+            format!("run {id} is a `perfsleuth probe` run: it measured the machine, not commands"),
+            format!(
+                "compare probe runs with `perfsleuth probe diff A {id}`; `perfsleuth compare` compares runs of commands"
+            ),
+        ));
+    }
+    Ok(run)
+}
+
+/// The store, if a selector opened it (or it can be opened now); `None`
+/// when there is none, e.g. when two exported files are compared.
+pub fn existing_store(store: &mut StoreHandle) -> Option<&Store> {
+    store.get().ok()
 }
 
 /// A run from a `--export-json` file; the schema and its version are checked.
