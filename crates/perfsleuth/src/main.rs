@@ -76,9 +76,9 @@ fn usage_error(e: clap::Error) -> i32 {
         .trim_start_matches("error: ")
         .to_string();
     let rest: Vec<&str> = paragraphs.flat_map(str::lines).map(str::trim).collect();
-    let subcommand = std::env::args()
-        .nth(1)
-        .filter(|a| ["run", "runs", "show", "env", "compare", "probe"].contains(&a.as_str()));
+    let subcommand = std::env::args().nth(1).filter(|a| {
+        ["run", "runs", "show", "env", "compare", "scale", "probe"].contains(&a.as_str())
+    });
     let help = match &subcommand {
         Some(sub) => format!("perfsleuth {sub} --help"),
         None => "perfsleuth --help".to_string(),

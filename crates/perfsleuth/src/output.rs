@@ -186,6 +186,28 @@ pub fn dim(text: &str, color: bool) -> String {
     }
 }
 
+/// A run that starts now, in the current directory's git state, not yet stored.
+pub fn new_run(
+    mode: perfsleuth_model::Mode,
+    options: serde_json::Value,
+    environment: perfsleuth_model::Environment,
+) -> Run {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+    Run {
+        id: None,
+        started_at: perfsleuth_model::rfc3339(std::time::SystemTime::now()),
+        ended_at: None,
+        status: perfsleuth_model::RunStatus::Running,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        git: crate::git::info(&cwd),
+        mode,
+        options,
+        environment,
+        benchmarks: Vec::new(),
+        probes: Vec::new(),
+    }
+}
+
 /// A private temporary directory, removed with its contents when dropped.
 pub struct ScratchDir {
     dir: PathBuf,

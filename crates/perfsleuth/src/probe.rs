@@ -18,7 +18,7 @@ use perfsleuth_probe::{
 use perfsleuth_store::{RunKind, Store, comparability_hash};
 use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::SystemTime;
 
 /// `schema` of the document `perfsleuth probe --json` writes.
@@ -157,20 +157,11 @@ fn measure(
             .map(|limit| limit / 2),
         ..ProbeOptions::default()
     };
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut run = Run {
-        id: None,
-        started_at: rfc3339(SystemTime::now()),
-        ended_at: None,
-        status: RunStatus::Running,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        git: crate::git::info(&cwd),
-        mode: Mode::Probe,
-        options: serde_json::json!({ "probes": names, "quick": quick }),
+    let mut run = crate::output::new_run(
+        Mode::Probe,
+        serde_json::json!({ "probes": names, "quick": quick }),
         environment,
-        benchmarks: Vec::new(),
-        probes: Vec::new(),
-    };
+    );
     if let Some(store) = store.as_mut() {
         run.id = Some(store.begin_run(&run).map_err(store_fail)?);
     }

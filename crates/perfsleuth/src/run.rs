@@ -4,17 +4,17 @@
 
 use crate::cli::{ModeChoice, RunArgs};
 use crate::error::{EXIT_INTERRUPTED, Fail};
+use crate::output;
 use crate::parse;
 use crate::plan::{Planned, Shell, Templates, plan};
 use crate::simulate::Simulation;
 use crate::term::{ProgressLine, emit, use_color};
-use crate::{git, output};
 use perfsleuth_measure::{
     CommandId, IoConfig, MeasureError, Outcome, OutputTarget, Spawner, Tolerate,
     install_interrupt_handler,
 };
 use perfsleuth_model::{
-    Benchmark, Environment, ImpactClass, Mode, Profile, Run, RunStatus, Sample, rfc3339,
+    Benchmark, Environment, ImpactClass, Mode, Profile, RunStatus, Sample, rfc3339,
 };
 use perfsleuth_store::Store;
 use std::collections::VecDeque;
@@ -346,24 +346,15 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         Some(output::open_store(args.store.store.as_deref())?)
     };
 
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut run = Run {
-        id: None,
-        started_at: rfc3339(SystemTime::now()),
-        ended_at: None,
-        status: RunStatus::Running,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        git: git::info(&cwd),
-        mode: if simulation.is_some() {
+    let mut run = output::new_run(
+        if simulation.is_some() {
             Mode::Simulation
         } else {
             Mode::Walltime
         },
-        options: options_json(&args, &tolerate),
-        environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
-        benchmarks: Vec::new(),
-        probes: Vec::new(),
-    };
+        options_json(&args, &tolerate),
+        perfsleuth_env::capture(&perfsleuth_env::Source::live()),
+    );
     let counter_notes = crate::counters::enable(
         &mut spawner,
         if simulation.is_some() {

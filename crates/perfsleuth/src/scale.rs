@@ -5,10 +5,10 @@
 
 use crate::cli::{ColorChoice, ScaleArgs, ScaleCommand};
 use crate::error::{EXIT_INTERRUPTED, Fail};
+use crate::output;
 use crate::plan::{Shell, Templates, plan};
 use crate::run::{Role, Stop, check, measure_fail};
 use crate::term::{ProgressLine, emit, use_color};
-use crate::{git, output};
 use perfsleuth_measure::{
     CommandId, CpuTimes, IoConfig, OutputTarget, Spawner, Tolerate, install_interrupt_handler,
 };
@@ -182,16 +182,9 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     } else {
         Some(output::open_store(args.store.store.as_deref())?)
     };
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut run = Run {
-        id: None,
-        started_at: rfc3339(SystemTime::now()),
-        ended_at: None,
-        status: RunStatus::Running,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        git: git::info(&cwd),
-        mode: Mode::Walltime,
-        options: serde_json::json!({
+    let mut run = output::new_run(
+        Mode::Walltime,
+        serde_json::json!({
             "kind": "scale",
             "param": param,
             "values": values.iter().map(|(t, _)| t).collect::<Vec<_>>(),
@@ -202,10 +195,8 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             "timeout_s": args.timeout.map(|t| t.as_secs_f64()),
             "counters": format!("{:?}", args.counters).to_lowercase(),
         }),
-        environment: perfsleuth_env::capture(&perfsleuth_env::Source::live()),
-        benchmarks: Vec::new(),
-        probes: Vec::new(),
-    };
+        perfsleuth_env::capture(&perfsleuth_env::Source::live()),
+    );
     // The futex tracepoint is the point of counting here: the lock-contention
     // signal, at the same small cost at every level.
     let counter_notes = crate::counters::enable(
