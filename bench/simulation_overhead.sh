@@ -41,7 +41,7 @@ by_hand() {
     for _ in 1 2 3 4 5; do
         local out
         out=$(mktemp -d "$WORK/out.XXXXXX")
-        "$VALGRIND" --tool=callgrind --cache-sim=yes \
+        "$VALGRIND" --tool=callgrind -q --vgdb=no --cache-sim=yes \
             --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64 \
             --trace-children=yes --callgrind-out-file="$out/callgrind.out.%p" \
             -- "$WORK/workload" >/dev/null 2>&1

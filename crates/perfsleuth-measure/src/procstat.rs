@@ -59,6 +59,10 @@ impl CpuShares {
 /// CPU usage between two readings.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CpuUsage {
+    /// Clock ticks (USER_HZ, usually 100 per second) that passed, all CPUs
+    /// together: the shares' resolution. A run of a few ticks gives shares
+    /// rounded to whole ticks, so callers weigh or pool by this.
+    pub ticks: u64,
     /// All CPUs together.
     pub total: CpuShares,
     /// Per CPU number.
@@ -137,7 +141,11 @@ impl CpuTimes {
                 Some((*cpu, shares(&before.1, after)?))
             })
             .collect();
-        Some(CpuUsage { total, per_cpu })
+        Some(CpuUsage {
+            ticks: later.total.total().saturating_sub(self.total.total()),
+            total,
+            per_cpu,
+        })
     }
 }
 
@@ -174,6 +182,7 @@ mod tests {
         let a = CpuTimes::parse(BEFORE).expect("parse");
         let b = CpuTimes::parse(AFTER).expect("parse");
         let u = a.usage_until(&b).expect("usage");
+        assert_eq!(u.ticks, 300);
         // Elapsed: user 160, system 40, idle 100 → 300 ticks.
         assert!((u.total.user - 160.0 / 300.0).abs() < 1e-12);
         assert!((u.total.system - 40.0 / 300.0).abs() < 1e-12);

@@ -25,7 +25,7 @@ pub use format::{format_bytes, format_duration_ns, format_si};
 pub use json::export_json;
 pub use markdown::render_markdown;
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};
-pub use simulation::render_simulation;
+pub use simulation::{render_simulation, render_simulation_markdown};
 pub use terminal::{Style, render_terminal};
 
 /// Confidence level of every interval this crate reports.
@@ -71,8 +71,8 @@ pub struct BenchmarkReport {
     pub peak_rss: Option<Summary>,
     /// Wall-time outliers (modified z-score above 3.5).
     pub outliers: usize,
-    /// Medians of the perf_event counters every sample recorded, in the
-    /// order of `perfsleuth_model::COUNTERS`.
+    /// Medians of the known counters every sample recorded (perf_event,
+    /// callgrind, scale), in the order of `perfsleuth_model::COUNTERS`.
     pub counters: Vec<(perfsleuth_model::Counter, f64)>,
 }
 
@@ -152,8 +152,6 @@ fn benchmark_report(b: &Benchmark) -> BenchmarkReport {
         counters: b
             .counters()
             .into_iter()
-            // Simulation and scale counters have their own renderers.
-            .filter(|c| !c.is_simulated() && c.key != "throughput")
             .filter_map(|c| {
                 let mut v = b.values(Metric::Counter(c));
                 v.sort_by(f64::total_cmp);

@@ -50,6 +50,41 @@ pub fn render_simulation(run: &Run, reference: Option<usize>, style: &Style) -> 
     out
 }
 
+/// A simulation run as a Markdown table (for `--export-markdown`): the
+/// counts of the first run of each benchmark and whether the runs agreed.
+pub fn render_simulation_markdown(run: &Run) -> String {
+    let mut out = String::from(
+        "| Benchmark | Ir | Estimated cycles | L1 misses (I1mr + D1mr + D1mw) | LL misses (ILmr + DLmr + DLmw) | Runs |\n\
+         |---|--:|--:|--:|--:|---|\n",
+    );
+    for b in &run.benchmarks {
+        let v = |key: &str| first(b, key);
+        let sum = |keys: [&str; 3]| -> Option<f64> { keys.iter().map(|k| v(k)).sum() };
+        let cell = |x: Option<f64>| x.map_or("n/a".to_string(), digits);
+        let ir: Vec<f64> = b
+            .samples
+            .iter()
+            .filter_map(|s| s.counters.get("Ir").copied())
+            .collect();
+        let agree = match ir.len() {
+            0 => "none completed".to_string(),
+            1 => "1 (unchecked)".to_string(),
+            n if ir.iter().all(|x| *x == ir[0]) => format!("{n}, identical"),
+            n => format!("{n}, **disagree**"),
+        };
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {agree} |",
+            b.name.replace('|', "\\|").replace('`', "'"),
+            cell(v("Ir")),
+            cell(v("est_cycles")),
+            cell(sum(["I1mr", "D1mr", "D1mw"])),
+            cell(sum(["ILmr", "DLmr", "DLmw"]))
+        );
+    }
+    out
+}
+
 /// The first run's value of a counter.
 fn first(b: &Benchmark, key: &str) -> Option<f64> {
     b.samples.first()?.counters.get(key).copied()
@@ -229,5 +264,21 @@ mod tests {
         assert_eq!(digits(1000.0), "1,000");
         assert_eq!(digits(-1234567.0), "-1,234,567");
         assert_eq!(digits(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn markdown_shows_counts_not_valgrind_times() {
+        let mut run = crate::testutil::run(vec![]);
+        run.mode = Mode::Simulation;
+        run.benchmarks = vec![Benchmark {
+            name: "./a".into(),
+            samples: vec![sample(1_000_000.0), sample(1_000_000.0)],
+            ..Benchmark::default()
+        }];
+        let md = render_simulation_markdown(&run);
+        assert!(
+            md.contains("| `./a` | 1,000,000 | 1,500,000 | n/a | n/a | 2, identical |"),
+            "{md}"
+        );
     }
 }

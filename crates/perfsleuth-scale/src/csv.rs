@@ -34,16 +34,19 @@ pub fn read_csv(text: &str) -> Result<Vec<Observation>, CsvError> {
     let mut columns: Option<(usize, usize)> = None;
     let mut obs: Vec<Observation> = Vec::new();
     let mut rows = 0;
+    // Spreadsheets write a byte-order mark before the header.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let sep = if line.contains(',') {
-            ','
-        } else if line.contains(';') {
+        // `;` first: where it separates, `,` is the decimal comma.
+        let sep = if line.contains(';') {
             ';'
+        } else if line.contains(',') {
+            ','
         } else if line.contains('\t') {
             '\t'
         } else {
@@ -67,6 +70,11 @@ pub fn read_csv(text: &str) -> Result<Vec<Observation>, CsvError> {
                 line: line_no,
                 message: format!("missing the {what} column"),
             })?;
+            let s = if sep == ';' {
+                s.replace(',', ".")
+            } else {
+                s.to_string()
+            };
             s.parse::<f64>().map_err(|_| CsvError {
                 line: line_no,
                 message: format!("{what} {s:?} is not a number"),

@@ -41,13 +41,14 @@ pub struct Diagnosis {
 const TERM_MATTERS: f64 = 0.05;
 /// Share of the usable CPUs left idle that counts as "CPUs idle".
 const IDLE: f64 = 0.25;
-/// Measured throughput below this share of the best counts as falling.
-const FALLING: f64 = 0.9;
 /// Growth in context switches or futex calls per unit of work that marks
 /// threads blocking on each other.
 const BLOCKING_GROWTH: f64 = 5.0;
 /// ... provided the last level blocks at least this often per 1000 units.
 const BLOCKING_FLOOR_PER_KOP: f64 = 0.01;
+/// Share of the usable CPUs left idle at every N that means the command
+/// only waits (sleeps, I/O), whatever the curve's shape.
+const ONLY_WAITS: f64 = 0.9;
 /// Efficiency (against the CPUs usable) that counts as scaling well.
 const SCALES: f64 = 0.8;
 
@@ -64,7 +65,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         .max_by(|x, y| x.throughput.total_cmp(&y.throughput))
         .unwrap_or(first);
     let usable = a.machine.usable.unwrap_or(f64::INFINITY);
-    let falls = best.n < last.n && last.throughput < FALLING * best.throughput;
+    let falls = crate::measured_fall(&a.points);
     let fit = a.fit.as_ref();
     let n = last.n;
     let beta_matters =
@@ -92,7 +93,19 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
     // past the data: only a measured fall counts as retrograde. A measured
     // fall is contention whatever the fit calls it (β > 0, or α > 1 when the
     // very first added thread costs more than it brings).
-    if falls {
+    // A fall with idle CPUs and no blocking is work that waits longer as it
+    // grows, not threads fighting (a sleep, a saturated disk).
+    let alpha_saturates = fit.is_some_and(|f| f.alpha >= 1.0 && f.alpha_significant);
+    // A command that keeps almost no CPU busy at any N only waits: however
+    // the curve bends, the fit's β then describes the waits, not threads
+    // fighting over a cache line.
+    let only_waits = a
+        .points
+        .iter()
+        .all(|p| p.idle_of_usable.is_some_and(|i| i >= ONLY_WAITS));
+    let contention =
+        falls && (beta_matters || blocking.is_some() || (alpha_saturates && idle.is_none()));
+    if contention && !(only_waits && blocking.is_none()) {
         kind = DiagnosisKind::Coherency;
         headline = if best.n == first.n {
             "coherency/contention: every added thread lowers throughput; look for a shared lock or cache line"
@@ -148,7 +161,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
             }
         }
         evidence.extend(blocking.clone());
-    } else if alpha_matters && !beta_matters {
+    } else if alpha_matters && !beta_matters && fit.is_some_and(|f| f.alpha < 1.0) {
         kind = DiagnosisKind::Serialised;
         let f = fit.expect("alpha_matters implies a fit");
         let ceiling = f.amdahl_ceiling.map_or(String::from("n/a"), |c| {
@@ -200,6 +213,15 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         ));
     } else if let (Some((p, i)), None) = (idle, &blocking) {
         kind = DiagnosisKind::Waiting;
+        if falls {
+            evidence.push(format!(
+                "throughput falls from {} at N = {} to {} at N = {}: the waits grow with N",
+                format_si(best.throughput),
+                fmt_n(best.n),
+                format_si(last.throughput),
+                fmt_n(last.n)
+            ));
+        }
         headline = "waiting on I/O or another resource: CPUs idle with no sign of lock contention"
             .to_string();
         evidence.push(format!(

@@ -18,6 +18,9 @@ pub use render::{chart, render_terminal, to_json};
 use perfsleuth_stats::{UslError, UslFit, UslPoint, fit_usl, fit_usl_capped, median};
 use serde::Serialize;
 
+/// /proc/stat ticks per CPU a level's runs must span for its machine CPU
+/// split to be shown (20 ticks = 0.2 s at USER_HZ 100: shares to ~5 %).
+const MIN_TICKS_PER_CPU: f64 = 20.0;
 /// Fewest distinct concurrency levels a fit accepts.
 pub const MIN_LEVELS: usize = 4;
 /// Below this many levels the fit is reported with a warning.
@@ -61,6 +64,8 @@ pub struct RunObservation {
     pub work: f64,
     /// Whole-machine CPU split while it ran, when `/proc/stat` was read.
     pub cpu: Option<CpuSplit>,
+    /// Clock ticks (all CPUs) the split rests on; levels pool their runs by it.
+    pub cpu_ticks: Option<f64>,
     /// Busy share per CPU while it ran (same order as the kernel's list).
     pub per_cpu_busy: Vec<f64>,
     /// CPU time (user + system) of the command, all its threads and
@@ -231,6 +236,8 @@ pub fn analyze(parameter: &str, observations: &[Observation], machine: &Machine)
         })
         .collect();
     let max_n = points.iter().map(|p| p.n).fold(0.0, f64::max);
+    let min_n = points.iter().map(|p| p.n).fold(f64::INFINITY, f64::min);
+    let measured_fall = measured_fall(&points);
     let capacity = machine.usable.filter(|c| *c >= 1.0 && max_n > *c);
     let fitted = if points.len() < MIN_LEVELS {
         Err(format!(
@@ -257,7 +264,7 @@ pub fn analyze(parameter: &str, observations: &[Observation], machine: &Machine)
         })
     };
     let (fit, fit_error) = match fitted {
-        Ok(f) => (Some(summarize_fit(&f, max_n)), None),
+        Ok(f) => (Some(summarize_fit(&f, min_n, max_n, measured_fall)), None),
         Err(e) => (None, Some(e)),
     };
 
@@ -283,6 +290,22 @@ pub fn analyze(parameter: &str, observations: &[Observation], machine: &Machine)
     analysis
 }
 
+/// Throughput at the largest N more than 10 % below the best, measured.
+pub(crate) fn measured_fall(points: &[Point]) -> bool {
+    let (Some(last), Some(best)) = (
+        points.last(),
+        points
+            .iter()
+            .max_by(|a, b| a.throughput.total_cmp(&b.throughput)),
+    ) else {
+        return false;
+    };
+    best.n < last.n && last.throughput < FALLING * best.throughput
+}
+
+/// Measured throughput below this share of the best counts as falling.
+pub(crate) const FALLING: f64 = 0.9;
+
 fn rss(fit: &UslFit, points: &[UslPoint]) -> f64 {
     points
         .iter()
@@ -298,10 +321,33 @@ fn summarize(o: &Observation, machine: &Machine) -> Point {
         Some(ci) if xs.len() >= 6 => (ci.lo, ci.hi),
         _ => (xs[0], xs[xs.len() - 1]),
     };
-    let cpus: Vec<CpuSplit> = o.runs.iter().filter_map(|r| r.cpu).collect();
-    let cpu = (!cpus.is_empty()).then(|| {
-        let k = cpus.len() as f64;
-        let mean = |f: fn(&CpuSplit) -> f64| cpus.iter().map(f).sum::<f64>() / k;
+    // /proc/stat counts whole ticks (10 ms): pool the runs' ticks, and give
+    // no machine split at all when a level's runs span too few ticks to
+    // resolve it (the command's own CPU time still answers "idle?").
+    let weighted: Vec<(CpuSplit, f64, &[f64])> = o
+        .runs
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r.cpu?,
+                r.cpu_ticks.unwrap_or(1.0),
+                r.per_cpu_busy.as_slice(),
+            ))
+        })
+        .collect();
+    let ticks: f64 = weighted.iter().map(|(_, t, _)| t).sum();
+    let enough = match (
+        o.runs.iter().any(|r| r.cpu_ticks.is_some()),
+        machine.logical,
+    ) {
+        (true, Some(l)) => ticks >= MIN_TICKS_PER_CPU * l as f64,
+        // No tick counts (older data, synthetic input): trust the shares.
+        _ => !weighted.is_empty(),
+    };
+    let cpu = (enough && ticks > 0.0).then(|| {
+        let mean = |f: fn(&CpuSplit) -> f64| {
+            weighted.iter().map(|(c, t, _)| f(c) * t).sum::<f64>() / ticks
+        };
         CpuSplit {
             user: mean(|c| c.user),
             system: mean(|c| c.system),
@@ -310,22 +356,20 @@ fn summarize(o: &Observation, machine: &Machine) -> Point {
             steal: mean(|c| c.steal),
         }
     });
-    let width = o
-        .runs
-        .iter()
-        .map(|r| r.per_cpu_busy.len())
-        .max()
-        .unwrap_or(0);
-    let per_cpu_busy = (0..width)
-        .map(|i| {
-            let v: Vec<f64> = o
-                .runs
-                .iter()
-                .filter_map(|r| r.per_cpu_busy.get(i).copied())
-                .collect();
-            v.iter().sum::<f64>() / v.len().max(1) as f64
-        })
-        .collect();
+    let width = weighted.iter().map(|(_, _, p)| p.len()).max().unwrap_or(0);
+    let per_cpu_busy = if cpu.is_some() {
+        (0..width)
+            .map(|i| {
+                let (sum, weight) = weighted
+                    .iter()
+                    .filter_map(|(_, t, p)| p.get(i).filter(|v| v.is_finite()).map(|v| (v * t, *t)))
+                    .fold((0.0, 0.0), |(s, w), (v, t)| (s + v, w + t));
+                if weight > 0.0 { sum / weight } else { f64::NAN }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let busy_cpus = cpu.zip(machine.logical).map(|(c, l)| c.busy() * l as f64);
     let mut used: Vec<f64> = o
         .runs
@@ -400,13 +444,16 @@ fn significant(value: f64, se: f64) -> bool {
     value > 0.0 && (se.is_nan() || value > 2.0 * se)
 }
 
-fn summarize_fit(f: &UslFit, max_n: f64) -> FitSummary {
+/// What the fit says, within the measured range: N* and the peak only
+/// between the smallest measured N and 2× the largest (below the data a
+/// "peak" is an artefact of the model, beyond it an extrapolation); a
+/// retrograde region only where the measurements themselves fall.
+fn summarize_fit(f: &UslFit, min_n: f64, max_n: f64, measured_fall: bool) -> FitSummary {
     let limit = MAX_EXTRAPOLATION * max_n;
-    let n_star = f.n_star.filter(|n| *n <= limit);
-    let peak = f.peak().filter(|(n, _)| *n <= limit);
-    // The curve falls past its peak only when the penalties grow with N
-    // there (at the capacity with α = β = 0 it is flat, not falling).
-    let falls = f.alpha > 0.0 || f.beta > 0.0;
+    let within = |n: f64| n >= min_n && n <= limit;
+    let n_star = f.n_star.filter(|n| within(*n));
+    let peak = f.peak().filter(|(n, _)| within(*n));
+    let alpha_significant = significant(f.alpha, f.alpha_se);
     FitSummary {
         model: match f.model {
             perfsleuth_stats::UslModel::Usl => "usl",
@@ -425,11 +472,15 @@ fn summarize_fit(f: &UslFit, max_n: f64) -> FitSummary {
         x_at_n_star: n_star.and(f.x_at_n_star),
         peak_n: peak.map(|p| p.0),
         peak_x: peak.map(|p| p.1),
-        amdahl_ceiling: f.amdahl_ceiling,
-        retrograde_from: peak.filter(|_| falls).map(|p| p.0),
-        alpha_significant: significant(f.alpha, f.alpha_se),
+        // γ/α is the limit of the plain USL with β = 0; under the capacity
+        // model the curve has no such asymptote, and an α within noise has none.
+        amdahl_ceiling: f
+            .amdahl_ceiling
+            .filter(|_| f.capacity.is_none() && alpha_significant),
+        retrograde_from: peak.filter(|_| measured_fall).map(|p| p.0),
+        alpha_significant,
         beta_significant: significant(f.beta, f.beta_se),
-        n_star_beyond_limit: f.n_star.is_some() && n_star.is_none(),
+        n_star_beyond_limit: f.n_star.is_some_and(|n| n > limit),
     }
 }
 
@@ -444,11 +495,13 @@ fn warnings(a: &Analysis) -> Vec<String> {
             .limited_by
             .as_ref()
             .map_or(String::new(), |why| format!(" ({why})"));
+        let fit_note = match a.fit.as_ref().and_then(|f| f.capacity) {
+            Some(c) => format!("; the fit assumes at most {} run at once", fmt_n(c)),
+            None => String::new(),
+        };
         w.push(format!(
-            "N up to {} exceeds the {} usable CPUs{limit}: beyond them threads share CPUs; \
-             the fit assumes at most {} run at once",
+            "N up to {} exceeds the {} usable CPUs{limit}: beyond them threads share CPUs{fit_note}",
             fmt_n(max_n),
-            fmt_n(usable),
             fmt_n(usable)
         ));
     }

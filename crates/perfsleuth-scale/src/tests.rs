@@ -44,6 +44,7 @@ fn curve(
                             steal: 0.0,
                         }),
                         per_cpu_busy: vec![b; 2],
+                        cpu_ticks: None,
                         cpu_time_s: None,
                         voluntary_cs: Some(cs(n) * work / 1000.0),
                         futex_calls: None,
@@ -330,6 +331,81 @@ fn other_load_is_not_idle_cpus_and_is_warned() {
 }
 
 #[test]
+fn a_sleep_that_grows_with_n_is_waiting_not_contention() {
+    // `sleep 0.0{n}` with fixed work: X falls as 1/N while the CPUs idle.
+    let ns = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let obs = curve(&ns, |n| 100_000.0 / n, |_| 0.005, |_| 5.0);
+    let a = analyze("n", &obs, &machine(2));
+    let f = a.fit.as_ref().expect("fit");
+    assert!(
+        f.n_star.is_none_or(|n| n >= 1.0),
+        "N* below the data: {f:?}"
+    );
+    assert!(f.peak_n.is_none_or(|n| n >= 1.0), "{f:?}");
+    assert!(f.retrograde_from.is_none_or(|n| n >= 1.0), "{f:?}");
+    assert_ne!(a.diagnosis[0].kind, DiagnosisKind::Coherency, "{a:#?}");
+    assert_eq!(a.diagnosis[0].kind, DiagnosisKind::Waiting, "{a:#?}");
+}
+
+#[test]
+fn capacity_fit_has_no_amdahl_ceiling_and_no_retrograde_without_a_fall() {
+    let ns = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0];
+    // Padded counters on 2 CPUs with a little noise: flat past 2.
+    let obs = curve(
+        &ns,
+        |n| 7e7 * n.min(2.0) * if n == 3.0 { 0.97 } else { 1.0 },
+        |n| (n / 2.0).min(1.0),
+        |_| 0.0,
+    );
+    let a = analyze("threads", &obs, &machine(2));
+    let f = a.fit.as_ref().expect("fit");
+    assert_eq!(f.capacity, Some(2.0));
+    assert_eq!(f.amdahl_ceiling, None, "{f:?}");
+    assert_eq!(f.retrograde_from, None, "{f:?}");
+    let text = render_terminal(&a, false);
+    assert!(!text.contains("retrograde"), "{text}");
+}
+
+#[test]
+fn short_runs_give_no_machine_split_and_long_ones_are_pooled_by_ticks() {
+    let mut obs = curve(&[1.0, 2.0, 3.0, 4.0], |n| 100.0 * n, |_| 0.5, |_| 0.0);
+    // 2 CPUs, 3 runs of 4 ticks each: 12 ticks < 20 per CPU.
+    for o in &mut obs {
+        for r in &mut o.runs {
+            r.cpu_ticks = Some(4.0);
+        }
+    }
+    let a = analyze("n", &obs, &machine(2));
+    assert!(
+        a.points
+            .iter()
+            .all(|p| p.cpu.is_none() && p.busy_cpus.is_none()),
+        "{:?}",
+        a.points
+    );
+    assert!(
+        !a.warnings.iter().any(|w| w.contains("other processes")),
+        "{:?}",
+        a.warnings
+    );
+    // A long run outweighs a short one.
+    let mut obs = curve(&[1.0, 2.0, 3.0, 4.0], |n| 100.0 * n, |_| 0.5, |_| 0.0);
+    for o in &mut obs {
+        o.runs[0].cpu_ticks = Some(400.0);
+        o.runs[1].cpu_ticks = Some(4.0);
+        o.runs[2].cpu_ticks = Some(4.0);
+        if let Some(c) = o.runs[1].cpu.as_mut() {
+            c.idle = 0.0;
+            c.user = 1.0;
+            c.system = 0.0;
+        }
+    }
+    let a = analyze("n", &obs, &machine(2));
+    let idle = a.points[0].cpu.expect("pooled").idle;
+    assert!((idle - (0.5 * 404.0) / 408.0).abs() < 1e-9, "{idle}");
+}
+
+#[test]
 fn csv_reference_dataset_matches_usl4j() {
     // usl4j's Cisco benchmark (Schwartz, Practical Scalability Analysis).
     let x = [
@@ -368,6 +444,9 @@ fn csv_variants_and_errors() {
     assert_eq!(obs[1].runs.len(), 2);
     let headerless = read_csv("1 10\n2 20\n").expect("csv");
     assert_eq!(headerless.len(), 2);
+    // An Excel export: byte-order mark, CRLF, semicolons and decimal commas.
+    let excel = read_csv("\u{feff}N;X\r\n1;1,5\r\n2;2,75\r\n").expect("csv");
+    assert_eq!(excel[1].runs[0].throughput, 2.75);
 
     let err = |t: &str| read_csv(t).expect_err(t).to_string();
     assert_eq!(

@@ -279,15 +279,28 @@ pub enum RunKind {
     Benchmarks,
     /// Runs of `perfsleuth probe`.
     Probes,
+    /// Runs measured like this one: the same mode, and `scale` sweeps only
+    /// with `scale` sweeps (a default baseline must measure the same things).
+    Like {
+        /// The mode.
+        mode: Mode,
+        /// Whether it is a `perfsleuth scale` sweep.
+        scale: bool,
+    },
 }
 
 impl RunKind {
     /// The SQL condition on `runs.mode` selecting this kind.
-    fn condition(self) -> &'static str {
+    fn condition(self) -> String {
         match self {
-            RunKind::Any => "1",
-            RunKind::Benchmarks => "mode <> 'probe'",
-            RunKind::Probes => "mode = 'probe'",
+            RunKind::Any => "1".into(),
+            RunKind::Benchmarks => "mode <> 'probe'".into(),
+            RunKind::Probes => "mode = 'probe'".into(),
+            RunKind::Like { mode, scale } => format!(
+                "mode = '{}' AND (coalesce(json_extract(options, '$.kind'), '') = 'scale') = {}",
+                mode.as_str(),
+                if scale { 1 } else { 0 }
+            ),
         }
     }
 }

@@ -22,6 +22,7 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
         Some(spec) => selectors::resolve(spec, &mut store)?,
         None => selectors::default_baseline(&candidate, &mut store)?,
     };
+    same_mode(&baseline, &candidate)?;
     let mut comparison = compare(&baseline, &candidate, &opts);
     if args.verdict.require_same_env && comparison.identity_changed {
         return Err(env_mismatch(&comparison));
@@ -61,6 +62,7 @@ pub fn after_run(
             .map_or("this run".to_string(), |id| format!("run {id} (this run)")),
         runs: vec![run.clone()],
     };
+    same_mode(baseline, &candidate)?;
     let comparison = compare(baseline, &candidate, &opts);
     if verdict.require_same_env && comparison.identity_changed {
         return Err(env_mismatch(&comparison));
@@ -71,6 +73,32 @@ pub fn after_run(
         to_stderr,
     );
     Ok(exit_code(&comparison, verdict.fail_on))
+}
+
+/// Refuses sides measured in different modes: valgrind's wall time against
+/// a native one, or callgrind counts against nothing, would be a verdict on
+/// the measuring, not on the code.
+pub fn same_mode(baseline: &Side, candidate: &Side) -> Result<(), Fail> {
+    let modes = |s: &Side| {
+        let mut m: Vec<&'static str> = s.runs.iter().map(|r| r.mode.as_str()).collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    };
+    let (b, c) = (modes(baseline), modes(candidate));
+    if b.is_empty() || c.is_empty() || b == c {
+        return Ok(());
+    }
+    Err(Fail::usage(
+        format!(
+            "the baseline ({}) ran in {} mode and the candidate ({}) in {} mode: they measure different things",
+            baseline.label,
+            b.join("+"),
+            candidate.label,
+            c.join("+")
+        ),
+        "compare runs of one mode (`perfsleuth runs` shows each run's mode); for simulation, run both sides with --mode simulation",
+    ))
 }
 
 /// What the machines' probe results say about the difference between the
@@ -298,9 +326,9 @@ mod tests {
 
     #[test]
     fn config_file_sets_defaults_and_per_benchmark_overrides() {
-        let dir = std::env::temp_dir().join(format!("perfsleuth-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("perfsleuth.toml");
+        // Removed even when an assertion fails.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("perfsleuth.toml");
         std::fs::write(
             &path,
             "[compare]\nalpha = 0.01\nthreshold = \"2%\"\ngating = [\"wall\", \"peak_rss\"]\n\n[compare.benchmark.\"sleep 0.1\"]\nthreshold = 0.05\ngating = [\"wall\"]\n",
@@ -331,6 +359,5 @@ mod tests {
                 .message
                 .contains("unknown metric")
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

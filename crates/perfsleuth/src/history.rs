@@ -104,18 +104,28 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
     } else if run.mode == perfsleuth_model::Mode::Probe {
         // Probe results, not a wall-time summary of benchmarks it does not have.
         crate::probe::print_stored(&run, args.all, args.color);
+    } else if let Some(analysis) = crate::scale::analysis_of(&run) {
+        // A sweep reads as its table; per-level wall-time blocks would bury it.
+        let what = run.benchmarks.first().map_or("", |b| b.name.as_str());
+        emit(
+            &format!(
+                "Scale sweep `{what}` over {} ({}, {} level{}):\n\n",
+                analysis.parameter,
+                run.status.as_str(),
+                analysis.points.len(),
+                if analysis.points.len() == 1 { "" } else { "s" }
+            ),
+            false,
+        );
+        emit(
+            &perfsleuth_scale::render_terminal(
+                &analysis,
+                crate::term::use_color(args.color, false),
+            ),
+            false,
+        );
     } else {
         output::print_summary(&run, reference, args.color, false);
-        if let Some(analysis) = crate::scale::analysis_of(&run) {
-            emit("\n", false);
-            emit(
-                &perfsleuth_scale::render_terminal(
-                    &analysis,
-                    crate::term::use_color(args.color, false),
-                ),
-                false,
-            );
-        }
     }
     Ok(0)
 }

@@ -116,7 +116,26 @@ pub fn check_writable(path: &Path, option: &str) -> Result<(), Fail> {
             "create the directory first",
         ));
     }
-    Ok(())
+    // Try it now rather than after minutes of measuring: an existing file is
+    // opened without being changed; a new one is created and removed again.
+    let probe = if path.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(|_| ())
+    } else {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .and_then(|_| std::fs::remove_file(path))
+    };
+    probe.map_err(|e| {
+        Fail::usage(
+            format!("cannot write {option} {}: {e}", path.display()),
+            "choose a writable path",
+        )
+    })
 }
 
 /// Whether the human summary must go to stderr because an export owns stdout.
@@ -146,6 +165,17 @@ pub fn print_summary(run: &Run, reference: Option<usize>, color: ColorChoice, to
 
 /// Writes the requested `--export-*` files.
 pub fn write_exports(run: &Run, reference: Option<usize>, args: &RunArgs) -> Result<(), Fail> {
+    write_exports_inner(run, reference, args).map_err(|mut f| {
+        if let Some(id) = run.id {
+            f.hint = format!(
+                "the results are stored as run {id}; re-export with `perfsleuth show --json {id}`"
+            );
+        }
+        f
+    })
+}
+
+fn write_exports_inner(run: &Run, reference: Option<usize>, args: &RunArgs) -> Result<(), Fail> {
     let report = analyze(run, reference);
     if let Some(path) = &args.export_json {
         let doc = export_json(run, &report);
@@ -158,7 +188,12 @@ pub fn write_exports(run: &Run, reference: Option<usize>, args: &RunArgs) -> Res
         write_file(path, &export_csv(run))?;
     }
     if let Some(path) = &args.export_markdown {
-        write_file(path, &render_markdown(run, &report))?;
+        let md = if run.mode == perfsleuth_model::Mode::Simulation {
+            perfsleuth_report::render_simulation_markdown(run)
+        } else {
+            render_markdown(run, &report)
+        };
+        write_file(path, &md)?;
     }
     Ok(())
 }
@@ -172,7 +207,7 @@ pub fn write_file(path: &Path, text: &str) -> Result<(), Fail> {
     std::fs::write(path, text).map_err(|e| {
         Fail::usage(
             format!("cannot write {}: {e}", path.display()),
-            "the results are stored; re-export with `perfsleuth show --json`",
+            "check the path and its permissions",
         )
     })
 }

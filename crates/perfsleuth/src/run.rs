@@ -184,7 +184,25 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         Some(spec) => {
             crate::compare::options(&args.verdict)?;
             let mut handle = crate::selectors::StoreHandle::new(args.store.store.clone());
-            Some(crate::selectors::resolve(spec, &mut handle)?)
+            let side = crate::selectors::resolve(spec, &mut handle)?;
+            // Refused now, not after minutes of measuring.
+            let this = perfsleuth_compare::Side {
+                label: "this run".to_string(),
+                runs: vec![perfsleuth_model::Run {
+                    mode: if simulation.is_some() {
+                        Mode::Simulation
+                    } else {
+                        Mode::Walltime
+                    },
+                    ..output::new_run(
+                        Mode::Walltime,
+                        serde_json::Value::Null,
+                        Environment::default(),
+                    )
+                }],
+            };
+            crate::compare::same_mode(&side, &this)?;
+            Some(side)
         }
         None => None,
     };
@@ -355,7 +373,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         options_json(&args, &tolerate),
         perfsleuth_env::capture(&perfsleuth_env::Source::live()),
     );
-    let counter_notes = crate::counters::enable(
+    let mut counter_notes = crate::counters::enable(
         &mut spawner,
         if simulation.is_some() {
             // Counting valgrind itself would say nothing about the program.
@@ -367,6 +385,14 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         args.counters == crate::cli::CounterChoice::All,
         &mut run.environment,
     );
+    if simulation.is_some()
+        && (args.counters == crate::cli::CounterChoice::All || args.counters_kernel)
+    {
+        counter_notes.push(
+            "perf_event counters are not read in simulation mode: they would count valgrind, not the program"
+                .to_string(),
+        );
+    }
 
     if let Some(store) = store.as_mut() {
         let id = store.begin_run(&run).map_err(output::store_fail)?;

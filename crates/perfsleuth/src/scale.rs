@@ -30,6 +30,8 @@ const CPU_KEYS: [&str; 5] = [
     "cpu_iowait",
     "cpu_steal",
 ];
+/// Clock ticks the CPU shares of a run rest on (all CPUs together).
+const CPU_TICKS: &str = "cpu_ticks";
 /// Prefix of the per-CPU busy shares.
 const CPU_BUSY_PREFIX: &str = "cpu_busy.";
 
@@ -382,6 +384,7 @@ impl Sweep<'_> {
         sample.counters.insert(THROUGHPUT.into(), x);
         sample.counters.insert(WORK.into(), x * wall_s);
         if let Some(usage) = before.zip(after).and_then(|(b, a)| b.usage_until(&a)) {
+            sample.counters.insert(CPU_TICKS.into(), usage.ticks as f64);
             let t = usage.total;
             for (key, v) in CPU_KEYS
                 .iter()
@@ -628,19 +631,28 @@ pub fn analysis_of(run: &Run) -> Option<Analysis> {
                         }),
                         _ => None,
                     };
-                    let mut per_cpu: Vec<(usize, f64)> = c
+                    let per_cpu: Vec<(usize, f64)> = c
                         .iter()
                         .filter_map(|(k, v)| {
                             Some((k.strip_prefix(CPU_BUSY_PREFIX)?.parse().ok()?, *v))
                         })
                         .collect();
-                    per_cpu.sort_by_key(|(cpu, _)| *cpu);
+                    // Indexed by CPU number: a CPU without elapsed ticks in a
+                    // run has no entry, and must not shift the others.
+                    let width = per_cpu.iter().map(|(cpu, _)| cpu + 1).max().unwrap_or(0);
+                    let mut by_cpu = vec![f64::NAN; width.min(4096)];
+                    for (cpu, v) in per_cpu {
+                        if let Some(slot) = by_cpu.get_mut(cpu) {
+                            *slot = v;
+                        }
+                    }
                     Some(RunObservation {
                         throughput,
                         wall_s: s.wall_ns as f64 / 1e9,
                         work: c.get(WORK).copied().unwrap_or(0.0),
                         cpu,
-                        per_cpu_busy: per_cpu.into_iter().map(|(_, v)| v).collect(),
+                        per_cpu_busy: by_cpu,
+                        cpu_ticks: c.get(CPU_TICKS).copied(),
                         cpu_time_s: Some((s.user_ns + s.sys_ns) as f64 / 1e9),
                         voluntary_cs: Some(s.voluntary_cs as f64),
                         futex_calls: c.get("futex_calls").copied(),

@@ -103,14 +103,22 @@ impl StoreHandle {
     }
 }
 
-/// The baseline when none is given: the run stored before the candidate's newest run.
+/// The baseline when none is given: the run stored before the candidate's
+/// newest run, among the runs measured the same way.
 pub fn default_baseline(candidate: &Side, store: &mut StoreHandle) -> Result<Side, Fail> {
     let store = store.get()?;
+    // The run before, measured the same way: a simulation run is compared
+    // with the simulation run before it, a sweep with the sweep before it.
+    let kind = candidate
+        .runs
+        .first()
+        .map_or(RunKind::Benchmarks, |r| RunKind::Like {
+            mode: r.mode,
+            scale: r.options.get("kind").and_then(|k| k.as_str()) == Some("scale"),
+        });
     let before = match candidate.runs.first().and_then(|r| r.id) {
-        Some(id) => store
-            .run_before_of(id, RunKind::Benchmarks)
-            .map_err(store_fail)?,
-        None => store.resolve_run_of("latest", RunKind::Benchmarks).ok(),
+        Some(id) => store.run_before_of(id, kind).map_err(store_fail)?,
+        None => store.resolve_run_of("latest", kind).ok(),
     };
     let id = before.ok_or_else(|| {
         Fail::usage(
@@ -135,7 +143,7 @@ fn load(store: &Store, id: i64) -> Result<Run, Fail> {
         return Err(Fail::usage(
             format!("run {id} is a `perfsleuth probe` run: it measured the machine, not commands"),
             format!(
-                "compare probe runs with `perfsleuth probe diff A {id}`; `perfsleuth compare` compares runs of commands"
+                "compare probe runs with `perfsleuth probe diff OTHER_RUN {id}` (or `… current {id}`); `perfsleuth compare` compares runs of commands"
             ),
         ));
     }

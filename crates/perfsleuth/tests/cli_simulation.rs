@@ -30,7 +30,7 @@ __attribute__((noinline)) long work(int n) {
 __attribute__((noinline)) void unused(void) { puts("never"); }
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 1000;
-    if (argc > 2) return atoi(argv[2]);
+    if (argc > 2) { fprintf(stderr, "boom: asked to fail\n"); return atoi(argv[2]); }
     printf("%ld\n", work(n));
     return 0;
 }
@@ -226,7 +226,10 @@ fn failures_under_valgrind_and_missing_pieces_are_clear() {
     }
     let sb = Sandbox::new();
     let prog = build(&sb, "prog", 0);
-    sim(&sb, &[&format!("{} 10 3", prog.display())]).usage_error("exited with code 3");
+    // The program's own stderr is shown, not valgrind's summary lines.
+    let failed = sim(&sb, &[&format!("{} 10 3", prog.display())]).usage_error("exited with code 3");
+    assert!(failed.stderr.contains("boom: asked to fail"), "{failed:?}");
+    assert!(!failed.stderr.contains("=="), "{failed:?}");
     sim(&sb, &["./no-such-program 1"]).usage_error("not found");
     // valgrind not on PATH: the install hint.
     let out: common::Out = sb
@@ -330,4 +333,41 @@ fn walltime_runs_record_software_counters_unless_told_not_to() {
         );
         println!("hardware counters unavailable here: {}", all.stderr.trim());
     }
+}
+
+#[test]
+fn walltime_and_simulation_runs_are_never_compared() {
+    if !tools("walltime_and_simulation_runs_are_never_compared") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let prog = build(&sb, "prog", 0);
+    let cmd = format!("{} 1000", prog.display());
+    sb.bench(["--runs", "3", "--warmup", "0", "-n", "p", &cmd])
+        .ok();
+    sim(&sb, &["-n", "p", &cmd]).ok();
+    // Explicit sides of different modes: refused.
+    sb.run(["compare", "--store", &sb.store(), "1", "2"])
+        .usage_error("ran in walltime mode and the candidate (run 2) in simulation mode");
+    // The default baseline is the run before of the same mode: none yet.
+    sb.run(["compare", "--store", &sb.store()])
+        .usage_error("no earlier run");
+    // `run --baseline` of the other mode: refused before anything is measured.
+    sim(
+        &sb,
+        &["-n", "p", "--baseline", "1", "--fail-on", "regressed", &cmd],
+    )
+    .usage_error("measure different things");
+    assert_eq!(
+        sb.runs_json().len(),
+        2,
+        "nothing was stored for the refused run"
+    );
+    // With a second simulation run the default pairs the two simulation runs.
+    sim(&sb, &["-n", "p", &cmd]).ok();
+    let out = sb.run(["compare", "--store", &sb.store()]).ok();
+    assert!(
+        out.stdout.contains("baseline: run 2   candidate: run 3"),
+        "{out:?}"
+    );
 }

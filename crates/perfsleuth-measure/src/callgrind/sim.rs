@@ -60,7 +60,7 @@ pub enum SimError {
 /// The valgrind command line that runs `program` (its argv, program first)
 /// under callgrind:
 ///
-/// `VALGRIND --tool=callgrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64
+/// `VALGRIND --tool=callgrind -q --vgdb=no --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64
 /// --LL=8388608,16,64 --trace-children=yes
 /// --callgrind-out-file=OUT/callgrind.out.%p [--toggle-collect=F
 /// --collect-atstart=no] -- PROGRAM ARGS…`
@@ -81,6 +81,11 @@ pub fn valgrind_argv(valgrind: &Path, program: &[String], cfg: &SimulationConfig
     let mut argv = vec![
         valgrind.to_string_lossy().into_owned(),
         "--tool=callgrind".to_string(),
+        // Quiet: a failing program's own stderr is what the user needs to
+        // see, not valgrind's banner and summary.
+        "-q".to_string(),
+        // No gdbserver: its FIFOs in /tmp would outlive a killed run.
+        "--vgdb=no".to_string(),
         "--cache-sim=yes".to_string(),
         "--I1=32768,8,64".to_string(),
         "--D1=32768,8,64".to_string(),
@@ -273,6 +278,8 @@ mod tests {
             [
                 "/usr/bin/valgrind",
                 "--tool=callgrind",
+                "-q",
+                "--vgdb=no",
                 "--cache-sim=yes",
                 "--I1=32768,8,64",
                 "--D1=32768,8,64",
@@ -293,10 +300,10 @@ mod tests {
             collect: Some("bench_*".to_string()),
         };
         let argv = valgrind_argv(Path::new("valgrind"), &["./p".to_string()], &cfg);
-        assert_eq!(argv[7], "--callgrind-out-file=/tmp/50%%/callgrind.out.%p");
-        assert_eq!(argv[8], "--toggle-collect=bench_*");
-        assert_eq!(argv[9], "--collect-atstart=no");
-        assert_eq!(&argv[10..], ["--", "./p"]);
+        assert_eq!(argv[9], "--callgrind-out-file=/tmp/50%%/callgrind.out.%p");
+        assert_eq!(argv[10], "--toggle-collect=bench_*");
+        assert_eq!(argv[11], "--collect-atstart=no");
+        assert_eq!(&argv[12..], ["--", "./p"]);
     }
 
     #[test]
