@@ -47,8 +47,8 @@ def main():
     configs = {
         "floor (C posix_spawn+wait4)": [floor_bin, str(N), true_bin],
         "hyperfine -N": ["hyperfine", "-N", "--style", "none", "--warmup", "0", "--runs", str(N), true_bin],
-        "perfsleuth run (SQLite store, software counters: the default)": [perfsleuth, "run", "--warmup", "0", "--runs", str(N), "--store", "sqlite:" + db, true_bin],
-        "perfsleuth run --counters none (SQLite store)": [perfsleuth, "run", "--warmup", "0", "--runs", str(N), "--counters", "none", "--store", "sqlite:" + db, true_bin],
+        "perfsleuth run (SQLite store, default: counters auto → off for a command this short)": [perfsleuth, "run", "--warmup", "1", "--runs", str(N), "--store", "sqlite:" + db, true_bin],
+        "perfsleuth run --counters software (SQLite store)": [perfsleuth, "run", "--warmup", "1", "--runs", str(N), "--counters", "software", "--store", "sqlite:" + db, true_bin],
         "perfsleuth run --no-store": [perfsleuth, "run", "--warmup", "0", "--runs", str(N), "--no-store", true_bin],
     }
     times = {k: [] for k in configs}

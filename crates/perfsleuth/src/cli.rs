@@ -349,10 +349,11 @@ pub struct RunArgs {
     /// --toggle-collect; * and ? wildcards).
     #[arg(long, value_name = "FUNCTION")]
     pub collect: Option<String>,
-    /// Counters per run through perf_event_open: none, software (task clock, context
-    /// switches, migrations, faults) or all (+ hardware events and the futex and
-    /// sched_switch tracepoints, which slow every system call on the machine slightly).
-    #[arg(long, value_enum, value_name = "WHICH", default_value_t = CounterChoice::Software)]
+    /// Counters per run through perf_event_open: auto (software counters when every
+    /// command's warmup took ≥ 10 ms, where their ~15 µs per process is negligible),
+    /// none, software (task clock, context switches, migrations, faults) or all
+    /// (+ hardware events and the futex and sched_switch tracepoints).
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = CounterChoice::Auto)]
     pub counters: CounterChoice,
     /// Count hardware events in kernel mode too (default: user space only).
     #[arg(long)]
@@ -483,6 +484,9 @@ pub enum ModeChoice {
 /// Which counters to read per run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CounterChoice {
+    /// `run`: software counters where they do not perturb the timing (every
+    /// command's warmup ≥ 10 ms), else none. `scale`: as software.
+    Auto,
     /// No counters.
     None,
     /// Software counters (task clock, context switches, migrations, page faults).

@@ -373,9 +373,12 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         options_json(&args, &tolerate),
         perfsleuth_env::capture(&perfsleuth_env::Source::live()),
     );
+    // `auto` is decided after the warmup runs (Measure::timed), when their
+    // duration says whether the counters' cost would show.
+    let auto_counters = simulation.is_none() && args.counters == crate::cli::CounterChoice::Auto;
     let mut counter_notes = crate::counters::enable(
         &mut spawner,
-        if simulation.is_some() {
+        if simulation.is_some() || auto_counters {
             // Counting valgrind itself would say nothing about the program.
             crate::cli::CounterChoice::None
         } else {
@@ -436,12 +439,18 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         pending: None,
         overlap,
         simulation: simulation.as_ref(),
+        auto_counters,
+        counter_env: Environment::default(),
+        counter_notes: Vec::new(),
     };
     let mut result = measure.all(&mut live, warmup, !args.no_interleave);
     if let Err(stop) = measure.flush() {
         result = result.and(Err(stop));
     }
     measure.progress.clear();
+    counter_notes.append(&mut measure.counter_notes);
+    let counter_env = std::mem::take(&mut measure.counter_env);
+    run.environment.merge(counter_env);
 
     let status = match &result {
         Ok(()) => RunStatus::Complete,
@@ -556,6 +565,12 @@ struct Measure<'a> {
     overlap: bool,
     /// Simulation mode: where each run's callgrind output is read from.
     simulation: Option<&'a Simulation>,
+    /// `--counters auto` still to be decided (before the first timed run).
+    auto_counters: bool,
+    /// Facts about the counters decided here, merged into the run's environment.
+    counter_env: Environment,
+    /// Notes about counters decided here, printed after the results.
+    counter_notes: Vec<String>,
 }
 
 impl Measure<'_> {
@@ -608,6 +623,14 @@ impl Measure<'_> {
     /// ahead: while it runs iteration k+1, this process stores iteration k and
     /// applies the stopping rule, so none of that is on the critical path.
     fn timed(&mut self, live: &mut [Live]) -> Result<(), Stop> {
+        if self.auto_counters {
+            // Once, before the first timed run, from the warmups seen so far
+            // (with --no-interleave: the first command's).
+            self.auto_counters = false;
+            let fastest = live.iter().filter_map(|l| l.last_unit).min();
+            let notes = crate::counters::enable_auto(self.spawner, fastest, &mut self.counter_env);
+            self.counter_notes.extend(notes);
+        }
         let mut queue: VecDeque<Step> = VecDeque::new();
         let mut cursor = 0;
         loop {

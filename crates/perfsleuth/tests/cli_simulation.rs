@@ -272,11 +272,17 @@ fn a_nondeterministic_program_is_called_out() {
 #[test]
 fn walltime_runs_record_software_counters_unless_told_not_to() {
     let sb = Sandbox::new();
-    let out = sb
-        .bench(["--runs", "3", "--warmup", "0", "sleep 0.01"])
-        .ok();
+    // auto (the default): a 20 ms command's warmup shows counters cost nothing here.
+    let out = sb.bench(["--runs", "3", "sleep 0.02"]).ok();
     let doc = sb.show_json("latest");
+    let facts = &doc["run"]["environment"];
     let sample = &doc["run"]["benchmarks"][0]["samples"][0];
+    assert!(
+        facts["measure.counters_auto"]["value"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("software: the fastest warmup took")),
+        "{facts}"
+    );
     match sample["counters"]["task_clock_ns"].as_f64() {
         Some(ns) => {
             assert!(ns > 0.0, "{sample}");
@@ -291,9 +297,25 @@ fn walltime_runs_record_software_counters_unless_told_not_to() {
             "{out:?}"
         ),
     }
-    let facts = &doc["run"]["environment"];
-    assert!(facts["measure.counters"]["value"].is_string(), "{facts}");
 
+    // auto with a command faster than 10 ms: off, and why.
+    sb.bench(["--runs", "3", "true"]).ok();
+    let doc = sb.show_json("latest");
+    let facts = &doc["run"]["environment"];
+    assert!(
+        facts["measure.counters_auto"]["value"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("off: the fastest warmup took")),
+        "{facts}"
+    );
+    assert_eq!(facts["measure.counters"]["value"], "none");
+    assert!(
+        doc["run"]["benchmarks"][0]["samples"][0]
+            .get("counters")
+            .is_none()
+    );
+
+    // Explicitly none, and explicitly software even for a fast command.
     sb.bench([
         "--runs",
         "3",
@@ -310,6 +332,24 @@ fn walltime_runs_record_software_counters_unless_told_not_to() {
     assert_eq!(
         doc["run"]["environment"]["measure.counters"]["value"],
         "none"
+    );
+    let forced = sb
+        .bench([
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--counters",
+            "software",
+            "true",
+        ])
+        .ok();
+    let doc = sb.show_json("latest");
+    let sample = &doc["run"]["benchmarks"][0]["samples"][0];
+    assert!(
+        sample["counters"]["task_clock_ns"].as_f64().is_some()
+            || forced.stderr.contains("software counters not recorded"),
+        "{forced:?}"
     );
 
     // Hardware counters: on a machine without them (VMs), one note with the reason.
