@@ -107,20 +107,7 @@ pub(crate) fn p_value(p: Option<f64>) -> String {
     }
 }
 
-/// Characters a terminal shows, for padding columns with "µ", "…", "±".
-pub(crate) fn width(s: &str) -> usize {
-    s.chars().count()
-}
-
-/// `s` right-aligned in `w` visible columns.
-pub(crate) fn pad_left(s: &str, w: usize) -> String {
-    format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
-}
-
-/// `s` left-aligned in `w` visible columns.
-pub(crate) fn pad_right(s: &str, w: usize) -> String {
-    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
-}
+pub(crate) use perfsleuth_report::{pad_left, pad_right, width};
 
 #[cfg(test)]
 mod tests {

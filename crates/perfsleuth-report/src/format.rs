@@ -246,18 +246,56 @@ pub(crate) fn format_percent(ratio: f64) -> String {
 
 /// Characters that a terminal shows, for padding columns that contain
 /// multi-byte symbols such as "µ", "±" and "…".
-pub(crate) fn width(s: &str) -> usize {
+pub fn width(s: &str) -> usize {
     s.chars().count()
 }
 
 /// `s` right-aligned in `w` visible columns.
-pub(crate) fn pad_left(s: &str, w: usize) -> String {
+pub fn pad_left(s: &str, w: usize) -> String {
     format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
 }
 
 /// `s` left-aligned in `w` visible columns.
-pub(crate) fn pad_right(s: &str, w: usize) -> String {
+pub fn pad_right(s: &str, w: usize) -> String {
     format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+/// How a column of [`table`] is aligned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    /// Text.
+    Left,
+    /// Numbers.
+    Right,
+}
+
+/// Rows as columns two spaces apart, each padded to its widest cell in
+/// visible characters; lines carry no trailing blanks.
+pub fn table(rows: &[Vec<String>], align: impl Fn(usize) -> Align) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| width(s))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, s)| match align(c) {
+                Align::Left => pad_right(s, widths[c]),
+                Align::Right => pad_left(s, widths[c]),
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -341,5 +379,15 @@ mod tests {
         assert_eq!(format_si(1.2e9), "1.20G");
         assert_eq!(format_si(-3_400.0), "-3.40k");
         assert_eq!(format_si(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn tables_pad_by_visible_width_and_trim() {
+        let rows = vec![
+            vec!["a".to_string(), "1.5 µs".to_string(), "x".to_string()],
+            vec!["long".to_string(), "12 µs".to_string(), "".to_string()],
+        ];
+        let t = table(&rows, |c| if c == 1 { Align::Right } else { Align::Left });
+        assert_eq!(t, "a     1.5 µs  x\nlong   12 µs\n");
     }
 }

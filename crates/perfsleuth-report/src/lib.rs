@@ -21,7 +21,9 @@ use perfsleuth_stats::{bootstrap_median_ratio, mann_whitney_u, summarize};
 use std::collections::BTreeMap;
 
 pub use csv::export_csv;
-pub use format::{format_bytes, format_duration_ns, format_si};
+pub use format::{
+    Align, format_bytes, format_duration_ns, format_si, pad_left, pad_right, table, width,
+};
 pub use json::export_json;
 pub use markdown::render_markdown;
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};

@@ -244,7 +244,7 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
     if let Some(v) = ceiling {
         legend.push(Legend::Ceiling(format!(
             "Amdahl ceiling γ/α = {}",
-            format_si(v)
+            axis_label(v)
         )));
     }
     let peak_label = peak.map(|(x, _)| format!("N* = {}", format_n(x)));
@@ -274,7 +274,7 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
             r#"<text x="{}" y="{}" text-anchor="end" font-size="12" fill="{TEXT}">{}</text>"#,
             c(PLOT_LEFT - 8.0),
             c(y + 4.0),
-            escape(&format_si(t))
+            escape(&axis_label(t))
         );
     }
     for t in ticks_with_step(0.0, x_hi, x_step) {
@@ -300,7 +300,7 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
             r#"<text x="{}" y="{}" text-anchor="middle" font-size="12" fill="{TEXT}">{}</text>"#,
             c(x),
             c(PLOT_BOTTOM + 19.0),
-            escape(&format_si(t))
+            escape(&axis_label(t))
         );
     }
     out.push_str("</g>\n");
@@ -842,9 +842,11 @@ fn nice_ticks(lo: f64, hi: f64, target: f64) -> Vec<f64> {
     ticks_with_step(lo, hi, nice_step(hi - lo, target))
 }
 
-/// Formats `v` with three significant digits and an SI suffix: `7`, `2.5`,
-/// `200k`, `1.23M`. Non-finite values print as `-`.
-fn format_si(v: f64) -> String {
+/// An axis or marker label: like `crate::format_si`, three significant
+/// digits and an SI suffix, but with trailing zeros dropped (`200k`, not
+/// `200.0k`) because tick values are round, and tiny values in e-notation:
+/// `7`, `2.5`, `200k`, `1.23M`. Non-finite values print as `-`.
+fn axis_label(v: f64) -> String {
     if !v.is_finite() {
         return "-".to_string();
     }
@@ -896,7 +898,7 @@ fn format_n(v: f64) -> String {
     if v.abs() < 999.95 {
         format!("{v:.1}")
     } else {
-        format_si(v)
+        axis_label(v)
     }
 }
 
@@ -1239,7 +1241,7 @@ mod tests {
         );
         let t = nice_ticks(0.0, 1.23e6, 8.0);
         assert_eq!(t, vec![0.0, 2e5, 4e5, 6e5, 8e5, 1e6, 1.2e6]);
-        let labels: Vec<String> = t.iter().map(|&v| format_si(v)).collect();
+        let labels: Vec<String> = t.iter().map(|&v| axis_label(v)).collect();
         assert_eq!(labels, ["0", "200k", "400k", "600k", "800k", "1M", "1.2M"]);
         assert_eq!(nice_ticks(0.0, 0.9, 8.0).len(), 5); // step 0.2
         assert_eq!(nice_step(64.0, 10.0), 10.0);
@@ -1251,16 +1253,16 @@ mod tests {
 
     #[test]
     fn svg_si_formatting() {
-        assert_eq!(format_si(0.0), "0");
-        assert_eq!(format_si(7.0), "7");
-        assert_eq!(format_si(2.5), "2.5");
-        assert_eq!(format_si(0.3 * 1.0000000000000002), "0.3");
-        assert_eq!(format_si(1234.0), "1.23k");
-        assert_eq!(format_si(3.4e6), "3.4M");
-        assert_eq!(format_si(999_999.0), "1M");
-        assert_eq!(format_si(-2e9), "-2G");
-        assert_eq!(format_si(1.5e-5), "1.5e-5");
-        assert_eq!(format_si(f64::NAN), "-");
+        assert_eq!(axis_label(0.0), "0");
+        assert_eq!(axis_label(7.0), "7");
+        assert_eq!(axis_label(2.5), "2.5");
+        assert_eq!(axis_label(0.3 * 1.0000000000000002), "0.3");
+        assert_eq!(axis_label(1234.0), "1.23k");
+        assert_eq!(axis_label(3.4e6), "3.4M");
+        assert_eq!(axis_label(999_999.0), "1M");
+        assert_eq!(axis_label(-2e9), "-2G");
+        assert_eq!(axis_label(1.5e-5), "1.5e-5");
+        assert_eq!(axis_label(f64::NAN), "-");
         assert_eq!(format_n(4.33), "4.3");
     }
 

@@ -2,8 +2,8 @@
 
 use crate::diagnose::sci;
 use crate::{Analysis, MAX_EXTRAPOLATION, fmt_n};
-use perfsleuth_report::format_si;
 use perfsleuth_report::svg::{ChartPoint, ScaleChart};
+use perfsleuth_report::{Align, format_si, table};
 
 /// The table per N, the fit summary, the diagnosis and the warnings.
 pub fn render_terminal(a: &Analysis, color: bool) -> String {
@@ -78,7 +78,7 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
         }
         rows.push(row);
     }
-    let mut out = table(&rows);
+    let mut out = table(&rows, |c| if c == 0 { Align::Left } else { Align::Right });
     out.push('\n');
 
     match (&a.fit, &a.fit_error) {
@@ -146,38 +146,6 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
 
 fn pct(v: f64) -> String {
     format!("{:.0} %", 100.0 * v)
-}
-
-/// Left-aligned first column, right-aligned numbers.
-fn table(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(c, s)| {
-                let pad = widths[c] - s.chars().count();
-                if c == 0 {
-                    format!("{s}{}", " ".repeat(pad))
-                } else {
-                    format!("{}{s}", " ".repeat(pad))
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 /// The analysis as JSON (schema "perfsleuth/scale", version 1).

@@ -4,7 +4,7 @@ use crate::cli::{RunsArgs, ShowArgs};
 use crate::error::Fail;
 use crate::output::{self, open_existing_store, store_fail};
 use crate::term::emit;
-use perfsleuth_report::{analyze, export_json};
+use perfsleuth_report::{Align, analyze, export_json, table};
 
 /// Lists stored runs, newest first.
 pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
@@ -77,7 +77,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
             benches,
         ]);
     }
-    emit(&table(&rows), false);
+    emit(&table(&rows, |_| Align::Left), false);
     Ok(0)
 }
 
@@ -128,35 +128,4 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
         output::print_summary(&run, reference, args.color, false);
     }
     Ok(0)
-}
-
-/// Left-aligned columns separated by two spaces; the last column is not padded.
-fn table(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(i, cell)| {
-                if i + 1 == row.len() {
-                    cell.clone()
-                } else {
-                    format!("{cell:<w$}", w = widths[i])
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
 }

@@ -14,7 +14,7 @@ use perfsleuth_measure::{
     install_interrupt_handler,
 };
 use perfsleuth_model::{
-    Benchmark, Environment, ImpactClass, Mode, Profile, RunStatus, Sample, rfc3339,
+    Benchmark, Environment, ImpactClass, Mode, Profile, Run, RunStatus, Sample, rfc3339,
 };
 use perfsleuth_store::Store;
 use std::collections::VecDeque;
@@ -452,25 +452,11 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     let counter_env = std::mem::take(&mut measure.counter_env);
     run.environment.merge(counter_env);
 
-    let status = match &result {
-        Ok(()) => RunStatus::Complete,
-        Err(Stop::Interrupted) => RunStatus::Interrupted,
-        Err(Stop::Failed(_)) => RunStatus::Failed,
-    };
-    run.status = status;
-    run.ended_at = Some(rfc3339(SystemTime::now()));
-    // Children report at least the spawner's own peak RSS; read it last, when
-    // it is highest (it grows a little while serving the first requests).
-    run.environment.set_opt(
-        "measure.peak_rss_floor_bytes",
-        spawner.peak_rss_floor().map(|b| b.to_string()),
-        ImpactClass::Context,
-    );
     run.benchmarks = live
         .iter()
         .map(|l| to_benchmark(l, l.samples.clone()))
         .collect();
-    if let (Some(store), Some(id)) = (store.as_mut(), run.id) {
+    if let Some(store) = store.as_mut() {
         for l in &live {
             if let (Some(profile), Some(bench_id)) = (&l.profile, l.store_id) {
                 store
@@ -478,13 +464,8 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                     .map_err(output::store_fail)?;
             }
         }
-        store
-            .update_context(id, &run.environment)
-            .map_err(output::store_fail)?;
-        store
-            .finish_run(id, status, run.ended_at.as_deref().unwrap_or_default())
-            .map_err(output::store_fail)?;
     }
+    conclude(&mut run, &result, &spawner, store.as_mut())?;
     match result {
         Err(Stop::Failed(fail)) => Err(fail),
         Err(Stop::Interrupted) => {
@@ -534,6 +515,39 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             }
         }
     }
+}
+
+/// Ends a measured run: its status from how measuring ended, the end time,
+/// the spawner's peak-RSS floor, and in the store the context facts and the
+/// final status (shared by `run` and `scale`).
+pub(crate) fn conclude(
+    run: &mut Run,
+    result: &Result<(), Stop>,
+    spawner: &Spawner,
+    store: Option<&mut Store>,
+) -> Result<(), Fail> {
+    run.status = match result {
+        Ok(()) => RunStatus::Complete,
+        Err(Stop::Interrupted) => RunStatus::Interrupted,
+        Err(Stop::Failed(_)) => RunStatus::Failed,
+    };
+    run.ended_at = Some(rfc3339(SystemTime::now()));
+    // Children report at least the spawner's own peak RSS; read it last, when
+    // it is highest (it grows a little while serving the first requests).
+    run.environment.set_opt(
+        "measure.peak_rss_floor_bytes",
+        spawner.peak_rss_floor().map(|b| b.to_string()),
+        ImpactClass::Context,
+    );
+    if let (Some(store), Some(id)) = (store, run.id) {
+        store
+            .update_context(id, &run.environment)
+            .map_err(output::store_fail)?;
+        store
+            .finish_run(id, run.status, run.ended_at.as_deref().unwrap_or_default())
+            .map_err(output::store_fail)?;
+    }
+    Ok(())
 }
 
 /// Why measuring stopped early.

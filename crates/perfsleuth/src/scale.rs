@@ -12,13 +12,11 @@ use crate::term::{ProgressLine, emit, use_color};
 use perfsleuth_measure::{
     CommandId, CpuTimes, IoConfig, OutputTarget, Spawner, Tolerate, install_interrupt_handler,
 };
-use perfsleuth_model::{
-    Benchmark, Environment, ImpactClass, Mode, Run, RunStatus, Sample, rfc3339,
-};
+use perfsleuth_model::{Benchmark, Environment, Mode, Run, Sample};
 use perfsleuth_scale::{Analysis, CpuSplit, Machine, Observation, RunObservation, analyze};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// Sample counter keys `scale` writes (beside those of perf_event counters).
 pub const THROUGHPUT: &str = "throughput";
@@ -240,30 +238,11 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     let result = sweep.all(&mut levels, args.warmup, args.runs);
     sweep.progress.clear();
 
-    let status = match &result {
-        Ok(()) => RunStatus::Complete,
-        Err(Stop::Interrupted) => RunStatus::Interrupted,
-        Err(Stop::Failed(_)) => RunStatus::Failed,
-    };
-    run.status = status;
-    run.ended_at = Some(rfc3339(SystemTime::now()));
-    run.environment.set_opt(
-        "measure.peak_rss_floor_bytes",
-        spawner.peak_rss_floor().map(|b| b.to_string()),
-        ImpactClass::Context,
-    );
     run.benchmarks = levels
         .iter()
         .map(|l| to_benchmark(l, &param, l.samples.clone()))
         .collect();
-    if let (Some(store), Some(id)) = (store.as_mut(), run.id) {
-        store
-            .update_context(id, &run.environment)
-            .map_err(output::store_fail)?;
-        store
-            .finish_run(id, status, run.ended_at.as_deref().unwrap_or_default())
-            .map_err(output::store_fail)?;
-    }
+    crate::run::conclude(&mut run, &result, &spawner, store.as_mut())?;
     let stored_note = |what: &str| {
         run.id.map_or(String::new(), |id| {
             format!("; the runs so far are stored as run {id} (status {what})")
