@@ -714,23 +714,7 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .at(path)?;
-        let exists: bool = tx
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
-                [run_id],
-                |r| r.get(0),
-            )
-            .at(path)?;
-        if !exists {
-            return Err(StoreError::NotFound(run_id.to_string()));
-        }
-        let position: i64 = tx
-            .query_row(
-                "SELECT coalesce(max(position) + 1, 0) FROM benchmarks WHERE run_id = ?1",
-                [run_id],
-                |r| r.get(0),
-            )
-            .at(path)?;
+        let position = next_position(&tx, path, run_id, "benchmarks")?;
         tx.execute(
             "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -826,23 +810,7 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .at(path)?;
-        let exists: bool = tx
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
-                [run_id],
-                |r| r.get(0),
-            )
-            .at(path)?;
-        if !exists {
-            return Err(StoreError::NotFound(run_id.to_string()));
-        }
-        let first: i64 = tx
-            .query_row(
-                "SELECT coalesce(max(position) + 1, 0) FROM probe_results WHERE run_id = ?1",
-                [run_id],
-                |r| r.get(0),
-            )
-            .at(path)?;
+        let first = next_position(&tx, path, run_id, "probe_results")?;
         {
             let mut stmt = tx.prepare_cached(INSERT_PROBE_RESULT).at(path)?;
             for (i, p) in results.iter().enumerate() {
@@ -1253,6 +1221,32 @@ fn probe(conn: &Connection, path: &Path, version: u32) -> Result<(), StoreError>
         conn.query_row(sql, [], |_| Ok(())).optional().at(path)?;
     }
     Ok(())
+}
+
+/// The next free `position` of run `run_id`'s rows in `table` (one of ours,
+/// never user input); `NotFound` when the run does not exist.
+fn next_position(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    run_id: i64,
+    table: &'static str,
+) -> Result<i64, StoreError> {
+    let exists: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
+            [run_id],
+            |r| r.get(0),
+        )
+        .at(path)?;
+    if !exists {
+        return Err(StoreError::NotFound(run_id.to_string()));
+    }
+    tx.query_row(
+        &format!("SELECT coalesce(max(position) + 1, 0) FROM {table} WHERE run_id = ?1"),
+        [run_id],
+        |r| r.get(0),
+    )
+    .at(path)
 }
 
 /// Applies pending migrations in one IMMEDIATE transaction; the version is
