@@ -718,6 +718,40 @@ fn tracepoint_id(tracefs: &Path, name: &str) -> Result<u64, String> {
     }
 }
 
+/// Which counter groups this process may open — `hardware`, `software`,
+/// `tracepoints` — each `Ok` or the one-line reason the kernel (or a missing
+/// tracefs) refused it. Opens the groups exactly as a measured run would and
+/// closes them again, so the environment fingerprint and `run` never disagree.
+pub fn availability() -> [(&'static str, Result<(), String>); 3] {
+    let cfg = CounterConfig {
+        selection: CounterSelection::All,
+        include_kernel: false,
+        tracepoints: true,
+        tracefs: None,
+    };
+    let (counters, status) = Counters::open(&cfg);
+    drop(counters);
+    let hardware: Vec<&str> = HARDWARE.iter().flatten().map(|s| s.key).collect();
+    let software: Vec<&str> = SOFTWARE.iter().map(|s| s.key).collect();
+    let tracepoints: Vec<&str> = TRACEPOINTS.iter().map(|s| s.key).collect();
+    let answer = |group: &str, keys: &[&str]| -> Result<(), String> {
+        if status.opened.iter().any(|k| keys.contains(&k.as_str())) {
+            return Ok(());
+        }
+        let why = status
+            .unavailable
+            .iter()
+            .find(|(what, _)| what == group || keys.contains(&what.as_str()))
+            .map_or_else(|| "not opened".to_string(), |(_, why)| why.clone());
+        Err(why)
+    };
+    [
+        ("hardware", answer("hardware", &hardware)),
+        ("software", answer("software", &software)),
+        ("tracepoints", answer("tracepoints", &tracepoints)),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
