@@ -597,13 +597,33 @@ fn simulation_options(opts: &Options) -> Options {
     o
 }
 
+/// Why the two sides cannot be compared, when they were measured in
+/// different modes: valgrind's wall time against a native one, or callgrind
+/// counts against nothing, would be a verdict on the measuring, not on the
+/// code. Callers check this before [`compare`].
+pub fn mode_mismatch(baseline: &Side, candidate: &Side) -> Option<String> {
+    let modes = |s: &Side| {
+        let mut m: Vec<&'static str> = s.runs.iter().map(|r| r.mode.as_str()).collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    };
+    let (b, c) = (modes(baseline), modes(candidate));
+    if b.is_empty() || c.is_empty() || b == c {
+        return None;
+    }
+    Some(format!(
+        "the baseline ({}) ran in {} mode and the candidate ({}) in {} mode: they measure different things",
+        baseline.label,
+        b.join("+"),
+        candidate.label,
+        c.join("+")
+    ))
+}
+
 /// Whether every run of the side is a `perfsleuth scale` sweep.
 fn scale_sweep(side: &Side) -> bool {
-    !side.runs.is_empty()
-        && side
-            .runs
-            .iter()
-            .all(|r| r.options.get("kind").and_then(|k| k.as_str()) == Some("scale"))
+    !side.runs.is_empty() && side.runs.iter().all(Run::is_scale_sweep)
 }
 
 /// Options for two scale sweeps: throughput is what a sweep measures, so it

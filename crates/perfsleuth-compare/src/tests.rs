@@ -1073,3 +1073,19 @@ fn simulation_counts_are_judged_exactly_even_with_a_tiny_wobble() {
     );
     assert_eq!(row(&c, "prog", ir).verdict, stat(Verdict::InsufficientData));
 }
+
+#[test]
+fn sides_of_different_modes_are_a_mismatch() {
+    let wall = side(
+        "base",
+        vec![run(1, machine(), vec![bench("p", &[1.0, 2.0, 3.0])])],
+    );
+    let sim = side("cand", vec![simulated(2, &[1000.0])]);
+    let why = mode_mismatch(&wall, &sim).expect("mismatch");
+    assert!(
+        why.contains("walltime mode") && why.contains("simulation mode"),
+        "{why}"
+    );
+    assert_eq!(mode_mismatch(&sim, &sim), None);
+    assert_eq!(mode_mismatch(&wall, &side("empty", vec![])), None);
+}

@@ -630,6 +630,16 @@ fn f64_or_nan<'de, D: serde::Deserializer<'de>>(de: D) -> Result<f64, D::Error> 
     Ok(Option::<f64>::deserialize(de)?.unwrap_or(f64::NAN))
 }
 
+/// `options.kind` of a run made by `perfsleuth scale`.
+pub const SCALE_KIND: &str = "scale";
+
+impl Run {
+    /// Whether `perfsleuth scale` made this run (`options.kind`).
+    pub fn is_scale_sweep(&self) -> bool {
+        self.options.get("kind").and_then(|k| k.as_str()) == Some(SCALE_KIND)
+    }
+}
+
 /// Formats a `SystemTime` as RFC 3339 UTC with millisecond precision.
 pub fn rfc3339(t: std::time::SystemTime) -> String {
     let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();

@@ -297,8 +297,9 @@ impl RunKind {
             RunKind::Benchmarks => "mode <> 'probe'".into(),
             RunKind::Probes => "mode = 'probe'".into(),
             RunKind::Like { mode, scale } => format!(
-                "mode = '{}' AND (coalesce(json_extract(options, '$.kind'), '') = 'scale') = {}",
+                "mode = '{}' AND (coalesce(json_extract(options, '$.kind'), '') = '{}') = {}",
                 mode.as_str(),
+                perfsleuth_model::SCALE_KIND,
                 if scale { 1 } else { 0 }
             ),
         }

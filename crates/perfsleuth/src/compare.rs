@@ -75,30 +75,16 @@ pub fn after_run(
     Ok(exit_code(&comparison, verdict.fail_on))
 }
 
-/// Refuses sides measured in different modes: valgrind's wall time against
-/// a native one, or callgrind counts against nothing, would be a verdict on
-/// the measuring, not on the code.
+/// Refuses sides measured in different modes (see
+/// [`perfsleuth_compare::mode_mismatch`]).
 pub fn same_mode(baseline: &Side, candidate: &Side) -> Result<(), Fail> {
-    let modes = |s: &Side| {
-        let mut m: Vec<&'static str> = s.runs.iter().map(|r| r.mode.as_str()).collect();
-        m.sort_unstable();
-        m.dedup();
-        m
-    };
-    let (b, c) = (modes(baseline), modes(candidate));
-    if b.is_empty() || c.is_empty() || b == c {
-        return Ok(());
+    match perfsleuth_compare::mode_mismatch(baseline, candidate) {
+        None => Ok(()),
+        Some(why) => Err(Fail::usage(
+            why,
+            "compare runs of one mode (`perfsleuth runs` shows each run's mode); for simulation, run both sides with --mode simulation",
+        )),
     }
-    Err(Fail::usage(
-        format!(
-            "the baseline ({}) ran in {} mode and the candidate ({}) in {} mode: they measure different things",
-            baseline.label,
-            b.join("+"),
-            candidate.label,
-            c.join("+")
-        ),
-        "compare runs of one mode (`perfsleuth runs` shows each run's mode); for simulation, run both sides with --mode simulation",
-    ))
 }
 
 /// What the machines' probe results say about the difference between the

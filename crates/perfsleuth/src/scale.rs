@@ -185,7 +185,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     let mut run = output::new_run(
         Mode::Walltime,
         serde_json::json!({
-            "kind": "scale",
+            "kind": perfsleuth_model::SCALE_KIND,
             "param": param,
             "values": values.iter().map(|(t, _)| t).collect::<Vec<_>>(),
             "throughput": method.describe(),
@@ -579,7 +579,7 @@ fn to_benchmark(l: &Level, param: &str, samples: Vec<Sample>) -> Benchmark {
 /// Rebuilds the analysis of a stored (or just measured) scale run; None when
 /// the run is not a scale run.
 pub fn analysis_of(run: &Run) -> Option<Analysis> {
-    if run.options.get("kind").and_then(|k| k.as_str()) != Some("scale") {
+    if !run.is_scale_sweep() {
         return None;
     }
     let param = run.options.get("param")?.as_str()?.to_string();

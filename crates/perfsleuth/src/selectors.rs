@@ -114,7 +114,7 @@ pub fn default_baseline(candidate: &Side, store: &mut StoreHandle) -> Result<Sid
         .first()
         .map_or(RunKind::Benchmarks, |r| RunKind::Like {
             mode: r.mode,
-            scale: r.options.get("kind").and_then(|k| k.as_str()) == Some("scale"),
+            scale: r.is_scale_sweep(),
         });
     let before = match candidate.runs.first().and_then(|r| r.id) {
         Some(id) => store.run_before_of(id, kind).map_err(store_fail)?,
