@@ -602,21 +602,39 @@ fn simulation_options(opts: &Options) -> Options {
 /// counts against nothing, would be a verdict on the measuring, not on the
 /// code. Callers check this before [`compare`].
 pub fn mode_mismatch(baseline: &Side, candidate: &Side) -> Option<String> {
-    let modes = |s: &Side| {
-        let mut m: Vec<&'static str> = s.runs.iter().map(|r| r.mode.as_str()).collect();
-        m.sort_unstable();
-        m.dedup();
-        m
-    };
-    let (b, c) = (modes(baseline), modes(candidate));
+    mismatch(
+        &baseline.label,
+        side_modes(baseline),
+        &candidate.label,
+        side_modes(candidate),
+    )
+}
+
+/// [`mode_mismatch`] for a candidate not yet measured, labelled `label`.
+pub fn mode_mismatch_with(baseline: &Side, label: &str, mode: Mode) -> Option<String> {
+    mismatch(
+        &baseline.label,
+        side_modes(baseline),
+        label,
+        vec![mode.as_str()],
+    )
+}
+
+/// The distinct modes of a side's runs, sorted.
+fn side_modes(s: &Side) -> Vec<&'static str> {
+    let mut m: Vec<&'static str> = s.runs.iter().map(|r| r.mode.as_str()).collect();
+    m.sort_unstable();
+    m.dedup();
+    m
+}
+
+fn mismatch(b_label: &str, b: Vec<&str>, c_label: &str, c: Vec<&str>) -> Option<String> {
     if b.is_empty() || c.is_empty() || b == c {
         return None;
     }
     Some(format!(
-        "the baseline ({}) ran in {} mode and the candidate ({}) in {} mode: they measure different things",
-        baseline.label,
+        "the baseline ({b_label}) ran in {} mode and the candidate ({c_label}) in {} mode: they measure different things",
         b.join("+"),
-        candidate.label,
         c.join("+")
     ))
 }

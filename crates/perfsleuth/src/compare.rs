@@ -78,7 +78,22 @@ pub fn after_run(
 /// Refuses sides measured in different modes (see
 /// [`perfsleuth_compare::mode_mismatch`]).
 pub fn same_mode(baseline: &Side, candidate: &Side) -> Result<(), Fail> {
-    match perfsleuth_compare::mode_mismatch(baseline, candidate) {
+    mode_fail(perfsleuth_compare::mode_mismatch(baseline, candidate))
+}
+
+/// [`same_mode`] for a run about to be measured in `mode`.
+pub fn same_mode_as(
+    baseline: &Side,
+    label: &str,
+    mode: perfsleuth_model::Mode,
+) -> Result<(), Fail> {
+    mode_fail(perfsleuth_compare::mode_mismatch_with(
+        baseline, label, mode,
+    ))
+}
+
+fn mode_fail(mismatch: Option<String>) -> Result<(), Fail> {
+    match mismatch {
         None => Ok(()),
         Some(why) => Err(Fail::usage(
             why,

@@ -186,22 +186,12 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             let mut handle = crate::selectors::StoreHandle::new(args.store.store.clone());
             let side = crate::selectors::resolve(spec, &mut handle)?;
             // Refused now, not after minutes of measuring.
-            let this = perfsleuth_compare::Side {
-                label: "this run".to_string(),
-                runs: vec![perfsleuth_model::Run {
-                    mode: if simulation.is_some() {
-                        Mode::Simulation
-                    } else {
-                        Mode::Walltime
-                    },
-                    ..output::new_run(
-                        Mode::Walltime,
-                        serde_json::Value::Null,
-                        Environment::default(),
-                    )
-                }],
+            let mode = if simulation.is_some() {
+                Mode::Simulation
+            } else {
+                Mode::Walltime
             };
-            crate::compare::same_mode(&side, &this)?;
+            crate::compare::same_mode_as(&side, "this run", mode)?;
             Some(side)
         }
         None => None,
