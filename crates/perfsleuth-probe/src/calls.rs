@@ -12,7 +12,6 @@
 use crate::timing::{self, Plan, measurement};
 use crate::{Measurement, ProbeOptions};
 use std::hint::black_box;
-use std::time::Duration;
 
 const TABLE: usize = 1 << 16;
 
@@ -236,17 +235,7 @@ pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<Measurement>
     let random: Vec<u8> = (0..TABLE).map(|_| (rng.next_u64() >> 63) as u8).collect();
     let (same, random) = (black_box(same), black_box(random));
 
-    let plan = if opts.quick {
-        Plan {
-            sample: Duration::from_micros(300),
-            samples: 15,
-        }
-    } else {
-        Plan {
-            sample: Duration::from_micros(500),
-            samples: 61,
-        }
-    };
+    let plan = Plan::short(opts.quick, 61);
     type Loop<'a> = Box<dyn Fn(u64) -> u64 + 'a>;
     let loops: [(&str, Loop); 4] = [
         ("inline_loop", Box::new(|n| inline_loop(n, &y))),

@@ -67,17 +67,7 @@ fn getres(clock: libc::clockid_t) -> Option<f64> {
 }
 
 pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<Measurement> {
-    let plan = if opts.quick {
-        Plan {
-            sample: Duration::from_micros(300),
-            samples: 15,
-        }
-    } else {
-        Plan {
-            sample: Duration::from_micros(500),
-            samples: 41,
-        }
-    };
+    let plan = Plan::short(opts.quick, 41);
     let ghz = ctx.ghz();
     let mut out = Vec::new();
     let clocks = [

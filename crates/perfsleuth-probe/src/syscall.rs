@@ -6,7 +6,6 @@
 use crate::timing::{self, Plan, measurement};
 use crate::{Measurement, ProbeOptions};
 use std::hint::black_box;
-use std::time::Duration;
 
 #[inline(never)]
 fn getppid_loop(n: u64) {
@@ -49,17 +48,7 @@ fn clock_syscall_loop(n: u64) {
 }
 
 pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<Measurement> {
-    let plan = if opts.quick {
-        Plan {
-            sample: Duration::from_micros(300),
-            samples: 15,
-        }
-    } else {
-        Plan {
-            sample: Duration::from_micros(500),
-            samples: 61,
-        }
-    };
+    let plan = Plan::short(opts.quick, 61);
     type Kernel = (&'static str, fn(u64), bool);
     let kernels: [Kernel; 3] = [
         ("getppid", getppid_loop, true),

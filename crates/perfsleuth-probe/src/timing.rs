@@ -110,6 +110,24 @@ pub struct Plan {
     pub samples: usize,
 }
 
+impl Plan {
+    /// The plan of the short per-call probes: 15 samples of 0.3 ms in
+    /// quick mode, else `samples` of 0.5 ms.
+    pub fn short(quick: bool, samples: usize) -> Plan {
+        if quick {
+            Plan {
+                sample: Duration::from_micros(300),
+                samples: 15,
+            }
+        } else {
+            Plan {
+                sample: Duration::from_micros(500),
+                samples,
+            }
+        }
+    }
+}
+
 /// Finds an iteration count for which `f(iters)` takes about `target`:
 /// doubles from 1 until a run takes at least a tenth of it, then scales.
 /// The doubling runs double as warm-up.
