@@ -261,14 +261,7 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
     out.push_str("<g class=\"grid\">\n");
     for t in ticks_with_step(y_lo, y_hi, y_step) {
         let y = y_axis.map(t);
-        let _ = writeln!(
-            out,
-            r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{GRID}" stroke-width="1"/>"#,
-            c(PLOT_LEFT),
-            c(y),
-            c(PLOT_RIGHT),
-            c(y)
-        );
+        thin_line(&mut out, (PLOT_LEFT, y), (PLOT_RIGHT, y), GRID);
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{}" text-anchor="end" font-size="12" fill="{TEXT}">{}</text>"#,
@@ -279,22 +272,8 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
     }
     for t in ticks_with_step(0.0, x_hi, x_step) {
         let x = x_axis.map(t);
-        let _ = writeln!(
-            out,
-            r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{GRID}" stroke-width="1"/>"#,
-            c(x),
-            c(PLOT_TOP),
-            c(x),
-            c(PLOT_BOTTOM)
-        );
-        let _ = writeln!(
-            out,
-            r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{AXIS}" stroke-width="1"/>"#,
-            c(x),
-            c(PLOT_BOTTOM),
-            c(x),
-            c(PLOT_BOTTOM + 5.0)
-        );
+        thin_line(&mut out, (x, PLOT_TOP), (x, PLOT_BOTTOM), GRID);
+        thin_line(&mut out, (x, PLOT_BOTTOM), (x, PLOT_BOTTOM + 5.0), AXIS);
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{}" text-anchor="middle" font-size="12" fill="{TEXT}">{}</text>"#,
@@ -703,6 +682,18 @@ fn line_glyph(out: &mut String, x0: f64, x1: f64, y: f64, colour: &str, extra: &
         c(x0),
         c(x1),
         c(y)
+    );
+}
+
+/// A one-pixel line from `a` to `b` (grid lines and tick marks).
+fn thin_line(out: &mut String, a: (f64, f64), b: (f64, f64), stroke: &str) {
+    let _ = writeln!(
+        out,
+        r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{stroke}" stroke-width="1"/>"#,
+        c(a.0),
+        c(a.1),
+        c(b.0),
+        c(b.1)
     );
 }
 

@@ -121,17 +121,22 @@ impl Live {
     }
 }
 
-/// Runs `perfsleuth run` and returns the exit code.
-pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
-    let mut spawner = match spawner {
-        Some(s) => s,
+/// The spawner `main` forked early, or a new one when it could not.
+pub(crate) fn spawner_or_start(spawner: Option<Spawner>) -> Result<Spawner, Fail> {
+    match spawner {
+        Some(s) => Ok(s),
         None => Spawner::start().map_err(|e| {
             Fail::usage(
                 format!("cannot start the process spawner: {e}"),
                 "check the process limit (ulimit -u)",
             )
-        })?,
-    };
+        }),
+    }
+}
+
+/// Runs `perfsleuth run` and returns the exit code.
+pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
+    let mut spawner = spawner_or_start(spawner)?;
     let tolerate = parse::ignore_failure(args.ignore_failure.as_deref())
         .map_err(|e| Fail::usage(e, "see perfsleuth run --help"))?;
     let simulation = match args.mode {

@@ -128,15 +128,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         output::check_writable(plot, "--plot")?;
     }
 
-    let mut spawner = match spawner {
-        Some(s) => s,
-        None => Spawner::start().map_err(|e| {
-            Fail::usage(
-                format!("cannot start the process spawner: {e}"),
-                "check the process limit (ulimit -u)",
-            )
-        })?,
-    };
+    let mut spawner = crate::run::spawner_or_start(spawner)?;
     let scratch = output::ScratchDir::new("scale")?;
     let stdout_path = scratch.path().join("stdout");
     let io = IoConfig {
