@@ -1,19 +1,13 @@
 //! Measures the per-iteration cost of the local executor and of the spawner,
 //! with and without requests queued ahead. Usage: spawn_cost N PROGRAM
-use perfsleuth_measure::{Executor, IoConfig, OutputTarget, Spawner, Tolerate};
+use perfsleuth_measure::{Executor, IoConfig, Spawner};
 use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: u32 = args[1].parse().unwrap_or(500);
     let argv = vec![args.get(2).cloned().unwrap_or_else(|| "true".into())];
-    let io = IoConfig {
-        output: OutputTarget::Null,
-        input: None,
-        timeout: None,
-        tolerate: Tolerate::Nothing,
-        disable_aslr: false,
-    };
+    let io = IoConfig::default();
     let mut sp = Spawner::start().unwrap();
     let mut ex = Executor::new(&argv, &io).unwrap();
     let id = sp.prepare(&argv, &io).unwrap();

@@ -688,13 +688,7 @@ mod tests {
     }
 
     fn io() -> IoConfig {
-        IoConfig {
-            output: OutputTarget::Null,
-            input: None,
-            timeout: None,
-            tolerate: Tolerate::Nothing,
-            disable_aslr: false,
-        }
+        IoConfig::default()
     }
 
     #[test]

@@ -273,14 +273,11 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         input: args.input.clone(),
         timeout: args.timeout,
         tolerate: tolerate.clone(),
-        disable_aslr: false,
+        ..IoConfig::default()
     };
     let aux_io = IoConfig {
-        output: OutputTarget::Null,
-        input: None,
         timeout: args.timeout,
-        tolerate: Tolerate::Nothing,
-        disable_aslr: false,
+        ..IoConfig::default()
     };
 
     let mut live = Vec::with_capacity(planned.len());
@@ -1091,13 +1088,7 @@ mod tests {
             cleanup: None,
         };
         let mut spawner = Spawner::start().unwrap();
-        let io = IoConfig {
-            output: OutputTarget::Null,
-            input: None,
-            timeout: None,
-            tolerate: Tolerate::Nothing,
-            disable_aslr: false,
-        };
+        let io = IoConfig::default();
         let main = spawner.prepare(&["true".to_string()], &io).unwrap();
         Live {
             plan,

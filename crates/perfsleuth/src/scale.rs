@@ -137,10 +137,8 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         } else {
             OutputTarget::Null
         },
-        input: None,
         timeout: args.timeout,
-        tolerate: Tolerate::Nothing,
-        disable_aslr: false,
+        ..IoConfig::default()
     };
 
     let mut levels = Vec::with_capacity(planned.len());
