@@ -411,3 +411,98 @@ fn walltime_and_simulation_runs_are_never_compared() {
         "{out:?}"
     );
 }
+
+/// Runs perfsleuth with tracefs available: directly where it is mounted,
+/// else (as root, with util-linux's `unshare`) inside a private mount
+/// namespace that mounts it for this one process; Err (with the reason)
+/// where neither works.
+fn with_tracefs(sb: &Sandbox, args: &[String]) -> Result<common::Out, String> {
+    if std::path::Path::new("/sys/kernel/tracing/events").is_dir() {
+        return Ok(sb.cmd().args(args).output().expect("start").into());
+    }
+    // --no-store and JSON on stdout: no store or home is touched.
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c"])
+        .arg(r#"mount -t tracefs nodev /sys/kernel/tracing && exec "$0" "$@""#)
+        .arg(common::BIN)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .current_dir(sb.root())
+        .output();
+    match out {
+        Ok(o) if o.status.code() == Some(0) => Ok(o.into()),
+        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+        Err(e) => Err(format!("unshare: {e}")),
+    }
+}
+
+#[test]
+fn futex_counts_show_lock_contention_end_to_end() {
+    if !tools("futex_counts_show_lock_contention_end_to_end") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../perfsleuth-measure/tests/progs/mutex.c");
+    let prog = sb.path("mutex");
+    assert!(
+        Command::new("gcc")
+            .args(["-O2", "-pthread", "-o"])
+            .arg(&prog)
+            .arg(&src)
+            .status()
+            .expect("gcc")
+            .success()
+    );
+    let args: Vec<String> = [
+        "run",
+        "--no-store",
+        "--counters",
+        "all",
+        "--warmup",
+        "0",
+        "--runs",
+        "3",
+        "--export-json",
+        "-",
+        "-n",
+        "shared",
+        "-n",
+        "private",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([
+        format!("{} shared", prog.display()),
+        format!("{} private", prog.display()),
+    ])
+    .collect();
+    let out = match with_tracefs(&sb, &args) {
+        Ok(out) => out,
+        Err(why) => {
+            println!("skipped: no tracefs here and none could be mounted privately: {why}");
+            return;
+        }
+    };
+    let doc = parse_json(&out.stdout);
+    let futex = |i: usize| -> Option<f64> {
+        let mut v: Vec<f64> = doc["run"]["benchmarks"][i]["samples"]
+            .as_array()?
+            .iter()
+            .filter_map(|s| s["counters"]["futex_calls"].as_f64())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let (Some(shared), Some(private)) = (futex(0), futex(1)) else {
+        println!(
+            "skipped: futex tracepoint not permitted here: {}",
+            out.stderr.trim()
+        );
+        return;
+    };
+    assert!(
+        shared >= 10.0 * private.max(1.0) && shared >= private + 1000.0,
+        "contended {shared} vs uncontended {private} futex calls"
+    );
+}
