@@ -26,6 +26,19 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CommandId(u32);
 
+impl CommandId {
+    /// A handle with this index, for executors other than the spawner (such
+    /// as the runner's test fakes), which number their commands themselves.
+    pub const fn from_index(index: u32) -> CommandId {
+        CommandId(index)
+    }
+
+    /// The handle's index.
+    pub const fn index(self) -> u32 {
+        self.0
+    }
+}
+
 /// The parent's end of the spawner process.
 #[derive(Debug)]
 pub struct Spawner {

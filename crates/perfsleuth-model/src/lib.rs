@@ -633,6 +633,27 @@ fn f64_or_nan<'de, D: serde::Deserializer<'de>>(de: D) -> Result<f64, D::Error> 
 /// `options.kind` of a run made by `perfsleuth scale`.
 pub const SCALE_KIND: &str = "scale";
 
+/// The sample counter keys a `perfsleuth scale` run writes (beside those of
+/// perf_event counters): what the sweep stores and the scale analysis reads.
+pub mod scale_keys {
+    /// Units of work per second in that run.
+    pub const THROUGHPUT: &str = "throughput";
+    /// Units of work done in that run.
+    pub const WORK: &str = "work";
+    /// The machine's CPU time shares during the run (all CPUs together).
+    pub const CPU_KEYS: [&str; 5] = [
+        "cpu_user",
+        "cpu_system",
+        "cpu_idle",
+        "cpu_iowait",
+        "cpu_steal",
+    ];
+    /// Clock ticks the CPU shares of a run rest on (all CPUs together).
+    pub const CPU_TICKS: &str = "cpu_ticks";
+    /// Prefix of the per-CPU busy shares (`cpu_busy.3`).
+    pub const CPU_BUSY_PREFIX: &str = "cpu_busy.";
+}
+
 impl Run {
     /// Whether `perfsleuth scale` made this run (`options.kind`).
     pub fn is_scale_sweep(&self) -> bool {

@@ -10,10 +10,12 @@
 mod csv;
 mod diagnose;
 mod render;
+mod stored;
 
 pub use csv::{CsvError, read_csv};
 pub use diagnose::{Diagnosis, DiagnosisKind};
 pub use render::{chart, render_terminal, to_json};
+pub use stored::analysis_of;
 
 use perfsleuth_stats::{UslError, UslFit, UslPoint, fit_usl, fit_usl_capped, median};
 use serde::Serialize;

@@ -104,7 +104,7 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
     } else if run.mode == perfsleuth_model::Mode::Probe {
         // Probe results, not a wall-time summary of benchmarks it does not have.
         crate::probe::print_stored(&run, args.all, args.color);
-    } else if let Some(analysis) = crate::scale::analysis_of(&run) {
+    } else if let Some(analysis) = perfsleuth_scale::analysis_of(&run) {
         // A sweep reads as its table; per-level wall-time blocks would bury it.
         let what = run.benchmarks.first().map_or("", |b| b.name.as_str());
         emit(

@@ -2,7 +2,6 @@
 
 mod cli;
 mod compare;
-mod counters;
 mod envcmd;
 mod error;
 mod git;
@@ -14,7 +13,7 @@ mod probe;
 mod run;
 mod scale;
 mod selectors;
-mod simulate;
+mod sink;
 mod term;
 
 use clap::Parser;

@@ -243,50 +243,6 @@ pub fn new_run(
     }
 }
 
-/// A private temporary directory, removed with its contents when dropped.
-pub struct ScratchDir {
-    dir: PathBuf,
-}
-
-impl ScratchDir {
-    /// Creates `$TMPDIR/perfsleuth-WHAT-PID-N`.
-    pub fn new(what: &str) -> Result<ScratchDir, Fail> {
-        let base = std::env::temp_dir();
-        let fail = |e: String| {
-            Fail::usage(
-                format!(
-                    "cannot create a temporary directory in {}: {e}",
-                    base.display()
-                ),
-                "set TMPDIR to a writable directory",
-            )
-        };
-        for attempt in 0..100u32 {
-            let dir = base.join(format!(
-                "perfsleuth-{what}-{}-{attempt}",
-                std::process::id()
-            ));
-            match std::fs::create_dir(&dir) {
-                Ok(()) => return Ok(ScratchDir { dir }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(fail(e.to_string())),
-            }
-        }
-        Err(fail("every candidate name is taken".into()))
-    }
-
-    /// The directory.
-    pub fn path(&self) -> &Path {
-        &self.dir
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,24 +39,7 @@ impl Shell {
     }
 }
 
-/// One concrete benchmark: a command with its parameters substituted.
-#[derive(Debug, Clone)]
-pub struct Planned {
-    /// Display name.
-    pub name: String,
-    /// Command line after substitution.
-    pub command: String,
-    /// What is executed.
-    pub argv: Vec<String>,
-    /// Parameter values of this benchmark.
-    pub parameters: BTreeMap<String, String>,
-    /// Untimed command before each timed run.
-    pub prepare: Option<Vec<String>>,
-    /// Once before the runs.
-    pub setup: Option<Vec<String>>,
-    /// Once after the runs.
-    pub cleanup: Option<Vec<String>>,
-}
+pub use perfsleuth_runner::Planned;
 
 /// The user's command templates and parameter options, as given.
 #[derive(Debug)]

@@ -2,9 +2,9 @@
 //! fixed cache model; the counts replace the clock. This module wraps the
 //! commands, collects each iteration's output and checks determinism.
 
-use crate::error::Fail;
-use crate::output::ScratchDir;
-use perfsleuth_measure::callgrind::{self, SimError, SimulationConfig};
+use crate::error::RunError;
+use crate::scratch::ScratchDir;
+use perfsleuth_measure::callgrind::{self, SimulationConfig};
 use perfsleuth_model::{Benchmark, FunctionProfile, Profile, Sample};
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,7 @@ pub const PROFILE_FUNCTIONS: usize = 300;
 pub const DEFAULT_RUNS: u32 = 2;
 
 /// Valgrind and the private directory the outputs go to.
+#[derive(Debug)]
 pub struct Simulation {
     valgrind: PathBuf,
     collect: Option<String>,
@@ -21,20 +22,12 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// Finds valgrind (an error with the install hint when missing).
-    pub fn new(collect: Option<String>) -> Result<Simulation, Fail> {
+    /// Finds valgrind (an error when it is missing).
+    pub fn new(collect: Option<String>) -> Result<Simulation, RunError> {
         if collect.as_deref().is_some_and(|c| c.trim().is_empty()) {
-            return Err(Fail::usage(
-                "--collect is empty",
-                "name a function, e.g. --collect parse_input (callgrind's * and ? wildcards work)",
-            ));
+            return Err(RunError::EmptyCollect);
         }
-        let valgrind = callgrind::find_valgrind().map_err(|_| {
-            Fail::usage(
-                "--mode simulation needs valgrind, which is not installed (not on PATH)",
-                callgrind::INSTALL_HINT,
-            )
-        })?;
+        let valgrind = callgrind::find_valgrind().map_err(|_| RunError::NoValgrind)?;
         Ok(Simulation {
             valgrind,
             collect,
@@ -43,13 +36,12 @@ impl Simulation {
     }
 
     /// The valgrind command line for benchmark `index`, and its output directory.
-    pub fn wrap(&self, index: usize, argv: &[String]) -> Result<(Vec<String>, PathBuf), Fail> {
+    pub fn wrap(&self, index: usize, argv: &[String]) -> Result<(Vec<String>, PathBuf), RunError> {
         let dir = self.scratch.path().join(format!("bench-{index}"));
-        std::fs::create_dir_all(&dir).map_err(|e| {
-            Fail::usage(
-                format!("cannot create {}: {e}", dir.display()),
-                "set TMPDIR to a writable directory",
-            )
+        std::fs::create_dir_all(&dir).map_err(|source| RunError::Scratch {
+            what: "cannot create",
+            path: dir.clone(),
+            source,
         })?;
         let cfg = SimulationConfig {
             out_dir: dir.clone(),
@@ -60,32 +52,23 @@ impl Simulation {
 
     /// Reads (and removes) what one iteration wrote into `dir`: the counters
     /// go into the sample, the profile is returned.
-    pub fn collect(&self, dir: &Path, command: &str, sample: &mut Sample) -> Result<Profile, Fail> {
-        let profile = callgrind::collect_outputs(dir).map_err(|e| match e {
-            SimError::NoOutput { .. } => Fail::usage(
-                format!(
-                    "`{command}` left no callgrind output: valgrind could not run it to the end"
-                ),
-                "run it by hand under `valgrind --tool=callgrind` to see why",
-            ),
-            SimError::Parse(p) => Fail::usage(
-                format!("cannot read callgrind's output for `{command}`: {p}"),
-                "the file is kept for inspection; please report this with it",
-            ),
-            other => Fail::usage(
-                format!("cannot read callgrind's output for `{command}`: {other}"),
-                "check the temporary directory ($TMPDIR)",
-            ),
+    pub fn collect(
+        &self,
+        dir: &Path,
+        command: &str,
+        sample: &mut Sample,
+    ) -> Result<Profile, RunError> {
+        let profile = callgrind::collect_outputs(dir).map_err(|source| RunError::Simulation {
+            command: command.to_string(),
+            source,
         })?;
         if let Some(function) = &self.collect
             && !callgrind::collect_function_seen(&profile, function)
         {
-            return Err(Fail::usage(
-                format!(
-                    "--collect `{function}`: nothing was collected in `{command}`: the function never ran (or was inlined away)"
-                ),
-                "check the name in `callgrind_annotate` output (wildcards work: --collect 'parse*'); build with -fno-inline or #[inline(never)] to keep it",
-            ));
+            return Err(RunError::NothingCollected {
+                function: function.clone(),
+                command: command.to_string(),
+            });
         }
         sample.counters.extend(callgrind::counters(&profile));
         Ok(to_model(&profile))

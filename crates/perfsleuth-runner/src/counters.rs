@@ -1,24 +1,39 @@
 //! Asking the spawner for perf_event counters and saying, once, which could
 //! not be had and why.
 
-use crate::cli::CounterChoice;
-use perfsleuth_measure::{CounterConfig, CounterSelection, Spawner};
+use crate::spawn::Spawn;
+use perfsleuth_measure::{CounterConfig, CounterSelection};
 use perfsleuth_model::{Environment, ImpactClass};
+use std::time::Duration;
+
+/// Which counters a run records (`--counters`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counters {
+    /// None.
+    None,
+    /// Software counters when the warmup shows they cannot bias the time.
+    Auto,
+    /// Software counters.
+    Software,
+    /// Software, hardware and tracepoints.
+    All,
+}
 
 /// Opens the chosen counters in the spawner. Returns the notes to print
 /// (one per unavailable group, with its reason) and records what is counted
-/// as `measure.counters*` facts in `env`.
+/// as `measure.counters*` facts in `env`. `Auto` opens the software ones;
+/// call [`enable_auto`] to decide it from the warmups instead.
 pub fn enable(
-    spawner: &mut Spawner,
-    choice: CounterChoice,
+    spawner: &mut impl Spawn,
+    choice: Counters,
     include_kernel: bool,
     tracepoints: bool,
     env: &mut Environment,
 ) -> Vec<String> {
     let selection = match choice {
-        CounterChoice::None => CounterSelection::None,
-        CounterChoice::Auto | CounterChoice::Software => CounterSelection::Software,
-        CounterChoice::All => CounterSelection::All,
+        Counters::None => CounterSelection::None,
+        Counters::Auto | Counters::Software => CounterSelection::Software,
+        Counters::All => CounterSelection::All,
     };
     if selection == CounterSelection::None {
         env.set("measure.counters", "none", ImpactClass::Context);
@@ -66,15 +81,15 @@ pub fn enable(
 /// Commands faster than this per run get no counters under `--counters
 /// auto`: inheriting the counters costs the kernel ~15 µs per process,
 /// inside the measured time (4 % of a 400 µs command, 0.15 % of 10 ms).
-pub const AUTO_MIN_RUN: std::time::Duration = std::time::Duration::from_millis(10);
+pub const AUTO_MIN_RUN: Duration = Duration::from_millis(10);
 
 /// `--counters auto`, decided once the warmup runs have shown how long a run
 /// takes (`fastest`: the fastest command's latest warmup, if any ran).
 /// Returns the notes to print, as [`enable`] does; the decision itself is
 /// recorded in `measure.counters` / `measure.counters_auto`.
 pub fn enable_auto(
-    spawner: &mut Spawner,
-    fastest: Option<std::time::Duration>,
+    spawner: &mut impl Spawn,
+    fastest: Option<Duration>,
     env: &mut Environment,
 ) -> Vec<String> {
     let why = match fastest {
@@ -84,7 +99,7 @@ pub fn enable_auto(
                 format!("software: the fastest warmup took {d:.1?} (≥ {AUTO_MIN_RUN:?})"),
                 ImpactClass::Context,
             );
-            return enable(spawner, CounterChoice::Software, false, false, env);
+            return enable(spawner, Counters::Software, false, false, env);
         }
         Some(d) => format!(
             "off: the fastest warmup took {d:.1?}; counters would add ~15 µs to every measured time (--counters software records them anyway)"

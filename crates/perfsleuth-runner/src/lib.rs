@@ -1,0 +1,107 @@
+//! The measurement engine behind `perfsleuth run` and `perfsleuth scale`:
+//! preparing benchmarks in the spawner, warmups, the pipelined round-robin
+//! schedule with its adaptive stop, the concurrency sweep, counters, and the
+//! end of a run.
+//!
+//! It talks to process execution through [`Spawn`] (the spawner implements
+//! it; the tests use a scripted fake) and to storage and progress display
+//! through [`Sink`], so it never prints and never opens a store. Errors are
+//! typed ([`RunError`]); the binary turns them into `error:` / `hint:` lines.
+
+#![forbid(unsafe_code)]
+
+mod check;
+pub mod counters;
+mod error;
+mod schedule;
+mod scratch;
+mod simulation;
+mod spawn;
+pub mod sweep;
+
+pub use check::{Role, check};
+pub use counters::Counters;
+pub use error::{RunError, SinkError, Stop};
+pub use schedule::{Bench, Measured, Planned, Schedule, StopRule, benchmarks, prepare};
+pub use scratch::ScratchDir;
+pub use simulation::{
+    DEFAULT_RUNS as SIMULATION_RUNS, PROFILE_FUNCTIONS, Simulation, nondeterminism,
+};
+pub use spawn::Spawn;
+
+use perfsleuth_model::{ImpactClass, Profile, Run, RunStatus, Sample, rfc3339};
+use std::time::{Duration, SystemTime};
+
+/// Where measured results go while measuring: the store, a progress line.
+/// Every method but [`Sink::sample`] has a do-nothing default.
+pub trait Sink {
+    /// A timed sample of benchmark `bench` (its index in the plan). Called
+    /// while the next run executes, so its cost is off the critical path.
+    fn sample(&mut self, bench: usize, sample: &Sample) -> Result<(), SinkError>;
+
+    /// Benchmark `bench`'s simulation profile, once measuring is over.
+    fn profile(&mut self, _bench: usize, _profile: &Profile) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    /// Where measuring stands, after each run.
+    fn progress(&mut self, _progress: &Progress<'_>) {}
+
+    /// The run has ended: status, end time and context facts are final.
+    fn finish(&mut self, _run: &Run) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+/// A sink that keeps nothing (`--no-store` without a display).
+#[derive(Debug, Default)]
+pub struct Discard;
+
+impl Sink for Discard {
+    fn sample(&mut self, _bench: usize, _sample: &Sample) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+/// A snapshot of measuring progress.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// What is being done, e.g. "Measuring 2/3 commands".
+    pub phase: &'a str,
+    /// Done so far, 0 … 1.
+    pub fraction: f64,
+    /// Runs measured so far.
+    pub runs: u64,
+    /// Time since measuring began.
+    pub elapsed: Duration,
+    /// Estimated time left.
+    pub eta: Duration,
+}
+
+/// Ends a measured run: its status from how measuring ended, the end time,
+/// the spawner's peak-RSS floor, then hands the final run to the sink
+/// (shared by `run` and `scale`).
+pub fn conclude(
+    run: &mut Run,
+    result: &Result<(), Stop>,
+    spawner: &impl Spawn,
+    sink: &mut impl Sink,
+) -> Result<(), RunError> {
+    run.status = match result {
+        Ok(()) => RunStatus::Complete,
+        Err(Stop::Interrupted) => RunStatus::Interrupted,
+        Err(Stop::Failed(_)) => RunStatus::Failed,
+    };
+    run.ended_at = Some(rfc3339(SystemTime::now()));
+    // Children report at least the spawner's own peak RSS; read it last, when
+    // it is highest (it grows a little while serving the first requests).
+    run.environment.set_opt(
+        "measure.peak_rss_floor_bytes",
+        spawner.peak_rss_floor().map(|b| b.to_string()),
+        ImpactClass::Context,
+    );
+    sink.finish(run).map_err(RunError::Sink)
+}
+
+#[cfg(test)]
+mod fake;

@@ -1,0 +1,718 @@
+//! The timed schedule of `perfsleuth run`: setups, warmups, then timed runs
+//! round-robin over the benchmarks (pipelined: the spawner is kept ahead
+//! while this process stores the previous sample), each benchmark stopping by
+//! the adaptive rule; cleanups last, and after a failure too.
+
+use crate::check::{Role, check};
+use crate::error::{RunError, Stop};
+use crate::simulation::Simulation;
+use crate::spawn::Spawn;
+use crate::{Progress, Sink};
+use perfsleuth_measure::{CommandId, IoConfig, Outcome, Tolerate};
+use perfsleuth_model::{Benchmark, Environment, Profile, Sample};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Runs shorter than this are collected by polling rather than blocking.
+const POLL_BELOW: Duration = Duration::from_millis(5);
+/// How long to sleep between polls for short runs.
+const POLL_INTERVAL: Duration = Duration::from_millis(2);
+
+/// One concrete benchmark: a command with its parameters substituted.
+#[derive(Debug, Clone, Default)]
+pub struct Planned {
+    /// Display name.
+    pub name: String,
+    /// Command line after substitution.
+    pub command: String,
+    /// What is executed.
+    pub argv: Vec<String>,
+    /// Parameter values of this benchmark.
+    pub parameters: BTreeMap<String, String>,
+    /// Untimed command before each timed run.
+    pub prepare: Option<Vec<String>>,
+    /// Once before the runs.
+    pub setup: Option<Vec<String>>,
+    /// Once after the runs.
+    pub cleanup: Option<Vec<String>>,
+}
+
+impl Planned {
+    /// The program this benchmark really measures: the command's program, or
+    /// with a shell the first word of the shell command when it names one.
+    pub fn program(&self, shell: bool) -> Option<PathBuf> {
+        let word = if shell {
+            self.command.split_whitespace().next()?
+        } else {
+            self.argv.first()?
+        };
+        perfsleuth_measure::resolve_program(word, std::env::var_os("PATH").as_deref()).ok()
+    }
+}
+
+/// When a benchmark has been measured enough.
+#[derive(Debug, Clone, Copy)]
+pub struct StopRule {
+    /// `--runs N`: exactly this many.
+    pub exact: Option<u32>,
+    /// At least this many before the precision or time rule may stop.
+    pub min_runs: u32,
+    /// At most this many.
+    pub max_runs: Option<u32>,
+    /// Stop once this much time was spent on the benchmark.
+    pub budget: Duration,
+    /// Stop once the 95 % CI of the median is within this fraction of it.
+    pub precision: f64,
+}
+
+/// A benchmark being measured: its plan, its commands in the spawner, its samples.
+#[derive(Debug)]
+pub struct Bench {
+    /// What it runs.
+    pub plan: Planned,
+    /// Simulation mode: where this command's callgrind output goes.
+    sim_dir: Option<PathBuf>,
+    /// Simulation mode: the latest run's per-function costs.
+    profile: Option<Profile>,
+    /// Facts about the measured program (`binary.*`).
+    binary: Environment,
+    /// `--setup` ran and `--cleanup` has not yet.
+    set_up: bool,
+    main: CommandId,
+    prepare: Option<CommandId>,
+    setup: Option<CommandId>,
+    cleanup: Option<CommandId>,
+    samples: Vec<Sample>,
+    /// Timed runs handed to the spawner so far (ahead of `samples` by the ones in flight).
+    requested: u32,
+    /// Wall time of the latest prepare + run, to pace the pipeline.
+    last_unit: Option<Duration>,
+    prepare_wall: Duration,
+    spent: Duration,
+    next_check: u32,
+    done: bool,
+}
+
+impl Bench {
+    /// A benchmark whose commands are already prepared in the spawner.
+    pub fn new(
+        plan: Planned,
+        main: CommandId,
+        helpers: [Option<CommandId>; 3],
+        binary: Environment,
+    ) -> Bench {
+        let [prepare, setup, cleanup] = helpers;
+        Bench {
+            plan,
+            sim_dir: None,
+            profile: None,
+            binary,
+            set_up: false,
+            main,
+            prepare,
+            setup,
+            cleanup,
+            samples: Vec::new(),
+            requested: 0,
+            last_unit: None,
+            prepare_wall: Duration::ZERO,
+            spent: Duration::ZERO,
+            next_check: 0,
+            done: false,
+        }
+    }
+
+    /// The timed samples so far.
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+
+    /// The simulation profile of the latest run, if any.
+    pub fn profile(&self) -> Option<&Profile> {
+        self.profile.as_ref()
+    }
+
+    /// The benchmark in the model's form, with or without its samples.
+    pub fn to_benchmark(&self, with_samples: bool) -> Benchmark {
+        Benchmark {
+            name: self.plan.name.clone(),
+            command: self.plan.command.clone(),
+            argv: self.plan.argv.clone(),
+            parameters: self.plan.parameters.clone(),
+            facts: self.binary.clone(),
+            samples: if with_samples {
+                self.samples.clone()
+            } else {
+                Vec::new()
+            },
+            profile: self.profile.clone(),
+        }
+    }
+
+    fn runs(&self) -> u32 {
+        self.samples.len() as u32
+    }
+
+    /// Whether another timed run may be requested: not done, and below the
+    /// hard cap (`--runs` or `--max-runs`) counting the runs in flight.
+    fn wants_more(&self, rule: &StopRule) -> bool {
+        let cap = rule.exact.or(rule.max_runs).unwrap_or(u32::MAX);
+        !self.done && self.requested < cap
+    }
+
+    /// Applies the stopping rule. The CI is recomputed only when the sample
+    /// count has grown by ~10 %, so the check stays off the per-iteration cost.
+    fn update_done(&mut self, rule: &StopRule) {
+        // Once met, the rule stays met: runs already queued in the spawner
+        // keep arriving after the decision and must not undo it.
+        if self.done {
+            return;
+        }
+        let n = self.runs();
+        self.done = match rule.exact {
+            Some(exact) => n >= exact,
+            None if n < rule.min_runs => false,
+            None if rule.max_runs.is_some_and(|m| n >= m) => true,
+            None if self.spent >= rule.budget => true,
+            None if n >= self.next_check => {
+                self.next_check = n + (n / 10).max(1);
+                let walls: Vec<f64> = self.samples.iter().map(|s| s.wall_ns as f64).collect();
+                perfsleuth_stats::relative_median_ci_halfwidth(&walls, 0.95)
+                    .is_some_and(|h| h <= rule.precision)
+            }
+            None => false,
+        };
+    }
+
+    /// Rough time still needed, for the ETA.
+    fn remaining(&self, rule: &StopRule) -> Duration {
+        if self.done {
+            return Duration::ZERO;
+        }
+        let n = self.runs();
+        let per_run = if n == 0 {
+            Duration::from_millis(10)
+        } else {
+            self.spent / n
+        };
+        let runs_left = |target: u32| per_run * target.saturating_sub(n);
+        match rule.exact {
+            Some(exact) => runs_left(exact),
+            None => {
+                let until = runs_left(rule.min_runs).max(rule.budget.saturating_sub(self.spent));
+                rule.max_runs.map_or(until, |m| until.min(runs_left(m)))
+            }
+        }
+    }
+}
+
+/// Prepares every planned benchmark in the spawner (its command, wrapped in
+/// valgrind in simulation mode, and its helpers) and reads the facts of the
+/// program it measures (hashed once per path).
+pub fn prepare(
+    spawner: &mut impl Spawn,
+    planned: Vec<Planned>,
+    io: &IoConfig,
+    aux_io: &IoConfig,
+    simulation: Option<&Simulation>,
+    shell: bool,
+) -> Result<Vec<Bench>, RunError> {
+    let mut benches = Vec::with_capacity(planned.len());
+    let mut binaries: HashMap<PathBuf, Environment> = HashMap::new();
+    let measure = |what: &str| {
+        let what = what.to_string();
+        move |source| RunError::Measure { what, source }
+    };
+    for p in planned {
+        let mut helper = |argv: &Option<Vec<String>>, what: &str| {
+            argv.as_ref()
+                .map(|a| spawner.prepare(a, aux_io).map_err(measure(what)))
+                .transpose()
+        };
+        let helpers = [
+            helper(&p.prepare, "--prepare")?,
+            helper(&p.setup, "--setup")?,
+            helper(&p.cleanup, "--cleanup")?,
+        ];
+        let (main, sim_dir) = match simulation {
+            Some(sim) => {
+                // valgrind is what runs; the program must exist all the same.
+                perfsleuth_measure::resolve_program(
+                    &p.argv[0],
+                    std::env::var_os("PATH").as_deref(),
+                )
+                .map_err(measure("command"))?;
+                let (argv, dir) = sim.wrap(benches.len(), &p.argv)?;
+                let sim_io = IoConfig {
+                    disable_aslr: true,
+                    ..io.clone()
+                };
+                let id = spawner
+                    .prepare(&argv, &sim_io)
+                    .map_err(measure("command"))?;
+                (id, Some(dir))
+            }
+            None => (
+                spawner.prepare(&p.argv, io).map_err(measure("command"))?,
+                None,
+            ),
+        };
+        // Identity of the program measured (hash, ELF class, ABI).
+        let binary = match p.program(shell) {
+            Some(path) => binaries
+                .entry(path.clone())
+                .or_insert_with(|| perfsleuth_env::binary_facts(&path))
+                .clone(),
+            None => Environment::default(),
+        };
+        let mut bench = Bench::new(p, main, helpers, binary);
+        bench.sim_dir = sim_dir;
+        benches.push(bench);
+    }
+    Ok(benches)
+}
+
+/// The benchmarks with their samples, in the model's form.
+pub fn benchmarks(benches: &[Bench]) -> Vec<Benchmark> {
+    benches.iter().map(|b| b.to_benchmark(true)).collect()
+}
+
+/// How to measure: the stop rule, warmups, order, tolerated failures.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// When a benchmark has enough runs.
+    pub rule: StopRule,
+    /// Untimed runs of each benchmark first.
+    pub warmup: u32,
+    /// Round-robin over the benchmarks (else one after another).
+    pub interleave: bool,
+    /// Which failed exits still count as measurements.
+    pub tolerate: Tolerate,
+    /// Whether the spawner may be kept ahead (and the sink written while a
+    /// run is in flight); off on a single CPU, where that work would compete
+    /// with the measured child, and in simulation mode, where each run's
+    /// output must be read before the next run writes its own.
+    pub overlap: bool,
+    /// `--counters auto`: decide the software counters from the warmups.
+    pub auto_counters: bool,
+}
+
+impl Schedule {
+    /// A schedule with `overlap` decided for this machine.
+    pub fn new(
+        rule: StopRule,
+        warmup: u32,
+        interleave: bool,
+        tolerate: Tolerate,
+        simulated: bool,
+        auto_counters: bool,
+    ) -> Schedule {
+        let overlap = !simulated && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+        Schedule {
+            rule,
+            warmup,
+            interleave,
+            tolerate,
+            overlap,
+            auto_counters,
+        }
+    }
+
+    /// Measures `benches`, handing every sample to `sink` as it comes.
+    pub fn measure(
+        &self,
+        spawner: &mut impl Spawn,
+        sink: &mut impl Sink,
+        benches: &mut [Bench],
+        simulation: Option<&Simulation>,
+    ) -> Measured {
+        let mut m = Measure {
+            spawner,
+            sink,
+            schedule: self,
+            auto_counters: self.auto_counters,
+            started: Instant::now(),
+            pending: None,
+            simulation,
+            counter_env: Environment::default(),
+            counter_notes: Vec::new(),
+        };
+        let mut result = m.all(benches);
+        if let Err(stop) = m.flush() {
+            result = result.and(Err(stop));
+        }
+        // Profiles are kept even after a failure, like the samples before it.
+        for (i, b) in benches.iter().enumerate() {
+            if let Some(profile) = &b.profile
+                && let Err(e) = m.sink.profile(i, profile)
+            {
+                result = result.and(Err(Stop::Failed(RunError::Sink(e))));
+                break;
+            }
+        }
+        Measured {
+            result,
+            counter_env: m.counter_env,
+            counter_notes: m.counter_notes,
+        }
+    }
+}
+
+/// How measuring ended, and what it decided about counters.
+#[derive(Debug)]
+pub struct Measured {
+    /// `Ok` when every benchmark was measured to the end.
+    pub result: Result<(), Stop>,
+    /// Facts about counters decided while measuring (`--counters auto`).
+    pub counter_env: Environment,
+    /// Notes about counters, to print after the results.
+    pub counter_notes: Vec<String>,
+}
+
+/// One request in the timed pipeline.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    bench: usize,
+    prepare: bool,
+    iteration: u32,
+}
+
+struct Measure<'a, S: Spawn, K: Sink> {
+    spawner: &'a mut S,
+    sink: &'a mut K,
+    schedule: &'a Schedule,
+    /// `--counters auto` still to be decided (before the first timed run).
+    auto_counters: bool,
+    started: Instant,
+    /// A measured sample not yet handed to the sink: (benchmark index, sample).
+    pending: Option<(usize, Sample)>,
+    /// Simulation mode: where each run's callgrind output is read from.
+    simulation: Option<&'a Simulation>,
+    counter_env: Environment,
+    counter_notes: Vec<String>,
+}
+
+impl<S: Spawn, K: Sink> Measure<'_, S, K> {
+    fn all(&mut self, benches: &mut [Bench]) -> Result<(), Stop> {
+        let result = self.phases(benches);
+        if matches!(result, Err(Stop::Failed(_))) {
+            // What was set up is cleaned up, even after a failure (not after
+            // Ctrl-C: the user wants out). Best effort: the failure is the news.
+            for b in benches.iter_mut().filter(|b| b.set_up) {
+                if let Some(id) = b.cleanup {
+                    let _ = self.spawner.run_anyway(id);
+                }
+            }
+        }
+        result
+    }
+
+    fn phases(&mut self, benches: &mut [Bench]) -> Result<(), Stop> {
+        let warmup = self.schedule.warmup;
+        if self.schedule.interleave {
+            for b in benches.iter_mut() {
+                self.aux(b.setup, "--setup", &b.plan.name)?;
+                b.set_up = true;
+            }
+            for _ in 0..warmup {
+                for b in benches.iter_mut() {
+                    self.warm(b)?;
+                }
+            }
+            self.timed(benches, 0)?;
+            for b in benches.iter_mut() {
+                b.set_up = false;
+                self.aux(b.cleanup, "--cleanup", &b.plan.name)?;
+            }
+        } else {
+            for i in 0..benches.len() {
+                self.aux(benches[i].setup, "--setup", &benches[i].plan.name)?;
+                benches[i].set_up = true;
+                for _ in 0..warmup {
+                    self.warm(&mut benches[i])?;
+                }
+                self.timed(&mut benches[i..=i], i)?;
+                benches[i].set_up = false;
+                self.aux(benches[i].cleanup, "--cleanup", &benches[i].plan.name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The timed runs, round-robin over `benches` (whose first has index
+    /// `offset` in the plan). The spawner is kept ahead: while it runs
+    /// iteration k+1, this process stores iteration k and applies the
+    /// stopping rule, so none of that is on the critical path.
+    fn timed(&mut self, benches: &mut [Bench], offset: usize) -> Result<(), Stop> {
+        if self.auto_counters {
+            // Once, before the first timed run, from the warmups seen so far
+            // (with --no-interleave: the first command's).
+            self.auto_counters = false;
+            let fastest = benches.iter().filter_map(|b| b.last_unit).min();
+            let notes = crate::counters::enable_auto(self.spawner, fastest, &mut self.counter_env);
+            self.counter_notes.extend(notes);
+        }
+        let rule = self.schedule.rule;
+        let mut queue: VecDeque<Step> = VecDeque::new();
+        let mut cursor = 0;
+        loop {
+            let (depth, poll) = self.pace(benches);
+            while queue.iter().filter(|s| !s.prepare).count() < depth {
+                let Some(bench) = next_bench(benches, &rule, &mut cursor) else {
+                    break;
+                };
+                let b = &mut benches[bench];
+                let iteration = b.requested;
+                b.requested += 1;
+                if let Some(prep) = b.prepare {
+                    self.begin(prep, 0, "--prepare")?;
+                    queue.push_back(Step {
+                        bench,
+                        prepare: true,
+                        iteration,
+                    });
+                }
+                self.begin(b.main, iteration, "command")?;
+                queue.push_back(Step {
+                    bench,
+                    prepare: false,
+                    iteration,
+                });
+            }
+            let Some(&step) = queue.front() else {
+                return Ok(());
+            };
+            let result = match self.wait_next(poll) {
+                Ok(None) => continue,
+                Ok(Some(outcome)) => {
+                    queue.pop_front();
+                    let tolerate = if step.prepare {
+                        &Tolerate::Nothing
+                    } else {
+                        &self.schedule.tolerate
+                    };
+                    if outcome.halts(tolerate) {
+                        // Collect the replies of runs already queued (the spawner
+                        // answers them without running) before anything else is
+                        // asked of it, such as a re-run to show the failure.
+                        for _ in queue.drain(..) {
+                            let _ = self.spawner.finish();
+                        }
+                    }
+                    // The next queued run is executing now: store the previous sample meanwhile.
+                    self.flush().and_then(|()| {
+                        self.complete(&mut benches[step.bench], offset + step.bench, step, outcome)
+                    })
+                }
+                Err(stop) => {
+                    // The failed request's reply (an error) was consumed.
+                    queue.pop_front();
+                    Err(stop)
+                }
+            };
+            if let Err(stop) = result {
+                // Runs already queued are answered without running (the spawner
+                // halts after a failure); collect their replies to stay in step.
+                for _ in queue.drain(..) {
+                    let _ = self.spawner.finish();
+                }
+                return Err(stop);
+            }
+            if !step.prepare {
+                self.show_progress(benches);
+            }
+        }
+    }
+
+    /// How many runs to keep queued, and whether to poll instead of blocking.
+    /// Short runs are polled: this process sleeps between looks, so the
+    /// spawner's replies never have to wake it, and enough runs are queued to
+    /// keep the spawner busy meanwhile. Long runs block (one wake-up per run
+    /// is noise there). On one CPU nothing is queued ahead.
+    fn pace(&self, benches: &[Bench]) -> (usize, bool) {
+        if !self.schedule.overlap {
+            return (1, false);
+        }
+        // Runs on every reply: no allocation.
+        let (sum, count) = benches
+            .iter()
+            .filter(|b| b.wants_more(&self.schedule.rule))
+            .filter_map(|b| b.last_unit)
+            .fold((Duration::ZERO, 0u32), |(s, n), d| (s + d, n + 1));
+        if count == 0 {
+            return (2, false);
+        }
+        let typical = sum / count;
+        if typical >= POLL_BELOW {
+            return (2, false);
+        }
+        let per_poll =
+            (POLL_INTERVAL.as_secs_f64() / typical.as_secs_f64().max(1e-6)).ceil() as usize;
+        ((per_poll + 2).clamp(2, 64), true)
+    }
+
+    /// The next reply: `None` when polling found nothing yet (after storing
+    /// the pending sample and sleeping one poll interval).
+    fn wait_next(&mut self, poll: bool) -> Result<Option<Outcome>, Stop> {
+        let fail = |source| {
+            Stop::Failed(RunError::Measure {
+                what: "command".into(),
+                source,
+            })
+        };
+        if poll {
+            return match self.spawner.try_finish().map_err(fail)? {
+                Some(outcome) => Ok(Some(outcome)),
+                None => {
+                    self.flush()?;
+                    std::thread::sleep(POLL_INTERVAL);
+                    Ok(None)
+                }
+            };
+        }
+        if !self.schedule.overlap {
+            self.flush()?;
+        }
+        self.spawner.finish().map(Some).map_err(fail)
+    }
+
+    /// Checks one finished request and records it.
+    fn complete(
+        &mut self,
+        b: &mut Bench,
+        index: usize,
+        step: Step,
+        outcome: Outcome,
+    ) -> Result<(), Stop> {
+        if step.prepare {
+            let id = b.prepare.unwrap_or(b.main);
+            let s = check(
+                &Tolerate::Nothing,
+                self.spawner,
+                id,
+                || format!("--prepare command of `{}`", b.plan.name),
+                Role::Helper,
+                outcome,
+            )?;
+            b.spent += Duration::from_nanos(s.wall_ns);
+            b.prepare_wall = Duration::from_nanos(s.wall_ns);
+            return Ok(());
+        }
+        let mut sample = self.check_main(b, outcome, Role::Timed)?;
+        sample.iteration = step.iteration;
+        if let (Some(sim), Some(dir)) = (self.simulation, &b.sim_dir) {
+            b.profile = Some(sim.collect(dir, &b.plan.command, &mut sample)?);
+        }
+        b.spent += Duration::from_nanos(sample.wall_ns);
+        b.last_unit = Some(b.prepare_wall + Duration::from_nanos(sample.wall_ns));
+        self.pending = Some((index, sample.clone()));
+        b.samples.push(sample);
+        b.update_done(&self.schedule.rule);
+        Ok(())
+    }
+
+    /// Checks a benchmarked run against the `--ignore-failure` policy.
+    fn check_main(&mut self, b: &Bench, outcome: Outcome, role: Role) -> Result<Sample, Stop> {
+        let label = || format!("command `{}`", b.plan.command);
+        check(
+            &self.schedule.tolerate,
+            self.spawner,
+            b.main,
+            label,
+            role,
+            outcome,
+        )
+    }
+
+    /// Queues a run; timed runs discard stderr.
+    fn begin(&mut self, id: CommandId, iteration: u32, what: &str) -> Result<(), Stop> {
+        self.spawner
+            .begin(id, iteration, what != "command")
+            .map_err(|source| {
+                Stop::Failed(RunError::Measure {
+                    what: what.into(),
+                    source,
+                })
+            })
+    }
+
+    /// Runs one untimed request to completion.
+    fn exec(&mut self, id: CommandId, what: &str) -> Result<Outcome, Stop> {
+        self.flush()?;
+        self.spawner.run_once(id, 0).map_err(|source| {
+            Stop::Failed(RunError::Measure {
+                what: what.into(),
+                source,
+            })
+        })
+    }
+
+    /// Hands the pending sample, if any, to the sink.
+    fn flush(&mut self) -> Result<(), Stop> {
+        if let Some((bench, sample)) = self.pending.take() {
+            self.sink
+                .sample(bench, &sample)
+                .map_err(|e| Stop::Failed(RunError::Sink(e)))?;
+        }
+        Ok(())
+    }
+
+    fn warm(&mut self, b: &mut Bench) -> Result<(), Stop> {
+        self.aux(b.prepare, "--prepare", &b.plan.name)?;
+        let outcome = self.exec(b.main, "command")?;
+        let s = self.check_main(b, outcome, Role::Untimed)?;
+        b.last_unit = Some(Duration::from_nanos(s.wall_ns));
+        Ok(())
+    }
+
+    /// Runs an untimed helper command (prepare/setup/cleanup); it must succeed.
+    fn aux(&mut self, id: Option<CommandId>, what: &str, bench: &str) -> Result<(), Stop> {
+        let Some(id) = id else { return Ok(()) };
+        let outcome = self.exec(id, what)?;
+        check(
+            &Tolerate::Nothing,
+            self.spawner,
+            id,
+            || format!("{what} command of `{bench}`"),
+            Role::Helper,
+            outcome,
+        )
+        .map(|_| ())
+    }
+
+    fn show_progress(&mut self, benches: &[Bench]) {
+        let rule = &self.schedule.rule;
+        let elapsed = self.started.elapsed();
+        let eta: Duration = benches.iter().map(|b| b.remaining(rule)).sum();
+        let runs: u64 = benches.iter().map(|b| b.samples.len() as u64).sum();
+        let total = elapsed + eta;
+        let fraction = if total.is_zero() {
+            1.0
+        } else {
+            elapsed.as_secs_f64() / total.as_secs_f64()
+        };
+        let active = benches.iter().filter(|b| !b.done).count();
+        let phase = format!("Measuring {active}/{} commands", benches.len());
+        self.sink.progress(&Progress {
+            phase: &phase,
+            fraction,
+            runs,
+            elapsed,
+            eta,
+        });
+    }
+}
+
+/// The next benchmark in round-robin order that wants another run.
+fn next_bench(benches: &[Bench], rule: &StopRule, cursor: &mut usize) -> Option<usize> {
+    let n = benches.len();
+    let found = (0..n)
+        .map(|k| (*cursor + k) % n)
+        .find(|&i| benches[i].wants_more(rule))?;
+    *cursor = (found + 1) % n;
+    Some(found)
+}
+
+#[cfg(test)]
+mod tests;

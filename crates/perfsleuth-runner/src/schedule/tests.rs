@@ -1,0 +1,365 @@
+//! The schedule, driven by the fake spawner: order, warmups, stopping,
+//! failures and interrupts, without starting a process.
+
+use super::*;
+use crate::fake::{Collect, FakeSpawner, exit, ok};
+use crate::{RunError, conclude};
+use perfsleuth_measure::Outcome;
+use perfsleuth_model::{Run, RunStatus};
+
+fn planned(name: &str) -> Planned {
+    Planned {
+        name: name.into(),
+        command: name.into(),
+        argv: vec![name.into()],
+        ..Planned::default()
+    }
+}
+
+fn with_helpers(name: &str) -> Planned {
+    let argv = |what: &str| Some(vec![format!("{what}-{name}")]);
+    Planned {
+        prepare: argv("prep"),
+        setup: argv("setup"),
+        cleanup: argv("clean"),
+        ..planned(name)
+    }
+}
+
+fn exact(n: u32) -> StopRule {
+    StopRule {
+        exact: Some(n),
+        min_runs: 1,
+        max_runs: None,
+        budget: Duration::from_secs(3600),
+        precision: 0.01,
+    }
+}
+
+fn schedule(rule: StopRule, warmup: u32, overlap: bool) -> Schedule {
+    Schedule {
+        rule,
+        warmup,
+        interleave: true,
+        tolerate: Tolerate::Nothing,
+        overlap,
+        auto_counters: false,
+    }
+}
+
+fn benches(spawner: &mut FakeSpawner, plans: Vec<Planned>) -> Vec<Bench> {
+    prepare(
+        spawner,
+        plans,
+        &IoConfig::default(),
+        &IoConfig::default(),
+        None,
+        false,
+    )
+    .expect("prepare")
+}
+
+#[test]
+fn timed_runs_interleave_round_robin_after_the_warmups() {
+    for overlap in [false, true] {
+        let mut sp = FakeSpawner::new(|_, _| ok(1_000_000));
+        let mut b = benches(&mut sp, vec![planned("a"), planned("b")]);
+        let mut sink = Collect::default();
+        let m = schedule(exact(3), 1, overlap).measure(&mut sp, &mut sink, &mut b, None);
+        assert!(m.result.is_ok(), "{:?}", m.result);
+        assert_eq!(
+            sp.trace(),
+            ["a~0", "b~0", "a#0", "b#0", "a#1", "b#1", "a#2", "b#2"],
+            "overlap {overlap}"
+        );
+        // Every sample reached the sink once, in the order measured.
+        let order: Vec<(usize, u32)> = sink
+            .samples
+            .iter()
+            .map(|(i, s)| (*i, s.iteration))
+            .collect();
+        assert_eq!(order, [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
+        assert_eq!(b[0].samples().len(), 3);
+        assert_eq!(sp.queued(), 0);
+        assert_eq!(sink.progress, 6);
+        // Pipelining keeps the spawner ahead only where overlap is allowed.
+        assert_eq!(sp.max_queued > 1, overlap, "max queued {}", sp.max_queued);
+    }
+}
+
+#[test]
+fn without_interleaving_each_benchmark_runs_whole_with_its_helpers() {
+    let mut sp = FakeSpawner::new(|_, _| ok(1_000_000));
+    let mut b = benches(&mut sp, vec![with_helpers("a"), with_helpers("b")]);
+    let mut s = schedule(exact(2), 1, false);
+    s.interleave = false;
+    let m = s.measure(&mut sp, &mut Collect::default(), &mut b, None);
+    assert!(m.result.is_ok());
+    assert_eq!(
+        sp.trace(),
+        [
+            "setup-a~0",
+            "prep-a~0",
+            "a~0",
+            "prep-a~0",
+            "a#0",
+            "prep-a~0",
+            "a#1",
+            "clean-a~0",
+            "setup-b~0",
+            "prep-b~0",
+            "b~0",
+            "prep-b~0",
+            "b#0",
+            "prep-b~0",
+            "b#1",
+            "clean-b~0",
+        ]
+    );
+}
+
+#[test]
+fn interleaved_helpers_wrap_all_benchmarks() {
+    let mut sp = FakeSpawner::new(|_, _| ok(1_000_000));
+    let mut b = benches(&mut sp, vec![with_helpers("a"), planned("b")]);
+    let m = schedule(exact(1), 0, true).measure(&mut sp, &mut Collect::default(), &mut b, None);
+    assert!(m.result.is_ok());
+    assert_eq!(
+        sp.trace(),
+        ["setup-a~0", "prep-a~0", "a#0", "b#0", "clean-a~0"]
+    );
+}
+
+#[test]
+fn identical_samples_stop_at_min_runs_noisy_ones_at_max_runs() {
+    let rule = StopRule {
+        exact: None,
+        min_runs: 10,
+        max_runs: Some(40),
+        budget: Duration::from_secs(3600),
+        precision: 0.01,
+    };
+    let mut sp = FakeSpawner::new(|p, n| {
+        if p == "steady" {
+            ok(1_000_000)
+        } else {
+            ok(1_000_000 + (n as u64 % 2) * 600_000)
+        }
+    });
+    let mut b = benches(&mut sp, vec![planned("steady"), planned("noisy")]);
+    let m = schedule(rule, 0, true).measure(&mut sp, &mut Collect::default(), &mut b, None);
+    assert!(m.result.is_ok());
+    // The precision rule is met at the 10th sample; runs already queued then
+    // still count (the decision is never undone), so a few more may arrive.
+    let steady = b[0].samples().len();
+    assert!((10..=12).contains(&steady), "steady took {steady} runs");
+    assert_eq!(b[1].samples().len(), 40, "noisy runs until --max-runs");
+    assert_eq!(sp.queued(), 0);
+}
+
+#[test]
+fn the_time_budget_stops_a_benchmark_that_never_gets_precise() {
+    let rule = StopRule {
+        exact: None,
+        min_runs: 3,
+        max_runs: None,
+        budget: Duration::from_millis(50),
+        precision: 0.0001,
+    };
+    let mut sp = FakeSpawner::new(|_, n| ok(10_000_000 + (n as u64 % 3) * 3_000_000));
+    let mut b = benches(&mut sp, vec![planned("a")]);
+    let m = schedule(rule, 0, false).measure(&mut sp, &mut Collect::default(), &mut b, None);
+    assert!(m.result.is_ok());
+    let n = b[0].samples().len();
+    assert!(
+        (4..=6).contains(&n),
+        "{n} runs of ~12 ms for a 50 ms budget"
+    );
+}
+
+#[test]
+fn a_failure_drains_the_queue_reruns_for_stderr_and_cleans_up() {
+    let mut sp = FakeSpawner::new(|p, n| {
+        // b's third execution (its second timed run) fails; its re-run too.
+        if p == "b" && n >= 2 {
+            exit(3)
+        } else {
+            ok(1_000_000)
+        }
+    });
+    let mut b = benches(&mut sp, vec![with_helpers("a"), planned("b")]);
+    let mut sink = Collect::default();
+    let m = schedule(exact(5), 1, true).measure(&mut sp, &mut sink, &mut b, None);
+    let Err(Stop::Failed(RunError::CommandFailed {
+        label,
+        how,
+        details,
+        role,
+    })) = m.result
+    else {
+        panic!("expected a command failure, got {:?}", m.result);
+    };
+    assert_eq!(label, "command `b`");
+    assert_eq!(how, "exited with code 3");
+    assert_eq!(role, Role::Timed);
+    assert!(
+        details.iter().any(|d| d.contains("stderr of b")),
+        "{details:?}"
+    );
+    assert_eq!(sp.queued(), 0, "every queued request was answered");
+    let trace = sp.trace();
+    let failed = trace.iter().position(|r| r == "b#1").expect("b#1 ran");
+    // After the failure: only the untimed re-run of b and a's cleanup.
+    assert_eq!(trace[failed + 1..], ["b~0", "clean-a~0"], "{trace:?}");
+    // Samples before the failure were all handed to the sink.
+    assert_eq!(
+        sink.samples.len(),
+        b[0].samples().len() + b[1].samples().len()
+    );
+    assert_eq!(b[1].samples().len(), 1);
+}
+
+#[test]
+fn an_intermittent_failure_says_so() {
+    let mut sp = FakeSpawner::new(|p, n| if p == "a" && n == 1 { exit(1) } else { ok(5) });
+    let mut b = benches(&mut sp, vec![planned("a")]);
+    let m = schedule(exact(3), 0, false).measure(&mut sp, &mut Collect::default(), &mut b, None);
+    let Err(Stop::Failed(RunError::CommandFailed { details, .. })) = m.result else {
+        panic!("{:?}", m.result);
+    };
+    assert_eq!(
+        details[0],
+        "a re-run succeeded: the failure is intermittent"
+    );
+}
+
+#[test]
+fn tolerated_failures_are_measurements() {
+    let mut sp = FakeSpawner::new(|_, _| exit(7));
+    let mut s = schedule(exact(4), 0, true);
+    s.tolerate = Tolerate::ExitCodes(vec![7]);
+    // The spawner tolerates what its command was prepared with.
+    let mut b2 = prepare(
+        &mut sp,
+        vec![planned("a")],
+        &IoConfig {
+            tolerate: s.tolerate.clone(),
+            ..IoConfig::default()
+        },
+        &IoConfig::default(),
+        None,
+        false,
+    )
+    .expect("prepare");
+    let m = s.measure(&mut sp, &mut Collect::default(), &mut b2, None);
+    assert!(m.result.is_ok(), "{:?}", m.result);
+    assert_eq!(b2[0].samples().len(), 4);
+    assert!(b2[0].samples().iter().all(|x| x.exit_code == Some(7)));
+}
+
+#[test]
+fn an_interrupt_stops_without_cleanup_and_keeps_the_samples() {
+    let mut sp = FakeSpawner::new(|p, n| {
+        if p == "a" && n == 3 {
+            Outcome::Interrupted
+        } else {
+            ok(1_000)
+        }
+    });
+    let mut b = benches(&mut sp, vec![with_helpers("a")]);
+    let mut sink = Collect::default();
+    let m = schedule(exact(10), 0, true).measure(&mut sp, &mut sink, &mut b, None);
+    assert!(matches!(m.result, Err(Stop::Interrupted)), "{:?}", m.result);
+    assert!(
+        !sp.trace().iter().any(|r| r.starts_with("clean")),
+        "{:?}",
+        sp.trace()
+    );
+    assert_eq!(sp.queued(), 0);
+    assert_eq!(sink.samples.len(), b[0].samples().len());
+    assert!(!b[0].samples().is_empty());
+
+    let mut run = Run {
+        id: None,
+        started_at: String::new(),
+        ended_at: None,
+        status: RunStatus::Running,
+        tool_version: String::new(),
+        git: None,
+        mode: perfsleuth_model::Mode::Walltime,
+        options: serde_json::Value::Null,
+        environment: Environment::default(),
+        benchmarks: Vec::new(),
+        probes: Vec::new(),
+    };
+    conclude(&mut run, &m.result, &sp, &mut sink).expect("conclude");
+    assert_eq!(run.status, RunStatus::Interrupted);
+    let finished = sink.finished.expect("the sink saw the end");
+    assert_eq!(finished.status, RunStatus::Interrupted);
+    assert_eq!(
+        finished.environment.get("measure.peak_rss_floor_bytes"),
+        Some("1048576")
+    );
+}
+
+#[test]
+fn a_failing_sink_stops_the_run() {
+    let mut sp = FakeSpawner::new(|_, _| ok(1_000));
+    let mut b = benches(&mut sp, vec![planned("a")]);
+    let mut sink = Collect {
+        fail_at: Some(2),
+        ..Collect::default()
+    };
+    let m = schedule(exact(10), 0, true).measure(&mut sp, &mut sink, &mut b, None);
+    assert!(
+        matches!(&m.result, Err(Stop::Failed(RunError::Sink(e))) if e.to_string() == "disk full"),
+        "{:?}",
+        m.result
+    );
+    assert_eq!(sp.queued(), 0);
+}
+
+#[test]
+fn auto_counters_are_decided_from_the_warmups() {
+    for (wall, opened) in [(20_000_000u64, true), (1_000_000, false)] {
+        let mut sp = FakeSpawner::new(move |_, _| ok(wall));
+        let mut b = benches(&mut sp, vec![planned("a")]);
+        let mut s = schedule(exact(2), 1, false);
+        s.auto_counters = true;
+        let m = s.measure(&mut sp, &mut Collect::default(), &mut b, None);
+        assert!(m.result.is_ok());
+        assert_eq!(!sp.counters.is_empty(), opened, "warmup of {wall} ns");
+        assert!(m.counter_env.get("measure.counters_auto").is_some());
+    }
+}
+
+#[test]
+fn precision_stop_is_not_undone_by_runs_still_in_flight() {
+    let rule = StopRule {
+        exact: None,
+        min_runs: 10,
+        max_runs: None,
+        budget: Duration::from_secs(3600),
+        precision: 0.01,
+    };
+    let mut sp = FakeSpawner::new(|_, _| ok(1));
+    let mut l = benches(&mut sp, vec![planned("x")]).remove(0);
+    let push = |l: &mut Bench, wall_ns: u64| {
+        l.samples.push(Sample {
+            wall_ns,
+            ..Sample::default()
+        });
+        l.update_done(&rule);
+    };
+    for _ in 0..9 {
+        push(&mut l, 1_000_000);
+        assert!(!l.done, "below --min-runs");
+    }
+    push(&mut l, 1_000_000);
+    assert!(l.done, "identical samples: the CI is zero wide");
+    // Queued runs arrive after the decision (and before the next check point).
+    push(&mut l, 1_000_000);
+    push(&mut l, 1_300_000);
+    assert!(l.done);
+    assert!(!l.wants_more(&rule));
+}

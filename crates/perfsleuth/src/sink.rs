@@ -1,0 +1,76 @@
+//! Where the runner's results go: the store (when storing) and the progress line.
+
+use crate::error::Fail;
+use crate::output;
+use crate::term::ProgressLine;
+use perfsleuth_model::{Benchmark, Profile, Run, Sample};
+use perfsleuth_runner::{Progress, Sink, SinkError};
+use perfsleuth_store::Store;
+
+/// Commits each sample to the store as it is measured and draws progress.
+pub struct StoreSink<'a> {
+    store: Option<&'a mut Store>,
+    /// Benchmark row ids, by plan index.
+    ids: Vec<i64>,
+    /// The terminal progress line.
+    pub progress: ProgressLine,
+}
+
+impl<'a> StoreSink<'a> {
+    /// Begins the run in the store (when there is one) with its benchmarks,
+    /// so that every sample can be committed as it is measured.
+    pub fn begin(
+        mut store: Option<&'a mut Store>,
+        run: &mut Run,
+        benchmarks: &[Benchmark],
+        progress: ProgressLine,
+    ) -> Result<StoreSink<'a>, Fail> {
+        let mut ids = Vec::new();
+        if let Some(store) = store.as_deref_mut() {
+            let id = store.begin_run(run).map_err(output::store_fail)?;
+            run.id = Some(id);
+            for b in benchmarks {
+                ids.push(store.add_benchmark(id, b).map_err(output::store_fail)?);
+            }
+        }
+        Ok(StoreSink {
+            store,
+            ids,
+            progress,
+        })
+    }
+
+    /// The store, if storing.
+    pub fn store(&self) -> Option<&Store> {
+        self.store.as_deref()
+    }
+}
+
+impl Sink for StoreSink<'_> {
+    fn sample(&mut self, bench: usize, sample: &Sample) -> Result<(), SinkError> {
+        if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
+            store.add_sample(id, sample)?;
+        }
+        Ok(())
+    }
+
+    fn profile(&mut self, bench: usize, profile: &Profile) -> Result<(), SinkError> {
+        if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
+            store.set_profile(id, profile)?;
+        }
+        Ok(())
+    }
+
+    fn progress(&mut self, p: &Progress<'_>) {
+        self.progress
+            .update(p.phase, p.fraction, p.runs, p.elapsed, p.eta);
+    }
+
+    fn finish(&mut self, run: &Run) -> Result<(), SinkError> {
+        if let (Some(store), Some(id)) = (self.store.as_deref_mut(), run.id) {
+            store.update_context(id, &run.environment)?;
+            store.finish_run(id, run.status, run.ended_at.as_deref().unwrap_or_default())?;
+        }
+        Ok(())
+    }
+}
