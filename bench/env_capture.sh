@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -c 'import pyperf' 2>/dev/null || pip install --quiet pyperf
 cargo build --release --quiet -p perfsleuth
-cargo build --release --quiet -p perfsleuth-env --example capture_time
+cargo build --release --quiet -p perfsleuth-runner --example capture_time
 target="${CARGO_TARGET_DIR:-target}/release"
 cache=$(mktemp -d)
 echo "== in-process capture; the first one fills an empty ld.so cache (runs ld.so once)"

@@ -24,11 +24,12 @@ pub use capacity::{CpuCapacity, cpu_capacity};
 pub use check::{Finding, Severity, check, has_problems};
 pub use diff::{Change, diff, significant, why};
 pub use source::Source;
+pub use tools::CounterAvailability;
 
 use perfsleuth_model::{Environment, ImpactClass};
 
 /// Captures the whole fingerprint of the machine (or tree) `src` describes.
-pub fn capture(src: &Source) -> Environment {
+pub fn capture(src: &Source, counters: Option<&CounterAvailability>) -> Environment {
     let mut env = Environment::default();
     cpu::capture(src, &mut env);
     memory::capture(src, &mut env);
@@ -37,7 +38,7 @@ pub fn capture(src: &Source) -> Environment {
     virt::capture(src, &mut env);
     process::capture(src, &mut env);
     noise::capture(src, &mut env);
-    tools::capture(src, &mut env);
+    tools::capture(src, counters, &mut env);
     os::capture(src, &mut env);
     env
 }

@@ -4,20 +4,25 @@
 use crate::Source;
 use perfsleuth_model::{Environment, ImpactClass};
 
+/// Which perf_event counter groups (`hardware`, `software`, `tracepoints`)
+/// this process may open: each `Ok` or the one-line reason it was refused.
+/// The caller asks the code that opens them for a run
+/// (`perfsleuth_measure::counters::availability`), so the fingerprint and the
+/// measurement never disagree, and capturing opens no counter itself.
+pub type CounterAvailability = [(&'static str, Result<(), String>)];
+
 /// Captures power source, counter availability and valgrind presence.
-pub fn capture(src: &Source, env: &mut Environment) {
+pub fn capture(src: &Source, counters: Option<&CounterAvailability>, env: &mut Environment) {
     env.set_read("power.source", power_source(src), ImpactClass::Performance);
-    // Asked of the same code that opens them for a run, so the fingerprint
-    // and the measurement never disagree; a tree has no kernel to ask.
-    let groups = src
-        .is_live()
-        .then(perfsleuth_measure::counters::availability);
     for (key, group) in [
         ("perf.hw_counters", "hardware"),
         ("perf.sw_counters", "software"),
         ("perf.tracepoints", "tracepoints"),
     ] {
-        let answer = match &groups {
+        let answer = match counters {
+            // A tree has no kernel to ask.
+            _ if !src.is_live() => Err("not recorded in the tree".to_string()),
+            None => Err("not probed".to_string()),
             Some(groups) => Ok(groups.iter().find(|(g, _)| *g == group).map_or_else(
                 || "not probed".to_string(),
                 |(_, r)| match r {
@@ -25,7 +30,6 @@ pub fn capture(src: &Source, env: &mut Environment) {
                     Err(why) => why.clone(),
                 },
             )),
-            None => Err("not recorded in the tree".into()),
         };
         env.set_read(key, answer, ImpactClass::Context);
     }
@@ -93,10 +97,14 @@ mod tests {
     }
 
     #[test]
-    fn live_counter_facts_come_from_the_measuring_code() {
+    fn live_counter_facts_say_what_the_caller_found() {
+        let groups = [
+            ("hardware", Err("no PMU (ENOENT)".to_string())),
+            ("software", Ok(())),
+            ("tracepoints", Err("tracefs is not mounted".to_string())),
+        ];
         let mut env = Environment::default();
-        capture(&Source::live(), &mut env);
-        let groups = perfsleuth_measure::counters::availability();
+        capture(&Source::live(), Some(&groups), &mut env);
         for (key, group) in [
             ("perf.hw_counters", "hardware"),
             ("perf.sw_counters", "software"),
@@ -106,18 +114,22 @@ mod tests {
             let (_, answer) = groups.iter().find(|(g, _)| *g == group).expect(group);
             match answer {
                 Ok(()) => assert_eq!(fact, "available", "{key}"),
-                Err(why) => {
-                    assert_eq!(fact, why, "{key}");
-                    assert!(!why.is_empty() && !why.contains('\n'), "{key}: {why}");
-                }
+                Err(why) => assert_eq!(fact, why, "{key}"),
             }
         }
+        let mut unasked = Environment::default();
+        capture(&Source::live(), None, &mut unasked);
+        assert_eq!(
+            unasked.facts["perf.sw_counters"].reason.as_deref(),
+            Some("not probed")
+        );
     }
 
     #[test]
     fn a_tree_is_not_probed() {
         let mut env = Environment::default();
-        capture(&Source::root("/nonexistent-root"), &mut env);
+        let groups = [("software", Ok(()))];
+        capture(&Source::root("/nonexistent-root"), Some(&groups), &mut env);
         for key in ["perf.hw_counters", "perf.sw_counters", "perf.tracepoints"] {
             let fact = &env.facts[key];
             assert_eq!(fact.value, perfsleuth_model::UNKNOWN, "{key}");

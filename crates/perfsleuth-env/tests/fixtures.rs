@@ -76,7 +76,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn tree(name: &str) -> Environment {
-    capture(&Source::root(fixture(name)))
+    capture(&Source::root(fixture(name)), None)
 }
 
 /// The value of `key`, failing with the whole fact when it is absent.
@@ -881,7 +881,7 @@ fn check_azure_vms_find_no_problem() {
 fn check_does_not_report_aslr_when_it_is_off() {
     let (_tmp, root) = copy_of(CONTAINER);
     std::fs::write(root.join("proc/sys/kernel/randomize_va_space"), "0\n").unwrap();
-    let env = capture(&Source::root(&root));
+    let env = capture(&Source::root(&root), None);
     assert_eq!(val(&env, "kernel.aslr"), "off");
     let findings = check(&env);
     assert!(
@@ -899,7 +899,7 @@ fn a_tree_without_a_dump_takes_cpuid_from_an_explicit_file() {
     let (_tmp, root) = copy_of(INTEL);
     std::fs::remove_file(root.join("cpuid.txt")).unwrap();
 
-    let without = capture(&Source::root(&root));
+    let without = capture(&Source::root(&root), None);
     expect_unknown(&without, "cpu.brand", "cpuid.txt");
     expect_unknown(&without, "cpu.cache.cpuid_check", "cpuid.txt");
     // cpuinfo still gives the rest.
@@ -914,7 +914,7 @@ fn a_tree_without_a_dump_takes_cpuid_from_an_explicit_file() {
     let own = Source::root(&root)
         .with_cpuid_file(&fixture(INTEL).join("cpuid.txt"))
         .unwrap();
-    let own = capture(&own);
+    let own = capture(&own, None);
     expect(
         &own,
         "intel + own dump",
@@ -929,7 +929,7 @@ fn a_tree_without_a_dump_takes_cpuid_from_an_explicit_file() {
     let other = Source::root(&root)
         .with_cpuid_file(&fixture(CONTAINER).join("cpuid.txt"))
         .unwrap();
-    let other = capture(&other);
+    let other = capture(&other, None);
     expect(
         &other,
         "intel + container dump",
@@ -952,7 +952,7 @@ fn a_tree_without_a_dump_takes_cpuid_from_an_explicit_file() {
     let replaced = Source::root(fixture(AMD))
         .with_cpuid_file(&fixture(INTEL).join("cpuid.txt"))
         .unwrap();
-    let replaced = capture(&replaced);
+    let replaced = capture(&replaced, None);
     assert_eq!(val(&replaced, "cpu.vendor"), "GenuineIntel");
     assert_eq!(
         val(&replaced, "cpu.model"),

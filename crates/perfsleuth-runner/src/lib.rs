@@ -78,6 +78,15 @@ pub struct Progress<'a> {
     pub eta: Duration,
 }
 
+/// The machine's fingerprint, with the `perf.*` facts from the code that
+/// opens counters for a run (a tree has no kernel to ask).
+pub fn capture_environment(src: &perfsleuth_env::Source) -> perfsleuth_model::Environment {
+    let counters = src
+        .is_live()
+        .then(perfsleuth_measure::counters::availability);
+    perfsleuth_env::capture(src, counters.as_ref().map(|c| c.as_slice()))
+}
+
 /// Ends a measured run: its status from how measuring ended, the end time,
 /// the spawner's peak-RSS floor, then hands the final run to the sink
 /// (shared by `run` and `scale`).
@@ -105,3 +114,27 @@ pub fn conclude(
 
 #[cfg(test)]
 mod fake;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn live_counter_facts_come_from_the_measuring_code() {
+        let env = super::capture_environment(&perfsleuth_env::Source::live());
+        let groups = perfsleuth_measure::counters::availability();
+        for (key, group) in [
+            ("perf.hw_counters", "hardware"),
+            ("perf.sw_counters", "software"),
+            ("perf.tracepoints", "tracepoints"),
+        ] {
+            let fact = env.get(key).expect(key);
+            let (_, answer) = groups.iter().find(|(g, _)| *g == group).expect(group);
+            match answer {
+                Ok(()) => assert_eq!(fact, "available", "{key}"),
+                Err(why) => {
+                    assert_eq!(fact, why, "{key}");
+                    assert!(!why.is_empty() && !why.contains('\n'), "{key}: {why}");
+                }
+            }
+        }
+    }
+}

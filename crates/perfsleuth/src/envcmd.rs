@@ -145,7 +145,7 @@ pub fn current(source: &EnvSourceArgs) -> Result<Environment, Fail> {
             .with_cpuid_file(file)
             .map_err(|e| Fail::usage(e, "give the output of `cpuid -r` (Debian package cpuid)"))?;
     }
-    Ok(perfsleuth_env::capture(&src))
+    Ok(perfsleuth_runner::capture_environment(&src))
 }
 
 /// Resolves `current`, a stored run (`12`, `latest`, `latest~1`) or an exported JSON file.

@@ -146,7 +146,7 @@ fn measure(
     mut store: Option<Store>,
     mut each: impl FnMut(&ProbeReport),
 ) -> Result<Measured, Fail> {
-    let environment = perfsleuth_env::capture(&perfsleuth_env::Source::live());
+    let environment = perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live());
     let opts = ProbeOptions {
         quick,
         caches: CacheSizes::from_environment(&environment),

@@ -70,7 +70,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     let mut run = output::new_run(
         mode,
         options_json(&args, &c.tolerate),
-        perfsleuth_env::capture(&perfsleuth_env::Source::live()),
+        perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live()),
     );
     // `auto` is decided by the runner after the warmups, when their duration
     // says whether the counters' cost would show.

@@ -104,7 +104,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             "timeout_s": args.timeout.map(|t| t.as_secs_f64()),
             "counters": format!("{:?}", args.counters).to_lowercase(),
         }),
-        perfsleuth_env::capture(&perfsleuth_env::Source::live()),
+        perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live()),
     );
     // The futex tracepoint is the point of counting here: the lock-contention
     // signal, at the same small cost at every level.

@@ -1,8 +1,10 @@
-//! Times the in-process fingerprint capture: `capture_time [N] [ROOT]`.
+//! Times the in-process fingerprint capture (with the counter probe that
+//! every run does): `capture_time [N] [ROOT]`.
 //! Prints the median, min and max of N captures in milliseconds, and the
 //! number of facts. The first capture is reported separately (it may run
 //! `ld.so --list-diagnostics` once to fill the on-disk cache).
-use perfsleuth_env::{Source, capture};
+use perfsleuth_env::Source;
+use perfsleuth_runner::capture_environment as capture;
 use std::time::Instant;
 
 fn main() {
