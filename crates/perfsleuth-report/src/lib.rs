@@ -13,6 +13,7 @@ mod format;
 mod json;
 mod markdown;
 mod simulation;
+pub mod style;
 pub mod svg;
 mod terminal;
 
@@ -28,7 +29,8 @@ pub use json::export_json;
 pub use markdown::render_markdown;
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};
 pub use simulation::{render_simulation, render_simulation_markdown};
-pub use terminal::{Style, render_terminal};
+pub use style::Style;
+pub use terminal::render_terminal;
 
 /// Confidence level of every interval this crate reports.
 pub const CONFIDENCE: f64 = 0.95;

@@ -3,17 +3,11 @@
 use crate::diagnose::sci;
 use crate::{Analysis, MAX_EXTRAPOLATION, fmt_n};
 use perfsleuth_report::svg::{ChartPoint, ScaleChart};
-use perfsleuth_report::{Align, format_si, table};
+use perfsleuth_report::{Align, Style, format_si, table};
 
 /// The table per N, the fit summary, the diagnosis and the warnings.
 pub fn render_terminal(a: &Analysis, color: bool) -> String {
-    let paint = |code: &str, text: &str| {
-        if color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
-    };
+    let style = Style::new(color);
     let has_cpu = a.points.iter().any(|p| p.cpu.is_some());
     let has_own = a.points.iter().any(|p| p.command_cpus.is_some());
     let has_cs = a.points.iter().any(|p| p.voluntary_cs_per_kop.is_some());
@@ -129,7 +123,7 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
     for d in &a.diagnosis {
         out.push_str(&format!(
             "\n{}\n",
-            paint("1", &format!("Diagnosis: {}", d.headline))
+            style.bold(&format!("Diagnosis: {}", d.headline))
         ));
         for e in &d.evidence {
             out.push_str(&format!("  - {e}\n"));
@@ -138,7 +132,7 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
     if !a.warnings.is_empty() {
         out.push('\n');
         for w in &a.warnings {
-            out.push_str(&format!("{} {w}\n", paint("33", "warning:")));
+            out.push_str(&format!("{} {w}\n", style.yellow("warning:")));
         }
     }
     out

@@ -148,9 +148,7 @@ pub fn summary_to_stderr(args: &RunArgs) -> bool {
 
 /// Prints a run's human summary (the same renderer for `run` and `show`).
 pub fn print_summary(run: &Run, reference: Option<usize>, color: ColorChoice, to_stderr: bool) {
-    let style = Style {
-        color: use_color(color, to_stderr),
-    };
+    let style = Style::new(use_color(color, to_stderr));
     // Under simulation the clock measured valgrind, not the program: counts only.
     if run.mode == perfsleuth_model::Mode::Simulation {
         emit(
@@ -215,7 +213,7 @@ pub fn write_file(path: &Path, text: &str) -> Result<(), Fail> {
 /// Greys out secondary text when colour is on.
 pub fn dim(text: &str, color: bool) -> String {
     if color {
-        format!("\x1b[2m{}\x1b[0m\n", text.trim_end())
+        Style::new(true).dim(text.trim_end()) + "\n"
     } else {
         text.to_string()
     }
