@@ -23,7 +23,8 @@ use std::collections::BTreeMap;
 
 pub use csv::export_csv;
 pub use format::{
-    Align, format_bytes, format_duration_ns, format_si, pad_left, pad_right, table, width,
+    Align, format_bytes, format_count, format_duration_ns, format_fixed, format_p, format_p_value,
+    format_si, format_si_unit, pad_left, pad_right, table, width,
 };
 pub use json::export_json;
 pub use markdown::render_markdown;

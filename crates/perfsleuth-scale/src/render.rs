@@ -1,9 +1,9 @@
 //! Renderers of an [`Analysis`]: the terminal table, JSON and the SVG chart.
 
 use crate::diagnose::sci;
-use crate::{Analysis, MAX_EXTRAPOLATION, fmt_n};
+use crate::{Analysis, MAX_EXTRAPOLATION};
 use perfsleuth_report::svg::{ChartPoint, ScaleChart};
-use perfsleuth_report::{Align, Style, format_si, table};
+use perfsleuth_report::{Align, Style, format_count, format_si, table};
 
 /// The table per N, the fit summary, the diagnosis and the warnings.
 pub fn render_terminal(a: &Analysis, color: bool) -> String {
@@ -39,7 +39,7 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
     let mut rows = vec![header];
     for p in &a.points {
         let mut row = vec![
-            fmt_n(p.n),
+            format_count(p.n),
             format_si(p.throughput),
             if p.runs < 2 {
                 "–".to_string()
@@ -95,8 +95,8 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
             if let Some(c) = f.capacity {
                 out.push_str(&format!(
                     "  capacity: {} usable CPUs (ideal term γ·min(N, {}))\n",
-                    fmt_n(c),
-                    fmt_n(c)
+                    format_count(c),
+                    format_count(c)
                 ));
             }
             let mut facts = Vec::new();
@@ -180,7 +180,7 @@ pub fn chart(a: &Analysis, title: &str) -> ScaleChart {
     if let Some(c) = fit.and_then(|f| f.capacity) {
         notes.push(format!(
             "fit assumes at most {} threads run at once (usable CPUs)",
-            fmt_n(c)
+            format_count(c)
         ));
     }
     ScaleChart {
