@@ -282,10 +282,11 @@ pub(crate) fn format_percent(ratio: f64) -> String {
     }
 }
 
-/// Characters that a terminal shows, for padding columns that contain
-/// multi-byte symbols such as "µ", "±" and "…".
+/// Columns a terminal uses to show `s` (Unicode display width): "µ", "±" and
+/// "…" take one, CJK ideographs two, combining marks none, so tables with
+/// such names still line up. Escape codes are not discounted: pad, then paint.
 pub fn width(s: &str) -> usize {
-    s.chars().count()
+    unicode_width::UnicodeWidthStr::width(s)
 }
 
 /// `s` right-aligned in `w` visible columns.
@@ -417,10 +418,35 @@ mod tests {
     }
 
     #[test]
-    fn padding_counts_characters_not_bytes() {
+    fn padding_counts_display_columns_not_bytes() {
         assert_eq!(pad_left("1.0 µs", 8), "  1.0 µs");
         assert_eq!(pad_right("±", 3), "±  ");
         assert_eq!(pad_left("toolong", 3), "toolong");
+        // Wide ideographs take two columns each, a combining accent none.
+        assert_eq!(width("排序"), 4);
+        assert_eq!(pad_right("排序", 6), "排序  ");
+        assert_eq!(width("e\u{301}"), 1);
+    }
+
+    #[test]
+    fn tables_with_wide_names_line_up() {
+        let rows = vec![
+            vec!["benchmark".to_string(), "median".to_string()],
+            vec!["排序/大".to_string(), "1.5 µs".to_string()],
+            vec!["naïve…".to_string(), "12 µs".to_string()],
+            vec!["x ± y".to_string(), "3.000 ms".to_string()],
+        ];
+        let t = table(&rows, |c| if c == 1 { Align::Right } else { Align::Left });
+        assert_eq!(
+            t,
+            "benchmark    median\n\
+             排序/大      1.5 µs\n\
+             naïve…        12 µs\n\
+             x ± y      3.000 ms\n"
+        );
+        // Every line ends in the same terminal column.
+        let ends: Vec<usize> = t.lines().map(width).collect();
+        assert!(ends.iter().all(|&e| e == ends[0]), "{ends:?}\n{t}");
     }
 
     #[test]
