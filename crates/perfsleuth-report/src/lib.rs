@@ -1,5 +1,6 @@
 //! Renderers for perfsleuth: the terminal summary, a Markdown table, the
-//! versioned JSON export and CSV.
+//! versioned JSON export and CSV (behind [`Exporter`]), with the one colour
+//! module ([`style`]) and the one set of formatters every renderer uses.
 //!
 //! This crate only turns a [`Run`] into text or JSON values. It never
 //! measures, stores or prints, so the CLI decides where output goes and the
@@ -9,6 +10,7 @@
 #![warn(missing_docs)]
 
 mod csv;
+pub mod export;
 mod format;
 mod json;
 mod markdown;
@@ -22,6 +24,9 @@ use perfsleuth_stats::{bootstrap_median_ratio, mann_whitney_u, summarize};
 use std::collections::BTreeMap;
 
 pub use csv::export_csv;
+pub use export::{
+    CsvExporter, ExportError, ExportFormat, Exporter, JsonExporter, MarkdownExporter,
+};
 pub use format::{
     Align, format_bytes, format_count, format_duration_ns, format_fixed, format_p, format_p_value,
     format_si, format_si_unit, pad_left, pad_right, table, width,
