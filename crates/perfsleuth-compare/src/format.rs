@@ -1,50 +1,18 @@
-//! Small formatters for the compare renderers: values in their metric's
-//! unit, relative changes with their CI, p-values, and column padding.
+//! The compare renderers' cells: values in their metric's unit, relative
+//! changes with their CI and p-values, built on `perfsleuth_report`'s
+//! formatters so compare prints numbers exactly as the run summary does.
 
 use perfsleuth_model::Metric;
+use perfsleuth_report::{format_bytes, format_count, format_duration_ns, format_fixed, format_si};
 use perfsleuth_stats::RelativeChange;
-
-/// Fixed-point text of `x`, never "-0.0"; "n/a" for NaN or infinities.
-fn number(x: f64, decimals: usize) -> String {
-    if !x.is_finite() {
-        return "n/a".to_string();
-    }
-    let s = format!("{x:.decimals$}");
-    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
-        s[1..].to_string()
-    } else {
-        s
-    }
-}
-
-/// A duration in nanoseconds in the unit that suits it ("1.234 ms"), as the
-/// run summary prints it.
-pub(crate) fn duration_ns(ns: f64) -> String {
-    perfsleuth_report::format_duration_ns(ns)
-}
-
-/// A size in bytes with binary prefixes ("12.4 MiB"), as the run summary prints it.
-pub(crate) fn bytes(b: f64) -> String {
-    perfsleuth_report::format_bytes(b)
-}
-
-/// A count: whole numbers as integers, anything else with one decimal
-/// (a median of an even number of samples can fall between two counts).
-pub(crate) fn count(x: f64) -> String {
-    if x.is_finite() && x.fract() == 0.0 {
-        number(x, 0)
-    } else {
-        number(x, 1)
-    }
-}
 
 /// A raw metric value in that metric's unit.
 pub(crate) fn value(metric: Metric, x: f64) -> String {
     match metric.unit() {
-        "ns" => duration_ns(x),
-        "bytes" => bytes(x),
-        "per_s" => format!("{}/s", perfsleuth_report::format_si(x)),
-        _ => count(x),
+        "ns" => format_duration_ns(x),
+        "bytes" => format_bytes(x),
+        "per_s" => format!("{}/s", format_si(x)),
+        _ => format_count(x),
     }
 }
 
@@ -56,9 +24,9 @@ pub(crate) fn percent(change: f64) -> String {
     }
     let pct = change * 100.0;
     let text = if pct.abs() < 99.95 {
-        number(pct, 1)
+        format_fixed(pct, 1)
     } else {
-        number(pct, 0)
+        format_fixed(pct, 0)
     };
     if text.starts_with('-') || text.chars().all(|c| c == '0' || c == '.') {
         // "0.0%" reads better unsigned; negatives already carry their sign.
@@ -93,18 +61,8 @@ pub(crate) fn change_with_ci(change: Option<&RelativeChange>) -> String {
 /// A p-value with as many digits as carry meaning: "0.21", "0.004",
 /// "<0.001"; "–" when there is none.
 pub(crate) fn p_value(p: Option<f64>) -> String {
-    match p {
-        Some(p) if p.is_finite() => {
-            if p < 0.001 {
-                "<0.001".to_string()
-            } else if p < 0.01 {
-                format!("{p:.3}")
-            } else {
-                format!("{p:.2}")
-            }
-        }
-        _ => "–".to_string(),
-    }
+    p.filter(|p| p.is_finite())
+        .map_or_else(|| "–".to_string(), perfsleuth_report::format_p_value)
 }
 
 pub(crate) use perfsleuth_report::{pad_left, pad_right, width};
@@ -116,16 +74,10 @@ mod tests {
 
     #[test]
     fn units() {
-        assert_eq!(duration_ns(850.0), "850 ns");
-        assert_eq!(duration_ns(12_345.0), "12.3 µs");
-        assert_eq!(duration_ns(12_345_000.0), "12.345 ms");
-        assert_eq!(duration_ns(999_999_600.0), "1.000 s");
-        assert_eq!(duration_ns(f64::NAN), "n/a");
-        assert_eq!(bytes(512.0), "512 B");
-        assert_eq!(bytes(12.4 * 1024.0 * 1024.0), "12.4 MiB");
-        assert_eq!(bytes(2048.0), "2.0 KiB");
-        assert_eq!(count(7.0), "7");
-        assert_eq!(count(7.5), "7.5");
+        assert_eq!(value(Metric::Wall, 850.0), "850 ns");
+        assert_eq!(value(Metric::Wall, f64::NAN), "n/a");
+        assert_eq!(value(Metric::PeakRss, 12.4 * 1024.0 * 1024.0), "12.4 MiB");
+        assert_eq!(value(Metric::MinorFaults, 7.5), "7.5");
         assert_eq!(value(Metric::PeakRss, 4096.0), "4.0 KiB");
         assert_eq!(value(Metric::Wall, 12_300_000.0), "12.300 ms");
     }

@@ -5,11 +5,9 @@ use crate::format::{change_with_ci, p_value, pad_left, pad_right, value, width};
 use crate::json::verdict_counts;
 use crate::{Comparison, MACHINES_DIFFER, Row, RowVerdict};
 use perfsleuth_model::ImpactClass;
+use perfsleuth_report::Style;
+use perfsleuth_report::style::{GREEN, RED};
 use perfsleuth_stats::Verdict;
-
-const RED: &str = "\x1b[31m";
-const GREEN: &str = "\x1b[32m";
-const RESET: &str = "\x1b[0m";
 
 /// "p-values adjusted for N comparisons (Benjamini–Hochberg)".
 fn fdr_sentence(c: &Comparison) -> Option<String> {
@@ -165,8 +163,8 @@ pub fn render_terminal(c: &Comparison, color: bool) -> String {
                 _ => None,
             };
             match colour {
-                Some(code) if color => text.push_str(&format!("{code}{verdict}{RESET}")),
-                _ => text.push_str(verdict),
+                Some(c) => text.push_str(&Style::new(color).paint(c, verdict)),
+                None => text.push_str(verdict),
             }
             out.push_str(&text);
             out.push('\n');

@@ -1089,3 +1089,26 @@ fn sides_of_different_modes_are_a_mismatch() {
     assert_eq!(mode_mismatch(&sim, &sim), None);
     assert_eq!(mode_mismatch(&wall, &side("empty", vec![])), None);
 }
+
+#[test]
+fn wide_benchmark_names_keep_the_columns_aligned() {
+    let base = around(100.0 * MS, 0.02, 30);
+    let c = one(
+        vec![bench("排序", &base), bench("sort", &base)],
+        vec![bench("排序", &base), bench("sort", &base)],
+    );
+    let text = render_terminal(&c, false);
+    // The metric column starts in the same terminal column on every row,
+    // whether the name before it is ASCII or two-column ideographs.
+    let metric_col = |line: &str| {
+        let at = line.find(" wall").or_else(|| line.find(" metric"))?;
+        Some(perfsleuth_report::width(&line[..at]))
+    };
+    let cols: Vec<usize> = text
+        .lines()
+        .filter(|l| l.starts_with("排序") || l.starts_with("sort") || l.starts_with("benchmark"))
+        .filter_map(metric_col)
+        .collect();
+    assert!(cols.len() >= 3, "{text}");
+    assert!(cols.iter().all(|&c| c == cols[0]), "{cols:?}\n{text}");
+}

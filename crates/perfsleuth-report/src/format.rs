@@ -1,4 +1,5 @@
-//! Human formatting of durations, sizes, ratios and p-values.
+//! Human formatting of durations, sizes, counts, ratios and p-values: the
+//! one set every renderer (run summary, compare, scale) uses.
 //!
 //! Units are explicit types so a renderer can choose one unit for a group of
 //! numbers (a benchmark, a table column) and print them all in it: mixed units
@@ -61,7 +62,7 @@ impl TimeUnit {
 
     /// `ns` in this unit, without the suffix ("12.345").
     pub(crate) fn number(self, ns: f64) -> String {
-        number(ns / self.scale(), self.decimals())
+        format_fixed(ns / self.scale(), self.decimals())
     }
 
     /// `ns` in this unit with the suffix ("12.345 ms").
@@ -127,7 +128,7 @@ impl ByteUnit {
     /// `bytes` in this unit, without the suffix ("12.4").
     pub(crate) fn number(self, bytes: f64) -> String {
         let decimals = if self == ByteUnit::B { 0 } else { 1 };
-        number(bytes / self.scale(), decimals)
+        format_fixed(bytes / self.scale(), decimals)
     }
 
     /// `bytes` in this unit with the suffix ("12.4 MiB").
@@ -141,7 +142,7 @@ impl ByteUnit {
 
 /// Fixed-point text of `x`; "n/a" for NaN or infinities, and never "-0.0"
 /// (a rounded tiny negative value would otherwise look like a sign error).
-fn number(x: f64, decimals: usize) -> String {
+pub fn format_fixed(x: f64, decimals: usize) -> String {
     if !x.is_finite() {
         return "n/a".to_string();
     }
@@ -188,6 +189,31 @@ pub fn format_si(v: f64) -> String {
     format!("{x:.decimals$}{prefix}")
 }
 
+/// A value with an SI prefix glued to its unit: "230 Mops/s", "3.63 Gops/s",
+/// "950 ops/s"; "n/a" when not finite.
+pub fn format_si_unit(v: f64, unit: &str) -> String {
+    if !v.is_finite() {
+        return "n/a".to_string();
+    }
+    let text = format_si(v);
+    // format_si ends in at most one prefix letter; split it off so the
+    // space goes between number and unit, not between prefix and unit.
+    match text.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => format!("{} {c}{unit}", &text[..i]),
+        _ => format!("{text} {unit}"),
+    }
+}
+
+/// A count: whole numbers as integers, anything else with one decimal
+/// (a median of an even number of samples can fall between two counts).
+pub fn format_count(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 {
+        format_fixed(x, 0)
+    } else {
+        format_fixed(x, 1)
+    }
+}
+
 /// A short duration with one decimal, for secondary numbers (user/system
 /// CPU time) where three decimals would only add noise: "10.1 ms".
 pub(crate) fn format_duration_short(ns: f64) -> String {
@@ -196,7 +222,11 @@ pub(crate) fn format_duration_short(ns: f64) -> String {
         return "n/a".to_string();
     }
     let decimals = if unit == TimeUnit::Ns { 0 } else { 1 };
-    format!("{} {}", number(ns / unit.scale(), decimals), unit.symbol())
+    format!(
+        "{} {}",
+        format_fixed(ns / unit.scale(), decimals),
+        unit.symbol()
+    )
 }
 
 /// Decimals for a ratio: two, or two significant digits below 0.1 so a
@@ -212,20 +242,28 @@ pub(crate) fn ratio_decimals(r: f64) -> usize {
 
 /// A ratio as a multiplier with at least `decimals` decimals: "1.03×".
 pub(crate) fn format_ratio_min(r: f64, decimals: usize) -> String {
-    format!("{}×", number(r, ratio_decimals(r).max(decimals)))
+    format!("{}×", format_fixed(r, ratio_decimals(r).max(decimals)))
 }
 
-/// A p-value with as many digits as carry meaning: "0.21", "0.004",
-/// "< 0.001" (returned with its relation so callers write "p = …"/"p < …").
-pub(crate) fn format_p(p: f64) -> String {
+/// A p-value with as many digits as carry meaning, for a table cell:
+/// "0.21", "0.004", "<0.001"; "n/a" when not finite.
+pub fn format_p_value(p: f64) -> String {
     if !p.is_finite() {
-        "p = n/a".to_string()
+        "n/a".to_string()
     } else if p < 0.001 {
-        "p < 0.001".to_string()
+        "<0.001".to_string()
     } else if p < 0.01 {
-        format!("p = {p:.3}")
+        format!("{p:.3}")
     } else {
-        format!("p = {p:.2}")
+        format!("{p:.2}")
+    }
+}
+
+/// A p-value in a sentence, with its relation: "p = 0.21", "p < 0.001".
+pub fn format_p(p: f64) -> String {
+    match format_p_value(p).strip_prefix('<') {
+        Some(bound) => format!("p < {bound}"),
+        None => format!("p = {}", format_p_value(p)),
     }
 }
 
@@ -244,10 +282,11 @@ pub(crate) fn format_percent(ratio: f64) -> String {
     }
 }
 
-/// Characters that a terminal shows, for padding columns that contain
-/// multi-byte symbols such as "µ", "±" and "…".
+/// Columns a terminal uses to show `s` (Unicode display width): "µ", "±" and
+/// "…" take one, CJK ideographs two, combining marks none, so tables with
+/// such names still line up. Escape codes are not discounted: pad, then paint.
 pub fn width(s: &str) -> usize {
-    s.chars().count()
+    unicode_width::UnicodeWidthStr::width(s)
 }
 
 /// `s` right-aligned in `w` visible columns.
@@ -360,10 +399,54 @@ mod tests {
     }
 
     #[test]
-    fn padding_counts_characters_not_bytes() {
+    fn counts_p_values_and_si_units() {
+        assert_eq!(format_fixed(-0.0001, 2), "0.00");
+        assert_eq!(format_fixed(f64::NAN, 1), "n/a");
+        assert_eq!(format_count(7.0), "7");
+        assert_eq!(format_count(7.5), "7.5");
+        assert_eq!(format_count(f64::NAN), "n/a");
+        assert_eq!(format_p_value(0.0004), "<0.001");
+        assert_eq!(format_p_value(0.0042), "0.004");
+        assert_eq!(format_p_value(0.213), "0.21");
+        assert_eq!(format_p_value(f64::NAN), "n/a");
+        assert_eq!(format_p(f64::NAN), "p = n/a");
+        assert_eq!(format_si_unit(2.3e8, "ops/s"), "230 Mops/s");
+        assert_eq!(format_si_unit(3.634e9, "ops/s"), "3.63 Gops/s");
+        assert_eq!(format_si_unit(950.0, "ops/s"), "950 ops/s");
+        assert_eq!(format_si_unit(999_960.0, "ops/s"), "1.00 Mops/s");
+        assert_eq!(format_si_unit(f64::INFINITY, "ops/s"), "n/a");
+    }
+
+    #[test]
+    fn padding_counts_display_columns_not_bytes() {
         assert_eq!(pad_left("1.0 µs", 8), "  1.0 µs");
         assert_eq!(pad_right("±", 3), "±  ");
         assert_eq!(pad_left("toolong", 3), "toolong");
+        // Wide ideographs take two columns each, a combining accent none.
+        assert_eq!(width("排序"), 4);
+        assert_eq!(pad_right("排序", 6), "排序  ");
+        assert_eq!(width("e\u{301}"), 1);
+    }
+
+    #[test]
+    fn tables_with_wide_names_line_up() {
+        let rows = vec![
+            vec!["benchmark".to_string(), "median".to_string()],
+            vec!["排序/大".to_string(), "1.5 µs".to_string()],
+            vec!["naïve…".to_string(), "12 µs".to_string()],
+            vec!["x ± y".to_string(), "3.000 ms".to_string()],
+        ];
+        let t = table(&rows, |c| if c == 1 { Align::Right } else { Align::Left });
+        assert_eq!(
+            t,
+            "benchmark    median\n\
+             排序/大      1.5 µs\n\
+             naïve…        12 µs\n\
+             x ± y      3.000 ms\n"
+        );
+        // Every line ends in the same terminal column.
+        let ends: Vec<usize> = t.lines().map(width).collect();
+        assert!(ends.iter().all(|&e| e == ends[0]), "{ends:?}\n{t}");
     }
 
     #[test]

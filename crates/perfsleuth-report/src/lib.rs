@@ -1,5 +1,6 @@
 //! Renderers for perfsleuth: the terminal summary, a Markdown table, the
-//! versioned JSON export and CSV.
+//! versioned JSON export and CSV (behind [`Exporter`]), with the one colour
+//! module ([`style`]) and the one set of formatters every renderer uses.
 //!
 //! This crate only turns a [`Run`] into text or JSON values. It never
 //! measures, stores or prints, so the CLI decides where output goes and the
@@ -9,10 +10,12 @@
 #![warn(missing_docs)]
 
 mod csv;
+pub mod export;
 mod format;
 mod json;
 mod markdown;
 mod simulation;
+pub mod style;
 pub mod svg;
 mod terminal;
 
@@ -21,14 +24,19 @@ use perfsleuth_stats::{bootstrap_median_ratio, mann_whitney_u, summarize};
 use std::collections::BTreeMap;
 
 pub use csv::export_csv;
+pub use export::{
+    CsvExporter, ExportError, ExportFormat, Exporter, JsonExporter, MarkdownExporter,
+};
 pub use format::{
-    Align, format_bytes, format_duration_ns, format_si, pad_left, pad_right, table, width,
+    Align, format_bytes, format_count, format_duration_ns, format_fixed, format_p, format_p_value,
+    format_si, format_si_unit, pad_left, pad_right, table, width,
 };
 pub use json::export_json;
 pub use markdown::render_markdown;
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};
 pub use simulation::{render_simulation, render_simulation_markdown};
-pub use terminal::{Style, render_terminal};
+pub use style::Style;
+pub use terminal::render_terminal;
 
 /// Confidence level of every interval this crate reports.
 pub const CONFIDENCE: f64 = 0.95;

@@ -2,7 +2,7 @@
 //! benchmark (from the first run; the others must repeat it), where the
 //! instructions went, and each benchmark against the reference.
 
-use crate::terminal::Style;
+use crate::style::Style;
 use perfsleuth_model::{Benchmark, Run};
 use std::fmt::Write;
 

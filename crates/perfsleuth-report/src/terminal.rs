@@ -4,51 +4,18 @@ use crate::format::{
     TimeUnit, format_bytes, format_duration_short, format_p, format_percent, format_ratio_min,
     pad_left, pad_right, width,
 };
+use crate::style::Style;
 use crate::{BenchmarkReport, Comparison, MIN_RUNS_FOR_SIGNIFICANCE, RunReport, enough_runs};
 use perfsleuth_model::{Run, RunStatus};
 use perfsleuth_stats::RatioEstimate;
 use std::fmt::Write as _;
 
-/// Output options of [`render_terminal`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Style {
-    /// Use ANSI colours and bold; off for pipes, files and `NO_COLOR`.
-    pub color: bool,
-}
-
-impl Style {
-    /// `s` wrapped in an SGR code when colour is on. Callers pad before
-    /// painting, because escape codes would otherwise count as width.
-    fn paint(&self, code: &str, s: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
-    }
-
-    pub(crate) fn bold(&self, s: &str) -> String {
-        self.paint("1", s)
-    }
-
-    fn green(&self, s: &str) -> String {
-        self.paint("32", s)
-    }
-
-    pub(crate) fn red(&self, s: &str) -> String {
-        self.paint("31", s)
-    }
-
-    pub(crate) fn yellow(&self, s: &str) -> String {
-        self.paint("33", s)
-    }
-
-    fn tone(&self, tone: Tone, s: &str) -> String {
-        match tone {
-            Tone::Better => self.green(s),
-            Tone::Worse => self.red(s),
-            Tone::Neutral => s.to_string(),
-        }
+/// `s` coloured by `tone`: only significant differences get a colour.
+fn toned(style: &Style, tone: Tone, s: &str) -> String {
+    match tone {
+        Tone::Better => style.green(s),
+        Tone::Worse => style.red(s),
+        Tone::Neutral => s.to_string(),
     }
 }
 
@@ -399,7 +366,7 @@ fn comparison_rows(
                 out,
                 "    time      {}  {}{}",
                 pad_right(&estimate_text(est), est_width),
-                style.tone(tone, &text),
+                toned(style, tone, &text),
                 p.unwrap_or_default()
             );
         }
@@ -412,7 +379,7 @@ fn comparison_rows(
             out,
             "    peak RSS  {}  {}",
             pad_right(&estimate_text(est), est_width),
-            style.tone(tone, &text)
+            toned(style, tone, &text)
         );
     }
 }

@@ -2,7 +2,8 @@
 //! in words a performance engineer would write on the whiteboard, each
 //! backed by the measurement that supports it.
 
-use crate::{Analysis, Point, fmt_n};
+use crate::{Analysis, Point};
+use perfsleuth_report::format_count;
 use perfsleuth_report::format_si;
 use serde::Serialize;
 
@@ -113,7 +114,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         } else {
             let peak = fit
                 .and_then(|f| f.peak_n.filter(|p| *p < n && *p >= first.n))
-                .map_or_else(|| fmt_n(best.n), |p| format!("{p:.1}"));
+                .map_or_else(|| format_count(best.n), |p| format!("{p:.1}"));
             format!(
                 "coherency/contention: adding threads lowers throughput past N* ≈ {peak}; look for a shared lock or cache line"
             )
@@ -122,9 +123,9 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
             evidence.push(format!(
                 "throughput falls from {} at N = {} to {} at N = {} ({:+.0} %)",
                 format_si(best.throughput),
-                fmt_n(best.n),
+                format_count(best.n),
                 format_si(last.throughput),
-                fmt_n(last.n),
+                format_count(last.n),
                 100.0 * (last.throughput / best.throughput - 1.0)
             ));
         }
@@ -147,15 +148,15 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
             Some((p, i)) => evidence.push(format!(
                 "CPUs {:.0} % idle at N = {} although {} could be busy: threads wait instead of working",
                 100.0 * i,
-                fmt_n(p.n),
-                fmt_n(p.n.min(usable))
+                format_count(p.n),
+                format_count(p.n.min(usable))
             )),
             None => {
                 if let Some(i) = last.idle_of_usable {
                     evidence.push(format!(
                         "CPUs stay busy ({:.0} % idle at N = {}): the time goes to moving the contended cache line, not to sleeping",
                         100.0 * i,
-                        fmt_n(last.n)
+                        format_count(last.n)
                     ));
                 }
             }
@@ -185,7 +186,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         headline = if last.n > usable {
             format!(
                 "scales; compute-bound: near-linear up to the {} usable CPUs, then flat — threads beyond them only share CPUs",
-                fmt_n(usable)
+                format_count(usable)
             )
         } else {
             "scales; compute-bound".to_string()
@@ -195,7 +196,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
             evidence.push(format!(
                 "CPUs busy: {:.0} % of the usable CPUs idle at N = {}",
                 100.0 * i,
-                fmt_n(last.n)
+                format_count(last.n)
             ));
         }
     } else if let (Some((p, i)), true) = (idle, last.efficiency >= SCALES) {
@@ -206,7 +207,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         evidence.push(format!(
             "CPUs {:.0} % idle at N = {}: the command uses {} CPUs",
             100.0 * i,
-            fmt_n(p.n),
+            format_count(p.n),
             p.command_cpus
                 .or(p.busy_cpus)
                 .map_or("few".to_string(), |c| format!("{c:.2}"))
@@ -217,9 +218,9 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
             evidence.push(format!(
                 "throughput falls from {} at N = {} to {} at N = {}: the waits grow with N",
                 format_si(best.throughput),
-                fmt_n(best.n),
+                format_count(best.n),
                 format_si(last.throughput),
-                fmt_n(last.n)
+                format_count(last.n)
             ));
         }
         headline = "waiting on I/O or another resource: CPUs idle with no sign of lock contention"
@@ -227,8 +228,8 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         evidence.push(format!(
             "CPUs {:.0} % idle at N = {} although {} could be busy",
             100.0 * i,
-            fmt_n(p.n),
-            fmt_n(p.n.min(usable))
+            format_count(p.n),
+            format_count(p.n.min(usable))
         ));
         if let Some(c) = p.cpu.filter(|c| c.iowait >= 0.02) {
             evidence.push(format!(
@@ -258,7 +259,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         headline = format!(
             "scales sub-linearly: efficiency {:.0} % at N = {}",
             100.0 * eff_usable,
-            fmt_n(last.n)
+            format_count(last.n)
         );
         if let Some(f) = fit {
             evidence.push(format!(
@@ -273,7 +274,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
             evidence.push(format!(
                 "CPUs {:.0} % idle at N = {}",
                 100.0 * i,
-                fmt_n(p.n)
+                format_count(p.n)
             ));
         }
         evidence.extend(blocking.clone());
@@ -298,18 +299,18 @@ fn blocking_evidence(first: &Point, last: &Point) -> Option<String> {
         return Some(format!(
             "futex calls per 1000 ops rise from {} at N = {} to {} at N = {}: threads block on a lock",
             format_si(a),
-            fmt_n(first.n),
+            format_count(first.n),
             format_si(b),
-            fmt_n(last.n)
+            format_count(last.n)
         ));
     }
     grows(first.voluntary_cs_per_kop, last.voluntary_cs_per_kop).map(|(a, b)| {
         format!(
             "voluntary context switches per 1000 ops rise from {} at N = {} to {} at N = {}: threads block, as on a contended mutex",
             format_si(a),
-            fmt_n(first.n),
+            format_count(first.n),
             format_si(b),
-            fmt_n(last.n)
+            format_count(last.n)
         )
     })
 }
@@ -319,15 +320,15 @@ fn efficiency_line(last: &Point, usable: f64) -> String {
         format!(
             "efficiency {:.0} % at N = {} against the {} usable CPUs ({:.0} % per thread)",
             100.0 * last.speedup / usable,
-            fmt_n(last.n),
-            fmt_n(usable),
+            format_count(last.n),
+            format_count(usable),
             100.0 * last.efficiency
         )
     } else {
         format!(
             "efficiency {:.0} % at N = {} (speed-up {:.2}×)",
             100.0 * last.efficiency,
-            fmt_n(last.n),
+            format_count(last.n),
             last.speedup
         )
     }

@@ -17,6 +17,7 @@ pub use diagnose::{Diagnosis, DiagnosisKind};
 pub use render::{chart, render_terminal, to_json};
 pub use stored::analysis_of;
 
+use perfsleuth_report::format_count;
 use perfsleuth_stats::{UslError, UslFit, UslPoint, fit_usl, fit_usl_capped, median};
 use serde::Serialize;
 
@@ -498,13 +499,13 @@ fn warnings(a: &Analysis) -> Vec<String> {
             .as_ref()
             .map_or(String::new(), |why| format!(" ({why})"));
         let fit_note = match a.fit.as_ref().and_then(|f| f.capacity) {
-            Some(c) => format!("; the fit assumes at most {} run at once", fmt_n(c)),
+            Some(c) => format!("; the fit assumes at most {} run at once", format_count(c)),
             None => String::new(),
         };
         w.push(format!(
             "N up to {} exceeds the {} usable CPUs{limit}: beyond them threads share CPUs{fit_note}",
-            fmt_n(max_n),
-            fmt_n(usable)
+            format_count(max_n),
+            format_count(usable)
         ));
     }
     if let (Some(physical), Some(logical)) = (m.physical, m.logical)
@@ -531,7 +532,7 @@ fn warnings(a: &Analysis) -> Vec<String> {
             "the hypervisor stole {:.0} % of CPU time (at N = {}): other tenants were running; \
              throughput here is not the machine's alone",
             100.0 * s,
-            fmt_n(n)
+            format_count(n)
         ));
     }
     // Other processes busy while the command ran: its numbers are not its own.
@@ -549,7 +550,7 @@ fn warnings(a: &Analysis) -> Vec<String> {
         w.push(format!(
             "other processes kept {o:.1} CPUs busy during the runs at N = {}: the machine was not quiet, \
              so throughput there is not the command's alone; repeat on an idle machine",
-            fmt_n(n)
+            format_count(n)
         ));
     }
     let levels = a.points.len();
@@ -563,21 +564,12 @@ fn warnings(a: &Analysis) -> Vec<String> {
         if p.runs >= 3 && width > 0.2 {
             w.push(format!(
                 "throughput at N = {} varies by {:.0} % between runs: more runs (--runs) would firm up the fit",
-                fmt_n(p.n),
+                format_count(p.n),
                 100.0 * width
             ));
         }
     }
     w
-}
-
-/// N as printed: integers without decimals.
-pub fn fmt_n(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e15 {
-        format!("{n:.0}")
-    } else {
-        format!("{n:.1}")
-    }
 }
 
 #[cfg(test)]

@@ -1,19 +1,13 @@
 //! Renderers of an [`Analysis`]: the terminal table, JSON and the SVG chart.
 
 use crate::diagnose::sci;
-use crate::{Analysis, MAX_EXTRAPOLATION, fmt_n};
+use crate::{Analysis, MAX_EXTRAPOLATION};
 use perfsleuth_report::svg::{ChartPoint, ScaleChart};
-use perfsleuth_report::{Align, format_si, table};
+use perfsleuth_report::{Align, Style, format_count, format_si, table};
 
 /// The table per N, the fit summary, the diagnosis and the warnings.
 pub fn render_terminal(a: &Analysis, color: bool) -> String {
-    let paint = |code: &str, text: &str| {
-        if color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
-    };
+    let style = Style::new(color);
     let has_cpu = a.points.iter().any(|p| p.cpu.is_some());
     let has_own = a.points.iter().any(|p| p.command_cpus.is_some());
     let has_cs = a.points.iter().any(|p| p.voluntary_cs_per_kop.is_some());
@@ -45,7 +39,7 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
     let mut rows = vec![header];
     for p in &a.points {
         let mut row = vec![
-            fmt_n(p.n),
+            format_count(p.n),
             format_si(p.throughput),
             if p.runs < 2 {
                 "–".to_string()
@@ -101,8 +95,8 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
             if let Some(c) = f.capacity {
                 out.push_str(&format!(
                     "  capacity: {} usable CPUs (ideal term γ·min(N, {}))\n",
-                    fmt_n(c),
-                    fmt_n(c)
+                    format_count(c),
+                    format_count(c)
                 ));
             }
             let mut facts = Vec::new();
@@ -129,7 +123,7 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
     for d in &a.diagnosis {
         out.push_str(&format!(
             "\n{}\n",
-            paint("1", &format!("Diagnosis: {}", d.headline))
+            style.bold(&format!("Diagnosis: {}", d.headline))
         ));
         for e in &d.evidence {
             out.push_str(&format!("  - {e}\n"));
@@ -138,7 +132,7 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
     if !a.warnings.is_empty() {
         out.push('\n');
         for w in &a.warnings {
-            out.push_str(&format!("{} {w}\n", paint("33", "warning:")));
+            out.push_str(&format!("{} {w}\n", style.yellow("warning:")));
         }
     }
     out
@@ -186,7 +180,7 @@ pub fn chart(a: &Analysis, title: &str) -> ScaleChart {
     if let Some(c) = fit.and_then(|f| f.capacity) {
         notes.push(format!(
             "fit assumes at most {} threads run at once (usable CPUs)",
-            fmt_n(c)
+            format_count(c)
         ));
     }
     ScaleChart {

@@ -4,7 +4,7 @@ use crate::cli::{RunsArgs, ShowArgs};
 use crate::error::Fail;
 use crate::output::{self, open_existing_store, store_fail};
 use crate::term::emit;
-use perfsleuth_report::{Align, analyze, export_json, table};
+use perfsleuth_report::{Align, Exporter, JsonExporter, analyze, table};
 
 /// Lists stored runs, newest first.
 pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
@@ -96,11 +96,10 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
         run.benchmarks.iter().map(|b| b.name.as_str()),
     )?;
     if args.json {
-        let doc = export_json(&run, &analyze(&run, reference));
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| {
-            Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
-        })?;
-        emit(&(text + "\n"), false);
+        let text = JsonExporter
+            .export(&run, &analyze(&run, reference))
+            .map_err(|e| Fail::usage(e.to_string(), "please report this"))?;
+        emit(&text, false);
     } else if run.mode == perfsleuth_model::Mode::Probe {
         // Probe results, not a wall-time summary of benchmarks it does not have.
         crate::probe::print_stored(&run, args.all, args.color);

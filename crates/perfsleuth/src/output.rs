@@ -5,9 +5,7 @@ use crate::cli::{ColorChoice, RunArgs};
 use crate::error::Fail;
 use crate::term::{emit, use_color};
 use perfsleuth_model::Run;
-use perfsleuth_report::{
-    Style, analyze, export_csv, export_json, render_markdown, render_terminal,
-};
+use perfsleuth_report::{ExportFormat, Style, analyze, render_terminal};
 use perfsleuth_store::{Store, StoreError};
 use std::path::{Path, PathBuf};
 
@@ -138,19 +136,33 @@ pub fn check_writable(path: &Path, option: &str) -> Result<(), Fail> {
     })
 }
 
+/// The `--export-*` options given, each with its format and path.
+pub fn requested_exports(args: &RunArgs) -> Vec<(ExportFormat, &PathBuf)> {
+    [
+        (ExportFormat::Json, &args.export_json),
+        (ExportFormat::Csv, &args.export_csv),
+        (ExportFormat::Markdown, &args.export_markdown),
+    ]
+    .into_iter()
+    .filter_map(|(format, path)| path.as_ref().map(|p| (format, p)))
+    .collect()
+}
+
+/// `--export-json` for [`ExportFormat::Json`], for messages.
+pub fn export_option(format: ExportFormat) -> String {
+    format!("--export-{}", format.name())
+}
+
 /// Whether the human summary must go to stderr because an export owns stdout.
 pub fn summary_to_stderr(args: &RunArgs) -> bool {
-    [&args.export_json, &args.export_csv, &args.export_markdown]
+    requested_exports(args)
         .into_iter()
-        .flatten()
-        .any(|p| p == Path::new("-"))
+        .any(|(_, p)| p == Path::new("-"))
 }
 
 /// Prints a run's human summary (the same renderer for `run` and `show`).
 pub fn print_summary(run: &Run, reference: Option<usize>, color: ColorChoice, to_stderr: bool) {
-    let style = Style {
-        color: use_color(color, to_stderr),
-    };
+    let style = Style::new(use_color(color, to_stderr));
     // Under simulation the clock measured valgrind, not the program: counts only.
     if run.mode == perfsleuth_model::Mode::Simulation {
         emit(
@@ -177,23 +189,12 @@ pub fn write_exports(run: &Run, reference: Option<usize>, args: &RunArgs) -> Res
 
 fn write_exports_inner(run: &Run, reference: Option<usize>, args: &RunArgs) -> Result<(), Fail> {
     let report = analyze(run, reference);
-    if let Some(path) = &args.export_json {
-        let doc = export_json(run, &report);
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| {
-            Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
-        })? + "\n";
+    for (format, path) in requested_exports(args) {
+        let text = format
+            .exporter()
+            .export(run, &report)
+            .map_err(|e| Fail::usage(e.to_string(), "please report this"))?;
         write_file(path, &text)?;
-    }
-    if let Some(path) = &args.export_csv {
-        write_file(path, &export_csv(run))?;
-    }
-    if let Some(path) = &args.export_markdown {
-        let md = if run.mode == perfsleuth_model::Mode::Simulation {
-            perfsleuth_report::render_simulation_markdown(run)
-        } else {
-            render_markdown(run, &report)
-        };
-        write_file(path, &md)?;
     }
     Ok(())
 }
@@ -215,7 +216,7 @@ pub fn write_file(path: &Path, text: &str) -> Result<(), Fail> {
 /// Greys out secondary text when colour is on.
 pub fn dim(text: &str, color: bool) -> String {
     if color {
-        format!("\x1b[2m{}\x1b[0m\n", text.trim_end())
+        Style::new(true).dim(text.trim_end()) + "\n"
     } else {
         text.to_string()
     }

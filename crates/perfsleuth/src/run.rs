@@ -294,14 +294,10 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
 
 /// Every export path is writable, and no two share a file.
 fn check_exports(args: &RunArgs) -> Result<(), Fail> {
-    let exports: Vec<(&str, &PathBuf)> = [
-        ("--export-json", &args.export_json),
-        ("--export-csv", &args.export_csv),
-        ("--export-markdown", &args.export_markdown),
-    ]
-    .into_iter()
-    .filter_map(|(option, path)| path.as_ref().map(|p| (option, p)))
-    .collect();
+    let exports: Vec<(String, &PathBuf)> = output::requested_exports(args)
+        .into_iter()
+        .map(|(format, path)| (output::export_option(format), path))
+        .collect();
     for (i, (option, path)) in exports.iter().enumerate() {
         output::check_writable(path, option)?;
         if let Some((other, _)) = exports[..i].iter().find(|(_, p)| p == path) {

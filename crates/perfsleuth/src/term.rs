@@ -2,6 +2,7 @@
 //! survive a closed pipe (`perfsleuth runs | head`).
 
 use crate::cli::ColorChoice;
+use perfsleuth_report::style::CLEAR_LINE;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
@@ -76,7 +77,7 @@ impl ProgressLine {
         let filled = ((done_fraction.clamp(0.0, 1.0)) * WIDTH as f64).round() as usize;
         let bar: String = "█".repeat(filled) + &"░".repeat(WIDTH - filled);
         let line = format!(
-            "\r\x1b[2K{phase} {bar} {runs} run{} · {:.1} s elapsed · ETA {}",
+            "{CLEAR_LINE}{phase} {bar} {runs} run{} · {:.1} s elapsed · ETA {}",
             if runs == 1 { "" } else { "s" },
             elapsed.as_secs_f64(),
             eta_text(eta)
@@ -88,7 +89,7 @@ impl ProgressLine {
     /// Erases the line before the summary is printed.
     pub fn clear(&mut self) {
         if self.drawn {
-            emit("\r\x1b[2K", true);
+            emit(CLEAR_LINE, true);
             self.drawn = false;
         }
     }
