@@ -6,7 +6,8 @@ use perfsleuth_env::{Source, capture};
 use perfsleuth_probe::{CacheSizes, Measurement, PROBES, ProbeOptions, ProbeReport, run};
 
 fn opts() -> ProbeOptions {
-    let env = capture(&Source::live());
+    // Only the cache sizes are needed: no counter probe.
+    let env = capture(&Source::live(), None);
     ProbeOptions {
         quick: true,
         caches: CacheSizes::from_environment(&env),
