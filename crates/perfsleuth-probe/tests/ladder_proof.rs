@@ -33,7 +33,7 @@ fn cpu_jiffies() -> Option<(u64, u64)> {
 
 #[test]
 fn memory_ladder_steps_match_the_fingerprint_cache_sizes() {
-    let env = capture(&Source::live());
+    let env = capture(&Source::live(), None);
     let caches = CacheSizes::from_environment(&env);
     let cpus = ProbeOptions::default().cpus.max(1);
     let known: Vec<(&str, u64)> = [("l1", caches.l1d), ("l2", caches.l2), ("l3", caches.l3)]
