@@ -16,7 +16,7 @@ use perfsleuth_measure::{
 use perfsleuth_model::{
     Benchmark, Environment, ImpactClass, Mode, Profile, Run, RunStatus, Sample, rfc3339,
 };
-use perfsleuth_store::Store;
+use perfsleuth_store::{SqliteStore, Store as _};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -516,7 +516,7 @@ pub(crate) fn conclude(
     run: &mut Run,
     result: &Result<(), Stop>,
     spawner: &Spawner,
-    store: Option<&mut Store>,
+    store: Option<&mut SqliteStore>,
 ) -> Result<(), Fail> {
     run.status = match result {
         Ok(()) => RunStatus::Complete,
@@ -558,7 +558,7 @@ struct Step {
 
 struct Measure<'a> {
     spawner: &'a mut Spawner,
-    store: Option<&'a mut Store>,
+    store: Option<&'a mut SqliteStore>,
     rule: StopRule,
     tolerate: Tolerate,
     progress: ProgressLine,

@@ -14,6 +14,7 @@ use perfsleuth_measure::{
 };
 use perfsleuth_model::{Benchmark, Environment, Mode, Run, Sample};
 use perfsleuth_scale::{Analysis, CpuSplit, Machine, Observation, RunObservation, analyze};
+use perfsleuth_store::Store as _;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -287,7 +288,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
 /// The measuring loop.
 struct Sweep<'a> {
     spawner: &'a mut Spawner,
-    store: Option<&'a mut perfsleuth_store::Store>,
+    store: Option<&'a mut perfsleuth_store::SqliteStore>,
     method: &'a Throughput,
     param: &'a str,
     stdout: &'a Path,
