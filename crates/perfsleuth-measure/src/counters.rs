@@ -831,7 +831,10 @@ mod tests {
         let (single, s2) = Counters::open_with(&software(), false);
         assert_eq!(s1, s2);
         if grouped.is_empty() {
-            eprintln!("skipped: software counters: {:?}", s1.unavailable);
+            perfsleuth_testkit::skip(
+                "perf_software",
+                format!("software counters: {:?}", s1.unavailable),
+            );
             return;
         }
         assert!(grouped.group_reads());

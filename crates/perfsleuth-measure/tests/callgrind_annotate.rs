@@ -1,7 +1,8 @@
 //! Our parser against `callgrind_annotate` on real callgrind output of small
 //! C programs compiled here: totals and every function's self cost must be
 //! identical; inclusive costs must match for non-recursive functions.
-//! Needs valgrind, gcc and callgrind_annotate; prints "skipped: …" without.
+//! Needs valgrind, gcc and callgrind_annotate; prints "skipped: …" without
+//! (fails instead for those `PERFSLEUTH_TEST_REQUIRE` names).
 
 #[macro_use]
 #[path = "callgrind_common/mod.rs"]

@@ -1,7 +1,8 @@
 //! Simulation helpers against real valgrind runs: collecting and merging
 //! output files, determinism, shell scripts with children, failing programs,
 //! `--toggle-collect` of a function that never runs. Tests that need
-//! valgrind and gcc print "skipped: …" without them.
+//! valgrind and gcc print "skipped: …" without them (fail instead for those
+//! `PERFSLEUTH_TEST_REQUIRE` names).
 
 #[macro_use]
 #[path = "callgrind_common/mod.rs"]

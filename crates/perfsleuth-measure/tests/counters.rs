@@ -1,12 +1,15 @@
 //! Per-iteration performance counters, end to end: real programs compiled
 //! with gcc, run through the spawner with counters enabled. What the kernel
 //! refuses (hardware counters in a VM, tracepoints without tracefs) is
-//! printed as `skipped: …` rather than failed.
+//! printed as `skipped: …` rather than failed, unless `PERFSLEUTH_TEST_REQUIRE`
+//! names it (`perfsleuth_testkit`). Where tracefs is not mounted, the
+//! tracepoint tests run again in a private mount namespace that mounts it.
 
 use perfsleuth_measure::{
     CounterConfig, CounterSelection, CounterStatus, IoConfig, Outcome, Spawner,
 };
 use perfsleuth_model::Sample;
+use perfsleuth_testkit::{Rerun, rerun_with_tracefs, skip};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -51,7 +54,7 @@ fn compile(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
         Ok(s) if s.success() => Some(out),
         Ok(s) => panic!("gcc failed on {}: {s}", src.display()),
         Err(_) => {
-            println!("skipped: gcc not installed");
+            skip("gcc", "gcc not installed");
             None
         }
     }
@@ -77,6 +80,22 @@ fn why_not(status: &CounterStatus, key: &str, group: &str) -> String {
         .iter()
         .find(|(k, _)| k == key || k == group)
         .map_or_else(|| format!("{status:?}"), |(_, why)| why.clone())
+}
+
+/// The tracepoint part of test `name` could not run in this process: runs
+/// the test again where tracefs is mounted privately, else skips (or fails,
+/// when `tracefs` is required).
+#[track_caller]
+fn without_tracepoints(status: &CounterStatus, name: &str) {
+    if let Rerun::Unavailable(how) = rerun_with_tracefs(name) {
+        skip(
+            "tracefs",
+            format!(
+                "tracepoints: {}; {how}",
+                why_not(status, "futex_calls", "tracepoints")
+            ),
+        );
+    }
 }
 
 /// Runs a prepared command `n` times, each must succeed; their samples.
@@ -113,9 +132,12 @@ fn futex_calls_show_mutex_contention_and_software_counts_are_real() {
     let mut sp = Spawner::start().unwrap();
     let status = sp.enable_counters(&software()).unwrap();
     if !status.opened.iter().any(|k| k == "task_clock_ns") {
-        println!(
-            "skipped: software counters: {}",
-            why_not(&status, "task_clock_ns", "software")
+        skip(
+            "perf_software",
+            format!(
+                "software counters: {}",
+                why_not(&status, "task_clock_ns", "software")
+            ),
         );
         return;
     }
@@ -140,9 +162,9 @@ fn futex_calls_show_mutex_contention_and_software_counts_are_real() {
     assert!(clock > 1e5, "task clock {clock} ns");
 
     if !status.opened.iter().any(|k| k == "futex_calls") {
-        println!(
-            "skipped: tracepoints: {}",
-            why_not(&status, "futex_calls", "tracepoints")
+        without_tracepoints(
+            &status,
+            "futex_calls_show_mutex_contention_and_software_counts_are_real",
         );
         return;
     }
@@ -165,9 +187,12 @@ fn counts_include_children_and_grandchildren() {
     let mut sp = Spawner::start().unwrap();
     let status = sp.enable_counters(&software()).unwrap();
     if !status.opened.iter().any(|k| k == "page_faults") {
-        println!(
-            "skipped: software counters: {}",
-            why_not(&status, "page_faults", "software")
+        skip(
+            "perf_software",
+            format!(
+                "software counters: {}",
+                why_not(&status, "page_faults", "software")
+            ),
         );
         return;
     }
@@ -206,10 +231,7 @@ fn counts_include_children_and_grandchildren() {
             );
         }
     } else {
-        println!(
-            "skipped: tracepoints: {}",
-            why_not(&status, "futex_calls", "tracepoints")
-        );
+        without_tracepoints(&status, "counts_include_children_and_grandchildren");
     }
 }
 
@@ -221,9 +243,12 @@ fn every_iteration_is_counted_not_only_the_first() {
     let mut sp = Spawner::start().unwrap();
     let status = sp.enable_counters(&software()).unwrap();
     if !status.opened.iter().any(|k| k == "task_clock_ns") {
-        println!(
-            "skipped: software counters: {}",
-            why_not(&status, "task_clock_ns", "software")
+        skip(
+            "perf_software",
+            format!(
+                "software counters: {}",
+                why_not(&status, "task_clock_ns", "software")
+            ),
         );
         return;
     }
@@ -258,9 +283,12 @@ fn hardware_counters_count_a_loop() {
         })
         .unwrap();
     if !status.opened.iter().any(|k| k == "instructions") {
-        println!(
-            "skipped: hardware counters: {}",
-            why_not(&status, "instructions", "hardware")
+        skip(
+            "perf_hardware",
+            format!(
+                "hardware counters: {}",
+                why_not(&status, "instructions", "hardware")
+            ),
         );
         return;
     }

@@ -1,12 +1,12 @@
 //! Measures the cost of committing one sample: `sample_cost PATH N`.
 use perfsleuth_model::{Benchmark, Environment, Mode, Run, RunStatus, Sample};
-use perfsleuth_store::Store;
+use perfsleuth_store::{SqliteStore, Store as _};
 use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: u32 = args[2].parse().unwrap();
-    let mut store = Store::open(std::path::Path::new(&args[1])).unwrap();
+    let mut store = SqliteStore::open(std::path::Path::new(&args[1])).unwrap();
     let run = Run {
         id: None,
         started_at: "2026-01-01T00:00:00.000Z".into(),

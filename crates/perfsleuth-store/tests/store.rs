@@ -3,7 +3,9 @@
 use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, Mode, ProbeResult, Run, RunStatus, Sample,
 };
-use perfsleuth_store::{APPLICATION_ID, RunKind, STORE_SCHEMA_VERSION, Store, StoreError};
+use perfsleuth_store::{
+    APPLICATION_ID, RunKind, STORE_SCHEMA_VERSION, SqliteStore, Store, StoreError,
+};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -78,7 +80,7 @@ fn run(host: &str, benchmarks: Vec<Benchmark>) -> Run {
 }
 
 /// Stores a run the way the runner does: begin, benchmarks, samples, finish.
-fn store_run(store: &mut Store, run: &Run, status: RunStatus) -> i64 {
+fn store_run(store: &mut dyn Store, run: &Run, status: RunStatus) -> i64 {
     let id = store.begin_run(run).unwrap();
     for b in &run.benchmarks {
         let bid = store.add_benchmark(id, b).unwrap();
@@ -117,7 +119,7 @@ fn raw(path: &Path) -> rusqlite::Connection {
 fn a_run_round_trips_with_everything_it_holds() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("deep/er/results.db");
-    let mut store = Store::open(&path).unwrap();
+    let mut store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.path(), path);
 
     let mut odd = sample(1);
@@ -135,7 +137,7 @@ fn a_run_round_trips_with_everything_it_holds() {
     let id = store_run(&mut store, &original, RunStatus::Complete);
     drop(store);
 
-    let store = Store::open_existing(&path).unwrap();
+    let store = SqliteStore::open_existing(&path).unwrap();
     let loaded = store.load_run(id).unwrap().expect("stored run");
     let mut expected = original.clone();
     expected.id = Some(id);
@@ -152,7 +154,7 @@ fn a_run_round_trips_with_everything_it_holds() {
 #[test]
 fn a_run_without_git_or_samples_round_trips() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&db_path(&dir)).unwrap();
+    let mut store = SqliteStore::open(&db_path(&dir)).unwrap();
     let mut r = run("h", vec![bench("x", vec![])]);
     r.git = None;
     r.mode = Mode::Simulation;
@@ -171,7 +173,7 @@ fn a_run_without_git_or_samples_round_trips() {
 #[test]
 fn non_finite_counters_load_as_nan() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&db_path(&dir)).unwrap();
+    let mut store = SqliteStore::open(&db_path(&dir)).unwrap();
     let id = store.begin_run(&run("h", vec![])).unwrap();
     let bid = store.add_benchmark(id, &bench("x", vec![])).unwrap();
     let mut s = sample(0);
@@ -185,7 +187,7 @@ fn non_finite_counters_load_as_nan() {
 fn environments_are_deduplicated_by_their_stable_facts() {
     let dir = tempfile::tempdir().unwrap();
     let path = db_path(&dir);
-    let mut store = Store::open(&path).unwrap();
+    let mut store = SqliteStore::open(&path).unwrap();
     let a = store.begin_run(&run("host-a", vec![])).unwrap();
     let b = store.begin_run(&run("host-b", vec![])).unwrap();
     let mut other = run("host-a", vec![]);
@@ -207,7 +209,7 @@ fn environments_are_deduplicated_by_their_stable_facts() {
 #[test]
 fn list_runs_is_newest_first_with_summaries() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&db_path(&dir)).unwrap();
+    let mut store = SqliteStore::open(&db_path(&dir)).unwrap();
     assert!(store.list_runs(None).unwrap().is_empty());
     let first = store_run(
         &mut store,
@@ -256,7 +258,7 @@ fn list_runs_is_newest_first_with_summaries() {
 #[test]
 fn run_specs_resolve_to_ids() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&db_path(&dir)).unwrap();
+    let mut store = SqliteStore::open(&db_path(&dir)).unwrap();
     assert!(matches!(
         store.resolve_run("latest"),
         Err(StoreError::NotFound(_))
@@ -280,7 +282,7 @@ fn run_specs_resolve_to_ids() {
 #[test]
 fn writes_to_unknown_runs_are_not_found() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&db_path(&dir)).unwrap();
+    let mut store = SqliteStore::open(&db_path(&dir)).unwrap();
     assert!(matches!(
         store.add_benchmark(42, &bench("x", vec![])),
         Err(StoreError::NotFound(id)) if id == "42"
@@ -297,8 +299,8 @@ fn writes_to_unknown_runs_are_not_found() {
 fn a_new_store_is_marked_versioned_and_in_wal_mode() {
     let dir = tempfile::tempdir().unwrap();
     let path = db_path(&dir);
-    drop(Store::open(&path).unwrap());
-    drop(Store::open(&path).unwrap()); // reopening migrates nothing
+    drop(SqliteStore::open(&path).unwrap());
+    drop(SqliteStore::open(&path).unwrap()); // reopening migrates nothing
     let conn = raw(&path);
     let app: i32 = conn
         .pragma_query_value(None, "application_id", |r| r.get(0))
@@ -320,10 +322,10 @@ fn a_zero_byte_file_is_initialised() {
     let path = db_path(&dir);
     std::fs::write(&path, b"").unwrap();
     assert!(matches!(
-        Store::open_existing(&path),
+        SqliteStore::open_existing(&path),
         Err(StoreError::NoResults { .. })
     ));
-    let mut store = Store::open(&path).unwrap();
+    let mut store = SqliteStore::open(&path).unwrap();
     let id = store.begin_run(&run("h", vec![])).unwrap();
     assert!(store.load_run(id).unwrap().is_some());
 }
@@ -340,7 +342,7 @@ fn assert_refused(path: &Path, expected: fn(&StoreError) -> bool) {
         names
     };
     let files_before = listing(path);
-    for result in [Store::open(path), Store::open_existing(path)] {
+    for result in [SqliteStore::open(path), SqliteStore::open_existing(path)] {
         let err = result.unwrap_err();
         assert!(expected(&err), "unexpected error: {err:?}");
         assert_one_line_with_path(&err, path);
@@ -369,7 +371,7 @@ fn a_text_file_is_refused_and_left_untouched() {
 #[test]
 fn a_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let err = Store::open(dir.path()).unwrap_err();
+    let err = SqliteStore::open(dir.path()).unwrap_err();
     assert!(matches!(err, StoreError::NotADatabase { .. }), "{err:?}");
 }
 
@@ -395,7 +397,7 @@ fn another_programs_sqlite_database_is_refused_and_left_untouched() {
 fn a_newer_schema_is_refused_with_an_upgrade_hint() {
     let dir = tempfile::tempdir().unwrap();
     let path = db_path(&dir);
-    drop(Store::open(&path).unwrap());
+    drop(SqliteStore::open(&path).unwrap());
     raw(&path).pragma_update(None, "user_version", 99).unwrap();
     assert_refused(&path, |e| {
         matches!(e, StoreError::NewerSchema { found: 99, supported, .. } if *supported == STORE_SCHEMA_VERSION)
@@ -406,7 +408,7 @@ fn a_newer_schema_is_refused_with_an_upgrade_hint() {
 /// A real store with a few runs, closed and checkpointed.
 fn populated(dir: &tempfile::TempDir) -> PathBuf {
     let path = db_path(dir);
-    let mut store = Store::open(&path).unwrap();
+    let mut store = SqliteStore::open(&path).unwrap();
     for i in 0..5 {
         let samples = (0..50).map(sample).collect();
         store_run(
@@ -470,7 +472,7 @@ fn damage_deep_inside_never_panics_and_opening_writes_nothing() {
     let before = std::fs::read(&path).unwrap();
     // Opening may or may not notice; reading must then fail cleanly, not panic.
     let mut errors = Vec::new();
-    match Store::open_existing(&path) {
+    match SqliteStore::open_existing(&path) {
         Err(e) => errors.push(e),
         Ok(store) => {
             errors.extend(store.list_runs(None).err());
@@ -497,7 +499,7 @@ fn a_parent_that_is_a_file_is_unwritable() {
     let file = dir.path().join("plain-file");
     std::fs::write(&file, "x").unwrap();
     let path = file.join("sub/results.db");
-    let err = Store::open(&path).unwrap_err();
+    let err = SqliteStore::open(&path).unwrap_err();
     assert!(matches!(err, StoreError::Unwritable { .. }), "{err:?}");
     assert_one_line_with_path(&err, &path);
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
@@ -507,7 +509,7 @@ fn a_parent_that_is_a_file_is_unwritable() {
 fn a_missing_store_has_no_results_yet() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nothing/here.db");
-    let err = Store::open_existing(&path).unwrap_err();
+    let err = SqliteStore::open_existing(&path).unwrap_err();
     assert!(matches!(err, StoreError::NoResults { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
@@ -526,7 +528,7 @@ fn a_missing_store_has_no_results_yet() {
 fn a_perfsleuth_directory_gets_a_gitignore() {
     let dir = tempfile::tempdir().unwrap();
     let store_dir = dir.path().join(".perfsleuth");
-    drop(Store::open(&store_dir.join("results.db")).unwrap());
+    drop(SqliteStore::open(&store_dir.join("results.db")).unwrap());
     assert_eq!(
         std::fs::read_to_string(store_dir.join(".gitignore"))
             .unwrap()
@@ -536,14 +538,14 @@ fn a_perfsleuth_directory_gets_a_gitignore() {
 
     // A user's own .gitignore is never replaced.
     std::fs::write(store_dir.join(".gitignore"), "mine\n").unwrap();
-    drop(Store::open(&store_dir.join("results.db")).unwrap());
+    drop(SqliteStore::open(&store_dir.join("results.db")).unwrap());
     assert_eq!(
         std::fs::read_to_string(store_dir.join(".gitignore")).unwrap(),
         "mine\n"
     );
 
     // Other directories are left alone.
-    drop(Store::open(&dir.path().join("elsewhere/results.db")).unwrap());
+    drop(SqliteStore::open(&dir.path().join("elsewhere/results.db")).unwrap());
     assert!(!dir.path().join("elsewhere/.gitignore").exists());
 }
 
@@ -557,7 +559,7 @@ fn the_default_path_prefers_the_git_work_tree() {
     let xdg = Some(OsStr::new("/xdg"));
     let home = Some(OsStr::new("/home/u"));
     assert_eq!(
-        Store::default_path(&sub, xdg, home),
+        SqliteStore::default_path(&sub, xdg, home),
         Some(repo.join(".perfsleuth/results.db"))
     );
 
@@ -566,7 +568,7 @@ fn the_default_path_prefers_the_git_work_tree() {
     std::fs::create_dir(&wt).unwrap();
     std::fs::write(wt.join(".git"), "gitdir: /elsewhere\n").unwrap();
     assert_eq!(
-        Store::default_path(&wt, None, None),
+        SqliteStore::default_path(&wt, None, None),
         Some(wt.join(".perfsleuth/results.db"))
     );
 
@@ -576,27 +578,27 @@ fn the_default_path_prefers_the_git_work_tree() {
         return; // the temp dir itself lives in a repository; the rest cannot be tested here
     }
     assert_eq!(
-        Store::default_path(&outside, xdg, home),
+        SqliteStore::default_path(&outside, xdg, home),
         Some(PathBuf::from("/xdg/perfsleuth/results.db"))
     );
     assert_eq!(
-        Store::default_path(&outside, Some(OsStr::new("relative")), home),
+        SqliteStore::default_path(&outside, Some(OsStr::new("relative")), home),
         Some(PathBuf::from("/home/u/.local/share/perfsleuth/results.db"))
     );
     assert_eq!(
-        Store::default_path(&outside, Some(OsStr::new("")), home),
+        SqliteStore::default_path(&outside, Some(OsStr::new("")), home),
         Some(PathBuf::from("/home/u/.local/share/perfsleuth/results.db"))
     );
     assert_eq!(
-        Store::default_path(&outside, None, Some(OsStr::new(""))),
+        SqliteStore::default_path(&outside, None, Some(OsStr::new(""))),
         None
     );
-    assert_eq!(Store::default_path(&outside, None, None), None);
+    assert_eq!(SqliteStore::default_path(&outside, None, None), None);
 }
 
 #[test]
 fn store_urls_parse_to_paths() {
-    let p = |s: &str| Store::path_from_url(s).unwrap();
+    let p = |s: &str| SqliteStore::path_from_url(s).unwrap();
     assert_eq!(p("sqlite:results.db"), PathBuf::from("results.db"));
     assert_eq!(p("sqlite:/tmp/r.db"), PathBuf::from("/tmp/r.db"));
     assert_eq!(p("sqlite:///tmp/r.db"), PathBuf::from("/tmp/r.db"));
@@ -604,7 +606,7 @@ fn store_urls_parse_to_paths() {
     assert_eq!(p("r.db"), PathBuf::from("r.db"));
     assert_eq!(p("odd:name.db"), PathBuf::from("odd:name.db"));
     for bad in ["postgres://user@host/db", "file:///tmp/x.db", "", "sqlite:"] {
-        let err = Store::path_from_url(bad).unwrap_err();
+        let err = SqliteStore::path_from_url(bad).unwrap_err();
         assert!(
             matches!(err, StoreError::UnsupportedUrl { .. }),
             "{bad}: {err:?}"
@@ -612,7 +614,7 @@ fn store_urls_parse_to_paths() {
         let msg = err.to_string();
         assert!(msg.contains("sqlite:PATH") && !msg.contains('\n'), "{msg}");
     }
-    let msg = Store::path_from_url("postgres://x")
+    let msg = SqliteStore::path_from_url("postgres://x")
         .unwrap_err()
         .to_string();
     assert!(msg.contains("`postgres`"), "{msg}");
@@ -630,7 +632,7 @@ fn two_writers_on_one_new_store_both_succeed() {
                 let barrier = Arc::clone(&barrier);
                 std::thread::spawn(move || {
                     barrier.wait(); // open at the same moment to race the migration too
-                    let mut store = Store::open(&path).unwrap();
+                    let mut store = SqliteStore::open(&path).unwrap();
                     let samples: Vec<Sample> = (0..200).map(sample).collect();
                     let r = run(
                         &format!("thread-{t}"),
@@ -644,7 +646,7 @@ fn two_writers_on_one_new_store_both_succeed() {
         let results: Vec<(i64, Run)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         assert_ne!(results[0].0, results[1].0);
 
-        let store = Store::open_existing(&path).unwrap();
+        let store = SqliteStore::open_existing(&path).unwrap();
         for (id, original) in results {
             let loaded = store.load_run(id).unwrap().unwrap();
             assert_eq!(loaded.status, RunStatus::Complete);
@@ -658,7 +660,7 @@ fn two_writers_on_one_new_store_both_succeed() {
 #[test]
 fn runs_are_found_by_commit_branch_and_order() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("r.db")).unwrap();
     let mut ids = Vec::new();
     for (commit, branch, status) in [
         ("aaa", "main", RunStatus::Complete),
@@ -693,7 +695,7 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
     // A store made before profiles existed (schema 2), with a run in it.
     {
         let conn = raw(&path);
-        let mut store = Store::open(&path).unwrap();
+        let mut store = SqliteStore::open(&path).unwrap();
         let id = store_run(
             &mut store,
             &run("old", vec![bench("a", vec![sample(0)])]),
@@ -706,11 +708,11 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
         )
         .unwrap();
         drop(conn);
-        let store = Store::open(&path).unwrap();
+        let store = SqliteStore::open(&path).unwrap();
         let loaded = store.load_run(id).unwrap().expect("old run survives");
         assert_eq!(loaded.benchmarks[0].profile, None);
     }
-    let mut store = Store::open(&path).unwrap();
+    let mut store = SqliteStore::open(&path).unwrap();
     let profile = Profile {
         events: vec!["Ir".into(), "Dr".into()],
         totals: vec![1000, 300],
@@ -763,7 +765,7 @@ fn probe_result(probe: &str, metric: &str, value: f64, headline: bool) -> ProbeR
 }
 
 /// A `perfsleuth probe` run: no benchmarks, results added per probe.
-fn store_probe_run(store: &mut Store, env: Environment, batches: &[Vec<ProbeResult>]) -> i64 {
+fn store_probe_run(store: &mut dyn Store, env: Environment, batches: &[Vec<ProbeResult>]) -> i64 {
     let mut r = run("h", vec![]);
     r.mode = Mode::Probe;
     r.options = serde_json::json!({"probes": ["calls", "syscall"], "quick": true});
@@ -785,7 +787,7 @@ fn probe_results_round_trip_and_a_schema_3_store_gains_the_table() {
     // A store made before probes existed (schema 3), with a run in it.
     let old = {
         let conn = raw(&path);
-        let mut store = Store::open(&path).unwrap();
+        let mut store = SqliteStore::open(&path).unwrap();
         let id = store_run(
             &mut store,
             &run("old", vec![bench("a", vec![sample(0)])]),
@@ -796,7 +798,7 @@ fn probe_results_round_trip_and_a_schema_3_store_gains_the_table() {
             .unwrap();
         id
     };
-    let mut store = Store::open(&path).unwrap();
+    let mut store = SqliteStore::open(&path).unwrap();
     let version: u32 = raw(&path)
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
@@ -868,7 +870,7 @@ fn probe_results_round_trip_and_a_schema_3_store_gains_the_table() {
 #[test]
 fn probe_runs_are_counted_apart_and_found_by_machine() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&db_path(&dir)).unwrap();
+    let mut store = SqliteStore::open(&db_path(&dir)).unwrap();
     let results = vec![probe_result("calls", "indirect_call", 1.35, true)];
     let bench_run = store_run(&mut store, &run("h", vec![]), RunStatus::Complete);
     let mut ibrs = env("h", "performance");

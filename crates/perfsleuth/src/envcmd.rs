@@ -7,7 +7,7 @@ use crate::output::{open_existing_store, store_fail};
 use crate::term::emit;
 use perfsleuth_env::{Severity, Source, check, diff, has_problems, significant};
 use perfsleuth_model::{Environment, Fact, ImpactClass, UNKNOWN};
-use perfsleuth_store::comparability_hash;
+use perfsleuth_store::{Store as _, comparability_hash};
 use std::path::Path;
 
 /// Runs an `env` subcommand and returns the exit code.

@@ -5,6 +5,7 @@ use crate::error::Fail;
 use crate::output::{self, open_existing_store, store_fail};
 use crate::term::emit;
 use perfsleuth_report::{Align, Exporter, JsonExporter, analyze, table};
+use perfsleuth_store::Store as _;
 
 /// Lists stored runs, newest first.
 pub fn runs(args: RunsArgs) -> Result<i32, Fail> {

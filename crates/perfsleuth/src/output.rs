@@ -6,7 +6,7 @@ use crate::error::Fail;
 use crate::term::{emit, use_color};
 use perfsleuth_model::Run;
 use perfsleuth_report::{ExportFormat, Style, analyze, render_terminal};
-use perfsleuth_store::{Store, StoreError};
+use perfsleuth_store::{SqliteStore, StoreError};
 use std::path::{Path, PathBuf};
 
 /// The store path from `--store`, else `PERFSLEUTH_STORE`, else the default
@@ -17,7 +17,7 @@ pub fn store_path(url: Option<&str>) -> Result<PathBuf, Fail> {
         .ok()
         .filter(|v| !v.is_empty());
     match url.or(from_env.as_deref()) {
-        Some(url) => Store::path_from_url(url).map_err(store_fail),
+        Some(url) => SqliteStore::path_from_url(url).map_err(store_fail),
         None => {
             let cwd = std::env::current_dir().map_err(|e| {
                 Fail::usage(
@@ -25,20 +25,20 @@ pub fn store_path(url: Option<&str>) -> Result<PathBuf, Fail> {
                     "cd into an existing directory",
                 )
             })?;
-            Store::default_path(&cwd, std::env::var_os("XDG_DATA_HOME").as_deref(), std::env::var_os("HOME").as_deref())
+            SqliteStore::default_path(&cwd, std::env::var_os("XDG_DATA_HOME").as_deref(), std::env::var_os("HOME").as_deref())
                 .ok_or_else(|| Fail::usage("no default store location: not in a git repository and neither XDG_DATA_HOME nor HOME is set", "pass --store sqlite:PATH"))
         }
     }
 }
 
 /// Opens (creating if needed) the store for writing.
-pub fn open_store(url: Option<&str>) -> Result<Store, Fail> {
-    Store::open(&store_path(url)?).map_err(store_fail)
+pub fn open_store(url: Option<&str>) -> Result<SqliteStore, Fail> {
+    SqliteStore::open(&store_path(url)?).map_err(store_fail)
 }
 
 /// Opens an existing store for reading.
-pub fn open_existing_store(url: Option<&str>) -> Result<Store, Fail> {
-    Store::open_existing(&store_path(url)?).map_err(store_fail)
+pub fn open_existing_store(url: Option<&str>) -> Result<SqliteStore, Fail> {
+    SqliteStore::open_existing(&store_path(url)?).map_err(store_fail)
 }
 
 /// Store errors carry the path and a hint in one line; the hint goes on its

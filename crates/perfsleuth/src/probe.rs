@@ -15,7 +15,7 @@ use perfsleuth_probe::{
     CacheSizes, CalibratedClock, Measurement, PROBES, ProbeDelta, ProbeOptions, ProbeReport,
     fmt_bytes,
 };
-use perfsleuth_store::{RunKind, Store, comparability_hash};
+use perfsleuth_store::{RunKind, SqliteStore, Store as _, comparability_hash};
 use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::path::Path;
@@ -133,7 +133,7 @@ struct Measured {
     /// Each probe's full report (messages, duration, clock).
     reports: Vec<ProbeReport>,
     /// The store the run went to, if any.
-    store: Option<Store>,
+    store: Option<SqliteStore>,
 }
 
 /// Captures the environment, runs the probes one after another (storing
@@ -143,7 +143,7 @@ struct Measured {
 fn measure(
     names: &[&'static str],
     quick: bool,
-    mut store: Option<Store>,
+    mut store: Option<SqliteStore>,
     mut each: impl FnMut(&ProbeReport),
 ) -> Result<Measured, Fail> {
     let environment = perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live());
@@ -587,7 +587,7 @@ const SIDE_HINT: &str = "give a run id, latest, latest~N (probe runs), current, 
 
 /// `perfsleuth probe diff A B`.
 fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
-    let mut store: Option<Store> = None;
+    let mut store: Option<SqliteStore> = None;
     let store_url = args.store.store.clone();
     let is_current = |s: &str| s == "current";
     // Resolve stored and file sides first: `current` runs the probes the other side has.
@@ -640,7 +640,7 @@ fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
 /// A stored run or a file as a `probe diff` side.
 fn resolve_side(
     spec: &str,
-    store: &mut Option<Store>,
+    store: &mut Option<SqliteStore>,
     url: Option<&str>,
 ) -> Result<ProbeSide, Fail> {
     let path = Path::new(spec);
@@ -989,7 +989,7 @@ fn diff_json(
 /// either machine has no probe run, both map to the same one, or nothing
 /// differs; lookup errors are not the comparison's concern and yield nothing.
 pub fn compare_notes(
-    store: &Store,
+    store: &SqliteStore,
     baseline: &Environment,
     candidate: &Environment,
 ) -> Vec<String> {

@@ -93,8 +93,11 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         );
     }
     let empty: Vec<_> = benches.iter().map(|b| b.to_benchmark(false)).collect();
+    let stored_in = store.as_ref().map(|s| s.path().to_path_buf());
     let mut sink = StoreSink::begin(
-        store.as_mut(),
+        store
+            .as_mut()
+            .map(|s| s as &mut dyn perfsleuth_store::Store),
         &mut run,
         &empty,
         ProgressLine::new(c.io.output == OutputTarget::Inherit),
@@ -122,7 +125,6 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     run.environment.merge(measured.counter_env);
     run.benchmarks = perfsleuth_runner::benchmarks(&benches);
     conclude(&mut run, &measured.result, &spawner, &mut sink).map_err(runner_fail)?;
-    let stored_in = sink.store().map(|s| s.path().to_path_buf());
     let to_stderr = output::summary_to_stderr(&args);
     match measured.result {
         Err(Stop::Failed(e)) => Err(runner_fail(e)),

@@ -119,7 +119,15 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         .iter()
         .map(|l| l.to_benchmark(&param, false))
         .collect();
-    let mut sink = StoreSink::begin(store.as_mut(), &mut run, &empty, ProgressLine::new(false))?;
+    let stored_in = store.as_ref().map(|s| s.path().to_path_buf());
+    let mut sink = StoreSink::begin(
+        store
+            .as_mut()
+            .map(|s| s as &mut dyn perfsleuth_store::Store),
+        &mut run,
+        &empty,
+        ProgressLine::new(false),
+    )?;
     install_interrupt_handler().map_err(|e| {
         Fail::usage(
             format!("cannot install the Ctrl-C handler: {e}"),
@@ -142,7 +150,6 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         .map(|l| l.to_benchmark(&param, true))
         .collect();
     conclude(&mut run, &result, &spawner, &mut sink).map_err(runner_fail)?;
-    let stored_in = sink.store().map(|s| s.path().to_path_buf());
     let stored_note = |what: &str| {
         run.id.map_or(String::new(), |id| {
             format!("; the runs so far are stored as run {id} (status {what})")

@@ -6,7 +6,7 @@ use crate::error::Fail;
 use crate::output::store_fail;
 use perfsleuth_compare::Side;
 use perfsleuth_model::{EXPORT_KIND_RUN, Run, SCHEMA_VERSION};
-use perfsleuth_store::{RunKind, Store};
+use perfsleuth_store::{RunKind, SqliteStore, Store as _};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -83,7 +83,7 @@ const SELECTOR_HINT: &str = "give a run id, latest, latest~N, a branch, a git re
 /// The store, opened when a selector first needs it.
 pub struct StoreHandle {
     url: Option<String>,
-    store: Option<Store>,
+    store: Option<SqliteStore>,
 }
 
 impl StoreHandle {
@@ -93,7 +93,7 @@ impl StoreHandle {
     }
 
     /// Opens the store on first use.
-    pub fn get(&mut self) -> Result<&Store, Fail> {
+    pub fn get(&mut self) -> Result<&SqliteStore, Fail> {
         if self.store.is_none() {
             self.store = Some(crate::output::open_existing_store(self.url.as_deref())?);
         }
@@ -132,7 +132,7 @@ pub fn default_baseline(candidate: &Side, store: &mut StoreHandle) -> Result<Sid
     })
 }
 
-fn load(store: &Store, id: i64) -> Result<Run, Fail> {
+fn load(store: &SqliteStore, id: i64) -> Result<Run, Fail> {
     let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
         Fail::usage(
             format!("run {id} not found"),
@@ -152,7 +152,7 @@ fn load(store: &Store, id: i64) -> Result<Run, Fail> {
 
 /// The store, if a selector opened it (or it can be opened now); `None`
 /// when there is none, e.g. when two exported files are compared.
-pub fn existing_store(store: &mut StoreHandle) -> Option<&Store> {
+pub fn existing_store(store: &mut StoreHandle) -> Option<&SqliteStore> {
     store.get().ok()
 }
 

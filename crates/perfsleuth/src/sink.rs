@@ -9,7 +9,7 @@ use perfsleuth_store::Store;
 
 /// Commits each sample to the store as it is measured and draws progress.
 pub struct StoreSink<'a> {
-    store: Option<&'a mut Store>,
+    store: Option<&'a mut dyn Store>,
     /// Benchmark row ids, by plan index.
     ids: Vec<i64>,
     /// The terminal progress line.
@@ -20,7 +20,7 @@ impl<'a> StoreSink<'a> {
     /// Begins the run in the store (when there is one) with its benchmarks,
     /// so that every sample can be committed as it is measured.
     pub fn begin(
-        mut store: Option<&'a mut Store>,
+        mut store: Option<&'a mut dyn Store>,
         run: &mut Run,
         benchmarks: &[Benchmark],
         progress: ProgressLine,
@@ -38,11 +38,6 @@ impl<'a> StoreSink<'a> {
             ids,
             progress,
         })
-    }
-
-    /// The store, if storing.
-    pub fn store(&self) -> Option<&Store> {
-        self.store.as_deref()
     }
 }
 

@@ -7,7 +7,7 @@ mod common;
 
 use common::{Out, Sandbox, assert_no_panic, parse_json};
 use perfsleuth_model::{ImpactClass, Mode, Run, RunStatus};
-use perfsleuth_store::Store;
+use perfsleuth_store::{SqliteStore, Store as _};
 use serde_json::Value;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -382,7 +382,7 @@ fn compare_mentions_probe_differences_between_the_machines() {
 
     // The candidate's machine, probed: the stored probe run with its
     // environment and an indirect call 5× slower.
-    let mut store = Store::open(&sb.db()).unwrap();
+    let mut store = SqliteStore::open(&sb.db()).unwrap();
     let probed = store.load_run(1).unwrap().expect("probe run 1");
     let cand_run: Run = serde_json::from_value(cand["run"].clone()).unwrap();
     let mut after = Run {

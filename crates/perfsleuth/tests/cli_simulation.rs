@@ -1,7 +1,9 @@
 //! `run --mode simulation` (callgrind) and the perf_event counters of
 //! walltime runs, through the real binary with real valgrind and real C
 //! programs. Skipped, with a printed reason, only where valgrind or gcc is
-//! missing (`.ci/run` installs both).
+//! missing (`.ci/run` installs both), or, for the futex counts, where no
+//! tracefs can be mounted; `PERFSLEUTH_TEST_REQUIRE` turns those skips into
+//! failures (`perfsleuth_testkit`).
 
 mod common;
 
@@ -36,7 +38,8 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Whether valgrind and gcc are here; prints why a test is skipped.
+/// Whether valgrind and gcc are here; prints why a test is skipped (fails
+/// it when the missing tool is required).
 fn tools(test: &str) -> bool {
     for tool in ["valgrind", "gcc"] {
         let found = Command::new(tool)
@@ -44,7 +47,7 @@ fn tools(test: &str) -> bool {
             .output()
             .is_ok_and(|o| o.status.success());
         if !found {
-            println!("skipped {test}: {tool} is not installed");
+            perfsleuth_testkit::skip(tool, format!("{test}: {tool} is not installed"));
             return false;
         }
     }
@@ -480,7 +483,10 @@ fn futex_counts_show_lock_contention_end_to_end() {
     let out = match with_tracefs(&sb, &args) {
         Ok(out) => out,
         Err(why) => {
-            println!("skipped: no tracefs here and none could be mounted privately: {why}");
+            perfsleuth_testkit::skip(
+                "tracefs",
+                format!("no tracefs here and none could be mounted privately: {why}"),
+            );
             return;
         }
     };
@@ -495,9 +501,9 @@ fn futex_counts_show_lock_contention_end_to_end() {
         v.get(v.len() / 2).copied()
     };
     let (Some(shared), Some(private)) = (futex(0), futex(1)) else {
-        println!(
-            "skipped: futex tracepoint not permitted here: {}",
-            out.stderr.trim()
+        perfsleuth_testkit::skip(
+            "tracefs",
+            format!("futex tracepoint not permitted here: {}", out.stderr.trim()),
         );
         return;
     };

@@ -47,9 +47,9 @@ fn runs(program: &str, arg: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// `None` when valgrind, gcc (and, if asked, callgrind_annotate) can run;
-/// else why not, for a "skipped: …" line.
-pub fn missing_tools(annotate: bool) -> Option<String> {
+/// The tools of valgrind, gcc (and, if asked, callgrind_annotate) that
+/// cannot run here; their names are `perfsleuth_testkit` feature names.
+pub fn missing_tools(annotate: bool) -> Vec<&'static str> {
     let mut missing = Vec::new();
     if !runs("valgrind", "--version") {
         missing.push("valgrind");
@@ -67,14 +67,19 @@ pub fn missing_tools(annotate: bool) -> Option<String> {
     if annotate && !annotate_starts {
         missing.push("callgrind_annotate");
     }
-    (!missing.is_empty()).then(|| format!("{} not installed", missing.join(", ")))
+    missing
 }
 
-/// Returns from the test with a "skipped" line when tools are missing.
+/// Returns from the test with a "skipped" line when tools are missing (fails
+/// instead when `PERFSLEUTH_TEST_REQUIRE` names one of them).
 macro_rules! require_tools {
     ($annotate:expr) => {
-        if let Some(why) = common::missing_tools($annotate) {
-            eprintln!("skipped: {why} (CI installs them)");
+        let missing = common::missing_tools($annotate);
+        if !missing.is_empty() {
+            perfsleuth_testkit::skip_missing(
+                &missing,
+                format!("{} not installed (CI installs them)", missing.join(", ")),
+            );
             return;
         }
     };

@@ -1,0 +1,136 @@
+//! The store's one error type and the conversions that name the store file.
+
+use rusqlite::ErrorCode;
+use std::path::{Path, PathBuf};
+
+/// Hint appended to errors where another store location is the way out.
+const HINT_OTHER: &str = "pass another path with --store sqlite:PATH";
+
+/// Everything that can go wrong with a store; each message is one line with the path and a hint.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file exists but is not a perfsleuth store (another program's file or database).
+    #[error("{}: not a perfsleuth database (hint: {HINT_OTHER})", path.display())]
+    NotADatabase {
+        /// The offending file.
+        path: PathBuf,
+    },
+    /// The file is a SQLite database whose contents are damaged.
+    #[error(
+        "{}: the store is corrupt: {detail} (hint: move the file aside to start a fresh store, or {HINT_OTHER})",
+        path.display()
+    )]
+    Corrupt {
+        /// The damaged file.
+        path: PathBuf,
+        /// What SQLite or the loader found.
+        detail: String,
+    },
+    /// The store was written by a newer perfsleuth with a schema this build cannot read.
+    #[error(
+        "{}: store schema version {found} is newer than the {supported} this perfsleuth supports (hint: upgrade perfsleuth, or {HINT_OTHER})",
+        path.display()
+    )]
+    NewerSchema {
+        /// The store file.
+        path: PathBuf,
+        /// Its `user_version`.
+        found: u32,
+        /// [`STORE_SCHEMA_VERSION`](crate::STORE_SCHEMA_VERSION).
+        supported: u32,
+    },
+    /// The store or its directory cannot be created or written.
+    #[error("{}: cannot write the store: {detail} (hint: {HINT_OTHER} in a writable location)", path.display())]
+    Unwritable {
+        /// The store file.
+        path: PathBuf,
+        /// The OS or SQLite reason.
+        detail: String,
+    },
+    /// The store file exists but cannot be read.
+    #[error("{}: cannot read the store: {detail} (hint: check its permissions, or {HINT_OTHER})", path.display())]
+    Unreadable {
+        /// The store file.
+        path: PathBuf,
+        /// The OS reason.
+        detail: String,
+    },
+    /// Listing or showing was asked of a store that does not exist yet.
+    #[error("no results stored yet at {} (run `perfsleuth run` first)", path.display())]
+    NoResults {
+        /// Where the store was looked for.
+        path: PathBuf,
+    },
+    /// A `--store` value with a scheme other than `sqlite:`.
+    #[error("unsupported store {url:?}: {reason} (hint: use sqlite:PATH or a bare PATH)")]
+    UnsupportedUrl {
+        /// The value as given.
+        url: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// Any other SQLite failure.
+    #[error(
+        "{}: SQLite error: {source} (hint: retry; if it persists, check the file and its directory, or {HINT_OTHER})",
+        path.display()
+    )]
+    Sqlite {
+        /// The store file.
+        path: PathBuf,
+        /// The underlying error.
+        source: rusqlite::Error,
+    },
+    /// No stored run matches the given id or spec.
+    #[error(
+        "no stored run matches {0:?} (hint: run `perfsleuth runs` to list stored runs; use an id, latest or latest~N)"
+    )]
+    NotFound(String),
+    /// A JSON column could not be encoded or decoded.
+    #[error("{}: stored JSON is malformed: {source} (hint: the store may be damaged; {HINT_OTHER})", path.display())]
+    Json {
+        /// The store file.
+        path: PathBuf,
+        /// The underlying error.
+        source: serde_json::Error,
+    },
+}
+
+/// Turns a SQLite error into the most specific [`StoreError`], so callers and
+/// users see "corrupt" or "unwritable" rather than a raw SQLite code.
+pub(crate) fn sql_err(path: &Path, e: rusqlite::Error) -> StoreError {
+    let path = path.to_path_buf();
+    if let rusqlite::Error::SqliteFailure(f, msg) = &e {
+        let detail = msg.clone().unwrap_or_else(|| f.to_string());
+        match f.code {
+            ErrorCode::NotADatabase => return StoreError::NotADatabase { path },
+            ErrorCode::DatabaseCorrupt => return StoreError::Corrupt { path, detail },
+            ErrorCode::ReadOnly
+            | ErrorCode::CannotOpen
+            | ErrorCode::DiskFull
+            | ErrorCode::PermissionDenied => return StoreError::Unwritable { path, detail },
+            _ => {}
+        }
+    }
+    StoreError::Sqlite { path, source: e }
+}
+
+/// Attaches the store path to library errors.
+pub(crate) trait At<T> {
+    /// Converts the error, naming `path`.
+    fn at(self, path: &Path) -> Result<T, StoreError>;
+}
+
+impl<T> At<T> for rusqlite::Result<T> {
+    fn at(self, path: &Path) -> Result<T, StoreError> {
+        self.map_err(|e| sql_err(path, e))
+    }
+}
+
+impl<T> At<T> for Result<T, serde_json::Error> {
+    fn at(self, path: &Path) -> Result<T, StoreError> {
+        self.map_err(|source| StoreError::Json {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}

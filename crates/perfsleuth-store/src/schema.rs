@@ -1,0 +1,102 @@
+//! The tables' DDL, one constant per schema change, in the order
+//! [`crate::migrations`] applies them.
+//!
+//! These texts are what stores in the wild have already run: a released
+//! constant must never change, not even its indentation (SQLite keeps the
+//! `CREATE` text verbatim in `sqlite_schema`); a schema change is a new
+//! constant and a new migration step.
+
+use crate::error::{At, StoreError};
+use rusqlite::{Connection, OptionalExtension};
+use std::path::Path;
+
+/// Version 1: environments, runs, benchmarks and samples.
+pub(crate) const INITIAL_TABLES: &str = "CREATE TABLE environments (
+        id INTEGER PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        facts TEXT NOT NULL
+    );
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        started_at TEXT NOT NULL,
+        ended_at TEXT,
+        status TEXT NOT NULL,
+        tool_version TEXT NOT NULL,
+        git_commit TEXT,
+        git_branch TEXT,
+        git_dirty INTEGER,
+        mode TEXT NOT NULL,
+        options TEXT NOT NULL,
+        environment_id INTEGER NOT NULL REFERENCES environments(id),
+        context TEXT NOT NULL
+    );
+    CREATE INDEX runs_environment ON runs(environment_id);
+    CREATE TABLE benchmarks (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        command TEXT NOT NULL,
+        argv TEXT NOT NULL,
+        parameters TEXT NOT NULL,
+        UNIQUE (run_id, position)
+    );
+    CREATE TABLE samples (
+        benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+        iteration INTEGER NOT NULL,
+        wall_ns INTEGER NOT NULL,
+        user_ns INTEGER NOT NULL,
+        sys_ns INTEGER NOT NULL,
+        peak_rss_bytes INTEGER NOT NULL,
+        minor_faults INTEGER NOT NULL,
+        major_faults INTEGER NOT NULL,
+        voluntary_cs INTEGER NOT NULL,
+        involuntary_cs INTEGER NOT NULL,
+        exit_code INTEGER,
+        signal INTEGER,
+        counters TEXT,
+        PRIMARY KEY (benchmark_id, iteration)
+    ) WITHOUT ROWID;";
+
+/// Version 2: facts about each benchmarked program (hash, ELF class, ABI), JSON.
+pub(crate) const BENCHMARK_FACTS: &str = "ALTER TABLE benchmarks ADD COLUMN facts TEXT";
+
+/// Version 3: the per-function profile of a simulation-mode benchmark, JSON.
+pub(crate) const BENCHMARK_PROFILE: &str = "ALTER TABLE benchmarks ADD COLUMN profile TEXT";
+
+/// Version 4: machine microbenchmark results (`perfsleuth probe`), one row per
+/// metric. REAL columns are nullable: SQLite stores NaN as NULL.
+pub(crate) const PROBE_RESULTS: &str = "CREATE TABLE probe_results (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        probe TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        value REAL,
+        unit TEXT NOT NULL,
+        lower_is_better INTEGER NOT NULL,
+        cycles REAL,
+        spread REAL,
+        stable INTEGER NOT NULL,
+        headline INTEGER NOT NULL,
+        note TEXT,
+        PRIMARY KEY (run_id, position)
+    ) WITHOUT ROWID;";
+
+/// Touches the root page of every table of schema `version`, so a damaged
+/// store fails on open rather than halfway through a run, and before
+/// anything is written.
+pub(crate) fn probe(conn: &Connection, path: &Path, version: u32) -> Result<(), StoreError> {
+    let since_4 = ["SELECT 1 FROM probe_results LIMIT 1"];
+    for sql in [
+        "SELECT 1 FROM environments LIMIT 1",
+        "SELECT max(id) FROM runs",
+        "SELECT 1 FROM benchmarks LIMIT 1",
+        "SELECT 1 FROM samples LIMIT 1",
+    ]
+    .into_iter()
+    .chain(since_4.into_iter().filter(|_| version >= 4))
+    {
+        conn.query_row(sql, [], |_| Ok(())).optional().at(path)?;
+    }
+    Ok(())
+}

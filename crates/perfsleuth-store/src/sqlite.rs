@@ -1,0 +1,124 @@
+//! The SQLite backend's connection: opening, the checks before the first
+//! write, and the pragmas every connection runs with.
+
+use crate::error::{At, StoreError, sql_err};
+use crate::location::ensure_gitignore;
+use crate::migrations::{FileState, Identity, STORE_SCHEMA_VERSION, migrate, precheck};
+use crate::schema;
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long a writer waits for another process holding the store's lock.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An open perfsleuth store in one SQLite file; its operations are the [`crate::Store`] trait's.
+pub struct SqliteStore {
+    pub(crate) conn: Connection,
+    pub(crate) path: PathBuf,
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens or creates a store, creating parent directories (and `.perfsleuth/.gitignore`) as needed.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let state = precheck(path)?;
+        if state == FileState::Missing
+            && let Some(parent) = path.parent()
+        {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                // create_dir_all reports "File exists" when a component is a
+                // regular file: name that component instead.
+                let blocker = parent.ancestors().find(|a| a.is_file());
+                StoreError::Unwritable {
+                    path: path.to_path_buf(),
+                    detail: match blocker {
+                        Some(file) => format!("{} is a file, not a directory", file.display()),
+                        None => format!("cannot create directory {}: {e}", parent.display()),
+                    },
+                }
+            })?;
+        }
+        let store = SqliteStore::connect(path, true)?;
+        // After connecting, so a refused file leaves no trace beside it either.
+        ensure_gitignore(path)?;
+        Ok(store)
+    }
+
+    /// Opens an existing store for listing and showing; a missing store is a [`StoreError::NoResults`].
+    pub fn open_existing(path: &Path) -> Result<SqliteStore, StoreError> {
+        match precheck(path)? {
+            FileState::Missing | FileState::Empty => Err(StoreError::NoResults {
+                path: path.to_path_buf(),
+            }),
+            FileState::Sqlite => SqliteStore::connect(path, false),
+        }
+    }
+
+    /// Connects, verifies the file is ours, then (and only then) configures and migrates it.
+    fn connect(path: &Path, create: bool) -> Result<SqliteStore, StoreError> {
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let mut conn = Connection::open_with_flags(path, flags).at(path)?;
+        // Before anything that takes a lock, so concurrent openers wait instead of failing.
+        conn.busy_timeout(BUSY_TIMEOUT).at(path)?;
+
+        // Read-only checks first: nothing below may run on a file that is not ours.
+        let id = Identity::read(&conn, path)?;
+        id.check(path)?;
+        if id.version >= 1 {
+            schema::probe(&conn, path, id.version)?;
+        }
+
+        set_wal(&conn, path)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").at(path)?;
+        conn.pragma_update(None, "foreign_keys", true).at(path)?;
+        if id.version < STORE_SCHEMA_VERSION {
+            migrate(&mut conn, path)?;
+        }
+        Ok(SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The store's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Switches to WAL, retrying while another opener holds the lock: the journal
+/// mode change does not always go through the busy handler.
+fn set_wal(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    loop {
+        // The result may be another mode on file systems without shared memory;
+        // the store still works there, just with less concurrency.
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(e) if is_busy(&e) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(sql_err(path, e)),
+        }
+    }
+}
+
+/// Whether an error means another connection holds the lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
