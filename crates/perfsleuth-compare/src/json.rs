@@ -58,6 +58,7 @@ pub(crate) fn verdict_counts(c: &Comparison) -> Vec<(&'static str, usize)> {
         RowVerdict::Stat(Verdict::Improved),
         RowVerdict::Stat(Verdict::WithinNoise),
         RowVerdict::Stat(Verdict::Unchanged),
+        RowVerdict::Stat(Verdict::Inconclusive),
         RowVerdict::Stat(Verdict::InsufficientData),
         RowVerdict::EnvironmentChanged,
     ];

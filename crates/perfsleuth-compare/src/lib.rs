@@ -19,8 +19,8 @@ pub use render::{render_markdown, render_terminal};
 use perfsleuth_env::Change;
 use perfsleuth_model::{Environment, ImpactClass, Metric, Mode, Profile, Run, Sample};
 use perfsleuth_stats::{
-    DEFAULT_CONFIDENCE, Interval, RelativeChange, Verdict, VerdictRule, bh_adjusted,
-    bootstrap_relative_change, bootstrap_relative_change_runs, mann_whitney_u, median,
+    Evidence, Interval, RelativeChange, Verdict, VerdictRule, bh_adjusted, decide, mann_whitney_u,
+    median, smallest_p,
 };
 use std::collections::BTreeMap;
 
@@ -59,10 +59,9 @@ pub struct Options {
     /// False discovery rate for Benjamini–Hochberg over the gating p-values
     /// when more than one benchmark is paired (default `Some(0.05)`; `None` turns it off).
     pub fdr_q: Option<f64>,
-    /// Bootstrap resamples per comparison (default 10 000).
+    /// Bootstrap resamples per comparison (default `perfsleuth_stats::RESAMPLES`;
+    /// fewer only in quick tests). The seed is `perfsleuth_stats::SEED`.
     pub resamples: usize,
-    /// Bootstrap seed, so that the same inputs always give the same report.
-    pub seed: u64,
 }
 
 impl Default for Options {
@@ -73,8 +72,7 @@ impl Default for Options {
             metrics: vec![Metric::Wall, Metric::User, Metric::Sys, Metric::PeakRss],
             per_benchmark: BTreeMap::new(),
             fdr_q: Some(0.05),
-            resamples: 10_000,
-            seed: 0x5EED_C0A1_u64,
+            resamples: perfsleuth_stats::RESAMPLES,
         }
     }
 }
@@ -495,11 +493,7 @@ fn measure(
         }
         return m;
     }
-    m.change = if bg.len() > 1 || cg.len() > 1 {
-        bootstrap_relative_change_runs(&bg, &cg, DEFAULT_CONFIDENCE, opts.resamples, seed)
-    } else {
-        bootstrap_relative_change(&bp, &cp, DEFAULT_CONFIDENCE, opts.resamples, seed)
-    };
+    m.change = perfsleuth_stats::estimate(&bg, &cg, opts.resamples, seed).change;
     if m.change.is_none() {
         m.notes
             .push("the bootstrap gave no usable interval".to_string());
@@ -517,42 +511,6 @@ fn stats_direction(metric: Metric) -> perfsleuth_stats::Direction {
 fn push_unique(list: &mut Vec<Metric>, m: Metric) {
     if !list.contains(&m) {
         list.push(m);
-    }
-}
-
-/// The smallest two-sided p-value the exact Mann–Whitney test can give for
-/// these sample sizes: 2 / C(n + m, n), both samples entirely separated.
-fn smallest_p(n: usize, m: usize) -> f64 {
-    if n == 0 || m == 0 {
-        return 1.0;
-    }
-    // C(n + m, n) grows fast; past 1e6 the bound is far below any alpha.
-    let mut c = 1.0f64;
-    for i in 0..n.min(m) {
-        c = c * (n + m - i) as f64 / (i + 1) as f64;
-        if c > 1e6 {
-            return 0.0;
-        }
-    }
-    (2.0 / c).min(1.0)
-}
-
-/// The verdict on an exact change (deterministic simulated counts).
-fn exact_verdict(change: f64, threshold: f64, metric: Metric) -> Verdict {
-    if change == 0.0 {
-        return Verdict::Unchanged;
-    }
-    if change.abs() <= threshold {
-        return Verdict::WithinNoise;
-    }
-    let worse = match metric.direction() {
-        perfsleuth_model::Direction::Lower => change > 0.0,
-        perfsleuth_model::Direction::Higher => change < 0.0,
-    };
-    if worse {
-        Verdict::Regressed
-    } else {
-        Verdict::Improved
     }
 }
 
@@ -818,7 +776,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             ));
         }
         for metric in metrics {
-            let seed = opts.seed ^ fnv1a(&[&key, metric.name()]);
+            let seed = perfsleuth_stats::SEED ^ fnv1a(&[&key, metric.name()]);
             let m = measure(&be.groups, &ce.groups, metric, opts, seed);
             exact.push(m.exact);
             rows.push(Row {
@@ -896,29 +854,30 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                 rule.alpha = rule.alpha.min(q);
             }
         }
+        let direction = stats_direction(row.metric);
+        let verdict = match &row.change {
+            Some(change) if exact => decide(&rule, &Evidence::Exact(change.change), direction),
+            Some(change) => decide(
+                &rule,
+                &Evidence::Sampled {
+                    change,
+                    p_value: p,
+                    n_baseline: row.n_baseline,
+                    n_candidate: row.n_candidate,
+                },
+                direction,
+            ),
+            None => Verdict::InsufficientData,
+        };
         // With few samples the rank test cannot reach significance at all
         // (3 vs 3: p ≥ 0.10): say so instead of calling a large change "unchanged".
         let best_p = smallest_p(row.n_baseline, row.n_candidate);
         if !exact && row.change.is_some() && best_p > rule.alpha {
-            row.verdict = RowVerdict::Stat(Verdict::InsufficientData);
             row.notes.push(format!(
                 "{} vs {} samples cannot show significance at α = {} (the smallest possible p is {best_p:.2}): measure more runs",
                 row.n_baseline, row.n_candidate, rule.alpha
             ));
-            continue;
         }
-        let verdict = match &row.change {
-            Some(change) if exact => exact_verdict(change.change, rule.noise_threshold, row.metric),
-            Some(change) => perfsleuth_stats::verdict(
-                &rule,
-                change,
-                p,
-                row.n_baseline,
-                row.n_candidate,
-                stats_direction(row.metric),
-            ),
-            None => Verdict::InsufficientData,
-        };
         row.verdict = RowVerdict::Stat(verdict);
     }
     // Same binary on both sides: a change cannot come from the code. Judged

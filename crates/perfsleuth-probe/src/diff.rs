@@ -4,6 +4,7 @@
 
 use crate::Measurement;
 use perfsleuth_model::{Environment, UNKNOWN};
+use perfsleuth_stats::{Direction, Evidence, Verdict, VerdictRule, decide};
 use serde::{Deserialize, Serialize};
 
 /// Facts that move every probe: the CPU itself, its clock, the hypervisor.
@@ -117,6 +118,15 @@ pub struct ProbeDelta {
 /// Smallest relative change called significant.
 pub const SIGNIFICANT_CHANGE: f64 = 0.10;
 
+/// The verdict rule of probe diffs: the one verdict function of
+/// perfsleuth-stats, on spread bands, with a 10 % threshold (probes compare
+/// machines, whose differences worth naming are large).
+const RULE: VerdictRule = VerdictRule {
+    alpha: 0.05,
+    noise_threshold: SIGNIFICANT_CHANGE,
+    min_samples: 1,
+};
+
 /// Pairs the metrics of two probe results (by probe and metric name, in A's
 /// order) and explains each difference with the environment facts that
 /// changed under that probe's prefixes. Explanations are listed for every
@@ -147,8 +157,19 @@ pub fn diff(
             ratio < 1.0
         };
         let band = (ma.spread.abs() * ma.value.abs() + mb.spread.abs() * mb.value.abs()) / 2.0;
-        let significant =
-            (ratio - 1.0).abs() >= SIGNIFICANT_CHANGE && (mb.value - ma.value).abs() > band;
+        let direction = if ma.lower_is_better {
+            Direction::LowerIsBetter
+        } else {
+            Direction::HigherIsBetter
+        };
+        let evidence = Evidence::Bands {
+            change: ratio - 1.0,
+            band: band / ma.value.abs(),
+        };
+        let significant = matches!(
+            decide(&RULE, &evidence, direction),
+            Verdict::Regressed | Verdict::Improved
+        );
         let explanations = match cache.iter().find(|(p, _)| *p == ma.probe) {
             Some((_, e)) => e.clone(),
             None => {

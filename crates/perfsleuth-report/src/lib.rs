@@ -20,7 +20,9 @@ pub mod svg;
 mod terminal;
 
 use perfsleuth_model::{Benchmark, Metric, Run};
-use perfsleuth_stats::{bootstrap_median_ratio, mann_whitney_u, summarize};
+use perfsleuth_stats::{
+    Direction, Evidence, RESAMPLES, SEED, Verdict, VerdictRule, decide, estimate, summarize,
+};
 use std::collections::BTreeMap;
 
 pub use csv::export_csv;
@@ -39,24 +41,7 @@ pub use style::Style;
 pub use terminal::render_terminal;
 
 /// Confidence level of every interval this crate reports.
-pub const CONFIDENCE: f64 = 0.95;
-
-/// Bootstrap resamples per comparison: enough that the 2.5% and 97.5%
-/// percentiles move by well under the printed precision between seeds.
-pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
-
-/// Fixed bootstrap seed ("perfsleu" in ASCII), so rendering the same run
-/// twice gives the same intervals.
-pub const BOOTSTRAP_SEED: u64 = 0x7065_7266_736c_6575;
-
-/// Significance level of the rank test on wall time.
-pub const ALPHA: f64 = 0.05;
-
-/// Fewest samples each side needs before a difference is called significant:
-/// with fewer, the bootstrap distribution of a median has so few distinct
-/// values that its interval can exclude 1.0 on no real evidence (with one
-/// sample each it is a single point).
-pub const MIN_RUNS_FOR_SIGNIFICANCE: usize = 5;
+pub const CONFIDENCE: f64 = perfsleuth_stats::DEFAULT_CONFIDENCE;
 
 /// Per-benchmark statistics used by every renderer.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,7 +79,7 @@ pub struct Comparison {
     /// Index of the reference benchmark in `Run::benchmarks`.
     pub reference: usize,
     /// Median wall time ratio candidate/reference with its 95% bootstrap CI;
-    /// `significant` also requires [`MIN_RUNS_FOR_SIGNIFICANCE`] runs a side.
+    /// `significant` when the in-run verdict is regressed or improved.
     pub time: Option<RatioEstimate>,
     /// Median peak RSS ratio candidate/reference, like `time`; `None` when
     /// either side has no samples or the reference's median is 0.
@@ -122,10 +107,11 @@ pub struct RunReport {
 /// benchmark with `reference` (default 0; an out-of-range index also means 0).
 ///
 /// Comparisons are the ratio candidate/reference of medians with a 95%
-/// bootstrap CI ([`BOOTSTRAP_RESAMPLES`] resamples, [`BOOTSTRAP_SEED`]) for
-/// wall time and peak RSS, plus the Mann-Whitney p for wall time. A ratio is
-/// only marked significant when its CI excludes 1.0 and both sides have at
-/// least [`MIN_RUNS_FOR_SIGNIFICANCE`] samples.
+/// bootstrap CI for wall time and peak RSS, plus the Mann-Whitney p for wall
+/// time, from `perfsleuth_stats::estimate`. A ratio is marked significant
+/// when `perfsleuth_stats::decide` under [`VerdictRule::IN_RUN`] says
+/// regressed or improved: the CI excludes 1.0, the rank test agrees, and both
+/// sides have at least its `min_samples`.
 pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
     let benchmarks: Vec<BenchmarkReport> = run.benchmarks.iter().map(benchmark_report).collect();
     let reference = reference.filter(|&r| r < run.benchmarks.len()).unwrap_or(0);
@@ -171,55 +157,61 @@ fn benchmark_report(b: &Benchmark) -> BenchmarkReport {
     }
 }
 
-/// Compares `candidate` (at `index`) with `reference` (at `ref_index`).
+/// Compares `candidate` (at `index`) with `reference` (at `ref_index`) with
+/// the one verdict of `perfsleuth-stats`, under its in-run rule.
 fn compare(
     reference: &Benchmark,
     candidate: &Benchmark,
     index: usize,
     ref_index: usize,
 ) -> Comparison {
-    let ratio = |metric: Metric| {
+    let judge = |metric: Metric, key: u64| {
         let (base, cand) = (reference.values(metric), candidate.values(metric));
-        bootstrap_median_ratio(
-            &base,
-            &cand,
-            CONFIDENCE,
-            BOOTSTRAP_RESAMPLES,
-            BOOTSTRAP_SEED,
-        )
-        .map(|mut est| {
-            est.significant &= enough_runs(base.len(), cand.len());
-            est
-        })
+        let est = estimate(&[base], &[cand], RESAMPLES, SEED ^ key);
+        let verdict = est.change.as_ref().map(|change| {
+            decide(
+                &VerdictRule::IN_RUN,
+                &Evidence::Sampled {
+                    change,
+                    p_value: est.p_value.unwrap_or(f64::NAN),
+                    n_baseline: est.n_baseline,
+                    n_candidate: est.n_candidate,
+                },
+                Direction::LowerIsBetter,
+            )
+        });
+        let ratio = est.change.as_ref().map(|c| RatioEstimate {
+            ratio: 1.0 + c.change,
+            ci: Interval {
+                lo: 1.0 + c.ci.lo,
+                hi: 1.0 + c.ci.hi,
+            },
+            significant: matches!(verdict, Some(Verdict::Regressed | Verdict::Improved)),
+            resamples: c.resamples,
+        });
+        (ratio, est.p_value, verdict)
     };
-    let time_p_value = mann_whitney_u(
-        &reference.values(Metric::Wall),
-        &candidate.values(Metric::Wall),
-    )
-    .map(|m| m.p_value);
-    let mut time = ratio(Metric::Wall);
-    let mut time_inconclusive = false;
-    if let (Some(est), Some(p)) = (time.as_mut(), time_p_value) {
-        // A time difference is claimed only when both tests agree.
-        let rank_says_different = p < ALPHA;
-        if enough_runs(reference.samples.len(), candidate.samples.len()) {
-            time_inconclusive = est.significant != rank_says_different;
-        }
-        est.significant &= rank_says_different;
-    }
+    let (time, time_p_value, time_verdict) = judge(Metric::Wall, 0);
+    let (peak_rss, _, _) = judge(Metric::PeakRss, 1);
     Comparison {
         index,
         reference: ref_index,
         time,
-        peak_rss: ratio(Metric::PeakRss),
+        peak_rss,
         time_p_value,
-        time_inconclusive,
+        // With the in-run rule's zero threshold, "within noise" means a
+        // significant test whose CI still touches no change.
+        time_inconclusive: matches!(
+            time_verdict,
+            Some(Verdict::Inconclusive | Verdict::WithinNoise)
+        ),
     }
 }
 
 /// Whether both sides have enough samples for a significance claim.
 pub(crate) fn enough_runs(a: usize, b: usize) -> bool {
-    a >= MIN_RUNS_FOR_SIGNIFICANCE && b >= MIN_RUNS_FOR_SIGNIFICANCE
+    let n = VerdictRule::IN_RUN.min_samples;
+    a >= n && b >= n
 }
 
 #[cfg(test)]
@@ -387,10 +379,14 @@ mod tests {
             let est = c.time.as_ref().unwrap();
             let p = c.time_p_value.unwrap();
             let ci_excludes = !est.ci.contains(1.0);
-            assert_eq!(est.significant, ci_excludes && p < ALPHA, "shift {shift}");
+            assert_eq!(
+                est.significant,
+                ci_excludes && p < VerdictRule::IN_RUN.alpha,
+                "shift {shift}"
+            );
             assert_eq!(
                 c.time_inconclusive,
-                ci_excludes != (p < ALPHA),
+                ci_excludes != (p < VerdictRule::IN_RUN.alpha),
                 "shift {shift}"
             );
         }

@@ -5,7 +5,7 @@ use crate::format::{
     pad_left, pad_right, width,
 };
 use crate::style::Style;
-use crate::{BenchmarkReport, Comparison, MIN_RUNS_FOR_SIGNIFICANCE, RunReport, enough_runs};
+use crate::{BenchmarkReport, Comparison, RunReport, enough_runs};
 use perfsleuth_model::{Run, RunStatus};
 use perfsleuth_stats::RatioEstimate;
 use std::fmt::Write as _;
@@ -256,7 +256,10 @@ pub(crate) fn statement(
 ) -> (String, Tone) {
     if !enough_runs(n_ref, n_cand) {
         return (
-            format!("too few runs to tell: at least {MIN_RUNS_FOR_SIGNIFICANCE} each needed"),
+            format!(
+                "too few runs to tell: at least {} each needed",
+                perfsleuth_stats::VerdictRule::IN_RUN.min_samples
+            ),
             Tone::Neutral,
         );
     }

@@ -8,6 +8,7 @@
 //! of panicking, because the inputs come straight from measurements.
 #![warn(missing_docs)]
 
+mod assess;
 mod binomial;
 mod bootstrap;
 mod describe;
@@ -20,6 +21,7 @@ mod usl;
 mod verdict;
 mod welch;
 
+pub use assess::{Estimate, RESAMPLES, SEED, estimate};
 pub use binomial::median_ci_rank;
 pub use bootstrap::{
     RatioEstimate, RelativeChange, bootstrap_median_ratio, bootstrap_relative_change,
@@ -37,7 +39,7 @@ pub use student_t::{regularized_incomplete_beta, student_t_cdf};
 pub use usl::{
     UslError, UslFit, UslModel, UslPoint, fit_usl, fit_usl_capped, usl_efficiency, usl_throughput,
 };
-pub use verdict::{Direction, Verdict, VerdictRule, verdict};
+pub use verdict::{Direction, Evidence, Verdict, VerdictRule, decide, smallest_p, verdict};
 pub use welch::{WelchT, welch_t_test};
 
 /// Rejects confidence levels outside the open interval (0, 1), NaN included.

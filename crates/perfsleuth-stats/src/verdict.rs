@@ -24,8 +24,11 @@ pub enum Verdict {
     Improved,
     /// Significant, but the CI reaches into the noise band: too small to act on.
     WithinNoise,
-    /// Not significant.
+    /// Not significant, and the CI does not lie wholly beyond the threshold.
     Unchanged,
+    /// The CI lies wholly beyond the threshold but the rank test is not
+    /// significant: the two disagree, so no claim either way.
+    Inconclusive,
     /// Too few samples or unusable numbers to say anything.
     InsufficientData,
 }
@@ -38,6 +41,7 @@ impl Verdict {
             Verdict::Improved => "improved",
             Verdict::WithinNoise => "within noise",
             Verdict::Unchanged => "unchanged",
+            Verdict::Inconclusive => "inconclusive",
             Verdict::InsufficientData => "insufficient data",
         }
     }
@@ -71,6 +75,17 @@ impl Default for VerdictRule {
 }
 
 impl VerdictRule {
+    /// The rule for benchmarks compared inside one run (the run summary):
+    /// interleaved, so no between-run offset to allow for — any change the
+    /// CI and the rank test agree on counts — but at least 5 samples a side,
+    /// below which a bootstrap of medians has too few distinct values to
+    /// exclude anything on real evidence.
+    pub const IN_RUN: VerdictRule = VerdictRule {
+        alpha: 0.05,
+        noise_threshold: 0.0,
+        min_samples: 5,
+    };
+
     /// Whether alpha is in (0, 1] and the threshold finite and >= 0; lets a
     /// config loader reject a rule before it silently yields
     /// insufficient data everywhere.
@@ -89,7 +104,8 @@ impl VerdictRule {
 /// 2. NaN p-value: unchanged if the change and the whole CI are exactly 0
 ///    (both sides constant and equal: nothing moved, even though a test such
 ///    as Welch's has no variance to work with), otherwise insufficient data;
-/// 3. p >= alpha → unchanged;
+/// 3. p >= alpha → inconclusive when the whole CI is beyond the threshold
+///    (the interval and the test disagree), else unchanged;
 /// 4. p < alpha and the whole CI beyond +threshold or below -threshold →
 ///    regressed or improved, according to `direction`;
 /// 5. p < alpha otherwise → within noise.
@@ -130,14 +146,19 @@ pub fn verdict(
             Verdict::InsufficientData
         };
     }
-    // Branch 3: not significant, however large the CI says the change is;
-    // a wide CI beyond the threshold with p >= alpha is not evidence.
+    let t = rule.noise_threshold;
+    // Branch 3: not significant. A CI wholly beyond the threshold is not
+    // evidence on its own, but calling it "unchanged" would contradict the
+    // printed interval, so the two disagreeing is said as such.
     if p_value >= rule.alpha {
-        return Verdict::Unchanged;
+        return if ci.lo > t || ci.hi < -t {
+            Verdict::Inconclusive
+        } else {
+            Verdict::Unchanged
+        };
     }
     // Branch 4: the whole CI must clear the noise band, not just the point
     // estimate, so a barely-significant 0.5% shift is not a regression.
-    let t = rule.noise_threshold;
     let worse_if_up = direction == Direction::LowerIsBetter;
     if ci.lo > t {
         return if worse_if_up {
@@ -155,6 +176,113 @@ pub fn verdict(
     }
     // Branch 5: real but small, or the CI straddles the band's edge.
     Verdict::WithinNoise
+}
+
+/// What a verdict is decided on.
+#[derive(Debug, Clone, Copy)]
+pub enum Evidence<'a> {
+    /// An exact change: deterministic counts (simulation), identical within
+    /// each side, so no test is needed.
+    Exact(f64),
+    /// A change estimated from samples, with its CI and a rank-test p-value.
+    Sampled {
+        /// The relative change and its CI.
+        change: &'a RelativeChange,
+        /// The test's p-value (NaN when it has none), BH-adjusted where that applies.
+        p_value: f64,
+        /// Samples on the baseline side.
+        n_baseline: usize,
+        /// Samples on the candidate side.
+        n_candidate: usize,
+    },
+    /// A change between two summary values (machine probes: medians with an
+    /// inter-quartile spread, no samples kept), with the half-width of their
+    /// spread bands relative to the baseline value.
+    Bands {
+        /// candidate / baseline − 1.
+        change: f64,
+        /// (spread_a·a + spread_b·b) / 2, relative to a.
+        band: f64,
+    },
+}
+
+/// The one verdict of perfsleuth: every comparison — `run`'s summary,
+/// `compare`, `run --baseline`, sweeps level by level — is decided here.
+///
+/// An exact change is judged by the threshold alone (0 → unchanged, within
+/// the threshold → within noise). A sampled change whose sample counts
+/// cannot reach significance at all (3 vs 3 samples: the smallest possible
+/// rank-test p is 0.10) is insufficient data; otherwise [`verdict`] decides.
+/// A change between spread bands is unchanged while the bands overlap and
+/// within noise below the threshold; at or beyond it, it counts.
+pub fn decide(rule: &VerdictRule, evidence: &Evidence<'_>, direction: Direction) -> Verdict {
+    match *evidence {
+        Evidence::Exact(change) => {
+            if change == 0.0 {
+                return Verdict::Unchanged;
+            }
+            if !change.is_finite() || !rule.is_valid() {
+                return Verdict::InsufficientData;
+            }
+            if change.abs() <= rule.noise_threshold {
+                return Verdict::WithinNoise;
+            }
+            signed(change, direction)
+        }
+        Evidence::Sampled {
+            change,
+            p_value,
+            n_baseline,
+            n_candidate,
+        } => {
+            if smallest_p(n_baseline, n_candidate) > rule.alpha {
+                return Verdict::InsufficientData;
+            }
+            verdict(rule, change, p_value, n_baseline, n_candidate, direction)
+        }
+        Evidence::Bands { change, band } => {
+            if !change.is_finite() || !band.is_finite() || !rule.is_valid() {
+                return Verdict::InsufficientData;
+            }
+            if change.abs() <= band.abs() {
+                return Verdict::Unchanged;
+            }
+            if change.abs() < rule.noise_threshold {
+                return Verdict::WithinNoise;
+            }
+            signed(change, direction)
+        }
+    }
+}
+
+/// Regressed or improved, by which way the metric gets better.
+fn signed(change: f64, direction: Direction) -> Verdict {
+    let worse = match direction {
+        Direction::LowerIsBetter => change > 0.0,
+        Direction::HigherIsBetter => change < 0.0,
+    };
+    if worse {
+        Verdict::Regressed
+    } else {
+        Verdict::Improved
+    }
+}
+
+/// The smallest two-sided p-value a rank test can give for `n` vs `m`
+/// samples without ties: 2 / C(n + m, n).
+pub fn smallest_p(n: usize, m: usize) -> f64 {
+    if n == 0 || m == 0 {
+        return 1.0;
+    }
+    // C(n + m, n) grows fast; past 1e6 the bound is far below any alpha.
+    let mut c = 1.0f64;
+    for i in 0..n.min(m) {
+        c = c * (n + m - i) as f64 / (i + 1) as f64;
+        if c > 1e6 {
+            return 0.0;
+        }
+    }
+    (2.0 / c).min(1.0)
 }
 
 #[cfg(test)]
@@ -186,6 +314,7 @@ mod tests {
             (Verdict::Improved, "improved"),
             (Verdict::WithinNoise, "within noise"),
             (Verdict::Unchanged, "unchanged"),
+            (Verdict::Inconclusive, "inconclusive"),
             (Verdict::InsufficientData, "insufficient data"),
         ];
         for (verdict, name) in all {
@@ -218,8 +347,10 @@ mod tests {
             v(&rc(0.003, 0.001, 0.005), 0.001, LOWER),
             Verdict::WithinNoise
         );
-        // Not significant even though the CI clears the threshold.
-        assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.2, LOWER), Verdict::Unchanged);
+        // Not significant although the CI clears the threshold: the two
+        // disagree, and "unchanged" would contradict the printed interval.
+        assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.2, LOWER), Verdict::Inconclusive);
+        assert_eq!(v(&rc(0.05, 0.005, 0.07), 0.2, LOWER), Verdict::Unchanged);
         assert_eq!(v(&rc(0.0, -0.02, 0.02), 0.6, LOWER), Verdict::Unchanged);
     }
 
@@ -234,13 +365,14 @@ mod tests {
             v(&rc(0.02, 0.005, 0.03), 0.001, HIGHER),
             Verdict::WithinNoise
         );
-        assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.2, HIGHER), Verdict::Unchanged);
+        assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.2, HIGHER), Verdict::Inconclusive);
     }
 
     #[test]
     fn boundaries() {
         // p == alpha is not below alpha.
-        assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.05, LOWER), Verdict::Unchanged);
+        assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.05, LOWER), Verdict::Inconclusive);
+        assert_eq!(v(&rc(0.05, -0.01, 0.07), 0.05, LOWER), Verdict::Unchanged);
         // A CI edge exactly on the threshold is not beyond it.
         assert_eq!(v(&rc(0.05, 0.01, 0.07), 0.001, LOWER), Verdict::WithinNoise);
         assert_eq!(
@@ -372,5 +504,57 @@ mod tests {
         assert_eq!(from_samples(&slow, &base), Verdict::Improved);
         assert_eq!(from_samples(&base, &base), Verdict::Unchanged);
         assert_ne!(from_samples(&base, &tiny), Verdict::Regressed);
+    }
+
+    #[test]
+    fn decide_judges_exact_changes_by_the_threshold_alone() {
+        let r = VerdictRule::default();
+        assert_eq!(decide(&r, &Evidence::Exact(0.0), LOWER), Verdict::Unchanged);
+        assert_eq!(
+            decide(&r, &Evidence::Exact(0.005), LOWER),
+            Verdict::WithinNoise
+        );
+        assert_eq!(decide(&r, &Evidence::Exact(0.2), LOWER), Verdict::Regressed);
+        assert_eq!(decide(&r, &Evidence::Exact(0.2), HIGHER), Verdict::Improved);
+        assert_eq!(
+            decide(&r, &Evidence::Exact(f64::NAN), LOWER),
+            Verdict::InsufficientData
+        );
+    }
+
+    #[test]
+    fn decide_refuses_sample_counts_that_cannot_reach_significance() {
+        let c = rc(0.5, 0.3, 0.7);
+        let sampled = |n| Evidence::Sampled {
+            change: &c,
+            p_value: 0.1,
+            n_baseline: n,
+            n_candidate: n,
+        };
+        let r = VerdictRule::default();
+        // 3 vs 3: the smallest possible p is 2/20 = 0.10 > 0.05.
+        assert!((smallest_p(3, 3) - 0.1).abs() < 1e-12);
+        assert_eq!(decide(&r, &sampled(3), LOWER), Verdict::InsufficientData);
+        // 4 vs 4 can (2/70): the rule decides, here inconclusive (p 0.1).
+        assert_eq!(decide(&r, &sampled(4), LOWER), Verdict::Inconclusive);
+        assert_eq!(smallest_p(0, 5), 1.0);
+        assert_eq!(smallest_p(400, 400), 0.0);
+    }
+
+    #[test]
+    fn decide_on_spread_bands() {
+        let r = VerdictRule {
+            noise_threshold: 0.10,
+            ..VerdictRule::default()
+        };
+        let bands = |change, band| decide(&r, &Evidence::Bands { change, band }, LOWER);
+        assert_eq!(bands(0.5, 0.6), Verdict::Unchanged, "bands overlap");
+        assert_eq!(bands(0.05, 0.01), Verdict::WithinNoise);
+        assert_eq!(
+            bands(0.10, 0.01),
+            Verdict::Regressed,
+            "the threshold counts"
+        );
+        assert_eq!(bands(-0.2, 0.01), Verdict::Improved);
     }
 }

@@ -15,11 +15,12 @@ use serde_json::Value;
 use std::process::Command;
 
 /// Every verdict string a row can carry.
-const VERDICTS: [&str; 6] = [
+const VERDICTS: [&str; 7] = [
     "regressed",
     "improved",
     "within noise",
     "unchanged",
+    "inconclusive",
     "insufficient data",
     "environment changed",
 ];
@@ -581,7 +582,7 @@ fn json_follows_the_documented_schema() {
     assert_eq!(row(&doc, "work", "peak_rss")["unit"], "bytes");
 
     let summary = doc["summary"].as_object().unwrap();
-    assert_eq!(summary.len(), 6, "{summary:?}");
+    assert_eq!(summary.len(), VERDICTS.len(), "{summary:?}");
     for v in VERDICTS {
         assert!(summary.contains_key(v), "{summary:?}");
     }
@@ -989,21 +990,30 @@ fn same_binary_with_a_changed_result_says_so() {
     };
     assert!(hash("a.json").is_string());
     assert_eq!(hash("a.json"), hash("b.json"));
-    derive(&sb, "b.json", "b-slow.json", |d| scale_wall(d, 1.5));
+    // Fixed walls, so the verdict does not depend on how busy the machine was.
+    derive(&sb, "a.json", "a-steady.json", steady);
+    derive(&sb, "b.json", "b-slow.json", |d| {
+        steady(d);
+        scale_wall(d, 1.5)
+    });
 
-    let doc = compare_json(&sb, &["a.json", "b-slow.json"]);
+    let doc = compare_json(&sb, &["a-steady.json", "b-slow.json"]);
     let wall = row(&doc, "work", "wall");
     assert_eq!(wall["verdict"], "regressed");
     assert!(
         notes(wall).contains(&SAME_BINARY_NOTE.to_string()),
         "{wall:#}"
     );
-    let out = compare(&sb, &["a.json", "b-slow.json"]).ok();
+    let out = compare(&sb, &["a-steady.json", "b-slow.json"]).ok();
     assert!(out.stdout.contains(SAME_BINARY_NOTE), "{out:?}");
-    let out = compare(&sb, &["--format", "markdown", "a.json", "b-slow.json"]).ok();
+    let out = compare(
+        &sb,
+        &["--format", "markdown", "a-steady.json", "b-slow.json"],
+    )
+    .ok();
     assert!(out.stdout.contains(SAME_BINARY_NOTE), "{out:?}");
     // Improvements too.
-    let doc = compare_json(&sb, &["b-slow.json", "a.json"]);
+    let doc = compare_json(&sb, &["b-slow.json", "a-steady.json"]);
     assert!(notes(row(&doc, "work", "wall")).contains(&SAME_BINARY_NOTE.to_string()));
 }
 
