@@ -39,6 +39,25 @@ pub struct Planned {
 }
 
 impl Planned {
+    /// This benchmark in the model's form, with the facts of its program
+    /// and what was measured of it.
+    pub fn to_benchmark(
+        &self,
+        facts: &Environment,
+        samples: &[Sample],
+        profile: Option<&Profile>,
+    ) -> Benchmark {
+        Benchmark {
+            name: self.name.clone(),
+            command: self.command.clone(),
+            argv: self.argv.clone(),
+            parameters: self.parameters.clone(),
+            facts: facts.clone(),
+            samples: samples.to_vec(),
+            profile: profile.cloned(),
+        }
+    }
+
     /// The program this benchmark really measures: the command's program, or
     /// with a shell the first word of the shell command when it names one.
     pub fn program(&self, shell: bool) -> Option<PathBuf> {
@@ -135,19 +154,9 @@ impl Bench {
 
     /// The benchmark in the model's form, with or without its samples.
     pub fn to_benchmark(&self, with_samples: bool) -> Benchmark {
-        Benchmark {
-            name: self.plan.name.clone(),
-            command: self.plan.command.clone(),
-            argv: self.plan.argv.clone(),
-            parameters: self.plan.parameters.clone(),
-            facts: self.binary.clone(),
-            samples: if with_samples {
-                self.samples.clone()
-            } else {
-                Vec::new()
-            },
-            profile: self.profile.clone(),
-        }
+        let samples: &[Sample] = if with_samples { &self.samples } else { &[] };
+        self.plan
+            .to_benchmark(&self.binary, samples, self.profile.as_ref())
     }
 
     fn runs(&self) -> u32 {

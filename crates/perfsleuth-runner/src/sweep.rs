@@ -10,7 +10,7 @@ use crate::{Progress, Sink};
 use perfsleuth_measure::{CommandId, CpuTimes, IoConfig, Tolerate};
 use perfsleuth_model::scale_keys::{CPU_BUSY_PREFIX, CPU_KEYS, CPU_TICKS, THROUGHPUT, WORK};
 use perfsleuth_model::{Benchmark, Environment, Sample};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -64,21 +64,11 @@ impl Level {
         &self.samples
     }
 
-    /// The level as a benchmark of the model, with or without its samples.
-    pub fn to_benchmark(&self, param: &str, with_samples: bool) -> Benchmark {
-        Benchmark {
-            name: self.plan.name.clone(),
-            command: self.plan.command.clone(),
-            argv: self.plan.argv.clone(),
-            parameters: BTreeMap::from([(param.to_string(), self.text.clone())]),
-            facts: self.facts.clone(),
-            samples: if with_samples {
-                self.samples.clone()
-            } else {
-                Vec::new()
-            },
-            profile: None,
-        }
+    /// The level as a benchmark of the model (its parameters are the swept
+    /// one's value), with or without its samples.
+    pub fn to_benchmark(&self, with_samples: bool) -> Benchmark {
+        let samples: &[Sample] = if with_samples { &self.samples } else { &[] };
+        self.plan.to_benchmark(&self.facts, samples, None)
     }
 }
 
@@ -413,7 +403,7 @@ mod tests {
         // Throughput = work per thread × N / wall: level 3 does 3000 units in 1 ms.
         let c = &lv[2].samples()[0];
         assert_eq!(c.counters[THROUGHPUT], 3_000_000.0);
-        assert_eq!(lv[2].to_benchmark("n", false).parameters["n"], "3");
+        assert!(lv[2].to_benchmark(false).samples.is_empty());
     }
 
     #[test]

@@ -115,10 +115,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         true,
         &mut run.environment,
     );
-    let empty: Vec<_> = levels
-        .iter()
-        .map(|l| l.to_benchmark(&param, false))
-        .collect();
+    let empty: Vec<_> = levels.iter().map(|l| l.to_benchmark(false)).collect();
     let stored_in = store.as_ref().map(|s| s.path().to_path_buf());
     let mut sink = StoreSink::begin(
         store
@@ -145,10 +142,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     let result = sweep.measure(&mut spawner, &mut sink, &mut levels);
     sink.progress.clear();
 
-    run.benchmarks = levels
-        .iter()
-        .map(|l| l.to_benchmark(&param, true))
-        .collect();
+    run.benchmarks = levels.iter().map(|l| l.to_benchmark(true)).collect();
     conclude(&mut run, &result, &spawner, &mut sink).map_err(runner_fail)?;
     let stored_note = |what: &str| {
         run.id.map_or(String::new(), |id| {
