@@ -240,35 +240,8 @@ impl<T> At<T> for Result<T, serde_json::Error> {
     }
 }
 
-/// One row of `perfsleuth runs`.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RunListing {
-    /// Store id.
-    pub id: i64,
-    /// Start time, RFC 3339 UTC.
-    pub started_at: String,
-    /// End time; `None` while running or after a crash.
-    pub ended_at: Option<String>,
-    /// Lifecycle state.
-    pub status: RunStatus,
-    /// Measurement mode.
-    pub mode: Mode,
-    /// Source-control state at start.
-    pub git: Option<GitInfo>,
-    /// Benchmark names in display order.
-    pub benchmarks: Vec<String>,
-    /// Number of samples over all benchmarks.
-    pub samples: u64,
-    /// The `cpu.model` fact.
-    pub cpu_model: Option<String>,
-    /// The `host.name` fact.
-    pub host: Option<String>,
-    /// Hash of the identity facts: runs with equal hashes ran on comparable machines.
-    pub comparability: String,
-    /// Probes with stored results (`perfsleuth probe` runs), in the order measured.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub probes: Vec<String>,
-}
+// The `perfsleuth/runs` entries are part of the typed schema in the model.
+pub use perfsleuth_model::schema::RunListing;
 
 /// Which runs `latest` and `latest~N` count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,6 +4,7 @@ use crate::cli::{RunsArgs, ShowArgs};
 use crate::error::Fail;
 use crate::output::{self, open_existing_store, store_fail};
 use crate::term::emit;
+use perfsleuth_model::schema::{Document, RunsDoc, to_json_pretty};
 use perfsleuth_report::{Align, analyze, export_json, table};
 
 /// Lists stored runs, newest first.
@@ -13,13 +14,15 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
         .list_runs(args.limit.map(|n| n as usize))
         .map_err(store_fail)?;
     if args.json {
-        let text = serde_json::to_string_pretty(&serde_json::json!({
-            "schema": "perfsleuth/runs",
-            "schema_version": perfsleuth_model::SCHEMA_VERSION,
-            "runs": list,
-        }))
-        .map_err(|e| Fail::usage(format!("cannot serialise JSON: {e}"), "please report this"))?;
-        emit(&(text + "\n"), false);
+        let doc = RunsDoc {
+            schema: RunsDoc::SCHEMA.to_string(),
+            schema_version: RunsDoc::VERSION,
+            runs: list,
+        };
+        let text = to_json_pretty(&doc).map_err(|e| {
+            Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
+        })?;
+        emit(&text, false);
         return Ok(0);
     }
     if list.is_empty() {
@@ -97,10 +100,10 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
     )?;
     if args.json {
         let doc = export_json(&run, &analyze(&run, reference));
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| {
+        let text = to_json_pretty(&doc).map_err(|e| {
             Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
         })?;
-        emit(&(text + "\n"), false);
+        emit(&text, false);
     } else if run.mode == perfsleuth_model::Mode::Probe {
         // Probe results, not a wall-time summary of benchmarks it does not have.
         crate::probe::print_stored(&run, args.all, args.color);

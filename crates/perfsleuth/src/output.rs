@@ -179,9 +179,9 @@ fn write_exports_inner(run: &Run, reference: Option<usize>, args: &RunArgs) -> R
     let report = analyze(run, reference);
     if let Some(path) = &args.export_json {
         let doc = export_json(run, &report);
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| {
+        let text = perfsleuth_model::schema::to_json_pretty(&doc).map_err(|e| {
             Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
-        })? + "\n";
+        })?;
         write_file(path, &text)?;
     }
     if let Some(path) = &args.export_csv {

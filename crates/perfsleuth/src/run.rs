@@ -3,7 +3,7 @@
 //! first timed iteration.
 
 use crate::cli::{ModeChoice, RunArgs};
-use crate::error::{EXIT_INTERRUPTED, Fail};
+use crate::error::Fail;
 use crate::output;
 use crate::parse;
 use crate::plan::{Planned, Shell, Templates, plan};
@@ -13,6 +13,7 @@ use perfsleuth_measure::{
     CommandId, IoConfig, MeasureError, Outcome, OutputTarget, Spawner, Tolerate,
     install_interrupt_handler,
 };
+use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::{
     Benchmark, Environment, ImpactClass, Mode, Profile, Run, RunStatus, Sample, rfc3339,
 };
@@ -471,7 +472,9 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                 format!("; the samples taken so far are stored as run {id} (status interrupted)")
             });
             emit(&format!("Interrupted{stored}.\n"), true);
-            Ok(perfsleuth_measure::interrupting_signal().map_or(EXIT_INTERRUPTED, |sig| 128 + sig))
+            Ok(ExitCode::interrupted_by(
+                perfsleuth_measure::interrupting_signal(),
+            ))
         }
         Ok(()) => {
             output::print_summary(
