@@ -2,53 +2,60 @@
 //! `docs/COMPARE.md`).
 
 use crate::{Comparison, Row, RowVerdict, any_gating_regression};
+use perfsleuth_model::schema::{
+    CompareDoc, CompareEnvChange, CompareRow, Document, RelativeChange, VerdictCounts, VerdictLabel,
+};
 use perfsleuth_stats::Verdict;
-use serde_json::{Value, json};
 
 /// Name written into every compare document.
-pub const SCHEMA: &str = "perfsleuth/compare";
+pub const SCHEMA: &str = CompareDoc::SCHEMA;
 
 /// Layout version of the compare document.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = CompareDoc::VERSION;
 
-/// A finite number, or null (JSON has no NaN).
-fn num(x: f64) -> Value {
-    if x.is_finite() { json!(x) } else { Value::Null }
+/// A finite number, or `None` (JSON has no NaN).
+fn num(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
 }
 
-fn opt_num(x: Option<f64>) -> Value {
-    x.map_or(Value::Null, num)
+/// A row's verdict as the schema names it.
+pub fn verdict_label(v: RowVerdict) -> VerdictLabel {
+    match v {
+        RowVerdict::Stat(Verdict::Regressed) => VerdictLabel::Regressed,
+        RowVerdict::Stat(Verdict::Improved) => VerdictLabel::Improved,
+        RowVerdict::Stat(Verdict::WithinNoise) => VerdictLabel::WithinNoise,
+        RowVerdict::Stat(Verdict::Unchanged) => VerdictLabel::Unchanged,
+        RowVerdict::Stat(Verdict::Inconclusive) => VerdictLabel::Inconclusive,
+        RowVerdict::Stat(Verdict::InsufficientData) => VerdictLabel::InsufficientData,
+        RowVerdict::EnvironmentChanged => VerdictLabel::EnvironmentChanged,
+    }
 }
 
-fn row_json(r: &Row) -> Value {
-    let direction = match r.metric.direction() {
-        perfsleuth_model::Direction::Lower => "lower",
-        perfsleuth_model::Direction::Higher => "higher",
-    };
-    json!({
-        "benchmark": r.benchmark,
-        "parameters": r.parameters,
-        "key": r.key(),
-        "metric": r.metric.name(),
-        "unit": r.metric.unit(),
-        "better": direction,
-        "gating": r.gating,
-        "baseline_median": num(r.baseline_median),
-        "candidate_median": num(r.candidate_median),
-        "n_baseline": r.n_baseline,
-        "n_candidate": r.n_candidate,
-        "change": r.change.as_ref().map_or(Value::Null, |c| json!({
-            "change": num(c.change),
-            "ci_low": num(c.ci.lo),
-            "ci_high": num(c.ci.hi),
-            "confidence": perfsleuth_stats::DEFAULT_CONFIDENCE,
-            "resamples": c.resamples,
-        })),
-        "p_value": opt_num(r.p_value),
-        "p_adjusted": opt_num(r.p_adjusted),
-        "verdict": r.verdict.as_str(),
-        "notes": r.notes,
-    })
+fn row_doc(r: &Row) -> CompareRow {
+    CompareRow {
+        benchmark: r.benchmark.clone(),
+        parameters: r.parameters.clone(),
+        key: r.key(),
+        metric: r.metric,
+        unit: r.metric.unit().to_string(),
+        better: r.metric.direction(),
+        gating: r.gating,
+        baseline_median: num(r.baseline_median),
+        candidate_median: num(r.candidate_median),
+        n_baseline: r.n_baseline,
+        n_candidate: r.n_candidate,
+        change: r.change.as_ref().map(|c| RelativeChange {
+            change: num(c.change),
+            ci_low: num(c.ci.lo),
+            ci_high: num(c.ci.hi),
+            confidence: perfsleuth_stats::DEFAULT_CONFIDENCE,
+            resamples: c.resamples,
+        }),
+        p_value: r.p_value.and_then(num),
+        p_adjusted: r.p_adjusted.and_then(num),
+        verdict: verdict_label(r.verdict),
+        notes: r.notes.clone(),
+    }
 }
 
 /// Counts of rows by verdict, every verdict present (0 when none).
@@ -72,41 +79,39 @@ pub(crate) fn verdict_counts(c: &Comparison) -> Vec<(&'static str, usize)> {
         .collect()
 }
 
-/// The comparison as a JSON document: `{"schema": "perfsleuth/compare",
-/// "schema_version": 1, ...}` with every field of [`Comparison`] and [`Row`].
-pub fn to_json(c: &Comparison) -> Value {
-    let env: Vec<Value> = c
-        .env_changes
-        .iter()
-        .map(|ch| {
-            json!({
-                "key": ch.key,
-                "class": ch.class.as_str(),
-                "before": ch.before,
-                "after": ch.after,
-                "summary": ch.summary,
-                "why": ch.why,
+/// The comparison as its typed JSON document (`perfsleuth/compare`) with
+/// every field of [`Comparison`] and [`Row`]; serialise it with
+/// `perfsleuth_model::schema::to_json_pretty`.
+pub fn to_json(c: &Comparison) -> CompareDoc {
+    let mut summary = VerdictCounts::default();
+    for r in &c.rows {
+        summary.add(verdict_label(r.verdict));
+    }
+    CompareDoc {
+        schema: SCHEMA.to_string(),
+        schema_version: SCHEMA_VERSION,
+        baseline: c.baseline.clone(),
+        candidate: c.candidate.clone(),
+        identity_changed: c.identity_changed,
+        env_changes: c
+            .env_changes
+            .iter()
+            .map(|ch| CompareEnvChange {
+                key: ch.key.clone(),
+                class: ch.class,
+                before: ch.before.clone(),
+                after: ch.after.clone(),
+                summary: ch.summary.clone(),
+                why: ch.why.to_string(),
             })
-        })
-        .collect();
-    let counts: serde_json::Map<String, Value> = verdict_counts(c)
-        .into_iter()
-        .map(|(k, n)| (k.to_string(), json!(n)))
-        .collect();
-    json!({
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "baseline": c.baseline,
-        "candidate": c.candidate,
-        "identity_changed": c.identity_changed,
-        "env_changes": env,
-        "fdr_applied": c.fdr_applied,
-        "fdr_comparisons": c.fdr_comparisons(),
-        "rows": c.rows.iter().map(row_json).collect::<Vec<_>>(),
-        "unpaired_baseline": c.unpaired_baseline,
-        "unpaired_candidate": c.unpaired_candidate,
-        "notes": c.notes,
-        "summary": counts,
-        "any_gating_regression": any_gating_regression(c),
-    })
+            .collect(),
+        fdr_applied: c.fdr_applied,
+        fdr_comparisons: c.fdr_comparisons(),
+        rows: c.rows.iter().map(row_doc).collect(),
+        unpaired_baseline: c.unpaired_baseline.clone(),
+        unpaired_candidate: c.unpaired_candidate.clone(),
+        notes: c.notes.clone(),
+        summary,
+        any_gating_regression: any_gating_regression(c),
+    }
 }

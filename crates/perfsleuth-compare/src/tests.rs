@@ -6,6 +6,11 @@ use perfsleuth_model::{Benchmark, Mode, RunStatus};
 
 const MS: f64 = 1e6;
 
+/// The compare document as the JSON value a reader sees.
+fn json_of(c: &Comparison) -> serde_json::Value {
+    serde_json::to_value(to_json(c)).unwrap()
+}
+
 fn sample(i: usize, wall_ns: f64) -> Sample {
     Sample {
         iteration: i as u32,
@@ -305,7 +310,7 @@ fn identity_change_marks_every_row_and_opens_the_report() {
         "{md}"
     );
     assert!(md.contains("**Not comparable**"));
-    let j = to_json(&c);
+    let j = json_of(&c);
     assert_eq!(j["identity_changed"], true);
     assert_eq!(j["env_changes"][0]["class"], "identity");
     assert_eq!(j["rows"][0]["verdict"], "environment changed");
@@ -416,7 +421,7 @@ fn benjamini_hochberg_over_three_benchmarks() {
     let sentence = "p-values adjusted for 3 comparisons (Benjamini–Hochberg)";
     assert!(render_terminal(&c, false).contains(sentence));
     assert!(render_markdown(&c).contains(sentence));
-    assert_eq!(to_json(&c)["fdr_comparisons"], 3);
+    assert_eq!(json_of(&c)["fdr_comparisons"], 3);
 
     // Turned off: no adjustment, no sentence.
     let no_fdr = Options {
@@ -586,7 +591,7 @@ fn unpaired_benchmarks_are_listed() {
     let md = render_markdown(&c);
     assert!(md.contains("**Only in baseline:** `old`"), "{md}");
     assert!(md.contains("**Only in candidate:** `new [mode=fast, n=2]`"));
-    let j = to_json(&c);
+    let j = json_of(&c);
     assert_eq!(j["unpaired_candidate"][0], "new [mode=fast, n=2]");
 }
 
@@ -657,7 +662,7 @@ fn json_round_trip_has_the_schema_fields() {
         vec![with_params(bench("x", &x), &[("n", "1")])],
         vec![with_params(bench("x", &slow), &[("n", "1")])],
     );
-    let text = serde_json::to_string_pretty(&to_json(&c)).unwrap();
+    let text = serde_json::to_string_pretty(&json_of(&c)).unwrap();
     let j: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(j["schema"], "perfsleuth/compare");
     assert_eq!(j["schema_version"], 1);
@@ -842,7 +847,7 @@ fn bad_input_never_panics() {
             let cmp = compare(b, c, o);
             let _ = render_terminal(&cmp, true);
             let _ = render_markdown(&cmp);
-            let j = to_json(&cmp);
+            let j = json_of(&cmp);
             assert_eq!(j["schema"], SCHEMA);
             assert!(!any_gating_regression(&cmp));
         }
@@ -865,7 +870,7 @@ fn bad_input_never_panics() {
             .any(|n| n == "no samples on the baseline side")
     );
     assert_eq!(
-        to_json(&cmp)["rows"][0]["baseline_median"],
+        json_of(&cmp)["rows"][0]["baseline_median"],
         serde_json::Value::Null
     );
     assert!(render_terminal(&cmp, false).contains("n/a"));
@@ -1019,6 +1024,7 @@ fn function_attribution_names_the_functions_that_moved() {
             f("/old/prog", "main", 500),
             f("/lib/libc.so.6", "_int_malloc", 500),
         ],
+        ..Profile::default()
     };
     let cand = Profile {
         events: vec!["Ir".into()],
@@ -1027,6 +1033,7 @@ fn function_attribution_names_the_functions_that_moved() {
             f("/new/prog", "main", 520),
             f("/lib/libc.so.6", "_int_malloc", 600),
         ],
+        ..Profile::default()
     };
     let note = function_attribution(&base, &cand, "Ir", 0.12).expect("a note");
     assert_eq!(

@@ -3,40 +3,7 @@
 
 use perfsleuth_model::{Environment, UNKNOWN};
 
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
-    /// Worth knowing; results stay usable.
-    Info,
-    /// Adds noise or limits what can be measured.
-    Warning,
-    /// Makes results unreliable.
-    Problem,
-}
-
-impl Severity {
-    /// Lowercase name for output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Problem => "problem",
-        }
-    }
-}
-
-/// One finding of `env check`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    /// How serious.
-    pub severity: Severity,
-    /// The fact it is about.
-    pub key: String,
-    /// What was found.
-    pub message: String,
-    /// What to do.
-    pub recommendation: String,
-}
+pub use perfsleuth_model::schema::{Finding, Severity};
 
 /// Judges whether the machine described by `env` is fit to benchmark on,
 /// most serious findings first.

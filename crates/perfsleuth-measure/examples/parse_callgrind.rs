@@ -50,7 +50,7 @@ fn print(profile: &Profile, elapsed: std::time::Duration) -> std::io::Result<()>
         writeln!(
             out,
             "{:>16} {:>16} {:>10}  {} [{}]",
-            f.inclusive[0], f.self_cost[0], f.calls, f.name, f.object
+            f.inclusive[0], f.self_cost[0], f.calls, f.function, f.object
         )?;
     }
     Ok(())

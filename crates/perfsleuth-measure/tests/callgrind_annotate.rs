@@ -84,7 +84,7 @@ fn self_by_name(p: &Profile) -> BTreeMap<String, Vec<u64>> {
     let mut m: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for f in &p.functions {
         let e = m
-            .entry(f.name.clone())
+            .entry(f.function.clone())
             .or_insert(vec![0; f.self_cost.len()]);
         for (a, b) in e.iter_mut().zip(&f.self_cost) {
             *a += b;
@@ -124,7 +124,7 @@ fn check_file(file: &Path, plain: &[&str], recursive: &[&str]) -> Profile {
     let top: Vec<&str> = ours
         .top_by_self("Ir", 5)
         .iter()
-        .map(|f| f.name.as_str())
+        .map(|f| f.function.as_str())
         .collect();
     assert!(!top.is_empty());
 

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use perfsleuth_measure::callgrind::{FunctionCost, ParseError, Profile, parse_file, parse_reader};
+use perfsleuth_measure::callgrind::{
+    FunctionProfile, ParseError, Profile, parse_file, parse_reader,
+};
 
 fn parse(text: &str) -> Profile {
     match parse_reader(text.as_bytes(), "snippet") {
@@ -19,7 +21,7 @@ fn parse_err(text: &str) -> ParseError {
     }
 }
 
-fn func<'a>(p: &'a Profile, name: &str) -> &'a FunctionCost {
+fn func<'a>(p: &'a Profile, name: &str) -> &'a FunctionProfile {
     let mut it = p.functions_named(name);
     let f = it
         .next()
@@ -117,13 +119,13 @@ fn spec_extended_example_calls_and_inclusive() {
     let top: Vec<&str> = p
         .top_by_inclusive("Instructions", 2)
         .iter()
-        .map(|f| f.name.as_str())
+        .map(|f| f.function.as_str())
         .collect();
     assert_eq!(top, ["main", "func2"]);
     let top: Vec<&str> = p
         .top_by_self("Instructions", 1)
         .iter()
-        .map(|f| f.name.as_str())
+        .map(|f| f.function.as_str())
         .collect();
     assert_eq!(top, ["func2"]);
     assert!(p.top_by_inclusive("Nope", 3).is_empty());
@@ -505,7 +507,7 @@ fn fixture_uncompressed_equals_compressed() {
         let g = b
             .functions
             .iter()
-            .find(|g| g.name == f.name && g.object == f.object)
+            .find(|g| g.function == f.function && g.object == f.object)
             .unwrap();
         assert_eq!(
             (&f.self_cost, &f.inclusive, f.calls),

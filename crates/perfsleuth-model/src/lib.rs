@@ -3,9 +3,14 @@
 //! the JSON export serialises, so changes here are schema changes: bump
 //! [`SCHEMA_VERSION`] and document them in `docs/SCHEMA.md`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
+
+pub mod exit;
+pub mod schema;
 
 /// Version of the JSON export schema and of the model as a whole.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -14,7 +19,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const EXPORT_KIND_RUN: &str = "perfsleuth/run";
 
 /// How much a fact matters when two environments are compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ImpactClass {
     /// Results are not comparable across a change (CPU model, kernel release, libc, binary hash).
@@ -40,7 +47,7 @@ impl ImpactClass {
 pub const UNKNOWN: &str = "unknown";
 
 /// One environment fact: a string value and its impact class.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Fact {
     /// The value as text; [`UNKNOWN`] when it could not be read.
     pub value: String,
@@ -54,7 +61,7 @@ pub struct Fact {
 /// The environment fingerprint: facts keyed by dotted names (`cpu.model`, `kernel.release`).
 ///
 /// New facts are new keys, so the fingerprint grows without schema changes.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Environment {
     /// All facts, ordered by key.
@@ -134,7 +141,7 @@ impl Environment {
 }
 
 /// Lifecycle of a stored run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
     /// Measuring now, or the process died while measuring.
@@ -177,7 +184,7 @@ impl fmt::Display for RunStatus {
 }
 
 /// What was measured: wall-clock timing or a deterministic simulation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Real processes timed with a monotonic clock.
@@ -211,7 +218,7 @@ impl Mode {
 }
 
 /// Source-control state of the working directory when the run started.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GitInfo {
     /// Full commit hash of HEAD.
     pub commit: String,
@@ -222,7 +229,7 @@ pub struct GitInfo {
 }
 
 /// Whether smaller or larger values of a metric are better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// Lower is better (time, memory).
@@ -434,6 +441,19 @@ impl Serialize for Metric {
     }
 }
 
+impl JsonSchema for Metric {
+    fn schema_name() -> Cow<'static, str> {
+        "Metric".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A metric's stable name: wall, user, sys, peak_rss, minor_faults, major_faults, voluntary_cs, involuntary_cs, or a counter key (perfsleuth_model::COUNTERS)"
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Metric {
     fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Metric, D::Error> {
         let name = String::deserialize(de)?;
@@ -443,7 +463,7 @@ impl<'de> Deserialize<'de> for Metric {
 }
 
 /// One timed iteration of one benchmark.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Sample {
     /// 0-based index among this benchmark's timed iterations.
     pub iteration: u32,
@@ -480,7 +500,7 @@ impl Sample {
 }
 
 /// One benchmarked command (after parameter substitution) and its samples.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Benchmark {
     /// Display name (`--name`, else the command).
     pub name: String,
@@ -502,26 +522,40 @@ pub struct Benchmark {
     pub profile: Option<Profile>,
 }
 
-/// Where the cost of one simulated run went, per function (callgrind).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Where the cost of simulated runs went, per function (callgrind): what the
+/// parser in `perfsleuth-measure` produces and, cut to the top functions,
+/// what a benchmark stores.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Profile {
-    /// Event names, the order of every cost vector (Ir, Dr, …).
+    /// Event names (`Ir`, `Dr`, …), the order of every cost vector.
     pub events: Vec<String>,
     /// Program totals per event.
     pub totals: Vec<u64>,
-    /// The most expensive functions by inclusive Ir, most expensive first.
+    /// Functions with cost or calls: every one as parsed (in order of first
+    /// appearance); a stored profile keeps the most expensive by inclusive
+    /// Ir, most expensive first.
     pub functions: Vec<FunctionProfile>,
+    /// The distinct `cmd:` lines seen, in order (parser bookkeeping, not stored).
+    #[serde(skip)]
+    pub commands: Vec<String>,
+    /// How many files were parsed into this profile (not stored).
+    #[serde(skip)]
+    pub files_read: usize,
+    /// How many parts (dumps) the files held in all (not stored).
+    #[serde(skip)]
+    pub parts: usize,
 }
 
-/// One function's costs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// One function's costs, identified by object and name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FunctionProfile {
-    /// Shared object or executable.
+    /// Shared object or executable (`ob=`), empty when the file names none.
     pub object: String,
-    /// Source file, when known.
+    /// Source file (`fl=`) the function was first seen in, when known
+    /// (callgrind writes `???` without debug information).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub file: String,
-    /// Function name.
+    /// Function name as callgrind wrote it (`fib'2` is recursion level 2 of `fib`).
     pub function: String,
     /// Cost in the function itself, per event.
     pub self_cost: Vec<u64>,
@@ -535,6 +569,146 @@ impl Profile {
     /// Index of an event in the cost vectors.
     pub fn event(&self, name: &str) -> Option<usize> {
         self.events.iter().position(|e| e == name)
+    }
+
+    /// The total of `event`, `None` when the profile has no such event.
+    pub fn total(&self, event: &str) -> Option<u64> {
+        self.event(event)
+            .map(|i| self.totals.get(i).copied().unwrap_or(0))
+    }
+
+    /// The sum of all functions' self costs per event (equal to the
+    /// `totals:` lines of callgrind's files; may be a little below
+    /// [`Profile::totals`], which prefers `summary:`).
+    pub fn self_sum(&self) -> Vec<u64> {
+        let mut sum = vec![0u64; self.events.len()];
+        for f in &self.functions {
+            for (s, c) in sum.iter_mut().zip(&f.self_cost) {
+                *s = s.saturating_add(*c);
+            }
+        }
+        sum
+    }
+
+    /// The `n` functions with the highest inclusive cost of `event`, ties by
+    /// name; empty when the event is unknown.
+    pub fn top_by_inclusive(&self, event: &str, n: usize) -> Vec<&FunctionProfile> {
+        self.top_by(event, n, |f| &f.inclusive)
+    }
+
+    /// The `n` functions with the highest self cost of `event`, ties by name;
+    /// empty when the event is unknown.
+    pub fn top_by_self(&self, event: &str, n: usize) -> Vec<&FunctionProfile> {
+        self.top_by(event, n, |f| &f.self_cost)
+    }
+
+    fn top_by(
+        &self,
+        event: &str,
+        n: usize,
+        costs: impl Fn(&FunctionProfile) -> &Vec<u64>,
+    ) -> Vec<&FunctionProfile> {
+        let Some(i) = self.event(event) else {
+            return Vec::new();
+        };
+        let cost = |f: &FunctionProfile| costs(f).get(i).copied().unwrap_or(0);
+        let mut all: Vec<&FunctionProfile> = self.functions.iter().collect();
+        all.sort_by(|a, b| {
+            cost(b)
+                .cmp(&cost(a))
+                .then_with(|| a.function.cmp(&b.function))
+                .then_with(|| a.object.cmp(&b.object))
+        });
+        all.truncate(n);
+        all
+    }
+
+    /// The stored form: events and totals, the `n` most expensive functions
+    /// by inclusive Ir, and none of the parser's bookkeeping.
+    pub fn top(&self, n: usize) -> Profile {
+        Profile {
+            events: self.events.clone(),
+            totals: self.totals.clone(),
+            functions: self
+                .top_by_inclusive("Ir", n)
+                .into_iter()
+                .cloned()
+                .collect(),
+            ..Profile::default()
+        }
+    }
+
+    /// Functions with exactly this name (several objects may define one).
+    pub fn functions_named<'a>(
+        &'a self,
+        name: &str,
+    ) -> impl Iterator<Item = &'a FunctionProfile> + use<'a> {
+        let name = name.to_string();
+        self.functions.iter().filter(move |f| f.function == name)
+    }
+
+    /// Adds `other` to this profile: events are united by name (an event
+    /// missing on one side counts 0 there), totals add up, functions with the
+    /// same (object, name) are summed (costs saturate instead of overflowing),
+    /// new ones are appended, commands are united.
+    pub fn merge(&mut self, other: Profile) {
+        let map: Vec<usize> = other
+            .events
+            .iter()
+            .map(|e| match self.event(e) {
+                Some(i) => i,
+                None => {
+                    self.events.push(e.clone());
+                    self.events.len() - 1
+                }
+            })
+            .collect();
+        let n = self.events.len();
+        let widen = |v: &mut Vec<u64>| v.resize(n, 0);
+        widen(&mut self.totals);
+        for f in &mut self.functions {
+            widen(&mut f.self_cost);
+            widen(&mut f.inclusive);
+        }
+        let add = |dst: &mut Vec<u64>, src: &[u64]| {
+            for (j, c) in src.iter().enumerate() {
+                if let Some(&i) = map.get(j) {
+                    dst[i] = dst[i].saturating_add(*c);
+                }
+            }
+        };
+        add(&mut self.totals, &other.totals);
+        let mut index: std::collections::HashMap<(String, String), usize> = self
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| ((f.object.clone(), f.function.clone()), i))
+            .collect();
+        for f in other.functions {
+            let key = (f.object.clone(), f.function.clone());
+            let i = *index.entry(key).or_insert_with(|| {
+                self.functions.push(FunctionProfile {
+                    object: f.object.clone(),
+                    file: f.file.clone(),
+                    function: f.function.clone(),
+                    self_cost: vec![0; n],
+                    inclusive: vec![0; n],
+                    calls: 0,
+                });
+                self.functions.len() - 1
+            });
+            let dst = &mut self.functions[i];
+            add(&mut dst.self_cost, &f.self_cost);
+            add(&mut dst.inclusive, &f.inclusive);
+            dst.calls = dst.calls.saturating_add(f.calls);
+        }
+        for c in other.commands {
+            if !self.commands.contains(&c) {
+                self.commands.push(c);
+            }
+        }
+        self.files_read += other.files_read;
+        self.parts += other.parts;
     }
 }
 
@@ -567,7 +741,7 @@ fn is_empty_env(env: &Environment) -> bool {
 }
 
 /// One invocation of `perfsleuth run`: its benchmarks, environment and provenance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Run {
     /// Store id; `None` when the run was not stored.
     pub id: Option<i64>,
@@ -594,29 +768,35 @@ pub struct Run {
     pub probes: Vec<ProbeResult>,
 }
 
-/// One number measured by a machine microbenchmark (`perfsleuth probe`):
-/// the stored form of `perfsleuth_probe::Measurement`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One number measured by a machine microbenchmark (`perfsleuth probe`),
+/// as the probes produce it, the store keeps it and the JSON documents hold it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProbeResult {
     /// The probe ("calls", "memory").
     pub probe: String,
-    /// The metric ("indirect_call", "l2_latency").
+    /// The metric ("indirect_call", "l2_latency", "read_bandwidth", "mutex_counter_t2").
     pub metric: String,
     /// The value: a median of samples (bandwidth: the best run); NaN when
     /// it could not be computed (JSON null).
     #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
     pub value: f64,
     /// "ns", "GB/s", "ops/s", "bytes" or "ratio".
     pub unit: String,
     /// Whether smaller is better.
     pub lower_is_better: bool,
-    /// The value in core cycles (estimated), for "ns" values.
+    /// The value in core cycles, for "ns" values, *estimated* with the
+    /// probe's calibrated clock ([`CalibratedClock`]).
     #[serde(default)]
     pub cycles: Option<f64>,
-    /// Relative spread: inter-quartile range over the median (for sizes, the ladder's resolution).
+    /// Relative spread: (p75 - p25) / median of the samples. For sizes
+    /// ("bytes"), the memory ladder's resolution (factor − 1).
     #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
     pub spread: f64,
-    /// Spread of at most 10 % over at least 3 samples.
+    /// Spread ≤ 10 % over at least 3 samples. For sizes: the ladder points
+    /// around the step were stable, and the cache was not found smaller than
+    /// the fingerprint says (what a shared cache gives varies with its other users).
     pub stable: bool,
     /// One of the probe's main numbers (the rest is detail: per size, per CPU pair).
     pub headline: bool,
@@ -625,8 +805,32 @@ pub struct ProbeResult {
     pub note: Option<String>,
 }
 
+/// The estimated core clock behind a probe's cycle counts and how it was obtained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CalibratedClock {
+    /// Estimated core cycles per nanosecond (= GHz); `None` where no
+    /// calibration loop exists for the architecture.
+    pub ghz: Option<f64>,
+    /// Relative spread (IQR / median) of the calibration samples.
+    #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
+    pub spread: f64,
+    /// The time-stamp counter's rate in GHz (x86-64 only): a fixed
+    /// reference rate, not the core clock, shown for comparison.
+    pub tsc_ghz: Option<f64>,
+    /// How the estimate was made, in words.
+    pub how: String,
+}
+
+impl CalibratedClock {
+    /// Cycles for a duration in nanoseconds, when the clock is known.
+    pub fn cycles(&self, ns: f64) -> Option<f64> {
+        self.ghz.map(|g| ns * g)
+    }
+}
+
 /// Reads a number that JSON may hold as null (serde_json writes NaN so) as NaN.
-fn f64_or_nan<'de, D: serde::Deserializer<'de>>(de: D) -> Result<f64, D::Error> {
+pub(crate) fn f64_or_nan<'de, D: serde::Deserializer<'de>>(de: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(de)?.unwrap_or(f64::NAN))
 }
 

@@ -13,7 +13,7 @@
 
 use crate::memory::{fmt_bytes, memory_cap, reserve_largest};
 use crate::timing::{self, measurement};
-use crate::{Measurement, ProbeOptions};
+use crate::{ProbeOptions, ProbeResult};
 use std::hint::black_box;
 
 const MIB: u64 = 1024 * 1024;
@@ -47,7 +47,7 @@ fn copy(dst: &mut [u64], src: &[u64]) {
     dst.copy_from_slice(src);
 }
 
-pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<Measurement> {
+pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<ProbeResult> {
     let llc = opts.caches.l3.or(opts.caches.l2).unwrap_or(32 * MIB);
     let want = (4 * llc).clamp(64 * MIB, 1024 * MIB);
     let cap = memory_cap(opts).map(|c| c / 2); // two arrays

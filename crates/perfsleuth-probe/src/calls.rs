@@ -10,7 +10,7 @@
 //! identical code and differ only in what the branch predictor can learn.
 
 use crate::timing::{self, Plan, measurement};
-use crate::{Measurement, ProbeOptions};
+use crate::{ProbeOptions, ProbeResult};
 use std::hint::black_box;
 
 const TABLE: usize = 1 << 16;
@@ -228,7 +228,7 @@ mod kernels {
 
 use kernels::{direct_loop, indirect_loop, inline_loop};
 
-pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<Measurement> {
+pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<ProbeResult> {
     let y = black_box([3u64, 5u64]);
     let same = vec![0u8; TABLE];
     let mut rng = perfsleuth_stats::Rng::new(0x5eed_ca11);

@@ -5,7 +5,7 @@
 //! kernel's claim.
 
 use crate::timing::{self, Plan, Summary, measurement};
-use crate::{Measurement, ProbeOptions};
+use crate::{ProbeOptions, ProbeResult};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -66,7 +66,7 @@ fn getres(clock: libc::clockid_t) -> Option<f64> {
     (rc == 0).then_some(ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64)
 }
 
-pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<Measurement> {
+pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<ProbeResult> {
     let plan = Plan::short(opts.quick, 41);
     let ghz = ctx.ghz();
     let mut out = Vec::new();

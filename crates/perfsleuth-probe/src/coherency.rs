@@ -12,7 +12,7 @@
 //! the thread's own counter, so the only difference between them is layout.
 
 use crate::timing::{self, measurement};
-use crate::{Measurement, ProbeOptions};
+use crate::{ProbeOptions, ProbeResult};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -244,7 +244,7 @@ fn pairs(n: usize) -> Vec<(usize, usize)> {
     }
 }
 
-pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<Measurement> {
+pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<ProbeResult> {
     let cpus = cpus(opts, ctx);
     let errors = Mutex::new(Vec::new());
     let ghz = ctx.ghz();

@@ -2,10 +2,9 @@
 //! explain each difference (without depending on the env crate: only the
 //! facts' keys and values from the model are needed).
 
-use crate::Measurement;
+use crate::{ProbeDelta, ProbeResult};
 use perfsleuth_model::{Environment, UNKNOWN};
 use perfsleuth_stats::{Direction, Evidence, Verdict, VerdictRule, decide};
-use serde::{Deserialize, Serialize};
 
 /// Facts that move every probe: the CPU itself, its clock, the hypervisor.
 const COMMON: &[&str] = &[
@@ -89,32 +88,6 @@ pub fn fact_prefixes(probe: &str) -> &'static [&'static str] {
     }
 }
 
-/// One metric measured on both sides.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProbeDelta {
-    /// Probe name.
-    pub probe: String,
-    /// Metric name.
-    pub metric: String,
-    /// Unit of `a` and `b`.
-    pub unit: String,
-    /// Value on side A (the baseline).
-    pub a: f64,
-    /// Value on side B.
-    pub b: f64,
-    /// b / a.
-    pub ratio: f64,
-    /// Whether B is worse than A (by the metric's direction).
-    pub worse: bool,
-    /// The change is at least 10 % and the two values' spread bands
-    /// (value ± spread·value / 2, about the inter-quartile ranges) do not overlap.
-    pub significant: bool,
-    /// Whether this metric is a headline number on either side.
-    pub headline: bool,
-    /// Changed facts under the probe's prefixes, "key: A → B".
-    pub explanations: Vec<String>,
-}
-
 /// Smallest relative change called significant.
 pub const SIGNIFICANT_CHANGE: f64 = 0.10;
 
@@ -133,9 +106,9 @@ const RULE: VerdictRule = VerdictRule {
 /// pair (they describe the machines, not the numbers); callers show them
 /// where `significant`.
 pub fn diff(
-    a: &[Measurement],
+    a: &[ProbeResult],
     a_env: &Environment,
-    b: &[Measurement],
+    b: &[ProbeResult],
     b_env: &Environment,
 ) -> Vec<ProbeDelta> {
     let mut cache: Vec<(String, Vec<String>)> = Vec::new();
@@ -285,8 +258,8 @@ mod tests {
     use super::*;
     use perfsleuth_model::ImpactClass;
 
-    fn m(probe: &str, metric: &str, value: f64, spread: f64, lower: bool) -> Measurement {
-        Measurement {
+    fn m(probe: &str, metric: &str, value: f64, spread: f64, lower: bool) -> ProbeResult {
+        ProbeResult {
             probe: probe.into(),
             metric: metric.into(),
             value,
@@ -373,7 +346,7 @@ mod tests {
         assert!(d[0].significant);
         // A size carries the ladder's resolution as its spread: one √2 step
         // is not significant, two are.
-        let size = |v: f64| Measurement {
+        let size = |v: f64| ProbeResult {
             unit: "bytes".into(),
             lower_is_better: false,
             ..m("memory", "l3_size", v, 2f64.sqrt() - 1.0, false)

@@ -49,13 +49,20 @@ mod coherency;
 mod diff;
 pub mod ladder;
 mod memory;
+mod render;
 mod spawn;
 mod syscall;
 mod timing;
 
-pub use diff::{ProbeDelta, SIGNIFICANT_CHANGE, diff, explain, fact_prefixes};
+pub use diff::{SIGNIFICANT_CHANGE, diff, explain, fact_prefixes};
 pub use memory::fmt_bytes;
-pub use timing::{CalibratedClock, STABLE_SPREAD};
+pub use perfsleuth_model::schema::ProbeDelta;
+pub use perfsleuth_model::{CalibratedClock, ProbeResult};
+pub use render::{
+    CLOCK_FACT, ProbeSide, change_text, clock_line, compare_notes, diff_document, fmt_value,
+    probe_document, render_diff, render_probe, render_report, render_stored,
+};
+pub use timing::STABLE_SPREAD;
 
 use perfsleuth_model::Environment;
 use serde::{Deserialize, Serialize};
@@ -169,42 +176,13 @@ impl Default for ProbeOptions {
     }
 }
 
-/// One number a probe measured.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct Measurement {
-    /// The probe ("calls").
-    pub probe: String,
-    /// The metric ("indirect_call", "l2_latency", "read_bandwidth", "mutex_counter_t2").
-    pub metric: String,
-    /// The value: a median of samples (bandwidth: the best run).
-    pub value: f64,
-    /// "ns", "GB/s", "ops/s", "bytes" or "ratio".
-    pub unit: String,
-    /// Whether smaller is better.
-    pub lower_is_better: bool,
-    /// The value in core cycles, for "ns" values, *estimated* with the
-    /// report's calibrated clock (see [`ProbeReport::clock`]).
-    pub cycles: Option<f64>,
-    /// Relative spread: (p75 - p25) / median of the samples. For sizes
-    /// ("bytes"), the memory ladder's resolution (factor − 1).
-    pub spread: f64,
-    /// Spread ≤ 10 % over at least 3 samples. For sizes: the ladder points
-    /// around the step were stable, and the cache was not found smaller than
-    /// the fingerprint says (what a shared cache gives varies with its other users).
-    pub stable: bool,
-    /// One of the probe's main numbers (the rest is detail: per-pair, per-size).
-    pub headline: bool,
-    /// How to read the number, where it needs saying.
-    pub note: Option<String>,
-}
-
 /// What one probe produced.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ProbeReport {
     /// The probe's name.
     pub probe: String,
     /// Its numbers (none when it could not run at all).
-    pub measurements: Vec<Measurement>,
+    pub measurements: Vec<ProbeResult>,
     /// Skipped parts and warnings, one sentence each.
     pub messages: Vec<String>,
     /// Wall time the probe took.
@@ -305,7 +283,7 @@ pub fn run(name: &str, opts: &ProbeOptions) -> ProbeReport {
     // Multi-threaded probes pin their own threads.
     let pinned = timing::pin_here(opts.pin && name != "coherency", &mut ctx.messages);
     let pinned_cpu = pinned.as_ref().map(|p| p.cpu);
-    let probe: Option<fn(&ProbeOptions, &mut Ctx) -> Vec<Measurement>> = match name {
+    let probe: Option<fn(&ProbeOptions, &mut Ctx) -> Vec<ProbeResult>> = match name {
         "calls" => Some(calls::run),
         "syscall" => Some(syscall::run),
         "memory" => Some(memory::run),

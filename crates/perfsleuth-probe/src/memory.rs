@@ -12,7 +12,7 @@
 
 use crate::ladder::{self, LadderPoint};
 use crate::timing::{self, Plan, measurement};
-use crate::{CacheSizes, Measurement, ProbeOptions};
+use crate::{CacheSizes, ProbeOptions, ProbeResult};
 use std::time::Duration;
 
 const LINE: usize = 64;
@@ -307,7 +307,7 @@ fn measure_tlb(buf: &mut Buffer, plan: Plan, intr: &mut timing::Interruptions) -
     points
 }
 
-pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<Measurement> {
+pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<ProbeResult> {
     let (factor, plan, llc_mult) = if opts.quick {
         (
             2.0,
@@ -381,7 +381,7 @@ pub(crate) fn report(
     factor: f64,
     ghz: Option<f64>,
     messages: &mut Vec<String>,
-) -> Vec<Measurement> {
+) -> Vec<ProbeResult> {
     let analysis = ladder::analyze(points);
     let mut out = Vec::new();
     let lat = |name: &str, ns: f64, spread: f64, note: Option<String>| {
@@ -595,10 +595,10 @@ pub(crate) fn report(
 pub(crate) fn report_tlb(
     dense: &[LadderPoint],
     tlb: &[LadderPoint],
-    so_far: &[Measurement],
+    so_far: &[ProbeResult],
     ghz: Option<f64>,
     messages: &mut Vec<String>,
-) -> Vec<Measurement> {
+) -> Vec<ProbeResult> {
     let mut out = Vec::new();
     let Some(base) = dense.first().map(|p| p.ns) else {
         return out;
@@ -695,14 +695,14 @@ fn size_measurement(
     factor: f64,
     shortfall: bool,
     note: Option<String>,
-) -> Measurement {
+) -> ProbeResult {
     let i = points.iter().position(|p| p.size == size);
     let neighbours_stable = i.is_some_and(|i| {
         points[i..(i + 2).min(points.len())]
             .iter()
             .all(|p| p.spread <= timing::STABLE_SPREAD)
     });
-    Measurement {
+    ProbeResult {
         probe: "memory".into(),
         metric: metric.into(),
         value: size as f64,

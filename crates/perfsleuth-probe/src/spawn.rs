@@ -4,7 +4,7 @@
 //! (the kernel's process creation alone, no exec).
 
 use crate::timing::{self, measurement};
-use crate::{Measurement, ProbeOptions};
+use crate::{ProbeOptions, ProbeResult};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -39,7 +39,7 @@ fn fork_wait() -> Result<f64, String> {
     Ok(timing::ns_since(t))
 }
 
-pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<Measurement> {
+pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<ProbeResult> {
     let n = if opts.quick { 25 } else { 300 };
     let warm = 3;
     let mut out = Vec::new();

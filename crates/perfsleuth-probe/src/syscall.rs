@@ -4,7 +4,7 @@
 //! forced through a real system call.
 
 use crate::timing::{self, Plan, measurement};
-use crate::{Measurement, ProbeOptions};
+use crate::{ProbeOptions, ProbeResult};
 use std::hint::black_box;
 
 #[inline(never)]
@@ -47,7 +47,7 @@ fn clock_syscall_loop(n: u64) {
     }
 }
 
-pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<Measurement> {
+pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<ProbeResult> {
     let plan = Plan::short(opts.quick, 61);
     type Kernel = (&'static str, fn(u64), bool);
     let kernels: [Kernel; 3] = [
@@ -67,7 +67,7 @@ pub(crate) fn run(opts: &ProbeOptions, ctx: &mut crate::Ctx) -> Vec<Measurement>
         }
     }
     let ghz = ctx.ghz();
-    let mut out: Vec<Measurement> = kernels
+    let mut out: Vec<ProbeResult> = kernels
         .iter()
         .zip(&per_iter)
         .map(|((name, _, headline), v)| {

@@ -2,7 +2,7 @@
 //! (median and relative inter-quartile spread), CPU pinning and the
 //! dependent-add loop that estimates the core clock.
 
-use crate::Measurement;
+use crate::{CalibratedClock, ProbeResult};
 use std::time::{Duration, Instant};
 
 /// A number is called stable when its relative spread (IQR / median) is at
@@ -77,8 +77,8 @@ pub fn measurement(
     unit: &str,
     lower_is_better: bool,
     ghz: Option<f64>,
-) -> Measurement {
-    Measurement {
+) -> ProbeResult {
+    ProbeResult {
         probe: probe.to_string(),
         metric: metric.to_string(),
         value: s.median,
@@ -375,28 +375,6 @@ fn add_chain(blocks: u64) -> u64 {
 
 /// Whether [`add_chain`] is real on this architecture.
 pub const CALIBRATION_AVAILABLE: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
-
-/// The estimated core clock and how it was obtained.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CalibratedClock {
-    /// Estimated core cycles per nanosecond (= GHz); `None` where no
-    /// calibration loop exists for the architecture.
-    pub ghz: Option<f64>,
-    /// Relative spread (IQR / median) of the calibration samples.
-    pub spread: f64,
-    /// The time-stamp counter's rate in GHz (x86-64 only): a fixed
-    /// reference rate, not the core clock, shown for comparison.
-    pub tsc_ghz: Option<f64>,
-    /// How the estimate was made, in words.
-    pub how: String,
-}
-
-impl CalibratedClock {
-    /// Cycles for a duration in nanoseconds, when the clock is known.
-    pub fn cycles(&self, ns: f64) -> Option<f64> {
-        self.ghz.map(|g| ns * g)
-    }
-}
 
 #[cfg(target_arch = "x86_64")]
 fn rdtsc() -> u64 {

@@ -3,7 +3,7 @@
 //! Plus the bad-input paths: one CPU, no pinning, a small memory limit.
 
 use perfsleuth_env::{Source, capture};
-use perfsleuth_probe::{CacheSizes, Measurement, PROBES, ProbeOptions, ProbeReport, run};
+use perfsleuth_probe::{CacheSizes, PROBES, ProbeOptions, ProbeReport, ProbeResult, run};
 
 fn opts() -> ProbeOptions {
     // Only the cache sizes are needed: no counter probe.
@@ -188,7 +188,7 @@ fn unpinned_and_memory_limited_runs_still_measure() {
     let top: u64 = r
         .measurements
         .iter()
-        .filter_map(|m: &Measurement| m.metric.strip_prefix("ladder_")?.parse().ok())
+        .filter_map(|m: &ProbeResult| m.metric.strip_prefix("ladder_")?.parse().ok())
         .max()
         .unwrap();
     assert!(top <= 16 << 20, "{top}");

@@ -52,12 +52,10 @@ impl Exporter for JsonExporter {
 
     fn export(&self, run: &Run, report: &RunReport) -> Result<String, ExportError> {
         let doc = crate::json::export_json(run, report);
-        serde_json::to_string_pretty(&doc)
-            .map(|text| text + "\n")
-            .map_err(|e| ExportError {
-                format: self.name(),
-                message: e.to_string(),
-            })
+        perfsleuth_model::schema::to_json_pretty(&doc).map_err(|e| ExportError {
+            format: self.name(),
+            message: e.to_string(),
+        })
     }
 }
 
@@ -140,7 +138,8 @@ mod tests {
         let rep = analyze(&r, None);
         let json = JsonExporter.export(&r, &rep).unwrap();
         let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(parsed, crate::json::export_json(&r, &rep));
+        let doc = serde_json::to_value(crate::json::export_json(&r, &rep)).unwrap();
+        assert_eq!(parsed, doc);
         assert!(json.ends_with("}\n"));
         assert_eq!(
             CsvExporter.export(&r, &rep).unwrap(),

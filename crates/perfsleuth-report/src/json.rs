@@ -1,96 +1,100 @@
 //! The versioned JSON export document (see `docs/SCHEMA.md`).
 
 use crate::{BenchmarkReport, CONFIDENCE, Comparison, RunReport};
-use perfsleuth_model::{EXPORT_KIND_RUN, Run, SCHEMA_VERSION};
+use perfsleuth_model::Run;
+use perfsleuth_model::schema::{
+    BenchmarkSummary, ComparisonSummary, CounterMedian, Document, Ratio, RunExport, RunSummary,
+    Statistics, TimeRatio,
+};
 use perfsleuth_stats::{RatioEstimate, Summary};
-use serde_json::{Value, json};
 
 /// The versioned JSON export document (all samples, environment, summary).
 ///
-/// `run` is the model's own serialisation, so a reader can deserialise it
-/// back into [`Run`]; `summary` holds the derived statistics so consumers
-/// need not reimplement them. Times are in ns, memory in bytes.
-pub fn export_json(run: &Run, report: &RunReport) -> Value {
-    // Serialising a Run cannot fail (all map keys are strings); null is a
-    // defensive fallback so an export never panics.
-    let run_value = serde_json::to_value(run).unwrap_or(Value::Null);
-    json!({
-        "schema": EXPORT_KIND_RUN,
-        "schema_version": SCHEMA_VERSION,
-        "run": run_value,
-        "summary": {
-            "reference": report.reference,
-            "benchmarks": report.benchmarks.iter().map(benchmark_json).collect::<Vec<_>>(),
-            "comparisons": report.comparisons.iter().map(comparison_json).collect::<Vec<_>>(),
+/// `run` is the model's own type, so a reader gets [`Run`] back; `summary`
+/// holds the derived statistics so consumers need not reimplement them.
+/// Times are in ns, memory in bytes. Serialise it with
+/// `perfsleuth_model::schema::to_json_pretty`.
+pub fn export_json(run: &Run, report: &RunReport) -> RunExport {
+    RunExport {
+        schema: RunExport::SCHEMA.to_string(),
+        schema_version: RunExport::VERSION,
+        run: run.clone(),
+        summary: RunSummary {
+            reference: report.reference,
+            benchmarks: report.benchmarks.iter().map(benchmark_summary).collect(),
+            comparisons: report.comparisons.iter().map(comparison_summary).collect(),
         },
-    })
+    }
 }
 
 /// One benchmark's summaries.
-fn benchmark_json(b: &BenchmarkReport) -> Value {
-    json!({
-        "name": b.name,
-        "command": b.command,
-        "parameters": b.parameters,
-        "runs": b.runs,
-        "failed_runs": b.failed_runs,
-        "wall": summary_json(b.wall.as_ref()),
-        "user": summary_json(b.user.as_ref()),
-        "sys": summary_json(b.sys.as_ref()),
-        "peak_rss": summary_json(b.peak_rss.as_ref()),
-        "counters": b
+fn benchmark_summary(b: &BenchmarkReport) -> BenchmarkSummary {
+    BenchmarkSummary {
+        name: b.name.clone(),
+        command: b.command.clone(),
+        parameters: b.parameters.clone(),
+        runs: b.runs,
+        failed_runs: b.failed_runs,
+        wall: b.wall.as_ref().map(statistics),
+        user: b.user.as_ref().map(statistics),
+        sys: b.sys.as_ref().map(statistics),
+        peak_rss: b.peak_rss.as_ref().map(statistics),
+        counters: b
             .counters
             .iter()
-            .map(|(c, median)| (c.key.to_string(), serde_json::json!({ "median": median, "unit": c.unit })))
-            .collect::<serde_json::Map<String, Value>>(),
-    })
+            .map(|(c, median)| {
+                (
+                    c.key.to_string(),
+                    CounterMedian {
+                        median: *median,
+                        unit: c.unit.to_string(),
+                    },
+                )
+            })
+            .collect(),
+    }
 }
 
-/// A [`Summary`] as an object, or null when there were no samples.
-fn summary_json(s: Option<&Summary>) -> Value {
-    let Some(s) = s else { return Value::Null };
-    json!({
-        "n": s.n,
-        "mean": s.mean,
-        "stddev": s.stddev,
-        "median": s.median,
-        "median_ci_low": s.median_ci.lo,
-        "median_ci_high": s.median_ci.hi,
-        "mad": s.mad,
-        "min": s.min,
-        "max": s.max,
-        "p5": s.p5,
-        "p95": s.p95,
-        "outliers": s.outliers,
-    })
+fn statistics(s: &Summary) -> Statistics {
+    Statistics {
+        n: s.n,
+        mean: s.mean,
+        stddev: s.stddev,
+        median: s.median,
+        median_ci_low: s.median_ci.lo,
+        median_ci_high: s.median_ci.hi,
+        mad: s.mad,
+        min: s.min,
+        max: s.max,
+        p5: s.p5,
+        p95: s.p95,
+        outliers: s.outliers.clone(),
+    }
 }
 
 /// One comparison with the reference.
-fn comparison_json(c: &Comparison) -> Value {
-    let mut time = ratio_json(c.time.as_ref());
-    if let Value::Object(map) = &mut time {
-        map.insert("p_value".to_string(), json!(c.time_p_value));
-        map.insert("inconclusive".to_string(), json!(c.time_inconclusive));
+fn comparison_summary(c: &Comparison) -> ComparisonSummary {
+    ComparisonSummary {
+        benchmark: c.index,
+        reference: c.reference,
+        time: c.time.as_ref().map(|e| TimeRatio {
+            ratio: ratio(e),
+            p_value: c.time_p_value,
+            inconclusive: c.time_inconclusive,
+        }),
+        peak_rss: c.peak_rss.as_ref().map(ratio),
     }
-    json!({
-        "benchmark": c.index,
-        "reference": c.reference,
-        "time": time,
-        "peak_rss": ratio_json(c.peak_rss.as_ref()),
-    })
 }
 
-/// A [`RatioEstimate`] as an object, or null when none could be computed.
-fn ratio_json(e: Option<&RatioEstimate>) -> Value {
-    let Some(e) = e else { return Value::Null };
-    json!({
-        "ratio": e.ratio,
-        "ci_low": e.ci.lo,
-        "ci_high": e.ci.hi,
-        "confidence": CONFIDENCE,
-        "resamples": e.resamples,
-        "significant": e.significant,
-    })
+fn ratio(e: &RatioEstimate) -> Ratio {
+    Ratio {
+        ratio: e.ratio,
+        ci_low: e.ci.lo,
+        ci_high: e.ci.hi,
+        confidence: CONFIDENCE,
+        resamples: e.resamples,
+        significant: e.significant,
+    }
 }
 
 #[cfg(test)]
@@ -99,6 +103,11 @@ mod tests {
     use crate::analyze;
     use crate::testutil::*;
     use perfsleuth_model::GitInfo;
+    use serde_json::{Value, json};
+
+    fn export_value(r: &Run, rep: &RunReport) -> Value {
+        serde_json::to_value(export_json(r, rep)).unwrap()
+    }
 
     #[test]
     fn run_round_trips_through_the_export() {
@@ -115,7 +124,7 @@ mod tests {
             branch: None,
             dirty: true,
         });
-        let doc = export_json(&r, &analyze(&r, None));
+        let doc = export_value(&r, &analyze(&r, None));
         assert_eq!(doc["schema"], "perfsleuth/run");
         assert_eq!(doc["schema_version"], 1);
         let back: Run = serde_json::from_value(doc["run"].clone()).unwrap();
@@ -134,7 +143,7 @@ mod tests {
             bench("c", &[], 0),
         ]);
         let rep = analyze(&r, None);
-        let doc = export_json(&r, &rep);
+        let doc = export_value(&r, &rep);
         let s = &doc["summary"];
         assert_eq!(s["reference"], 0);
         let a = &s["benchmarks"][0];
@@ -171,7 +180,7 @@ mod tests {
     #[test]
     fn empty_run_exports() {
         let r = run(vec![]);
-        let doc = export_json(&r, &analyze(&r, None));
+        let doc = export_value(&r, &analyze(&r, None));
         assert_eq!(doc["summary"]["benchmarks"], json!([]));
         assert_eq!(doc["summary"]["comparisons"], json!([]));
     }

@@ -234,6 +234,7 @@ mod tests {
                         inclusive: vec![450_000],
                         ..FunctionProfile::default()
                     }],
+                    ..Profile::default()
                 }),
                 ..Benchmark::default()
             },

@@ -5,7 +5,7 @@
 use crate::error::RunError;
 use crate::scratch::ScratchDir;
 use perfsleuth_measure::callgrind::{self, SimulationConfig};
-use perfsleuth_model::{Benchmark, FunctionProfile, Profile, Sample};
+use perfsleuth_model::{Benchmark, Profile, Sample};
 use std::path::{Path, PathBuf};
 
 /// Functions kept per benchmark, by inclusive Ir.
@@ -71,27 +71,7 @@ impl Simulation {
             });
         }
         sample.counters.extend(callgrind::counters(&profile));
-        Ok(to_model(&profile))
-    }
-}
-
-/// The top functions by inclusive Ir, in the model's form.
-fn to_model(p: &callgrind::Profile) -> Profile {
-    Profile {
-        events: p.events.clone(),
-        totals: p.totals.clone(),
-        functions: p
-            .top_by_inclusive("Ir", PROFILE_FUNCTIONS)
-            .into_iter()
-            .map(|f| FunctionProfile {
-                object: f.object.clone(),
-                file: f.file.clone(),
-                function: f.name.clone(),
-                self_cost: f.self_cost.clone(),
-                inclusive: f.inclusive.clone(),
-                calls: f.calls,
-            })
-            .collect(),
+        Ok(profile.top(PROFILE_FUNCTIONS))
     }
 }
 

@@ -3,39 +3,9 @@
 //! backed by the measurement that supports it.
 
 use crate::{Analysis, Point};
+pub use perfsleuth_model::schema::{Diagnosis, DiagnosisKind};
 use perfsleuth_report::format_count;
 use perfsleuth_report::format_si;
-use serde::Serialize;
-
-/// Which story the curve tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DiagnosisKind {
-    /// Throughput falls as N grows: threads fight over a lock or cache line.
-    Coherency,
-    /// A serial part caps the speed-up (Amdahl).
-    Serialised,
-    /// Near-linear up to the CPUs available, CPUs busy.
-    ComputeBound,
-    /// Near-linear while the CPUs idle: the work waits (sleep, I/O) and
-    /// concurrency overlaps the waits.
-    ScalesWaiting,
-    /// CPUs idle without a sign of lock contention.
-    Waiting,
-    /// None of the above clearly: sub-linear scaling.
-    SubLinear,
-}
-
-/// One finding.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Diagnosis {
-    /// The story.
-    pub kind: DiagnosisKind,
-    /// One line.
-    pub headline: String,
-    /// The numbers behind it.
-    pub evidence: Vec<String>,
-}
 
 /// A coefficient term matters when it costs at least this much of the
 /// denominator at the largest N (5 % of the single-thread rate).

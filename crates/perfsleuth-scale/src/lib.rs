@@ -17,9 +17,12 @@ pub use diagnose::{Diagnosis, DiagnosisKind};
 pub use render::{chart, render_terminal, to_json};
 pub use stored::analysis_of;
 
+pub use perfsleuth_model::schema::{
+    CpuSplit, FitModel, FitSummary, ScaleAnalysis as Analysis, ScaleMachine as Machine,
+    ScalePoint as Point,
+};
 use perfsleuth_report::format_count;
 use perfsleuth_stats::{UslError, UslFit, UslPoint, fit_usl, fit_usl_capped, median};
-use serde::Serialize;
 
 /// /proc/stat ticks per CPU a level's runs must span for its machine CPU
 /// split to be shown (20 ticks = 0.2 s at USER_HZ 100: shares to ~5 %).
@@ -31,29 +34,6 @@ pub const WARN_LEVELS: usize = 6;
 /// The fitted curve is never drawn or quoted beyond this multiple of the
 /// largest measured N.
 pub const MAX_EXTRAPOLATION: f64 = 2.0;
-
-/// How the machine's CPU time was spent during one run, as shares of all
-/// CPUs' time (each 0..=1, summing to 1).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct CpuSplit {
-    /// User mode.
-    pub user: f64,
-    /// Kernel mode.
-    pub system: f64,
-    /// Idle.
-    pub idle: f64,
-    /// Idle waiting for I/O.
-    pub iowait: f64,
-    /// Stolen by the hypervisor.
-    pub steal: f64,
-}
-
-impl CpuSplit {
-    /// User + system.
-    pub fn busy(&self) -> f64 {
-        self.user + self.system
-    }
-}
 
 /// One run of the command at one concurrency level.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -89,132 +69,6 @@ pub struct Observation {
     pub n: f64,
     /// The runs.
     pub runs: Vec<RunObservation>,
-}
-
-/// What the measured commands could use of the machine.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Machine {
-    /// Logical CPUs.
-    pub logical: Option<usize>,
-    /// Physical cores, when known.
-    pub physical: Option<usize>,
-    /// CPUs usable at once (affinity, cpuset and quota applied).
-    pub usable: Option<f64>,
-    /// What limits `usable`, in words.
-    pub limited_by: Option<String>,
-}
-
-/// One concurrency level, summarised.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Point {
-    /// Concurrency N.
-    pub n: f64,
-    /// Runs measured.
-    pub runs: usize,
-    /// Median throughput.
-    pub throughput: f64,
-    /// Lower end of the error bar (95 % CI of the median, or the minimum).
-    pub throughput_low: f64,
-    /// Upper end of the error bar.
-    pub throughput_high: f64,
-    /// Throughput relative to N = 1 (or to the smallest N, scaled as if linear below it).
-    pub speedup: f64,
-    /// Speed-up / N.
-    pub efficiency: f64,
-    /// Mean whole-machine CPU split, when measured.
-    pub cpu: Option<CpuSplit>,
-    /// Mean busy share per CPU, when measured.
-    pub per_cpu_busy: Vec<f64>,
-    /// CPUs the whole machine kept busy on average (busy share × logical CPUs).
-    pub busy_cpus: Option<f64>,
-    /// CPUs the command itself kept busy: its CPU time / wall time (median).
-    pub command_cpus: Option<f64>,
-    /// Share of the CPUs this level could use (min(N, usable)) that the
-    /// command left idle; from its own CPU time when known (other load on
-    /// the machine does not hide it), else from the machine's idle time.
-    pub idle_of_usable: Option<f64>,
-    /// Voluntary context switches per 1000 units of work (median over runs).
-    pub voluntary_cs_per_kop: Option<f64>,
-    /// futex calls per 1000 units of work.
-    pub futex_per_kop: Option<f64>,
-    /// CPU migrations per 1000 units of work.
-    pub migrations_per_kop: Option<f64>,
-    /// Fitted throughput at N.
-    pub fitted: Option<f64>,
-}
-
-/// The USL fit as reported: coefficients plus what follows from them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FitSummary {
-    /// "usl", "amdahl" or "linear".
-    pub model: &'static str,
-    /// Contention α.
-    pub alpha: f64,
-    /// Standard error of α.
-    pub alpha_se: f64,
-    /// Coherency β.
-    pub beta: f64,
-    /// Standard error of β.
-    pub beta_se: f64,
-    /// Throughput of one unit γ.
-    pub gamma: f64,
-    /// Standard error of γ.
-    pub gamma_se: f64,
-    /// Residual standard error.
-    pub residual_se: f64,
-    /// The CPUs the fit assumed when N exceeded them (oversubscription).
-    pub capacity: Option<f64>,
-    /// N* = √((1−α)/β), when β > 0 and N* ≤ 2× the largest measured N.
-    pub n_star: Option<f64>,
-    /// Fitted X at N*.
-    pub x_at_n_star: Option<f64>,
-    /// Where the fitted curve peaks (N*, or the capacity), within the extrapolation limit.
-    pub peak_n: Option<f64>,
-    /// Fitted X at the peak.
-    pub peak_x: Option<f64>,
-    /// Amdahl ceiling γ/α, when α > 0.
-    pub amdahl_ceiling: Option<f64>,
-    /// Throughput falls for N beyond this (the retrograde region), when it does.
-    pub retrograde_from: Option<f64>,
-    /// α is distinguishable from 0 (more than 2 standard errors).
-    pub alpha_significant: bool,
-    /// β is distinguishable from 0.
-    pub beta_significant: bool,
-    /// N* exists but lies beyond the extrapolation limit, so it is not quoted.
-    pub n_star_beyond_limit: bool,
-}
-
-/// Everything `scale` reports.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Analysis {
-    /// The parameter that set the concurrency (e.g. "threads").
-    pub parameter: String,
-    /// One entry per concurrency level, ascending.
-    pub points: Vec<Point>,
-    /// The fit, when one was possible.
-    pub fit: Option<FitSummary>,
-    /// Why there is no fit.
-    pub fit_error: Option<String>,
-    /// What the numbers say, most important first.
-    pub diagnosis: Vec<Diagnosis>,
-    /// Caveats about the measurement (oversubscription, SMT, steal, few points).
-    pub warnings: Vec<String>,
-    /// The machine's CPUs.
-    pub machine: Machine,
-}
-
-impl Analysis {
-    /// The fitted curve as a function of N, when there is a fit.
-    pub fn fitted(&self, n: f64) -> Option<f64> {
-        let f = self.fit.as_ref()?;
-        let cap = f.capacity.unwrap_or(f64::INFINITY);
-        Some(f.gamma * n.min(cap) / (1.0 + f.alpha * (n - 1.0) + f.beta * n * (n - 1.0)))
-    }
-
-    /// The largest measured N.
-    pub fn max_n(&self) -> f64 {
-        self.points.iter().map(|p| p.n).fold(0.0, f64::max)
-    }
 }
 
 /// Summarises the observations, fits the USL (capacity-aware when N
@@ -459,9 +313,9 @@ fn summarize_fit(f: &UslFit, min_n: f64, max_n: f64, measured_fall: bool) -> Fit
     let alpha_significant = significant(f.alpha, f.alpha_se);
     FitSummary {
         model: match f.model {
-            perfsleuth_stats::UslModel::Usl => "usl",
-            perfsleuth_stats::UslModel::Amdahl => "amdahl",
-            perfsleuth_stats::UslModel::Linear => "linear",
+            perfsleuth_stats::UslModel::Usl => FitModel::Usl,
+            perfsleuth_stats::UslModel::Amdahl => FitModel::Amdahl,
+            perfsleuth_stats::UslModel::Linear => FitModel::Linear,
         },
         alpha: f.alpha,
         alpha_se: f.alpha_se,

@@ -2,6 +2,7 @@
 
 use crate::diagnose::sci;
 use crate::{Analysis, MAX_EXTRAPOLATION};
+use perfsleuth_model::schema::{Document, FitModel, ScaleDoc};
 use perfsleuth_report::svg::{ChartPoint, ScaleChart};
 use perfsleuth_report::{Align, Style, format_count, format_si, table};
 
@@ -78,9 +79,9 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
     match (&a.fit, &a.fit_error) {
         (Some(f), _) => {
             let model = match f.model {
-                "amdahl" => "Amdahl's law, β = 0",
-                "linear" => "linear, α = β = 0",
-                _ => "USL",
+                FitModel::Amdahl => "Amdahl's law, β = 0",
+                FitModel::Linear => "linear, α = β = 0",
+                FitModel::Usl => "USL",
             };
             out.push_str(&format!(
                 "Fit ({model}): α = {} ± {}, β = {} ± {}, γ = {} ± {}; residual SE {}\n",
@@ -142,14 +143,15 @@ fn pct(v: f64) -> String {
     format!("{:.0} %", 100.0 * v)
 }
 
-/// The analysis as JSON (schema "perfsleuth/scale", version 1).
-pub fn to_json(a: &Analysis) -> serde_json::Value {
-    let mut v = serde_json::to_value(a).unwrap_or(serde_json::Value::Null);
-    if let serde_json::Value::Object(map) = &mut v {
-        map.insert("schema".into(), "perfsleuth/scale".into());
-        map.insert("schema_version".into(), 1.into());
+/// The analysis as its typed JSON document (`perfsleuth/scale`); `run_id`
+/// is the store id of the sweep, when it was stored.
+pub fn to_json(a: &Analysis, run_id: Option<i64>) -> ScaleDoc {
+    ScaleDoc {
+        schema: ScaleDoc::SCHEMA.to_string(),
+        schema_version: ScaleDoc::VERSION,
+        run_id,
+        analysis: a.clone(),
     }
-    v
 }
 
 /// The chart `--plot` writes: points with error bars, the fitted curve up to

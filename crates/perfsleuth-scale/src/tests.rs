@@ -490,7 +490,7 @@ fn renderers_show_table_fit_diagnosis_and_valid_json() {
         assert!(text.contains(needle), "missing {needle}:\n{text}");
     }
     assert!(!text.contains('\x1b'));
-    let json = to_json(&a);
+    let json = serde_json::to_value(to_json(&a, None)).unwrap();
     assert_eq!(json["schema"], "perfsleuth/scale");
     assert_eq!(json["points"].as_array().map(Vec::len), Some(NS.len()));
     assert_eq!(json["diagnosis"][0]["kind"], "coherency");

@@ -33,38 +33,11 @@ pub use migrations::{APPLICATION_ID, STORE_SCHEMA_VERSION};
 pub use sqlite::{BUSY_TIMEOUT, SqliteStore};
 
 use perfsleuth_model::{
-    Benchmark, Environment, GitInfo, Mode, ProbeResult, Profile, Run, RunStatus, Sample,
+    Benchmark, Environment, Mode, ProbeResult, Profile, Run, RunStatus, Sample,
 };
 
-/// One row of `perfsleuth runs`.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RunListing {
-    /// Store id.
-    pub id: i64,
-    /// Start time, RFC 3339 UTC.
-    pub started_at: String,
-    /// End time; `None` while running or after a crash.
-    pub ended_at: Option<String>,
-    /// Lifecycle state.
-    pub status: RunStatus,
-    /// Measurement mode.
-    pub mode: Mode,
-    /// Source-control state at start.
-    pub git: Option<GitInfo>,
-    /// Benchmark names in display order.
-    pub benchmarks: Vec<String>,
-    /// Number of samples over all benchmarks.
-    pub samples: u64,
-    /// The `cpu.model` fact.
-    pub cpu_model: Option<String>,
-    /// The `host.name` fact.
-    pub host: Option<String>,
-    /// Hash of the identity facts: runs with equal hashes ran on comparable machines.
-    pub comparability: String,
-    /// Probes with stored results (`perfsleuth probe` runs), in the order measured.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub probes: Vec<String>,
-}
+// The `perfsleuth/runs` entries are part of the typed schema in the model.
+pub use perfsleuth_model::schema::RunListing;
 
 /// Which runs `latest` and `latest~N` count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

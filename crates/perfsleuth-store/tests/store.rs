@@ -724,6 +724,7 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
             inclusive: vec![950, 260],
             calls: 12,
         }],
+        ..Profile::default()
     };
     let mut with = bench("sim", vec![sample(0)]);
     with.profile = Some(profile.clone());

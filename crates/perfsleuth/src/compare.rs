@@ -9,6 +9,7 @@ use perfsleuth_compare::{
     BenchmarkOptions, Comparison, Options, Side, any_gating_regression, compare,
 };
 use perfsleuth_model::Metric;
+use perfsleuth_model::exit::ExitCode;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,9 +38,9 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
         CompareFormat::Markdown => perfsleuth_compare::render_markdown(&comparison),
         CompareFormat::Json => {
             let doc = perfsleuth_compare::to_json(&comparison);
-            serde_json::to_string_pretty(&doc).map_err(|e| {
+            perfsleuth_model::schema::to_json_pretty(&doc).map_err(|e| {
                 Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
-            })? + "\n"
+            })?
         }
     };
     emit(&text, false);
@@ -122,8 +123,8 @@ fn probe_notes(baseline: &Side, candidate: &Side, store: &mut StoreHandle) -> Ve
 
 fn exit_code(c: &Comparison, fail_on: Option<FailOn>) -> i32 {
     match fail_on {
-        Some(FailOn::Regressed) if any_gating_regression(c) => 1,
-        _ => 0,
+        Some(FailOn::Regressed) if any_gating_regression(c) => ExitCode::REGRESSION,
+        _ => ExitCode::OK,
     }
 }
 

@@ -6,6 +6,11 @@ use crate::error::Fail;
 use crate::output::{open_existing_store, store_fail};
 use crate::term::emit;
 use perfsleuth_env::{Severity, Source, check, diff, has_problems, significant};
+use perfsleuth_model::exit::ExitCode;
+use perfsleuth_model::schema::{
+    self, ComparabilityPair, Document, EnvCheckDoc, EnvDiffChange, EnvDiffDoc, EnvironmentDoc,
+    ProbeDoc, RunExport,
+};
 use perfsleuth_model::{Environment, Fact, ImpactClass, UNKNOWN};
 use perfsleuth_store::{Store as _, comparability_hash};
 use std::path::Path;
@@ -24,13 +29,13 @@ pub fn env(args: EnvArgs) -> Result<i32, Fail> {
                 None => (current_label(&source), current(&source)?),
             };
             if json {
-                print_json(&serde_json::json!({
-                    "schema": "perfsleuth/environment",
-                    "schema_version": perfsleuth_model::SCHEMA_VERSION,
-                    "source": label,
-                    "comparability": comparability_hash(&env),
-                    "facts": env,
-                }))?;
+                print_json(&EnvironmentDoc {
+                    schema: EnvironmentDoc::SCHEMA.to_string(),
+                    schema_version: EnvironmentDoc::VERSION,
+                    source: label,
+                    comparability: comparability_hash(&env),
+                    facts: env,
+                })?;
             } else {
                 emit(&render_show(&label, &env), false);
             }
@@ -49,43 +54,45 @@ pub fn env(args: EnvArgs) -> Result<i32, Fail> {
             let changes = diff(&ea, &eb);
             let differs = significant(&changes).next().is_some();
             if json {
-                let rows: Vec<serde_json::Value> = changes
+                let changes = changes
                     .iter()
                     .filter(|c| all || c.class != ImpactClass::Context)
-                    .map(|c| {
-                        serde_json::json!({
-                            "key": c.key, "class": c.class, "a": c.before, "b": c.after,
-                            "summary": c.summary, "why": c.why,
-                        })
+                    .map(|c| EnvDiffChange {
+                        key: c.key.clone(),
+                        class: c.class,
+                        a: c.before.clone(),
+                        b: c.after.clone(),
+                        summary: c.summary.clone(),
+                        why: c.why.to_string(),
                     })
                     .collect();
-                print_json(&serde_json::json!({
-                    "schema": "perfsleuth/env-diff",
-                    "schema_version": perfsleuth_model::SCHEMA_VERSION,
-                    "a": la, "b": lb,
-                    "comparability": {"a": comparability_hash(&ea), "b": comparability_hash(&eb)},
-                    "identical": !differs,
-                    "changes": rows,
-                }))?;
+                print_json(&EnvDiffDoc {
+                    schema: EnvDiffDoc::SCHEMA.to_string(),
+                    schema_version: EnvDiffDoc::VERSION,
+                    comparability: ComparabilityPair {
+                        a: comparability_hash(&ea),
+                        b: comparability_hash(&eb),
+                    },
+                    a: la,
+                    b: lb,
+                    identical: !differs,
+                    changes,
+                })?;
             } else {
                 emit(&render_diff(&la, &lb, &ea, &eb, &changes, all), false);
             }
-            Ok(if differs { 1 } else { 0 })
+            Ok(ExitCode::gate(differs))
         }
         EnvCommand::Check { json, source } => {
             let env = current(&source)?;
             let findings = check(&env);
             if json {
-                let rows: Vec<serde_json::Value> = findings
-                    .iter()
-                    .map(|f| serde_json::json!({"severity": f.severity.as_str(), "key": f.key, "message": f.message, "recommendation": f.recommendation}))
-                    .collect();
-                print_json(&serde_json::json!({
-                    "schema": "perfsleuth/env-check",
-                    "schema_version": perfsleuth_model::SCHEMA_VERSION,
-                    "fit": !has_problems(&findings),
-                    "findings": rows,
-                }))?;
+                print_json(&EnvCheckDoc {
+                    schema: EnvCheckDoc::SCHEMA.to_string(),
+                    schema_version: EnvCheckDoc::VERSION,
+                    fit: !has_problems(&findings),
+                    findings: findings.clone(),
+                })?;
             } else {
                 let mut out = String::new();
                 for f in &findings {
@@ -105,7 +112,11 @@ pub fn env(args: EnvArgs) -> Result<i32, Fail> {
                 });
                 emit(&out, false);
             }
-            Ok(if has_problems(&findings) { 2 } else { 0 })
+            Ok(if has_problems(&findings) {
+                ExitCode::USAGE
+            } else {
+                ExitCode::OK
+            })
         }
     }
 }
@@ -187,24 +198,39 @@ fn from_file(path: &Path) -> Result<Environment, Fail> {
         )
     };
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
-    let doc: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    let facts = doc
-        .pointer("/run/environment")
-        .or_else(|| doc.get("facts"))
-        .unwrap_or(&doc);
-    let env: Environment = serde_json::from_value(facts.clone())
-        .map_err(|e| bad(format!("no environment facts in it: {e}")))?;
+    let (header, value) = schema::read_header(&text).map_err(|e| bad(e.to_string()))?;
+    let malformed = |e: schema::ReadError| bad(format!("no environment facts in it: {e}"));
+    // The documents that carry a fingerprint; a file without `schema` is a bare fact map.
+    let env: Environment = match header.schema.as_deref() {
+        Some(RunExport::SCHEMA) => {
+            schema::document_from_value::<RunExport>(&header, value)
+                .map_err(malformed)?
+                .run
+                .environment
+        }
+        Some(EnvironmentDoc::SCHEMA) => {
+            schema::document_from_value::<EnvironmentDoc>(&header, value)
+                .map_err(malformed)?
+                .facts
+        }
+        Some(ProbeDoc::SCHEMA) => {
+            schema::document_from_value::<ProbeDoc>(&header, value)
+                .map_err(malformed)?
+                .facts
+        }
+        _ => serde_json::from_value(value)
+            .map_err(|e| bad(format!("no environment facts in it: {e}")))?,
+    };
     if env.facts.is_empty() {
         return Err(bad("it holds no environment facts".into()));
     }
     Ok(env)
 }
 
-fn print_json(value: &serde_json::Value) -> Result<(), Fail> {
-    let text = serde_json::to_string_pretty(value)
+fn print_json<T: serde::Serialize>(doc: &T) -> Result<(), Fail> {
+    let text = schema::to_json_pretty(doc)
         .map_err(|e| Fail::usage(format!("cannot serialise JSON: {e}"), "please report this"))?;
-    emit(&(text + "\n"), false);
+    emit(&text, false);
     Ok(())
 }
 

@@ -3,10 +3,7 @@
 
 use std::fmt;
 
-/// Exit code for usage, input and I/O errors.
-pub const EXIT_USAGE: i32 = 2;
-/// Exit code after Ctrl-C (128 + SIGINT), as shells report it; SIGTERM gives 143.
-pub const EXIT_INTERRUPTED: i32 = 130;
+use perfsleuth_model::exit::ExitCode;
 
 /// A user-facing failure.
 #[derive(Debug)]
@@ -28,7 +25,7 @@ impl Fail {
             message: message.into(),
             details: Vec::new(),
             hint: hint.into(),
-            code: EXIT_USAGE,
+            code: ExitCode::USAGE,
         }
     }
 

@@ -4,6 +4,7 @@ use crate::cli::{RunsArgs, ShowArgs};
 use crate::error::Fail;
 use crate::output::{self, open_existing_store, store_fail};
 use crate::term::emit;
+use perfsleuth_model::schema::{Document, RunsDoc, to_json_pretty};
 use perfsleuth_report::{Align, Exporter, JsonExporter, analyze, table};
 use perfsleuth_store::Store as _;
 
@@ -14,13 +15,15 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
         .list_runs(args.limit.map(|n| n as usize))
         .map_err(store_fail)?;
     if args.json {
-        let text = serde_json::to_string_pretty(&serde_json::json!({
-            "schema": "perfsleuth/runs",
-            "schema_version": perfsleuth_model::SCHEMA_VERSION,
-            "runs": list,
-        }))
-        .map_err(|e| Fail::usage(format!("cannot serialise JSON: {e}"), "please report this"))?;
-        emit(&(text + "\n"), false);
+        let doc = RunsDoc {
+            schema: RunsDoc::SCHEMA.to_string(),
+            schema_version: RunsDoc::VERSION,
+            runs: list,
+        };
+        let text = to_json_pretty(&doc).map_err(|e| {
+            Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
+        })?;
+        emit(&text, false);
         return Ok(0);
     }
     if list.is_empty() {

@@ -4,7 +4,7 @@
 //! user input happens before the first timed iteration.
 
 use crate::cli::{CounterChoice, ModeChoice, RunArgs};
-use crate::error::{EXIT_INTERRUPTED, Fail};
+use crate::error::Fail;
 use crate::output;
 use crate::parse;
 use crate::plan::{Shell, Templates, plan};
@@ -13,6 +13,7 @@ use crate::term::{ProgressLine, emit, use_color};
 use perfsleuth_measure::{
     IoConfig, MeasureError, OutputTarget, Spawner, Tolerate, install_interrupt_handler,
 };
+use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::{Environment, Mode};
 use perfsleuth_runner::{Counters, Role, RunError, Schedule, Simulation, Stop, StopRule, conclude};
 use std::path::{Path, PathBuf};
@@ -134,7 +135,9 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                 format!("; the samples taken so far are stored as run {id} (status interrupted)")
             });
             emit(&format!("Interrupted{stored}.\n"), true);
-            Ok(perfsleuth_measure::interrupting_signal().map_or(EXIT_INTERRUPTED, |sig| 128 + sig))
+            Ok(ExitCode::interrupted_by(
+                perfsleuth_measure::interrupting_signal(),
+            ))
         }
         Ok(()) => {
             output::print_summary(&run, c.reference, args.color, to_stderr);

@@ -4,7 +4,7 @@
 //! analyses measurements made elsewhere.
 
 use crate::cli::{ColorChoice, ScaleArgs, ScaleCommand};
-use crate::error::{EXIT_INTERRUPTED, Fail};
+use crate::error::Fail;
 use crate::output;
 use crate::plan::{Shell, Templates, plan};
 use crate::run::{measure_fail, runner_fail};
@@ -12,6 +12,7 @@ use crate::sink::StoreSink;
 use crate::term::{ProgressLine, emit, use_color};
 use perfsleuth_measure::{IoConfig, OutputTarget, Spawner, install_interrupt_handler};
 use perfsleuth_model::Mode;
+use perfsleuth_model::exit::ExitCode;
 use perfsleuth_runner::sweep::{Sweep, Throughput, prepare_levels};
 use perfsleuth_runner::{RunError, ScratchDir, Stop, conclude};
 use perfsleuth_scale::{Analysis, Machine, analysis_of, analyze};
@@ -163,7 +164,9 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                 &format!("Interrupted{}.\n", stored_note("interrupted")),
                 true,
             );
-            Ok(perfsleuth_measure::interrupting_signal().map_or(EXIT_INTERRUPTED, |sig| 128 + sig))
+            Ok(ExitCode::interrupted_by(
+                perfsleuth_measure::interrupting_signal(),
+            ))
         }
         Ok(()) => {
             let analysis = analysis_of(&run).ok_or_else(|| {
@@ -275,14 +278,11 @@ fn report(
     color: ColorChoice,
 ) -> Result<(), Fail> {
     if json {
-        let mut v = perfsleuth_scale::to_json(analysis);
-        if let serde_json::Value::Object(map) = &mut v {
-            map.insert("run_id".into(), run_id.into());
-        }
-        emit(
-            &format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default()),
-            false,
-        );
+        let doc = perfsleuth_scale::to_json(analysis, run_id);
+        let text = perfsleuth_model::schema::to_json_pretty(&doc).map_err(|e| {
+            Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
+        })?;
+        emit(&text, false);
     } else {
         let text = perfsleuth_scale::render_terminal(analysis, use_color(color, false));
         emit(&text, false);

@@ -5,7 +5,8 @@
 use crate::error::Fail;
 use crate::output::store_fail;
 use perfsleuth_compare::Side;
-use perfsleuth_model::{EXPORT_KIND_RUN, Run, SCHEMA_VERSION};
+use perfsleuth_model::Run;
+use perfsleuth_model::schema::{self, Document, ReadError, RunExport};
 use perfsleuth_store::{RunKind, SqliteStore, Store as _};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -165,23 +166,22 @@ pub fn from_export(path: &Path) -> Result<Run, Fail> {
         )
     };
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
-    let doc: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    if doc.get("schema").and_then(|s| s.as_str()) != Some(EXPORT_KIND_RUN) {
-        return Err(bad(format!(
-            "not a perfsleuth run export (no \"schema\": \"{EXPORT_KIND_RUN}\")"
-        )));
-    }
-    match doc.get("schema_version").and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(SCHEMA_VERSION) => {}
-        Some(v) => {
-            return Err(bad(format!(
-                "schema version {v}; this perfsleuth reads version {SCHEMA_VERSION}"
-            )));
-        }
-        None => return Err(bad("no schema_version".into())),
-    }
-    serde_json::from_value(doc["run"].clone()).map_err(|e| bad(format!("malformed run: {e}")))
+    let doc: RunExport = schema::read_document(&text).map_err(|e| {
+        bad(match e {
+            ReadError::NotJson(e) => format!("not JSON: {e}"),
+            ReadError::WrongSchema(_) => format!(
+                "not a perfsleuth run export (no \"schema\": \"{}\")",
+                RunExport::SCHEMA
+            ),
+            ReadError::WrongVersion(Some(v)) => format!(
+                "schema version {v}; this perfsleuth reads version {}",
+                RunExport::VERSION
+            ),
+            ReadError::WrongVersion(None) => "no schema_version".into(),
+            ReadError::Malformed(e) => format!("malformed run: {e}"),
+        })
+    })?;
+    Ok(doc.run)
 }
 
 /// The full commit hash `rev` names in the current repository, if any.

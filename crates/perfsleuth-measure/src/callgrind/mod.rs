@@ -41,14 +41,13 @@
 //!   the sum of its parts (`callgrind_annotate` keeps only the last part's).
 //! - Functions are identified by **(object, name)**: callgrind may emit one
 //!   function under several `fl=` files (when a basic block starts in inlined
-//!   code); they are one [`FunctionCost`], whose `file` is the first seen.
+//!   code); they are one [`FunctionProfile`], whose `file` is the first seen.
 //!   Recursion levels that callgrind names apart (`fib'2`, with the default
 //!   `--separate-recs=2`) stay separate functions.
 
 mod parse;
 mod sim;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
@@ -58,42 +57,9 @@ pub use sim::{
     counters, estimated_cycles, find_valgrind, valgrind_argv,
 };
 
-/// One or more callgrind output files, parsed and merged.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Profile {
-    /// Event names (`Ir`, `Dr`, …), in order of first appearance; every cost
-    /// vector below is indexed like this.
-    pub events: Vec<String>,
-    /// Total cost per event (see the module docs for where it comes from).
-    pub totals: Vec<u64>,
-    /// Every function with cost or calls, in order of first appearance.
-    pub functions: Vec<FunctionCost>,
-    /// The distinct `cmd:` lines seen, in order.
-    pub commands: Vec<String>,
-    /// How many files were parsed into this profile.
-    pub files_read: usize,
-    /// How many parts (dumps) the files held in all.
-    pub parts: usize,
-}
-
-/// The cost of one function, identified by object and name.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FunctionCost {
-    /// The object file (`ob=`), empty when the file names none.
-    pub object: String,
-    /// The source file (`fl=`) the function was first seen in; `???` when
-    /// callgrind had no debug information.
-    pub file: String,
-    /// The function name as callgrind wrote it (`fib'2` is recursion level 2
-    /// of `fib`).
-    pub name: String,
-    /// Cost of the function's own code, per event.
-    pub self_cost: Vec<u64>,
-    /// Self cost plus the cost of the calls it made to other functions.
-    pub inclusive: Vec<u64>,
-    /// How often it was called.
-    pub calls: u64,
-}
+/// One or more callgrind output files, parsed and merged: the model's
+/// [`Profile`], so a benchmark stores what the parser produced.
+pub use perfsleuth_model::{FunctionProfile, Profile};
 
 /// A file that could not be read or is not valid callgrind output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,138 +85,6 @@ impl fmt::Display for ParseError {
 }
 
 impl std::error::Error for ParseError {}
-
-impl Profile {
-    /// Index of `event` in [`Profile::events`].
-    pub fn event_index(&self, event: &str) -> Option<usize> {
-        self.events.iter().position(|e| e == event)
-    }
-
-    /// The total of `event`, `None` when the profile has no such event.
-    pub fn total(&self, event: &str) -> Option<u64> {
-        self.event_index(event)
-            .map(|i| self.totals.get(i).copied().unwrap_or(0))
-    }
-
-    /// The sum of all functions' self costs per event (equal to the
-    /// `totals:` lines of callgrind's files; may be a little below
-    /// [`Profile::totals`], which prefers `summary:`).
-    pub fn self_sum(&self) -> Vec<u64> {
-        let mut sum = vec![0u64; self.events.len()];
-        for f in &self.functions {
-            for (s, c) in sum.iter_mut().zip(&f.self_cost) {
-                *s = s.saturating_add(*c);
-            }
-        }
-        sum
-    }
-
-    /// The `n` functions with the highest inclusive cost of `event`, ties by
-    /// name; empty when the event is unknown.
-    pub fn top_by_inclusive(&self, event: &str, n: usize) -> Vec<&FunctionCost> {
-        self.top_by(event, n, |f| &f.inclusive)
-    }
-
-    /// The `n` functions with the highest self cost of `event`, ties by name;
-    /// empty when the event is unknown.
-    pub fn top_by_self(&self, event: &str, n: usize) -> Vec<&FunctionCost> {
-        self.top_by(event, n, |f| &f.self_cost)
-    }
-
-    fn top_by(
-        &self,
-        event: &str,
-        n: usize,
-        costs: impl Fn(&FunctionCost) -> &Vec<u64>,
-    ) -> Vec<&FunctionCost> {
-        let Some(i) = self.event_index(event) else {
-            return Vec::new();
-        };
-        let cost = |f: &FunctionCost| costs(f).get(i).copied().unwrap_or(0);
-        let mut all: Vec<&FunctionCost> = self.functions.iter().collect();
-        all.sort_by(|a, b| {
-            cost(b)
-                .cmp(&cost(a))
-                .then_with(|| a.name.cmp(&b.name))
-                .then_with(|| a.object.cmp(&b.object))
-        });
-        all.truncate(n);
-        all
-    }
-
-    /// Functions with exactly this name (several objects may define one).
-    pub fn functions_named<'a>(
-        &'a self,
-        name: &str,
-    ) -> impl Iterator<Item = &'a FunctionCost> + use<'a> {
-        let name = name.to_string();
-        self.functions.iter().filter(move |f| f.name == name)
-    }
-
-    /// Adds `other` to this profile: events are united by name (an event
-    /// missing on one side counts 0 there), totals add up, functions with the
-    /// same (object, name) are summed (costs saturate instead of overflowing),
-    /// new ones are appended, commands are united.
-    pub fn merge(&mut self, other: Profile) {
-        let map: Vec<usize> = other
-            .events
-            .iter()
-            .map(|e| match self.event_index(e) {
-                Some(i) => i,
-                None => {
-                    self.events.push(e.clone());
-                    self.events.len() - 1
-                }
-            })
-            .collect();
-        let n = self.events.len();
-        let widen = |v: &mut Vec<u64>| v.resize(n, 0);
-        widen(&mut self.totals);
-        for f in &mut self.functions {
-            widen(&mut f.self_cost);
-            widen(&mut f.inclusive);
-        }
-        let add = |dst: &mut Vec<u64>, src: &[u64]| {
-            for (j, c) in src.iter().enumerate() {
-                if let Some(&i) = map.get(j) {
-                    dst[i] = dst[i].saturating_add(*c);
-                }
-            }
-        };
-        add(&mut self.totals, &other.totals);
-        let mut index: HashMap<(String, String), usize> = self
-            .functions
-            .iter()
-            .enumerate()
-            .map(|(i, f)| ((f.object.clone(), f.name.clone()), i))
-            .collect();
-        for f in other.functions {
-            let key = (f.object.clone(), f.name.clone());
-            let i = *index.entry(key).or_insert_with(|| {
-                self.functions.push(FunctionCost {
-                    object: f.object.clone(),
-                    file: f.file.clone(),
-                    name: f.name.clone(),
-                    self_cost: vec![0; n],
-                    inclusive: vec![0; n],
-                    calls: 0,
-                });
-                self.functions.len() - 1
-            });
-            let dst = &mut self.functions[i];
-            add(&mut dst.self_cost, &f.self_cost);
-            add(&mut dst.inclusive, &f.inclusive);
-            dst.calls = dst.calls.saturating_add(f.calls);
-        }
-        for c in other.commands {
-            if !self.commands.contains(&c) {
-                self.commands.push(c);
-            }
-        }
-        self.files_read += other.files_read;
-        self.parts += other.parts;
-    }
-}
 
 /// Reads every file and merges them; the first error stops.
 pub fn parse_files<P: AsRef<Path>>(paths: &[P]) -> Result<Profile, ParseError> {

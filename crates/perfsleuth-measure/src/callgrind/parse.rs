@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use super::{FunctionCost, ParseError, Profile};
+use super::{FunctionProfile, ParseError, Profile};
 
 /// Longest line accepted (C++ symbol names can be long, but not this long);
 /// guards against reading a whole binary file as one "line".
@@ -686,10 +686,10 @@ impl<'n> Parser<'n> {
                         c.min(totals[i].max(f.self_cost[i]))
                     })
                     .collect();
-                FunctionCost {
+                FunctionProfile {
                     object: strings[f.obj as usize].clone(),
                     file: strings[f.file as usize].clone(),
-                    name: strings[f.name as usize].clone(),
+                    function: strings[f.name as usize].clone(),
                     self_cost: f.self_cost,
                     inclusive,
                     calls: f.calls,

@@ -219,8 +219,8 @@ pub fn collect_function_seen(p: &Profile, function: &str) -> bool {
         return true;
     }
     p.functions.iter().any(|f| {
-        let base = f.name.split('\'').next().unwrap_or(&f.name);
-        (wildcard_match(function, &f.name) || wildcard_match(function, base))
+        let base = f.function.split('\'').next().unwrap_or(&f.function);
+        (wildcard_match(function, &f.function) || wildcard_match(function, base))
             && f.inclusive.iter().chain(&f.self_cost).any(|c| *c != 0)
     })
 }
@@ -252,7 +252,7 @@ fn wildcard_match(pattern: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::callgrind::FunctionCost;
+    use crate::callgrind::FunctionProfile;
 
     fn profile(events: &[&str], totals: &[u64]) -> Profile {
         Profile {
@@ -342,11 +342,11 @@ mod tests {
     fn collect_seen() {
         let mut p = profile(&["Ir"], &[0]);
         assert!(!collect_function_seen(&p, "bench"));
-        p.functions.push(FunctionCost {
-            name: "bench_sort'2".to_string(),
+        p.functions.push(FunctionProfile {
+            function: "bench_sort'2".to_string(),
             self_cost: vec![5],
             inclusive: vec![5],
-            ..FunctionCost::default()
+            ..FunctionProfile::default()
         });
         assert!(collect_function_seen(&p, "bench_sort"));
         assert!(collect_function_seen(&p, "bench_*"));

@@ -1,0 +1,985 @@
+//! The typed schema of every JSON document perfsleuth writes or reads.
+//!
+//! Each document is a struct here with a `schema` name and a
+//! `schema_version`; [`Document`] ties the two to the type, and
+//! [`json_schema`] generates the JSON Schema committed under `docs/schema/`
+//! (a test fails when the committed files differ from the types). The
+//! producers (report, compare, scale, probe, env and the binary) build these
+//! structs; nothing builds an output document from untyped JSON.
+
+use crate::{
+    CalibratedClock, Direction, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Run,
+    RunStatus, f64_or_nan,
+};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A versioned JSON document: its `schema` name and layout version.
+pub trait Document: Serialize + DeserializeOwned + JsonSchema {
+    /// The `schema` field's value ("perfsleuth/run").
+    const SCHEMA: &'static str;
+    /// The `schema_version` this perfsleuth writes and reads.
+    const VERSION: u32;
+    /// The file under `docs/schema/` that holds its JSON Schema, without
+    /// the `.schema.json` extension ("run").
+    fn file_stem() -> &'static str {
+        Self::SCHEMA.trim_start_matches("perfsleuth/")
+    }
+}
+
+/// The JSON Schema of a document, as committed under `docs/schema/`.
+pub fn json_schema<D: Document>() -> serde_json::Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(D)).unwrap_or_default();
+    // The header fields are a plain string and integer in the types; the
+    // schema pins them so a validator tells the documents apart.
+    if let Some(props) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) {
+        props.insert(
+            "schema".into(),
+            serde_json::json!({ "const": D::SCHEMA, "description": "The document's name." }),
+        );
+        props.insert(
+            "schema_version".into(),
+            serde_json::json!({ "const": D::VERSION, "description": "The document's layout version." }),
+        );
+    }
+    schema
+}
+
+/// Every document's file stem and JSON Schema, in the order `docs/SCHEMA.md` lists them.
+pub fn all_json_schemas() -> Vec<(&'static str, serde_json::Value)> {
+    fn one<D: Document>() -> (&'static str, serde_json::Value) {
+        (D::file_stem(), json_schema::<D>())
+    }
+    vec![
+        one::<RunExport>(),
+        one::<RunsDoc>(),
+        one::<CompareDoc>(),
+        one::<ScaleDoc>(),
+        one::<ProbeDoc>(),
+        one::<ProbeDiffDoc>(),
+        one::<EnvironmentDoc>(),
+        one::<EnvDiffDoc>(),
+        one::<EnvCheckDoc>(),
+    ]
+}
+
+/// A document as pretty-printed JSON text with a final newline.
+///
+/// Goes through `serde_json::Value` so object keys come out sorted, as
+/// perfsleuth has always written them (byte-stable output for diffs and tests).
+pub fn to_json_pretty<T: Serialize>(doc: &T) -> Result<String, serde_json::Error> {
+    let value = serde_json::to_value(doc)?;
+    Ok(serde_json::to_string_pretty(&value)? + "\n")
+}
+
+/// Why a file could not be read as a document.
+#[derive(Debug)]
+pub enum ReadError {
+    /// Not JSON at all.
+    NotJson(serde_json::Error),
+    /// JSON, but its `schema` is another document's (or missing: `None`).
+    WrongSchema(Option<String>),
+    /// The right document in a layout version this perfsleuth does not read (`None`: missing).
+    WrongVersion(Option<u64>),
+    /// The right document and version, but a field does not fit the type.
+    Malformed(serde_json::Error),
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::NotJson(e) => write!(f, "not JSON: {e}"),
+            ReadError::WrongSchema(s) => match s {
+                Some(s) => write!(f, "a `{s}` document"),
+                None => f.write_str("no \"schema\" field"),
+            },
+            ReadError::WrongVersion(v) => match v {
+                Some(v) => write!(f, "schema version {v}"),
+                None => f.write_str("schema version missing"),
+            },
+            ReadError::Malformed(e) => write!(f, "malformed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// The `schema` and `schema_version` of any document, to tell which one a file holds.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Header {
+    /// The `schema` field, when present and a string.
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub schema: Option<String>,
+    /// The `schema_version` field, when present and an integer.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub schema_version: Option<u64>,
+}
+
+fn lenient_string<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Option<String>, D::Error> {
+    Ok(serde_json::Value::deserialize(de)?
+        .as_str()
+        .map(str::to_string))
+}
+
+fn lenient_u64<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Option<u64>, D::Error> {
+    Ok(serde_json::Value::deserialize(de)?.as_u64())
+}
+
+/// Parses JSON text into a [`Header`] and the whole value.
+pub fn read_header(text: &str) -> Result<(Header, serde_json::Value), ReadError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(ReadError::NotJson)?;
+    let header = Header::deserialize(&value).unwrap_or_default();
+    Ok((header, value))
+}
+
+/// Reads a document of type `D`, checking its `schema` and `schema_version` first.
+pub fn read_document<D: Document>(text: &str) -> Result<D, ReadError> {
+    let (header, value) = read_header(text)?;
+    document_from_value(&header, value)
+}
+
+/// Turns an already-parsed value into a document of type `D`, checking its header.
+pub fn document_from_value<D: Document>(
+    header: &Header,
+    value: serde_json::Value,
+) -> Result<D, ReadError> {
+    if header.schema.as_deref() != Some(D::SCHEMA) {
+        return Err(ReadError::WrongSchema(header.schema.clone()));
+    }
+    if header.schema_version != Some(u64::from(D::VERSION)) {
+        return Err(ReadError::WrongVersion(header.schema_version));
+    }
+    serde_json::from_value(value).map_err(ReadError::Malformed)
+}
+
+macro_rules! document {
+    ($t:ty, $name:literal, $version:expr) => {
+        impl Document for $t {
+            const SCHEMA: &'static str = $name;
+            const VERSION: u32 = $version;
+        }
+    };
+}
+
+// ---------------------------------------------------------------- run export
+
+/// `perfsleuth/run`: a run with all its samples and the derived statistics
+/// (`run --export-json`, `show --json`); `compare` and `env diff` read it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunExport {
+    /// Always `"perfsleuth/run"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// The run exactly as stored.
+    pub run: Run,
+    /// Statistics derived from `run`, so consumers need not reimplement them.
+    pub summary: RunSummary,
+}
+document!(RunExport, "perfsleuth/run", crate::SCHEMA_VERSION);
+
+/// The derived statistics of a run export.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunSummary {
+    /// Index into `run.benchmarks` of the benchmark the others are compared with.
+    pub reference: usize,
+    /// One entry per benchmark, in run order.
+    pub benchmarks: Vec<BenchmarkSummary>,
+    /// One entry per benchmark other than the reference.
+    pub comparisons: Vec<ComparisonSummary>,
+}
+
+/// One benchmark's statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BenchmarkSummary {
+    /// As in `run.benchmarks[]`.
+    pub name: String,
+    /// As in `run.benchmarks[]`.
+    pub command: String,
+    /// As in `run.benchmarks[]`.
+    pub parameters: BTreeMap<String, String>,
+    /// Number of samples, failed ones included.
+    pub runs: usize,
+    /// Samples that exited non-zero or were killed by a signal (included in the statistics).
+    pub failed_runs: usize,
+    /// Wall time (ns); null without samples.
+    pub wall: Option<Statistics>,
+    /// User CPU time (ns).
+    pub user: Option<Statistics>,
+    /// System CPU time (ns).
+    pub sys: Option<Statistics>,
+    /// Peak RSS (bytes).
+    pub peak_rss: Option<Statistics>,
+    /// Perf_event counters every sample recorded: name → median and unit.
+    #[serde(default)]
+    pub counters: BTreeMap<String, CounterMedian>,
+}
+
+/// A counter's median over a benchmark's samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CounterMedian {
+    /// The median.
+    pub median: f64,
+    /// The counter's unit.
+    pub unit: String,
+}
+
+/// Summary statistics of one metric, in the metric's unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Statistics {
+    /// Number of values.
+    pub n: usize,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Sample standard deviation (n − 1); 0 when n = 1.
+    pub stddev: f64,
+    /// Median.
+    pub median: f64,
+    /// Lower bound of the 95 % distribution-free CI of the median.
+    pub median_ci_low: f64,
+    /// Upper bound of that interval.
+    pub median_ci_high: f64,
+    /// Median absolute deviation, unscaled.
+    pub mad: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// 5th percentile.
+    pub p5: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// Positions in `samples` of outliers (modified z-score above 3.5).
+    pub outliers: Vec<usize>,
+}
+
+/// One benchmark compared with the reference.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ComparisonSummary {
+    /// Index of the compared benchmark.
+    pub benchmark: usize,
+    /// Index of the reference benchmark.
+    pub reference: usize,
+    /// Wall time, candidate / reference; null when it cannot be computed.
+    pub time: Option<TimeRatio>,
+    /// Peak RSS, candidate / reference.
+    pub peak_rss: Option<Ratio>,
+}
+
+/// A ratio of medians with its bootstrap interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Ratio {
+    /// median(candidate) / median(reference).
+    pub ratio: f64,
+    /// Lower bound of the percentile-bootstrap interval.
+    pub ci_low: f64,
+    /// Upper bound.
+    pub ci_high: f64,
+    /// Confidence level of the interval.
+    pub confidence: f64,
+    /// Bootstrap resamples that gave a finite ratio.
+    pub resamples: usize,
+    /// The interval excludes 1 (time: and the rank test agrees), with at least 5 samples a side.
+    pub significant: bool,
+}
+
+/// The wall-time ratio, with the rank test beside the bootstrap.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TimeRatio {
+    /// The ratio and its interval.
+    #[serde(flatten)]
+    pub ratio: Ratio,
+    /// Two-sided Mann–Whitney U p-value.
+    pub p_value: Option<f64>,
+    /// The bootstrap interval and the rank test disagree.
+    #[serde(default)]
+    pub inconclusive: bool,
+}
+
+// ---------------------------------------------------------------- runs
+
+/// `perfsleuth/runs`: the stored runs, newest first (`runs --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunsDoc {
+    /// Always `"perfsleuth/runs"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// The runs.
+    pub runs: Vec<RunListing>,
+}
+document!(RunsDoc, "perfsleuth/runs", crate::SCHEMA_VERSION);
+
+/// One row of `perfsleuth runs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunListing {
+    /// Store id.
+    pub id: i64,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// End time; `None` while running or after a crash.
+    pub ended_at: Option<String>,
+    /// Lifecycle state.
+    pub status: RunStatus,
+    /// Measurement mode.
+    pub mode: Mode,
+    /// Source-control state at start.
+    pub git: Option<GitInfo>,
+    /// Benchmark names in display order.
+    pub benchmarks: Vec<String>,
+    /// Number of samples over all benchmarks.
+    pub samples: u64,
+    /// The `cpu.model` fact.
+    pub cpu_model: Option<String>,
+    /// The `host.name` fact.
+    pub host: Option<String>,
+    /// Hash of the identity facts: runs with equal hashes ran on comparable machines.
+    pub comparability: String,
+    /// Probes with stored results (`perfsleuth probe` runs), in the order measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<String>,
+}
+
+// ---------------------------------------------------------------- compare
+
+/// `perfsleuth/compare`: baseline vs candidate (`compare --format json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompareDoc {
+    /// Always `"perfsleuth/compare"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// Label of the baseline side.
+    pub baseline: String,
+    /// Label of the candidate side.
+    pub candidate: String,
+    /// Whether an identity fact differs (every verdict is then `environment changed`).
+    pub identity_changed: bool,
+    /// Identity and performance facts that differ, baseline → candidate.
+    pub env_changes: Vec<CompareEnvChange>,
+    /// Whether gating p-values were adjusted by Benjamini–Hochberg.
+    pub fdr_applied: bool,
+    /// How many p-values the adjustment covered.
+    pub fdr_comparisons: usize,
+    /// One row per paired benchmark and metric.
+    pub rows: Vec<CompareRow>,
+    /// Benchmarks found only in the baseline.
+    pub unpaired_baseline: Vec<String>,
+    /// Benchmarks found only in the candidate.
+    pub unpaired_candidate: Vec<String>,
+    /// Notes on the comparison as a whole.
+    pub notes: Vec<String>,
+    /// Rows per verdict, every verdict present.
+    pub summary: VerdictCounts,
+    /// Whether a gating metric of any benchmark regressed.
+    pub any_gating_regression: bool,
+}
+document!(CompareDoc, "perfsleuth/compare", 1);
+
+/// A fact that differs between the sides of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompareEnvChange {
+    /// The fact's key.
+    pub key: String,
+    /// The more severe of the two sides' classes.
+    pub class: ImpactClass,
+    /// Baseline value (null: not recorded there).
+    pub before: Option<String>,
+    /// Candidate value.
+    pub after: Option<String>,
+    /// What changed, in words.
+    pub summary: String,
+    /// Why it can move results.
+    pub why: String,
+}
+
+/// One benchmark and metric compared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompareRow {
+    /// Benchmark name.
+    pub benchmark: String,
+    /// Its parameter values.
+    pub parameters: BTreeMap<String, String>,
+    /// The pairing key as shown: `name` or `name [k=v, …]`.
+    pub key: String,
+    /// The metric.
+    pub metric: Metric,
+    /// The metric's unit.
+    pub unit: String,
+    /// Which way is better.
+    pub better: Direction,
+    /// Whether this metric gates.
+    pub gating: bool,
+    /// Median of the baseline's samples (null without samples).
+    pub baseline_median: Option<f64>,
+    /// Median of the candidate's samples.
+    pub candidate_median: Option<f64>,
+    /// Baseline samples, all runs together.
+    pub n_baseline: usize,
+    /// Candidate samples, all runs together.
+    pub n_candidate: usize,
+    /// Relative change of the median with its bootstrap interval.
+    pub change: Option<RelativeChange>,
+    /// Two-sided Mann–Whitney U p-value.
+    pub p_value: Option<f64>,
+    /// Benjamini–Hochberg adjusted p-value.
+    pub p_adjusted: Option<f64>,
+    /// The verdict.
+    pub verdict: VerdictLabel,
+    /// Explanations attached to this row.
+    pub notes: Vec<String>,
+}
+
+/// A relative change with its interval (null members: not finite).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RelativeChange {
+    /// candidate / baseline − 1.
+    pub change: Option<f64>,
+    /// Lower bound of the bootstrap interval.
+    pub ci_low: Option<f64>,
+    /// Upper bound.
+    pub ci_high: Option<f64>,
+    /// Confidence level.
+    pub confidence: f64,
+    /// Bootstrap resamples used.
+    pub resamples: usize,
+}
+
+/// A row's verdict as written in reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum VerdictLabel {
+    /// Worse beyond noise.
+    #[serde(rename = "regressed")]
+    Regressed,
+    /// Better beyond noise.
+    #[serde(rename = "improved")]
+    Improved,
+    /// A difference, but within the noise.
+    #[serde(rename = "within noise")]
+    WithinNoise,
+    /// No difference.
+    #[serde(rename = "unchanged")]
+    Unchanged,
+    /// The CI lies beyond the threshold but the test is not significant: no claim.
+    #[serde(rename = "inconclusive")]
+    Inconclusive,
+    /// Too few samples to tell.
+    #[serde(rename = "insufficient data")]
+    InsufficientData,
+    /// Identity facts differ: no verdict is meaningful.
+    #[serde(rename = "environment changed")]
+    EnvironmentChanged,
+}
+
+/// Rows per verdict.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VerdictCounts {
+    /// `regressed` rows.
+    pub regressed: usize,
+    /// `improved` rows.
+    pub improved: usize,
+    /// `within noise` rows.
+    #[serde(rename = "within noise")]
+    pub within_noise: usize,
+    /// `unchanged` rows.
+    pub unchanged: usize,
+    /// `inconclusive` rows.
+    #[serde(default)]
+    pub inconclusive: usize,
+    /// `insufficient data` rows.
+    #[serde(rename = "insufficient data")]
+    pub insufficient_data: usize,
+    /// `environment changed` rows.
+    #[serde(rename = "environment changed")]
+    pub environment_changed: usize,
+}
+
+impl VerdictCounts {
+    /// Counts one row of this verdict.
+    pub fn add(&mut self, v: VerdictLabel) {
+        *match v {
+            VerdictLabel::Regressed => &mut self.regressed,
+            VerdictLabel::Improved => &mut self.improved,
+            VerdictLabel::WithinNoise => &mut self.within_noise,
+            VerdictLabel::Unchanged => &mut self.unchanged,
+            VerdictLabel::Inconclusive => &mut self.inconclusive,
+            VerdictLabel::InsufficientData => &mut self.insufficient_data,
+            VerdictLabel::EnvironmentChanged => &mut self.environment_changed,
+        } += 1;
+    }
+}
+
+// ---------------------------------------------------------------- scale
+
+/// `perfsleuth/scale`: a concurrency sweep's analysis (`scale --json`, `scale fit --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScaleDoc {
+    /// Always `"perfsleuth/scale"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// Store id of the sweep's run; null with `--no-store` and for `scale fit`.
+    pub run_id: Option<i64>,
+    /// The analysis.
+    #[serde(flatten)]
+    pub analysis: ScaleAnalysis,
+}
+document!(ScaleDoc, "perfsleuth/scale", 1);
+
+/// How the machine's CPU time was spent during a run, as shares of all
+/// CPUs' time (each 0..=1, summing to 1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CpuSplit {
+    /// User mode.
+    pub user: f64,
+    /// Kernel mode.
+    pub system: f64,
+    /// Idle.
+    pub idle: f64,
+    /// Idle waiting for I/O.
+    pub iowait: f64,
+    /// Stolen by the hypervisor.
+    pub steal: f64,
+}
+
+impl CpuSplit {
+    /// User + system.
+    pub fn busy(&self) -> f64 {
+        self.user + self.system
+    }
+}
+
+/// What the measured commands could use of the machine.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScaleMachine {
+    /// Logical CPUs.
+    pub logical: Option<usize>,
+    /// Physical cores, when known.
+    pub physical: Option<usize>,
+    /// CPUs usable at once (affinity, cpuset and quota applied).
+    pub usable: Option<f64>,
+    /// What limits `usable`, in words.
+    pub limited_by: Option<String>,
+}
+
+/// One concurrency level, summarised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScalePoint {
+    /// Concurrency N.
+    pub n: f64,
+    /// Runs measured.
+    pub runs: usize,
+    /// Median throughput.
+    pub throughput: f64,
+    /// Lower end of the error bar (95 % CI of the median, or the minimum).
+    pub throughput_low: f64,
+    /// Upper end of the error bar.
+    pub throughput_high: f64,
+    /// Throughput relative to N = 1 (or to the smallest N, scaled as if linear below it).
+    #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
+    pub speedup: f64,
+    /// Speed-up / N.
+    #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
+    pub efficiency: f64,
+    /// Mean whole-machine CPU split, when measured.
+    pub cpu: Option<CpuSplit>,
+    /// Mean busy share per CPU, when measured.
+    pub per_cpu_busy: Vec<f64>,
+    /// CPUs the whole machine kept busy on average (busy share × logical CPUs).
+    pub busy_cpus: Option<f64>,
+    /// CPUs the command itself kept busy: its CPU time / wall time (median).
+    pub command_cpus: Option<f64>,
+    /// Share of the CPUs this level could use (min(N, usable)) that the
+    /// command left idle; from its own CPU time when known (other load on
+    /// the machine does not hide it), else from the machine's idle time.
+    pub idle_of_usable: Option<f64>,
+    /// Voluntary context switches per 1000 units of work (median over runs).
+    pub voluntary_cs_per_kop: Option<f64>,
+    /// futex calls per 1000 units of work.
+    pub futex_per_kop: Option<f64>,
+    /// CPU migrations per 1000 units of work.
+    pub migrations_per_kop: Option<f64>,
+    /// Fitted throughput at N.
+    pub fitted: Option<f64>,
+}
+
+/// Which scalability model the fit chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FitModel {
+    /// The Universal Scalability Law: contention and coherency.
+    Usl,
+    /// Amdahl's law: β = 0.
+    Amdahl,
+    /// Linear: α = β = 0.
+    Linear,
+}
+
+/// The USL fit as reported: coefficients plus what follows from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FitSummary {
+    /// The model fitted.
+    pub model: FitModel,
+    /// Contention α.
+    pub alpha: f64,
+    /// Standard error of α.
+    #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
+    pub alpha_se: f64,
+    /// Coherency β.
+    pub beta: f64,
+    /// Standard error of β.
+    #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
+    pub beta_se: f64,
+    /// Throughput of one unit γ.
+    pub gamma: f64,
+    /// Standard error of γ.
+    #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
+    pub gamma_se: f64,
+    /// Residual standard error.
+    #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
+    pub residual_se: f64,
+    /// The CPUs the fit assumed when N exceeded them (oversubscription).
+    pub capacity: Option<f64>,
+    /// N* = √((1−α)/β), when β > 0 and N* ≤ 2× the largest measured N.
+    pub n_star: Option<f64>,
+    /// Fitted X at N*.
+    pub x_at_n_star: Option<f64>,
+    /// Where the fitted curve peaks (N*, or the capacity), within the extrapolation limit.
+    pub peak_n: Option<f64>,
+    /// Fitted X at the peak.
+    pub peak_x: Option<f64>,
+    /// Amdahl ceiling γ/α, when α > 0.
+    pub amdahl_ceiling: Option<f64>,
+    /// Throughput falls for N beyond this (the retrograde region), when it does.
+    pub retrograde_from: Option<f64>,
+    /// α is distinguishable from 0 (more than 2 standard errors).
+    pub alpha_significant: bool,
+    /// β is distinguishable from 0.
+    pub beta_significant: bool,
+    /// N* exists but lies beyond the extrapolation limit, so it is not quoted.
+    pub n_star_beyond_limit: bool,
+}
+
+/// Which scalability story the curve tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosisKind {
+    /// Throughput falls as N grows: threads fight over a lock or cache line.
+    Coherency,
+    /// A serial part caps the speed-up (Amdahl).
+    Serialised,
+    /// Near-linear up to the CPUs available, CPUs busy.
+    ComputeBound,
+    /// Near-linear while the CPUs idle: the work waits (sleep, I/O) and
+    /// concurrency overlaps the waits.
+    ScalesWaiting,
+    /// CPUs idle without a sign of lock contention.
+    Waiting,
+    /// None of the above clearly: sub-linear scaling.
+    SubLinear,
+}
+
+/// One finding of the scalability diagnosis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Diagnosis {
+    /// The story.
+    pub kind: DiagnosisKind,
+    /// One line.
+    pub headline: String,
+    /// The numbers behind it.
+    pub evidence: Vec<String>,
+}
+
+/// Everything `scale` reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScaleAnalysis {
+    /// The parameter that set the concurrency (e.g. "threads").
+    pub parameter: String,
+    /// One entry per concurrency level, ascending.
+    pub points: Vec<ScalePoint>,
+    /// The fit, when one was possible.
+    pub fit: Option<FitSummary>,
+    /// Why there is no fit.
+    pub fit_error: Option<String>,
+    /// What the numbers say, most important first.
+    pub diagnosis: Vec<Diagnosis>,
+    /// Caveats about the measurement (oversubscription, SMT, steal, few points).
+    pub warnings: Vec<String>,
+    /// The machine's CPUs.
+    pub machine: ScaleMachine,
+}
+
+impl ScaleAnalysis {
+    /// The fitted curve as a function of N, when there is a fit.
+    pub fn fitted(&self, n: f64) -> Option<f64> {
+        let f = self.fit.as_ref()?;
+        let cap = f.capacity.unwrap_or(f64::INFINITY);
+        Some(f.gamma * n.min(cap) / (1.0 + f.alpha * (n - 1.0) + f.beta * n * (n - 1.0)))
+    }
+
+    /// The largest measured N.
+    pub fn max_n(&self) -> f64 {
+        self.points.iter().map(|p| p.n).fold(0.0, f64::max)
+    }
+}
+
+// ---------------------------------------------------------------- probe
+
+/// `perfsleuth/probe`: a probe session (`probe --json`); `probe diff` reads it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProbeDoc {
+    /// Always `"perfsleuth/probe"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// Store id of the run; null with `--no-store`.
+    #[serde(default)]
+    pub run_id: Option<i64>,
+    /// Lifecycle state.
+    pub status: RunStatus,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// End time, RFC 3339 UTC.
+    pub ended_at: Option<String>,
+    /// Version of perfsleuth that measured it.
+    pub tool_version: String,
+    /// Whether `--quick` was given.
+    #[serde(default)]
+    pub quick: Option<bool>,
+    /// The comparability hash of `facts`.
+    pub comparability: String,
+    /// The calibrated core clock of the first probe that reports cycles.
+    #[serde(default)]
+    pub clock: Option<CalibratedClock>,
+    /// One per probe, in the order run.
+    pub reports: Vec<ProbeReportDoc>,
+    /// The environment fingerprint.
+    pub facts: Environment,
+}
+document!(ProbeDoc, "perfsleuth/probe", 1);
+
+/// One probe's report in a [`ProbeDoc`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProbeReportDoc {
+    /// The probe.
+    pub probe: String,
+    /// Wall time the probe took, in seconds.
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// The CPU the probe's thread was pinned to.
+    #[serde(default)]
+    pub pinned_cpu: Option<usize>,
+    /// That probe's own clock calibration.
+    #[serde(default)]
+    pub clock: Option<CalibratedClock>,
+    /// What it could not do, samples retaken.
+    #[serde(default)]
+    pub messages: Vec<String>,
+    /// Its numbers.
+    #[serde(default)]
+    pub measurements: Vec<ProbeResult>,
+}
+
+/// One probe metric measured on both sides of a probe diff.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProbeDelta {
+    /// Probe name.
+    pub probe: String,
+    /// Metric name.
+    pub metric: String,
+    /// Unit of `a` and `b`.
+    pub unit: String,
+    /// Value on side A (the baseline).
+    #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
+    pub a: f64,
+    /// Value on side B.
+    #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
+    pub b: f64,
+    /// b / a.
+    #[serde(deserialize_with = "f64_or_nan")]
+    #[schemars(with = "Option<f64>")]
+    pub ratio: f64,
+    /// Whether B is worse than A (by the metric's direction).
+    pub worse: bool,
+    /// The change is at least 10 % and the two values' spread bands
+    /// (value ± spread·value / 2, about the inter-quartile ranges) do not overlap.
+    pub significant: bool,
+    /// Whether this metric is a headline number on either side.
+    pub headline: bool,
+    /// Changed facts under the probe's prefixes, "key: A → B".
+    pub explanations: Vec<String>,
+}
+
+/// `perfsleuth/probe-diff`: two probe results compared (`probe diff --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProbeDiffDoc {
+    /// Always `"perfsleuth/probe-diff"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// Side A.
+    pub a: ProbeDiffSide,
+    /// Side B.
+    pub b: ProbeDiffSide,
+    /// A headline metric differs significantly (the command then exits 1).
+    pub differs: bool,
+    /// Every metric measured on both sides, in A's order.
+    pub deltas: Vec<ProbeDeltaRow>,
+}
+document!(ProbeDiffDoc, "perfsleuth/probe-diff", 1);
+
+/// One side of a probe diff.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProbeDiffSide {
+    /// "run 4", "current (run 9)", a file name.
+    pub label: String,
+    /// Store id, when stored.
+    pub run_id: Option<i64>,
+    /// Whether it ran `--quick`, when known.
+    pub quick: Option<bool>,
+    /// The comparability hash of its environment.
+    pub comparability: String,
+    /// The probes with results, in suite order.
+    pub probes: Vec<String>,
+}
+
+/// A [`ProbeDelta`] with its change in words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProbeDeltaRow {
+    /// The delta.
+    #[serde(flatten)]
+    pub delta: ProbeDelta,
+    /// "3.30× slower", "2.00× less", "unchanged".
+    pub change: String,
+}
+
+// ---------------------------------------------------------------- env
+
+/// `perfsleuth/environment`: a fingerprint (`env show --json`); `env diff` reads it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EnvironmentDoc {
+    /// Always `"perfsleuth/environment"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// "current machine", "run 12", "tree DIR" or a file name.
+    pub source: String,
+    /// The comparability hash of the facts.
+    pub comparability: String,
+    /// The facts.
+    pub facts: Environment,
+}
+document!(
+    EnvironmentDoc,
+    "perfsleuth/environment",
+    crate::SCHEMA_VERSION
+);
+
+/// `perfsleuth/env-diff`: what changed between two environments (`env diff --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EnvDiffDoc {
+    /// Always `"perfsleuth/env-diff"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// Label of side A.
+    pub a: String,
+    /// Label of side B.
+    pub b: String,
+    /// Comparability hashes of both sides.
+    pub comparability: ComparabilityPair,
+    /// No identity or performance fact differs.
+    pub identical: bool,
+    /// The changes, most important first (context facts only with `--all`).
+    pub changes: Vec<EnvDiffChange>,
+}
+document!(EnvDiffDoc, "perfsleuth/env-diff", crate::SCHEMA_VERSION);
+
+/// The comparability hashes of two sides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ComparabilityPair {
+    /// Side A.
+    pub a: String,
+    /// Side B.
+    pub b: String,
+}
+
+/// One changed fact in an [`EnvDiffDoc`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EnvDiffChange {
+    /// The fact's key.
+    pub key: String,
+    /// The more severe of the two sides' classes.
+    pub class: ImpactClass,
+    /// Value on side A (null: absent there).
+    pub a: Option<String>,
+    /// Value on side B.
+    pub b: Option<String>,
+    /// What changed, in words.
+    pub summary: String,
+    /// Why it can move results.
+    pub why: String,
+}
+
+/// `perfsleuth/env-check`: is this machine fit to benchmark on (`env check --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EnvCheckDoc {
+    /// Always `"perfsleuth/env-check"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// False when any finding is a problem (the command then exits 2).
+    pub fit: bool,
+    /// The findings, most serious first.
+    pub findings: Vec<Finding>,
+}
+document!(EnvCheckDoc, "perfsleuth/env-check", crate::SCHEMA_VERSION);
+
+/// How serious an `env check` finding is.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; results stay usable.
+    Info,
+    /// Adds noise or limits what can be measured.
+    Warning,
+    /// Makes results unreliable.
+    Problem,
+}
+
+impl Severity {
+    /// Lowercase name for output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Problem => "problem",
+        }
+    }
+}
+
+/// One finding of `env check`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Finding {
+    /// How serious.
+    pub severity: Severity,
+    /// The fact it is about.
+    pub key: String,
+    /// What was found.
+    pub message: String,
+    /// What to do.
+    pub recommendation: String,
+}
