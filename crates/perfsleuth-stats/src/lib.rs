@@ -6,7 +6,6 @@
 //! no dependencies. Functions that cannot give a meaningful answer for their
 //! input (empty slices, NaN, invalid confidence levels) return `None` instead
 //! of panicking, because the inputs come straight from measurements.
-#![warn(missing_docs)]
 
 mod binomial;
 mod bootstrap;
