@@ -8,6 +8,8 @@
 //! Everything here is pure: the caller loads the runs, this crate never
 //! touches the store, the clock or the terminal.
 
+#![forbid(unsafe_code)]
+
 mod format;
 mod json;
 mod render;

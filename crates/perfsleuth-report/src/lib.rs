@@ -8,6 +8,8 @@
 //! statistic once; each renderer reads the same [`RunReport`], so the
 //! terminal, Markdown and JSON can never disagree about a number.
 
+#![forbid(unsafe_code)]
+
 mod csv;
 pub mod export;
 mod format;

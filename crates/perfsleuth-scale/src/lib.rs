@@ -6,6 +6,8 @@
 //! same analysis serves `perfsleuth scale`, `perfsleuth scale fit FILE.csv`
 //! and a future server.
 
+#![forbid(unsafe_code)]
+
 mod csv;
 mod diagnose;
 mod render;

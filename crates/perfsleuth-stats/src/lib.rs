@@ -7,6 +7,8 @@
 //! input (empty slices, NaN, invalid confidence levels) return `None` instead
 //! of panicking, because the inputs come straight from measurements.
 
+#![forbid(unsafe_code)]
+
 mod binomial;
 mod bootstrap;
 mod describe;
