@@ -7,7 +7,8 @@
 //!
 //! Everything here is pure: the caller loads the runs, this crate never
 //! touches the store, the clock or the terminal.
-#![warn(missing_docs)]
+
+#![forbid(unsafe_code)]
 
 mod format;
 mod json;

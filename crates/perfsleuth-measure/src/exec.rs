@@ -590,6 +590,8 @@ fn poll_ready(pid: libc::pid_t, limit: Duration, start: Instant) -> std::io::Res
     loop {
         // SAFETY: zeroed siginfo is valid; waitid fills it.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid, writable siginfo_t that outlives the call;
+        // WNOWAIT leaves the child waitable for the later `wait4`.
         let rc = unsafe {
             libc::waitid(
                 libc::P_PID,
@@ -598,6 +600,8 @@ fn poll_ready(pid: libc::pid_t, limit: Duration, start: Instant) -> std::io::Res
                 libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
             )
         };
+        // SAFETY: waitid succeeded (rc == 0) and filled `info` for a
+        // child-state change, so its si_pid field is the one to read.
         if rc == 0 && unsafe { info.si_pid() } == pid {
             return Ok(Ready::Exited);
         }

@@ -3,6 +3,8 @@
 //! the JSON export serialises, so changes here are schema changes: bump
 //! [`SCHEMA_VERSION`] and document them in `docs/SCHEMA.md`.
 
+#![forbid(unsafe_code)]
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;

@@ -7,7 +7,8 @@
 //! renderers can be tested with hand-built runs. [`analyze`] computes every
 //! statistic once; each renderer reads the same [`RunReport`], so the
 //! terminal, Markdown and JSON can never disagree about a number.
-#![warn(missing_docs)]
+
+#![forbid(unsafe_code)]
 
 mod csv;
 pub mod export;

@@ -5,7 +5,8 @@
 //! The CLI measures; this crate only reasons about measurements, so that the
 //! same analysis serves `perfsleuth scale`, `perfsleuth scale fit FILE.csv`
 //! and a future server.
-#![warn(missing_docs)]
+
+#![forbid(unsafe_code)]
 
 mod csv;
 mod diagnose;

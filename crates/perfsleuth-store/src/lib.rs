@@ -19,6 +19,8 @@
 //! connection), `queries` (the SQLite reads and writes), `location`
 //! (`--store` values, the default path), `hash` (environment hashes).
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod hash;
 mod location;

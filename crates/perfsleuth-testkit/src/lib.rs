@@ -12,6 +12,8 @@
 //! One home for this, not a helper per test crate, so every crate's tests
 //! read the same variable with the same names.
 
+#![forbid(unsafe_code)]
+
 use std::ffi::OsString;
 use std::fmt::Display;
 use std::process::Command;

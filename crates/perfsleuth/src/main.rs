@@ -1,5 +1,7 @@
 //! The perfsleuth command-line tool.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod compare;
 mod envcmd;
