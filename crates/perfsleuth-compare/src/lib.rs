@@ -191,9 +191,84 @@ pub const MACHINES_DIFFER: &str = "The machines differ: results are not comparab
 
 /// Whether a gating metric of any benchmark regressed (what `--fail-on regressed` checks).
 pub fn any_gating_regression(c: &Comparison) -> bool {
+    gating_regressions(c).next().is_some()
+}
+
+/// The gating rows that regressed.
+fn gating_regressions(c: &Comparison) -> impl Iterator<Item = &Row> {
     c.rows
         .iter()
-        .any(|r| r.gating && r.verdict == RowVerdict::Stat(Verdict::Regressed))
+        .filter(|r| r.gating && r.verdict == RowVerdict::Stat(Verdict::Regressed))
+}
+
+/// What a `--fail-on regressed` gate concludes about a comparison.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// Every benchmark of the baseline was compared and none regressed.
+    Pass,
+    /// These gating rows (benchmark keys and metrics) regressed.
+    Regressed(Vec<String>),
+    /// These benchmarks of the baseline are missing from the candidate: a
+    /// gate that passed them would pass without looking.
+    Missing(Vec<String>),
+    /// The two sides share no benchmark at all.
+    NothingShared,
+}
+
+impl Gate {
+    /// Whether the gate fails (exit 1).
+    pub fn fails(&self) -> bool {
+        !matches!(self, Gate::Pass)
+    }
+
+    /// One line saying why the gate failed; `None` when it passed.
+    pub fn reason(&self) -> Option<String> {
+        let list = |v: &[String]| {
+            let shown: Vec<&str> = v.iter().take(5).map(String::as_str).collect();
+            let more = v.len().saturating_sub(shown.len());
+            let tail = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            format!("`{}`{tail}", shown.join("`, `"))
+        };
+        match self {
+            Gate::Pass => None,
+            Gate::Regressed(rows) => Some(format!("gate failed: {} regressed", list(rows))),
+            Gate::Missing(keys) => Some(format!(
+                "gate failed: {} of the baseline {} not in the candidate (pass --allow-missing to accept that)",
+                list(keys),
+                if keys.len() == 1 { "is" } else { "are" }
+            )),
+            Gate::NothingShared => Some(
+                "gate failed: the two sides share no benchmark, so nothing was compared (pass --allow-missing to accept that)"
+                    .to_string(),
+            ),
+        }
+    }
+}
+
+/// The `--fail-on regressed` gate: fails on a gating regression, and — unless
+/// `allow_missing` — when a benchmark of the baseline is missing from the
+/// candidate or the sides share none, so that a gate never passes silently.
+pub fn gate(c: &Comparison, allow_missing: bool) -> Gate {
+    let regressed: Vec<String> = gating_regressions(c)
+        .map(|r| format!("{} {}", r.key(), r.metric.name()))
+        .collect();
+    if !regressed.is_empty() {
+        return Gate::Regressed(regressed);
+    }
+    if allow_missing {
+        return Gate::Pass;
+    }
+    if c.rows.is_empty() {
+        return Gate::NothingShared;
+    }
+    if !c.unpaired_baseline.is_empty() {
+        return Gate::Missing(c.unpaired_baseline.clone());
+    }
+    Gate::Pass
 }
 
 /// `name`, or `name [k=v, …]` when the benchmark has parameters.

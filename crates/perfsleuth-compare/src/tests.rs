@@ -1134,3 +1134,31 @@ fn wide_benchmark_names_keep_the_columns_aligned() {
     assert!(cols.len() >= 3, "{text}");
     assert!(cols.iter().all(|&c| c == cols[0]), "{cols:?}\n{text}");
 }
+
+#[test]
+fn the_gate_never_passes_without_looking() {
+    let x = around(10.0 * MS, 0.001, 12);
+    let slow: Vec<f64> = x.iter().map(|v| v * 1.5).collect();
+    let all = one(vec![bench("a", &x)], vec![bench("a", &x)]);
+    assert_eq!(gate(&all, false), Gate::Pass);
+    assert_eq!(gate(&all, false).reason(), None);
+    let missing = one(vec![bench("a", &x), bench("b", &x)], vec![bench("a", &x)]);
+    assert_eq!(gate(&missing, false), Gate::Missing(vec!["b".into()]));
+    assert!(
+        gate(&missing, false)
+            .reason()
+            .unwrap()
+            .contains("`b` of the baseline is not")
+    );
+    assert_eq!(gate(&missing, true), Gate::Pass);
+    let none = one(vec![bench("a", &x)], vec![bench("c", &x)]);
+    assert_eq!(gate(&none, false), Gate::NothingShared);
+    assert_eq!(gate(&none, true), Gate::Pass);
+    // A regression fails the gate even with --allow-missing.
+    let worse = one(
+        vec![bench("a", &x), bench("b", &x)],
+        vec![bench("a", &slow)],
+    );
+    assert_eq!(gate(&worse, true), Gate::Regressed(vec!["a wall".into()]));
+    assert!(gate(&worse, true).fails());
+}

@@ -140,9 +140,14 @@ pub struct VerdictArgs {
     /// Per-benchmark settings [default: perfsleuth.toml at the repository top, if present].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Exit 1 when a gating metric regressed (for CI).
+    /// Exit 1 when a gating metric regressed (for CI) — or when a benchmark of
+    /// the baseline is missing from the candidate, or the sides share none.
     #[arg(long, value_enum, value_name = "WHAT")]
     pub fail_on: Option<FailOn>,
+    /// With --fail-on: benchmarks of the baseline missing from the candidate
+    /// (or no shared benchmark at all) do not fail the gate.
+    #[arg(long)]
+    pub allow_missing: bool,
     /// Refuse (exit 2) when the two sides ran on machines that differ in identity facts.
     #[arg(long)]
     pub require_same_env: bool,
@@ -151,10 +156,10 @@ pub struct VerdictArgs {
 /// `perfsleuth compare`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Sides: a run id, latest, latest~N, a branch (its latest run), a git revision (its complete runs), or a file from --export-json.\nDefaults: candidate = latest, baseline = the run before it.\n\nExamples:\n  perfsleuth compare\n  perfsleuth compare main HEAD --fail-on regressed\n  perfsleuth compare base.json cand.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
+    after_help = "Sides: a run id, latest, latest~N, a branch (its latest run), a git revision (its complete runs), or a file from --export-json.\nDefaults: candidate = latest, baseline = the latest earlier run of the same benchmarks (on the same branch if there is one).\n\nExamples:\n  perfsleuth compare\n  perfsleuth compare main HEAD --fail-on regressed\n  perfsleuth compare base.json cand.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
 )]
 pub struct CompareArgs {
-    /// The baseline side [default: the run before the candidate].
+    /// The baseline side [default: the latest earlier run of the same benchmarks, same branch first].
     pub baseline: Option<String>,
     /// The candidate side [default: latest].
     pub candidate: Option<String>,

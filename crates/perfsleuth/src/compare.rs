@@ -5,9 +5,7 @@ use crate::cli::{ColorChoice, CompareArgs, CompareFormat, FailOn, VerdictArgs};
 use crate::error::Fail;
 use crate::selectors::{self, StoreHandle};
 use crate::term::{emit, use_color};
-use perfsleuth_compare::{
-    BenchmarkOptions, Comparison, Options, Side, any_gating_regression, compare,
-};
+use perfsleuth_compare::{BenchmarkOptions, Comparison, Options, Side, compare};
 use perfsleuth_model::Metric;
 use perfsleuth_model::exit::ExitCode;
 use serde::Deserialize;
@@ -44,7 +42,7 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
         }
     };
     emit(&text, false);
-    Ok(exit_code(&comparison, args.verdict.fail_on))
+    Ok(exit_code(&comparison, &args.verdict))
 }
 
 /// Compares a run just made with `--baseline REF` (resolved before measuring).
@@ -73,7 +71,7 @@ pub fn after_run(
         &perfsleuth_compare::render_terminal(&comparison, use_color(color, to_stderr)),
         to_stderr,
     );
-    Ok(exit_code(&comparison, verdict.fail_on))
+    Ok(exit_code(&comparison, verdict))
 }
 
 /// Refuses sides measured in different modes (see
@@ -121,10 +119,18 @@ fn probe_notes(baseline: &Side, candidate: &Side, store: &mut StoreHandle) -> Ve
     }
 }
 
-fn exit_code(c: &Comparison, fail_on: Option<FailOn>) -> i32 {
-    match fail_on {
-        Some(FailOn::Regressed) if any_gating_regression(c) => ExitCode::REGRESSION,
-        _ => ExitCode::OK,
+/// The exit code of a gate (`--fail-on`); when it fails, one line on stderr
+/// says why, after the report.
+fn exit_code(c: &Comparison, verdict: &VerdictArgs) -> i32 {
+    match verdict.fail_on {
+        Some(FailOn::Regressed) => {
+            let gate = perfsleuth_compare::gate(c, verdict.allow_missing);
+            if let Some(reason) = gate.reason() {
+                emit(&format!("{reason}\n"), true);
+            }
+            ExitCode::gate(gate.fails())
+        }
+        None => ExitCode::OK,
     }
 }
 
@@ -322,6 +328,7 @@ mod tests {
             metric: vec![],
             config,
             fail_on: None,
+            allow_missing: false,
             require_same_env: false,
         }
     }

@@ -104,29 +104,77 @@ impl StoreHandle {
     }
 }
 
-/// The baseline when none is given: the run stored before the candidate's
-/// newest run, among the runs measured the same way.
+/// The baseline when none is given: the latest earlier run measured the same
+/// way (mode; sweeps with sweeps) with the same benchmark names, on the
+/// candidate's branch, else on any branch. Never simply "the run before": a
+/// run of other commands would pair nothing, and a gate would pass without
+/// looking.
 pub fn default_baseline(candidate: &Side, store: &mut StoreHandle) -> Result<Side, Fail> {
     let store = store.get()?;
-    // The run before, measured the same way: a simulation run is compared
-    // with the simulation run before it, a sweep with the sweep before it.
-    let kind = candidate
-        .runs
-        .first()
-        .map_or(RunKind::Benchmarks, |r| RunKind::Like {
-            mode: r.mode,
-            scale: r.is_scale_sweep(),
-        });
-    let before = match candidate.runs.first().and_then(|r| r.id) {
+    let first = candidate.runs.first();
+    let kind = first.map_or(RunKind::Benchmarks, |r| RunKind::Like {
+        mode: r.mode,
+        scale: r.is_scale_sweep(),
+    });
+    let names = |it: &mut dyn Iterator<Item = &String>| {
+        let mut v: Vec<String> = it.cloned().collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let wanted = first.map(|r| names(&mut r.benchmarks.iter().map(|b| &b.name)));
+    let branch = first.and_then(|r| r.git.as_ref()?.branch.clone());
+    // Earlier runs of the same kind, newest first.
+    let mut earlier = Vec::new();
+    let mut cursor = match first.and_then(|r| r.id) {
         Some(id) => store.run_before_of(id, kind).map_err(store_fail)?,
+        // An exported file: every stored run is earlier.
         None => store.resolve_run_of("latest", kind).ok(),
     };
-    let id = before.ok_or_else(|| {
-        Fail::usage(
-            "there is no earlier run to compare with",
-            "run `perfsleuth run` twice, or name both sides: perfsleuth compare BASELINE CANDIDATE",
-        )
-    })?;
+    while let Some(id) = cursor {
+        earlier.push(id);
+        cursor = store.run_before_of(id, kind).map_err(store_fail)?;
+    }
+    let listings: std::collections::HashMap<i64, perfsleuth_store::RunListing> = store
+        .list_runs(None)
+        .map_err(store_fail)?
+        .into_iter()
+        .map(|l| (l.id, l))
+        .collect();
+    let same_names = |id: &i64| match (&wanted, listings.get(id)) {
+        (Some(w), Some(l)) => names(&mut l.benchmarks.iter()) == *w,
+        (None, _) => true,
+        (Some(_), None) => false,
+    };
+    let on_branch = |id: &i64| {
+        branch.is_some()
+            && listings
+                .get(id)
+                .and_then(|l| l.git.as_ref()?.branch.as_ref())
+                == branch.as_ref()
+    };
+    let chosen = earlier
+        .iter()
+        .find(|id| same_names(id) && on_branch(id))
+        .or_else(|| earlier.iter().find(|id| same_names(id)));
+    let id = match (chosen, earlier.is_empty()) {
+        (Some(id), _) => *id,
+        (None, true) => {
+            return Err(Fail::usage(
+                "there is no earlier run to compare with",
+                "run `perfsleuth run` twice, or name both sides: perfsleuth compare BASELINE CANDIDATE",
+            ));
+        }
+        (None, false) => {
+            return Err(Fail::usage(
+                format!(
+                    "no earlier run measured the same benchmarks ({})",
+                    wanted.map(|w| w.join(", ")).unwrap_or_default()
+                ),
+                "name the baseline: perfsleuth compare BASELINE CANDIDATE (`perfsleuth runs` lists them)",
+            ));
+        }
+    };
     Ok(Side {
         label: format!("run {id}"),
         runs: vec![load(store, id)?],

@@ -635,7 +635,11 @@ fn fail_on_regressed_gates_only_a_regression() {
         table_line(&out.stdout, "wall*").ends_with("regressed"),
         "{out:?}"
     );
-    assert!(out.stderr.is_empty(), "{out:?}");
+    // After the report, one line says why the gate failed.
+    assert_eq!(
+        out.stderr, "gate failed: `work wall` regressed\n",
+        "{out:?}"
+    );
 
     // The report is still complete JSON when the gate fails.
     let out = compare(
@@ -1195,6 +1199,82 @@ fn run_with_baseline_keeps_a_json_export_on_stdout_parseable() {
     );
 }
 
+// ---------------------------------------------------------------- gates
+
+#[test]
+fn gates_fail_when_a_baseline_benchmark_is_missing_or_nothing_is_shared() {
+    let sb = Sandbox::new();
+    bench(
+        &sb,
+        &["-n", "kept", "-n", "dropped", "sleep 0.01", "sleep 0.011"],
+    );
+    bench(&sb, &["-n", "kept", "sleep 0.01"]);
+    bench(&sb, &["-n", "other", "sleep 0.01"]);
+    // A threshold no noise reaches: only the missing benchmarks can fail the gate.
+    let gate = ["--fail-on", "regressed", "--threshold", "90"];
+    let mut args = vec!["1", "2"];
+    args.extend(gate);
+    let out = compare(&sb, &args);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("gate failed: `dropped` of the baseline is not in the candidate"),
+        "{out:?}"
+    );
+    args.push("--allow-missing");
+    assert_eq!(compare(&sb, &args).code, 0);
+
+    let mut args = vec!["1", "3"];
+    args.extend(gate);
+    let out = compare(&sb, &args);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("share no benchmark"), "{out:?}");
+    args.push("--allow-missing");
+    assert_eq!(compare(&sb, &args).code, 0);
+    // Without --fail-on nothing gates: the report alone, exit 0.
+    assert_eq!(compare(&sb, &["1", "3"]).code, 0);
+
+    // run --baseline gates the same way.
+    let out = sb.bench([
+        "--warmup",
+        "0",
+        "--runs",
+        "3",
+        "-n",
+        "new",
+        "--baseline",
+        "1",
+        "--fail-on",
+        "regressed",
+        "sleep 0.001",
+    ]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("share no benchmark"), "{out:?}");
+}
+
+#[test]
+fn the_default_baseline_measured_the_same_benchmarks_on_the_same_branch() {
+    let sb = Sandbox::new();
+    git_init(&sb);
+    commit(&sb, "a");
+    bench(&sb, &["-n", "work", "sleep 0.01"]); // 1, main
+    git(&sb, &["checkout", "-q", "-b", "topic"]);
+    bench(&sb, &["-n", "work", "sleep 0.01"]); // 2, topic
+    bench(&sb, &["-n", "unrelated", "sleep 0.01"]); // 3, topic
+    bench(&sb, &["-n", "work", "sleep 0.01"]); // 4, topic
+    // Not run 3 (other benchmarks): run 2, the latest with `work` on topic.
+    let doc = compare_json(&sb, &[]);
+    assert_eq!(doc["baseline"], "run 2", "{doc}");
+    git(&sb, &["checkout", "-q", "main"]);
+    bench(&sb, &["-n", "work", "sleep 0.01"]); // 5, main
+    // On main: run 1, although topic's run 4 is newer.
+    let doc = compare_json(&sb, &[]);
+    assert_eq!(doc["baseline"], "run 1", "{doc}");
+    // No earlier run of the same benchmarks at all: said, not guessed.
+    bench(&sb, &["-n", "alone", "sleep 0.01"]); // 6
+    compare(&sb, &[]).usage_error("no earlier run measured the same benchmarks (alone)");
+}
+
 // ---------------------------------------------------------------- unpaired
 
 #[test]
@@ -1208,7 +1288,7 @@ fn unpaired_benchmarks_are_listed() {
         &sb,
         &["-n", "kept", "-n", "added", "sleep 0.01", "sleep 0.012"],
     );
-    let out = compare(&sb, &[]).ok();
+    let out = compare(&sb, &["1", "2"]).ok();
     assert!(
         out.stdout.contains("\nonly in baseline: dropped\n"),
         "{out:?}"
@@ -1222,7 +1302,7 @@ fn unpaired_benchmarks_are_listed() {
         "{out:?}"
     );
 
-    let doc = compare_json(&sb, &[]);
+    let doc = compare_json(&sb, &["1", "2"]);
     assert_eq!(doc["unpaired_baseline"], serde_json::json!(["dropped"]));
     assert_eq!(doc["unpaired_candidate"], serde_json::json!(["added"]));
     assert!(
@@ -1233,7 +1313,7 @@ fn unpaired_benchmarks_are_listed() {
             .all(|r| r["benchmark"] == "kept")
     );
 
-    let out = compare(&sb, &["--format", "markdown"]).ok();
+    let out = compare(&sb, &["1", "2", "--format", "markdown"]).ok();
     assert!(
         out.stdout.contains("**Only in baseline:** `dropped`"),
         "{out:?}"
@@ -1252,12 +1332,15 @@ fn unpaired_benchmarks_are_listed() {
         "{out:?}"
     );
     assert!(out.stdout.contains("only in candidate: alone"), "{out:?}");
+    // A gate over nothing fails (it used to pass without looking), and the
+    // JSON report is still complete.
     let out = compare(
         &sb,
         &["1", "3", "--fail-on", "regressed", "--format", "json"],
-    )
-    .ok();
+    );
+    assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(parse_json(&out.stdout)["rows"], serde_json::json!([]));
+    assert!(out.stderr.contains("share no benchmark"), "{out:?}");
 }
 
 #[test]
