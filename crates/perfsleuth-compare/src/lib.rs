@@ -590,6 +590,41 @@ fn push_unique(list: &mut Vec<Metric>, m: Metric) {
     }
 }
 
+/// Why a row cannot be judged at its metric's resolution (a change below one
+/// step, or a side below one step), or `None` when it can. Equal medians are
+/// left to the rule: nothing moved, at any resolution.
+fn below_resolution(row: &Row) -> Option<String> {
+    let r = row.metric.resolution()?;
+    let (b, c) = (row.baseline_median, row.candidate_median);
+    if !(b.is_finite() && c.is_finite()) || b == c {
+        return None;
+    }
+    let step = match row.metric {
+        Metric::User | Metric::Sys => format!(
+            "{} time is counted in {} ms scheduler ticks",
+            if row.metric == Metric::User {
+                "user"
+            } else {
+                "system"
+            },
+            r / 1e6
+        ),
+        Metric::PeakRss => format!("peak RSS is counted in {} KiB pages", r / 1024.0),
+        _ => "it is counted in whole events".to_string(),
+    };
+    if (c - b).abs() < r {
+        return Some(format!(
+            "{step}: the medians differ by less than one — not judged"
+        ));
+    }
+    if b.min(c) < r {
+        return Some(format!(
+            "{step}: one side's median is below one — not judged"
+        ));
+    }
+    None
+}
+
 /// Whether every run of the side ran under simulation.
 fn simulated(side: &Side) -> bool {
     !side.runs.is_empty() && side.runs.iter().all(|r| r.mode == Mode::Simulation)
@@ -912,6 +947,11 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                 "both at the measurement floor of peak RSS: the programs are smaller than it"
                     .to_string(),
             );
+            continue;
+        }
+        if enough && let Some(why) = below_resolution(row) {
+            row.verdict = RowVerdict::Stat(Verdict::InsufficientData);
+            row.notes.push(why);
             continue;
         }
         let o = opts.per_benchmark.get(&row.benchmark);

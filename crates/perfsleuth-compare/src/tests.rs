@@ -449,9 +449,18 @@ fn adjusted_p_decides_the_gating_verdict() {
     // Medians clearly 10% apart (tight cores of 20 samples), but each side
     // has a tail of 4 beyond the other's core, so the rank test is only
     // moderately sure: raw p just below 0.05, adjusted over 3 comparisons
-    // above it. Regressed alone, not after adjustment.
-    let base = [around(100.0 * MS, 0.001, 20), around(120.0 * MS, 0.001, 4)].concat();
-    let cand = [around(110.0 * MS, 0.001, 20), around(90.0 * MS, 0.001, 4)].concat();
+    // above it. Regressed alone, not after adjustment. Seconds long, so that
+    // user and system time change by more than a scheduler tick.
+    let base = [
+        around(2000.0 * MS, 0.001, 20),
+        around(2400.0 * MS, 0.001, 4),
+    ]
+    .concat();
+    let cand = [
+        around(2200.0 * MS, 0.001, 20),
+        around(1800.0 * MS, 0.001, 4),
+    ]
+    .concat();
     let p = mann_whitney_u(&base, &cand).unwrap().p_value;
     assert!(p > 0.05 / 3.0 && p < 0.05, "fixture p = {p}");
     let alone = one(vec![bench("m", &base)], vec![bench("m", &cand)]);
@@ -622,7 +631,8 @@ fn parameters_are_part_of_the_key() {
 
 #[test]
 fn markdown_folds_unchanged_rows_into_details() {
-    let x = around(100.0 * MS, 0.02, 20);
+    // Seconds long: user and system time move by more than a 10 ms tick.
+    let x = around(2000.0 * MS, 0.02, 20);
     let slow: Vec<f64> = x.iter().map(|v| v * 1.10).collect();
     let y = around(5.0 * MS, 0.02, 20);
     let c = one(
@@ -656,7 +666,7 @@ fn markdown_folds_unchanged_rows_into_details() {
 
 #[test]
 fn json_round_trip_has_the_schema_fields() {
-    let x = around(100.0 * MS, 0.02, 20);
+    let x = around(2000.0 * MS, 0.02, 20);
     let slow: Vec<f64> = x.iter().map(|v| v * 1.10).collect();
     let c = one(
         vec![with_params(bench("x", &x), &[("n", "1")])],
@@ -674,6 +684,7 @@ fn json_round_trip_has_the_schema_fields() {
     assert!(j["env_changes"].as_array().unwrap().is_empty());
     assert!(j["notes"].as_array().unwrap().is_empty());
     assert_eq!(j["summary"]["regressed"], 3, "wall, user and sys");
+    // (2 s walls: user and system time move by more than a 10 ms tick.)
     let rows = j["rows"].as_array().unwrap();
     assert_eq!(rows.len(), c.rows.len());
     let w = &rows[0];
@@ -1161,4 +1172,38 @@ fn the_gate_never_passes_without_looking() {
     );
     assert_eq!(gate(&worse, true), Gate::Regressed(vec!["a wall".into()]));
     assert!(gate(&worse, true).fails());
+}
+
+#[test]
+fn changes_below_a_metrics_resolution_are_not_judged() {
+    // 30 ms runs: system time (5 % of wall) is 1.5 ms, below one 10 ms tick;
+    // a 50 % slower candidate moves user time by 13.5 ms, more than a tick.
+    let x = around(30.0 * MS, 0.001, 20);
+    let slow: Vec<f64> = x.iter().map(|v| v * 1.5).collect();
+    let c = one(vec![bench("x", &x)], vec![bench("x", &slow)]);
+    let sys = row(&c, "x", Metric::Sys);
+    assert_eq!(sys.verdict, stat(Verdict::InsufficientData), "{sys:?}");
+    assert!(
+        sys.notes[0].contains("system time is counted in 10 ms scheduler ticks"),
+        "{:?}",
+        sys.notes
+    );
+    assert_eq!(row(&c, "x", Metric::User).verdict, stat(Verdict::Regressed));
+    assert_eq!(row(&c, "x", Metric::Wall).verdict, stat(Verdict::Regressed));
+    // 200 ms vs 205 ms of user time: 4.5 ms apart, less than a tick.
+    let a = around(200.0 * MS, 0.001, 20);
+    let b: Vec<f64> = a.iter().map(|v| v * 1.025).collect();
+    let c = one(vec![bench("y", &a)], vec![bench("y", &b)]);
+    let user = row(&c, "y", Metric::User);
+    assert_eq!(user.verdict, stat(Verdict::InsufficientData), "{user:?}");
+    assert!(
+        user.notes[0].contains("differ by less than one"),
+        "{:?}",
+        user.notes
+    );
+    // Peak RSS is counted in pages: the same pages on both sides is just unchanged.
+    assert_eq!(
+        row(&c, "y", Metric::PeakRss).verdict,
+        stat(Verdict::Unchanged)
+    );
 }

@@ -264,6 +264,13 @@ pub enum Metric {
     Counter(Counter),
 }
 
+/// Clock ticks per second of the CPU times Linux reports (`CLK_TCK`,
+/// `USER_HZ`): fixed at 100 on every architecture perfsleuth runs on.
+pub const USER_HZ: f64 = 100.0;
+
+/// The page size peak RSS is counted in (bytes).
+pub const PAGE_BYTES: f64 = 4096.0;
+
 /// Counters perfsleuth records in [`Sample::counters`], by key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Counter {
@@ -418,6 +425,24 @@ impl Metric {
         match self {
             Metric::Counter(c) => c.direction,
             _ => Direction::Lower,
+        }
+    }
+
+    /// The smallest step the metric is measured in, in its unit; `None`
+    /// where it is finer than anything a comparison could resolve. User and
+    /// system time are split by the kernel in scheduler ticks (Linux reports
+    /// them in `USER_HZ` = 100 ticks per second, so 10 ms), peak RSS counts
+    /// pages (4 KiB), faults and context switches are whole counts. A change
+    /// smaller than one step, or a side below one step, cannot be judged.
+    pub fn resolution(self) -> Option<f64> {
+        match self {
+            Metric::User | Metric::Sys => Some(1e9 / USER_HZ),
+            Metric::PeakRss => Some(PAGE_BYTES),
+            Metric::MinorFaults
+            | Metric::MajorFaults
+            | Metric::VoluntaryCs
+            | Metric::InvoluntaryCs => Some(1.0),
+            Metric::Wall | Metric::Counter(_) => None,
         }
     }
 
