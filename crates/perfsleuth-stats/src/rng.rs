@@ -78,6 +78,50 @@ impl Rng {
     pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
+
+    /// A standard normal variate (Box–Muller; one of the pair is used).
+    pub fn next_normal(&mut self) -> f64 {
+        // 1 - u is in (0, 1], so the logarithm is finite.
+        let u = 1.0 - self.next_f64();
+        let v = self.next_f64();
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+
+    /// A Binomial(n, p) variate. Small expected counts (the smaller of n·p
+    /// and n·(1 − p) below 30) are drawn exactly by summing geometric waiting
+    /// times; larger ones from the normal approximation with continuity
+    /// correction, clamped to 0..=n (its error is far below what a bootstrap
+    /// percentile resolves at those counts).
+    pub fn binomial(&mut self, n: u64, p: f64) -> u64 {
+        if n == 0 || p.is_nan() || p <= 0.0 {
+            return 0;
+        }
+        if p >= 1.0 {
+            return n;
+        }
+        if p > 0.5 {
+            return n - self.binomial(n, 1.0 - p);
+        }
+        let mean = n as f64 * p;
+        if mean < 30.0 {
+            // Count the successes among n trials by jumping from one to the
+            // next: the gaps are geometric with parameter p.
+            let log_q = (-p).ln_1p();
+            let (mut successes, mut position) = (0u64, 0u64);
+            loop {
+                let u = 1.0 - self.next_f64();
+                let gap = (u.ln() / log_q).floor() as u64 + 1;
+                position = position.saturating_add(gap);
+                if position > n {
+                    return successes;
+                }
+                successes += 1;
+            }
+        }
+        let sd = (mean * (1.0 - p)).sqrt();
+        let x = (mean + sd * self.next_normal() + 0.5).floor();
+        x.clamp(0.0, n as f64) as u64
+    }
 }
 
 #[cfg(test)]
@@ -153,5 +197,47 @@ mod tests {
         }
         // Mean of 10k uniforms: sd ~0.0029, so 0.02 is a ~7 sigma band.
         assert!((sum / 10_000.0 - 0.5).abs() < 0.02);
+    }
+
+    #[test]
+    fn binomial_variates_have_the_right_mean_and_spread() {
+        let mut r = Rng::new(7);
+        for (n, p) in [
+            (10u64, 0.3),
+            (1000, 0.01),
+            (200_000, 0.5),
+            (50_000, 0.9),
+            (5, 1.0),
+            (5, 0.0),
+        ] {
+            let k = 20_000;
+            let xs: Vec<f64> = (0..k).map(|_| r.binomial(n, p) as f64).collect();
+            assert!(xs.iter().all(|&x| x >= 0.0 && x <= n as f64));
+            let mean = xs.iter().sum::<f64>() / k as f64;
+            let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1) as f64;
+            let (m, v) = (n as f64 * p, n as f64 * p * (1.0 - p));
+            // Within 5 standard errors of the mean, and 10 % of the variance.
+            assert!(
+                (mean - m).abs() <= 5.0 * (v / k as f64).sqrt() + 1e-9,
+                "n {n} p {p}: mean {mean}"
+            );
+            assert!(
+                (var - v).abs() <= 0.1 * v + 1e-9,
+                "n {n} p {p}: var {var} vs {v}"
+            );
+        }
+    }
+
+    #[test]
+    fn normal_variates_are_standard() {
+        let mut r = Rng::new(3);
+        let k = 50_000;
+        let xs: Vec<f64> = (0..k).map(|_| r.next_normal()).collect();
+        let mean = xs.iter().sum::<f64>() / k as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1) as f64;
+        assert!(
+            mean.abs() < 0.02 && (var - 1.0).abs() < 0.03,
+            "{mean} {var}"
+        );
     }
 }
