@@ -691,7 +691,7 @@ mod tests {
         let (a, b) = base.split_at(n / 2);
         let runs = bootstrap_relative_change_runs(
             &[a.to_vec(), b.to_vec()],
-            &[cand.clone()],
+            std::slice::from_ref(&cand),
             0.95,
             2_000,
             1,
