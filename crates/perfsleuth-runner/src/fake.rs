@@ -49,6 +49,12 @@ pub struct FakeSpawner {
     pub counters: Vec<CounterConfig>,
     /// The most runs ever queued at once.
     pub max_queued: usize,
+    /// `try_finish` answers "not yet" this many times before each reply, as
+    /// the spawner does while a short run is still executing.
+    pub not_ready: u32,
+    pending_not_ready: u32,
+    /// Polls that found nothing.
+    pub empty_polls: u32,
 }
 
 impl FakeSpawner {
@@ -62,6 +68,9 @@ impl FakeSpawner {
             halted: false,
             counters: Vec::new(),
             max_queued: 0,
+            not_ready: 0,
+            pending_not_ready: 0,
+            empty_polls: 0,
         }
     }
 
@@ -147,6 +156,12 @@ impl Spawn for FakeSpawner {
     }
 
     fn try_finish(&mut self) -> Result<Option<Outcome>, MeasureError> {
+        if self.pending_not_ready < self.not_ready {
+            self.pending_not_ready += 1;
+            self.empty_polls += 1;
+            return Ok(None);
+        }
+        self.pending_not_ready = 0;
         self.finish().map(Some)
     }
 

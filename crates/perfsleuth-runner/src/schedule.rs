@@ -247,11 +247,9 @@ pub fn prepare(
         let (main, sim_dir) = match simulation {
             Some(sim) => {
                 // valgrind is what runs; the program must exist all the same.
-                perfsleuth_measure::resolve_program(
-                    &p.argv[0],
-                    std::env::var_os("PATH").as_deref(),
-                )
-                .map_err(measure("command"))?;
+                let program = p.argv.first().map_or("", String::as_str);
+                perfsleuth_measure::resolve_program(program, std::env::var_os("PATH").as_deref())
+                    .map_err(measure("command"))?;
                 let (argv, dir) = sim.wrap(benches.len(), &p.argv)?;
                 let sim_io = IoConfig {
                     disable_aslr: true,

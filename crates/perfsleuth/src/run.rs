@@ -455,6 +455,8 @@ pub(crate) fn runner_fail(e: RunError) -> Fail {
             message,
             if what.starts_with("cannot create") {
                 "set TMPDIR to a writable directory"
+            } else if what.starts_with("cannot read") {
+                "check the temporary directory ($TMPDIR)"
             } else {
                 "check the space in the temporary directory ($TMPDIR)"
             },

@@ -48,6 +48,10 @@ fn schedule(rule: StopRule, warmup: u32, overlap: bool) -> Schedule {
 }
 
 fn benches(spawner: &mut FakeSpawner, plans: Vec<Planned>) -> Vec<Bench> {
+    benches_with(spawner, plans)
+}
+
+fn benches_with(spawner: &mut impl Spawn, plans: Vec<Planned>) -> Vec<Bench> {
     prepare(
         spawner,
         plans,
@@ -362,4 +366,78 @@ fn precision_stop_is_not_undone_by_runs_still_in_flight() {
     push(&mut l, 1_300_000);
     assert!(l.done);
     assert!(!l.wants_more(&rule));
+}
+
+#[test]
+fn short_runs_are_polled_with_a_deep_queue_and_every_sample_still_arrives() {
+    // 100 µs runs: below the polling threshold, so the schedule sleeps between
+    // looks and keeps enough runs queued to cover a poll interval.
+    let mut sp = FakeSpawner::new(|_, _| ok(100_000));
+    sp.not_ready = 2;
+    let mut b = benches(&mut sp, vec![planned("a"), planned("b")]);
+    let mut sink = Collect::default();
+    let m = schedule(exact(30), 1, true).measure(&mut sp, &mut sink, &mut b, None);
+    assert!(m.result.is_ok(), "{:?}", m.result);
+    assert!(sp.empty_polls > 0, "the poll path ran");
+    assert!(sp.max_queued > 2, "queued {} ahead", sp.max_queued);
+    assert_eq!(sink.samples.len(), 60);
+    assert_eq!(sp.queued(), 0);
+    // Round-robin order survives the deep queue.
+    let timed: Vec<String> = sp.trace().into_iter().filter(|r| r.contains('#')).collect();
+    assert_eq!(&timed[..4], ["a#0", "b#0", "a#1", "b#1"]);
+}
+
+#[test]
+fn a_spawner_error_stops_the_run_with_the_command_named() {
+    struct Broken(FakeSpawner);
+    impl Spawn for Broken {
+        fn prepare(
+            &mut self,
+            a: &[String],
+            io: &IoConfig,
+        ) -> Result<CommandId, perfsleuth_measure::MeasureError> {
+            self.0.prepare(a, io)
+        }
+        fn enable_counters(
+            &mut self,
+            c: &perfsleuth_measure::CounterConfig,
+        ) -> Result<perfsleuth_measure::CounterStatus, perfsleuth_measure::MeasureError> {
+            self.0.enable_counters(c)
+        }
+        fn begin(
+            &mut self,
+            id: CommandId,
+            i: u32,
+            c: bool,
+        ) -> Result<(), perfsleuth_measure::MeasureError> {
+            self.0.begin(id, i, c)
+        }
+        fn finish(&mut self) -> Result<Outcome, perfsleuth_measure::MeasureError> {
+            let _ = self.0.finish();
+            Err(perfsleuth_measure::MeasureError::Interrupted)
+        }
+        fn try_finish(&mut self) -> Result<Option<Outcome>, perfsleuth_measure::MeasureError> {
+            self.finish().map(Some)
+        }
+        fn run_anyway(
+            &mut self,
+            id: CommandId,
+        ) -> Result<Outcome, perfsleuth_measure::MeasureError> {
+            self.0.run_anyway(id)
+        }
+        fn stderr_tail(&mut self, id: CommandId, n: usize) -> String {
+            self.0.stderr_tail(id, n)
+        }
+        fn peak_rss_floor(&self) -> Option<u64> {
+            None
+        }
+    }
+    let mut sp = Broken(FakeSpawner::new(|_, _| ok(1_000_000)));
+    let mut b = benches_with(&mut sp, vec![planned("a")]);
+    let m = schedule(exact(3), 0, false).measure(&mut sp, &mut Collect::default(), &mut b, None);
+    assert!(
+        matches!(&m.result, Err(Stop::Failed(RunError::Measure { what, .. })) if what == "command"),
+        "{:?}",
+        m.result
+    );
 }
