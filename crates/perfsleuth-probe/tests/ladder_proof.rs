@@ -74,6 +74,15 @@ fn memory_ladder_steps_match_the_fingerprint_cache_sizes() {
             others_busy * 100.0
         );
         let mut bad = Vec::new();
+        // The level below the last one was found where the fingerprint puts
+        // it: the ladder works, so a missing last step is the machine's.
+        let below_llc_found = known.len() >= 2 && {
+            let (name, size) = known[known.len() - 2];
+            r.measurements
+                .iter()
+                .find(|m| m.metric == format!("{name}_size"))
+                .is_some_and(|m| (m.value / size as f64).log2().abs() <= 1.0 + 1e-9)
+        };
         for &(name, size) in &known {
             let step = r
                 .measurements
@@ -110,9 +119,11 @@ fn memory_ladder_steps_match_the_fingerprint_cache_sizes() {
                 // A guest can get none of the host's shared last-level cache
                 // at all: latency jumps from L2 straight to DRAM (seen on a
                 // KVM guest whose fingerprint says L3 105 MiB: 8 ns at 1 MiB,
-                // 110+ ns from 2 MiB on). The same allowance as a smaller
-                // step; PERFSLEUTH_STRICT_LLC still refuses it.
-                None if name == llc && !strict && hypervisor.is_some() => {
+                // 110+ ns from 2 MiB on). Accepted only on a VM guest whose
+                // L2 step was found where the fingerprint says (so the ladder
+                // itself works), like a smaller step; PERFSLEUTH_STRICT_LLC
+                // still refuses it.
+                None if name == llc && !strict && hypervisor.is_some() && below_llc_found => {
                     eprintln!(
                         "           allowance: no {} step at all: this {} guest gets none of the shared cache",
                         name.to_uppercase(),
