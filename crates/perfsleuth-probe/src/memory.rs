@@ -716,20 +716,9 @@ fn size_measurement(
     }
 }
 
-/// Bytes in binary units, e.g. "32 KiB", "1.5 MiB".
+/// Bytes in binary units, e.g. "32 KiB", "1.5 MiB" (the report crate's size formatter).
 pub fn fmt_bytes(b: u64) -> String {
-    let units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 || (v - v.round()).abs() < 0.05 {
-        format!("{:.0} {}", v, units[u])
-    } else {
-        format!("{:.1} {}", v, units[u])
-    }
+    perfsleuth_report::format_size(b as f64)
 }
 
 #[cfg(test)]
@@ -846,6 +835,8 @@ mod tests {
     fn bytes_format() {
         assert_eq!(fmt_bytes(32 * KIB), "32 KiB");
         assert_eq!(fmt_bytes(1536 * KIB), "1.5 MiB");
-        assert_eq!(fmt_bytes(100), "100 bytes");
+        // The unit every other byte count in perfsleuth uses.
+        assert_eq!(fmt_bytes(100), "100 B");
+        assert_eq!(fmt_bytes(45 * KIB + 256), "45.2 KiB");
     }
 }

@@ -52,25 +52,7 @@ pub fn fmt_value(value: f64, unit: &str) -> String {
             }
         }
         "GB/s" => format!("{value:.1} GB/s"),
-        "ops/s" => {
-            let (v, prefix) = if value >= 1e9 {
-                (value / 1e9, "G")
-            } else if value >= 1e6 {
-                (value / 1e6, "M")
-            } else if value >= 1e3 {
-                (value / 1e3, "k")
-            } else {
-                (value, "")
-            };
-            let digits = if v >= 100.0 {
-                0
-            } else if v >= 10.0 {
-                1
-            } else {
-                2
-            };
-            format!("{v:.digits$} {prefix}ops/s")
-        }
+        "ops/s" => perfsleuth_report::format_si_unit(value, "ops/s"),
         "ratio" => format!("{value:.2}×"),
         u => format!("{value:.3} {u}"),
     }

@@ -165,6 +165,22 @@ pub fn format_bytes(b: f64) -> String {
     ByteUnit::for_bytes(b).format(b)
 }
 
+/// A size (a cache, a buffer) in binary units, whole where it is within 0.05
+/// of a whole number of its unit ("32 KiB", "1.5 MiB"): the same units as
+/// [`format_bytes`], for sizes that are powers of two and read better plain.
+pub fn format_size(b: f64) -> String {
+    if !b.is_finite() {
+        return "n/a".to_string();
+    }
+    let unit = ByteUnit::for_bytes(b);
+    let v = b / unit.scale();
+    if unit == ByteUnit::B || (v - v.round()).abs() < 0.05 {
+        format!("{v:.0} {}", unit.symbol())
+    } else {
+        format!("{v:.1} {}", unit.symbol())
+    }
+}
+
 /// A count or rate with a decimal SI prefix and three significant digits:
 /// "950", "12.3k", "4.56M", "1.20G"; "n/a" when not finite.
 pub fn format_si(v: f64) -> String {

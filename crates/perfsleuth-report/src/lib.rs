@@ -32,7 +32,7 @@ pub use export::{
 };
 pub use format::{
     Align, format_bytes, format_count, format_duration_ns, format_fixed, format_p, format_p_value,
-    format_si, format_si_unit, pad_left, pad_right, table, width,
+    format_si, format_si_unit, format_size, pad_left, pad_right, table, width,
 };
 pub use json::export_json;
 pub use markdown::render_markdown;
