@@ -675,7 +675,7 @@ fn json_round_trip_has_the_schema_fields() {
     let text = serde_json::to_string_pretty(&json_of(&c)).unwrap();
     let j: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(j["schema"], "perfsleuth/compare");
-    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["schema_version"], 2);
     assert_eq!(j["baseline"], "base");
     assert_eq!(j["candidate"], "cand");
     assert_eq!(j["identity_changed"], false);

@@ -393,7 +393,7 @@ pub struct CompareDoc {
     /// Whether a gating metric of any benchmark regressed.
     pub any_gating_regression: bool,
 }
-document!(CompareDoc, "perfsleuth/compare", 1);
+document!(CompareDoc, "perfsleuth/compare", 2);
 
 /// A fact that differs between the sides of a comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

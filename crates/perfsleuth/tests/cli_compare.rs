@@ -538,7 +538,7 @@ fn json_follows_the_documented_schema() {
     let sb = Sandbox::new();
     template(&sb);
     let doc = compare_json(&sb, &["a.json", "slow.json"]);
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     assert_eq!(doc["baseline"], "a.json");
     assert_eq!(doc["candidate"], "slow.json");
     assert_eq!(doc["identity_changed"], false);
