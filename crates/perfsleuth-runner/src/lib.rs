@@ -1,7 +1,7 @@
 //! The measurement engine behind `perfsleuth run` and `perfsleuth scale`:
 //! preparing benchmarks in the spawner, warmups, the pipelined round-robin
-//! schedule with its adaptive stop, the concurrency sweep, counters, and the
-//! end of a run.
+//! schedule with its adaptive stop, the concurrency sweep, the probe suite,
+//! counters, and the end of a run.
 //!
 //! It talks to process execution through [`Spawn`] (the spawner implements
 //! it; the tests use a scripted fake) and to storage and progress display
@@ -13,6 +13,7 @@
 mod check;
 pub mod counters;
 mod error;
+mod probes;
 mod schedule;
 mod scratch;
 mod simulation;
@@ -22,6 +23,7 @@ pub mod sweep;
 pub use check::{Role, check};
 pub use counters::Counters;
 pub use error::{RunError, SinkError, Stop};
+pub use probes::probe_suite;
 pub use schedule::{Bench, Measured, Planned, Schedule, StopRule, benchmarks, prepare};
 pub use scratch::ScratchDir;
 pub use simulation::{
@@ -46,6 +48,14 @@ pub trait Sink {
 
     /// Where measuring stands, after each run.
     fn progress(&mut self, _progress: &Progress<'_>) {}
+
+    /// One probe's results, as soon as the probe has finished.
+    fn probe_results(
+        &mut self,
+        _results: &[perfsleuth_model::ProbeResult],
+    ) -> Result<(), SinkError> {
+        Ok(())
+    }
 
     /// The run has ended: status, end time and context facts are final.
     fn finish(&mut self, _run: &Run) -> Result<(), SinkError> {

@@ -8,17 +8,14 @@
 use crate::cli::{ColorChoice, ProbeArgs, ProbeCommand, ProbeDiffArgs};
 use crate::error::Fail;
 use crate::output::{self, store_fail};
-use crate::term::{emit, use_color};
+use crate::sink::StoreSink;
+use crate::term::{ProgressLine, emit, use_color};
 use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::schema::{self, Document, ProbeDoc, RunExport};
-use perfsleuth_model::{Environment, ImpactClass, Mode, Run, RunStatus, rfc3339};
-use perfsleuth_probe::{
-    CLOCK_FACT, CacheSizes, PROBES, ProbeOptions, ProbeReport, ProbeSide, clock_line,
-};
+use perfsleuth_model::{Environment, Mode, Run, RunStatus};
+use perfsleuth_probe::{CacheSizes, PROBES, ProbeOptions, ProbeReport, ProbeSide, clock_line};
 use perfsleuth_store::{RunKind, SqliteStore, Store as _, comparability_hash};
-use std::io::IsTerminal;
 use std::path::Path;
-use std::time::SystemTime;
 
 /// Runs `perfsleuth probe` or `perfsleuth probe diff` and returns the exit code.
 pub fn probe(args: ProbeArgs) -> Result<i32, Fail> {
@@ -117,15 +114,15 @@ struct Measured {
     store: Option<SqliteStore>,
 }
 
-/// Captures the environment, runs the probes one after another (storing
-/// each probe's results as soon as it finishes) and finishes the run:
-/// `complete`, `interrupted` (Ctrl-C between probes) or `failed` (nothing
-/// measured). `each` sees every report as it arrives.
+/// Captures the environment, sets the probes' options from it and hands the
+/// suite to the runner (`perfsleuth_runner::probe_suite`), which stores each
+/// probe's results as soon as it finishes and ends the run. `each` sees
+/// every report as it arrives.
 fn measure(
     names: &[&'static str],
     quick: bool,
     mut store: Option<SqliteStore>,
-    mut each: impl FnMut(&ProbeReport),
+    each: impl FnMut(&ProbeReport),
 ) -> Result<Measured, Fail> {
     let environment = perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live());
     let opts = ProbeOptions {
@@ -143,82 +140,23 @@ fn measure(
         serde_json::json!({ "probes": names, "quick": quick }),
         environment,
     );
-    if let Some(store) = store.as_mut() {
-        run.id = Some(store.begin_run(&run).map_err(store_fail)?);
-    }
+    let mut sink = StoreSink::begin(
+        store
+            .as_mut()
+            .map(|s| s as &mut dyn perfsleuth_store::Store),
+        &mut run,
+        &[],
+        ProgressLine::new(false),
+    )?;
     perfsleuth_measure::install_interrupt_handler().map_err(|e| {
         Fail::usage(
             format!("cannot install the Ctrl-C handler: {e}"),
             "this should not happen; please report it",
         )
     })?;
-    let progress = std::io::stderr().is_terminal();
-    let mut reports = Vec::new();
-    let mut interrupted = false;
-    for (i, name) in names.iter().enumerate() {
-        // A probe runs in this thread and cannot be cut short; Ctrl-C stops
-        // the suite before the next one.
-        if perfsleuth_measure::interrupted() {
-            interrupted = true;
-            break;
-        }
-        if progress {
-            emit(
-                &format!(
-                    "{}[{}/{}] {name}: {}…",
-                    perfsleuth_report::style::CLEAR_LINE,
-                    i + 1,
-                    names.len(),
-                    perfsleuth_probe::describe(name)
-                ),
-                true,
-            );
-        }
-        let report = perfsleuth_probe::run(name, &opts);
-        if progress {
-            emit(perfsleuth_report::style::CLEAR_LINE, true);
-        }
-        let results = report.measurements.clone();
-        if let (Some(store), Some(id)) = (store.as_mut(), run.id)
-            && let Err(e) = store.add_probe_results(id, &results)
-        {
-            let _ = store.finish_run(id, RunStatus::Failed, &rfc3339(SystemTime::now()));
-            return Err(store_fail(e));
-        }
-        run.probes.extend(results);
-        each(&report);
-        reports.push(report);
-    }
-    interrupted |= perfsleuth_measure::interrupted();
-    run.status = if interrupted {
-        RunStatus::Interrupted
-    } else if run.probes.is_empty() {
-        RunStatus::Failed
-    } else {
-        RunStatus::Complete
-    };
-    run.ended_at = Some(rfc3339(SystemTime::now()));
-    // Recorded with the run, so `show` can say how cycles were estimated and
-    // what a probe could not do; context facts are never judged in a diff.
-    if let Some(clock) = reports.iter().find_map(|r| r.clock.as_ref()) {
-        run.environment
-            .set(CLOCK_FACT, clock.how.clone(), ImpactClass::Context);
-    }
-    for r in reports.iter().filter(|r| !r.messages.is_empty()) {
-        run.environment.set(
-            format!("probe.{}.messages", r.probe),
-            r.messages.join(" | "),
-            ImpactClass::Context,
-        );
-    }
-    if let (Some(store), Some(id)) = (store.as_mut(), run.id) {
-        store
-            .update_context(id, &run.environment)
-            .map_err(store_fail)?;
-        store
-            .finish_run(id, run.status, run.ended_at.as_deref().unwrap_or_default())
-            .map_err(store_fail)?;
-    }
+    let result = perfsleuth_runner::probe_suite(names, &opts, &mut run, &mut sink, each);
+    sink.progress.clear();
+    let reports = result.map_err(crate::run::runner_fail)?;
     Ok(Measured {
         run,
         reports,

@@ -3,7 +3,7 @@
 use crate::error::Fail;
 use crate::output;
 use crate::term::ProgressLine;
-use perfsleuth_model::{Benchmark, Profile, Run, Sample};
+use perfsleuth_model::{Benchmark, ProbeResult, Profile, Run, Sample};
 use perfsleuth_runner::{Progress, Sink, SinkError};
 use perfsleuth_store::Store;
 
@@ -12,6 +12,8 @@ pub struct StoreSink<'a> {
     store: Option<&'a mut dyn Store>,
     /// Benchmark row ids, by plan index.
     ids: Vec<i64>,
+    /// The run's row id.
+    run_id: Option<i64>,
     /// The terminal progress line.
     pub progress: ProgressLine,
 }
@@ -26,9 +28,11 @@ impl<'a> StoreSink<'a> {
         progress: ProgressLine,
     ) -> Result<StoreSink<'a>, Fail> {
         let mut ids = Vec::new();
+        let mut run_id = None;
         if let Some(store) = store.as_deref_mut() {
             let id = store.begin_run(run).map_err(output::store_fail)?;
             run.id = Some(id);
+            run_id = Some(id);
             for b in benchmarks {
                 ids.push(store.add_benchmark(id, b).map_err(output::store_fail)?);
             }
@@ -36,6 +40,7 @@ impl<'a> StoreSink<'a> {
         Ok(StoreSink {
             store,
             ids,
+            run_id,
             progress,
         })
     }
@@ -52,6 +57,13 @@ impl Sink for StoreSink<'_> {
     fn profile(&mut self, bench: usize, profile: &Profile) -> Result<(), SinkError> {
         if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
             store.set_profile(id, profile)?;
+        }
+        Ok(())
+    }
+
+    fn probe_results(&mut self, results: &[ProbeResult]) -> Result<(), SinkError> {
+        if let (Some(store), Some(id)) = (self.store.as_deref_mut(), self.run_id) {
+            store.add_probe_results(id, results)?;
         }
         Ok(())
     }
