@@ -888,7 +888,13 @@ pub mod scale_keys {
 impl Run {
     /// Whether `perfsleuth scale` made this run (`options.kind`).
     pub fn is_scale_sweep(&self) -> bool {
-        self.options.get("kind").and_then(|k| k.as_str()) == Some(SCALE_KIND)
+        self.scale_options().is_some()
+    }
+
+    /// The typed options of a `perfsleuth scale` run; `None` for other runs.
+    pub fn scale_options(&self) -> Option<schema::ScaleOptions> {
+        let o = schema::ScaleOptions::deserialize(&self.options).ok()?;
+        (o.kind == SCALE_KIND).then_some(o)
     }
 }
 
@@ -980,6 +986,35 @@ mod tests {
         .unwrap();
         assert!(run.probes.is_empty());
         assert!(serde_json::to_value(&run).unwrap().get("probes").is_none());
+    }
+
+    #[test]
+    fn scale_runs_are_told_by_their_typed_options() {
+        let mut run: Run = serde_json::from_value(serde_json::json!({
+            "id": null, "started_at": "x", "ended_at": null, "status": "complete",
+            "tool_version": "0.1.0", "git": null, "mode": "walltime",
+            "options": {"kind": "scale", "param": "threads", "values": ["1", "2"],
+                        "throughput": {"work_per_thread": 1000.0}, "runs": 5, "warmup": 1,
+                        "shell": null, "timeout_s": null, "counters": "software"},
+            "environment": {}, "benchmarks": []
+        }))
+        .unwrap();
+        let o = run.scale_options().expect("a sweep");
+        assert_eq!(o.param, "threads");
+        assert_eq!(
+            o.throughput,
+            Some(schema::ThroughputMethod::WorkPerThread(1000.0))
+        );
+        // Written back, the options are the same JSON.
+        let back = serde_json::to_value(&o).unwrap();
+        assert_eq!(back, run.options);
+        // Only kind and param are needed; a run of `perfsleuth run` is no sweep.
+        run.options = serde_json::json!({"kind": "scale", "param": "n"});
+        assert!(run.is_scale_sweep());
+        run.options = serde_json::json!({"commands": ["true"], "warmup": 3});
+        assert!(!run.is_scale_sweep());
+        run.options = serde_json::Value::Null;
+        assert!(!run.is_scale_sweep());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::spawn::Spawn;
 use crate::{Progress, Sink};
 use perfsleuth_measure::{CommandId, CpuTimes, IoConfig, Tolerate};
 use perfsleuth_model::scale_keys::{CPU_BUSY_PREFIX, CPU_KEYS, CPU_TICKS, THROUGHPUT, WORK};
+use perfsleuth_model::schema::ThroughputMethod;
 use perfsleuth_model::{Benchmark, Environment, Sample};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,12 +35,12 @@ impl Throughput {
     }
 
     /// The method as stored in the run's options.
-    pub fn describe(&self) -> serde_json::Value {
+    pub fn describe(&self) -> ThroughputMethod {
         match self {
-            Throughput::Work(w) => serde_json::json!({"work": w}),
-            Throughput::WorkPerThread(w) => serde_json::json!({"work_per_thread": w}),
-            Throughput::Regex(_, src) => serde_json::json!({"regex": src}),
-            Throughput::Json(f) => serde_json::json!({"json_field": f}),
+            Throughput::Work(w) => ThroughputMethod::Work(*w),
+            Throughput::WorkPerThread(w) => ThroughputMethod::WorkPerThread(*w),
+            Throughput::Regex(_, src) => ThroughputMethod::Regex(src.clone()),
+            Throughput::Json(f) => ThroughputMethod::JsonField(f.clone()),
         }
     }
 }

@@ -8,10 +8,7 @@ use perfsleuth_model::scale_keys::{CPU_BUSY_PREFIX, CPU_KEYS, CPU_TICKS, THROUGH
 /// Rebuilds the analysis of a scale run; `None` when the run is not a scale
 /// run or holds no throughput.
 pub fn analysis_of(run: &Run) -> Option<Analysis> {
-    if !run.is_scale_sweep() {
-        return None;
-    }
-    let param = run.options.get("param")?.as_str()?.to_string();
+    let param = run.scale_options()?.param;
     let observations: Vec<Observation> = run
         .benchmarks
         .iter()

@@ -137,7 +137,11 @@ fn measure(
     };
     let mut run = crate::output::new_run(
         Mode::Probe,
-        serde_json::json!({ "probes": names, "quick": quick }),
+        serde_json::to_value(perfsleuth_model::schema::ProbeRunOptions {
+            probes: names.iter().map(|n| n.to_string()).collect(),
+            quick,
+        })
+        .unwrap_or_default(),
         environment,
     );
     let mut sink = StoreSink::begin(

@@ -471,31 +471,37 @@ pub(crate) fn runner_fail(e: RunError) -> Fail {
 }
 
 fn options_json(a: &RunArgs, tolerate: &Tolerate) -> serde_json::Value {
+    use perfsleuth_model::schema::{IgnoreFailure, RunOptions};
     let path = |p: &Option<PathBuf>| p.as_deref().map(Path::display).map(|d| d.to_string());
-    serde_json::json!({
-        "commands": a.commands,
-        "warmup": a.warmup,
-        "runs": a.runs,
-        "min_runs": a.min_runs,
-        "max_runs": a.max_runs,
-        "time_budget_s": a.time_budget.as_secs_f64(),
-        "precision": a.precision,
-        "prepare": a.prepare,
-        "setup": a.setup,
-        "cleanup": a.cleanup,
-        "shell": a.shell,
-        "parameter_list": a.parameter_list,
-        "parameter_scan": a.parameter_scan,
-        "step": a.step,
-        "names": a.name,
-        "ignore_failure": match tolerate { Tolerate::Nothing => serde_json::Value::Bool(false), Tolerate::Everything => serde_json::Value::Bool(true), Tolerate::ExitCodes(c) => serde_json::json!(c) },
-        "timeout_s": a.timeout.map(|t| t.as_secs_f64()),
-        "output": a.output,
-        "input": path(&a.input),
-        "interleave": !a.no_interleave,
-        "counters": format!("{:?}", a.counters).to_lowercase(),
-        "mode": format!("{:?}", a.mode).to_lowercase(),
-        "collect": a.collect,
-        "counters_kernel": a.counters_kernel,
-    })
+    let options = RunOptions {
+        commands: a.commands.clone(),
+        warmup: a.warmup,
+        runs: a.runs,
+        min_runs: a.min_runs,
+        max_runs: a.max_runs,
+        time_budget_s: a.time_budget.as_secs_f64(),
+        precision: a.precision,
+        prepare: a.prepare.clone(),
+        setup: a.setup.clone(),
+        cleanup: a.cleanup.clone(),
+        shell: a.shell.clone(),
+        parameter_list: a.parameter_list.clone(),
+        parameter_scan: a.parameter_scan.clone(),
+        step: a.step.clone(),
+        names: a.name.clone(),
+        ignore_failure: match tolerate {
+            Tolerate::Nothing => IgnoreFailure::All(false),
+            Tolerate::Everything => IgnoreFailure::All(true),
+            Tolerate::ExitCodes(c) => IgnoreFailure::Codes(c.clone()),
+        },
+        timeout_s: a.timeout.map(|t| t.as_secs_f64()),
+        output: a.output.clone(),
+        input: path(&a.input),
+        interleave: !a.no_interleave,
+        counters: format!("{:?}", a.counters).to_lowercase(),
+        mode: format!("{:?}", a.mode).to_lowercase(),
+        collect: a.collect.clone(),
+        counters_kernel: a.counters_kernel,
+    };
+    serde_json::to_value(options).unwrap_or_default()
 }

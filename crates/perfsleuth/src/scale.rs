@@ -94,17 +94,18 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     };
     let mut run = output::new_run(
         Mode::Walltime,
-        serde_json::json!({
-            "kind": perfsleuth_model::SCALE_KIND,
-            "param": param,
-            "values": values.iter().map(|(t, _)| t).collect::<Vec<_>>(),
-            "throughput": method.describe(),
-            "runs": args.runs,
-            "warmup": args.warmup,
-            "shell": args.shell,
-            "timeout_s": args.timeout.map(|t| t.as_secs_f64()),
-            "counters": format!("{:?}", args.counters).to_lowercase(),
-        }),
+        serde_json::to_value(perfsleuth_model::schema::ScaleOptions {
+            kind: perfsleuth_model::SCALE_KIND.to_string(),
+            param: param.clone(),
+            values: values.iter().map(|(t, _)| t.clone()).collect(),
+            throughput: Some(method.describe()),
+            runs: args.runs,
+            warmup: args.warmup,
+            shell: args.shell.clone(),
+            timeout_s: args.timeout.map(|t| t.as_secs_f64()),
+            counters: format!("{:?}", args.counters).to_lowercase(),
+        })
+        .unwrap_or_default(),
         perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live()),
     );
     // The futex tracepoint is the point of counting here: the lock-contention
