@@ -141,7 +141,7 @@ def parse_compare(doc, benchmark):
       {"schema": "perfsleuth/compare", "rows": [{"benchmark": NAME, "metric": "wall",
         "gating": true, "change": {"change": f, "ci_low": f, "ci_high": f},
         "p_value": f, "verdict": "regressed" | "improved" | "within noise" |
-        "unchanged" | "insufficient data" | "environment changed", ...}], ...}
+        "unchanged" | "inconclusive" | "insufficient data" | "environment changed", ...}], ...}
     Tolerates a benchmark given as {"name": ...}, a flat numeric "change" with
     "ci_low"/"ci_high" on the row, and metric "time" for "wall".
     Returns {"verdict", "change", "ci_low", "ci_high", "p_value"}."""
@@ -220,7 +220,7 @@ def stub_compare(base_samples, cand_samples, benchmark, seed=1):
     if len(base_samples) < 3 or len(cand_samples) < 3 or math.isnan(p):
         verdict = "insufficient data"
     elif p >= 0.05:
-        verdict = "unchanged"
+        verdict = "inconclusive" if lo > 0.01 or hi < -0.01 else "unchanged"
     elif lo > 0.01:
         verdict = "regressed"
     elif hi < -0.01:
@@ -452,8 +452,8 @@ def tables(records, programs):
                "baseline run(s) + candidate run(s) + compare, as if done alone.\n")
 
     out.append("### Verdicts by condition (perfsleuth compare)\n")
-    verdicts = ["regressed", "improved", "within noise", "unchanged", "insufficient data",
-                "environment changed", "error"]
+    verdicts = ["regressed", "improved", "within noise", "unchanged", "inconclusive",
+                "insufficient data", "environment changed", "error"]
     out.append("| program | condition | measured change (pooled medians) | "
                + " | ".join(verdicts) + " | note \"possibly environmental\" |")
     out.append("|---|---|---|" + "---|" * (len(verdicts) + 1))
