@@ -144,14 +144,7 @@ fn measure(
         .unwrap_or_default(),
         environment,
     );
-    let mut sink = StoreSink::begin(
-        store
-            .as_mut()
-            .map(|s| s as &mut dyn perfsleuth_store::Store),
-        &mut run,
-        &[],
-        ProgressLine::new(false),
-    )?;
+    let mut sink = StoreSink::begin(store.as_mut(), &mut run, &[], ProgressLine::new(false))?;
     perfsleuth_measure::install_interrupt_handler().map_err(|e| {
         Fail::usage(
             format!("cannot install the Ctrl-C handler: {e}"),

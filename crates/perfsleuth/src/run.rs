@@ -94,11 +94,8 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         );
     }
     let empty: Vec<_> = benches.iter().map(|b| b.to_benchmark(false)).collect();
-    let stored_in = store.as_ref().map(|s| s.path().to_path_buf());
     let mut sink = StoreSink::begin(
-        store
-            .as_mut()
-            .map(|s| s as &mut dyn perfsleuth_store::Store),
+        store.as_mut(),
         &mut run,
         &empty,
         ProgressLine::new(c.io.output == OutputTarget::Inherit),
@@ -142,9 +139,8 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         Ok(()) => {
             output::print_summary(&run, c.reference, args.color, to_stderr);
             output::write_exports(&run, c.reference, &args)?;
-            if let (Some(id), Some(path)) = (run.id, stored_in) {
-                let note = format!("Stored as run {id} in {}\n", path.display());
-                emit(&output::dim(&note, use_color(args.color, true)), true);
+            if let Some(note) = sink.stored_note(use_color(args.color, true)) {
+                emit(&note, true);
             }
             // After the results, so they never stand between the user and an error.
             for note in &counter_notes {

@@ -118,15 +118,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         &mut run.environment,
     );
     let empty: Vec<_> = levels.iter().map(|l| l.to_benchmark(false)).collect();
-    let stored_in = store.as_ref().map(|s| s.path().to_path_buf());
-    let mut sink = StoreSink::begin(
-        store
-            .as_mut()
-            .map(|s| s as &mut dyn perfsleuth_store::Store),
-        &mut run,
-        &empty,
-        ProgressLine::new(false),
-    )?;
+    let mut sink = StoreSink::begin(store.as_mut(), &mut run, &empty, ProgressLine::new(false))?;
     install_interrupt_handler().map_err(|e| {
         Fail::usage(
             format!("cannot install the Ctrl-C handler: {e}"),
@@ -188,9 +180,8 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             for note in &counter_notes {
                 emit(&format!("note: {note}\n"), true);
             }
-            if let (Some(id), Some(path)) = (run.id, stored_in) {
-                let note = format!("Stored as run {id} in {}\n", path.display());
-                emit(&output::dim(&note, use_color(args.color, true)), true);
+            if let Some(note) = sink.stored_note(use_color(args.color, true)) {
+                emit(&note, true);
             }
             Ok(0)
         }

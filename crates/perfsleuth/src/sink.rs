@@ -5,7 +5,7 @@ use crate::output;
 use crate::term::ProgressLine;
 use perfsleuth_model::{Benchmark, ProbeResult, Profile, Run, Sample};
 use perfsleuth_runner::{Progress, Sink, SinkError};
-use perfsleuth_store::Store;
+use perfsleuth_store::{SqliteStore, Store};
 
 /// Commits each sample to the store as it is measured and draws progress.
 pub struct StoreSink<'a> {
@@ -14,6 +14,8 @@ pub struct StoreSink<'a> {
     ids: Vec<i64>,
     /// The run's row id.
     run_id: Option<i64>,
+    /// Where the store is, for the "Stored as run N in …" line.
+    path: Option<std::path::PathBuf>,
     /// The terminal progress line.
     pub progress: ProgressLine,
 }
@@ -22,11 +24,13 @@ impl<'a> StoreSink<'a> {
     /// Begins the run in the store (when there is one) with its benchmarks,
     /// so that every sample can be committed as it is measured.
     pub fn begin(
-        mut store: Option<&'a mut dyn Store>,
+        store: Option<&'a mut SqliteStore>,
         run: &mut Run,
         benchmarks: &[Benchmark],
         progress: ProgressLine,
     ) -> Result<StoreSink<'a>, Fail> {
+        let path = store.as_ref().map(|s| s.path().to_path_buf());
+        let mut store: Option<&'a mut dyn Store> = store.map(|s| s as &mut dyn Store);
         let mut ids = Vec::new();
         let mut run_id = None;
         if let Some(store) = store.as_deref_mut() {
@@ -41,8 +45,18 @@ impl<'a> StoreSink<'a> {
             store,
             ids,
             run_id,
+            path,
             progress,
         })
+    }
+}
+
+impl StoreSink<'_> {
+    /// The dimmed "Stored as run N in PATH" line, when the run was stored.
+    pub fn stored_note(&self, color: bool) -> Option<String> {
+        let (id, path) = (self.run_id?, self.path.as_ref()?);
+        let note = format!("Stored as run {id} in {}\n", path.display());
+        Some(output::dim(&note, color))
     }
 }
 
