@@ -140,8 +140,8 @@ def parse_compare(doc, benchmark):
     announced by the compare authors):
       {"schema": "perfsleuth/compare", "rows": [{"benchmark": NAME, "metric": "wall",
         "gating": true, "change": {"change": f, "ci_low": f, "ci_high": f},
-        "p_value": f, "verdict": "regressed" | "improved" | "within noise" |
-        "unchanged" | "inconclusive" | "insufficient data" | "environment changed", ...}], ...}
+        "p_value": f, "verdict": "regressed" | "improved" | "no change" |
+        "inconclusive" | "insufficient data" | "environment changed", ...}], ...}
     Tolerates a benchmark given as {"name": ...}, a flat numeric "change" with
     "ci_low"/"ci_high" on the row, and metric "time" for "wall".
     Returns {"verdict", "change", "ci_low", "ci_high", "p_value"}."""
@@ -219,14 +219,14 @@ def stub_compare(base_samples, cand_samples, benchmark, seed=1):
     change = mc / mb - 1
     if len(base_samples) < 3 or len(cand_samples) < 3 or math.isnan(p):
         verdict = "insufficient data"
-    elif p >= 0.05:
-        verdict = "inconclusive" if lo > 0.01 or hi < -0.01 else "unchanged"
-    elif lo > 0.01:
+    elif p < 0.05 and lo > 0.01:
         verdict = "regressed"
-    elif hi < -0.01:
+    elif p < 0.05 and hi < -0.01:
         verdict = "improved"
+    elif lo >= -0.01 and hi <= 0.01:
+        verdict = "no change"
     else:
-        verdict = "within noise"
+        verdict = "inconclusive"
     return {"schema": "perfsleuth/compare", "stub": True, "rows": [{
         "benchmark": benchmark, "metric": "wall", "gating": True,
         "change": {"change": change, "ci_low": lo, "ci_high": hi},
@@ -452,7 +452,7 @@ def tables(records, programs):
                "baseline run(s) + candidate run(s) + compare, as if done alone.\n")
 
     out.append("### Verdicts by condition (perfsleuth compare)\n")
-    verdicts = ["regressed", "improved", "within noise", "unchanged", "inconclusive",
+    verdicts = ["regressed", "improved", "no change", "inconclusive",
                 "insufficient data", "environment changed", "error"]
     out.append("| program | condition | measured change (pooled medians) | "
                + " | ".join(verdicts) + " | note \"possibly environmental\" |")

@@ -23,8 +23,7 @@ pub fn verdict_label(v: RowVerdict) -> VerdictLabel {
     match v {
         RowVerdict::Stat(Verdict::Regressed) => VerdictLabel::Regressed,
         RowVerdict::Stat(Verdict::Improved) => VerdictLabel::Improved,
-        RowVerdict::Stat(Verdict::WithinNoise) => VerdictLabel::WithinNoise,
-        RowVerdict::Stat(Verdict::Unchanged) => VerdictLabel::Unchanged,
+        RowVerdict::Stat(Verdict::NoChange) => VerdictLabel::NoChange,
         RowVerdict::Stat(Verdict::Inconclusive) => VerdictLabel::Inconclusive,
         RowVerdict::Stat(Verdict::InsufficientData) => VerdictLabel::InsufficientData,
         RowVerdict::EnvironmentChanged => VerdictLabel::EnvironmentChanged,
@@ -63,8 +62,7 @@ pub(crate) fn verdict_counts(c: &Comparison) -> Vec<(&'static str, usize)> {
     let all = [
         RowVerdict::Stat(Verdict::Regressed),
         RowVerdict::Stat(Verdict::Improved),
-        RowVerdict::Stat(Verdict::WithinNoise),
-        RowVerdict::Stat(Verdict::Unchanged),
+        RowVerdict::Stat(Verdict::NoChange),
         RowVerdict::Stat(Verdict::Inconclusive),
         RowVerdict::Stat(Verdict::InsufficientData),
         RowVerdict::EnvironmentChanged,

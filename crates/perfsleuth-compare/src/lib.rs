@@ -590,13 +590,51 @@ fn push_unique(list: &mut Vec<Metric>, m: Metric) {
     }
 }
 
+/// What would decide an inconclusive row, in one line: for an interval that
+/// reaches across a band edge, about how many more samples per side would
+/// narrow it (its half-width falls like 1/√n) to clear the edge nearest the
+/// estimate; for an interval beyond the band that the test does not back, that
+/// the two disagree.
+fn what_would_decide(change: &RelativeChange, p: f64, rule: VerdictRule, n: usize) -> String {
+    let t = rule.noise_threshold;
+    let (lo, hi) = (change.ci.lo, change.ci.hi);
+    let pct = |x: f64| format!("{:.1} %", 100.0 * x);
+    if lo > t || hi < -t {
+        return format!(
+            "inconclusive: the CI lies beyond ±{} but the rank test is not significant (p = {}): measure more runs",
+            pct(t),
+            perfsleuth_report::format_p_value(p)
+        );
+    }
+    let half = (hi - lo) / 2.0;
+    // The estimate's distance from the band edge it is closest to: the CI
+    // must shrink to that to lie wholly on one side of the edge.
+    let room = (change.change.abs() - t).abs();
+    if n == 0 || room < 0.05 * t.max(1e-3) {
+        return format!(
+            "inconclusive: the change ({}) sits on the ±{} threshold; no number of runs decides it — change --threshold if this size matters",
+            pct(change.change),
+            pct(t)
+        );
+    }
+    let needed = (n as f64 * (half / room).powi(2)).ceil();
+    let more = (needed - n as f64).max(1.0);
+    format!(
+        "inconclusive: the CI (±{}) reaches across the ±{} threshold; ≈ {} more runs per side would narrow it enough to decide",
+        pct(half),
+        pct(t),
+        perfsleuth_report::format_count(more)
+    )
+}
+
 /// Why a row cannot be judged at its metric's resolution (a change below one
-/// step, or a side below one step), or `None` when it can. Equal medians are
-/// left to the rule: nothing moved, at any resolution.
+/// step, or a side below one step), or `None` when it can.
 fn below_resolution(row: &Row) -> Option<String> {
     let r = row.metric.resolution()?;
     let (b, c) = (row.baseline_median, row.candidate_median);
-    if !(b.is_finite() && c.is_finite()) || b == c {
+    // Zero on both sides is no change at any resolution; equal medians of at
+    // least one step each are left to the rule.
+    if !(b.is_finite() && c.is_finite()) || (b == 0.0 && c == 0.0) || (b == c && b >= r) {
         return None;
     }
     let step = match row.metric {
@@ -612,14 +650,14 @@ fn below_resolution(row: &Row) -> Option<String> {
         Metric::PeakRss => format!("peak RSS is counted in {} KiB pages", r / 1024.0),
         _ => "it is counted in whole events".to_string(),
     };
-    if (c - b).abs() < r {
-        return Some(format!(
-            "{step}: the medians differ by less than one — not judged"
-        ));
-    }
     if b.min(c) < r {
         return Some(format!(
             "{step}: one side's median is below one — not judged"
+        ));
+    }
+    if (c - b).abs() < r {
+        return Some(format!(
+            "{step}: the medians differ by less than one — not judged"
         ));
     }
     None
@@ -942,7 +980,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             && at_floor(row.baseline_median, floor_b)
             && at_floor(row.candidate_median, floor_c)
         {
-            row.verdict = RowVerdict::Stat(Verdict::Unchanged);
+            row.verdict = RowVerdict::Stat(Verdict::NoChange);
             row.notes.push(
                 "both at the measurement floor of peak RSS: the programs are smaller than it"
                     .to_string(),
@@ -986,12 +1024,21 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             None => Verdict::InsufficientData,
         };
         // With few samples the rank test cannot reach significance at all
-        // (3 vs 3: p ≥ 0.10): say so instead of calling a large change "unchanged".
+        // (3 vs 3: p ≥ 0.10): say so instead of calling a large change "no change".
         let best_p = smallest_p(row.n_baseline, row.n_candidate);
         if !exact && row.change.is_some() && best_p > rule.alpha {
             row.notes.push(format!(
                 "{} vs {} samples cannot show significance at α = {} (the smallest possible p is {best_p:.2}): measure more runs",
                 row.n_baseline, row.n_candidate, rule.alpha
+            ));
+        } else if verdict == Verdict::Inconclusive
+            && let Some(change) = &row.change
+        {
+            row.notes.push(what_would_decide(
+                change,
+                p,
+                rule,
+                row.n_baseline.min(row.n_candidate),
             ));
         }
         row.verdict = RowVerdict::Stat(verdict);

@@ -21,7 +21,7 @@ fn fdr_sentence(c: &Comparison) -> Option<String> {
     })
 }
 
-/// "2 regressed, 1 improved, 5 unchanged" (only verdicts that occur), with
+/// "2 regressed, 1 improved, 5 no change" (only verdicts that occur), with
 /// `strong` wrapped around the regressed count.
 fn counts_text(c: &Comparison, strong: (&str, &str)) -> String {
     verdict_counts(c)
@@ -266,7 +266,7 @@ fn md_table(rows: &[&Row]) -> String {
 
 /// Markdown for a pull-request comment or `$GITHUB_STEP_SUMMARY`: a
 /// headline, the environment diff when anything changed, a table of the
-/// noteworthy rows, and the unchanged ones folded into `<details>`.
+/// noteworthy rows, and the no-change ones folded into `<details>`.
 pub fn render_markdown(c: &Comparison) -> String {
     let mut out = String::new();
     let performance: Vec<_> = c.performance_changes().collect();
@@ -318,13 +318,8 @@ pub fn render_markdown(c: &Comparison) -> String {
         out.push('\n');
     }
 
-    let quiet = |r: &Row| {
-        r.notes.is_empty()
-            && matches!(
-                r.verdict,
-                RowVerdict::Stat(Verdict::Unchanged) | RowVerdict::Stat(Verdict::WithinNoise)
-            )
-    };
+    let quiet =
+        |r: &Row| r.notes.is_empty() && matches!(r.verdict, RowVerdict::Stat(Verdict::NoChange));
     let noteworthy: Vec<&Row> = c.rows.iter().filter(|r| !quiet(r)).collect();
     let rest: Vec<&Row> = c.rows.iter().filter(|r| quiet(r)).collect();
     if !noteworthy.is_empty() {
@@ -335,7 +330,7 @@ pub fn render_markdown(c: &Comparison) -> String {
         let n = rest.len();
         let s = if n == 1 { "" } else { "s" };
         out.push_str(&format!(
-            "<details><summary>{n} unchanged or within-noise row{s}</summary>\n\n"
+            "<details><summary>{n} no-change row{s}</summary>\n\n"
         ));
         out.push_str(&md_table(&rest));
         out.push_str("\n</details>\n\n");

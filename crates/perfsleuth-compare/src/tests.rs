@@ -140,7 +140,7 @@ fn defaults_match_the_spec() {
         RowVerdict::EnvironmentChanged.as_str(),
         "environment changed"
     );
-    assert_eq!(stat(Verdict::WithinNoise).to_string(), "within noise");
+    assert_eq!(stat(Verdict::NoChange).to_string(), "no change");
 }
 
 #[test]
@@ -159,7 +159,7 @@ fn clear_ten_percent_shift_is_a_regression() {
     // Peak RSS did not move: constant and equal.
     assert_eq!(
         row(&c, "sort", Metric::PeakRss).verdict,
-        stat(Verdict::Unchanged)
+        stat(Verdict::NoChange)
     );
     assert!(!row(&c, "sort", Metric::User).gating);
     assert!(any_gating_regression(&c));
@@ -189,28 +189,61 @@ fn improvement_is_green() {
 }
 
 #[test]
-fn a_a_identical_data_is_unchanged() {
-    let x = around(50.0 * MS, 0.05, 25);
+fn a_a_identical_data_is_no_change_when_tight_and_inconclusive_when_noisy() {
+    // 250 ms runs, so that system time (5 %) is more than one 10 ms tick.
+    let x = around(250.0 * MS, 0.002, 25);
     let c = one(vec![bench("a", &x)], vec![bench("a", &x)]);
     assert_eq!(c.rows.len(), 4);
     for r in &c.rows {
-        assert_eq!(r.verdict, stat(Verdict::Unchanged), "{r:?}");
+        assert_eq!(r.verdict, stat(Verdict::NoChange), "{r:?}");
         assert_eq!(r.change.as_ref().unwrap().change, 0.0);
     }
     assert!(!any_gating_regression(&c));
     assert!(render_markdown(&c).starts_with("### perfsleuth compare: `base` → `cand`"));
-    assert!(render_markdown(&c).contains("No regressions: 4 unchanged"));
+    assert!(render_markdown(&c).contains("No regressions: 4 no change"));
+    // ±5 % noise: the same data, but a CI of about ±3 % cannot show the change
+    // is within ±1 %. Not "no change", and never a regression.
+    let noisy = around(50.0 * MS, 0.05, 25);
+    let c = one(vec![bench("a", &noisy)], vec![bench("a", &noisy)]);
+    let wall = row(&c, "a", Metric::Wall);
+    assert_eq!(wall.verdict, stat(Verdict::Inconclusive), "{wall:?}");
+    assert!(
+        wall.notes.iter().any(|n| n.contains("more runs per side")),
+        "{:?}",
+        wall.notes
+    );
+    assert!(!any_gating_regression(&c));
 }
 
 #[test]
-fn half_percent_shift_with_tight_data_is_within_noise() {
+fn half_percent_shift_with_tight_data_is_no_change() {
     let base = around(100.0 * MS, 0.001, 30);
     let cand: Vec<f64> = base.iter().map(|v| v * 1.005).collect();
     let c = one(vec![bench("b", &base)], vec![bench("b", &cand)]);
     let wall = row(&c, "b", Metric::Wall);
     assert!(wall.p_value.unwrap() < 0.001);
-    assert_eq!(wall.verdict, stat(Verdict::WithinNoise), "{wall:?}");
+    // Significant, but the whole CI is inside the ±1 % band.
+    assert_eq!(wall.verdict, stat(Verdict::NoChange), "{wall:?}");
     assert!(!any_gating_regression(&c));
+}
+
+#[test]
+fn a_ci_across_the_band_edge_is_inconclusive_and_says_what_would_decide() {
+    // +1.5 % with ±2 % noise on 8 samples: the CI reaches across +1 %.
+    let base = around(100.0 * MS, 0.02, 8);
+    let cand: Vec<f64> = base.iter().map(|v| v * 1.015).collect();
+    let c = one(vec![bench("w", &base)], vec![bench("w", &cand)]);
+    let wall = row(&c, "w", Metric::Wall);
+    assert_eq!(wall.verdict, stat(Verdict::Inconclusive), "{wall:?}");
+    let note = wall
+        .notes
+        .iter()
+        .find(|n| n.starts_with("inconclusive:"))
+        .unwrap_or_else(|| panic!("{:?}", wall.notes));
+    assert!(
+        note.contains("reaches across the ±1.0 % threshold") && note.contains("more runs per side"),
+        "{note}"
+    );
 }
 
 #[test]
@@ -226,13 +259,20 @@ fn fewer_than_three_samples_is_insufficient_data() {
 }
 
 #[test]
-fn zero_variance_equal_samples_are_unchanged() {
+fn zero_variance_equal_samples_are_no_change() {
     let c = one(
         vec![bench("const", &[5.0 * MS; 6])],
         vec![bench("const", &[5.0 * MS; 6])],
     );
     for r in &c.rows {
-        assert_eq!(r.verdict, stat(Verdict::Unchanged), "{r:?}");
+        // 5 ms runs: user (4.5 ms) and system time (0.25 ms) are below one
+        // 10 ms tick, so they are not judged at all.
+        let want = if matches!(r.metric, Metric::User | Metric::Sys) {
+            Verdict::InsufficientData
+        } else {
+            Verdict::NoChange
+        };
+        assert_eq!(r.verdict, stat(want), "{r:?}");
     }
     // Constant and 20% apart: a regression a rank test can still show.
     let c = one(
@@ -253,7 +293,7 @@ fn all_zero_metric_is_unchanged_and_zero_baseline_is_insufficient() {
         s.sys_ns = 0;
     }
     let c = one(vec![b.clone()], vec![cnd.clone()]);
-    assert_eq!(row(&c, "z", Metric::Sys).verdict, stat(Verdict::Unchanged));
+    assert_eq!(row(&c, "z", Metric::Sys).verdict, stat(Verdict::NoChange));
     for s in &mut cnd.samples {
         s.sys_ns = 1000;
     }
@@ -371,12 +411,13 @@ fn same_binary_regression_says_so() {
         vec![with_hash(bench("x", &cand), "def")],
     );
     assert!(row(&c, "x", Metric::Wall).notes.is_empty());
-    // Same binary, no change: nothing to say either.
+    // Same binary, not a change: nothing to say about the binary either.
     let c = one(
         vec![with_hash(bench("x", &base), "abc")],
         vec![with_hash(bench("x", &base), "abc")],
     );
-    assert!(row(&c, "x", Metric::Wall).notes.is_empty());
+    let notes = &row(&c, "x", Metric::Wall).notes;
+    assert!(!notes.iter().any(|n| n == SAME_BINARY_NOTE), "{notes:?}");
     // Same binary on different machines: still noted, before the override.
     let mut other = machine();
     other.set("kernel.release", "6.9.0", ImpactClass::Identity);
@@ -606,7 +647,7 @@ fn unpaired_benchmarks_are_listed() {
 
 #[test]
 fn parameters_are_part_of_the_key() {
-    let x = around(10.0 * MS, 0.02, 10);
+    let x = around(10.0 * MS, 0.002, 10);
     let slow: Vec<f64> = x.iter().map(|v| v * 1.2).collect();
     let c = one(
         vec![
@@ -620,7 +661,7 @@ fn parameters_are_part_of_the_key() {
     );
     assert_eq!(
         row(&c, "s [n=1]", Metric::Wall).verdict,
-        stat(Verdict::Unchanged)
+        stat(Verdict::NoChange)
     );
     assert_eq!(
         row(&c, "s [n=2]", Metric::Wall).verdict,
@@ -646,7 +687,7 @@ fn markdown_folds_unchanged_rows_into_details() {
     );
     let headline = md.lines().nth(2).unwrap();
     assert!(headline.starts_with("**3 regressed**"), "{headline}");
-    assert!(headline.contains("unchanged"));
+    assert!(headline.contains("no change"));
     let details = md.find("<details><summary>").expect("details");
     let end = md.find("</details>").expect("end of details");
     assert!(details < end);
@@ -889,9 +930,15 @@ fn bad_input_never_panics() {
     // An empty run among several is skipped, the other run still counts.
     let cmp = compare(&partly, &full, &opts());
     assert_eq!(row(&cmp, "x", Metric::Wall).n_baseline, 10);
-    assert_eq!(
-        row(&cmp, "x", Metric::Wall).verdict,
-        stat(Verdict::Unchanged)
+    // The same samples on both sides: no change at all, and no verdict of one.
+    let x = row(&cmp, "x", Metric::Wall);
+    assert_eq!(x.change.as_ref().map(|c| c.change), Some(0.0));
+    assert!(
+        matches!(
+            x.verdict,
+            RowVerdict::Stat(Verdict::NoChange | Verdict::Inconclusive)
+        ),
+        "{x:?}"
     );
 }
 
@@ -971,7 +1018,7 @@ fn peak_rss_at_the_measurement_floor_is_not_judged() {
     );
     let c = compare(&side("a", vec![a]), &side("b", vec![b]), &opts());
     let rss = c.rows.iter().find(|r| r.metric == Metric::PeakRss).unwrap();
-    assert_eq!(rss.verdict.as_str(), "unchanged");
+    assert_eq!(rss.verdict.as_str(), "no change");
     assert!(rss.notes.iter().any(|n| n.contains("floor")));
 }
 
@@ -1010,8 +1057,8 @@ fn exact_verdicts_follow_the_threshold_and_direction() {
         )
     };
     let ir = Metric::parse("Ir").expect("Ir");
-    assert_eq!(exact(0.0, ir), Verdict::Unchanged);
-    assert_eq!(exact(0.005, ir), Verdict::WithinNoise);
+    assert_eq!(exact(0.0, ir), Verdict::NoChange);
+    assert_eq!(exact(0.005, ir), Verdict::NoChange);
     assert_eq!(exact(0.05, ir), Verdict::Regressed);
     assert_eq!(exact(-0.05, ir), Verdict::Improved);
     let throughput = Metric::parse("throughput").expect("throughput");
@@ -1091,7 +1138,7 @@ fn simulation_counts_are_judged_exactly_even_with_a_tiny_wobble() {
         &opts(),
     );
     let r = row(&c, "prog", ir);
-    assert_eq!(r.verdict, stat(Verdict::WithinNoise), "{r:?}");
+    assert_eq!(r.verdict, stat(Verdict::NoChange), "{r:?}");
     assert!(
         r.notes.iter().any(|n| n.contains("judged on the medians")),
         "{:?}",
@@ -1204,6 +1251,6 @@ fn changes_below_a_metrics_resolution_are_not_judged() {
     // Peak RSS is counted in pages: the same pages on both sides is just unchanged.
     assert_eq!(
         row(&c, "y", Metric::PeakRss).verdict,
-        stat(Verdict::Unchanged)
+        stat(Verdict::NoChange)
     );
 }

@@ -473,12 +473,9 @@ pub enum VerdictLabel {
     /// Better beyond noise.
     #[serde(rename = "improved")]
     Improved,
-    /// A difference, but within the noise.
-    #[serde(rename = "within noise")]
-    WithinNoise,
-    /// No difference.
-    #[serde(rename = "unchanged")]
-    Unchanged,
+    /// The whole CI inside the noise band.
+    #[serde(rename = "no change")]
+    NoChange,
     /// The CI lies beyond the threshold but the test is not significant: no claim.
     #[serde(rename = "inconclusive")]
     Inconclusive,
@@ -497,13 +494,10 @@ pub struct VerdictCounts {
     pub regressed: usize,
     /// `improved` rows.
     pub improved: usize,
-    /// `within noise` rows.
-    #[serde(rename = "within noise")]
-    pub within_noise: usize,
-    /// `unchanged` rows.
-    pub unchanged: usize,
+    /// `no change` rows.
+    #[serde(rename = "no change")]
+    pub no_change: usize,
     /// `inconclusive` rows.
-    #[serde(default)]
     pub inconclusive: usize,
     /// `insufficient data` rows.
     #[serde(rename = "insufficient data")]
@@ -519,8 +513,7 @@ impl VerdictCounts {
         *match v {
             VerdictLabel::Regressed => &mut self.regressed,
             VerdictLabel::Improved => &mut self.improved,
-            VerdictLabel::WithinNoise => &mut self.within_noise,
-            VerdictLabel::Unchanged => &mut self.unchanged,
+            VerdictLabel::NoChange => &mut self.no_change,
             VerdictLabel::Inconclusive => &mut self.inconclusive,
             VerdictLabel::InsufficientData => &mut self.insufficient_data,
             VerdictLabel::EnvironmentChanged => &mut self.environment_changed,

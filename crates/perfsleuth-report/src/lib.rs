@@ -195,18 +195,20 @@ fn compare(
     // One seed for both, as the summary always had: a rerun prints the same intervals.
     let (time, time_p_value, time_verdict) = judge(Metric::Wall);
     let (peak_rss, _, _) = judge(Metric::PeakRss);
+    // Under the in-run rule (zero threshold) "inconclusive" covers two cases
+    // the summary words differently: the CI spans no change while the test
+    // agrees (no significant difference), or the CI and the test disagree.
+    let disagree = match (&time, time_p_value) {
+        (Some(t), Some(p)) => (t.ci.lo > 1.0 || t.ci.hi < 1.0) != (p < VerdictRule::IN_RUN.alpha),
+        _ => false,
+    };
     Comparison {
         index,
         reference: ref_index,
         time,
         peak_rss,
         time_p_value,
-        // With the in-run rule's zero threshold, "within noise" means a
-        // significant test whose CI still touches no change.
-        time_inconclusive: matches!(
-            time_verdict,
-            Some(Verdict::Inconclusive | Verdict::WithinNoise)
-        ),
+        time_inconclusive: time_verdict == Some(Verdict::Inconclusive) && disagree,
     }
 }
 

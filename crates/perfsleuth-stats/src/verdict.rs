@@ -22,12 +22,12 @@ pub enum Verdict {
     Regressed,
     /// Significant, and the whole CI is beyond the threshold on the good side.
     Improved,
-    /// Significant, but the CI reaches into the noise band: too small to act on.
-    WithinNoise,
-    /// Not significant, and the CI does not lie wholly beyond the threshold.
-    Unchanged,
-    /// The CI lies wholly beyond the threshold but the rank test is not
-    /// significant: the two disagree, so no claim either way.
+    /// The whole CI lies inside the noise band: whatever changed is smaller
+    /// than the threshold.
+    NoChange,
+    /// Neither: the CI reaches across an edge of the noise band (too wide to
+    /// decide), or it lies beyond the band while the rank test is not
+    /// significant (the two disagree). More samples decide it.
     Inconclusive,
     /// Too few samples or unusable numbers to say anything.
     InsufficientData,
@@ -39,8 +39,7 @@ impl Verdict {
         match self {
             Verdict::Regressed => "regressed",
             Verdict::Improved => "improved",
-            Verdict::WithinNoise => "within noise",
-            Verdict::Unchanged => "unchanged",
+            Verdict::NoChange => "no change",
             Verdict::Inconclusive => "inconclusive",
             Verdict::InsufficientData => "insufficient data",
         }
@@ -101,17 +100,17 @@ impl VerdictRule {
 /// test on the same samples (n_base and n_cand of them). In order:
 /// 1. invalid rule, n < min_samples on either side, non-finite change or CI
 ///    bounds, lo > hi, or a p-value outside [0, 1] → insufficient data;
-/// 2. NaN p-value: unchanged if the change and the whole CI are exactly 0
+/// 2. NaN p-value: no change if the change and the whole CI are exactly 0
 ///    (both sides constant and equal: nothing moved, even though a test such
 ///    as Welch's has no variance to work with), otherwise insufficient data;
-/// 3. p >= alpha → inconclusive when the whole CI is beyond the threshold
-///    (the interval and the test disagree), else unchanged;
-/// 4. p < alpha and the whole CI beyond +threshold or below -threshold →
+/// 3. p < alpha and the whole CI beyond +threshold or below -threshold →
 ///    regressed or improved, according to `direction`;
-/// 5. p < alpha otherwise → within noise.
+/// 4. the whole CI within ±threshold → no change;
+/// 5. otherwise (the CI straddles a band edge, or lies beyond the band with
+///    p >= alpha) → inconclusive.
 ///
 /// Zero-variance samples need no special case beyond 2: both sides constant
-/// and equal give a CI of [0, 0] and a rank-test p of 1 (unchanged); both
+/// and equal give a CI of [0, 0] and a rank-test p of 1 (no change); both
 /// constant but different give a point CI at the true change, so the
 /// threshold and the test's p decide as for any other data.
 pub fn verdict(
@@ -137,45 +136,30 @@ pub fn verdict(
         return Verdict::InsufficientData;
     }
     // Branch 2: no p-value. A CI that is the point 0 already shows that no
-    // resample moved the median at all, which is "unchanged" by any test.
+    // resample moved the median at all: no change by any test.
     if p_value.is_nan() {
         let all_zero = change.change == 0.0 && ci.lo == 0.0 && ci.hi == 0.0;
         return if all_zero {
-            Verdict::Unchanged
+            Verdict::NoChange
         } else {
             Verdict::InsufficientData
         };
     }
     let t = rule.noise_threshold;
-    // Branch 3: not significant. A CI wholly beyond the threshold is not
-    // evidence on its own, but calling it "unchanged" would contradict the
-    // printed interval, so the two disagreeing is said as such.
-    if p_value >= rule.alpha {
-        return if ci.lo > t || ci.hi < -t {
-            Verdict::Inconclusive
-        } else {
-            Verdict::Unchanged
-        };
+    // Branch 3: significant, and the whole CI clears the noise band, not just
+    // the point estimate, so a barely-significant 0.5 % shift is no regression.
+    if p_value < rule.alpha && (ci.lo > t || ci.hi < -t) {
+        return signed(ci.lo, direction);
     }
-    // Branch 4: the whole CI must clear the noise band, not just the point
-    // estimate, so a barely-significant 0.5% shift is not a regression.
-    let worse_if_up = direction == Direction::LowerIsBetter;
-    if ci.lo > t {
-        return if worse_if_up {
-            Verdict::Regressed
-        } else {
-            Verdict::Improved
-        };
+    // Branch 4: the whole CI inside the band: whatever moved is noise-sized,
+    // significant or not.
+    if ci.lo >= -t && ci.hi <= t {
+        return Verdict::NoChange;
     }
-    if ci.hi < -t {
-        return if worse_if_up {
-            Verdict::Improved
-        } else {
-            Verdict::Regressed
-        };
-    }
-    // Branch 5: real but small, or the CI straddles the band's edge.
-    Verdict::WithinNoise
+    // Branch 5: the CI reaches across a band edge, or it lies beyond the band
+    // while the test is not significant. Calling either "unchanged" would
+    // contradict the printed interval; calling it a change would be a guess.
+    Verdict::Inconclusive
 }
 
 /// What a verdict is decided on.
@@ -219,13 +203,13 @@ pub fn decide(rule: &VerdictRule, evidence: &Evidence<'_>, direction: Direction)
     match *evidence {
         Evidence::Exact(change) => {
             if change == 0.0 {
-                return Verdict::Unchanged;
+                return Verdict::NoChange;
             }
             if !change.is_finite() || !rule.is_valid() {
                 return Verdict::InsufficientData;
             }
             if change.abs() <= rule.noise_threshold {
-                return Verdict::WithinNoise;
+                return Verdict::NoChange;
             }
             signed(change, direction)
         }
@@ -244,11 +228,8 @@ pub fn decide(rule: &VerdictRule, evidence: &Evidence<'_>, direction: Direction)
             if !change.is_finite() || !band.is_finite() || !rule.is_valid() {
                 return Verdict::InsufficientData;
             }
-            if change.abs() <= band.abs() {
-                return Verdict::Unchanged;
-            }
-            if change.abs() < rule.noise_threshold {
-                return Verdict::WithinNoise;
+            if change.abs() <= band.abs() || change.abs() < rule.noise_threshold {
+                return Verdict::NoChange;
             }
             signed(change, direction)
         }
@@ -312,8 +293,7 @@ mod tests {
         let all = [
             (Verdict::Regressed, "regressed"),
             (Verdict::Improved, "improved"),
-            (Verdict::WithinNoise, "within noise"),
-            (Verdict::Unchanged, "unchanged"),
+            (Verdict::NoChange, "no change"),
             (Verdict::Inconclusive, "inconclusive"),
             (Verdict::InsufficientData, "insufficient data"),
         ];
@@ -334,24 +314,25 @@ mod tests {
     fn lower_is_better() {
         assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.001, LOWER), Verdict::Regressed);
         assert_eq!(v(&rc(-0.05, -0.07, -0.03), 0.001, LOWER), Verdict::Improved);
-        // CI reaches into the +-1% band: significant but within noise.
+        // The CI reaches across the +-1% band's edge: significant, but too
+        // wide to say whether the change is beyond the threshold.
         assert_eq!(
             v(&rc(0.02, 0.005, 0.03), 0.001, LOWER),
-            Verdict::WithinNoise
+            Verdict::Inconclusive
         );
         assert_eq!(
             v(&rc(-0.02, -0.03, -0.01), 0.001, LOWER),
-            Verdict::WithinNoise
+            Verdict::Inconclusive
         );
-        assert_eq!(
-            v(&rc(0.003, 0.001, 0.005), 0.001, LOWER),
-            Verdict::WithinNoise
-        );
+        // The whole CI inside the band: no change, significant or not.
+        assert_eq!(v(&rc(0.003, 0.001, 0.005), 0.001, LOWER), Verdict::NoChange);
+        assert_eq!(v(&rc(0.0, -0.008, 0.009), 0.6, LOWER), Verdict::NoChange);
         // Not significant although the CI clears the threshold: the two
-        // disagree, and "unchanged" would contradict the printed interval.
+        // disagree, and "no change" would contradict the printed interval.
         assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.2, LOWER), Verdict::Inconclusive);
-        assert_eq!(v(&rc(0.05, 0.005, 0.07), 0.2, LOWER), Verdict::Unchanged);
-        assert_eq!(v(&rc(0.0, -0.02, 0.02), 0.6, LOWER), Verdict::Unchanged);
+        // Not significant and wider than the band: too wide to decide.
+        assert_eq!(v(&rc(0.05, 0.005, 0.07), 0.2, LOWER), Verdict::Inconclusive);
+        assert_eq!(v(&rc(0.0, -0.02, 0.02), 0.6, LOWER), Verdict::Inconclusive);
     }
 
     #[test]
@@ -363,7 +344,7 @@ mod tests {
         );
         assert_eq!(
             v(&rc(0.02, 0.005, 0.03), 0.001, HIGHER),
-            Verdict::WithinNoise
+            Verdict::Inconclusive
         );
         assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.2, HIGHER), Verdict::Inconclusive);
     }
@@ -372,13 +353,21 @@ mod tests {
     fn boundaries() {
         // p == alpha is not below alpha.
         assert_eq!(v(&rc(0.05, 0.03, 0.07), 0.05, LOWER), Verdict::Inconclusive);
-        assert_eq!(v(&rc(0.05, -0.01, 0.07), 0.05, LOWER), Verdict::Unchanged);
-        // A CI edge exactly on the threshold is not beyond it.
-        assert_eq!(v(&rc(0.05, 0.01, 0.07), 0.001, LOWER), Verdict::WithinNoise);
+        assert_eq!(
+            v(&rc(0.05, -0.01, 0.07), 0.05, LOWER),
+            Verdict::Inconclusive
+        );
+        // A CI edge exactly on the threshold is not beyond it…
+        assert_eq!(
+            v(&rc(0.05, 0.01, 0.07), 0.001, LOWER),
+            Verdict::Inconclusive
+        );
         assert_eq!(
             v(&rc(-0.05, -0.07, -0.01), 0.001, LOWER),
-            Verdict::WithinNoise
+            Verdict::Inconclusive
         );
+        // …but counts as inside the band.
+        assert_eq!(v(&rc(0.0, -0.01, 0.01), 0.5, LOWER), Verdict::NoChange);
         // A zero threshold makes any CI excluding 0 decisive.
         let strict = VerdictRule {
             noise_threshold: 0.0,
@@ -421,7 +410,7 @@ mod tests {
         assert_eq!(v(&c, -0.1, LOWER), Verdict::InsufficientData);
         assert_eq!(v(&c, 1.5, LOWER), Verdict::InsufficientData);
         // NaN p with a CI that is exactly 0: constant and equal sides.
-        assert_eq!(v(&rc(0.0, 0.0, 0.0), f64::NAN, LOWER), Verdict::Unchanged);
+        assert_eq!(v(&rc(0.0, 0.0, 0.0), f64::NAN, LOWER), Verdict::NoChange);
     }
 
     #[test]
@@ -479,13 +468,13 @@ mod tests {
     #[test]
     fn zero_variance_samples() {
         // Constant and equal: CI [0, 0], rank-test p = 1.
-        assert_eq!(from_samples(&[5.0; 6], &[5.0; 6]), Verdict::Unchanged);
+        assert_eq!(from_samples(&[5.0; 6], &[5.0; 6]), Verdict::NoChange);
         // Constant and 20% apart: point CI at +0.2; the tie-corrected rank
         // test gives p ~ 0.0047 for 5 vs 5 (scipy.stats.mannwhitneyu).
         assert_eq!(from_samples(&[5.0; 5], &[6.0; 5]), Verdict::Regressed);
         assert_eq!(from_samples(&[6.0; 5], &[5.0; 5]), Verdict::Improved);
         // Constant and 0.5% apart: significant, but inside the noise band.
-        assert_eq!(from_samples(&[200.0; 5], &[201.0; 5]), Verdict::WithinNoise);
+        assert_eq!(from_samples(&[200.0; 5], &[201.0; 5]), Verdict::NoChange);
         // 2 vs 2 constant: the rank test cannot reach p < 0.05 (and n < 3).
         assert_eq!(
             from_samples(&[5.0; 2], &[6.0; 2]),
@@ -502,17 +491,17 @@ mod tests {
         let tiny: Vec<f64> = base.iter().map(|v| v * 1.002).collect();
         assert_eq!(from_samples(&base, &slow), Verdict::Regressed);
         assert_eq!(from_samples(&slow, &base), Verdict::Improved);
-        assert_eq!(from_samples(&base, &base), Verdict::Unchanged);
+        assert_eq!(from_samples(&base, &base), Verdict::NoChange);
         assert_ne!(from_samples(&base, &tiny), Verdict::Regressed);
     }
 
     #[test]
     fn decide_judges_exact_changes_by_the_threshold_alone() {
         let r = VerdictRule::default();
-        assert_eq!(decide(&r, &Evidence::Exact(0.0), LOWER), Verdict::Unchanged);
+        assert_eq!(decide(&r, &Evidence::Exact(0.0), LOWER), Verdict::NoChange);
         assert_eq!(
             decide(&r, &Evidence::Exact(0.005), LOWER),
-            Verdict::WithinNoise
+            Verdict::NoChange
         );
         assert_eq!(decide(&r, &Evidence::Exact(0.2), LOWER), Verdict::Regressed);
         assert_eq!(decide(&r, &Evidence::Exact(0.2), HIGHER), Verdict::Improved);
@@ -548,8 +537,8 @@ mod tests {
             ..VerdictRule::default()
         };
         let bands = |change, band| decide(&r, &Evidence::Bands { change, band }, LOWER);
-        assert_eq!(bands(0.5, 0.6), Verdict::Unchanged, "bands overlap");
-        assert_eq!(bands(0.05, 0.01), Verdict::WithinNoise);
+        assert_eq!(bands(0.5, 0.6), Verdict::NoChange, "bands overlap");
+        assert_eq!(bands(0.05, 0.01), Verdict::NoChange);
         assert_eq!(
             bands(0.10, 0.01),
             Verdict::Regressed,

@@ -15,11 +15,10 @@ use serde_json::Value;
 use std::process::Command;
 
 /// Every verdict string a row can carry.
-const VERDICTS: [&str; 7] = [
+const VERDICTS: [&str; 6] = [
     "regressed",
     "improved",
-    "within noise",
-    "unchanged",
+    "no change",
     "inconclusive",
     "insufficient data",
     "environment changed",
@@ -468,14 +467,21 @@ fn terminal_output_is_a_table_with_optional_colour() {
     let wall = table_line(&out.stdout, "wall*");
     assert!(wall.contains("+50.0%"), "{wall:?}");
     assert!(wall.ends_with("regressed"), "{wall:?}");
-    for metric in ["user", "sys", "peak_rss"] {
+    // The template's user and system times (about 1 ms) are below one
+    // 10 ms tick: not judged. Peak RSS is the same on both sides.
+    for metric in ["user", "sys"] {
         assert!(
-            table_line(&out.stdout, metric).ends_with("unchanged"),
+            table_line(&out.stdout, metric).ends_with("insufficient data"),
             "{out:?}"
         );
     }
     assert!(
-        out.stdout.contains("summary: 1 regressed, 3 unchanged"),
+        table_line(&out.stdout, "peak_rss").ends_with("no change"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("summary: 1 regressed, 1 no change, 2 insufficient data"),
         "{out:?}"
     );
     assert!(!out.stdout.contains('\x1b'), "{out:?}");
@@ -494,7 +500,7 @@ fn markdown_has_a_headline_a_table_and_folded_details() {
     let md = &out.stdout;
     assert!(
         md.starts_with(
-            "### perfsleuth compare: `a.json` → `slow.json`\n\n**1 regressed**, 3 unchanged\n"
+            "### perfsleuth compare: `a.json` → `slow.json`\n\n**1 regressed**, 1 no change, 2 insufficient data\n"
         ),
         "{out:?}"
     );
@@ -510,15 +516,21 @@ fn markdown_has_a_headline_a_table_and_folded_details() {
         "{out:?}"
     );
     let details = md
-        .find("<details><summary>3 unchanged or within-noise rows</summary>")
+        .find("<details><summary>1 no-change row</summary>")
         .unwrap_or_else(|| panic!("no <details>: {out:?}"));
     let end = md.find("</details>").expect("</details>");
     assert!(details < end);
     let folded = &md[details..end];
-    for metric in ["user", "sys", "peak_rss"] {
+    assert!(folded.contains("| `work` | peak_rss |"), "{folded}");
+    // Rows with a note (not judged at their resolution) stay in the table.
+    for metric in ["user", "sys"] {
         assert!(
-            folded.contains(&format!("| `work` | {metric} |")),
+            !folded.contains(&format!("| `work` | {metric} |")),
             "{folded}"
+        );
+        assert!(
+            md[..details].contains(&format!("| `work` | {metric} |")),
+            "{out:?}"
         );
     }
     assert!(!folded.contains("wall"), "{folded}");
@@ -528,7 +540,7 @@ fn markdown_has_a_headline_a_table_and_folded_details() {
     let out = compare(&sb, &["--format", "markdown", "slow.json", "a.json"]).ok();
     assert!(
         out.stdout
-            .contains("\n\nNo regressions: 1 improved, 3 unchanged\n"),
+            .contains("\n\nNo regressions: 1 improved, 1 no change, 2 insufficient data\n"),
         "{out:?}"
     );
 }
@@ -587,7 +599,8 @@ fn json_follows_the_documented_schema() {
         assert!(summary.contains_key(v), "{summary:?}");
     }
     assert_eq!(summary["regressed"], 1);
-    assert_eq!(summary["unchanged"], 3);
+    assert_eq!(summary["no change"], 1);
+    assert_eq!(summary["insufficient data"], 2);
 
     // The seeded bootstrap makes the document reproducible.
     assert_eq!(compare_json(&sb, &["a.json", "slow.json"]), doc);
@@ -692,7 +705,7 @@ fn metric_option_chooses_the_gating_metrics() {
     assert_eq!(doc["any_gating_regression"], false);
     let out = compare(&sb, &["a.json", "slow.json", "--metric", "peak_rss"]).ok();
     assert!(
-        table_line(&out.stdout, "peak_rss*").ends_with("unchanged"),
+        table_line(&out.stdout, "peak_rss*").ends_with("no change"),
         "{out:?}"
     );
 
@@ -724,7 +737,7 @@ fn threshold_widens_the_noise_band() {
         "regressed"
     );
     let doc = compare_json(&sb, &["a.json", "slow.json", "--threshold", "90%"]);
-    assert_eq!(verdict(&doc, "work", "wall"), "within noise");
+    assert_eq!(verdict(&doc, "work", "wall"), "no change");
     assert_eq!(doc["any_gating_regression"], false);
     compare(
         &sb,
@@ -777,7 +790,7 @@ fn config_file_threshold_from_config_option_and_repository_top() {
     template(&sb);
     sb.write("loose.toml", "[compare]\nthreshold = \"90%\"\n");
     let doc = compare_json(&sb, &["a.json", "slow.json", "--config", "loose.toml"]);
-    assert_eq!(verdict(&doc, "work", "wall"), "within noise");
+    assert_eq!(verdict(&doc, "work", "wall"), "no change");
     // The command line wins over the file.
     let doc = compare_json(
         &sb,
@@ -797,7 +810,7 @@ fn config_file_threshold_from_config_option_and_repository_top() {
         "[compare]\nthreshold = \"1%\"\n\n[compare.benchmark.work]\nthreshold = 0.9\n",
     );
     let doc = compare_json(&sb, &["a.json", "slow.json", "--config", "per.toml"]);
-    assert_eq!(verdict(&doc, "work", "wall"), "within noise");
+    assert_eq!(verdict(&doc, "work", "wall"), "no change");
 
     // perfsleuth.toml at the top of the repository, found from a subdirectory.
     git_init(&sb);
@@ -821,11 +834,11 @@ fn config_file_threshold_from_config_option_and_repository_top() {
     let out = in_sub(&["--fail-on", "regressed"]).ok();
     assert_eq!(
         verdict(&parse_json(&out.stdout), "work", "wall"),
-        "within noise"
+        "no change"
     );
     // And from the top itself.
     let doc = compare_json(&sb, &["a.json", "slow.json"]);
-    assert_eq!(verdict(&doc, "work", "wall"), "within noise");
+    assert_eq!(verdict(&doc, "work", "wall"), "no change");
 }
 
 #[test]
@@ -947,8 +960,8 @@ fn performance_fact_change_marks_changed_rows_possibly_environmental() {
             notes(wall).contains(&format!("possibly environmental: {key}")),
             "{wall:#}"
         );
-        // Unchanged rows carry no attribution.
-        assert!(notes(row(&doc, "work", "user")).is_empty(), "{doc:#}");
+        // Rows that did not change carry no attribution.
+        assert!(notes(row(&doc, "work", "peak_rss")).is_empty(), "{doc:#}");
 
         let out = compare(&sb, &["tuned.json", "slow.json"]).ok();
         assert!(
@@ -1470,7 +1483,7 @@ fn fewer_than_three_samples_are_insufficient_data() {
     assert_eq!(doc["any_gating_regression"], false);
     for r in doc["rows"].as_array().unwrap() {
         assert!(
-            ["insufficient data", "unchanged"].contains(&r["verdict"].as_str().unwrap()),
+            ["insufficient data", "no change"].contains(&r["verdict"].as_str().unwrap()),
             "{r:#}"
         );
     }
@@ -1552,7 +1565,7 @@ fn zero_variance_samples_do_not_panic() {
         &["flat.json", "flat-again.json", "--fail-on", "regressed"],
     );
     let wall = row(&doc, "work", "wall");
-    assert_eq!(wall["verdict"], "unchanged", "{wall:#}");
+    assert_eq!(wall["verdict"], "no change", "{wall:#}");
     assert_eq!(wall["change"]["change"], 0.0);
     compare(&sb, &["flat.json", "flat-again.json"]).ok();
     compare(
@@ -1567,9 +1580,9 @@ fn zero_variance_samples_do_not_panic() {
     let doc = compare_json(&sb, &["flat-slow.json", "flat.json"]);
     assert_eq!(verdict(&doc, "work", "wall"), "improved");
 
-    // All zero on both sides: unchanged; zero baseline only: undefined ratio.
+    // All zero on both sides: no change; zero baseline only: undefined ratio.
     let doc = compare_json(&sb, &["zero.json", "zero.json"]);
-    assert_eq!(verdict(&doc, "work", "wall"), "unchanged");
+    assert_eq!(verdict(&doc, "work", "wall"), "no change");
     let doc = compare_json(&sb, &["zero.json", "flat.json", "--fail-on", "regressed"]);
     let wall = row(&doc, "work", "wall");
     assert_eq!(wall["verdict"], "insufficient data", "{wall:#}");
