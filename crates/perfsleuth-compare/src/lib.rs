@@ -194,6 +194,13 @@ pub fn any_gating_regression(c: &Comparison) -> bool {
     gating_regressions(c).next().is_some()
 }
 
+/// Whether a gating row is inconclusive: more samples would decide it.
+pub fn any_gating_inconclusive(c: &Comparison) -> bool {
+    c.rows
+        .iter()
+        .any(|r| r.gating && r.verdict == RowVerdict::Stat(Verdict::Inconclusive))
+}
+
 /// The gating rows that regressed.
 fn gating_regressions(c: &Comparison) -> impl Iterator<Item = &Row> {
     c.rows

@@ -111,6 +111,9 @@ pub struct Bench {
     spent: Duration,
     next_check: u32,
     done: bool,
+    /// A round after the first: measure until this many samples, whatever
+    /// the stop rule says.
+    until: Option<u32>,
 }
 
 impl Bench {
@@ -139,6 +142,7 @@ impl Bench {
             spent: Duration::ZERO,
             next_check: 0,
             done: false,
+            until: None,
         }
     }
 
@@ -166,7 +170,11 @@ impl Bench {
     /// Whether another timed run may be requested: not done, and below the
     /// hard cap (`--runs` or `--max-runs`) counting the runs in flight.
     fn wants_more(&self, rule: &StopRule) -> bool {
-        let cap = rule.exact.or(rule.max_runs).unwrap_or(u32::MAX);
+        let cap = self
+            .until
+            .or(rule.exact)
+            .or(rule.max_runs)
+            .unwrap_or(u32::MAX);
         !self.done && self.requested < cap
     }
 
@@ -179,6 +187,10 @@ impl Bench {
             return;
         }
         let n = self.runs();
+        if let Some(until) = self.until {
+            self.done = n >= until;
+            return;
+        }
         self.done = match rule.exact {
             Some(exact) => n >= exact,
             None if n < rule.min_runs => false,
@@ -363,6 +375,49 @@ impl Schedule {
             counter_env: m.counter_env,
             counter_notes: m.counter_notes,
         }
+    }
+}
+
+impl Schedule {
+    /// Measures as [`Schedule::measure`] does, then — while `undecided` says
+    /// the result does not decide yet (a comparison with a baseline is
+    /// inconclusive) and another round as long as the first still fits in
+    /// `max_time` — measures further rounds: setups, as many timed runs per
+    /// benchmark as the first round took, cleanups; no warmup. Samples of
+    /// later rounds continue the iteration numbers. Returns how it ended and
+    /// how many rounds were measured.
+    pub fn measure_until(
+        &self,
+        spawner: &mut impl Spawn,
+        sink: &mut impl Sink,
+        benches: &mut [Bench],
+        simulation: Option<&Simulation>,
+        max_time: std::time::Duration,
+        mut undecided: impl FnMut(&[Bench]) -> bool,
+    ) -> (Measured, u32) {
+        let started = Instant::now();
+        let mut measured = self.measure(spawner, sink, benches, simulation);
+        let first = started.elapsed();
+        let per_round: Vec<u32> = benches.iter().map(|b| b.runs()).collect();
+        let mut rounds = 1;
+        let next = Schedule {
+            warmup: 0,
+            auto_counters: false,
+            ..self.clone()
+        };
+        while measured.result.is_ok() && started.elapsed() + first <= max_time && undecided(benches)
+        {
+            for (b, n) in benches.iter_mut().zip(&per_round) {
+                b.until = Some(b.runs() + n);
+                b.done = false;
+            }
+            let more = next.measure(spawner, sink, benches, simulation);
+            measured.result = more.result;
+            measured.counter_notes.extend(more.counter_notes);
+            measured.counter_env.merge(more.counter_env);
+            rounds += 1;
+        }
+        (measured, rounds)
     }
 }
 

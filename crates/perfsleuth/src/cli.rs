@@ -366,6 +366,10 @@ pub struct RunArgs {
     /// After measuring, compare with this run (id, latest, branch, revision or export file).
     #[arg(long, value_name = "REF")]
     pub baseline: Option<String>,
+    /// With --baseline: while the comparison is inconclusive, measure further
+    /// rounds, up to this much time in all [default: 30s; none with --runs].
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    pub max_time: Option<std::time::Duration>,
     #[command(flatten)]
     pub verdict: VerdictArgs,
 }

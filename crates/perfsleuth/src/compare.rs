@@ -74,6 +74,24 @@ pub fn after_run(
     Ok(exit_code(&comparison, verdict))
 }
 
+/// Whether the comparison of the benchmarks measured so far (`run` with
+/// `benches` as its benchmarks) with `baseline` leaves a gating row
+/// inconclusive: then `run --baseline` measures another round.
+pub fn undecided(
+    baseline: &Side,
+    run: &perfsleuth_model::Run,
+    benches: &[perfsleuth_runner::Bench],
+    opts: &Options,
+) -> bool {
+    let mut so_far = run.clone();
+    so_far.benchmarks = perfsleuth_runner::benchmarks(benches);
+    let candidate = Side {
+        label: "this run".into(),
+        runs: vec![so_far],
+    };
+    perfsleuth_compare::any_gating_inconclusive(&compare(baseline, &candidate, opts))
+}
+
 /// Refuses sides measured in different modes (see
 /// [`perfsleuth_compare::mode_mismatch`]).
 pub fn same_mode(baseline: &Side, candidate: &Side) -> Result<(), Fail> {

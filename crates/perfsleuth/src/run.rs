@@ -41,6 +41,8 @@ struct Checked {
     reference: Option<usize>,
     io: IoConfig,
     aux_io: IoConfig,
+    /// With a baseline: the time up to which inconclusive comparisons get more rounds.
+    max_time: std::time::Duration,
 }
 
 /// Runs `perfsleuth run` and returns the exit code: validate, prepare,
@@ -115,9 +117,24 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         )
     })?;
 
-    let measured = c
-        .schedule
-        .measure(&mut spawner, &mut sink, &mut benches, c.simulation.as_ref());
+    let started = std::time::Instant::now();
+    // With a baseline, rounds are added while the comparison is inconclusive.
+    let opts = match &c.baseline {
+        Some(_) => Some(crate::compare::options(&args.verdict)?),
+        None => None,
+    };
+    let template = run.clone();
+    let (measured, rounds) = c.schedule.measure_until(
+        &mut spawner,
+        &mut sink,
+        &mut benches,
+        c.simulation.as_ref(),
+        c.max_time,
+        |benches| match (&c.baseline, &opts) {
+            (Some(side), Some(opts)) => crate::compare::undecided(side, &template, benches, opts),
+            _ => false,
+        },
+    );
     sink.progress.clear();
     counter_notes.extend(measured.counter_notes);
     run.environment.merge(measured.counter_env);
@@ -145,6 +162,16 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             // After the results, so they never stand between the user and an error.
             for note in &counter_notes {
                 emit(&format!("note: {note}\n"), true);
+            }
+            if rounds > 1 {
+                emit(
+                    &format!(
+                        "note: measured {rounds} rounds ({}) because the comparison with the baseline was inconclusive (--max-time {})\n",
+                        perfsleuth_report::format_duration_ns(started.elapsed().as_nanos() as f64),
+                        perfsleuth_report::format_duration_ns(c.max_time.as_nanos() as f64)
+                    ),
+                    true,
+                );
             }
             for warning in perfsleuth_runner::nondeterminism(&run.benchmarks) {
                 emit(&format!("warning: {warning}\n"), true);
@@ -273,6 +300,30 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         timeout: args.timeout,
         ..IoConfig::default()
     };
+    // The default extension only where the run count is not fixed.
+    let max_time = match (args.max_time, &baseline) {
+        (Some(_), None) => {
+            return Err(Fail::usage(
+                "--max-time works only with --baseline",
+                "add --baseline REF, or drop --max-time",
+            ));
+        }
+        (Some(t), Some(_)) => {
+            if args.runs.is_none() && t < args.time_budget {
+                return Err(Fail::usage(
+                    format!(
+                        "--max-time {} is below one round (--time-budget {})",
+                        perfsleuth_report::format_duration_ns(t.as_nanos() as f64),
+                        perfsleuth_report::format_duration_ns(args.time_budget.as_nanos() as f64)
+                    ),
+                    "give --max-time at least the time budget, e.g. --max-time 30s",
+                ));
+            }
+            t
+        }
+        (None, Some(_)) if args.runs.is_none() && simulation.is_none() => DEFAULT_MAX_TIME,
+        _ => std::time::Duration::ZERO,
+    };
     let schedule = Schedule::new(
         rule,
         warmup,
@@ -290,8 +341,13 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         reference,
         io,
         aux_io,
+        max_time,
     })
 }
+
+/// How long `run --baseline` may go on adding rounds while the comparison is
+/// inconclusive, unless `--max-time` says otherwise: ten default rounds.
+pub(crate) const DEFAULT_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Every export path is writable, and no two share a file.
 fn check_exports(args: &RunArgs) -> Result<(), Fail> {

@@ -1591,3 +1591,77 @@ fn zero_variance_samples_do_not_panic() {
     let doc = compare_json(&sb, &["flat.json", "zero.json"]);
     assert_eq!(verdict(&doc, "work", "wall"), "improved");
 }
+
+// ---------------------------------------------------------------- rounds until decided
+
+/// A shell command whose time depends on its process id (1 … 9 ms): any
+/// comparison of two runs of it has a CI far wider than ±1 %, so it stays
+/// inconclusive.
+const RANDOM_SLEEP: &str = "sleep 0.00$(( $$ % 9 + 1 ))";
+
+#[test]
+fn run_baseline_adds_rounds_while_inconclusive_up_to_max_time() {
+    let sb = Sandbox::new();
+    let quick = [
+        "--shell",
+        "sh",
+        "--time-budget",
+        "300ms",
+        "--min-runs",
+        "5",
+        "-n",
+        "r",
+    ];
+    let with = |extra: &[&str]| {
+        let mut all: Vec<&str> = quick.to_vec();
+        all.extend_from_slice(extra);
+        all.push(RANDOM_SLEEP);
+        sb.bench(all).ok()
+    };
+    with(&[]);
+    let out = with(&["--baseline", "1", "--max-time", "1500ms"]);
+    let note = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("note: measured ") && l.contains(" rounds ("))
+        .unwrap_or_else(|| panic!("no rounds note: {out:?}"));
+    let rounds: u32 = note["note: measured ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    assert!(rounds >= 2, "{note}");
+    assert!(note.contains("inconclusive (--max-time 1.500 s)"), "{note}");
+    // Every round's samples are in the stored run.
+    let doc = sb.show_json("latest");
+    let n = doc["run"]["benchmarks"][0]["samples"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert!(n >= 10, "{n} samples over {rounds} rounds");
+
+    // --runs fixes the count: no rounds are added unless --max-time asks.
+    let out = sb
+        .bench([
+            "--shell",
+            "sh",
+            "--runs",
+            "5",
+            "-n",
+            "r",
+            "--baseline",
+            "1",
+            RANDOM_SLEEP,
+        ])
+        .ok();
+    assert!(!out.stderr.contains("note: measured"), "{out:?}");
+}
+
+#[test]
+fn max_time_needs_a_baseline_and_at_least_one_round() {
+    let sb = Sandbox::new();
+    sb.bench(["--max-time", "5s", "true"])
+        .usage_error("--max-time works only with --baseline");
+    bench(&sb, &["-n", "t", "true"]);
+    sb.bench(["--baseline", "1", "--max-time", "1s", "true"])
+        .usage_error("--max-time 1.000 s is below one round (--time-budget 3.000 s)");
+}

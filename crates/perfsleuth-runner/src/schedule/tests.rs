@@ -441,3 +441,49 @@ fn a_spawner_error_stops_the_run_with_the_command_named() {
         m.result
     );
 }
+
+#[test]
+fn undecided_results_get_more_rounds_until_decided_or_out_of_time() {
+    let mut sp = FakeSpawner::new(|_, _| ok(1_000));
+    let mut b = benches(&mut sp, vec![with_helpers("a"), planned("b")]);
+    let mut asked = 0;
+    let (m, rounds) = schedule(exact(3), 1, true).measure_until(
+        &mut sp,
+        &mut Collect::default(),
+        &mut b,
+        None,
+        Duration::from_secs(60),
+        |benches| {
+            asked += 1;
+            // Undecided until each benchmark has 9 samples (three rounds).
+            benches.iter().any(|x| x.samples().len() < 9)
+        },
+    );
+    assert!(m.result.is_ok());
+    assert_eq!(rounds, 3);
+    assert_eq!(asked, 3);
+    assert_eq!(b[0].samples().len(), 9);
+    // Later rounds: setup and cleanup again, no warmup, iterations continue.
+    let trace = sp.trace();
+    assert_eq!(trace.iter().filter(|r| r.starts_with("setup-a")).count(), 3);
+    assert_eq!(trace.iter().filter(|r| r.starts_with("clean-a")).count(), 3);
+    assert_eq!(
+        trace.iter().filter(|r| *r == "a~0").count(),
+        1,
+        "one warmup: {trace:?}"
+    );
+    assert!(trace.contains(&"a#8".to_string()), "{trace:?}");
+    // No time for another round: one round only, whatever `undecided` says.
+    let mut sp = FakeSpawner::new(|_, _| ok(1_000));
+    let mut b = benches(&mut sp, vec![planned("a")]);
+    let (_, rounds) = schedule(exact(3), 0, true).measure_until(
+        &mut sp,
+        &mut Collect::default(),
+        &mut b,
+        None,
+        Duration::ZERO,
+        |_| true,
+    );
+    assert_eq!(rounds, 1);
+    assert_eq!(b[0].samples().len(), 3);
+}
