@@ -668,6 +668,7 @@ fn sample_from(
     };
     Sample {
         iteration,
+        round: 0,
         wall_ns: wall.as_nanos() as u64,
         user_ns: timeval_ns(usage.ru_utime),
         sys_ns: timeval_ns(usage.ru_stime),

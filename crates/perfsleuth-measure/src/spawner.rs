@@ -778,6 +778,7 @@ fn decode_outcome(body: &[u8]) -> Option<Outcome> {
     }
     let s = Sample {
         iteration,
+        round: 0,
         wall_ns: n[0],
         user_ns: n[1],
         sys_ns: n[2],

@@ -489,11 +489,19 @@ impl<'de> Deserialize<'de> for Metric {
     }
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// One timed iteration of one benchmark.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Sample {
     /// 0-based index among this benchmark's timed iterations.
     pub iteration: u32,
+    /// 0-based round of the run it was measured in (`run --rounds`, and the
+    /// rounds `run --baseline` adds while undecided); omitted when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub round: u32,
     /// Wall-clock time from spawn to exit, from a monotonic clock.
     pub wall_ns: u64,
     /// User CPU time of this child (from `wait4`).

@@ -1097,6 +1097,16 @@ pub struct RunOptions {
     pub collect: Option<String>,
     /// `--counters-kernel`.
     pub counters_kernel: bool,
+    /// `--rounds`.
+    #[serde(default = "one")]
+    pub rounds: u32,
+    /// `--max-time` in seconds, when given.
+    #[serde(default)]
+    pub max_time_s: Option<f64>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// How a sweep reads throughput, as stored: `{"work": W}`,

@@ -229,6 +229,7 @@ pub(crate) mod testutil {
     pub fn sample(iteration: u32, wall_ns: u64, rss: u64) -> Sample {
         Sample {
             iteration,
+            round: 0,
             wall_ns,
             user_ns: wall_ns * 8 / 10,
             sys_ns: wall_ns / 10,

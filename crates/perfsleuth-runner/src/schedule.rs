@@ -114,6 +114,8 @@ pub struct Bench {
     /// A round after the first: measure until this many samples, whatever
     /// the stop rule says.
     until: Option<u32>,
+    /// The round being measured (0 first), recorded in every sample.
+    round: u32,
 }
 
 impl Bench {
@@ -143,6 +145,7 @@ impl Bench {
             next_check: 0,
             done: false,
             until: None,
+            round: 0,
         }
     }
 
@@ -379,19 +382,22 @@ impl Schedule {
 }
 
 impl Schedule {
-    /// Measures as [`Schedule::measure`] does, then — while `undecided` says
+    /// Measures as [`Schedule::measure`] does, then further rounds: setups,
+    /// as many timed runs per benchmark as the first round took (each round
+    /// starting with the next benchmark), cleanups; no warmup. At least
+    /// `min_rounds` in all (`run --rounds`), and more while `undecided` says
     /// the result does not decide yet (a comparison with a baseline is
     /// inconclusive) and another round as long as the first still fits in
-    /// `max_time` — measures further rounds: setups, as many timed runs per
-    /// benchmark as the first round took, cleanups; no warmup. Samples of
-    /// later rounds continue the iteration numbers. Returns how it ended and
-    /// how many rounds were measured.
+    /// `max_time`. Samples carry their round and continue the iteration
+    /// numbers. Returns how it ended and how many rounds were measured.
+    #[allow(clippy::too_many_arguments)]
     pub fn measure_until(
         &self,
         spawner: &mut impl Spawn,
         sink: &mut impl Sink,
         benches: &mut [Bench],
         simulation: Option<&Simulation>,
+        min_rounds: u32,
         max_time: std::time::Duration,
         mut undecided: impl FnMut(&[Bench]) -> bool,
     ) -> (Measured, u32) {
@@ -405,11 +411,14 @@ impl Schedule {
             auto_counters: false,
             ..self.clone()
         };
-        while measured.result.is_ok() && started.elapsed() + first <= max_time && undecided(benches)
+        while measured.result.is_ok()
+            && (rounds < min_rounds
+                || (started.elapsed() + first <= max_time && undecided(benches)))
         {
             for (b, n) in benches.iter_mut().zip(&per_round) {
                 b.until = Some(b.runs() + n);
                 b.done = false;
+                b.round = rounds;
             }
             let more = next.measure(spawner, sink, benches, simulation);
             measured.result = more.result;
@@ -517,7 +526,10 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
         }
         let rule = self.schedule.rule;
         let mut queue: VecDeque<Step> = VecDeque::new();
-        let mut cursor = 0;
+        // Each round starts with another benchmark, so no command is always first.
+        let mut cursor = benches
+            .first()
+            .map_or(0, |b| b.round as usize % benches.len());
         loop {
             let (depth, poll) = self.pace(benches);
             while queue.iter().filter(|s| !s.prepare).count() < depth {
@@ -663,6 +675,7 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
         }
         let mut sample = self.check_main(b, outcome, Role::Timed)?;
         sample.iteration = step.iteration;
+        sample.round = b.round;
         if let (Some(sim), Some(dir)) = (self.simulation, &b.sim_dir) {
             b.profile = Some(sim.collect(dir, &b.plan.command, &mut sample)?);
         }

@@ -22,6 +22,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::BENCHMARK_FACTS,
     schema::BENCHMARK_PROFILE,
     schema::PROBE_RESULTS,
+    schema::SAMPLE_ROUND,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

@@ -16,8 +16,8 @@ const INSERT_PROBE_RESULT: &str = "INSERT INTO probe_results (run_id, position, 
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
 
 const INSERT_SAMPLE: &str = "INSERT INTO samples (benchmark_id, iteration, wall_ns, user_ns, sys_ns, \
-    peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+    peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, \
+    round) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
 
 /// Stores u64 counters in SQLite's i64; the bit pattern round-trips exactly.
 fn to_i64(v: u64) -> i64 {
@@ -159,6 +159,7 @@ impl Store for SqliteStore {
             sample.exit_code,
             sample.signal,
             counters,
+            sample.round,
         ])
         .at(&self.path)?;
         Ok(())
@@ -591,7 +592,7 @@ fn load_samples(conn: &Connection, path: &Path, bench_id: i64) -> Result<Vec<Sam
     let mut stmt = conn
         .prepare_cached(
             "SELECT iteration, wall_ns, user_ns, sys_ns, peak_rss_bytes, minor_faults, \
-             major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters \
+             major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, round \
              FROM samples WHERE benchmark_id = ?1 ORDER BY iteration",
         )
         .at(path)?;
@@ -610,6 +611,7 @@ fn load_samples(conn: &Connection, path: &Path, bench_id: i64) -> Result<Vec<Sam
                     involuntary_cs: to_u64(r.get(8)?),
                     exit_code: r.get(9)?,
                     signal: r.get(10)?,
+                    round: r.get(12)?,
                     counters: BTreeMap::new(),
                 },
                 r.get::<_, Option<String>>(11)?,

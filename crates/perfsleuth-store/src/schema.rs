@@ -82,6 +82,10 @@ pub(crate) const PROBE_RESULTS: &str = "CREATE TABLE probe_results (
         PRIMARY KEY (run_id, position)
     ) WITHOUT ROWID;";
 
+/// Version 5: the round of the run each sample was measured in.
+pub(crate) const SAMPLE_ROUND: &str =
+    "ALTER TABLE samples ADD COLUMN round INTEGER NOT NULL DEFAULT 0";
+
 /// Touches the root page of every table of schema `version`, so a damaged
 /// store fails on open rather than halfway through a run, and before
 /// anything is written.

@@ -366,6 +366,11 @@ pub struct RunArgs {
     /// After measuring, compare with this run (id, latest, branch, revision or export file).
     #[arg(long, value_name = "REF")]
     pub baseline: Option<String>,
+    /// Measure in this many rounds, each starting with the next command (the
+    /// time budget, --runs and --min-runs are split between them), so the
+    /// samples spread over time and record their round [default: 1].
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub rounds: u32,
     /// With --baseline: while the comparison is inconclusive, measure further
     /// rounds, up to this much time in all [default: 30s; none with --runs].
     #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]

@@ -129,6 +129,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         &mut sink,
         &mut benches,
         c.simulation.as_ref(),
+        args.rounds,
         c.max_time,
         |benches| match (&c.baseline, &opts) {
             (Some(side), Some(opts)) => crate::compare::undecided(side, &template, benches, opts),
@@ -163,7 +164,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             for note in &counter_notes {
                 emit(&format!("note: {note}\n"), true);
             }
-            if rounds > 1 {
+            if rounds > args.rounds {
                 emit(
                     &format!(
                         "note: measured {rounds} rounds ({}) because the comparison with the baseline was inconclusive (--max-time {})\n",
@@ -217,13 +218,25 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
     };
     // Simulated runs are deterministic: one run and one that checks it, no warmup.
     let warmup = if simulation.is_some() { 0 } else { args.warmup };
+    if args.rounds == 0 {
+        return Err(Fail::usage(
+            "--rounds 0 measures nothing",
+            "give --rounds 1 (the default) or more",
+        ));
+    }
+    // The first round gets its share of every limit; later rounds repeat its count.
+    let k = args.rounds;
+    let share = |n: u32| n.div_ceil(k).max(1);
     let rule = StopRule {
-        exact: args.runs.or(simulation
-            .as_ref()
-            .map(|_| perfsleuth_runner::SIMULATION_RUNS)),
-        min_runs: args.min_runs,
-        max_runs: args.max_runs,
-        budget: args.time_budget,
+        exact: args
+            .runs
+            .or(simulation
+                .as_ref()
+                .map(|_| perfsleuth_runner::SIMULATION_RUNS))
+            .map(share),
+        min_runs: share(args.min_runs),
+        max_runs: args.max_runs.map(share),
+        budget: args.time_budget / k,
         precision: args.precision,
     };
     if let Some(max) = args.max_runs.filter(|m| *m < args.min_runs) {
@@ -309,12 +322,14 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
             ));
         }
         (Some(t), Some(_)) => {
-            if args.runs.is_none() && t < args.time_budget {
+            if args.runs.is_none() && t < args.time_budget / args.rounds {
                 return Err(Fail::usage(
                     format!(
                         "--max-time {} is below one round (--time-budget {})",
                         perfsleuth_report::format_duration_ns(t.as_nanos() as f64),
-                        perfsleuth_report::format_duration_ns(args.time_budget.as_nanos() as f64)
+                        perfsleuth_report::format_duration_ns(
+                            (args.time_budget / args.rounds).as_nanos() as f64
+                        )
                     ),
                     "give --max-time at least the time budget, e.g. --max-time 30s",
                 ));
@@ -554,6 +569,8 @@ fn options_json(a: &RunArgs, tolerate: &Tolerate) -> serde_json::Value {
         mode: format!("{:?}", a.mode).to_lowercase(),
         collect: a.collect.clone(),
         counters_kernel: a.counters_kernel,
+        rounds: a.rounds,
+        max_time_s: a.max_time.map(|t| t.as_secs_f64()),
     };
     serde_json::to_value(options).unwrap_or_default()
 }

@@ -1355,3 +1355,25 @@ fn a_single_run_is_summarised() {
     assert!(out.stdout.contains("Benchmark 1: true"), "{out:?}");
     assert_eq!(samples(&sb.show_json("latest"), 0).len(), 1);
 }
+
+#[test]
+fn rounds_split_the_runs_and_every_sample_records_its_round() {
+    let sb = Sandbox::new();
+    sb.bench(["--rounds", "0", "true"])
+        .usage_error("--rounds 0 measures nothing");
+    sb.bench([
+        "--rounds", "3", "--runs", "6", "--warmup", "0", "-n", "a", "-n", "b", "true", "true",
+    ])
+    .ok();
+    let doc = sb.show_json("latest");
+    for bench in doc["run"]["benchmarks"].as_array().expect("benchmarks") {
+        let rounds: Vec<u64> = bench["samples"]
+            .as_array()
+            .expect("samples")
+            .iter()
+            .map(|s| s["round"].as_u64().unwrap_or(0))
+            .collect();
+        assert_eq!(rounds, [0, 0, 1, 1, 2, 2], "{bench}");
+    }
+    assert_eq!(doc["run"]["options"]["rounds"], 3);
+}

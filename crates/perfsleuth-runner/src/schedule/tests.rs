@@ -452,6 +452,7 @@ fn undecided_results_get_more_rounds_until_decided_or_out_of_time() {
         &mut Collect::default(),
         &mut b,
         None,
+        1,
         Duration::from_secs(60),
         |benches| {
             asked += 1;
@@ -481,9 +482,41 @@ fn undecided_results_get_more_rounds_until_decided_or_out_of_time() {
         &mut Collect::default(),
         &mut b,
         None,
+        1,
         Duration::ZERO,
         |_| true,
     );
     assert_eq!(rounds, 1);
     assert_eq!(b[0].samples().len(), 3);
+}
+
+#[test]
+fn fixed_rounds_rotate_the_first_benchmark_and_number_their_samples() {
+    let mut sp = FakeSpawner::new(|_, _| ok(1_000));
+    let mut b = benches(&mut sp, vec![planned("a"), planned("b"), planned("c")]);
+    let mut sink = Collect::default();
+    let (m, rounds) = schedule(exact(1), 0, false).measure_until(
+        &mut sp,
+        &mut sink,
+        &mut b,
+        None,
+        3,
+        Duration::ZERO,
+        |_| false,
+    );
+    assert!(m.result.is_ok());
+    assert_eq!(rounds, 3);
+    assert_eq!(
+        sp.trace(),
+        [
+            "a#0", "b#0", "c#0", "b#1", "c#1", "a#1", "c#2", "a#2", "b#2"
+        ]
+    );
+    let of_a: Vec<(u32, u32)> = sink
+        .samples
+        .iter()
+        .filter(|(i, _)| *i == 0)
+        .map(|(_, s)| (s.iteration, s.round))
+        .collect();
+    assert_eq!(of_a, [(0, 0), (1, 1), (2, 2)]);
 }
