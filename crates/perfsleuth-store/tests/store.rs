@@ -706,7 +706,7 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
         drop(store);
         conn.execute_batch(
             "DROP TABLE probe_results; ALTER TABLE benchmarks DROP COLUMN profile; \
-             PRAGMA user_version = 2;",
+             ALTER TABLE samples DROP COLUMN round; PRAGMA user_version = 2;",
         )
         .unwrap();
         drop(conn);
@@ -797,8 +797,11 @@ fn probe_results_round_trip_and_a_schema_3_store_gains_the_table() {
             RunStatus::Complete,
         );
         drop(store);
-        conn.execute_batch("DROP TABLE probe_results; PRAGMA user_version = 3;")
-            .unwrap();
+        conn.execute_batch(
+            "DROP TABLE probe_results; ALTER TABLE samples DROP COLUMN round; \
+             PRAGMA user_version = 3;",
+        )
+        .unwrap();
         id
     };
     let mut store = SqliteStore::open(&path).unwrap();
@@ -808,6 +811,8 @@ fn probe_results_round_trip_and_a_schema_3_store_gains_the_table() {
     assert_eq!(version, STORE_SCHEMA_VERSION);
     let loaded = store.load_run(old).unwrap().expect("the old run survives");
     assert_eq!(loaded.benchmarks[0].samples.len(), 1);
+    // Migration 5: samples stored before rounds existed are of round 0.
+    assert_eq!(loaded.benchmarks[0].samples[0].round, 0);
     assert!(loaded.probes.is_empty());
 
     // Results added in two transactions keep their order; odd values survive.
