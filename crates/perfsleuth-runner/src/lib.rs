@@ -41,6 +41,12 @@ pub trait Sink {
     /// while the next run executes, so its cost is off the critical path.
     fn sample(&mut self, bench: usize, sample: &Sample) -> Result<(), SinkError>;
 
+    /// Whether [`Sink::sample`] wants the samples at all; a sink that keeps
+    /// nothing spares the schedule a copy of every sample.
+    fn keeps_samples(&self) -> bool {
+        true
+    }
+
     /// Benchmark `bench`'s simulation profile, once measuring is over.
     fn profile(&mut self, _bench: usize, _profile: &Profile) -> Result<(), SinkError> {
         Ok(())
@@ -70,6 +76,10 @@ pub struct Discard;
 impl Sink for Discard {
     fn sample(&mut self, _bench: usize, _sample: &Sample) -> Result<(), SinkError> {
         Ok(())
+    }
+
+    fn keeps_samples(&self) -> bool {
+        false
     }
 }
 

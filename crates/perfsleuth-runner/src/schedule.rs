@@ -681,7 +681,9 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
         }
         b.spent += Duration::from_nanos(sample.wall_ns);
         b.last_unit = Some(b.prepare_wall + Duration::from_nanos(sample.wall_ns));
-        self.pending = Some((index, sample.clone()));
+        if self.sink.keeps_samples() {
+            self.pending = Some((index, sample.clone()));
+        }
         b.samples.push(sample);
         b.update_done(&self.schedule.rule);
         Ok(())

@@ -61,6 +61,10 @@ impl StoreSink<'_> {
 }
 
 impl Sink for StoreSink<'_> {
+    fn keeps_samples(&self) -> bool {
+        self.store.is_some()
+    }
+
     fn sample(&mut self, bench: usize, sample: &Sample) -> Result<(), SinkError> {
         if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
             store.add_sample(id, sample)?;

@@ -520,3 +520,12 @@ fn fixed_rounds_rotate_the_first_benchmark_and_number_their_samples() {
         .collect();
     assert_eq!(of_a, [(0, 0), (1, 1), (2, 2)]);
 }
+
+#[test]
+fn a_sink_that_keeps_nothing_still_leaves_every_sample_in_the_benchmarks() {
+    let mut sp = FakeSpawner::new(|_, _| ok(1_000));
+    let mut b = benches(&mut sp, vec![planned("a")]);
+    let m = schedule(exact(4), 0, true).measure(&mut sp, &mut crate::Discard, &mut b, None);
+    assert!(m.result.is_ok());
+    assert_eq!(b[0].samples().len(), 4);
+}
