@@ -3,7 +3,8 @@
 
 use crate::{Comparison, Row, RowVerdict, any_gating_regression};
 use perfsleuth_model::schema::{
-    CompareDoc, CompareEnvChange, CompareRow, Document, RelativeChange, VerdictCounts, VerdictLabel,
+    CompareDoc, CompareEnvChange, CompareNoise, CompareRow, Document, RelativeChange,
+    VerdictCounts, VerdictLabel,
 };
 use perfsleuth_stats::Verdict;
 
@@ -54,10 +55,18 @@ fn row_doc(r: &Row) -> CompareRow {
         p_adjusted: r.p_adjusted.and_then(num),
         verdict: verdict_label(r.verdict),
         notes: r.notes.clone(),
+        band: num(r.band),
+        noise: r.noise.as_ref().map(|n| CompareNoise {
+            sd: n.sd,
+            one_run: n.one_run(),
+            runs: n.runs,
+            source: n.source.clone(),
+        }),
     }
 }
 
-/// Counts of rows by verdict, every verdict present (0 when none).
+/// Counts of rows by verdict, every verdict present (0 when none), then
+/// the benchmarks not compared.
 pub(crate) fn verdict_counts(c: &Comparison) -> Vec<(&'static str, usize)> {
     let all = [
         RowVerdict::Stat(Verdict::Regressed),
@@ -67,15 +76,24 @@ pub(crate) fn verdict_counts(c: &Comparison) -> Vec<(&'static str, usize)> {
         RowVerdict::Stat(Verdict::InsufficientData),
         RowVerdict::EnvironmentChanged,
     ];
-    all.iter()
+    let mut counts: Vec<(&'static str, usize)> = all
+        .iter()
         .map(|v| {
             (
                 v.as_str(),
                 c.rows.iter().filter(|r| r.verdict == *v).count(),
             )
         })
-        .collect()
+        .collect();
+    counts.push((
+        NOT_COMPARED,
+        c.unpaired_baseline.len() + c.unpaired_candidate.len(),
+    ));
+    counts
 }
+
+/// The label of a benchmark found on one side only.
+pub const NOT_COMPARED: &str = "not compared";
 
 /// The comparison as its typed JSON document (`perfsleuth/compare`) with
 /// every field of [`Comparison`] and [`Row`]; serialise it with
@@ -84,6 +102,9 @@ pub fn to_json(c: &Comparison) -> CompareDoc {
     let mut summary = VerdictCounts::default();
     for r in &c.rows {
         summary.add(verdict_label(r.verdict));
+    }
+    for _ in c.unpaired_baseline.iter().chain(&c.unpaired_candidate) {
+        summary.add(VerdictLabel::NotCompared);
     }
     CompareDoc {
         schema: SCHEMA.to_string(),

@@ -63,6 +63,16 @@ pub struct Options {
     /// Bootstrap resamples per comparison (default `perfsleuth_stats::RESAMPLES`;
     /// fewer only in quick tests). The seed is `perfsleuth_stats::SEED`.
     pub resamples: usize,
+    /// Same-binary history keyed by benchmark key: each entry one earlier
+    /// run's samples of that benchmark, with the same binary hash and
+    /// arguments, in the same mode, on the same machine class (the store
+    /// finds them). With [`MIN_HISTORY`] or more, their spread is the
+    /// between-run noise a change must exceed.
+    pub history: BTreeMap<String, Vec<Vec<Sample>>>,
+    /// Without enough history, assume a between-run noise from what the
+    /// fingerprint says about the machine ([`prior_noise`]); off only in
+    /// tests of the rule itself.
+    pub prior: bool,
 }
 
 impl Default for Options {
@@ -74,7 +84,114 @@ impl Default for Options {
             per_benchmark: BTreeMap::new(),
             fdr_q: Some(0.05),
             resamples: perfsleuth_stats::RESAMPLES,
+            history: BTreeMap::new(),
+            prior: true,
         }
+    }
+}
+
+/// Same-binary runs needed before their spread counts as the learned noise.
+pub const MIN_HISTORY: usize = 5;
+
+/// The between-run noise of one benchmark and metric: how far one run's
+/// median strays when nothing changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Noise {
+    /// Relative standard deviation of one run's median.
+    pub sd: f64,
+    /// The factor that makes `sd` a 95 % band: Student's t with runs − 1
+    /// degrees of freedom for a learned spread, the normal 1.96 for a prior.
+    pub q: f64,
+    /// Same-binary runs it was learned from; 0 for a prior.
+    pub runs: usize,
+    /// Where it comes from, as the report says it.
+    pub source: String,
+}
+
+impl Noise {
+    /// The 95 % band of one run's median: "±x %".
+    pub fn one_run(&self) -> f64 {
+        self.q * self.sd
+    }
+
+    /// The 95 % band of a difference between sides made of `wb` and `wc`
+    /// independent stretches of measuring (runs, or default-length parts of
+    /// an extended run): what a change must exceed besides the threshold.
+    pub fn band(&self, wb: f64, wc: f64) -> f64 {
+        self.q * self.sd * (1.0 / wb.max(1.0) + 1.0 / wc.max(1.0)).sqrt()
+    }
+}
+
+/// The between-run noise learned from same-binary runs: the relative
+/// standard deviation of their medians (each run's samples of `metric`), or
+/// `None` with fewer than [`MIN_HISTORY`] usable runs.
+pub fn learned_noise(runs: &[Vec<Sample>], metric: Metric) -> Option<Noise> {
+    let medians: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| {
+            let v: Vec<f64> = r
+                .iter()
+                .map(|s| metric.of(s))
+                .filter(|v| v.is_finite())
+                .collect();
+            median(&v)
+        })
+        .collect();
+    let n = medians.len();
+    if n < MIN_HISTORY {
+        return None;
+    }
+    let mean = medians.iter().sum::<f64>() / n as f64;
+    if mean <= 0.0 {
+        return None;
+    }
+    let var = medians.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    Some(Noise {
+        sd: var.sqrt() / mean,
+        q: perfsleuth_stats::t_quantile(0.975, (n - 1) as f64),
+        runs: n,
+        source: format!("{n} same-binary runs"),
+    })
+}
+
+/// The between-run noise assumed without history, from the machine's
+/// fingerprint: 1 % for a machine that shows no source of drift, 2 % for a
+/// virtual machine or container, or one whose CPU time is stolen or
+/// contended — the unexplained part of the between-invocation offsets
+/// measured on such guests (STATISTICS.md §4.3: 4.0 % between invocations
+/// against 3.8 % between rounds of one, which the rounds already show).
+pub fn prior_noise(env: &Environment) -> Noise {
+    let known = |k: &str| {
+        env.get(k)
+            .filter(|v| !v.is_empty() && *v != perfsleuth_model::UNKNOWN && *v != "none")
+    };
+    let number = |k: &str| known(k).and_then(|v| v.parse::<f64>().ok());
+    let mut why: Vec<&str> = Vec::new();
+    if known("virt.hypervisor").is_some() {
+        why.push("a virtual machine");
+    }
+    if known("virt.container").is_some() {
+        why.push("a container");
+    }
+    if number("noise.steal_pct").is_some_and(|v| v >= 1.0) {
+        why.push("stolen CPU time");
+    }
+    if number("noise.psi.cpu.some_avg10").is_some_and(|v| v >= 10.0) {
+        why.push("CPU pressure");
+    }
+    let (sd, source) = if why.is_empty() {
+        (
+            0.01,
+            "assumed for a machine without known drift".to_string(),
+        )
+    } else {
+        (0.02, format!("assumed for {}", why.join(", ")))
+    };
+    Noise {
+        sd,
+        q: perfsleuth_stats::normal_quantile(0.975),
+        runs: 0,
+        source,
     }
 }
 
@@ -132,6 +249,12 @@ pub struct Row {
     pub verdict: RowVerdict,
     /// Explanations attached to this row (attribution, why data is insufficient).
     pub notes: Vec<String>,
+    /// The noise band the verdict used: the larger of the threshold and the
+    /// between-run noise of a difference between these two sides.
+    pub band: f64,
+    /// The between-run noise behind `band`, learned or assumed; `None` for
+    /// exact (simulated) counts and metrics that do not drift with the machine.
+    pub noise: Option<Noise>,
 }
 
 impl Row {
@@ -295,10 +418,28 @@ struct Entry<'a> {
     facts: &'a Environment,
     /// The arguments actually executed: "same binary" also needs the same arguments.
     argv: &'a [String],
-    /// One group per run that contains the benchmark (possibly empty).
+    /// One group per run and round that contains the benchmark (a run
+    /// without samples gives one empty group).
     groups: Vec<Vec<&'a Sample>>,
     /// The newest per-function profile (simulation mode).
     profile: Option<&'a Profile>,
+    /// Independent stretches of measuring: one per run, more for a run
+    /// that measured more rounds than it was asked to (`run --baseline`
+    /// extending while inconclusive).
+    windows: f64,
+}
+
+/// How many default-length stretches a run's samples span: its rounds over
+/// the rounds it was asked for, at least 1.
+fn windows_of(run: &Run, samples: &[Sample]) -> f64 {
+    let asked = run
+        .options
+        .get("rounds")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(1)
+        .max(1);
+    let measured = samples.iter().map(|s| s.round).max().map_or(1, |r| r + 1);
+    (f64::from(measured) / asked as f64).max(1.0)
 }
 
 /// The benchmarks of a side keyed by (name, parameters), in order of first appearance.
@@ -322,6 +463,7 @@ fn collect(side: &Side) -> Vec<Entry<'_>> {
                         argv: &b.argv,
                         groups: Vec::new(),
                         profile: None,
+                        windows: 0.0,
                     });
                     entries.len() - 1
                 }
@@ -336,10 +478,31 @@ fn collect(side: &Side) -> Vec<Entry<'_>> {
             } else {
                 seen_in_run.push(idx);
                 entries[idx].groups.push(b.samples.iter().collect());
+                entries[idx].windows += windows_of(run, &b.samples);
+            }
+        }
+        // A run's samples, split by round: rounds lie at different times,
+        // and the machine's speed wanders between them (STATISTICS.md §4.3).
+        for &idx in &seen_in_run {
+            if let Some(g) = entries[idx].groups.pop() {
+                entries[idx].groups.extend(by_round(g));
             }
         }
     }
     entries
+}
+
+/// Samples grouped by their round, rounds ascending; one group for a run
+/// measured in one round.
+fn by_round(samples: Vec<&Sample>) -> Vec<Vec<&Sample>> {
+    let mut rounds: BTreeMap<u32, Vec<&Sample>> = BTreeMap::new();
+    for s in samples {
+        rounds.entry(s.round).or_default().push(s);
+    }
+    if rounds.is_empty() {
+        return vec![Vec::new()];
+    }
+    rounds.into_values().collect()
 }
 
 fn binary_hash(b: &Environment) -> Option<&str> {
@@ -348,7 +511,7 @@ fn binary_hash(b: &Environment) -> Option<&str> {
 }
 
 /// The newest run of a side by start time (the later one in the list on a tie).
-fn newest(side: &Side) -> Option<&Run> {
+pub fn newest(side: &Side) -> Option<&Run> {
     side.runs
         .iter()
         .enumerate()
@@ -634,6 +797,51 @@ fn what_would_decide(change: &RelativeChange, p: f64, rule: VerdictRule, n: usiz
     )
 }
 
+/// "noise for `w` on this machine class: ±2.4 % (12 same-binary runs); …":
+/// what the row's band comes from, for the report.
+fn noise_note(
+    key: &str,
+    noise: &Noise,
+    history: usize,
+    band: f64,
+    threshold: f64,
+    (wb, wc): (f64, f64),
+) -> String {
+    let pct = |x: f64| format!("{:.1} %", 100.0 * x);
+    let mut s = format!(
+        "noise for `{key}` on this machine class: ±{} ({})",
+        pct(noise.one_run()),
+        noise.source
+    );
+    if noise.runs == 0 {
+        if history > 0 {
+            s.push_str(&format!(
+                "; only {history} same-binary run{} stored, {MIN_HISTORY} are needed to learn it",
+                if history == 1 { " is" } else { "s are" }
+            ));
+        } else {
+            s.push_str("; no same-binary runs stored to learn it from (`perfsleuth run --repeat 5` on the baseline does)");
+        }
+    }
+    let stretches = |w: f64| match w {
+        1.0 => "1 run".to_string(),
+        w if w.fract() == 0.0 => format!("{w} runs"),
+        w => format!("{w:.1} runs' worth"),
+    };
+    if band > threshold {
+        s.push_str(&format!(
+            "; between {} of baseline and {} of candidate a change must exceed ±{} (the threshold is ±{})",
+            stretches(wb),
+            stretches(wc),
+            pct(band),
+            pct(threshold)
+        ));
+    } else {
+        s.push_str(&format!(", inside the ±{} threshold", pct(threshold)));
+    }
+    s
+}
+
 /// Why a row cannot be judged at its metric's resolution (a change below one
 /// step, or a side below one step), or `None` when it can.
 fn below_resolution(row: &Row) -> Option<String> {
@@ -906,6 +1114,8 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     // Rows with their statistics, in candidate order.
     let mut rows: Vec<Row> = Vec::new();
     let mut exact: Vec<bool> = Vec::new();
+    // (baseline, candidate) windows of each row's benchmark.
+    let mut windows: Vec<(f64, f64)> = Vec::new();
     let mut failed_notes: Vec<String> = Vec::new();
     let mut paired = 0usize;
     for ce in &cand_entries {
@@ -935,6 +1145,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             let seed = perfsleuth_stats::SEED ^ fnv1a(&[&key, metric.name()]);
             let m = measure(&be.groups, &ce.groups, metric, opts, seed);
             exact.push(m.exact);
+            windows.push((be.windows, ce.windows));
             rows.push(Row {
                 benchmark: ce.name.to_string(),
                 parameters: ce.parameters.clone(),
@@ -949,6 +1160,8 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                 p_adjusted: None,
                 verdict: RowVerdict::Stat(Verdict::InsufficientData),
                 notes: m.notes,
+                band: opts.rule.noise_threshold,
+                noise: None,
             });
         }
     }
@@ -978,8 +1191,13 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     let at_floor =
         |median: f64, floor: Option<f64>| floor.is_some_and(|f| f > 0.0 && median <= f * 1.02);
 
+    let prior = newest(candidate)
+        .or_else(|| newest(baseline))
+        .map(|r| prior_noise(&r.environment));
+    let throughput = Metric::parse("throughput");
+
     // Verdicts and attribution.
-    for (row, &exact) in rows.iter_mut().zip(&exact) {
+    for ((row, &exact), &(wb, wc)) in rows.iter_mut().zip(&exact).zip(&windows) {
         let enough =
             row.n_baseline >= opts.rule.min_samples && row.n_candidate >= opts.rule.min_samples;
         if row.metric == Metric::PeakRss
@@ -1007,6 +1225,31 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         if let Some(t) = o.and_then(|o| o.threshold) {
             rule.noise_threshold = t;
         }
+        if !exact {
+            let key = row.key();
+            let history = opts.history.get(&key);
+            let drifts = matches!(row.metric, Metric::Wall | Metric::User | Metric::Sys)
+                || Some(row.metric) == throughput;
+            let noise = history
+                .and_then(|h| learned_noise(h, row.metric))
+                .or_else(|| prior.clone().filter(|_| opts.prior && drifts));
+            if let Some(noise) = noise {
+                let band = noise.band(wb, wc);
+                if row.gating {
+                    row.notes.push(noise_note(
+                        &key,
+                        &noise,
+                        history.map_or(0, Vec::len),
+                        band,
+                        rule.noise_threshold,
+                        (wb, wc),
+                    ));
+                }
+                rule.noise_threshold = rule.noise_threshold.max(band);
+                row.noise = Some(noise);
+            }
+        }
+        row.band = rule.noise_threshold;
         let mut p = row.p_value.unwrap_or(f64::NAN);
         if fdr_applied && row.gating {
             // Adjusted p-values are held to the stricter of alpha and q.

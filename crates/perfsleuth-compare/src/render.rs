@@ -179,13 +179,13 @@ pub fn render_terminal(c: &Comparison, color: bool) -> String {
     }
     if !c.unpaired_baseline.is_empty() {
         out.push_str(&format!(
-            "only in baseline: {}\n",
+            "not compared (only in the baseline): {}\n",
             c.unpaired_baseline.join(", ")
         ));
     }
     if !c.unpaired_candidate.is_empty() {
         out.push_str(&format!(
-            "only in candidate: {}\n",
+            "not compared (only in the candidate): {}\n",
             c.unpaired_candidate.join(", ")
         ));
     }
@@ -340,11 +340,17 @@ pub fn render_markdown(c: &Comparison) -> String {
     }
     if !c.unpaired_baseline.is_empty() {
         let list: Vec<String> = c.unpaired_baseline.iter().map(|k| code(k)).collect();
-        out.push_str(&format!("**Only in baseline:** {}\n\n", list.join(", ")));
+        out.push_str(&format!(
+            "**Not compared** (only in the baseline): {}\n\n",
+            list.join(", ")
+        ));
     }
     if !c.unpaired_candidate.is_empty() {
         let list: Vec<String> = c.unpaired_candidate.iter().map(|k| code(k)).collect();
-        out.push_str(&format!("**Only in candidate:** {}\n\n", list.join(", ")));
+        out.push_str(&format!(
+            "**Not compared** (only in the candidate): {}\n\n",
+            list.join(", ")
+        ));
     }
     if !c.notes.is_empty() {
         out.push_str("**Notes**\n\n");

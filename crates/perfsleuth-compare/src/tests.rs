@@ -98,10 +98,13 @@ fn around(level: f64, spread: f64, n: usize) -> Vec<f64> {
         .collect()
 }
 
-/// Options with fewer resamples, so debug-build tests stay quick.
+/// Options with fewer resamples, so debug-build tests stay quick, and no
+/// assumed between-run noise: these tests are about the rule itself (the
+/// prior and learned noise have their own tests).
 fn opts() -> Options {
     Options {
         resamples: 2_000,
+        prior: false,
         ..Options::default()
     }
 }
@@ -578,6 +581,54 @@ fn run_to_run_shift_widens_the_ci_instead_of_claiming_a_regression() {
 }
 
 #[test]
+fn rounds_of_one_run_are_groups_like_runs() {
+    // One run per side, each in 5 rounds at their own levels (the machine's
+    // speed wanders over seconds): the rounds widen the CI just as five
+    // runs would, so a 3 % gap between levels that overlap is not claimed.
+    let levels_b = [100.0, 104.0, 98.0, 103.0, 99.0];
+    let levels_c = [103.0, 106.0, 101.0, 107.0, 102.0];
+    let in_rounds = |name: &str, levels: &[f64]| -> Benchmark {
+        let mut b = bench(name, &[]);
+        for (r, &l) in levels.iter().enumerate() {
+            for (i, w) in around(l * MS, 0.01, 20).into_iter().enumerate() {
+                let mut s = sample(r * 20 + i, w);
+                s.round = r as u32;
+                b.samples.push(s);
+            }
+        }
+        b
+    };
+    let rounds = one(
+        vec![in_rounds("h", &levels_b)],
+        vec![in_rounds("h", &levels_c)],
+    );
+    let flat = |b: Benchmark| -> Benchmark {
+        let mut b = b;
+        for s in &mut b.samples {
+            s.round = 0;
+        }
+        b
+    };
+    let pooled = one(
+        vec![flat(in_rounds("h", &levels_b))],
+        vec![flat(in_rounds("h", &levels_c))],
+    );
+    let (r, p) = (
+        row(&rounds, "h", Metric::Wall),
+        row(&pooled, "h", Metric::Wall),
+    );
+    assert_eq!(
+        p.verdict,
+        stat(Verdict::Regressed),
+        "pooled rounds claim it: {p:?}"
+    );
+    assert_eq!(r.verdict, stat(Verdict::Inconclusive), "{r:?}");
+    assert_eq!(r.baseline_median, p.baseline_median);
+    let (rc, pc) = (r.change.as_ref().unwrap(), p.change.as_ref().unwrap());
+    assert!(rc.ci.width() > 3.0 * pc.ci.width(), "{rc:?} vs {pc:?}");
+}
+
+#[test]
 fn mixed_machines_within_a_side_are_noted() {
     let x = around(10.0 * MS, 0.02, 10);
     let mut other = machine();
@@ -633,16 +684,27 @@ fn unpaired_benchmarks_are_listed() {
     assert_eq!(c.unpaired_candidate, ["new [mode=fast, n=2]"]);
     assert!(c.rows.iter().all(|r| r.benchmark == "kept"));
     let text = render_terminal(&c, false);
-    assert!(text.contains("only in baseline: old\n"), "{text}");
     assert!(
-        text.contains("only in candidate: new [mode=fast, n=2]\n"),
+        text.contains("not compared (only in the baseline): old\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not compared (only in the candidate): new [mode=fast, n=2]\n"),
         "{text}"
     );
     let md = render_markdown(&c);
-    assert!(md.contains("**Only in baseline:** `old`"), "{md}");
-    assert!(md.contains("**Only in candidate:** `new [mode=fast, n=2]`"));
+    assert!(
+        md.contains("**Not compared** (only in the baseline): `old`"),
+        "{md}"
+    );
+    assert!(md.contains("**Not compared** (only in the candidate): `new [mode=fast, n=2]`"));
     let j = json_of(&c);
     assert_eq!(j["unpaired_candidate"][0], "new [mode=fast, n=2]");
+    assert_eq!(j["summary"]["not compared"], 2);
+    assert!(
+        text.contains("summary: ") && text.contains(", 2 not compared\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -1252,5 +1314,172 @@ fn changes_below_a_metrics_resolution_are_not_judged() {
     assert_eq!(
         row(&c, "y", Metric::PeakRss).verdict,
         stat(Verdict::NoChange)
+    );
+}
+
+/// Runs of one benchmark at these medians (tight samples around each).
+fn history_at(levels: &[f64]) -> Vec<Vec<Sample>> {
+    levels
+        .iter()
+        .map(|&l| bench("h", &around(l * MS, 0.005, 20)).samples)
+        .collect()
+}
+
+#[test]
+fn without_history_a_virtual_machine_gets_the_assumed_noise() {
+    let mut vm = machine();
+    vm.set("virt.hypervisor", "KVM", ImpactClass::Identity);
+    let base = vec![bench("h", &around(100.0 * MS, 0.005, 40))];
+    let cand = |f: f64| vec![bench("h", &around(100.0 * f * MS, 0.005, 40))];
+    let judge = |env: &Environment, f: f64, prior: bool| {
+        compare(
+            &side("base", vec![run(1, env.clone(), base.clone())]),
+            &side("cand", vec![run(2, env.clone(), cand(f))]),
+            &Options { prior, ..opts() },
+        )
+    };
+    // A tight 4 % shift: regressed by the rule alone, but between one run
+    // and another on a VM (±3.9 % each, ±5.5 % for a difference) it is
+    // inside the noise band.
+    let rule_only = judge(&vm, 1.04, false);
+    assert_eq!(
+        row(&rule_only, "h", Metric::Wall).verdict,
+        stat(Verdict::Regressed)
+    );
+    let c = judge(&vm, 1.04, true);
+    let r = row(&c, "h", Metric::Wall);
+    assert_eq!(r.verdict, stat(Verdict::NoChange), "{r:#?}");
+    assert!(
+        (r.band - 1.96 * 0.02 * 2f64.sqrt()).abs() < 1e-3,
+        "{}",
+        r.band
+    );
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.starts_with("noise for `h`"))
+        .unwrap();
+    assert!(
+        note.contains("±3.9 % (assumed for a virtual machine)"),
+        "{note}"
+    );
+    assert!(note.contains("no same-binary runs stored"), "{note}");
+    assert!(note.contains("a change must exceed ±5.5 %"), "{note}");
+    // +10 % clears it; peak RSS does not drift with the machine's speed.
+    let ten = judge(&vm, 1.10, true);
+    assert_eq!(
+        row(&ten, "h", Metric::Wall).verdict,
+        stat(Verdict::Regressed)
+    );
+    let rss = row(&ten, "h", Metric::PeakRss);
+    assert!(rss.noise.is_none() && rss.band == 0.01, "{rss:#?}");
+    // A machine with no known drift: ±2.0 % a run.
+    let bare = judge(&machine(), 1.04, true);
+    let r = row(&bare, "h", Metric::Wall);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("±2.0 % (assumed for a machine without known drift)")),
+        "{:?}",
+        r.notes
+    );
+    assert_eq!(r.verdict, stat(Verdict::Regressed));
+}
+
+#[test]
+fn learned_noise_from_five_same_binary_runs_sets_the_band() {
+    let base = vec![bench("h", &around(100.0 * MS, 0.005, 40))];
+    let cand = vec![bench("h", &around(103.0 * MS, 0.005, 40))];
+    let with = |levels: &[f64]| {
+        let mut o = opts();
+        o.prior = true;
+        o.history.insert("h".to_string(), history_at(levels));
+        compare(
+            &side("base", vec![run(1, machine(), base.clone())]),
+            &side("cand", vec![run(2, machine(), cand.clone())]),
+            &o,
+        )
+    };
+    // Runs of this binary vary by ~2.7 %: a 3 % difference between two
+    // single runs is well inside what they do on their own.
+    let noisy = with(&[100.0, 97.0, 103.0, 101.0, 99.0, 104.0, 96.0]);
+    let r = row(&noisy, "h", Metric::Wall);
+    let n = r.noise.as_ref().unwrap();
+    assert_eq!(n.runs, 7);
+    assert!((n.sd - 0.0292).abs() < 0.002, "{n:?}");
+    assert!((n.q - 2.447).abs() < 0.01, "t(6) = {}", n.q);
+    assert_eq!(r.verdict, stat(Verdict::NoChange), "{r:#?}");
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n
+                .starts_with("noise for `h` on this machine class: ±7.2 % (7 same-binary runs)")),
+        "{:?}",
+        r.notes
+    );
+    // Quiet history (±0.2 %): the band is the threshold and 3 % regresses.
+    let quiet = with(&[100.0, 100.2, 99.9, 100.1, 99.8]);
+    let r = row(&quiet, "h", Metric::Wall);
+    assert_eq!(r.verdict, stat(Verdict::Regressed), "{r:#?}");
+    assert_eq!(r.band, 0.01);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("inside the ±1.0 % threshold")),
+        "{:?}",
+        r.notes
+    );
+    // Four runs are not enough: the prior stands in, and the note says why.
+    let few = with(&[100.0, 97.0, 103.0, 101.0]);
+    let r = row(&few, "h", Metric::Wall);
+    assert_eq!(r.noise.as_ref().unwrap().runs, 0);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("only 4 same-binary runs are stored, 5 are needed")),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
+fn a_candidate_that_measured_more_rounds_counts_as_more_runs() {
+    let mut vm = machine();
+    vm.set("virt.hypervisor", "KVM", ImpactClass::Identity);
+    // Asked for 5 rounds, measured 20 (extended while inconclusive).
+    let mut extended = run(
+        2,
+        vm.clone(),
+        vec![bench("h", &around(104.0 * MS, 0.005, 200))],
+    );
+    extended.options = serde_json::json!({"rounds": 5});
+    for (i, s) in extended.benchmarks[0].samples.iter_mut().enumerate() {
+        s.round = (i / 10) as u32;
+    }
+    let mut o = opts();
+    o.prior = true;
+    let base = run(
+        1,
+        vm.clone(),
+        vec![bench("h", &around(100.0 * MS, 0.005, 40))],
+    );
+    let c = compare(
+        &side("base", vec![base.clone()]),
+        &side("cand", vec![extended]),
+        &o,
+    );
+    let r = row(&c, "h", Metric::Wall);
+    // 1 baseline run against 4 runs' worth: 1.96 * 2 % * sqrt(1 + 1/4).
+    assert!(
+        (r.band - 1.96 * 0.02 * 1.25f64.sqrt()).abs() < 1e-3,
+        "{}",
+        r.band
+    );
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("between 1 run of baseline and 4 runs of candidate")),
+        "{:?}",
+        r.notes
     );
 }

@@ -447,6 +447,27 @@ pub struct CompareRow {
     pub verdict: VerdictLabel,
     /// Explanations attached to this row.
     pub notes: Vec<String>,
+    /// The noise band the verdict used (relative, ±): the larger of the
+    /// threshold and the between-run noise of this difference.
+    #[serde(default)]
+    pub band: Option<f64>,
+    /// The between-run noise behind `band`, learned from same-binary runs or
+    /// assumed from the fingerprint; absent where none applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<CompareNoise>,
+}
+
+/// Between-run noise of one benchmark and metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompareNoise {
+    /// Relative standard deviation of one run's median.
+    pub sd: f64,
+    /// The 95 % band of one run's median (the "±x %" reported).
+    pub one_run: f64,
+    /// Same-binary runs it was learned from; 0 when assumed.
+    pub runs: usize,
+    /// Where it comes from ("12 same-binary runs", "assumed for a virtual machine").
+    pub source: String,
 }
 
 /// A relative change with its interval (null members: not finite).
@@ -485,6 +506,10 @@ pub enum VerdictLabel {
     /// Identity facts differ: no verdict is meaningful.
     #[serde(rename = "environment changed")]
     EnvironmentChanged,
+    /// The benchmark is on one side only (listed in `unpaired_*`, counted
+    /// in the summary, never a row).
+    #[serde(rename = "not compared")]
+    NotCompared,
 }
 
 /// Rows per verdict.
@@ -505,6 +530,9 @@ pub struct VerdictCounts {
     /// `environment changed` rows.
     #[serde(rename = "environment changed")]
     pub environment_changed: usize,
+    /// Benchmarks on one side only: `not compared`.
+    #[serde(rename = "not compared", default)]
+    pub not_compared: usize,
 }
 
 impl VerdictCounts {
@@ -517,6 +545,7 @@ impl VerdictCounts {
             VerdictLabel::Inconclusive => &mut self.inconclusive,
             VerdictLabel::InsufficientData => &mut self.insufficient_data,
             VerdictLabel::EnvironmentChanged => &mut self.environment_changed,
+            VerdictLabel::NotCompared => &mut self.not_compared,
         } += 1;
     }
 }

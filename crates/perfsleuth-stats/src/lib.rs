@@ -20,7 +20,7 @@ mod rng;
 mod usl;
 mod verdict;
 
-pub use assess::{Estimate, RESAMPLES, SEED, estimate};
+pub use assess::{Estimate, RESAMPLES, SEED, estimate, expanded_confidence};
 pub use binomial::median_ci_rank;
 pub use bootstrap::{
     RatioEstimate, RelativeChange, bootstrap_median_ratio, bootstrap_relative_change,
@@ -32,7 +32,7 @@ pub use describe::{
 };
 pub use fdr::{benjamini_hochberg, bh_adjusted};
 pub use mann_whitney::{EXACT_MAX_TOTAL, MannWhitney, mann_whitney_u};
-pub use normal::{erfc, normal_cdf, normal_quantile};
+pub use normal::{erfc, normal_cdf, normal_quantile, t_quantile};
 pub use rng::Rng;
 pub use usl::{
     UslError, UslFit, UslModel, UslPoint, fit_usl, fit_usl_capped, usl_efficiency, usl_throughput,

@@ -127,6 +127,20 @@ pub trait Store {
     /// The newest run of `kind` stored before run `id`, if any.
     fn run_before_of(&self, id: i64, kind: RunKind) -> Result<Option<i64>, StoreError>;
 
+    /// Runs that measured the same program on the same kind of machine: the
+    /// newest (at most `limit`) complete runs in `mode` on a machine with
+    /// `env`'s [`comparability_hash`] that contain a benchmark whose
+    /// `binary.sha256` is `hash` and whose argv is `argv`. Each run is
+    /// returned with that benchmark only (its first occurrence).
+    fn same_binary_runs(
+        &self,
+        hash: &str,
+        argv: &[String],
+        mode: Mode,
+        env: &Environment,
+        limit: usize,
+    ) -> Result<Vec<Run>, StoreError>;
+
     /// The newest run with probe results made on the machine `env` describes:
     /// one with the same identity and performance facts if there is one (so a
     /// changed mitigation or governor finds its own probes), else one with

@@ -487,6 +487,77 @@ impl Store for SqliteStore {
             .at(&self.path)
     }
 
+    fn same_binary_runs(
+        &self,
+        hash: &str,
+        argv: &[String],
+        mode: Mode,
+        env: &Environment,
+        limit: usize,
+    ) -> Result<Vec<Run>, StoreError> {
+        let path = &self.path;
+        let wanted = comparability_hash(env);
+        let argv_json = serde_json::to_string(argv).at(path)?;
+        // The hash is matched as text first (an index-free scan of one
+        // column), then checked exactly on the decoded facts.
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT b.run_id, b.facts, e.facts FROM benchmarks b \
+                 JOIN runs r ON r.id = b.run_id JOIN environments e ON e.id = r.environment_id \
+                 WHERE r.status = 'complete' AND r.mode = ?1 AND b.argv = ?2 \
+                 AND b.facts LIKE ?3 ORDER BY b.run_id DESC, b.position",
+            )
+            .at(path)?;
+        let rows = stmt
+            .query_map(
+                params![mode.as_str(), argv_json, format!("%{hash}%")],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
+                },
+            )
+            .at(path)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .at(path)?;
+        let mut out: Vec<Run> = Vec::new();
+        for (run_id, facts, env_facts) in rows {
+            if out.len() >= limit || out.iter().any(|r| r.id == Some(run_id)) {
+                continue;
+            }
+            let facts: Environment = match facts {
+                Some(f) => serde_json::from_str(&f).at(path)?,
+                None => continue,
+            };
+            if facts.get("binary.sha256") != Some(hash) {
+                continue;
+            }
+            let machine: Environment = serde_json::from_str(&env_facts).at(path)?;
+            if comparability_hash(&machine) != wanted {
+                continue;
+            }
+            let Some(mut run) = self.load_run(run_id)? else {
+                continue;
+            };
+            // Matched again on the loaded run rather than by position, so
+            // nothing depends on how positions are numbered.
+            let Some(bench) = run
+                .benchmarks
+                .iter()
+                .find(|b| b.argv == argv && b.facts.get("binary.sha256") == Some(hash))
+                .cloned()
+            else {
+                continue;
+            };
+            run.benchmarks = vec![bench];
+            out.push(run);
+        }
+        Ok(out)
+    }
+
     fn latest_probe_run_for(&self, env: &Environment) -> Result<Option<i64>, StoreError> {
         let path = &self.path;
         let stable = serde_json::to_string(&env.only(&STABLE_CLASSES)).at(path)?;

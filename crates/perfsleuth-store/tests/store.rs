@@ -941,3 +941,60 @@ fn probe_runs_are_counted_apart_and_found_by_machine() {
     assert_eq!(store.latest_probe_run_for(&powersave).unwrap(), Some(p2));
     assert_eq!(store.latest_probe_run_for(&other_kernel).unwrap(), None);
 }
+
+#[test]
+fn same_binary_runs_match_hash_argv_mode_and_machine_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&db_path(&dir)).unwrap();
+    let samples = || (0..4).map(sample).collect::<Vec<_>>();
+    // Runs 1-3: benchmark "a" (hash of "a") beside "b"; run 2 is on another
+    // host (context only: the same class), run 3 on another CPU.
+    let both = |host: &str| run(host, vec![bench("a", samples()), bench("b", samples())]);
+    let r1 = store_run(&mut store, &both("h1"), RunStatus::Complete);
+    let r2 = store_run(&mut store, &both("h2"), RunStatus::Complete);
+    let mut other_cpu = both("h1");
+    other_cpu
+        .environment
+        .set("cpu.model", "Other CPU", ImpactClass::Identity);
+    store_run(&mut store, &other_cpu, RunStatus::Complete);
+    // Run 4: interrupted; run 5: other arguments; run 6: simulation mode.
+    store_run(&mut store, &both("h1"), RunStatus::Interrupted);
+    let mut other_args = run("h1", vec![bench("a", samples())]);
+    other_args.benchmarks[0].argv.push("--fast".into());
+    store_run(&mut store, &other_args, RunStatus::Complete);
+    let mut sim = both("h1");
+    sim.mode = Mode::Simulation;
+    store_run(&mut store, &sim, RunStatus::Complete);
+
+    let hash = format!("{:0>64}", "a");
+    let argv = vec!["sleep".to_string(), "a".to_string()];
+    let machine = env("h9", "powersave");
+    let found = store
+        .same_binary_runs(&hash, &argv, Mode::Walltime, &machine, 10)
+        .unwrap();
+    let ids: Vec<Option<i64>> = found.iter().map(|r| r.id).collect();
+    assert_eq!(
+        ids,
+        vec![Some(r2), Some(r1)],
+        "newest first, same class only"
+    );
+    for r in &found {
+        assert_eq!(r.benchmarks.len(), 1, "only the matching benchmark");
+        assert_eq!(r.benchmarks[0].name, "a");
+        assert_eq!(r.benchmarks[0].samples.len(), 4);
+    }
+    let one = store
+        .same_binary_runs(&hash, &argv, Mode::Walltime, &machine, 1)
+        .unwrap();
+    assert_eq!(one.len(), 1);
+    let none = store
+        .same_binary_runs(
+            &format!("{:0>64}", "z"),
+            &argv,
+            Mode::Walltime,
+            &machine,
+            10,
+        )
+        .unwrap();
+    assert!(none.is_empty());
+}

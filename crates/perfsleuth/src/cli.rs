@@ -151,6 +151,11 @@ pub struct VerdictArgs {
     /// Refuse (exit 2) when the two sides ran on machines that differ in identity facts.
     #[arg(long)]
     pub require_same_env: bool,
+    /// Judge the two sides alone: no noise learned from stored same-binary
+    /// runs, and none of them added to the baseline (the assumed noise of
+    /// the machine still applies).
+    #[arg(long)]
+    pub no_history: bool,
 }
 
 /// `perfsleuth compare`.
@@ -368,9 +373,15 @@ pub struct RunArgs {
     pub baseline: Option<String>,
     /// Measure in this many rounds, each starting with the next command (the
     /// time budget, --runs and --min-runs are split between them), so the
-    /// samples spread over time and record their round [default: 1].
-    #[arg(long, value_name = "K", default_value_t = 1)]
-    pub rounds: u32,
+    /// samples spread over time and record their round [default: 5; 1 with
+    /// --runs and in simulation].
+    #[arg(long, value_name = "K")]
+    pub rounds: Option<u32>,
+    /// Measure everything N times, as N stored runs, then report how much
+    /// each benchmark's median moved between them (the noise `compare`
+    /// learns from same-binary runs).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
     /// With --baseline: while the comparison is inconclusive, measure further
     /// rounds, up to this much time in all [default: 30s; none with --runs].
     #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]

@@ -14,18 +14,27 @@ use std::path::{Path, PathBuf};
 
 /// Runs `perfsleuth compare` and returns the exit code.
 pub fn run(args: CompareArgs) -> Result<i32, Fail> {
-    let opts = options(&args.verdict)?;
+    let mut opts = options(&args.verdict)?;
     let mut store = StoreHandle::new(args.store.store.clone());
     let candidate = selectors::resolve(args.candidate.as_deref().unwrap_or("latest"), &mut store)?;
-    let baseline = match &args.baseline {
+    let mut baseline = match &args.baseline {
         Some(spec) => selectors::resolve(spec, &mut store)?,
         None => selectors::default_baseline(&candidate, &mut store)?,
     };
     same_mode(&baseline, &candidate)?;
+    let exclude: Vec<i64> = candidate.runs.iter().filter_map(|r| r.id).collect();
+    let history_notes = history(
+        &args.verdict,
+        &mut store,
+        &mut baseline,
+        &exclude,
+        &mut opts,
+    );
     let mut comparison = compare(&baseline, &candidate, &opts);
     if args.verdict.require_same_env && comparison.identity_changed {
         return Err(env_mismatch(&comparison));
     }
+    comparison.notes.extend(history_notes);
     comparison
         .notes
         .extend(probe_notes(&baseline, &candidate, &mut store));
@@ -45,24 +54,55 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
     Ok(exit_code(&comparison, &args.verdict))
 }
 
+/// Adds the same-binary history from the store to `opts` and `baseline`
+/// unless `--no-history` (see [`crate::learned::add_history`]); returns its
+/// notes.
+pub fn history(
+    verdict: &VerdictArgs,
+    store: &mut StoreHandle,
+    baseline: &mut Side,
+    exclude: &[i64],
+    opts: &mut Options,
+) -> Vec<String> {
+    if verdict.no_history {
+        return Vec::new();
+    }
+    match selectors::existing_store(store) {
+        Some(store) => crate::learned::add_history(store, baseline, exclude, opts),
+        None => Vec::new(),
+    }
+}
+
+/// A `--baseline REF` resolved before measuring: the side with its history,
+/// and the verdict options that carry it.
+pub struct Baseline {
+    /// The baseline side (with same-binary runs at its commit added).
+    pub side: Side,
+    /// The verdict options, history included.
+    pub opts: Options,
+    /// What the history added, for the report.
+    pub notes: Vec<String>,
+}
+
 /// Compares a run just made with `--baseline REF` (resolved before measuring).
 /// `to_stderr`: an export owns stdout, so the comparison goes to stderr.
 pub fn after_run(
-    baseline: &Side,
+    baseline: &Baseline,
     run: &perfsleuth_model::Run,
     verdict: &VerdictArgs,
     color: ColorChoice,
     to_stderr: bool,
 ) -> Result<i32, Fail> {
-    let opts = options(verdict)?;
+    let (opts, baseline_side) = (&baseline.opts, &baseline.side);
     let candidate = Side {
         label: run
             .id
             .map_or("this run".to_string(), |id| format!("run {id} (this run)")),
         runs: vec![run.clone()],
     };
-    same_mode(baseline, &candidate)?;
-    let comparison = compare(baseline, &candidate, &opts);
+    same_mode(baseline_side, &candidate)?;
+    let mut comparison = compare(baseline_side, &candidate, opts);
+    comparison.notes.extend(baseline.notes.iter().cloned());
     if verdict.require_same_env && comparison.identity_changed {
         return Err(env_mismatch(&comparison));
     }
@@ -348,6 +388,7 @@ mod tests {
             fail_on: None,
             allow_missing: false,
             require_same_env: false,
+            no_history: false,
         }
     }
 

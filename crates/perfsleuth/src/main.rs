@@ -8,6 +8,7 @@ mod envcmd;
 mod error;
 mod git;
 mod history;
+mod learned;
 mod output;
 mod parse;
 mod plan;

@@ -37,21 +37,142 @@ struct Checked {
     simulation: Option<Simulation>,
     schedule: Schedule,
     planned: Vec<perfsleuth_runner::Planned>,
-    baseline: Option<perfsleuth_compare::Side>,
+    baseline: Option<crate::compare::Baseline>,
     reference: Option<usize>,
     io: IoConfig,
     aux_io: IoConfig,
     /// With a baseline: the time up to which inconclusive comparisons get more rounds.
     max_time: std::time::Duration,
+    /// Rounds to measure at least (`--rounds`, or its default).
+    rounds: u32,
 }
 
-/// Runs `perfsleuth run` and returns the exit code: validate, prepare,
-/// measure, conclude, render.
+/// Rounds when `--rounds` is not given: five spread a side's samples over
+/// its time, so a comparison sees how much the machine's speed wanders
+/// between them (STATISTICS.md §4.3); an exact `--runs N` stays N runs, and
+/// simulation counts do not wander.
+pub(crate) const DEFAULT_ROUNDS: u32 = 5;
+
+/// The most rounds, up to `asked`, whose equal shares keep a run's count
+/// within its limits: an exact count must divide evenly, and the rounds'
+/// minimum share (`min` over k, rounded up) must not pass their maximum
+/// share (`max` over k, rounded down). One round always fits.
+fn fitting_rounds(asked: u32, exact: Option<u32>, min: u32, max: Option<u32>) -> u32 {
+    (1..=asked.max(1))
+        .rev()
+        .find(|&k| match exact {
+            Some(n) => n % k == 0,
+            None => max.is_none_or(|m| min.div_ceil(k).max(1) <= m / k),
+        })
+        .unwrap_or(1)
+}
+
+fn rounds(args: &RunArgs, simulated: bool) -> u32 {
+    match args.rounds {
+        Some(k) => k,
+        None if args.runs.is_some() || simulated => 1,
+        None => DEFAULT_ROUNDS,
+    }
+}
+
+/// Runs `perfsleuth run` and returns the exit code: once, or `--repeat N`
+/// times and then what the repeats say about the noise.
 pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
+    let repeat = args.repeat;
+    let refuse = |what: &str, hint: &str| Err(Fail::usage(what.to_string(), hint.to_string()));
+    if repeat == 0 {
+        return refuse(
+            "--repeat 0 measures nothing",
+            "give --repeat 1 (the default) or more",
+        );
+    }
+    if repeat > 1 {
+        if args.no_store {
+            return refuse(
+                "--repeat with --no-store keeps nothing to learn the noise from",
+                "drop --no-store",
+            );
+        }
+        if args.baseline.is_some() {
+            return refuse(
+                "--repeat with --baseline would compare each repeat on its own",
+                "measure with --repeat first, then `perfsleuth compare`",
+            );
+        }
+        if !output::requested_exports(&args).is_empty() {
+            return refuse(
+                "--repeat with --export-*: every repeat would overwrite the file",
+                "export one run afterwards with `perfsleuth show RUN`, or drop --repeat",
+            );
+        }
+    }
     let mut spawner = spawner_or_start(spawner)?;
-    let c = validate(&args)?;
+    for i in 1..=repeat {
+        if repeat > 1 {
+            emit(&format!("repeat {i} of {repeat}\n"), true);
+        }
+        let code = run_once(&args, &mut spawner)?;
+        if code != ExitCode::OK {
+            return Ok(code);
+        }
+    }
+    if repeat > 1 {
+        report_repeats(&args)?;
+    }
+    Ok(ExitCode::OK)
+}
+
+/// After `--repeat`: per benchmark of the newest run, the noise learned from
+/// its same-binary runs on this machine class.
+fn report_repeats(args: &RunArgs) -> Result<(), Fail> {
+    use perfsleuth_store::Store as _;
+    let store = output::open_existing_store(args.store.store.as_deref())?;
+    let id = store.resolve_run("latest").map_err(output::store_fail)?;
+    let Some(latest) = store.load_run(id).map_err(output::store_fail)? else {
+        return Ok(());
+    };
+    let mut out = String::from("\n");
+    for b in &latest.benchmarks {
+        let key = perfsleuth_compare::benchmark_key(&b.name, &b.parameters);
+        let Some(hash) = b
+            .facts
+            .get("binary.sha256")
+            .filter(|h| *h != perfsleuth_model::UNKNOWN)
+        else {
+            out.push_str(&format!(
+                "`{key}`: no binary hash, so no same-binary history\n"
+            ));
+            continue;
+        };
+        let runs = store
+            .same_binary_runs(hash, &b.argv, latest.mode, &latest.environment, 30)
+            .map_err(output::store_fail)?;
+        let samples: Vec<Vec<perfsleuth_model::Sample>> = runs
+            .iter()
+            .filter_map(|r| r.benchmarks.first().map(|b| b.samples.clone()))
+            .collect();
+        match perfsleuth_compare::learned_noise(&samples, perfsleuth_model::Metric::Wall) {
+            Some(n) => out.push_str(&format!(
+                "noise for `{key}` on this machine class: ±{:.1} % wall time ({})\n",
+                100.0 * n.one_run(),
+                n.source
+            )),
+            None => out.push_str(&format!(
+                "`{key}`: {} same-binary runs stored; {} are needed to learn its noise\n",
+                samples.len(),
+                perfsleuth_compare::MIN_HISTORY
+            )),
+        }
+    }
+    emit(&out, true);
+    Ok(())
+}
+
+/// One measurement: validate, prepare, measure, conclude, render.
+fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
+    let c = validate(args)?;
     let mut benches = perfsleuth_runner::prepare(
-        &mut spawner,
+        spawner,
         c.planned,
         &c.io,
         &c.aux_io,
@@ -72,13 +193,13 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     };
     let mut run = output::new_run(
         mode,
-        options_json(&args, &c.tolerate),
+        options_json(args, &c.tolerate, c.rounds),
         perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live()),
     );
     // `auto` is decided by the runner after the warmups, when their duration
     // says whether the counters' cost would show.
     let mut counter_notes = perfsleuth_runner::counters::enable(
-        &mut spawner,
+        spawner,
         if c.simulation.is_some() || c.schedule.auto_counters {
             // Counting valgrind itself would say nothing about the program.
             Counters::None
@@ -119,29 +240,25 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
 
     let started = std::time::Instant::now();
     // With a baseline, rounds are added while the comparison is inconclusive.
-    let opts = match &c.baseline {
-        Some(_) => Some(crate::compare::options(&args.verdict)?),
-        None => None,
-    };
     let template = run.clone();
     let (measured, rounds) = c.schedule.measure_until(
-        &mut spawner,
+        spawner,
         &mut sink,
         &mut benches,
         c.simulation.as_ref(),
-        args.rounds,
+        c.rounds,
         c.max_time,
-        |benches| match (&c.baseline, &opts) {
-            (Some(side), Some(opts)) => crate::compare::undecided(side, &template, benches, opts),
-            _ => false,
+        |benches| match &c.baseline {
+            Some(b) => crate::compare::undecided(&b.side, &template, benches, &b.opts),
+            None => false,
         },
     );
     sink.progress.clear();
     counter_notes.extend(measured.counter_notes);
     run.environment.merge(measured.counter_env);
     run.benchmarks = perfsleuth_runner::benchmarks(&benches);
-    conclude(&mut run, &measured.result, &spawner, &mut sink).map_err(runner_fail)?;
-    let to_stderr = output::summary_to_stderr(&args);
+    conclude(&mut run, &measured.result, &*spawner, &mut sink).map_err(runner_fail)?;
+    let to_stderr = output::summary_to_stderr(args);
     match measured.result {
         Err(Stop::Failed(e)) => Err(runner_fail(e)),
         Err(Stop::Interrupted) => {
@@ -156,7 +273,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         }
         Ok(()) => {
             output::print_summary(&run, c.reference, args.color, to_stderr);
-            output::write_exports(&run, c.reference, &args)?;
+            output::write_exports(&run, c.reference, args)?;
             if let Some(note) = sink.stored_note(use_color(args.color, true)) {
                 emit(&note, true);
             }
@@ -164,7 +281,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             for note in &counter_notes {
                 emit(&format!("note: {note}\n"), true);
             }
-            if rounds > args.rounds {
+            if rounds > c.rounds {
                 emit(
                     &format!(
                         "note: measured {rounds} rounds ({}) because the comparison with the baseline was inconclusive (--max-time {})\n",
@@ -181,9 +298,7 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                 warn_if_unfit(&run.environment);
             }
             match &c.baseline {
-                Some(side) => {
-                    crate::compare::after_run(side, &run, &args.verdict, args.color, to_stderr)
-                }
+                Some(b) => crate::compare::after_run(b, &run, &args.verdict, args.color, to_stderr),
                 None => Ok(0),
             }
         }
@@ -218,33 +333,32 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
     };
     // Simulated runs are deterministic: one run and one that checks it, no warmup.
     let warmup = if simulation.is_some() { 0 } else { args.warmup };
-    if args.rounds == 0 {
+    let asked = rounds(args, simulation.is_some());
+    if asked == 0 {
         return Err(Fail::usage(
             "--rounds 0 measures nothing",
-            "give --rounds 1 (the default) or more",
+            format!("give --rounds 1 or more (the default is {DEFAULT_ROUNDS})"),
         ));
     }
-    // The first round gets its share of every limit; later rounds repeat its count.
-    let k = args.rounds;
-    let share = |n: u32| n.div_ceil(k).max(1);
-    let rule = StopRule {
-        exact: args
-            .runs
-            .or(simulation
-                .as_ref()
-                .map(|_| perfsleuth_runner::SIMULATION_RUNS))
-            .map(share),
-        min_runs: share(args.min_runs),
-        max_runs: args.max_runs.map(share),
-        budget: args.time_budget / k,
-        precision: args.precision,
-    };
     if let Some(max) = args.max_runs.filter(|m| *m < args.min_runs) {
         return Err(Fail::usage(
             format!("--max-runs {max} is below --min-runs {}", args.min_runs),
             "raise --max-runs or lower --min-runs",
         ));
     }
+    let exact = args.runs.or(simulation
+        .as_ref()
+        .map(|_| perfsleuth_runner::SIMULATION_RUNS));
+    let k = fitting_rounds(asked, exact, args.min_runs, args.max_runs);
+    // The first round gets its share of every limit; later rounds repeat its
+    // count, so k shares stay within the limits (see `fitting_rounds`).
+    let rule = StopRule {
+        exact: exact.map(|n| n / k),
+        min_runs: args.min_runs.div_ceil(k).max(1),
+        max_runs: args.max_runs.map(|m| m / k),
+        budget: args.time_budget / k,
+        precision: args.precision,
+    };
     if let Some(shell) = &args.shell {
         perfsleuth_measure::resolve_program(shell, std::env::var_os("PATH").as_deref())
             .map_err(|e| measure_fail(e, "--shell"))?;
@@ -264,9 +378,9 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
     // A bad --baseline must fail before anything is measured.
     let baseline = match &args.baseline {
         Some(spec) => {
-            crate::compare::options(&args.verdict)?;
+            let mut opts = crate::compare::options(&args.verdict)?;
             let mut handle = crate::selectors::StoreHandle::new(args.store.store.clone());
-            let side = crate::selectors::resolve(spec, &mut handle)?;
+            let mut side = crate::selectors::resolve(spec, &mut handle)?;
             // Refused now, not after minutes of measuring.
             let mode = if simulation.is_some() {
                 Mode::Simulation
@@ -274,7 +388,9 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
                 Mode::Walltime
             };
             crate::compare::same_mode_as(&side, "this run", mode)?;
-            Some(side)
+            let notes =
+                crate::compare::history(&args.verdict, &mut handle, &mut side, &[], &mut opts);
+            Some(crate::compare::Baseline { side, opts, notes })
         }
         None => None,
     };
@@ -322,14 +438,16 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
             ));
         }
         (Some(t), Some(_)) => {
-            if args.runs.is_none() && t < args.time_budget / args.rounds {
+            if args.runs.is_none() && t < args.time_budget / k {
                 return Err(Fail::usage(
                     format!(
-                        "--max-time {} is below one round (--time-budget {})",
+                        "--max-time {} is below one round ({}: --time-budget {} over {k} round{})",
                         perfsleuth_report::format_duration_ns(t.as_nanos() as f64),
                         perfsleuth_report::format_duration_ns(
-                            (args.time_budget / args.rounds).as_nanos() as f64
-                        )
+                            (args.time_budget / k).as_nanos() as f64
+                        ),
+                        perfsleuth_report::format_duration_ns(args.time_budget.as_nanos() as f64),
+                        if k == 1 { "" } else { "s" }
                     ),
                     "give --max-time at least the time budget, e.g. --max-time 30s",
                 ));
@@ -357,6 +475,7 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         io,
         aux_io,
         max_time,
+        rounds: k,
     })
 }
 
@@ -537,7 +656,7 @@ pub(crate) fn runner_fail(e: RunError) -> Fail {
     }
 }
 
-fn options_json(a: &RunArgs, tolerate: &Tolerate) -> serde_json::Value {
+fn options_json(a: &RunArgs, tolerate: &Tolerate, rounds: u32) -> serde_json::Value {
     use perfsleuth_model::schema::{IgnoreFailure, RunOptions};
     let path = |p: &Option<PathBuf>| p.as_deref().map(Path::display).map(|d| d.to_string());
     let options = RunOptions {
@@ -569,8 +688,27 @@ fn options_json(a: &RunArgs, tolerate: &Tolerate) -> serde_json::Value {
         mode: format!("{:?}", a.mode).to_lowercase(),
         collect: a.collect.clone(),
         counters_kernel: a.counters_kernel,
-        rounds: a.rounds,
+        rounds,
         max_time_s: a.max_time.map(|t| t.as_secs_f64()),
     };
     serde_json::to_value(options).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fitting_rounds;
+
+    #[test]
+    fn rounds_shrink_until_their_shares_fit_the_run_limits() {
+        // The default: 10 runs at least, no maximum — five rounds of two.
+        assert_eq!(fitting_rounds(5, None, 10, None), 5);
+        // --min-runs 2 --max-runs 3: three rounds of one run each.
+        assert_eq!(fitting_rounds(5, None, 2, Some(3)), 3);
+        // --min-runs 7 --max-runs 7: only one round keeps exactly 7.
+        assert_eq!(fitting_rounds(5, None, 7, Some(7)), 1);
+        // --runs 12 --rounds 5: four rounds of three; --runs 7: one round.
+        assert_eq!(fitting_rounds(5, Some(12), 10, None), 4);
+        assert_eq!(fitting_rounds(5, Some(7), 10, None), 1);
+        assert_eq!(fitting_rounds(1, None, 10, None), 1);
+    }
 }

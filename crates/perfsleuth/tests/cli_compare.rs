@@ -15,13 +15,14 @@ use serde_json::Value;
 use std::process::Command;
 
 /// Every verdict string a row can carry.
-const VERDICTS: [&str; 6] = [
+const VERDICTS: [&str; 7] = [
     "regressed",
     "improved",
     "no change",
     "inconclusive",
     "insufficient data",
     "environment changed",
+    "not compared",
 ];
 
 // ---------------------------------------------------------------- helpers
@@ -1303,11 +1304,13 @@ fn unpaired_benchmarks_are_listed() {
     );
     let out = compare(&sb, &["1", "2"]).ok();
     assert!(
-        out.stdout.contains("\nonly in baseline: dropped\n"),
+        out.stdout
+            .contains("\nnot compared (only in the baseline): dropped\n"),
         "{out:?}"
     );
     assert!(
-        out.stdout.contains("\nonly in candidate: added\n"),
+        out.stdout
+            .contains("\nnot compared (only in the candidate): added\n"),
         "{out:?}"
     );
     assert!(
@@ -1328,11 +1331,13 @@ fn unpaired_benchmarks_are_listed() {
 
     let out = compare(&sb, &["1", "2", "--format", "markdown"]).ok();
     assert!(
-        out.stdout.contains("**Only in baseline:** `dropped`"),
+        out.stdout
+            .contains("**Not compared** (only in the baseline): `dropped`"),
         "{out:?}"
     );
     assert!(
-        out.stdout.contains("**Only in candidate:** `added`"),
+        out.stdout
+            .contains("**Not compared** (only in the candidate): `added`"),
         "{out:?}"
     );
 
@@ -1341,10 +1346,15 @@ fn unpaired_benchmarks_are_listed() {
     let out = compare(&sb, &["1", "3"]).ok();
     assert!(out.stdout.contains("No benchmarks in common."), "{out:?}");
     assert!(
-        out.stdout.contains("only in baseline: kept, dropped"),
+        out.stdout
+            .contains("not compared (only in the baseline): kept, dropped"),
         "{out:?}"
     );
-    assert!(out.stdout.contains("only in candidate: alone"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("not compared (only in the candidate): alone"),
+        "{out:?}"
+    );
     // A gate over nothing fails (it used to pass without looking), and the
     // JSON report is still complete.
     let out = compare(
@@ -1662,6 +1672,8 @@ fn max_time_needs_a_baseline_and_at_least_one_round() {
     sb.bench(["--max-time", "5s", "true"])
         .usage_error("--max-time works only with --baseline");
     bench(&sb, &["-n", "t", "true"]);
-    sb.bench(["--baseline", "1", "--max-time", "1s", "true"])
-        .usage_error("--max-time 1.000 s is below one round (--time-budget 3.000 s)");
+    sb.bench(["--baseline", "1", "--max-time", "500ms", "true"])
+        .usage_error(
+            "--max-time 500.000 ms is below one round (600.000 ms: --time-budget 3.000 s over 5 rounds)",
+        );
 }
