@@ -447,8 +447,8 @@ pub struct CompareRow {
     pub verdict: VerdictLabel,
     /// Explanations attached to this row.
     pub notes: Vec<String>,
-    /// The noise band the verdict used (relative, ±): the larger of the
-    /// threshold and the between-run noise of this difference.
+    /// The between-run noise of this difference (relative, ±, 95 %): the
+    /// interval in `change` is at least this wide around the change.
     #[serde(default)]
     pub band: Option<f64>,
     /// The between-run noise behind `band`, learned from same-binary runs or

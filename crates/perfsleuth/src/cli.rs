@@ -289,9 +289,12 @@ pub struct RunArgs {
     /// Time budget per command after --min-runs (e.g. 500ms, 3s, 1m).
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = crate::parse::duration)]
     pub time_budget: std::time::Duration,
-    /// Stop early once the 95% CI of the median is within ±PERCENT of it.
-    #[arg(long, value_name = "PERCENT", default_value_t = 1.0, value_parser = crate::parse::percent)]
-    pub precision: f64,
+    /// Stop early once the 95% CI of the median is within ±PERCENT of it
+    /// [default: 1; off when measuring in several rounds, which spend their
+    /// share of the time budget: a round's own precision says nothing about
+    /// the machine's drift between rounds].
+    #[arg(long, value_name = "PERCENT", value_parser = crate::parse::percent)]
+    pub precision: Option<f64>,
     /// Command run before every timed run, untimed (once, or once per command).
     #[arg(short, long, value_name = "CMD")]
     pub prepare: Vec<String>,

@@ -53,6 +53,16 @@ struct Checked {
 /// simulation counts do not wander.
 pub(crate) const DEFAULT_ROUNDS: u32 = 5;
 
+/// The precision stop: `--precision`, else ±1 % for a run of one round and
+/// none (0: only identical samples stop it) for several.
+fn precision(args: &RunArgs, rounds: u32) -> f64 {
+    match args.precision {
+        Some(p) => p,
+        None if rounds > 1 => 0.0,
+        None => 0.01,
+    }
+}
+
 /// The most rounds, up to `asked`, whose equal shares keep a run's count
 /// within its limits: an exact count must divide evenly, and the rounds'
 /// minimum share (`min` over k, rounded up) must not pass their maximum
@@ -357,7 +367,7 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         min_runs: args.min_runs.div_ceil(k).max(1),
         max_runs: args.max_runs.map(|m| m / k),
         budget: args.time_budget / k,
-        precision: args.precision,
+        precision: precision(args, k),
     };
     if let Some(shell) = &args.shell {
         perfsleuth_measure::resolve_program(shell, std::env::var_os("PATH").as_deref())
@@ -666,7 +676,7 @@ fn options_json(a: &RunArgs, tolerate: &Tolerate, rounds: u32) -> serde_json::Va
         min_runs: a.min_runs,
         max_runs: a.max_runs,
         time_budget_s: a.time_budget.as_secs_f64(),
-        precision: a.precision,
+        precision: precision(a, rounds),
         prepare: a.prepare.clone(),
         setup: a.setup.clone(),
         cleanup: a.cleanup.clone(),
