@@ -109,6 +109,24 @@ pub struct Noise {
 }
 
 impl Noise {
+    /// An assumed noise raised to the spread the runs' own rounds show, when
+    /// that is larger: on a machine whose speed wanders, a stretch of one
+    /// run strays about as far as a whole run (STATISTICS.md §6.1).
+    fn at_least(self, spread: f64) -> Noise {
+        if spread <= self.sd {
+            return self;
+        }
+        Noise {
+            sd: spread,
+            source: format!(
+                "assumed from the spread of these runs' rounds, above the {:.1} % {}",
+                100.0 * self.sd,
+                self.source
+            ),
+            ..self
+        }
+    }
+
     /// The 95 % band of one run's median: "±x %".
     pub fn one_run(&self) -> f64 {
         self.q * self.sd
@@ -637,6 +655,111 @@ struct Measured {
     notes: Vec<String>,
     /// Simulated counts (near-)identical within each side: the change is exact.
     exact: bool,
+    /// How much this metric's stretches of measuring vary: the larger of the
+    /// two sides' relative sd of their group medians (0 below 3 groups).
+    spread: f64,
+    /// For wall time: how the CPU time and the waiting moved beside it.
+    cpu: Option<CpuShare>,
+}
+
+/// What a wall-time change did to the CPU time: a program that got slower
+/// in wall time but used no more CPU time, and did not wait more often, was
+/// kept from running — by another process or the hypervisor (the machine),
+/// not by its code.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CpuShare {
+    /// CPU time (user + sys) over wall time, all samples of a side.
+    share_b: f64,
+    share_c: f64,
+    /// Relative change of the median CPU time per run. User and system time
+    /// are split in scheduler ticks, but their sum is the scheduler's exact
+    /// runtime, so it is judged to the microsecond.
+    cpu_change: f64,
+    /// Voluntary context switches per run (sleeps, I/O, lock waits).
+    voluntary_b: f64,
+    voluntary_c: f64,
+}
+
+impl CpuShare {
+    fn of(base: &[Vec<&Sample>], cand: &[Vec<&Sample>]) -> Option<CpuShare> {
+        let side = |groups: &[Vec<&Sample>]| -> Option<(f64, f64, f64)> {
+            let samples: Vec<&Sample> = groups.iter().flatten().copied().collect();
+            let wall: f64 = samples.iter().map(|s| s.wall_ns as f64).sum();
+            let cpus: Vec<f64> = samples
+                .iter()
+                .map(|s| (s.user_ns + s.sys_ns) as f64)
+                .collect();
+            let vol = samples.iter().map(|s| s.voluntary_cs as f64).sum::<f64>();
+            let n = samples.len() as f64;
+            (wall > 0.0).then(|| {
+                (
+                    cpus.iter().sum::<f64>() / wall,
+                    median(&cpus).unwrap_or(0.0),
+                    vol / n,
+                )
+            })
+        };
+        let (b, c) = (side(base)?, side(cand)?);
+        (b.1 > 0.0).then(|| CpuShare {
+            share_b: b.0,
+            share_c: c.0,
+            cpu_change: c.1 / b.1 - 1.0,
+            voluntary_b: b.2,
+            voluntary_c: c.2,
+        })
+    }
+
+    /// Why a wall-time `change` is the machine's, or `None`: one side kept
+    /// about one CPU busy (50–105 % of its wall time: a CPU-bound,
+    /// single-threaded program — a sleeping or multi-threaded one changes
+    /// its share by itself), the share moved with the wall time (by at least
+    /// half of what waiting alone would give), the CPU time moved by under a
+    /// quarter of the wall time's change and by no more than 3× the
+    /// threshold (more is the code's), and the voluntary context switches
+    /// per run stayed within 10 % (or half a switch).
+    fn explains(&self, change: f64, threshold: f64) -> Option<String> {
+        let cpu_bound = (0.5..=1.05).contains(&self.share_b.max(self.share_c));
+        let share_moved = if change > 0.0 {
+            self.share_c < self.share_b * (1.0 - change.abs() / 2.0 / (1.0 + change.abs()))
+        } else {
+            self.share_c > self.share_b
+        };
+        let cpu_still =
+            self.cpu_change.abs() <= (change.abs() / 4.0).min(3.0 * threshold).max(threshold);
+        let waits_still =
+            (self.voluntary_c - self.voluntary_b).abs() <= (0.1 * self.voluntary_b).max(0.5);
+        (cpu_bound && share_moved && cpu_still && waits_still).then(|| {
+            format!(
+                "the machine, not the code: wall time {:+.1} % but CPU time {:+.1} %, and the program did not wait more often ({:.1} → {:.1} voluntary context switches a run); it was kept from running — it got {:.0} % of a CPU against {:.0} % — by other processes or the hypervisor (stolen time): not judged; rerun on a quieter machine, or compare in one run",
+                100.0 * change,
+                100.0 * self.cpu_change,
+                self.voluntary_b,
+                self.voluntary_c,
+                100.0 * self.share_c,
+                100.0 * self.share_b
+            )
+        })
+    }
+}
+
+/// The relative standard deviation of the medians of groups with at least
+/// 3 samples, or 0 when fewer than 3 such groups.
+fn group_spread(groups: &[Vec<f64>]) -> f64 {
+    let medians: Vec<f64> = groups
+        .iter()
+        .filter(|g| g.len() >= 3)
+        .filter_map(|g| median(g))
+        .collect();
+    let n = medians.len();
+    if n < 3 {
+        return 0.0;
+    }
+    let mean = medians.iter().sum::<f64>() / n as f64;
+    if mean <= 0.0 {
+        return 0.0;
+    }
+    let var = medians.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    var.sqrt() / mean
 }
 
 fn measure(
@@ -669,6 +792,10 @@ fn measure(
         p_value: mann_whitney_u(&bp, &cp).map(|t| t.p_value),
         notes: Vec::new(),
         exact: false,
+        spread: group_spread(&bg).max(group_spread(&cg)),
+        cpu: (metric == Metric::Wall)
+            .then(|| CpuShare::of(base, cand))
+            .flatten(),
     };
     if bp.is_empty() || cp.is_empty() {
         let which = match (bp.is_empty(), cp.is_empty()) {
@@ -736,7 +863,9 @@ fn measure(
     if m.baseline_median == 0.0 {
         if bp.iter().chain(&cp).all(|&v| v == 0.0) {
             // All zero on both sides (sys time of a trivial program, an
-            // unmeasured counter): no change at all, though not a ratio.
+            // unmeasured counter): no change at all, though not a ratio —
+            // exactly, so no between-run noise widens it.
+            m.exact = true;
             m.change = Some(RelativeChange {
                 change: 0.0,
                 ci: Interval { lo: 0.0, hi: 0.0 },
@@ -1114,6 +1243,8 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     let mut exact: Vec<bool> = Vec::new();
     // (baseline, candidate) windows of each row's benchmark.
     let mut windows: Vec<(f64, f64)> = Vec::new();
+    let mut spreads: Vec<f64> = Vec::new();
+    let mut cpu_shares: Vec<Option<CpuShare>> = Vec::new();
     let mut failed_notes: Vec<String> = Vec::new();
     let mut paired = 0usize;
     for ce in &cand_entries {
@@ -1144,6 +1275,8 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             let m = measure(&be.groups, &ce.groups, metric, opts, seed);
             exact.push(m.exact);
             windows.push((be.windows, ce.windows));
+            spreads.push(m.spread);
+            cpu_shares.push(m.cpu);
             rows.push(Row {
                 benchmark: ce.name.to_string(),
                 parameters: ce.parameters.clone(),
@@ -1195,7 +1328,13 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     let throughput = Metric::parse("throughput");
 
     // Verdicts and attribution.
-    for ((row, &exact), &(wb, wc)) in rows.iter_mut().zip(&exact).zip(&windows) {
+    for ((((row, &exact), &(wb, wc)), &spread), cpu) in rows
+        .iter_mut()
+        .zip(&exact)
+        .zip(&windows)
+        .zip(&spreads)
+        .zip(&cpu_shares)
+    {
         let enough =
             row.n_baseline >= opts.rule.min_samples && row.n_candidate >= opts.rule.min_samples;
         if row.metric == Metric::PeakRss
@@ -1232,7 +1371,12 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                 || Some(row.metric) == throughput;
             let noise = history
                 .and_then(|h| learned_noise(h, row.metric))
-                .or_else(|| prior.clone().filter(|_| opts.prior && drifts));
+                .or_else(|| {
+                    prior
+                        .clone()
+                        .filter(|_| opts.prior && drifts)
+                        .map(|p| p.at_least(spread))
+                });
             if let Some(noise) = noise {
                 let band = noise.band(wb, wc);
                 if row.gating {
@@ -1308,6 +1452,14 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                     row.n_baseline.min(row.n_candidate),
                 ));
             }
+        }
+        let mut verdict = verdict;
+        if matches!(verdict, Verdict::Regressed | Verdict::Improved)
+            && let (Some(cpu), Some(change)) = (cpu, &row.change)
+            && let Some(why) = cpu.explains(change.change, rule.noise_threshold)
+        {
+            verdict = Verdict::Inconclusive;
+            row.notes.push(why);
         }
         row.verdict = RowVerdict::Stat(verdict);
     }

@@ -1507,3 +1507,86 @@ fn a_candidate_that_measured_more_rounds_counts_as_more_runs() {
         r.notes
     );
 }
+
+#[test]
+fn rounds_that_wander_raise_the_assumed_noise() {
+    // No history; the candidate's five rounds wander by ~6 %, more than a
+    // guest's assumed 2.5 %: the assumed noise follows what the runs show.
+    let mut vm = machine();
+    vm.set("virt.hypervisor", "KVM", ImpactClass::Identity);
+    let in_rounds = |levels: &[f64]| -> Benchmark {
+        let mut b = bench("h", &[]);
+        for (r, &l) in levels.iter().enumerate() {
+            for (i, w) in around(l * MS, 0.005, 10).into_iter().enumerate() {
+                let mut s = sample(r * 10 + i, w);
+                s.round = r as u32;
+                b.samples.push(s);
+            }
+        }
+        b
+    };
+    let steady = in_rounds(&[100.0; 5]);
+    let wandering = in_rounds(&[100.0, 108.0, 95.0, 104.0, 93.0]);
+    let o = Options {
+        prior: true,
+        ..opts()
+    };
+    let c = compare(
+        &side("base", vec![run(1, vm.clone(), vec![steady.clone()])]),
+        &side("cand", vec![run(2, vm.clone(), vec![wandering])]),
+        &o,
+    );
+    let r = row(&c, "h", Metric::Wall);
+    let n = r.noise.as_ref().unwrap();
+    assert!((n.sd - 0.062).abs() < 0.001, "{n:?}");
+    assert_eq!(
+        n.source,
+        "assumed from the spread of these runs' rounds, above the 2.5 % assumed for a virtual machine"
+    );
+    // Steady rounds leave the fingerprint's assumption alone.
+    let c = compare(
+        &side("base", vec![run(1, vm.clone(), vec![steady.clone()])]),
+        &side("cand", vec![run(2, vm, vec![steady])]),
+        &o,
+    );
+    assert_eq!(row(&c, "h", Metric::Wall).noise.as_ref().unwrap().sd, 0.025);
+}
+
+#[test]
+fn a_program_kept_from_the_cpu_is_the_machine_not_the_code() {
+    let base = bench("h", &around(20.0 * MS, 0.01, 60));
+    // The same CPU work (19 ms of user + sys a run), but 40 % longer in
+    // wall time: the program waited for a CPU it did not get.
+    let mut starved = bench("h", &around(28.0 * MS, 0.01, 60));
+    for (s, b) in starved.samples.iter_mut().zip(&base.samples) {
+        s.user_ns = b.user_ns;
+        s.sys_ns = b.sys_ns;
+    }
+    let c = one(vec![base.clone()], vec![starved]);
+    let r = row(&c, "h", Metric::Wall);
+    assert_eq!(r.verdict, stat(Verdict::Inconclusive), "{r:#?}");
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.starts_with("the machine, not the code"))
+        .unwrap_or_else(|| panic!("{:?}", r.notes));
+    assert!(
+        note.contains("wall time +40.0 % but CPU time +0.0 %"),
+        "{note}"
+    );
+    assert!(note.contains("it got 68 % of a CPU against 95 %"), "{note}");
+    assert!(!any_gating_regression(&c));
+    // A real slowdown costs CPU time too: regressed.
+    let slower = bench("h", &around(28.0 * MS, 0.01, 60));
+    let r = one(vec![base.clone()], vec![slower]);
+    assert_eq!(row(&r, "h", Metric::Wall).verdict, stat(Verdict::Regressed));
+    // Waiting more often (a sleep added to the code) is the code's.
+    let mut sleeps = bench("h", &around(28.0 * MS, 0.01, 60));
+    for (s, b) in sleeps.samples.iter_mut().zip(&base.samples) {
+        s.user_ns = b.user_ns;
+        s.sys_ns = b.sys_ns;
+        s.voluntary_cs = b.voluntary_cs + 2;
+    }
+    let r = one(vec![base], vec![sleeps]);
+    assert_eq!(row(&r, "h", Metric::Wall).verdict, stat(Verdict::Regressed));
+}

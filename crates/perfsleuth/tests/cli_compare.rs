@@ -1575,8 +1575,11 @@ fn zero_variance_samples_do_not_panic() {
         &["flat.json", "flat-again.json", "--fail-on", "regressed"],
     );
     let wall = row(&doc, "work", "wall");
-    assert_eq!(wall["verdict"], "no change", "{wall:#}");
+    // Identical, but one run a side: the between-run noise this machine is
+    // assumed to have keeps "no change" out of reach.
+    assert_eq!(wall["verdict"], "inconclusive", "{wall:#}");
     assert_eq!(wall["change"]["change"], 0.0);
+    assert!(wall["band"].as_f64().unwrap() > 0.01, "{wall:#}");
     compare(&sb, &["flat.json", "flat-again.json"]).ok();
     compare(
         &sb,
@@ -1676,4 +1679,133 @@ fn max_time_needs_a_baseline_and_at_least_one_round() {
         .usage_error(
             "--max-time 500.000 ms is below one round (600.000 ms: --time-budget 3.000 s over 5 rounds)",
         );
+}
+
+// ---------------------------------------------------------------- same-binary history
+
+/// The wall row of `t` and the notes of a compare document.
+fn wall_of(doc: &Value) -> (&Value, Vec<String>) {
+    let top = doc["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    (row(doc, "t", "wall"), top)
+}
+
+#[test]
+fn same_binary_history_teaches_the_noise_and_joins_the_baseline() {
+    let sb = Sandbox::new();
+    git_init(&sb);
+    commit(&sb, "v1");
+    bench(&sb, &["-n", "t", "true"]);
+    bench(&sb, &["-n", "t", "true"]);
+    // One same-binary run besides the candidate: a stated fallback, never a
+    // noise from one run.
+    let doc = compare_json(&sb, &["1", "2"]);
+    let (wall, top) = wall_of(&doc);
+    assert_eq!(wall["noise"]["runs"], 0, "{wall:#}");
+    assert!(
+        notes(wall)
+            .iter()
+            .any(|n| n.contains("only 1 same-binary run is stored, 5 are needed to learn it")),
+        "{wall:#}"
+    );
+    assert!(
+        !top.iter().any(|n| n.starts_with("baseline for")),
+        "{top:?}"
+    );
+
+    // --repeat 4: four more runs, and what they say about the noise.
+    let out = sb
+        .bench([
+            "--warmup", "0", "--runs", "12", "--repeat", "4", "-n", "t", "true",
+        ])
+        .ok();
+    assert!(out.stderr.contains("repeat 4 of 4"), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("noise for `t` on this machine class: ±")
+            && out.stderr.contains("% wall time (6 same-binary runs)"),
+        "{out:?}"
+    );
+    assert_eq!(sb.runs_json().len(), 6);
+
+    bench(&sb, &["-n", "t", "true"]);
+    let doc = compare_json(&sb, &["1", "7"]);
+    let (wall, top) = wall_of(&doc);
+    assert_eq!(wall["noise"]["runs"], 6, "{wall:#}");
+    assert_eq!(wall["noise"]["source"], "6 same-binary runs");
+    assert!(wall["band"].as_f64().unwrap() > 0.0, "{wall:#}");
+    assert!(
+        notes(wall)
+            .iter()
+            .any(|n| n.starts_with("noise for `t` on this machine class: ±")
+                && n.contains("(6 same-binary runs)")
+                && n.contains("between 6 runs of baseline and 1 run of candidate")),
+        "{wall:#}"
+    );
+    assert!(
+        top.iter().any(|n| n
+            == "baseline for `t` includes 5 more runs of the same binary at the same commit (runs 6, 5, 4, 3, 2)"),
+        "{top:?}"
+    );
+    assert_eq!(wall["n_baseline"], 72, "six runs of 12");
+    let ci = &wall["change"];
+    let (lo, hi, ch) = (
+        ci["ci_low"].as_f64().unwrap(),
+        ci["ci_high"].as_f64().unwrap(),
+        ci["change"].as_f64().unwrap(),
+    );
+    let band = wall["band"].as_f64().unwrap();
+    assert!(
+        lo <= ch - band + 1e-12 && hi >= ch + band - 1e-12,
+        "{wall:#}"
+    );
+
+    // --no-history: the two runs alone, with the assumed noise.
+    let doc = compare_json(&sb, &["1", "7", "--no-history"]);
+    let (wall, top) = wall_of(&doc);
+    assert_eq!(wall["noise"]["runs"], 0, "{wall:#}");
+    assert!(
+        wall["noise"]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("assumed for"),
+        "{wall:#}"
+    );
+    assert_eq!(wall["n_baseline"], 12);
+    assert!(
+        !top.iter().any(|n| n.starts_with("baseline for")),
+        "{top:?}"
+    );
+
+    // A baseline from a dirty tree learns from the history but is not
+    // joined by it: the same binary may have read other inputs there.
+    sb.write("code.txt", "v1, edited");
+    bench(&sb, &["-n", "t", "true"]);
+    let doc = compare_json(&sb, &["8", "7"]);
+    let (wall, top) = wall_of(&doc);
+    assert_eq!(wall["noise"]["runs"], 7, "{wall:#}");
+    assert_eq!(wall["n_baseline"], 12);
+    assert!(
+        !top.iter().any(|n| n.starts_with("baseline for")),
+        "{top:?}"
+    );
+}
+
+#[test]
+fn repeat_refuses_what_it_cannot_do() {
+    let sb = Sandbox::new();
+    sb.bench(["--repeat", "0", "true"])
+        .usage_error("--repeat 0 measures nothing");
+    sb.run(["run", "--repeat", "2", "--no-store", "true"])
+        .usage_error("--repeat with --no-store keeps nothing to learn the noise from");
+    sb.bench(["--repeat", "2", "--baseline", "latest", "true"])
+        .usage_error("--repeat with --baseline would compare each repeat on its own");
+    sb.bench(["--repeat", "2", "--export-json", "x.json", "true"])
+        .usage_error("--repeat with --export-*: every repeat would overwrite the file");
+    assert!(!sb.path("x.json").exists());
+    assert!(!sb.db().exists(), "nothing was measured");
 }

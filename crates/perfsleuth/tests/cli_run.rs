@@ -1377,3 +1377,32 @@ fn rounds_split_the_runs_and_every_sample_records_its_round() {
     }
     assert_eq!(doc["run"]["options"]["rounds"], 3);
 }
+
+#[test]
+fn a_run_is_five_rounds_that_spend_the_budget_unless_the_count_is_fixed() {
+    let sb = Sandbox::new();
+    sb.bench(["--warmup", "0", "--time-budget", "200ms", "-n", "t", "true"])
+        .ok();
+    let opts = options(&sb);
+    assert_eq!(opts["rounds"], 5);
+    // No precision stop: each round spends its 40 ms, far more than the
+    // 2 runs a round --min-runs asks for.
+    assert_eq!(opts["precision"], 0.0);
+    let doc = sb.show_json("latest");
+    let rounds: std::collections::BTreeSet<u64> = samples(&doc, 0)
+        .iter()
+        .map(|s| s["round"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(rounds.into_iter().collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    assert!(samples(&doc, 0).len() > 10, "the budget was spent");
+
+    // --runs N is exactly N runs, in one round; --precision keeps its meaning.
+    sb.bench(["--warmup", "0", "--runs", "7", "-n", "t", "true"])
+        .ok();
+    let opts = options(&sb);
+    assert_eq!(opts["rounds"], 1);
+    assert_eq!(samples(&sb.show_json("latest"), 0).len(), 7);
+    sb.bench(["--warmup", "0", "--rounds", "1", "-n", "t", "true"])
+        .ok();
+    assert_eq!(options(&sb)["precision"], 0.01);
+}
