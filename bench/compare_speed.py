@@ -3,7 +3,8 @@
 (issue 12: 200 000 samples a side within 1 s).
 
 A short real run is exported, then its samples are repeated with a seeded
-jitter to N per side (the candidate 2 % slower), and the whole process
+jitter to N per side (the candidate 2 % slower) and split into five rounds
+(what `run` records by default), and the whole process
 `perfsleuth compare A.json B.json --format json` is timed REPS times per
 binary. Usage: python3 bench/compare_speed.py [N] [REPS] [PERFSLEUTH ...]
 (default: target/release/perfsleuth, built first).
@@ -40,6 +41,8 @@ def main():
         for i in range(n):
             s = dict(template[i % len(template)])
             s["iteration"] = i
+            # In five rounds, as `run` measures by default: five groups a side.
+            s["round"] = i * 5 // n
             s["wall_ns"] = int(s["wall_ns"] * factor * (1 + rng.gauss(0, 0.02)))
             samples.append(s)
         d = json.loads(json.dumps(doc))

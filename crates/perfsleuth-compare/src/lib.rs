@@ -712,20 +712,20 @@ impl CpuShare {
     /// Why a wall-time `change` is the machine's, or `None`: one side kept
     /// about one CPU busy (50–105 % of its wall time: a CPU-bound,
     /// single-threaded program — a sleeping or multi-threaded one changes
-    /// its share by itself), the share moved with the wall time (by at least
-    /// half of what waiting alone would give), the CPU time moved by under a
-    /// quarter of the wall time's change and by no more than 3× the
-    /// threshold (more is the code's), and the voluntary context switches
-    /// per run stayed within 10 % (or half a switch).
+    /// its share by itself), the share moved with the wall time, the CPU
+    /// time moved by under a quarter of the wall time's change (either way:
+    /// sharing a core costs a memory-bound program CPU time too, 12 % on the
+    /// study's VM), and the voluntary context switches per run stayed within
+    /// 10 % (or half a switch). A real change measured while the machine
+    /// took the CPU is then not judged either: inconclusive, never wrong.
     fn explains(&self, change: f64, threshold: f64) -> Option<String> {
         let cpu_bound = (0.5..=1.05).contains(&self.share_b.max(self.share_c));
         let share_moved = if change > 0.0 {
-            self.share_c < self.share_b * (1.0 - change.abs() / 2.0 / (1.0 + change.abs()))
+            self.share_c < self.share_b
         } else {
             self.share_c > self.share_b
         };
-        let cpu_still =
-            self.cpu_change.abs() <= (change.abs() / 4.0).min(3.0 * threshold).max(threshold);
+        let cpu_still = self.cpu_change.abs() <= (change.abs() / 4.0).max(threshold);
         let waits_still =
             (self.voluntary_c - self.voluntary_b).abs() <= (0.1 * self.voluntary_b).max(0.5);
         (cpu_bound && share_moved && cpu_still && waits_still).then(|| {
