@@ -98,6 +98,20 @@ fn around(level: f64, spread: f64, n: usize) -> Vec<f64> {
         .collect()
 }
 
+/// A benchmark measured in rounds at these levels (ms), `n` samples a round
+/// spread ±`spread` around each.
+fn in_rounds(name: &str, levels: &[f64], spread: f64, n: usize) -> Benchmark {
+    let mut b = bench(name, &[]);
+    for (r, &l) in levels.iter().enumerate() {
+        for (i, w) in around(l * MS, spread, n).into_iter().enumerate() {
+            let mut s = sample(r * n + i, w);
+            s.round = r as u32;
+            b.samples.push(s);
+        }
+    }
+    b
+}
+
 /// Options with fewer resamples, so debug-build tests stay quick, and no
 /// assumed between-run noise: these tests are about the rule itself (the
 /// prior and learned noise have their own tests).
@@ -587,20 +601,9 @@ fn rounds_of_one_run_are_groups_like_runs() {
     // runs would, so a 3 % gap between levels that overlap is not claimed.
     let levels_b = [100.0, 104.0, 98.0, 103.0, 99.0];
     let levels_c = [103.0, 106.0, 101.0, 107.0, 102.0];
-    let in_rounds = |name: &str, levels: &[f64]| -> Benchmark {
-        let mut b = bench(name, &[]);
-        for (r, &l) in levels.iter().enumerate() {
-            for (i, w) in around(l * MS, 0.01, 20).into_iter().enumerate() {
-                let mut s = sample(r * 20 + i, w);
-                s.round = r as u32;
-                b.samples.push(s);
-            }
-        }
-        b
-    };
     let rounds = one(
-        vec![in_rounds("h", &levels_b)],
-        vec![in_rounds("h", &levels_c)],
+        vec![in_rounds("h", &levels_b, 0.01, 20)],
+        vec![in_rounds("h", &levels_c, 0.01, 20)],
     );
     let flat = |b: Benchmark| -> Benchmark {
         let mut b = b;
@@ -610,8 +613,8 @@ fn rounds_of_one_run_are_groups_like_runs() {
         b
     };
     let pooled = one(
-        vec![flat(in_rounds("h", &levels_b))],
-        vec![flat(in_rounds("h", &levels_c))],
+        vec![flat(in_rounds("h", &levels_b, 0.01, 20))],
+        vec![flat(in_rounds("h", &levels_c, 0.01, 20))],
     );
     let (r, p) = (
         row(&rounds, "h", Metric::Wall),
@@ -1514,19 +1517,8 @@ fn rounds_that_wander_raise_the_assumed_noise() {
     // guest's assumed 2.5 %: the assumed noise follows what the runs show.
     let mut vm = machine();
     vm.set("virt.hypervisor", "KVM", ImpactClass::Identity);
-    let in_rounds = |levels: &[f64]| -> Benchmark {
-        let mut b = bench("h", &[]);
-        for (r, &l) in levels.iter().enumerate() {
-            for (i, w) in around(l * MS, 0.005, 10).into_iter().enumerate() {
-                let mut s = sample(r * 10 + i, w);
-                s.round = r as u32;
-                b.samples.push(s);
-            }
-        }
-        b
-    };
-    let steady = in_rounds(&[100.0; 5]);
-    let wandering = in_rounds(&[100.0, 108.0, 95.0, 104.0, 93.0]);
+    let steady = in_rounds("h", &[100.0; 5], 0.005, 10);
+    let wandering = in_rounds("h", &[100.0, 108.0, 95.0, 104.0, 93.0], 0.005, 10);
     let o = Options {
         prior: true,
         ..opts()

@@ -162,12 +162,7 @@ fn mode_fail(mismatch: Option<String>) -> Result<(), Fail> {
 /// What the machines' probe results say about the difference between the
 /// sides' machines, when both have been probed (see `probe::compare_notes`).
 fn probe_notes(baseline: &Side, candidate: &Side, store: &mut StoreHandle) -> Vec<String> {
-    let newest = |s: &Side| {
-        s.runs
-            .iter()
-            .max_by(|a, b| a.started_at.cmp(&b.started_at))
-            .map(|r| r.environment.clone())
-    };
+    let newest = |s: &Side| perfsleuth_compare::newest(s).map(|r| r.environment.clone());
     let (Some(a), Some(b)) = (newest(baseline), newest(candidate)) else {
         return Vec::new();
     };

@@ -5,7 +5,7 @@
 //! the baseline, as repeated runs of it.
 
 use perfsleuth_compare::{Options, Side, benchmark_key, newest};
-use perfsleuth_model::{Run, Sample};
+use perfsleuth_model::{Benchmark, Run, Sample};
 use perfsleuth_store::Store;
 
 /// Same-binary runs looked at per benchmark, newest first.
@@ -30,20 +30,7 @@ pub fn add_history(
     let mut notes = Vec::new();
     let mut pooled: Vec<Run> = Vec::new();
     for bench in &newest.benchmarks {
-        let Some(hash) = bench
-            .facts
-            .get("binary.sha256")
-            .filter(|h| !h.is_empty() && *h != perfsleuth_model::UNKNOWN)
-        else {
-            continue;
-        };
-        let Ok(runs) = store.same_binary_runs(
-            hash,
-            &bench.argv,
-            newest.mode,
-            &newest.environment,
-            HISTORY_LIMIT,
-        ) else {
+        let Ok(runs) = same_binary(store, &newest, bench) else {
             continue;
         };
         let key = benchmark_key(&bench.name, &bench.parameters);
@@ -51,10 +38,7 @@ pub fn add_history(
             .iter()
             .filter(|r| r.id.is_some_and(|id| !exclude.contains(&id)))
             .collect();
-        let samples: Vec<Vec<Sample>> = others
-            .iter()
-            .filter_map(|r| r.benchmarks.first().map(|b| b.samples.clone()))
-            .collect();
+        let samples = samples_of(others.iter().copied());
         if !samples.is_empty() {
             opts.history.insert(key.clone(), samples);
         }
@@ -92,6 +76,32 @@ pub fn add_history(
     }
     baseline.runs.extend(pooled);
     notes
+}
+
+/// The stored runs of exactly the program `bench` of `run` ran (see
+/// [`Store::same_binary_runs`]), newest first, each with that benchmark
+/// only; none when its binary hash is unknown.
+pub fn same_binary(
+    store: &dyn Store,
+    run: &Run,
+    bench: &Benchmark,
+) -> Result<Vec<Run>, perfsleuth_store::StoreError> {
+    match bench
+        .facts
+        .get("binary.sha256")
+        .filter(|h| !h.is_empty() && *h != perfsleuth_model::UNKNOWN)
+    {
+        Some(hash) => {
+            store.same_binary_runs(hash, &bench.argv, run.mode, &run.environment, HISTORY_LIMIT)
+        }
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Each run's samples of its one benchmark.
+pub fn samples_of<'a>(runs: impl Iterator<Item = &'a Run>) -> Vec<Vec<Sample>> {
+    runs.filter_map(|r| r.benchmarks.first().map(|b| b.samples.clone()))
+        .collect()
 }
 
 /// Whether `run` was made at `baseline`'s git commit, both from clean trees.

@@ -144,23 +144,14 @@ fn report_repeats(args: &RunArgs) -> Result<(), Fail> {
     let mut out = String::from("\n");
     for b in &latest.benchmarks {
         let key = perfsleuth_compare::benchmark_key(&b.name, &b.parameters);
-        let Some(hash) = b
-            .facts
-            .get("binary.sha256")
-            .filter(|h| *h != perfsleuth_model::UNKNOWN)
-        else {
+        let runs = crate::learned::same_binary(&store, &latest, b).map_err(output::store_fail)?;
+        if runs.is_empty() {
             out.push_str(&format!(
                 "`{key}`: no binary hash, so no same-binary history\n"
             ));
             continue;
-        };
-        let runs = store
-            .same_binary_runs(hash, &b.argv, latest.mode, &latest.environment, 30)
-            .map_err(output::store_fail)?;
-        let samples: Vec<Vec<perfsleuth_model::Sample>> = runs
-            .iter()
-            .filter_map(|r| r.benchmarks.first().map(|b| b.samples.clone()))
-            .collect();
+        }
+        let samples = crate::learned::samples_of(runs.iter());
         match perfsleuth_compare::learned_noise(&samples, perfsleuth_model::Metric::Wall) {
             Some(n) => out.push_str(&format!(
                 "noise for `{key}` on this machine class: ±{:.1} % wall time ({})\n",
