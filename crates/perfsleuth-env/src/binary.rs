@@ -3,6 +3,7 @@
 //! the ELF and program headers (no dependency, and a damaged file gives
 //! reasons rather than a panic).
 
+use perfsleuth_model::input::{self, Accept};
 use perfsleuth_model::{Environment, ImpactClass};
 use sha2::{Digest, Sha256};
 use std::fs::File;
@@ -59,28 +60,14 @@ pub fn binary_facts(path: &Path) -> Environment {
             env.set_read(*k, Err(reason.clone()), class);
         }
     };
-    let mut file = match File::open(&resolved) {
-        Ok(f) => f,
+    // A FIFO would block the open, /dev/zero never finish hashing.
+    let mut file = match input::open(&resolved, Accept::Regular) {
+        Ok((f, _)) => f,
         Err(e) => {
-            all_unknown(&mut env, format!("cannot open {}: {e}", path.display()));
+            all_unknown(&mut env, format!("cannot read {}: {e}", path.display()));
             return env;
         }
     };
-    // A FIFO or /dev/zero would never finish hashing.
-    match file.metadata() {
-        Ok(m) if m.is_file() => {}
-        Ok(_) => {
-            all_unknown(
-                &mut env,
-                format!("{} is not a regular file", path.display()),
-            );
-            return env;
-        }
-        Err(e) => {
-            all_unknown(&mut env, format!("cannot stat {}: {e}", path.display()));
-            return env;
-        }
-    }
     env.set_read("binary.sha256", sha256(&mut file), class);
 
     let mut head = Vec::with_capacity(4096);
@@ -412,7 +399,8 @@ fn read_at(file: &mut File, offset: u64, len: u64) -> Result<Vec<u8>, String> {
 /// The program interpreter (`PT_INTERP`) of an ELF file, `None` for static
 /// files; used to find the `ld.so` this process was started by.
 pub(crate) fn elf_interpreter(path: &Path) -> Result<Option<String>, String> {
-    let mut file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let (mut file, _) = input::open(path, Accept::Regular)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut head = Vec::with_capacity(64);
     (&mut file)
         .take(64)

@@ -10,6 +10,7 @@
 
 use crate::Source;
 use crate::kernel::clean;
+use perfsleuth_model::input::Accept;
 use perfsleuth_model::{Environment, ImpactClass};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -180,10 +181,16 @@ fn tree_libc(src: &Source) -> (Result<String, String>, Result<String, String>) {
             notes.push(format!("{candidate} leads out of the tree"));
             continue;
         }
-        let bytes = std::fs::File::open(&real).and_then(|f| {
-            let mut buf = Vec::new();
-            f.take(MAX_LIBC_BYTES).read_to_end(&mut buf).map(|_| buf)
-        });
+        // A FIFO planted as libc.so.6 must not block `env show`.
+        let bytes = perfsleuth_model::input::open(&real, Accept::Regular)
+            .map_err(|e| e.to_string())
+            .and_then(|(f, _)| {
+                let mut buf = Vec::new();
+                f.take(MAX_LIBC_BYTES)
+                    .read_to_end(&mut buf)
+                    .map(|_| buf)
+                    .map_err(|e| e.to_string())
+            });
         let version = match bytes {
             Ok(b) => glibc_version_in(&b)
                 .map(|(maj, min)| format!("glibc {maj}.{min}"))

@@ -3,6 +3,7 @@
 //! host CPUID, no host environment variables, no host `ld.so`.
 
 use crate::cpuid::CpuidTable;
+use perfsleuth_model::input::{self, Accept, short_io_error};
 use std::path::{Path, PathBuf};
 
 /// Where facts are read from.
@@ -16,6 +17,9 @@ pub struct Source {
 
 /// Largest file read whole; /proc/cpuinfo of a 512-CPU machine is ~1 MiB.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Largest `cpuid -r` dump: every leaf of 512 CPUs is under 2 MiB.
+const MAX_CPUID_DUMP_BYTES: u64 = 8 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 enum Cpuid {
@@ -63,7 +67,7 @@ impl Source {
 
     /// Replaces the CPUID source with a dump file (`cpuid -r` format).
     pub fn with_cpuid_file(mut self, path: &Path) -> Result<Source, String> {
-        let text = std::fs::read_to_string(path)
+        let text = input::read_text(path, MAX_CPUID_DUMP_BYTES, Accept::Regular)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let table = CpuidTable::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         self.cpuid = Cpuid::Table(table);
@@ -166,25 +170,7 @@ impl Source {
 
 /// A regular file's bytes, at most [`MAX_FILE_BYTES`].
 fn read_regular(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let meta = std::fs::metadata(path).map_err(|e| short_io_error(&e))?;
-    if !meta.is_file() {
-        return Err("not a regular file".to_string());
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_FILE_BYTES).read_to_end(&mut bytes))
-        .map_err(|e| short_io_error(&e))?;
-    Ok(bytes)
-}
-
-/// "No such file or directory" rather than "No such file or directory (os error 2)".
-fn short_io_error(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
+    input::read(path, MAX_FILE_BYTES, Accept::Regular).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub mod exit;
+pub mod input;
 pub mod schema;
 
 /// Version of the JSON export schema and of the model as a whole.

@@ -344,12 +344,15 @@ impl Threshold {
 }
 
 fn read_config(path: &Path) -> Result<ConfigFile, Fail> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Fail::usage(
-            format!("cannot read config file {}: {e}", path.display()),
-            "check --config",
-        )
-    })?;
+    // A config is a few lines; a megabyte is already not one.
+    let text =
+        crate::output::read_user_file(path, 1024 * 1024, perfsleuth_model::input::Accept::Regular)
+            .map_err(|e| {
+                Fail::usage(
+                    format!("cannot read config file {}: {e}", path.display()),
+                    "check --config",
+                )
+            })?;
     toml::from_str(&text).map_err(|e| {
         // toml's message is "where" on the first line and "what" on the last.
         let text = e.to_string();

@@ -169,7 +169,7 @@ fn resolve(
         return Ok((current_label(source), current(source)?));
     }
     let path = Path::new(spec);
-    if path.is_file() {
+    if crate::output::names_a_file(path) {
         return from_file(path).map(|e| (spec.to_string(), e));
     }
     if spec.ends_with(".json") || spec.contains('/') {
@@ -197,7 +197,12 @@ fn from_file(path: &Path) -> Result<Environment, Fail> {
             "give a file written by `perfsleuth run --export-json` or `perfsleuth env show --json`",
         )
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let text = crate::output::read_user_file(
+        path,
+        crate::output::MAX_DOCUMENT_BYTES,
+        perfsleuth_model::input::Accept::RegularOrPipe,
+    )
+    .map_err(|e| bad(format!("cannot read: {e}")))?;
     let (header, value) = schema::read_header(&text).map_err(|e| bad(e.to_string()))?;
     let malformed = |e: schema::ReadError| bad(format!("no environment facts in it: {e}"));
     // The documents that carry a fingerprint; a file without `schema` is a bare fact map.

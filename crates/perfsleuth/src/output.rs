@@ -5,6 +5,7 @@ use crate::cli::{ColorChoice, RunArgs};
 use crate::error::Fail;
 use crate::term::{emit, use_color};
 use perfsleuth_model::Run;
+use perfsleuth_model::input::Accept;
 use perfsleuth_report::{ExportFormat, Style, analyze, render_terminal};
 use perfsleuth_store::{SqliteStore, StoreError};
 use std::path::{Path, PathBuf};
@@ -88,12 +89,29 @@ pub fn resolve_reference<'a>(
         })
 }
 
+/// Largest JSON document read (an export of a million samples is ~330 MB).
+pub const MAX_DOCUMENT_BYTES: u64 = 512 * 1024 * 1024;
+
+/// Reads a file the user named, never blocking on a FIFO nobody writes to
+/// nor reading a device or more than `limit` bytes; the error says why.
+pub fn read_user_file(path: &Path, limit: u64, accept: Accept) -> Result<String, String> {
+    perfsleuth_model::input::read_text(path, limit, accept).map_err(|e| e.to_string())
+}
+
+/// Whether a selector names something on disk that is not a directory: a
+/// file to read (or to name, in the error, what it is instead).
+pub fn names_a_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_dir())
+}
+
 /// Fails early when an export path cannot be written, so a long run is not
-/// wasted on a typo.
-pub fn check_writable(path: &Path, option: &str) -> Result<(), Fail> {
+/// wasted on a typo; and refuses a path that would overwrite the store
+/// (`store_url`, as `--store` takes it) or any other SQLite database.
+pub fn check_writable(path: &Path, option: &str, store_url: Option<&str>) -> Result<(), Fail> {
     if path == Path::new("-") {
         return Ok(());
     }
+    check_not_a_store(path, option, store_url)?;
     if path.is_dir() {
         return Err(Fail::usage(
             format!("{option} {} is a directory", path.display()),
@@ -116,11 +134,31 @@ pub fn check_writable(path: &Path, option: &str) -> Result<(), Fail> {
     }
     // Try it now rather than after minutes of measuring: an existing file is
     // opened without being changed; a new one is created and removed again.
-    let probe = if path.exists() {
-        std::fs::OpenOptions::new()
+    // Non-blocking, because a plain open of a FIFO waits for its reader.
+    let probe = if let Ok(meta) = std::fs::metadata(path) {
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        if meta.file_type().is_socket() {
+            return Err(Fail::usage(
+                format!("{option} {} is a socket", path.display()),
+                "give a file name",
+            ));
+        }
+        match std::fs::OpenOptions::new()
             .append(true)
+            .custom_flags(libc::O_NONBLOCK)
             .open(path)
-            .map(|_| ())
+        {
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                return Err(Fail::usage(
+                    format!(
+                        "{option} {} is a FIFO (named pipe) that nobody reads",
+                        path.display()
+                    ),
+                    "start its reader first, or give a regular file",
+                ));
+            }
+            other => other.map(|_| ()),
+        }
     } else {
         std::fs::OpenOptions::new()
             .write(true)
@@ -134,6 +172,76 @@ pub fn check_writable(path: &Path, option: &str) -> Result<(), Fail> {
             "choose a writable path",
         )
     })
+}
+
+/// Refuses an output path that is the store, its `-wal`, `-shm` or
+/// `-journal` (the same file by device and inode, so a symlink or hard link
+/// is caught; by resolved path while the store does not exist yet), or any
+/// file that starts like a SQLite database or its write-ahead log.
+fn check_not_a_store(path: &Path, option: &str, store_url: Option<&str>) -> Result<(), Fail> {
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |what: String| {
+        Err(Fail::usage(
+            format!(
+                "{option} {} is {what}; writing it would destroy the stored results",
+                path.display()
+            ),
+            "give the output a file name of its own",
+        ))
+    };
+    let store = store_path(store_url).ok();
+    let family: Vec<PathBuf> = store
+        .iter()
+        .flat_map(|s| {
+            ["", "-wal", "-shm", "-journal"].map(|suffix| {
+                let mut p = s.clone().into_os_string();
+                p.push(suffix);
+                PathBuf::from(p)
+            })
+        })
+        .collect();
+    let target = std::fs::metadata(path).ok();
+    for (i, member) in family.iter().enumerate() {
+        let what = if i == 0 {
+            format!("the store ({})", member.display())
+        } else {
+            format!("a file of the store ({})", member.display())
+        };
+        let same = match (&target, std::fs::metadata(member)) {
+            (Some(t), Ok(m)) => t.dev() == m.dev() && t.ino() == m.ino(),
+            (None, Err(_)) => resolved(path).is_some_and(|p| Some(p) == resolved(member)),
+            _ => false,
+        };
+        if same {
+            return refuse(what);
+        }
+    }
+    if target.as_ref().is_some_and(|m| m.is_file()) {
+        let mut head = [0u8; 16];
+        let n = perfsleuth_model::input::open(path, Accept::Regular)
+            .ok()
+            .and_then(|(mut f, _)| std::io::Read::read(&mut f, &mut head).ok())
+            .unwrap_or(0);
+        if n == 16 && &head == b"SQLite format 3\0" {
+            return refuse("a SQLite database (perhaps another perfsleuth store)".into());
+        }
+        // The write-ahead log's magic number, big-endian, either byte order flag.
+        if n >= 4 && matches!(head[..4], [0x37, 0x7f, 0x06, 0x82 | 0x83]) {
+            return refuse("a SQLite write-ahead log".into());
+        }
+    }
+    Ok(())
+}
+
+/// The absolute path `path` will have once created: its directory resolved,
+/// the name kept.
+fn resolved(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?;
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Some(std::fs::canonicalize(parent).ok()?.join(name))
 }
 
 /// The `--export-*` options given, each with its format and path.

@@ -400,17 +400,26 @@ fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         planned.iter().map(|p| p.name.as_str()),
     )?;
     check_exports(args)?;
-    let output = output_target(&args.output)?;
+    let output = output_target(&args.output, args.store.store.as_deref())?;
     if let Some(input) = &args.input {
-        let readable = std::fs::File::open(input).and_then(|f| f.metadata());
-        match readable {
-            Ok(meta) if meta.is_dir() => {
+        use perfsleuth_model::input::{self, Accept, InputError, Special};
+        // Every run reads the input from its start: a regular file, or a
+        // device like /dev/zero. A FIFO would feed the first run only (and
+        // a plain open of it blocks until someone writes).
+        match input::open(input, Accept::Regular) {
+            Ok(_) | Err(InputError::Special(Special::CharDevice)) => {}
+            Err(InputError::Special(Special::Fifo)) => {
                 return Err(Fail::usage(
-                    format!("--input {} is a directory", input.display()),
+                    format!("--input {} is a FIFO (named pipe)", input.display()),
+                    "every run reads --input from the start: write the data to a file and give that",
+                ));
+            }
+            Err(InputError::Special(special)) => {
+                return Err(Fail::usage(
+                    format!("--input {} is {}", input.display(), special.describe()),
                     "give a file to feed to the commands' standard input",
                 ));
             }
-            Ok(_) => {}
             Err(e) => {
                 return Err(Fail::usage(
                     format!("cannot read --input file {}: {e}", input.display()),
@@ -491,7 +500,7 @@ fn check_exports(args: &RunArgs) -> Result<(), Fail> {
         .map(|(format, path)| (output::export_option(format), path))
         .collect();
     for (i, (option, path)) in exports.iter().enumerate() {
-        output::check_writable(path, option)?;
+        output::check_writable(path, option, args.store.store.as_deref())?;
         if let Some((other, _)) = exports[..i].iter().find(|(_, p)| p == path) {
             return Err(Fail::usage(
                 format!("{other} and {option} both write to {}", path.display()),
@@ -503,7 +512,7 @@ fn check_exports(args: &RunArgs) -> Result<(), Fail> {
 }
 
 /// `--output`: null, inherit, or a file that must be writable.
-fn output_target(output: &str) -> Result<OutputTarget, Fail> {
+fn output_target(output: &str, store_url: Option<&str>) -> Result<OutputTarget, Fail> {
     match output {
         "null" => Ok(OutputTarget::Null),
         "inherit" => Ok(OutputTarget::Inherit),
@@ -513,20 +522,9 @@ fn output_target(output: &str) -> Result<OutputTarget, Fail> {
         )),
         file => {
             let path = PathBuf::from(file);
-            output::check_writable(&path, "--output")?;
             // Only checked here: it is emptied just before measuring, so a run
             // refused for bad input leaves an existing file untouched.
-            if path.exists() {
-                std::fs::OpenOptions::new()
-                    .append(true)
-                    .open(&path)
-                    .map_err(|e| {
-                        Fail::usage(
-                            format!("cannot write --output file {}: {e}", path.display()),
-                            "choose a writable path, or --output null",
-                        )
-                    })?;
-            }
+            output::check_writable(&path, "--output", store_url)?;
             Ok(OutputTarget::File(path))
         }
     }

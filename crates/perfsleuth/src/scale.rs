@@ -13,6 +13,7 @@ use crate::term::{ProgressLine, emit, use_color};
 use perfsleuth_measure::{IoConfig, OutputTarget, Spawner, install_interrupt_handler};
 use perfsleuth_model::Mode;
 use perfsleuth_model::exit::ExitCode;
+use perfsleuth_model::input::Accept;
 use perfsleuth_runner::sweep::{Sweep, Throughput, prepare_levels};
 use perfsleuth_runner::{RunError, ScratchDir, Stop, conclude};
 use perfsleuth_scale::{Analysis, Machine, analysis_of, analyze};
@@ -69,7 +70,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         &shell,
     )?;
     if let Some(plot) = &args.plot {
-        output::check_writable(plot, "--plot")?;
+        output::check_writable(plot, "--plot", args.store.store.as_deref())?;
     }
 
     let mut spawner = crate::run::spawner_or_start(spawner)?;
@@ -288,6 +289,9 @@ fn report(
     Ok(())
 }
 
+/// Largest CSV `scale fit` reads: a million rows of N,X is ~20 MB.
+const MAX_CSV_BYTES: u64 = 256 * 1024 * 1024;
+
 fn fit_file(
     file: &Path,
     cpus: Option<f64>,
@@ -297,16 +301,14 @@ fn fit_file(
     color: ColorChoice,
 ) -> Result<i32, Fail> {
     let text = if file == Path::new("-") {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| {
+        perfsleuth_model::input::read_stdin_text(MAX_CSV_BYTES).map_err(|e| {
             Fail::usage(
                 format!("cannot read stdin: {e}"),
                 "pipe a CSV file with columns N,X",
             )
-        })?;
-        s
+        })?
     } else {
-        std::fs::read_to_string(file).map_err(|e| {
+        output::read_user_file(file, MAX_CSV_BYTES, Accept::RegularOrPipe).map_err(|e| {
             Fail::usage(
                 format!("cannot read {}: {e}", file.display()),
                 "give a CSV file with columns N,X",
@@ -320,7 +322,7 @@ fn fit_file(
         )
     })?;
     if let Some(plot) = plot {
-        output::check_writable(plot, "--plot")?;
+        output::check_writable(plot, "--plot", None)?;
     }
     let machine = Machine {
         usable: cpus,

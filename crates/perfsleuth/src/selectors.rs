@@ -18,7 +18,7 @@ const MAX_RUNS_PER_SIDE: usize = 10;
 /// exported files compare without any store.
 pub fn resolve(spec: &str, store: &mut StoreHandle) -> Result<Side, Fail> {
     let path = Path::new(spec);
-    if path.is_file() {
+    if crate::output::names_a_file(path) {
         return Ok(Side {
             label: spec.to_string(),
             runs: vec![from_export(path)?],
@@ -213,7 +213,12 @@ pub fn from_export(path: &Path) -> Result<Run, Fail> {
             "give a file written by `perfsleuth run --export-json`",
         )
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let text = crate::output::read_user_file(
+        path,
+        crate::output::MAX_DOCUMENT_BYTES,
+        perfsleuth_model::input::Accept::RegularOrPipe,
+    )
+    .map_err(|e| bad(format!("cannot read: {e}")))?;
     let doc: RunExport = schema::read_document(&text).map_err(|e| {
         bad(match e {
             ReadError::NotJson(e) => format!("not JSON: {e}"),

@@ -1,0 +1,209 @@
+//! What a hostile user found (issue 13): outputs that would overwrite the
+//! store, reads that hung or never ended, failures that exited 0. Each test
+//! here failed before its fix.
+
+mod common;
+
+use common::{Out, Sandbox};
+use std::path::Path;
+use std::time::Duration;
+
+/// A read that blocks is the bug: far less than the suite's hang guard.
+const QUICK: Duration = Duration::from_secs(30);
+
+fn quick(sb: &Sandbox, args: &[&str]) -> Out {
+    sb.cmd()
+        .args(args)
+        .timeout(QUICK)
+        .output()
+        .expect("start perfsleuth")
+        .into()
+}
+
+fn mkfifo(path: &Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo")
+        .success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+/// One stored run in `r.db`, and the bytes of the store file after it.
+fn stored(sb: &Sandbox) -> Vec<u8> {
+    sb.bench(["--runs", "2", "--no-history", "true"]).ok();
+    std::fs::read(sb.db()).unwrap()
+}
+
+#[track_caller]
+fn store_intact(sb: &Sandbox, before: &[u8]) {
+    assert_eq!(
+        std::fs::read(sb.db()).unwrap(),
+        before,
+        "the store file changed"
+    );
+    assert_eq!(sb.runs_json().len(), 1, "the stored run is gone");
+}
+
+#[test]
+fn no_output_option_overwrites_the_store() {
+    let sb = Sandbox::new();
+    let before = stored(&sb);
+    let store = sb.store();
+    std::os::unix::fs::symlink("r.db", sb.path("link.db")).unwrap();
+    std::fs::hard_link(sb.db(), sb.path("hard.db")).unwrap();
+    for (option, path) in [
+        ("--export-json", "r.db"),
+        ("--export-csv", "r.db"),
+        ("--export-markdown", "./r.db"),
+        ("--output", "r.db"),
+        ("--export-json", "link.db"),
+        ("--export-json", "hard.db"),
+        ("--export-csv", "r.db-wal"),
+        ("--export-csv", "r.db-shm"),
+    ] {
+        let out = sb
+            .bench(["--runs", "2", option, path, "true"])
+            .usage_error("would destroy the stored results");
+        assert!(out.stderr.contains(option), "{out:?}");
+        store_intact(&sb, &before);
+        for side in ["r.db-wal", "r.db-shm"] {
+            assert!(!sb.path(side).exists() || path != side, "{side} created");
+        }
+    }
+    // The same through PERFSLEUTH_STORE, and for the scale chart.
+    let out: Out = sb
+        .cmd()
+        .env("PERFSLEUTH_STORE", &store)
+        .args(["run", "--runs", "2", "--export-json", "r.db", "true"])
+        .output()
+        .unwrap()
+        .into();
+    out.usage_error("is the store");
+    sb.run([
+        "scale",
+        "--store",
+        &store,
+        "--param",
+        "n=1,2",
+        "--work",
+        "1",
+        "--plot",
+        "r.db",
+        "sleep 0.00{n}",
+    ])
+    .usage_error("is the store");
+    store_intact(&sb, &before);
+}
+
+#[test]
+fn no_output_overwrites_a_database_or_a_store_about_to_be_created() {
+    let sb = Sandbox::new();
+    let before = stored(&sb);
+    // Any SQLite file is refused, whichever store this run uses.
+    sb.run([
+        "run",
+        "--store",
+        "sqlite:other.db",
+        "--runs",
+        "2",
+        "--export-json",
+        "r.db",
+        "true",
+    ])
+    .usage_error("a SQLite database");
+    sb.write("n.csv", "N,X\n1,10\n2,19\n4,35\n8,60\n");
+    let out: Out = sb
+        .cmd()
+        .env("PERFSLEUTH_STORE", sb.store())
+        .args(["scale", "fit", "n.csv", "--plot", "r.db"])
+        .output()
+        .unwrap()
+        .into();
+    out.usage_error("would destroy the stored results");
+    store_intact(&sb, &before);
+    // A store that does not exist yet, named the same as an export.
+    sb.run([
+        "run",
+        "--store",
+        "sqlite:new.db",
+        "--runs",
+        "2",
+        "--export-json",
+        "new.db",
+        "true",
+    ])
+    .usage_error("is the store");
+    assert!(!sb.path("new.db").exists());
+}
+
+#[test]
+fn devices_fifos_and_directories_are_named_not_read() {
+    let sb = Sandbox::new();
+    mkfifo(&sb.path("fifo"));
+    std::fs::create_dir(sb.path("dir")).unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["scale", "fit", "/dev/zero"], "a character device"),
+        (&["scale", "fit", "dir"], "a directory"),
+        (
+            &["env", "show", "--cpuid", "/dev/zero"],
+            "a character device",
+        ),
+        (&["env", "show", "--cpuid", "fifo"], "a FIFO"),
+        (
+            &["compare", "--config", "/dev/zero", "a", "b"],
+            "a character device",
+        ),
+        (&["compare", "--config", "fifo", "a", "b"], "a FIFO"),
+        (&["compare", "/dev/zero", "/dev/zero"], "a character device"),
+        (&["run", "--no-store", "--input", "fifo", "true"], "a FIFO"),
+        (
+            &["run", "--no-store", "--input", "dir", "true"],
+            "a directory",
+        ),
+        (&["run", "--no-store", "--output", "fifo", "true"], "a FIFO"),
+        (
+            &["run", "--no-store", "--export-json", "fifo", "true"],
+            "a FIFO",
+        ),
+    ];
+    for (args, needle) in cases {
+        quick(&sb, args).usage_error(needle);
+    }
+    // A FIFO nobody writes to reads as empty where a pipe is accepted.
+    quick(&sb, &["scale", "fit", "fifo"]).usage_error("no data rows");
+    // A pipe (process substitution) is a file to read from.
+    let out: Out = sb
+        .cmd()
+        .args(["scale", "fit", "/dev/stdin"])
+        .write_stdin("N,X\n1,10\n2,19\n4,35\n8,60\n")
+        .timeout(QUICK)
+        .output()
+        .unwrap()
+        .into();
+    out.ok();
+}
+
+#[test]
+fn a_fifo_in_a_root_tree_does_not_block_env() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path("tree/lib")).unwrap();
+    std::fs::create_dir_all(sb.path("tree/proc")).unwrap();
+    mkfifo(&sb.path("tree/lib/libc.so.6"));
+    mkfifo(&sb.path("tree/proc/cpuinfo"));
+    let out = quick(&sb, &["env", "show", "--root", "tree"]).ok();
+    assert!(
+        out.stdout
+            .contains("a FIFO (named pipe), not a regular file"),
+        "{out:?}"
+    );
+    let check = quick(&sb, &["env", "check", "--root", "tree"]);
+    assert!(check.code >= 0, "killed by the hang guard: {check:?}");
+}
+
+#[test]
+fn a_run_reads_its_input_from_a_device() {
+    let sb = Sandbox::new();
+    sb.bench(["--runs", "2", "--input", "/dev/zero", "head -c 10"])
+        .ok();
+}
