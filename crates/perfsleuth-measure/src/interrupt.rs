@@ -13,10 +13,12 @@ extern "C" fn on_signal(sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// Installs handlers for SIGINT and SIGTERM. Without `SA_RESTART`, so that a
-/// blocking `wait4` or `poll` returns `EINTR` and the loop can react at once.
+/// Installs handlers for SIGINT, SIGTERM and SIGHUP (a closed terminal, a
+/// cancelled CI job: the same request to stop). Without `SA_RESTART`, so
+/// that a blocking `wait4` or `poll` returns `EINTR` and the loop can react
+/// at once.
 pub fn install_interrupt_handler() -> std::io::Result<()> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe;
         // the sigaction struct is fully initialised before use.
         let rc = unsafe {
@@ -33,12 +35,12 @@ pub fn install_interrupt_handler() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Whether SIGINT or SIGTERM has arrived since the handler was installed.
+/// Whether SIGINT, SIGTERM or SIGHUP has arrived since the handler was installed.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// The signal that interrupted the run (SIGINT or SIGTERM), if any.
+/// The signal that interrupted the run (SIGINT, SIGTERM or SIGHUP), if any.
 pub fn interrupting_signal() -> Option<i32> {
     Some(SIGNAL.load(Ordering::SeqCst)).filter(|s| *s != 0)
 }

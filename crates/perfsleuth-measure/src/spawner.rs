@@ -69,6 +69,7 @@ impl Spawner {
     pub fn start() -> std::io::Result<Spawner> {
         let (req_read, req_write) = pipe()?;
         let (rep_read, rep_write) = pipe()?;
+        let parent = std::process::id() as libc::pid_t;
         // SAFETY: fork in a process that is single-threaded at this point (the
         // caller's contract, documented above); the child only runs our loop
         // and leaves with _exit.
@@ -83,11 +84,22 @@ impl Spawner {
             // ends, the store) would keep those open as long as this process
             // lives: a second spawner would then never see end-of-file.
             close_inherited(&[req_read.as_raw_fd(), rep_write.as_raw_fd()]);
-            // SAFETY: prctl with constant arguments; dies with perfsleuth.
-            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
             // Ctrl-C reaches the whole foreground process group, the spawner
             // included: it must survive it, stop the child and report.
             if crate::install_interrupt_handler().is_err() {
+                // SAFETY: leave without running the parent's exit handlers.
+                unsafe { libc::_exit(1) };
+            }
+            // When perfsleuth dies, even by SIGKILL, the kernel sends the
+            // spawner SIGTERM: handled like Ctrl-C, it kills the running
+            // command's process group (which lives in a group of its own, so
+            // nothing else would) instead of leaving it orphaned. The
+            // handler is installed first, so the signal is never fatal.
+            // SAFETY: prctl with constant arguments.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+            // perfsleuth may have died before the prctl took effect.
+            // SAFETY: getppid has no preconditions.
+            if unsafe { libc::getppid() } != parent {
                 // SAFETY: leave without running the parent's exit handlers.
                 unsafe { libc::_exit(1) };
             }

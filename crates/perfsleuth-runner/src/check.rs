@@ -82,6 +82,7 @@ fn signal_name(sig: i32) -> &'static str {
         libc::SIGKILL => "SIGKILL",
         libc::SIGTERM => "SIGTERM",
         libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
         libc::SIGBUS => "SIGBUS",
         libc::SIGFPE => "SIGFPE",
         libc::SIGILL => "SIGILL",

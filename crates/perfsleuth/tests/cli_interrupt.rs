@@ -223,20 +223,7 @@ fn ctrl_c_during_warmup_stores_an_interrupted_run_without_samples() {
 fn sigterm_is_handled_like_ctrl_c() {
     let sb = Sandbox::new();
     let sleep = own_sleep(&sb);
-    let store = sb.store();
-    let child = spawn_in_own_group(
-        &sb,
-        &[
-            "run",
-            "--store",
-            &store,
-            "--warmup",
-            "0",
-            "--runs",
-            "1000",
-            &format!("{} 0.05", sleep.display()),
-        ],
-    );
+    let child = long_sleep_run(&sb, &sleep);
     let pgid = child.id();
     wait_for_samples(&sb, 2);
     signal_group(pgid, "-TERM");
@@ -289,4 +276,96 @@ fn a_killed_run_keeps_its_samples_and_the_store_stays_usable() {
     assert_eq!(runs[0]["id"], 2);
     assert_eq!(runs[0]["status"], "complete");
     let _ = none_left(&sleep.display().to_string());
+}
+
+/// `perfsleuth run --store … sleep 0.05` (many runs) started in its own group.
+fn long_sleep_run(sb: &Sandbox, sleep: &std::path::Path) -> Child {
+    let store = sb.store();
+    spawn_in_own_group(
+        sb,
+        &[
+            "run",
+            "--store",
+            &store,
+            "--warmup",
+            "0",
+            "--runs",
+            "1000",
+            &format!("{} 0.05", sleep.display()),
+        ],
+    )
+}
+
+#[test]
+fn sighup_is_handled_like_sigterm() {
+    let sb = Sandbox::new();
+    let sleep = own_sleep(&sb);
+    let child = long_sleep_run(&sb, &sleep);
+    let pgid = child.id();
+    wait_for_samples(&sb, 2);
+    // A closed terminal hangs up the whole session.
+    signal_group(pgid, "-HUP");
+    let out = finish(child);
+    common::assert_no_panic(&out);
+    assert_eq!(out.code, 129, "128 + SIGHUP expected: {out:?}");
+    let doc = sb.show_json("latest");
+    assert_eq!(doc["run"]["status"], "interrupted");
+    assert!(!samples(&doc, 0).is_empty());
+    let left = none_left(&sleep.display().to_string());
+    assert!(left.is_empty(), "children survived SIGHUP: {left:?}");
+}
+
+#[test]
+fn a_command_running_when_perfsleuth_is_killed_is_not_orphaned() {
+    let sb = Sandbox::new();
+    let sleep = own_sleep(&sb);
+    // A sleep long enough that only being killed ends it within the test.
+    let store = sb.store();
+    let child = spawn_in_own_group(
+        &sb,
+        &[
+            "run",
+            "--store",
+            &store,
+            "--warmup",
+            "0",
+            "--runs",
+            "3",
+            &format!("{} 300", sleep.display()),
+        ],
+    );
+    // perfsleuth's own command line holds the same words: only processes
+    // whose command line starts with them are the sleep.
+    let needle = format!("{} 300", sleep.display());
+    let sleeping = || -> Vec<String> {
+        process_running_with(&needle)
+            .into_iter()
+            .filter(|p| {
+                p.split_once(": ")
+                    .is_some_and(|(_, cmd)| cmd.starts_with(&needle))
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sleeping().is_empty() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGKILL to perfsleuth alone, not its group: nothing of it can react.
+    let status = Command::new("kill")
+        .args(["-KILL", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = finish(child);
+    assert_eq!(out.code, -1, "{out:?}");
+    let mut left = sleeping();
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        left = sleeping();
+    }
+    assert!(left.is_empty(), "the command outlived perfsleuth: {left:?}");
 }
