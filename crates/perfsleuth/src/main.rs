@@ -48,10 +48,19 @@ fn main() {
         Command::Scale(args) => scale::scale(*args, spawner),
         Command::Probe(args) => probe::probe(args),
     };
-    std::process::exit(match result {
+    let code = match result {
         Ok(code) => code,
         Err(fail) => report(&fail),
-    });
+    };
+    // Output that never arrived is a failure, whatever the command decided.
+    if let Some(why) = term::stdout_error() {
+        let fail = Fail::usage(
+            format!("cannot write to standard output: {why}"),
+            "check where stdout goes (a full disk, a closed file); results already stored are kept",
+        );
+        std::process::exit(report(&fail).max(code));
+    }
+    std::process::exit(code);
 }
 
 /// Option errors in the same shape as every other error: one `error:` line,

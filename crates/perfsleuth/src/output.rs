@@ -14,9 +14,20 @@ use std::path::{Path, PathBuf};
 /// location. (The variable is read here, not by clap, so that `--no-store`
 /// conflicts only with an explicit `--store`.)
 pub fn store_path(url: Option<&str>) -> Result<PathBuf, Fail> {
-    let from_env = std::env::var("PERFSLEUTH_STORE")
-        .ok()
-        .filter(|v| !v.is_empty());
+    // Not silently the default store when the variable cannot be read.
+    let from_env = match std::env::var("PERFSLEUTH_STORE") {
+        Ok(v) => Some(v).filter(|v| !v.is_empty()),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(v)) => {
+            return Err(Fail::usage(
+                format!(
+                    "PERFSLEUTH_STORE is not valid UTF-8: {}",
+                    v.to_string_lossy()
+                ),
+                "give a store path in UTF-8, or unset PERFSLEUTH_STORE",
+            ));
+        }
+    };
     match url.or(from_env.as_deref()) {
         Some(url) => SqliteStore::path_from_url(url).map_err(store_fail),
         None => {

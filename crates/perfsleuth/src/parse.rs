@@ -170,20 +170,36 @@ pub fn scan_values(min: &str, max: &str, step: Option<&str>) -> Result<Vec<Strin
             "--parameter-scan MIN {min} is greater than MAX {max}"
         ));
     }
-    let count = ((hi - lo) / step_v + 1e-9).floor() as u64 + 1;
-    if count > 100_000 {
+    // In floating point: `1 1e308` or `--step 1e-300` is a count no
+    // integer holds (and `as u64` would saturate, then overflow).
+    let steps = ((hi - lo) / step_v + 1e-9).floor();
+    if steps.is_nan() || steps >= 100_000.0 {
+        let count = if steps.is_finite() && steps < 1e15 {
+            format!("{}", steps as u64 + 1)
+        } else {
+            format!("{:.1e}", steps + 1.0)
+        };
         return Err(format!(
             "--parameter-scan would make {count} benchmarks (at most 100000)"
         ));
     }
+    let count = steps as u64 + 1;
     let decimals = [min, max, step.unwrap_or("1")]
         .iter()
         .map(|s| s.trim().split_once('.').map_or(0, |(_, f)| f.len()))
         .max()
         .unwrap_or(0);
-    Ok((0..count)
+    let values: Vec<String> = (0..count)
         .map(|i| format!("{:.*}", decimals, lo + i as f64 * step_v))
-        .collect())
+        .collect();
+    // A step below the numbers' precision repeats values (`1e16 … --step 1`).
+    if let Some(w) = values.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!(
+            "--parameter-scan repeats the value {}: the step is below the precision of {min} … {max}",
+            w[0]
+        ));
+    }
+    Ok(values)
 }
 
 #[cfg(test)]
@@ -206,6 +222,23 @@ mod tests {
                 .unwrap_err()
                 .contains("too large")
         );
+    }
+
+    #[test]
+    fn oversized_and_degenerate_scans_are_refused() {
+        for (min, max, step) in [
+            ("1", "1e308", None),
+            ("0", "1", Some("1e-300")),
+            ("0", "18446744073709551615", None),
+            ("-1e308", "1e308", None),
+        ] {
+            let e = scan_values(min, max, step).unwrap_err();
+            assert!(e.contains("at most 100000"), "{min} {max} {step:?}: {e}");
+        }
+        let e = scan_values("1e16", "1.0000000000000004e16", None).unwrap_err();
+        assert!(e.contains("repeats"), "{e}");
+        assert_eq!(scan_values("1", "3", None).unwrap(), ["1", "2", "3"]);
+        assert_eq!(scan_values("-1", "1", None).unwrap(), ["-1", "0", "1"]);
     }
 
     #[test]

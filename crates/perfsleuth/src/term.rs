@@ -23,15 +23,29 @@ pub fn use_color(choice: ColorChoice, to_stderr: bool) -> bool {
     }
 }
 
-/// Writes text to stdout or stderr; a closed pipe is not an error worth a panic.
+/// The first failed write to stdout other than a closed pipe (`> /dev/full`).
+static STDOUT_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Writes text to stdout or stderr. A closed pipe (`perfsleuth runs | head`)
+/// is the reader's choice and stays quiet; any other failure on stdout is
+/// remembered for [`stdout_error`], so the command exits 2 rather than 0
+/// with its output lost.
 pub fn emit(text: &str, to_stderr: bool) {
-    let result = if to_stderr {
-        std::io::stderr().lock().write_all(text.as_bytes())
-    } else {
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes()).and_then(|()| out.flush())
-    };
-    let _ = result;
+    if to_stderr {
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = STDOUT_ERROR.set(perfsleuth_model::input::short_io_error(&e));
+        }
+    }
+}
+
+/// Why writing to stdout failed, if it did (a closed pipe does not count).
+pub fn stdout_error() -> Option<&'static str> {
+    STDOUT_ERROR.get().map(String::as_str)
 }
 
 /// A one-line progress display with ETA on stderr, only when stderr is a

@@ -207,3 +207,101 @@ fn a_run_reads_its_input_from_a_device() {
     sb.bench(["--runs", "2", "--input", "/dev/zero", "head -c 10"])
         .ok();
 }
+
+/// `perfsleuth ARGS… > /dev/full`.
+fn to_full_disk(sb: &Sandbox, args: &[&str]) -> Out {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    sb.std_cmd()
+        .args(args)
+        .stdout(full)
+        .output()
+        .expect("start perfsleuth")
+        .into()
+}
+
+#[test]
+fn output_lost_on_a_full_disk_is_a_failure_but_a_closed_pipe_is_not() {
+    let sb = Sandbox::new();
+    stored(&sb);
+    let store = sb.store();
+    for args in [
+        &["runs", "--store", &store][..],
+        &["show", "--json", "--store", &store],
+    ] {
+        to_full_disk(&sb, args).usage_error("cannot write to standard output: No space left");
+    }
+    // The summary goes to stderr when an export owns stdout, so the error
+    // comes after it.
+    let out = to_full_disk(
+        &sb,
+        &[
+            "run",
+            "--store",
+            &store,
+            "--runs",
+            "2",
+            "--export-csv",
+            "-",
+            "true",
+        ],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("error: cannot write to standard output: No space left"),
+        "{out:?}"
+    );
+    // The run itself was still stored.
+    assert_eq!(sb.runs_json().len(), 2);
+    // `perfsleuth runs | head -c1`: the reader leaves early, which is fine.
+    let mut child = sb
+        .std_cmd()
+        .args(["show", "--json", "--store", &store])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out: Out = child.wait_with_output().unwrap().into();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.is_empty(), "{out:?}");
+}
+
+#[test]
+fn oversized_parameter_scans_are_refused() {
+    let sb = Sandbox::new();
+    for scan in [
+        &["-P", "n", "1", "1e308"][..],
+        &["-P", "n", "0", "1", "-D", "1e-300"],
+        &["-P", "n", "0", "18446744073709551615"],
+    ] {
+        let mut args = vec!["--runs", "2"];
+        args.extend_from_slice(scan);
+        args.push("sleep 0.00{n}");
+        sb.bench(&args).usage_error("at most 100000");
+        assert!(!sb.db().exists(), "a refused scan stored a run");
+    }
+}
+
+#[test]
+fn a_store_variable_that_is_not_utf8_is_an_error_not_the_default_store() {
+    use std::os::unix::ffi::OsStrExt;
+    let sb = Sandbox::new();
+    let out: Out = sb
+        .cmd()
+        .env("PERFSLEUTH_STORE", std::ffi::OsStr::from_bytes(b"x\xff.db"))
+        .args(["run", "--runs", "2", "true"])
+        .output()
+        .unwrap()
+        .into();
+    out.usage_error("PERFSLEUTH_STORE is not valid UTF-8");
+    assert!(
+        sb.files_named("results.db").is_empty(),
+        "the default store was used"
+    );
+}
