@@ -300,6 +300,9 @@ pub fn benchmarks(benches: &[Bench]) -> Vec<Benchmark> {
     benches.iter().map(|b| b.to_benchmark(true)).collect()
 }
 
+/// Warmups always run, up to the count asked, before the time limit applies.
+pub const MIN_WARMUPS: u32 = 3;
+
 /// How to measure: the stop rule, warmups, order, tolerated failures.
 #[derive(Debug, Clone)]
 pub struct Schedule {
@@ -358,7 +361,7 @@ impl Schedule {
             pending: None,
             simulation,
             counter_env: Environment::default(),
-            counter_notes: Vec::new(),
+            notes: Vec::new(),
         };
         let mut result = m.all(benches);
         if let Err(stop) = m.flush() {
@@ -376,7 +379,7 @@ impl Schedule {
         Measured {
             result,
             counter_env: m.counter_env,
-            counter_notes: m.counter_notes,
+            notes: m.notes,
         }
     }
 }
@@ -422,7 +425,7 @@ impl Schedule {
             }
             let more = next.measure(spawner, sink, benches, simulation);
             measured.result = more.result;
-            measured.counter_notes.extend(more.counter_notes);
+            measured.notes.extend(more.notes);
             measured.counter_env.merge(more.counter_env);
             rounds += 1;
         }
@@ -437,8 +440,8 @@ pub struct Measured {
     pub result: Result<(), Stop>,
     /// Facts about counters decided while measuring (`--counters auto`).
     pub counter_env: Environment,
-    /// Notes about counters, to print after the results.
-    pub counter_notes: Vec<String>,
+    /// Notes about counters and cut-short warmups, to print after the results.
+    pub notes: Vec<String>,
 }
 
 /// One request in the timed pipeline.
@@ -461,7 +464,7 @@ struct Measure<'a, S: Spawn, K: Sink> {
     /// Simulation mode: where each run's callgrind output is read from.
     simulation: Option<&'a Simulation>,
     counter_env: Environment,
-    counter_notes: Vec<String>,
+    notes: Vec<String>,
 }
 
 impl<S: Spawn, K: Sink> Measure<'_, S, K> {
@@ -486,7 +489,12 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
                 self.aux(b.setup, "--setup", &b.plan.name)?;
                 b.set_up = true;
             }
-            for _ in 0..warmup {
+            let start = Instant::now();
+            let limit = self.schedule.rule.budget * benches.len() as u32;
+            for done in 0..warmup {
+                if self.warmup_cut(done, warmup, start, limit) {
+                    break;
+                }
                 for b in benches.iter_mut() {
                     self.warm(b)?;
                 }
@@ -500,7 +508,11 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
             for i in 0..benches.len() {
                 self.aux(benches[i].setup, "--setup", &benches[i].plan.name)?;
                 benches[i].set_up = true;
-                for _ in 0..warmup {
+                let start = Instant::now();
+                for done in 0..warmup {
+                    if self.warmup_cut(done, warmup, start, self.schedule.rule.budget) {
+                        break;
+                    }
                     self.warm(&mut benches[i])?;
                 }
                 self.timed(&mut benches[i..=i], i)?;
@@ -522,7 +534,7 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
             self.auto_counters = false;
             let fastest = benches.iter().filter_map(|b| b.last_unit).min();
             let notes = crate::counters::enable_auto(self.spawner, fastest, &mut self.counter_env);
-            self.counter_notes.extend(notes);
+            self.notes.extend(notes);
         }
         let rule = self.schedule.rule;
         let mut queue: VecDeque<Step> = VecDeque::new();
@@ -733,6 +745,21 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
                 .map_err(|e| Stop::Failed(RunError::Sink(e)))?;
         }
         Ok(())
+    }
+
+    /// Whether to stop warming up after `done` of `asked` warmups begun at
+    /// `start`: never before [`MIN_WARMUPS`] (or the count asked), then once
+    /// they took the time the timed runs get (`limit`), so `--warmup
+    /// 4294967295` cannot run forever. Says so in a note.
+    fn warmup_cut(&mut self, done: u32, asked: u32, start: Instant, limit: Duration) -> bool {
+        let cut = done >= MIN_WARMUPS && start.elapsed() >= limit;
+        if cut && !self.notes.iter().any(|n| n.starts_with("warmup stopped")) {
+            self.notes.push(format!(
+                "warmup stopped after {done} of {asked} runs: warmups may take as long as the timed runs' time budget ({:.1} s a round); raise --time-budget for more",
+                self.schedule.rule.budget.as_secs_f64()
+            ));
+        }
+        cut
     }
 
     fn warm(&mut self, b: &mut Bench) -> Result<(), Stop> {

@@ -140,10 +140,10 @@ impl Sweep<'_> {
         let k = levels.len();
         let mut state = State {
             started: Instant::now(),
-            total_runs: (self.runs + self.warmup) as u64 * k as u64,
+            total_runs: (u64::from(self.runs) + u64::from(self.warmup)) * k as u64,
             done_runs: 0,
         };
-        for round in 0..self.warmup + self.runs {
+        for round in 0..self.warmup.saturating_add(self.runs) {
             for j in 0..k {
                 let i = (j + round as usize) % k;
                 let timed = round >= self.warmup;
@@ -227,28 +227,24 @@ impl Sweep<'_> {
         let x = match self.method {
             Throughput::Work(w) => w / wall_s,
             Throughput::WorkPerThread(w) => w * l.n / wall_s,
-            Throughput::Regex(re, src) => {
-                let text = read_capture(self.stdout)?;
-                extract_regex(re, &text).ok_or_else(|| RunError::NoThroughput {
+            Throughput::Regex(re, src) => last_value(self.stdout, |line| regex_value(re, line))?
+                .map_err(|excerpt| RunError::NoThroughput {
                     message: format!(
                         "--throughput-regex '{src}' matched no number in the output at {}",
                         at()
                     ),
                     expected: "check the pattern against the program's output; the first capture group must be a number",
-                    excerpt: output_excerpt(&text),
-                })?
-            }
-            Throughput::Json(field) => {
-                let text = read_capture(self.stdout)?;
-                extract_json(field, &text).ok_or_else(|| RunError::NoThroughput {
+                    excerpt,
+                })?,
+            Throughput::Json(field) => last_value(self.stdout, |line| json_value(field, line))?
+                .map_err(|excerpt| RunError::NoThroughput {
                     message: format!(
                         "no JSON line with a numeric field `{field}` in the output at {}",
                         at()
                     ),
                     expected: "the program must print one JSON object per line, e.g. {\"ops_per_sec\": 12345}",
-                    excerpt: output_excerpt(&text),
-                })?
-            }
+                    excerpt,
+                })?,
         };
         if !(x.is_finite() && x > 0.0) {
             return Err(RunError::BadThroughput { at: at(), value: x });
@@ -288,54 +284,112 @@ impl State {
     }
 }
 
-fn read_capture(path: &Path) -> Result<String, RunError> {
-    let bytes = std::fs::read(path).map_err(|source| RunError::Scratch {
+/// Longest output line looked at; longer ones are skipped, so memory stays
+/// bounded whatever the program prints.
+const MAX_LINE: usize = 1 << 20;
+
+/// Calls `visit` on each line of the file at `path`, last line first, until
+/// it returns true. The file is read backwards in blocks: the last matching
+/// line of 500 MB of output is found without reading it all, in memory
+/// bounded by [`MAX_LINE`].
+fn rev_lines(path: &Path, mut visit: impl FnMut(&str) -> bool) -> Result<(), RunError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let fail = |source| RunError::Scratch {
         what: "cannot read the command's output from",
         path: path.to_path_buf(),
         source,
+    };
+    let mut file = std::fs::File::open(path).map_err(fail)?;
+    let mut pos = file.seek(SeekFrom::End(0)).map_err(fail)?;
+    let mut block = vec![0u8; 64 * 1024];
+    // The end of the line being assembled (bytes after the newline last seen).
+    let mut carry: Vec<u8> = Vec::new();
+    let mut overlong = false;
+    let mut emit = |line: &[u8], overlong: bool| -> bool {
+        !overlong && line.len() <= MAX_LINE && visit(&String::from_utf8_lossy(line))
+    };
+    while pos > 0 {
+        let n = pos.min(block.len() as u64) as usize;
+        pos -= n as u64;
+        file.seek(SeekFrom::Start(pos)).map_err(fail)?;
+        file.read_exact(&mut block[..n]).map_err(fail)?;
+        let mut end = n;
+        while let Some(i) = block[..end].iter().rposition(|&b| b == b'\n') {
+            let mut line = block[i + 1..end].to_vec();
+            line.extend_from_slice(&carry);
+            if emit(&line, overlong) {
+                return Ok(());
+            }
+            carry.clear();
+            overlong = false;
+            end = i;
+        }
+        if !overlong {
+            if end + carry.len() > MAX_LINE {
+                overlong = true;
+                carry.clear();
+            } else {
+                let mut joined = block[..end].to_vec();
+                joined.extend_from_slice(&carry);
+                carry = joined;
+            }
+        }
+    }
+    emit(&carry, overlong);
+    Ok(())
+}
+
+/// The number in the last output line `value` finds one in, and, when
+/// none does, the last lines for the error.
+fn last_value(
+    path: &Path,
+    value: impl Fn(&str) -> Option<f64>,
+) -> Result<Result<f64, Vec<String>>, RunError> {
+    let mut found = None;
+    rev_lines(path, |line| {
+        found = value(line);
+        found.is_some()
     })?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// The number in the first capture group (or the whole match) of the last
-/// line that matches.
-fn extract_regex(re: &regex_lite::Regex, text: &str) -> Option<f64> {
-    text.lines().rev().find_map(|line| {
-        let caps = re.captures(line)?;
-        let m = caps.get(1).or_else(|| caps.get(0))?;
-        m.as_str().trim().replace('_', "").parse::<f64>().ok()
-    })
-}
-
-/// The numeric `field` (dotted path) of the last JSON object line that has it.
-fn extract_json(field: &str, text: &str) -> Option<f64> {
-    text.lines().rev().find_map(|line| {
-        let line = line.trim();
-        if !line.starts_with('{') {
-            return None;
+    if let Some(x) = found {
+        return Ok(Ok(x));
+    }
+    let mut last = Vec::new();
+    rev_lines(path, |line| {
+        if !line.trim().is_empty() {
+            last.push(line.chars().take(200).collect::<String>());
         }
-        let value: serde_json::Value = serde_json::from_str(line).ok()?;
-        let mut v = &value;
-        for part in field.split('.') {
-            v = v.get(part)?;
-        }
-        v.as_f64()
-            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-    })
-}
-
-fn output_excerpt(text: &str) -> Vec<String> {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    if lines.is_empty() {
-        return vec!["the command printed nothing on stdout".to_string()];
+        last.len() == 3
+    })?;
+    if last.is_empty() {
+        return Ok(Err(vec![
+            "the command printed nothing on stdout".to_string(),
+        ]));
     }
     let mut out = vec!["its last stdout lines:".to_string()];
-    let start = lines.len().saturating_sub(3);
-    out.extend(lines[start..].iter().map(|l| {
-        let short: String = l.chars().take(200).collect();
-        format!("  {short}")
-    }));
-    out
+    out.extend(last.into_iter().rev().map(|l| format!("  {l}")));
+    Ok(Err(out))
+}
+
+/// The number in the first capture group (or the whole match) of a line.
+fn regex_value(re: &regex_lite::Regex, line: &str) -> Option<f64> {
+    let caps = re.captures(line)?;
+    let m = caps.get(1).or_else(|| caps.get(0))?;
+    m.as_str().trim().replace('_', "").parse::<f64>().ok()
+}
+
+/// The numeric `field` (dotted path) of a JSON object line.
+fn json_value(field: &str, line: &str) -> Option<f64> {
+    let line = line.trim();
+    if !line.starts_with('{') {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    let mut v = &value;
+    for part in field.split('.') {
+        v = v.get(part)?;
+    }
+    v.as_f64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
 }
 
 #[cfg(test)]
@@ -343,21 +397,73 @@ mod tests {
     use super::*;
     use crate::fake::{Collect, FakeSpawner, exit, ok};
 
+    /// `text` in a scratch file, and the value `last_value` finds in it.
+    fn scan(text: &[u8], value: impl Fn(&str) -> Option<f64>) -> Result<f64, Vec<String>> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "perfsleuth-sweep-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, text).unwrap();
+        let found = last_value(&path, value).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        found
+    }
+
     #[test]
     fn throughput_is_read_from_the_last_matching_line_or_json_object() {
         let re = regex_lite::Regex::new(r"ops/s: ([0-9.]+)").expect("re");
-        let out = "warming up\nops/s: 10.5\nops/s: 12000.25\ndone\n";
-        assert_eq!(extract_regex(&re, out), Some(12000.25));
-        assert_eq!(extract_regex(&re, "nothing here"), None);
+        let rx = |t: &str| scan(t.as_bytes(), |l| regex_value(&re, l));
+        assert_eq!(
+            rx("warming up\nops/s: 10.5\nops/s: 12000.25\ndone\n"),
+            Ok(12000.25)
+        );
+        assert_eq!(rx("ops/s: 7"), Ok(7.0), "a last line without a newline");
+        assert_eq!(
+            rx("a\n\nb\nc\nnothing here\n"),
+            Err(vec![
+                "its last stdout lines:".to_string(),
+                "  b".into(),
+                "  c".into(),
+                "  nothing here".into()
+            ])
+        );
+        assert_eq!(
+            rx(""),
+            Err(vec!["the command printed nothing on stdout".to_string()])
+        );
         let whole = regex_lite::Regex::new(r"[0-9]+").expect("re");
-        assert_eq!(extract_regex(&whole, "rate 42 ops"), Some(42.0));
+        assert_eq!(scan(b"rate 42 ops", |l| regex_value(&whole, l)), Ok(42.0));
 
         let json =
             "{\"ops_per_sec\": 10}\nnoise\n{\"stats\": {\"rate\": \"3.5\"}, \"ops_per_sec\": 20}\n";
-        assert_eq!(extract_json("ops_per_sec", json), Some(20.0));
-        assert_eq!(extract_json("stats.rate", json), Some(3.5));
-        assert_eq!(extract_json("missing", json), None);
-        assert_eq!(extract_json("ops_per_sec", "{broken"), None);
+        let js = |field: &str, t: &str| scan(t.as_bytes(), |l| json_value(field, l)).ok();
+        assert_eq!(js("ops_per_sec", json), Some(20.0));
+        assert_eq!(js("stats.rate", json), Some(3.5));
+        assert_eq!(js("missing", json), None);
+        assert_eq!(js("ops_per_sec", "{broken"), None);
+    }
+
+    #[test]
+    fn lines_across_blocks_and_overlong_lines_are_handled_in_bounded_memory() {
+        let re = regex_lite::Regex::new(r"^rate ([0-9]+)$").expect("re");
+        // Lines straddling the 64 KiB blocks, the answer far from the end.
+        let mut text = Vec::new();
+        for i in 0..50_000 {
+            text.extend_from_slice(format!("rate {i}\n").as_bytes());
+        }
+        for _ in 0..30_000 {
+            text.extend_from_slice(b"filler line of no interest\n");
+        }
+        assert_eq!(scan(&text, |l| regex_value(&re, l)), Ok(49_999.0));
+        // A line longer than MAX_LINE is skipped, not assembled in memory.
+        let mut text = b"rate 5\n".to_vec();
+        text.extend(std::iter::repeat_n(b'9', MAX_LINE * 2 + 17));
+        text.extend_from_slice(b"\nrate\n");
+        let whole = regex_lite::Regex::new(r"[0-9]+").expect("re");
+        assert_eq!(scan(&text, |l| regex_value(&whole, l)), Ok(5.0));
     }
 
     fn levels(sp: &mut FakeSpawner, names: &[&str]) -> Vec<Level> {

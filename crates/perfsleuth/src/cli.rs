@@ -323,6 +323,7 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "CODES", num_args = 0..=1, require_equals = true, default_missing_value = "all")]
     pub ignore_failure: Option<String>,
     /// Kill a run (and its process group) that takes longer than this; the run fails.
+    /// [default: none; a note says when a command has run for ten time budgets]
     #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
     pub timeout: Option<std::time::Duration>,
     /// Where the commands' output goes: null, inherit, or a FILE (appended to, after being emptied once).
@@ -460,11 +461,11 @@ pub struct ScaleArgs {
     /// sweep of the fixed binary pairs with the one before it in `compare`.
     #[arg(short, long, value_name = "NAME")]
     pub name: Option<String>,
-    /// Timed runs at each value, interleaved across values.
-    #[arg(short, long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Timed runs at each value, interleaved across values (at most 100000).
+    #[arg(short, long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub runs: u32,
-    /// Untimed runs at each value before measuring.
-    #[arg(short, long, value_name = "N", default_value_t = 1)]
+    /// Untimed runs at each value before measuring (at most 100000).
+    #[arg(short, long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub warmup: u32,
     /// Kill a run (and its process group) that takes longer than this.
     #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]

@@ -238,6 +238,12 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
             "this should not happen; please report it",
         )
     })?;
+    // No default timeout (a benchmark may rightly take an hour), but a
+    // command silent for ten time budgets gets a note on how to stop it.
+    if c.io.timeout.is_none() {
+        let after = (args.time_budget * 10).max(std::time::Duration::from_secs(1));
+        sink.watchdog = Some(crate::term::Watchdog::start(after));
+    }
 
     let started = std::time::Instant::now();
     // With a baseline, rounds are added while the comparison is inconclusive.
@@ -254,8 +260,9 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
             None => false,
         },
     );
+    sink.watchdog = None;
     sink.progress.clear();
-    counter_notes.extend(measured.counter_notes);
+    counter_notes.extend(measured.notes);
     run.environment.merge(measured.counter_env);
     run.benchmarks = perfsleuth_runner::benchmarks(&benches);
     conclude(&mut run, &measured.result, &*spawner, &mut sink).map_err(runner_fail)?;

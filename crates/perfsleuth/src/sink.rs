@@ -2,7 +2,7 @@
 
 use crate::error::Fail;
 use crate::output;
-use crate::term::ProgressLine;
+use crate::term::{ProgressLine, Watchdog};
 use perfsleuth_model::{Benchmark, ProbeResult, Profile, Run, Sample};
 use perfsleuth_runner::{Progress, Sink, SinkError};
 use perfsleuth_store::{SqliteStore, Store};
@@ -18,6 +18,8 @@ pub struct StoreSink<'a> {
     path: Option<std::path::PathBuf>,
     /// The terminal progress line.
     pub progress: ProgressLine,
+    /// Told of every sample and progress step, when runs have no timeout.
+    pub watchdog: Option<Watchdog>,
 }
 
 impl<'a> StoreSink<'a> {
@@ -47,6 +49,7 @@ impl<'a> StoreSink<'a> {
             run_id,
             path,
             progress,
+            watchdog: None,
         })
     }
 }
@@ -60,12 +63,21 @@ impl StoreSink<'_> {
     }
 }
 
+impl StoreSink<'_> {
+    fn beat(&self) {
+        if let Some(w) = &self.watchdog {
+            w.beat();
+        }
+    }
+}
+
 impl Sink for StoreSink<'_> {
     fn keeps_samples(&self) -> bool {
         self.store.is_some()
     }
 
     fn sample(&mut self, bench: usize, sample: &Sample) -> Result<(), SinkError> {
+        self.beat();
         if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
             store.add_sample(id, sample)?;
         }
@@ -87,6 +99,7 @@ impl Sink for StoreSink<'_> {
     }
 
     fn progress(&mut self, p: &Progress<'_>) {
+        self.beat();
         self.progress
             .update(p.phase, p.fraction, p.runs, p.elapsed, p.eta);
     }

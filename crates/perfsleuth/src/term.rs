@@ -117,3 +117,69 @@ fn eta_text(eta: Duration) -> String {
         format!("{:.0} min {:.0} s", (s / 60.0).floor(), s % 60.0)
     }
 }
+
+/// Says once, on stderr, that perfsleuth is still waiting for a command when
+/// nothing was measured for `after` and no `--timeout` would ever end it:
+/// a hung command otherwise looks exactly like a hung perfsleuth.
+pub struct Watchdog {
+    state: std::sync::Arc<WatchState>,
+}
+
+struct WatchState {
+    /// Milliseconds since `origin` of the last sign of progress.
+    last_ms: std::sync::atomic::AtomicU64,
+    stop: std::sync::atomic::AtomicBool,
+    origin: Instant,
+}
+
+impl Watchdog {
+    /// Starts watching; the note names `after` and how to stop.
+    pub fn start(after: Duration) -> Watchdog {
+        use std::sync::atomic::Ordering;
+        let state = std::sync::Arc::new(WatchState {
+            last_ms: std::sync::atomic::AtomicU64::new(0),
+            stop: std::sync::atomic::AtomicBool::new(false),
+            origin: Instant::now(),
+        });
+        let watched = std::sync::Arc::clone(&state);
+        std::thread::spawn(move || {
+            while !watched.stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                let now = watched.origin.elapsed().as_millis() as u64;
+                let idle = now.saturating_sub(watched.last_ms.load(Ordering::Relaxed));
+                if idle >= after.as_millis() as u64 && !watched.stop.load(Ordering::Relaxed) {
+                    let clear = if std::io::stderr().is_terminal() {
+                        CLEAR_LINE
+                    } else {
+                        ""
+                    };
+                    emit(
+                        &format!(
+                            "{clear}note: a command has been running for {} and no --timeout is set; Ctrl-C stops the run and keeps the samples so far, --timeout DURATION kills runs that take longer\n",
+                            perfsleuth_report::format_duration_ns(idle as f64 * 1e6)
+                        ),
+                        true,
+                    );
+                    return;
+                }
+            }
+        });
+        Watchdog { state }
+    }
+
+    /// Something was measured: the clock starts again.
+    pub fn beat(&self) {
+        let now = self.state.origin.elapsed().as_millis() as u64;
+        self.state
+            .last_ms
+            .store(now, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.state
+            .stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}

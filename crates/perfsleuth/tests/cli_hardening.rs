@@ -305,3 +305,94 @@ fn a_store_variable_that_is_not_utf8_is_an_error_not_the_default_store() {
         "the default store was used"
     );
 }
+
+#[test]
+fn an_absurd_warmup_count_ends_at_the_time_budget() {
+    let sb = Sandbox::new();
+    let out = quick(
+        &sb,
+        &[
+            "run",
+            "--no-store",
+            "--warmup",
+            "4294967295",
+            "--time-budget",
+            "1s",
+            "true",
+        ],
+    )
+    .ok();
+    assert!(out.stderr.contains("warmup stopped after"), "{out:?}");
+    // scale has no time budget: its counts are bounded instead.
+    for option in ["--warmup", "--runs"] {
+        quick(
+            &sb,
+            &[
+                "scale",
+                "--no-store",
+                "--param",
+                "n=1,2",
+                option,
+                "4294967295",
+                "--work",
+                "1",
+                "sleep 0.00{n}",
+            ],
+        )
+        .clap_error("4294967295");
+    }
+}
+
+#[test]
+fn a_command_that_runs_on_without_a_timeout_gets_a_note() {
+    let sb = Sandbox::new();
+    // Ten time budgets of 0.1 s: the note is due after 1 s of a 3 s run.
+    let out = quick(
+        &sb,
+        &[
+            "run",
+            "--no-store",
+            "--warmup",
+            "0",
+            "--runs",
+            "1",
+            "--time-budget",
+            "100ms",
+            "sleep 3",
+        ],
+    )
+    .ok();
+    assert!(
+        out.stderr
+            .contains("no --timeout is set; Ctrl-C stops the run"),
+        "{out:?}"
+    );
+    // Not when the run is quick, nor with --timeout.
+    for args in [
+        &[
+            "run",
+            "--no-store",
+            "--runs",
+            "2",
+            "--time-budget",
+            "100ms",
+            "sleep 0.1",
+        ][..],
+        &[
+            "run",
+            "--no-store",
+            "--warmup",
+            "0",
+            "--runs",
+            "1",
+            "--time-budget",
+            "100ms",
+            "--timeout",
+            "10s",
+            "sleep 2",
+        ],
+    ] {
+        let out = quick(&sb, args).ok();
+        assert!(!out.stderr.contains("no --timeout"), "{out:?}");
+    }
+}
