@@ -207,8 +207,29 @@ pub fn check(env: &Environment) -> Vec<Finding> {
             "use tsc if the CPU's TSC is stable (clocksource=tsc tsc=reliable)",
         );
     }
+    // Every check above passes on facts it cannot read: a tree with nothing
+    // in it must not come out "fit".
+    let unknown = env.facts.values().filter(|f| f.value == UNKNOWN).count();
+    if unknown * 2 > env.facts.len() {
+        add(
+            Problem,
+            "facts",
+            format!(
+                "{unknown} of {} facts are unknown, so whether this machine is fit cannot be judged",
+                env.facts.len()
+            ),
+            "with --root, give a copy of / holding proc/, sys/ and etc/; `perfsleuth env show` says why each fact is unknown",
+        );
+    }
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out
+}
+
+/// Whether the findings include [`check`]'s "too little is known" problem.
+pub fn unjudgeable(findings: &[Finding]) -> bool {
+    findings
+        .iter()
+        .any(|f| f.key == "facts" && f.severity == Severity::Problem)
 }
 
 /// Whether any finding makes results unreliable.

@@ -21,7 +21,7 @@ mod virt;
 
 pub use binary::binary_facts;
 pub use capacity::{CpuCapacity, cpu_capacity};
-pub use check::{Finding, Severity, check, has_problems};
+pub use check::{Finding, Severity, check, has_problems, unjudgeable};
 pub use diff::{Change, diff, significant, why};
 pub use source::Source;
 pub use tools::CounterAvailability;

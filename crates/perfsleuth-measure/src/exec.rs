@@ -157,15 +157,36 @@ fn check_executable(path: &Path) -> Result<(), MeasureError> {
 /// The kernel starts ELF files and `#!` scripts; anything else fails in
 /// `execve` with ENOEXEC, which is better said before any timing.
 fn check_program_header(path: &Path) -> Result<(), MeasureError> {
-    let mut head = [0u8; 4];
-    let n = File::open(path)
-        .and_then(|mut f| f.read(&mut head))
-        .unwrap_or(0);
-    if n >= 4 && &head == b"\x7fELF" || n >= 2 && &head[..2] == b"#!" {
+    use perfsleuth_model::input::{self, Accept};
+    // Non-blocking: an executable FIFO must not hang the check.
+    let mut head = [0u8; 256];
+    let opened = input::open(path, Accept::Regular);
+    let n = match opened {
+        Ok((mut f, _)) => f.read(&mut head).unwrap_or(0),
+        // Unreadable (execute-only) files are left to execve to judge.
+        Err(input::InputError::Io(_)) => return Ok(()),
+        Err(e) => {
+            return Err(MeasureError::NotAProgram {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            });
+        }
+    };
+    if n >= 4 && &head[..4] == b"\x7fELF" {
         return Ok(());
     }
-    // Unreadable (execute-only) files are left to execve to judge.
-    if File::open(path).is_err() {
+    if n >= 2 && &head[..2] == b"#!" {
+        let line = head[2..n].split(|&b| b == b'\n').next().unwrap_or_default();
+        let line = String::from_utf8_lossy(line);
+        // The kernel resolves the interpreter itself (no PATH search).
+        if let Some(interpreter) = line.split_whitespace().next() {
+            if !Path::new(interpreter).exists() {
+                return Err(MeasureError::MissingInterpreter {
+                    path: path.to_path_buf(),
+                    interpreter: interpreter.to_string(),
+                });
+            }
+        }
         return Ok(());
     }
     Err(MeasureError::NotAProgram {

@@ -56,6 +56,15 @@ pub enum MeasureError {
         /// What its first bytes are instead.
         reason: String,
     },
+    /// A `#!` script whose interpreter does not exist (execve's bare ENOENT
+    /// would blame the script itself).
+    #[error("`{}` names the interpreter `{interpreter}` in its #! line, and it does not exist", path.display())]
+    MissingInterpreter {
+        /// The script.
+        path: PathBuf,
+        /// The path after `#!`.
+        interpreter: String,
+    },
     /// Spawning or waiting for the child failed.
     #[error("cannot run `{program}`: {source}")]
     Spawn {

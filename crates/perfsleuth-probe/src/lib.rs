@@ -202,6 +202,13 @@ pub struct UnknownProbe {
 
 impl fmt::Display for UnknownProbe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.name.trim().is_empty() {
+            return write!(
+                f,
+                "an empty probe name; the probes are: {}",
+                PROBES.join(", ")
+            );
+        }
         write!(
             f,
             "unknown probe `{}`; the probes are: {}",
@@ -233,6 +240,12 @@ pub fn parse_names(names: &[String]) -> Result<Vec<&'static str>, UnknownProbe> 
                 });
             }
         }
+    }
+    // `probe ''` (or `probe ,`) asked for something, just not any probe.
+    if !names.is_empty() && !want.contains(&true) {
+        return Err(UnknownProbe {
+            name: String::new(),
+        });
     }
     Ok(PROBES
         .iter()
@@ -362,6 +375,10 @@ mod tests {
             parse_names(&s(&["spawn", "Memory,calls", "spawn"])).unwrap(),
             vec!["calls", "memory", "spawn"]
         );
+        for empty in [&[""][..], &[" , "], &["", ""]] {
+            let e = parse_names(&s(empty)).unwrap_err();
+            assert!(e.to_string().starts_with("an empty probe name"), "{e}");
+        }
         let e = parse_names(&s(&["calls", "cache"])).unwrap_err();
         assert_eq!(e.name, "cache");
         let text = e.to_string();

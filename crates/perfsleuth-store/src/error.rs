@@ -69,10 +69,24 @@ pub enum StoreError {
         /// Why it was rejected.
         reason: String,
     },
+    /// The store's `user_version` says one schema, its tables another: it
+    /// was changed outside perfsleuth. Nothing is migrated.
+    #[error(
+        "{}: the store says schema version {version} but its tables do not match ({detail}), so it was changed outside perfsleuth; it was left untouched (hint: restore it from a backup, or {HINT_OTHER})",
+        path.display()
+    )]
+    SchemaMismatch {
+        /// The store file.
+        path: PathBuf,
+        /// Its `user_version`.
+        version: u32,
+        /// What SQLite refused, one line.
+        detail: String,
+    },
     /// Any other SQLite failure.
     #[error(
-        "{}: SQLite error: {source} (hint: retry; if it persists, check the file and its directory, or {HINT_OTHER})",
-        path.display()
+        "{}: SQLite error: {} (hint: retry; if it persists, check the file and its directory, or {HINT_OTHER})",
+        path.display(), one_line(source)
     )]
     Sqlite {
         /// The store file.
@@ -93,6 +107,24 @@ pub enum StoreError {
         /// The underlying error.
         source: serde_json::Error,
     },
+}
+
+/// The first line of an error, without the SQL text rusqlite appends
+/// ("… in CREATE TABLE …"): an error message is one line.
+pub(crate) fn one_line(e: &dyn std::fmt::Display) -> String {
+    const SQL: [&str; 9] = [
+        "CREATE", "SELECT", "INSERT", "UPDATE", "DELETE", "ALTER", "DROP", "PRAGMA", "WITH",
+    ];
+    let text = e.to_string();
+    let line = text.lines().next().unwrap_or_default();
+    let sql_at = line.match_indices(" in ").find(|(i, _)| {
+        let rest = line[i + 4..].trim_start();
+        SQL.iter().any(|k| rest.starts_with(k))
+    });
+    match sql_at {
+        Some((i, _)) => line[..i].to_string(),
+        None => line.to_string(),
+    }
 }
 
 /// Turns a SQLite error into the most specific [`StoreError`], so callers and

@@ -156,7 +156,14 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
     id.check(path)?;
     if id.version < STORE_SCHEMA_VERSION {
         for step in &MIGRATIONS[id.version as usize..] {
-            tx.execute_batch(step).at(path)?;
+            // The transaction rolls back: a store whose tables are ahead of
+            // its version number is left exactly as it was.
+            tx.execute_batch(step)
+                .map_err(|e| StoreError::SchemaMismatch {
+                    path: path.to_path_buf(),
+                    version: id.version,
+                    detail: crate::error::one_line(&e),
+                })?;
         }
         tx.pragma_update(None, "application_id", APPLICATION_ID as i32)
             .at(path)?;

@@ -36,6 +36,7 @@ pub enum Command {
 /// `perfsleuth probe`.
 #[derive(Debug, Args)]
 #[command(
+    allow_negative_numbers = true,
     args_conflicts_with_subcommands = true,
     after_help = "Probes: calls, syscall, memory, bandwidth, coherency, clock, spawn (`--list` says what each measures).\n\nExamples:\n  perfsleuth probe\n  perfsleuth probe --quick calls syscall\n  perfsleuth probe --json > this-machine.json\n  perfsleuth probe diff latest~1 latest\n  perfsleuth probe diff other-machine.json current"
 )]
@@ -161,6 +162,7 @@ pub struct VerdictArgs {
 /// `perfsleuth compare`.
 #[derive(Debug, Args)]
 #[command(
+    allow_negative_numbers = true,
     after_help = "Sides: a run id, latest, latest~N, a branch (its latest run), a git revision (its complete runs), or a file from --export-json.\nDefaults: candidate = latest, baseline = the latest earlier run of the same benchmarks (on the same branch if there is one).\n\nExamples:\n  perfsleuth compare\n  perfsleuth compare main HEAD --fail-on regressed\n  perfsleuth compare base.json cand.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
 )]
 pub struct CompareArgs {
@@ -267,6 +269,7 @@ pub struct StoreArgs {
 /// `perfsleuth run`.
 #[derive(Debug, Args)]
 #[command(
+    allow_negative_numbers = true,
     after_help = "Examples:\n  perfsleuth run 'sleep 0.1'\n  perfsleuth run --warmup 3 './janet-x64 words.janet' './janet-x32 words.janet'\n  perfsleuth run -L abi x64,x32 './janet-{abi} words.janet'\n  perfsleuth run --shell bash 'sort data.txt | uniq -c'"
 )]
 pub struct RunArgs {
@@ -308,7 +311,7 @@ pub struct RunArgs {
     #[arg(short = 'S', long, value_name = "SHELL")]
     pub shell: Option<String>,
     /// Benchmark once per value: `{VAR}` in commands is replaced (repeatable; combinations multiply).
-    #[arg(short = 'L', long, num_args = 2, value_names = ["VAR", "VALUES"])]
+    #[arg(short = 'L', long, num_args = 2, value_names = ["VAR", "VALUES"], allow_hyphen_values = true)]
     pub parameter_list: Vec<String>,
     /// Benchmark once per number from MIN to MAX: `{VAR}` in commands is replaced.
     #[arg(short = 'P', long, num_args = 3, value_names = ["VAR", "MIN", "MAX"])]
@@ -432,6 +435,7 @@ pub struct ShowArgs {
 /// `perfsleuth scale`.
 #[derive(Debug, Args)]
 #[command(
+    allow_negative_numbers = true,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     after_help = "Throughput: exactly one of --work, --work-per-thread, --throughput-regex, --throughput-json.\n\nExamples:\n  perfsleuth scale --param threads=1..8 --work-per-thread 2000000 -- ./counters --threads {threads} --ops 2000000\n  perfsleuth scale --param clients=1,2,4,8,16 --throughput-regex 'ops/s: ([0-9.]+)' './bench -c {clients}'\n  perfsleuth scale fit measurements.csv --plot usl.svg"

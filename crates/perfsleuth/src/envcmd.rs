@@ -103,7 +103,9 @@ pub fn env(args: EnvArgs) -> Result<i32, Fail> {
                         f.recommendation
                     ));
                 }
-                out.push_str(if has_problems(&findings) {
+                out.push_str(if perfsleuth_env::unjudgeable(&findings) {
+                    "\nCannot tell whether this machine is fit for benchmarking: too little about it is known.\n"
+                } else if has_problems(&findings) {
                     "\nNot fit for benchmarking: fix the problems above, or expect unreliable results.\n"
                 } else if findings.iter().any(|f| f.severity == Severity::Warning) {
                     "\nUsable for benchmarking, with the warnings above adding noise.\n"

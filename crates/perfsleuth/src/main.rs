@@ -96,7 +96,7 @@ fn usage_error(e: clap::Error) -> i32 {
     };
     let hint = rest
         .iter()
-        .find_map(|l| l.strip_prefix("tip: ").map(str::to_string))
+        .find_map(|l| l.strip_prefix("tip: ").map(dash_tip))
         .or_else(|| {
             rest.iter().find_map(|l| {
                 l.strip_prefix("Usage: ")
@@ -105,6 +105,21 @@ fn usage_error(e: clap::Error) -> i32 {
         })
         .unwrap_or_else(|| format!("see `{help}` for the accepted values"));
     report(&Fail::usage(message, hint))
+}
+
+/// clap's "to pass '-x' as a value, use '-- -x'" does not work for an
+/// option's value (after `--` it is a command): say what does.
+fn dash_tip(tip: &str) -> String {
+    let value = tip
+        .strip_prefix("to pass '")
+        .and_then(|t| t.split_once("' as a value, use '-- "))
+        .map(|(v, _)| v);
+    match value {
+        Some(v) => format!(
+            "to give '{v}' as an option's value, attach it with `=` (e.g. --name={v}); after `--` it would be a command"
+        ),
+        None => tip.to_string(),
+    }
 }
 
 fn report(fail: &Fail) -> i32 {

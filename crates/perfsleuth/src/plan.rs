@@ -108,7 +108,34 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
         }
     }
 
-    let mut out = Vec::new();
+    // `{m}` beside a real `{n}` is most likely a typo; alone it may be
+    // literal text (awk, find -exec), so only then is it said, not refused.
+    if !params.is_empty() {
+        let defined: BTreeMap<String, String> = params
+            .iter()
+            .map(|(v, _)| (v.clone(), String::new()))
+            .collect();
+        let names: Vec<&str> = params.iter().map(|(v, _)| v.as_str()).collect();
+        let all = t
+            .commands
+            .iter()
+            .chain(t.prepare)
+            .chain(t.setup)
+            .chain(t.cleanup);
+        for text in all {
+            if let Some(bad) = unknown_placeholder(text, &defined) {
+                crate::term::emit(
+                    &format!(
+                        "warning: `{{{bad}}}` in `{text}` is not a parameter (parameters: {}), so it is passed on as written\n",
+                        names.join(", ")
+                    ),
+                    true,
+                );
+            }
+        }
+    }
+
+    let mut out: Vec<Planned> = Vec::new();
     for (i, template) in t.commands.iter().enumerate() {
         for combo in combinations(&params) {
             let sub = |s: &str| substitute(s, &combo);
@@ -142,6 +169,20 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
                 .get(i)
                 .map(|n| sub(n))
                 .unwrap_or_else(|| command.clone());
+            // Benchmarks are told apart by name (compare, history, --reference).
+            if let Some(given) = t.names.get(i) {
+                if out.iter().any(|p| p.name == name) {
+                    return Err(Fail::usage(
+                        format!("--name `{given}` gives two benchmarks the same name `{name}`"),
+                        match params.first() {
+                            Some((var, _)) if !given.contains(&format!("{{{var}}}")) => {
+                                format!("put the parameter in it, e.g. --name '{given} {{{var}}}'")
+                            }
+                            _ => "give each command a name of its own".to_string(),
+                        },
+                    ));
+                }
+            }
             out.push(Planned {
                 name,
                 command,

@@ -569,6 +569,10 @@ pub(crate) fn measure_fail(e: MeasureError, what: &str) -> Fail {
             format!("{what} `{}` cannot be executed: {reason}", path.display()),
             "run it through an interpreter (e.g. --shell sh) or add a #! line",
         ),
+        MeasureError::MissingInterpreter { .. } => Fail::usage(
+            format!("{what} {e}"),
+            "install the interpreter, or fix the #! line (e.g. #!/usr/bin/env python3)",
+        ),
         MeasureError::Spawn { program, source } if program != "perfsleuth spawner" => Fail::usage(
             format!("cannot run `{program}`: {source}"),
             "is it a program for this machine and kernel? (check with `file`)",

@@ -396,3 +396,117 @@ fn a_command_that_runs_on_without_a_timeout_gets_a_note() {
         assert!(!out.stderr.contains("no --timeout"), "{out:?}");
     }
 }
+
+#[test]
+fn a_store_whose_version_does_not_match_its_tables_is_named_in_one_line() {
+    let sb = Sandbox::new();
+    stored(&sb);
+    for version in [0, 3] {
+        let copy = sb.path(&format!("v{version}.db"));
+        std::fs::copy(sb.db(), &copy).unwrap();
+        let ok = std::process::Command::new("python3")
+            .arg("-c")
+            .arg(format!(
+                "import sqlite3; c = sqlite3.connect('{}'); c.execute('PRAGMA user_version={version}'); c.commit()",
+                copy.display()
+            ))
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "python3 sqlite3");
+        let before = std::fs::read(&copy).unwrap();
+        let store = format!("sqlite:{}", copy.display());
+        for args in [
+            &["runs", "--store", &store][..],
+            &["run", "--store", &store, "--runs", "2", "true"],
+        ] {
+            let out = sb
+                .run(args)
+                .usage_error(&format!("the store says schema version {version}"));
+            assert!(!out.stderr.contains("CREATE TABLE"), "{out:?}");
+            assert_eq!(out.stderr.lines().count(), 2, "{out:?}");
+        }
+        assert_eq!(
+            std::fs::read(&copy).unwrap(),
+            before,
+            "the store was changed"
+        );
+    }
+}
+
+#[test]
+fn negative_numbers_are_values_where_valid_and_get_a_working_hint_elsewhere() {
+    let sb = Sandbox::new();
+    let out = sb
+        .bench(["--runs", "2", "-P", "n", "-1", "0", "echo {n}"])
+        .ok();
+    assert!(out.stdout.contains("Benchmark 1: echo -1"), "{out:?}");
+    let out = sb
+        .bench(["--runs", "2", "-L", "n", "-3,-4", "echo {n}"])
+        .ok();
+    assert!(out.stdout.contains("Benchmark 2: echo -4"), "{out:?}");
+    let out = sb.bench(["--runs", "-1", "true"]).clap_error("'-1'");
+    assert!(
+        !out.stderr.contains("'-- -1'"),
+        "the hint that does not work: {out:?}"
+    );
+    // A value that still looks like an option: the hint says what works.
+    let out = sb.bench(["--runs", "2", "--name", "-x", "true"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("--name=-x"), "{out:?}");
+    sb.bench(["--runs", "2", "--name=-x", "true"]).ok();
+}
+
+#[test]
+fn a_script_whose_interpreter_is_missing_names_it() {
+    let sb = Sandbox::new();
+    let script = sb.write("s.sh", "#!/nonexistent/interpreter -x\necho hi\n");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    sb.bench(["--runs", "2", "./s.sh"])
+        .usage_error("names the interpreter `/nonexistent/interpreter` in its #! line");
+    assert!(!sb.db().exists());
+}
+
+#[test]
+fn an_empty_probe_name_is_refused_before_anything_is_stored() {
+    let sb = Sandbox::new();
+    for name in ["", ","] {
+        sb.run(["probe", "--store", &sb.store(), name])
+            .usage_error("an empty probe name");
+    }
+    assert!(!sb.db().exists(), "a failed probe run was stored");
+}
+
+#[test]
+fn an_empty_root_is_not_called_fit() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.path("empty")).unwrap();
+    let out = sb.run(["env", "check", "--root", "empty"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(!out.stdout.contains("Fit for benchmarking"), "{out:?}");
+    assert!(out.stdout.contains("Cannot tell whether"), "{out:?}");
+    let out = sb.run(["env", "check", "--root", "empty", "--json"]);
+    let doc = common::parse_json(&out.stdout);
+    assert_eq!(doc["fit"], false, "{doc}");
+}
+
+#[test]
+fn duplicate_names_are_refused_and_stray_placeholders_warned_about() {
+    let sb = Sandbox::new();
+    sb.bench(["--runs", "2", "-n", "a", "-n", "a", "true", "true"])
+        .usage_error("gives two benchmarks the same name `a`");
+    sb.bench(["--runs", "2", "-L", "n", "1,2", "-n", "job", "echo {n}"])
+        .usage_error("e.g. --name 'job {n}'");
+    assert!(!sb.db().exists());
+    let out = sb
+        .bench(["--runs", "2", "-L", "n", "1,2", "echo {n} {m}"])
+        .ok();
+    assert!(
+        out.stderr
+            .contains("warning: `{m}` in `echo {n} {m}` is not a parameter (parameters: n)"),
+        "{out:?}"
+    );
+    // Braces with no parameter defined are the command's own business.
+    let out = sb.bench(["--runs", "2", "echo {x}"]).ok();
+    assert!(!out.stderr.contains("warning: `{x}`"), "{out:?}");
+}
