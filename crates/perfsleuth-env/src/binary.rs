@@ -580,7 +580,7 @@ mod tests {
                 .reason
                 .as_deref()
                 .unwrap()
-                .contains("cannot open")
+                .contains("cannot read")
         );
         let env = facts(&t.root);
         assert!(

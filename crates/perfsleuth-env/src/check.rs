@@ -208,9 +208,13 @@ pub fn check(env: &Environment) -> Vec<Finding> {
         );
     }
     // Every check above passes on facts it cannot read: a tree with nothing
-    // in it must not come out "fit".
+    // in it must not come out "fit". Judged only on a whole capture (one
+    // that has the identity facts at all), not on a hand-made fact map.
     let unknown = env.facts.values().filter(|f| f.value == UNKNOWN).count();
-    if unknown * 2 > env.facts.len() {
+    let captured = ["cpu.model", "kernel.release"]
+        .iter()
+        .all(|k| env.facts.contains_key(*k));
+    if captured && unknown * 2 > env.facts.len() {
         add(
             Problem,
             "facts",
@@ -355,5 +359,25 @@ mod tests {
             e.set_read(k, Err("cannot read".into()), Context);
         }
         assert!(!has_problems(&check(&e)));
+    }
+
+    #[test]
+    fn a_capture_that_read_almost_nothing_cannot_be_judged_fit() {
+        let mut e = Environment::default();
+        for k in [
+            "cpu.model",
+            "kernel.release",
+            "cpu.freq.governor",
+            "noise.steal_pct",
+        ] {
+            e.set_read(k, Err("cannot read".into()), Context);
+        }
+        e.set("os.name", "Debian", Context);
+        let f = check(&e);
+        assert!(unjudgeable(&f) && has_problems(&f), "{f:?}");
+        e.set("cpu.model", "AMD EPYC", Context);
+        e.set("kernel.release", "6.1", Context);
+        e.set("noise.steal_pct", "0.0", Context);
+        assert!(!unjudgeable(&check(&e)));
     }
 }

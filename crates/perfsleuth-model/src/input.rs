@@ -88,7 +88,7 @@ pub enum InputError {
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            InputError::NotFound => f.write_str("no such file"),
+            InputError::NotFound => f.write_str("No such file or directory"),
             InputError::Loop => f.write_str("a symlink loop (too many levels of symbolic links)"),
             InputError::Special(s) => write!(f, "{}, not a regular file", s.describe()),
             InputError::TooLarge(limit) => write!(f, "larger than {}", size_text(*limit)),

@@ -169,17 +169,13 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
                 .get(i)
                 .map(|n| sub(n))
                 .unwrap_or_else(|| command.clone());
-            // Benchmarks are told apart by name (compare, history, --reference).
+            // Benchmarks are told apart by name and parameters (compare,
+            // history): two commands under one name would be one benchmark.
             if let Some(given) = t.names.get(i) {
-                if out.iter().any(|p| p.name == name) {
+                if out.iter().any(|p| p.name == name && p.parameters == combo) {
                     return Err(Fail::usage(
-                        format!("--name `{given}` gives two benchmarks the same name `{name}`"),
-                        match params.first() {
-                            Some((var, _)) if !given.contains(&format!("{{{var}}}")) => {
-                                format!("put the parameter in it, e.g. --name '{given} {{{var}}}'")
-                            }
-                            _ => "give each command a name of its own".to_string(),
-                        },
+                        format!("--name `{given}` gives two commands the same name `{name}`"),
+                        "give each command a name of its own",
                     ));
                 }
             }

@@ -494,10 +494,25 @@ fn an_empty_root_is_not_called_fit() {
 fn duplicate_names_are_refused_and_stray_placeholders_warned_about() {
     let sb = Sandbox::new();
     sb.bench(["--runs", "2", "-n", "a", "-n", "a", "true", "true"])
-        .usage_error("gives two benchmarks the same name `a`");
-    sb.bench(["--runs", "2", "-L", "n", "1,2", "-n", "job", "echo {n}"])
-        .usage_error("e.g. --name 'job {n}'");
+        .usage_error("gives two commands the same name `a`");
+    sb.bench([
+        "--runs",
+        "2",
+        "-L",
+        "n",
+        "1,2",
+        "-n",
+        "a",
+        "-n",
+        "a",
+        "echo {n}",
+        "echo x{n}",
+    ])
+    .usage_error("gives two commands the same name `a`");
     assert!(!sb.db().exists());
+    // One name over a parameter's values is one benchmark per value.
+    sb.bench(["--runs", "2", "-L", "n", "1,2", "-n", "job", "echo {n}"])
+        .ok();
     let out = sb
         .bench(["--runs", "2", "-L", "n", "1,2", "echo {n} {m}"])
         .ok();
