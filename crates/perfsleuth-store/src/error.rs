@@ -140,6 +140,14 @@ pub(crate) fn sql_err(path: &Path, e: rusqlite::Error) -> StoreError {
             | ErrorCode::CannotOpen
             | ErrorCode::DiskFull
             | ErrorCode::PermissionDenied => return StoreError::Unwritable { path, detail },
+            // What a full disk often looks like when it hits the WAL or its
+            // shared-memory file rather than the database itself.
+            ErrorCode::SystemIoFailure => {
+                return StoreError::Unwritable {
+                    path,
+                    detail: format!("{detail} (a full disk or a failing device)"),
+                };
+            }
             _ => {}
         }
     }
