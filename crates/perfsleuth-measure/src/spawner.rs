@@ -84,8 +84,16 @@ impl Spawner {
             // ends, the store) would keep those open as long as this process
             // lives: a second spawner would then never see end-of-file.
             close_inherited(&[req_read.as_raw_fd(), rep_write.as_raw_fd()]);
-            // Ctrl-C reaches the whole foreground process group, the spawner
-            // included: it must survive it, stop the child and report.
+            // A process group of its own: `kill -9 -PGID` of perfsleuth's
+            // group (a CI runner cancelling a job) then leaves the spawner
+            // alive just long enough to kill the running command's group
+            // on its parent-death signal. Ctrl-C, which reaches only the
+            // foreground group now, is passed on by perfsleuth
+            // (`forward_interrupt`).
+            // SAFETY: setpgid on ourselves has no memory-safety preconditions.
+            unsafe { libc::setpgid(0, 0) };
+            // Signals sent to it directly are handled like Ctrl-C: stop the
+            // child and report.
             if crate::install_interrupt_handler().is_err() {
                 // SAFETY: leave without running the parent's exit handlers.
                 unsafe { libc::_exit(1) };

@@ -315,8 +315,9 @@ fn sighup_is_handled_like_sigterm() {
     assert!(left.is_empty(), "children survived SIGHUP: {left:?}");
 }
 
-#[test]
-fn a_command_running_when_perfsleuth_is_killed_is_not_orphaned() {
+/// Starts a run of a 300 s sleep, kills perfsleuth with SIGKILL (its pid
+/// alone, or its whole group), and returns the sleeps still alive after.
+fn sleeps_left_after_kill_9(group: bool) -> Vec<String> {
     let sb = Sandbox::new();
     let sleep = own_sleep(&sb);
     // A sleep long enough that only being killed ends it within the test.
@@ -351,9 +352,13 @@ fn a_command_running_when_perfsleuth_is_killed_is_not_orphaned() {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // SIGKILL to perfsleuth alone, not its group: nothing of it can react.
+    let target = if group {
+        format!("-{}", child.id())
+    } else {
+        child.id().to_string()
+    };
     let status = Command::new("kill")
-        .args(["-KILL", &child.id().to_string()])
+        .args(["-KILL", "--", &target])
         .status()
         .unwrap();
     assert!(status.success());
@@ -367,5 +372,26 @@ fn a_command_running_when_perfsleuth_is_killed_is_not_orphaned() {
         std::thread::sleep(Duration::from_millis(50));
         left = sleeping();
     }
+    for p in &left {
+        let _ = Command::new("kill")
+            .args(["-KILL", p.split(':').next().unwrap()])
+            .status();
+    }
+    left
+}
+
+#[test]
+fn a_command_running_when_perfsleuth_is_killed_is_not_orphaned() {
+    let left = sleeps_left_after_kill_9(false);
     assert!(left.is_empty(), "the command outlived perfsleuth: {left:?}");
+}
+
+#[test]
+fn a_command_running_when_perfsleuths_group_is_killed_is_not_orphaned() {
+    // What a CI runner does when a job is cancelled.
+    let left = sleeps_left_after_kill_9(true);
+    assert!(
+        left.is_empty(),
+        "the command outlived perfsleuth's group: {left:?}"
+    );
 }
