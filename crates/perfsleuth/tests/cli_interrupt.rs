@@ -219,22 +219,28 @@ fn ctrl_c_during_warmup_stores_an_interrupted_run_without_samples() {
     assert!(left.is_empty(), "children survived Ctrl-C: {left:?}");
 }
 
-#[test]
-fn sigterm_is_handled_like_ctrl_c() {
+/// Sends `signal` to a measuring run's group: the run stops with exit
+/// `code`, is stored as interrupted with its samples, and leaves no child.
+fn stops_like_ctrl_c(signal: &str, code: i32) {
     let sb = Sandbox::new();
     let sleep = own_sleep(&sb);
     let child = long_sleep_run(&sb, &sleep);
     let pgid = child.id();
     wait_for_samples(&sb, 2);
-    signal_group(pgid, "-TERM");
+    signal_group(pgid, signal);
     let out = finish(child);
     common::assert_no_panic(&out);
-    assert_eq!(out.code, 143, "128 + SIGTERM expected: {out:?}");
+    assert_eq!(out.code, code, "128 + {signal} expected: {out:?}");
     let doc = sb.show_json("latest");
     assert_eq!(doc["run"]["status"], "interrupted");
     assert!(!samples(&doc, 0).is_empty());
     let left = none_left(&sleep.display().to_string());
-    assert!(left.is_empty(), "children survived SIGTERM: {left:?}");
+    assert!(left.is_empty(), "children survived {signal}: {left:?}");
+}
+
+#[test]
+fn sigterm_is_handled_like_ctrl_c() {
+    stops_like_ctrl_c("-TERM", 143);
 }
 
 #[test]
@@ -298,21 +304,8 @@ fn long_sleep_run(sb: &Sandbox, sleep: &std::path::Path) -> Child {
 
 #[test]
 fn sighup_is_handled_like_sigterm() {
-    let sb = Sandbox::new();
-    let sleep = own_sleep(&sb);
-    let child = long_sleep_run(&sb, &sleep);
-    let pgid = child.id();
-    wait_for_samples(&sb, 2);
     // A closed terminal hangs up the whole session.
-    signal_group(pgid, "-HUP");
-    let out = finish(child);
-    common::assert_no_panic(&out);
-    assert_eq!(out.code, 129, "128 + SIGHUP expected: {out:?}");
-    let doc = sb.show_json("latest");
-    assert_eq!(doc["run"]["status"], "interrupted");
-    assert!(!samples(&doc, 0).is_empty());
-    let left = none_left(&sleep.display().to_string());
-    assert!(left.is_empty(), "children survived SIGHUP: {left:?}");
+    stops_like_ctrl_c("-HUP", 129);
 }
 
 /// Starts a run of a 300 s sleep, kills perfsleuth with SIGKILL (its pid
