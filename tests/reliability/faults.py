@@ -84,7 +84,7 @@ def check_store(case, exe, db, work, before):
     return state
 
 
-def seed(exe, store, work, n):
+def seed_runs(exe, store, work, n):
     """`n` complete runs in the store, the runs every fault must leave intact."""
     for _ in range(n):
         perfsleuth(exe, ["run", "--store", store, "--runs", "3", "--no-history", "true"], work,
@@ -96,7 +96,7 @@ def kills(exe, work, n, rng):
     print("kill -9 at %d random points" % n, flush=True)
     db = os.path.join(work, "kill.db")
     store = "sqlite:" + db
-    seed(exe, store, work, 3)
+    seed_runs(exe, store, work, 3)
     args = ["run", "--store", store, "--no-history", "--warmup", "1", "--runs", "6",
             "--setup", "true", "--prepare", "true", "--cleanup", "true", "sleep 0.01"]
     # Kill points spread over the whole life of a run, start to exit.
@@ -193,7 +193,7 @@ def inner_disk_full(exe, work, n, seed):
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt], check=True)
     db = os.path.join(mnt, "full.db")
     store = "sqlite:" + db
-    state = seed(exe, store, work, 2)
+    state = seed_runs(exe, store, work, 2)
     outcomes = {"stored": 0, "failed with a one-line error (exit 2)": 0}
     messages = set()
     filler = os.path.join(mnt, "filler")
