@@ -94,6 +94,7 @@ def seed_runs(exe, store, work, n):
 
 def kills(exe, work, n, rng):
     print("kill -9 at %d random points" % n, flush=True)
+    failed_before = len(FAILURES)
     db = os.path.join(work, "kill.db")
     store = "sqlite:" + db
     seed_runs(exe, store, work, 3)
@@ -135,7 +136,7 @@ def kills(exe, work, n, rng):
         fail("after the kills", "the next run failed: " + after.stderr.strip())
     print("  a run lives %.2f s; %d kills: %s; integrity ok and earlier runs intact after each: %s"
           % (life, n, ", ".join("%d %s" % (v, k) for k, v in landed.items()),
-             "yes" if not FAILURES else "NO"), flush=True)
+             "yes" if len(FAILURES) == failed_before else "NO"), flush=True)
     return landed
 
 
@@ -187,6 +188,7 @@ def disk_full(exe, work, n, rng, required):
 
 def inner_disk_full(exe, work, n, seed):
     rng = random.Random(seed)
+    failed_before = len(FAILURES)
     mnt = os.path.join(work, "tmpfs")
     os.makedirs(mnt, exist_ok=True)
     subprocess.run(["mount", "--make-rprivate", "/"], check=True)
@@ -226,10 +228,10 @@ def inner_disk_full(exe, work, n, seed):
         state = runs(exe, store, work)
     print("  %d runs on a nearly full disk: %s; integrity ok and earlier runs intact after each: %s"
           % (n, ", ".join("%d %s" % (v, k) for k, v in outcomes.items()),
-             "yes" if not FAILURES else "NO"), flush=True)
+             "yes" if len(FAILURES) == failed_before else "NO"), flush=True)
     for m in sorted(messages):
         print("    error seen: " + m, flush=True)
-    return 0 if not FAILURES else 1
+    return 0 if len(FAILURES) == failed_before else 1
 
 
 def own_sleep(work, name):
@@ -260,6 +262,7 @@ def processes_with(needle):
 
 def signals(exe, work):
     print("SIGHUP/SIGINT/SIGTERM during setup, prepare, measure and cleanup", flush=True)
+    failed_before = len(FAILURES)
     db = os.path.join(work, "signals.db")
     store = "sqlite:" + db
     cases = 0
@@ -318,7 +321,7 @@ def signals(exe, work):
                 if status not in allowed:
                     fail(case, "run status %r, expected one of %s" % (status, sorted(allowed)))
     print("  %d signal cases: exit 128+signal, run kept, nothing left running: %s"
-          % (cases, "yes" if not FAILURES else "NO"), flush=True)
+          % (cases, "yes" if len(FAILURES) == failed_before else "NO"), flush=True)
     return cases
 
 
