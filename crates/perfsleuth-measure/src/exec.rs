@@ -42,6 +42,9 @@ pub struct IoConfig {
     /// (`personality(ADDR_NO_RANDOMIZE)`, like `setarch -R`), so that its
     /// memory layout is the same in every run.
     pub disable_aslr: bool,
+    /// Working directory of the command (`ab` runs each side in its
+    /// worktree); perfsleuth's own when `None`.
+    pub cwd: Option<PathBuf>,
 }
 
 impl Default for IoConfig {
@@ -54,6 +57,7 @@ impl Default for IoConfig {
             timeout: None,
             tolerate: Tolerate::Nothing,
             disable_aslr: false,
+            cwd: None,
         }
     }
 }
@@ -238,6 +242,9 @@ impl Executor {
         let resolved = resolve_program(program, std::env::var_os("PATH").as_deref())?;
         let mut command = Command::new(&resolved);
         command.arg0(program).args(args).process_group(0);
+        if let Some(dir) = &io.cwd {
+            command.current_dir(dir);
+        }
 
         let open = |path: &Path, write: bool| {
             let res = if write {
@@ -793,12 +800,34 @@ mod tests {
             timeout: None,
             tolerate: Tolerate::Nothing,
             disable_aslr: false,
+            cwd: None,
         };
         let mut ex = Executor::new(&argv(&["cat"]), &cfg).unwrap();
         ex.run_once(0).unwrap();
         ex.run_once(1).unwrap();
         assert_eq!(std::fs::read_to_string(&output).unwrap(), "hello\nhello\n");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_command_runs_in_its_working_directory() {
+        let dir = std::env::temp_dir().join(format!("perfsleuth-cwd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let output = std::env::temp_dir().join(format!("perfsleuth-cwd-{}.txt", std::process::id()));
+        let cfg = IoConfig {
+            output: OutputTarget::File(output.clone()),
+            cwd: Some(dir.clone()),
+            ..IoConfig::default()
+        };
+        let mut ex = Executor::new(&argv(&["pwd"]), &cfg).unwrap();
+        ex.run_once(0).unwrap();
+        let printed = std::fs::read_to_string(&output).unwrap();
+        assert_eq!(
+            std::fs::canonicalize(printed.trim()).unwrap(),
+            std::fs::canonicalize(&dir).unwrap()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_file(&output).unwrap();
     }
 
     #[test]

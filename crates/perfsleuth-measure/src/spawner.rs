@@ -191,6 +191,7 @@ impl Spawner {
             }
         }
         msg.push(io.disable_aslr as u8);
+        put_opt_path(&mut msg, io.cwd.as_deref());
         put_u32(&mut msg, argv.len() as u32);
         for a in argv {
             put_bytes(&mut msg, a.as_bytes());
@@ -592,12 +593,14 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
         }
     };
     let disable_aslr = r.u8().ok_or_else(bad)? != 0;
+    let cwd = r.opt_path().ok_or_else(bad)?;
     let io = IoConfig {
         output,
         input,
         timeout: (timeout_ns > 0).then(|| Duration::from_nanos(timeout_ns)),
         tolerate,
         disable_aslr,
+        cwd,
     };
     let argc = r.u32().ok_or_else(bad)?;
     let mut argv = Vec::with_capacity(argc.min(4096) as usize);
@@ -832,6 +835,7 @@ mod tests {
         timeout: None,
         tolerate: Tolerate::Nothing,
         disable_aslr: false,
+        cwd: None,
     };
 
     #[test]

@@ -36,6 +36,9 @@ pub struct Planned {
     pub setup: Option<Vec<String>>,
     /// Once after the runs.
     pub cleanup: Option<Vec<String>>,
+    /// Working directory of the command and its helpers (`ab`: the side's
+    /// worktree); perfsleuth's own when `None`.
+    pub cwd: Option<PathBuf>,
 }
 
 impl Planned {
@@ -249,6 +252,11 @@ pub fn prepare(
         move |source| RunError::Measure { what, source }
     };
     for p in planned {
+        let in_dir = |io: &IoConfig| IoConfig {
+            cwd: p.cwd.clone().or_else(|| io.cwd.clone()),
+            ..io.clone()
+        };
+        let (io, aux_io) = (&in_dir(io), &in_dir(aux_io));
         let mut helper = |argv: &Option<Vec<String>>, what: &str| {
             argv.as_ref()
                 .map(|a| spawner.prepare(a, aux_io).map_err(measure(what)))

@@ -187,6 +187,7 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
                 prepare,
                 setup,
                 cleanup,
+                cwd: None,
             });
         }
     }
