@@ -813,7 +813,8 @@ mod tests {
     fn a_command_runs_in_its_working_directory() {
         let dir = std::env::temp_dir().join(format!("perfsleuth-cwd-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let output = std::env::temp_dir().join(format!("perfsleuth-cwd-{}.txt", std::process::id()));
+        let output =
+            std::env::temp_dir().join(format!("perfsleuth-cwd-{}.txt", std::process::id()));
         let cfg = IoConfig {
             output: OutputTarget::File(output.clone()),
             cwd: Some(dir.clone()),

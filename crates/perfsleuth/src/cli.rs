@@ -17,7 +17,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Benchmark one or more commands and store every sample with the environment.
-    Run(Box<RunArgs>),
+    Run(Box<RunCommand>),
+    /// The pull request against main in one job: both revisions built in worktrees of
+    /// their own, measured interleaved on this machine, and compared.
+    Ab(Box<AbArgs>),
     /// List the stored runs, newest first.
     Runs(RunsArgs),
     /// Print one stored run's summary (same output as `run`).
@@ -266,12 +269,52 @@ pub struct StoreArgs {
     pub store: Option<String>,
 }
 
-/// `perfsleuth run`.
+/// `perfsleuth run`: what to measure and how, and what to compare it with.
 #[derive(Debug, Args)]
 #[command(
-    allow_negative_numbers = true,
     after_help = "Examples:\n  perfsleuth run 'sleep 0.1'\n  perfsleuth run --warmup 3 './janet-x64 words.janet' './janet-x32 words.janet'\n  perfsleuth run -L abi x64,x32 './janet-{abi} words.janet'\n  perfsleuth run --shell bash 'sort data.txt | uniq -c'"
 )]
+pub struct RunCommand {
+    #[command(flatten)]
+    pub args: RunArgs,
+    /// After measuring, compare with this run (id, latest, branch, revision or export file).
+    #[arg(long, value_name = "REF")]
+    pub baseline: Option<String>,
+}
+
+/// `perfsleuth ab`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Each revision is checked out into a temporary git worktree (your tree is never touched), built with --build there, and its commands run with the worktree as the working directory ({root}: its absolute path, {rev}: its commit). Both sides are measured interleaved, each round starting with the other side, and stored as two linked runs.\n\nExamples:\n  perfsleuth ab --build 'cargo build --release' -- target/release/app input.txt\n  perfsleuth ab --baseline v1.2 --candidate HEAD --build make -- ./bench\n  perfsleuth ab --build make --format markdown --fail-on regressed -- ./bench >> \"$GITHUB_STEP_SUMMARY\""
+)]
+pub struct AbArgs {
+    /// The baseline revision [default: the merge base of HEAD with the default branch:
+    /// origin/HEAD, else main, else master].
+    #[arg(long = "baseline", value_name = "REV")]
+    pub baseline_rev: Option<String>,
+    /// The candidate revision [default: the working tree as it is, uncommitted changes
+    /// and untracked files included].
+    #[arg(long = "candidate", value_name = "REV")]
+    pub candidate_rev: Option<String>,
+    /// Build command, run with `sh -c` in each side's worktree before measuring.
+    #[arg(long, value_name = "CMD")]
+    pub build: Option<String>,
+    /// Kill a build that takes longer than this; the comparison fails.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::parse::duration)]
+    pub build_timeout: std::time::Duration,
+    /// Leave the worktrees in place (their paths are printed) for debugging.
+    #[arg(long)]
+    pub keep_worktrees: bool,
+    /// Output format of the comparison.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
+    pub format: CompareFormat,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// What to measure and how: shared by `run` and `ab`.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct RunArgs {
     /// Commands to benchmark; each argument is one command, split like a shell would (no shell runs it).
     #[arg(required = true, value_name = "COMMAND")]
@@ -375,8 +418,8 @@ pub struct RunArgs {
     /// Count hardware events in kernel mode too (default: user space only).
     #[arg(long)]
     pub counters_kernel: bool,
-    /// After measuring, compare with this run (id, latest, branch, revision or export file).
-    #[arg(long, value_name = "REF")]
+    /// `run --baseline` (see [`RunCommand`]); never an option of its own here.
+    #[arg(skip)]
     pub baseline: Option<String>,
     /// Measure in this many rounds, each starting with the next command (the
     /// time budget, --runs and --min-runs are split between them), so the

@@ -174,7 +174,7 @@ fn probe_notes(baseline: &Side, candidate: &Side, store: &mut StoreHandle) -> Ve
 
 /// The exit code of a gate (`--fail-on`); when it fails, one line on stderr
 /// says why, after the report.
-fn exit_code(c: &Comparison, verdict: &VerdictArgs) -> i32 {
+pub(crate) fn exit_code(c: &Comparison, verdict: &VerdictArgs) -> i32 {
     match verdict.fail_on {
         Some(FailOn::Regressed) => {
             let gate = perfsleuth_compare::gate(c, verdict.allow_missing);

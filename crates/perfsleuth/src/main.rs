@@ -2,6 +2,7 @@
 
 #![forbid(unsafe_code)]
 
+mod ab;
 mod cli;
 mod compare;
 mod envcmd;
@@ -21,7 +22,7 @@ mod term;
 
 use clap::Parser;
 use clap::error::ErrorKind;
-use cli::{Cli, Command};
+use cli::{Cli, Command, RunCommand};
 use error::Fail;
 
 fn main() {
@@ -29,7 +30,7 @@ fn main() {
     // is the floor of every peak RSS reported (see perfsleuth-measure).
     let measuring = std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == "run" || a == "scale");
+        .is_some_and(|a| a == "run" || a == "scale" || a == "ab");
     let spawner = if measuring {
         perfsleuth_measure::Spawner::start().ok()
     } else {
@@ -40,7 +41,12 @@ fn main() {
         Err(e) => std::process::exit(usage_error(e)),
     };
     let result = match cli.command {
-        Command::Run(args) => run::run(*args, spawner),
+        Command::Run(cmd) => {
+            let RunCommand { mut args, baseline } = *cmd;
+            args.baseline = baseline;
+            run::run(args, spawner)
+        }
+        Command::Ab(args) => ab::ab(*args, spawner),
         Command::Runs(args) => history::runs(args),
         Command::Show(args) => history::show(args),
         Command::Env(args) => envcmd::env(args),
@@ -88,7 +94,10 @@ fn usage_error(e: clap::Error) -> i32 {
         .to_string();
     let rest: Vec<&str> = paragraphs.flat_map(str::lines).map(str::trim).collect();
     let subcommand = std::env::args().nth(1).filter(|a| {
-        ["run", "runs", "show", "env", "compare", "scale", "probe"].contains(&a.as_str())
+        [
+            "run", "ab", "runs", "show", "env", "compare", "scale", "probe",
+        ]
+        .contains(&a.as_str())
     });
     let help = match &subcommand {
         Some(sub) => format!("perfsleuth {sub} --help"),

@@ -111,9 +111,12 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
     // `{m}` beside a real `{n}` is most likely a typo; alone it may be
     // literal text (awk, find -exec), so only then is it said, not refused.
     if !params.is_empty() {
+        // `ab` fills `{root}` and `{rev}` per side after planning.
         let defined: BTreeMap<String, String> = params
             .iter()
-            .map(|(v, _)| (v.clone(), String::new()))
+            .map(|(v, _)| v.clone())
+            .chain(["root".to_string(), "rev".to_string()])
+            .map(|v| (v, String::new()))
             .collect();
         let names: Vec<&str> = params.iter().map(|(v, _)| v.as_str()).collect();
         let all = t

@@ -14,7 +14,7 @@ use perfsleuth_measure::{
     IoConfig, MeasureError, OutputTarget, Spawner, Tolerate, install_interrupt_handler,
 };
 use perfsleuth_model::exit::ExitCode;
-use perfsleuth_model::{Environment, Mode};
+use perfsleuth_model::{Environment, Mode, Run};
 use perfsleuth_runner::{Counters, Role, RunError, Schedule, Simulation, Stop, StopRule, conclude};
 use std::path::{Path, PathBuf};
 
@@ -32,19 +32,47 @@ pub(crate) fn spawner_or_start(spawner: Option<Spawner>) -> Result<Spawner, Fail
 }
 
 /// Everything `run` needs, checked before anything is measured.
-struct Checked {
+pub(crate) struct Checked {
     tolerate: Tolerate,
-    simulation: Option<Simulation>,
+    pub(crate) simulation: Option<Simulation>,
     schedule: Schedule,
-    planned: Vec<perfsleuth_runner::Planned>,
+    pub(crate) planned: Vec<perfsleuth_runner::Planned>,
     baseline: Option<crate::compare::Baseline>,
     reference: Option<usize>,
-    io: IoConfig,
-    aux_io: IoConfig,
+    pub(crate) io: IoConfig,
+    pub(crate) aux_io: IoConfig,
     /// With a baseline: the time up to which inconclusive comparisons get more rounds.
     max_time: std::time::Duration,
     /// Rounds to measure at least (`--rounds`, or its default).
     rounds: u32,
+}
+
+/// One stored run of a measurement: `run` makes one, `ab` one per side,
+/// each holding the next `benchmarks` of the plan.
+pub(crate) struct Part {
+    /// Its source-control state (`ab`: the side's commit).
+    pub git: Option<perfsleuth_model::GitInfo>,
+    /// Keys added to its stored options (`ab`: the side, the build).
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// How many of the plan's benchmarks are its.
+    pub benchmarks: usize,
+}
+
+/// What one measurement produced, before it is reported.
+pub(crate) struct Measurement {
+    /// Every benchmark measured, in one run (for `ab`, both sides').
+    pub run: Run,
+    /// The stored runs' ids, one per [`Part`].
+    pub ids: Vec<Option<i64>>,
+    /// How measuring ended.
+    pub result: Result<(), Stop>,
+    /// Notes to print after the results.
+    pub notes: Vec<String>,
+    /// Rounds measured, and in how long.
+    pub rounds: u32,
+    pub elapsed: std::time::Duration,
+    /// "Stored as run N in …", when stored.
+    pub stored_note: Option<String>,
 }
 
 /// Rounds when `--rounds` is not given: five spread a side's samples over
@@ -172,16 +200,95 @@ fn report_repeats(args: &RunArgs) -> Result<(), Fail> {
 /// One measurement: validate, prepare, measure, conclude, render.
 fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
     let c = validate(args)?;
-    let mut benches = perfsleuth_runner::prepare(
+    let benches = prepare(&c, c.planned.clone(), spawner, args)?;
+    let parts = vec![Part {
+        git: None,
+        extra: serde_json::Map::new(),
+        benchmarks: benches.len(),
+    }];
+    let m = measure(args, &c, spawner, benches, parts)?;
+    let Measurement {
+        run,
+        result,
+        notes: counter_notes,
+        rounds,
+        elapsed,
+        stored_note,
+        ..
+    } = m;
+    let to_stderr = output::summary_to_stderr(args);
+    match result {
+        Err(Stop::Failed(e)) => Err(runner_fail(e)),
+        Err(Stop::Interrupted) => {
+            output::print_summary(&run, c.reference, args.color, to_stderr);
+            let stored = run.id.map_or(String::new(), |id| {
+                format!("; the samples taken so far are stored as run {id} (status interrupted)")
+            });
+            emit(&format!("Interrupted{stored}.\n"), true);
+            Ok(ExitCode::interrupted_by(
+                perfsleuth_measure::interrupting_signal(),
+            ))
+        }
+        Ok(()) => {
+            output::print_summary(&run, c.reference, args.color, to_stderr);
+            output::write_exports(&run, c.reference, args)?;
+            if let Some(note) = stored_note {
+                emit(&note, true);
+            }
+            // After the results, so they never stand between the user and an error.
+            for note in &counter_notes {
+                emit(&format!("note: {note}\n"), true);
+            }
+            if rounds > c.rounds {
+                emit(
+                    &format!(
+                        "note: measured {rounds} rounds ({}) because the comparison with the baseline was inconclusive (--max-time {})\n",
+                        perfsleuth_report::format_duration_ns(elapsed.as_nanos() as f64),
+                        perfsleuth_report::format_duration_ns(c.max_time.as_nanos() as f64)
+                    ),
+                    true,
+                );
+            }
+            for warning in perfsleuth_runner::nondeterminism(&run.benchmarks) {
+                emit(&format!("warning: {warning}\n"), true);
+            }
+            if c.simulation.is_none() {
+                warn_if_unfit(&run.environment);
+            }
+            match &c.baseline {
+                Some(b) => crate::compare::after_run(b, &run, &args.verdict, args.color, to_stderr),
+                None => Ok(0),
+            }
+        }
+    }
+}
+
+/// Prepares `planned` in the spawner (the commands resolved, programs hashed).
+pub(crate) fn prepare(
+    c: &Checked,
+    planned: Vec<perfsleuth_runner::Planned>,
+    spawner: &mut Spawner,
+    args: &RunArgs,
+) -> Result<Vec<perfsleuth_runner::Bench>, Fail> {
+    perfsleuth_runner::prepare(
         spawner,
-        c.planned,
+        planned,
         &c.io,
         &c.aux_io,
         c.simulation.as_ref(),
         args.shell.is_some(),
     )
-    .map_err(runner_fail)?;
+    .map_err(runner_fail)
+}
 
+/// Measures `benches` (stored as `parts`, in order) and concludes the run.
+pub(crate) fn measure(
+    args: &RunArgs,
+    c: &Checked,
+    spawner: &mut Spawner,
+    mut benches: Vec<perfsleuth_runner::Bench>,
+    parts: Vec<Part>,
+) -> Result<Measurement, Fail> {
     let mut store = if args.no_store {
         None
     } else {
@@ -218,12 +325,34 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
         );
     }
     let empty: Vec<_> = benches.iter().map(|b| b.to_benchmark(false)).collect();
-    let mut sink = StoreSink::begin(
-        store.as_mut(),
-        &mut run,
-        &empty,
-        ProgressLine::new(c.io.output == OutputTarget::Inherit),
-    )?;
+    let mut stored: Vec<Run> = Vec::new();
+    let mut start = 0;
+    for part in &parts {
+        let mut r = run.clone();
+        if part.git.is_some() {
+            r.git = part.git.clone();
+        }
+        if let Some(options) = r.options.as_object_mut() {
+            options.extend(part.extra.clone());
+        }
+        r.benchmarks = empty[start..start + part.benchmarks].to_vec();
+        start += part.benchmarks;
+        stored.push(r);
+    }
+    let mut sink = {
+        let mut slices: Vec<(&mut Run, &[perfsleuth_model::Benchmark])> = Vec::new();
+        let mut start = 0;
+        for (r, part) in stored.iter_mut().zip(&parts) {
+            slices.push((r, &empty[start..start + part.benchmarks]));
+            start += part.benchmarks;
+        }
+        StoreSink::begin_runs(
+            store.as_mut(),
+            &mut slices,
+            ProgressLine::new(c.io.output == OutputTarget::Inherit),
+        )?
+    };
+    run.id = stored.first().and_then(|r| r.id);
     if let OutputTarget::File(path) = &c.io.output {
         std::fs::File::create(path).map_err(|e| {
             Fail::usage(
@@ -266,51 +395,15 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
     run.environment.merge(measured.counter_env);
     run.benchmarks = perfsleuth_runner::benchmarks(&benches);
     conclude(&mut run, &measured.result, &*spawner, &mut sink).map_err(runner_fail)?;
-    let to_stderr = output::summary_to_stderr(args);
-    match measured.result {
-        Err(Stop::Failed(e)) => Err(runner_fail(e)),
-        Err(Stop::Interrupted) => {
-            output::print_summary(&run, c.reference, args.color, to_stderr);
-            let stored = run.id.map_or(String::new(), |id| {
-                format!("; the samples taken so far are stored as run {id} (status interrupted)")
-            });
-            emit(&format!("Interrupted{stored}.\n"), true);
-            Ok(ExitCode::interrupted_by(
-                perfsleuth_measure::interrupting_signal(),
-            ))
-        }
-        Ok(()) => {
-            output::print_summary(&run, c.reference, args.color, to_stderr);
-            output::write_exports(&run, c.reference, args)?;
-            if let Some(note) = sink.stored_note(use_color(args.color, true)) {
-                emit(&note, true);
-            }
-            // After the results, so they never stand between the user and an error.
-            for note in &counter_notes {
-                emit(&format!("note: {note}\n"), true);
-            }
-            if rounds > c.rounds {
-                emit(
-                    &format!(
-                        "note: measured {rounds} rounds ({}) because the comparison with the baseline was inconclusive (--max-time {})\n",
-                        perfsleuth_report::format_duration_ns(started.elapsed().as_nanos() as f64),
-                        perfsleuth_report::format_duration_ns(c.max_time.as_nanos() as f64)
-                    ),
-                    true,
-                );
-            }
-            for warning in perfsleuth_runner::nondeterminism(&run.benchmarks) {
-                emit(&format!("warning: {warning}\n"), true);
-            }
-            if c.simulation.is_none() {
-                warn_if_unfit(&run.environment);
-            }
-            match &c.baseline {
-                Some(b) => crate::compare::after_run(b, &run, &args.verdict, args.color, to_stderr),
-                None => Ok(0),
-            }
-        }
-    }
+    Ok(Measurement {
+        ids: stored.iter().map(|r| r.id).collect(),
+        stored_note: sink.stored_note(use_color(args.color, true)),
+        run,
+        result: measured.result,
+        notes: counter_notes,
+        rounds,
+        elapsed: started.elapsed(),
+    })
 }
 
 /// The `--counters` choice in the runner's terms.
@@ -324,7 +417,7 @@ pub(crate) fn counters(choice: CounterChoice) -> Counters {
 }
 
 /// Checks every option and plans the benchmarks; nothing is measured yet.
-fn validate(args: &RunArgs) -> Result<Checked, Fail> {
+pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
     let tolerate = parse::ignore_failure(args.ignore_failure.as_deref())
         .map_err(|e| Fail::usage(e, "see perfsleuth run --help"))?;
     let simulation = match args.mode {

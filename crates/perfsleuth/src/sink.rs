@@ -12,8 +12,8 @@ pub struct StoreSink<'a> {
     store: Option<&'a mut dyn Store>,
     /// Benchmark row ids, by plan index.
     ids: Vec<i64>,
-    /// The run's row id.
-    run_id: Option<i64>,
+    /// The runs' row ids: one, or one per side for `ab`.
+    run_ids: Vec<i64>,
     /// Where the store is, for the "Stored as run N in …" line.
     path: Option<std::path::PathBuf>,
     /// The terminal progress line.
@@ -31,22 +31,34 @@ impl<'a> StoreSink<'a> {
         benchmarks: &[Benchmark],
         progress: ProgressLine,
     ) -> Result<StoreSink<'a>, Fail> {
+        StoreSink::begin_runs(store, &mut [(run, benchmarks)], progress)
+    }
+
+    /// [`StoreSink::begin`] for several runs measured together (`ab`: one
+    /// per side): the plan's benchmarks are the runs' benchmarks in order.
+    pub fn begin_runs(
+        store: Option<&'a mut SqliteStore>,
+        runs: &mut [(&mut Run, &[Benchmark])],
+        progress: ProgressLine,
+    ) -> Result<StoreSink<'a>, Fail> {
         let path = store.as_ref().map(|s| s.path().to_path_buf());
         let mut store: Option<&'a mut dyn Store> = store.map(|s| s as &mut dyn Store);
         let mut ids = Vec::new();
-        let mut run_id = None;
+        let mut run_ids = Vec::new();
         if let Some(store) = store.as_deref_mut() {
-            let id = store.begin_run(run).map_err(output::store_fail)?;
-            run.id = Some(id);
-            run_id = Some(id);
-            for b in benchmarks {
-                ids.push(store.add_benchmark(id, b).map_err(output::store_fail)?);
+            for (run, benchmarks) in runs.iter_mut() {
+                let id = store.begin_run(run).map_err(output::store_fail)?;
+                run.id = Some(id);
+                run_ids.push(id);
+                for b in benchmarks.iter() {
+                    ids.push(store.add_benchmark(id, b).map_err(output::store_fail)?);
+                }
             }
         }
         Ok(StoreSink {
             store,
             ids,
-            run_id,
+            run_ids,
             path,
             progress,
             watchdog: None,
@@ -57,8 +69,19 @@ impl<'a> StoreSink<'a> {
 impl StoreSink<'_> {
     /// The dimmed "Stored as run N in PATH" line, when the run was stored.
     pub fn stored_note(&self, color: bool) -> Option<String> {
-        let (id, path) = (self.run_id?, self.path.as_ref()?);
-        let note = format!("Stored as run {id} in {}\n", path.display());
+        let path = self.path.as_ref()?;
+        let runs = match self.run_ids.as_slice() {
+            [] => return None,
+            [id] => format!("run {id}"),
+            [ids @ .., last] => format!(
+                "runs {} and {last}",
+                ids.iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let note = format!("Stored as {runs} in {}\n", path.display());
         Some(output::dim(&note, color))
     }
 }
@@ -92,7 +115,7 @@ impl Sink for StoreSink<'_> {
     }
 
     fn probe_results(&mut self, results: &[ProbeResult]) -> Result<(), SinkError> {
-        if let (Some(store), Some(id)) = (self.store.as_deref_mut(), self.run_id) {
+        if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.run_ids.first()) {
             store.add_probe_results(id, results)?;
         }
         Ok(())
@@ -104,10 +127,14 @@ impl Sink for StoreSink<'_> {
             .update(p.phase, p.fraction, p.runs, p.elapsed, p.eta);
     }
 
+    /// Ends every run this sink began the way `run` ended (the runs of one
+    /// measurement share its status, end time and machine).
     fn finish(&mut self, run: &Run) -> Result<(), SinkError> {
-        if let (Some(store), Some(id)) = (self.store.as_deref_mut(), run.id) {
-            store.update_context(id, &run.environment)?;
-            store.finish_run(id, run.status, run.ended_at.as_deref().unwrap_or_default())?;
+        if let Some(store) = self.store.as_deref_mut() {
+            for &id in &self.run_ids {
+                store.update_context(id, &run.environment)?;
+                store.finish_run(id, run.status, run.ended_at.as_deref().unwrap_or_default())?;
+            }
         }
         Ok(())
     }

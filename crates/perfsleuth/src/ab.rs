@@ -1,0 +1,643 @@
+//! `perfsleuth ab`: two revisions of the repository, each built in a
+//! temporary worktree of its own, measured interleaved in one job on one
+//! machine, stored as two linked runs and compared with the one verdict rule.
+//!
+//! Separate CI jobs for baseline and candidate can never beat the machine's
+//! drift between them; measured in the same rounds, both sides see the same
+//! drift (Bencher's relative benchmarking, Pinpoint's try jobs).
+
+use crate::cli::{AbArgs, CompareFormat};
+use crate::error::Fail;
+use crate::run::{Measurement, Part};
+use crate::term::{emit, use_color};
+use perfsleuth_compare::Side;
+use perfsleuth_measure::Spawner;
+use perfsleuth_model::exit::ExitCode;
+use perfsleuth_model::{GitInfo, Run};
+use perfsleuth_runner::{Planned, Stop};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One side of the comparison.
+struct Rev {
+    /// "baseline" or "candidate".
+    role: &'static str,
+    /// The commit checked out (for a dirty candidate: HEAD's).
+    commit: String,
+    /// The candidate is the working tree with uncommitted changes.
+    dirty: bool,
+    /// How it was chosen, for the report ("merge base of HEAD and main").
+    why: String,
+}
+
+impl Rev {
+    fn short(&self) -> String {
+        let c: String = self.commit.chars().take(10).collect();
+        if self.dirty {
+            format!("{c}+uncommitted")
+        } else {
+            c
+        }
+    }
+}
+
+/// `perfsleuth ab`.
+pub fn ab(args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
+    let run_args = &args.run;
+    let refuse = |what: &str, hint: &str| Err(Fail::usage(what.to_string(), hint.to_string()));
+    if !crate::output::requested_exports(run_args).is_empty() {
+        return refuse(
+            "ab does not write --export-* files: it stores two runs",
+            "export either side afterwards with `perfsleuth show --json RUN`",
+        );
+    }
+    if run_args.repeat != 1 || run_args.max_time.is_some() || run_args.reference.is_some() {
+        return refuse(
+            "--repeat, --max-time and --reference are options of `run`, not of `ab`",
+            "drop them; ab measures both sides in one interleaved run",
+        );
+    }
+    let repo = git_top()?;
+    let baseline = resolve_baseline(&repo, args.baseline_rev.as_deref())?;
+    let candidate = resolve_candidate(&repo, args.candidate_rev.as_deref())?;
+    let mut notes = Vec::new();
+    if baseline.commit == candidate.commit && !candidate.dirty {
+        notes.push(format!(
+            "baseline and candidate are the same commit ({}): an A/A calibration, so any difference is noise",
+            baseline.short()
+        ));
+    }
+    // Refused now, before minutes of building.
+    let c = crate::run::validate(run_args)?;
+    perfsleuth_measure::install_interrupt_handler().map_err(|e| {
+        Fail::usage(
+            format!("cannot install the Ctrl-C handler: {e}"),
+            "this should not happen; please report it",
+        )
+    })?;
+
+    let mut trees = Worktrees::new(&repo, args.keep_worktrees)?;
+    let mut builds = Vec::new();
+    let mut sides = Vec::new();
+    for rev in [&baseline, &candidate] {
+        let root = trees.add(rev)?;
+        let build = match &args.build {
+            Some(cmd) => Some(build(cmd, &root, rev, args.build_timeout)?),
+            None => None,
+        };
+        builds.push(build);
+        sides.push(root);
+    }
+
+    let mut spawner = crate::run::spawner_or_start(spawner)?;
+    let mut benches = Vec::new();
+    let mut parts = Vec::new();
+    for ((rev, root), build) in [&baseline, &candidate].iter().zip(&sides).zip(&builds) {
+        let planned: Vec<Planned> = c.planned.iter().map(|p| for_side(p, root, rev)).collect();
+        let n = planned.len();
+        let side = crate::run::prepare(&c, planned, &mut spawner, run_args).map_err(|mut f| {
+            f.message = format!("in the {} ({}): {}", rev.role, rev.short(), f.message);
+            f
+        })?;
+        benches.extend(side);
+        let mut extra = serde_json::Map::new();
+        extra.insert(
+            "ab".into(),
+            serde_json::json!({
+                "side": rev.role,
+                "commit": rev.commit,
+                "dirty": rev.dirty,
+                "chosen": rev.why,
+                "build": build.as_ref().map(|b| serde_json::json!({
+                    "command": args.build,
+                    "wall_s": b.wall.as_secs_f64(),
+                    "exit_code": 0,
+                })),
+            }),
+        );
+        parts.push(Part {
+            git: Some(GitInfo {
+                commit: rev.commit.clone(),
+                branch: None,
+                dirty: rev.dirty,
+            }),
+            extra,
+            benchmarks: n,
+        });
+    }
+    let n_base = parts[0].benchmarks;
+    let mut m = crate::run::measure(run_args, &c, &mut spawner, benches, parts)?;
+    let (base_run, cand_run) = split(&m, n_base);
+    if let Err(stop) = std::mem::replace(&mut m.result, Ok(())) {
+        return match stop {
+            Stop::Failed(e) => Err(crate::run::runner_fail(e)),
+            Stop::Interrupted => {
+                let stored = match (base_run.id, cand_run.id) {
+                    (Some(b), Some(c)) => format!(
+                        "; the samples taken so far are stored as runs {b} and {c} (status interrupted)"
+                    ),
+                    _ => String::new(),
+                };
+                emit(&format!("Interrupted{stored}; worktrees removed.\n"), true);
+                Ok(ExitCode::interrupted_by(
+                    perfsleuth_measure::interrupting_signal(),
+                ))
+            }
+        };
+    }
+    report(
+        &args,
+        &m,
+        base_run,
+        cand_run,
+        [&baseline, &candidate],
+        &builds,
+        &sides,
+        notes,
+    )
+}
+
+/// The baseline's and the candidate's runs out of the one measured.
+fn split(m: &Measurement, n_base: usize) -> (Run, Run) {
+    let mut base = m.run.clone();
+    let mut cand = m.run.clone();
+    base.benchmarks.truncate(n_base);
+    cand.benchmarks.drain(..n_base);
+    base.id = m.ids.first().copied().flatten();
+    cand.id = m.ids.get(1).copied().flatten();
+    (base, cand)
+}
+
+/// Renders the comparison with the two commits, their builds and the machine.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    args: &AbArgs,
+    m: &Measurement,
+    mut base_run: Run,
+    mut cand_run: Run,
+    revs: [&Rev; 2],
+    builds: &[Option<Build>],
+    roots: &[PathBuf],
+    mut notes: Vec<String>,
+) -> Result<i32, Fail> {
+    let verdict = &args.run.verdict;
+    for (run, rev) in [(&mut base_run, revs[0]), (&mut cand_run, revs[1])] {
+        run.git = Some(GitInfo {
+            commit: rev.commit.clone(),
+            branch: None,
+            dirty: rev.dirty,
+        });
+    }
+    let identical = identical_programs(&base_run, &cand_run, roots);
+    if !identical.is_empty() {
+        notes.insert(
+            0,
+            format!(
+                "identical binaries on both sides ({}): any difference is noise, so they do not fail --fail-on",
+                identical.join(", ")
+            ),
+        );
+    }
+    // Both sides ran in the same rounds on the same machine: the drift
+    // between separate runs, which the assumed and learned noise bands
+    // stand for, is what interleaving cancels. The rounds' own spread
+    // (two-stage bootstrap over run × round) is the noise here.
+    let mut opts = crate::compare::options(verdict)?;
+    opts.prior = false;
+    let baseline = Side {
+        label: revs[0].short(),
+        runs: vec![base_run],
+    };
+    let candidate = Side {
+        label: revs[1].short(),
+        runs: vec![cand_run.clone()],
+    };
+    let mut comparison = perfsleuth_compare::compare(&baseline, &candidate, &opts);
+    comparison.notes.extend(notes);
+    for (rev, build) in revs.iter().zip(builds) {
+        let built = build.as_ref().map_or(String::new(), |b| {
+            format!(
+                ", built in {}",
+                perfsleuth_report::format_duration_ns(b.wall.as_nanos() as f64)
+            )
+        });
+        comparison.notes.push(format!(
+            "{}: {} ({}){built}",
+            rev.role,
+            rev.short(),
+            rev.why
+        ));
+    }
+    let text = match args.format {
+        CompareFormat::Terminal => {
+            perfsleuth_compare::render_terminal(&comparison, use_color(args.run.color, false))
+        }
+        CompareFormat::Markdown => perfsleuth_compare::render_markdown(&comparison),
+        CompareFormat::Json => {
+            let doc = perfsleuth_compare::to_json(&comparison);
+            perfsleuth_model::schema::to_json_pretty(&doc).map_err(|e| {
+                Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
+            })?
+        }
+    };
+    emit(&text, false);
+    if let Some(note) = &m.stored_note {
+        emit(note, true);
+    }
+    for note in &m.notes {
+        emit(&format!("note: {note}\n"), true);
+    }
+    // Identical programs cannot have regressed: their rows do not gate.
+    if !identical.is_empty() {
+        comparison
+            .rows
+            .retain(|r| !identical.contains(&r.benchmark));
+    }
+    Ok(crate::compare::exit_code(&comparison, verdict))
+}
+
+/// Benchmarks whose program is the same file on both sides and was built
+/// inside the worktrees. A program from outside them (`python3 {root}/x.py`)
+/// is the same interpreter whatever the code, so it proves nothing.
+fn identical_programs(base: &Run, cand: &Run, roots: &[PathBuf]) -> Vec<String> {
+    let fact = |b: &perfsleuth_model::Benchmark, k: &str| b.facts.get(k).map(str::to_string);
+    let inside = |path: &Option<String>, root: &Path| {
+        path.as_deref().is_some_and(|p| {
+            let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+            Path::new(p).starts_with(root)
+        })
+    };
+    base.benchmarks
+        .iter()
+        .filter_map(|b| {
+            let c = cand
+                .benchmarks
+                .iter()
+                .find(|c| c.name == b.name && c.parameters == b.parameters)?;
+            let (hb, hc) = (fact(b, "binary.sha256")?, fact(c, "binary.sha256")?);
+            let same = hb == hc && hb != perfsleuth_model::UNKNOWN;
+            let built = inside(&fact(b, "binary.path"), &roots[0])
+                && inside(&fact(c, "binary.path"), &roots[1]);
+            (same && built).then(|| b.name.clone())
+        })
+        .collect()
+}
+
+/// A planned benchmark for one side: `{root}` and `{rev}` filled in, a
+/// relative program path made absolute in the worktree, run from there.
+fn for_side(p: &Planned, root: &Path, rev: &Rev) -> Planned {
+    let root_text = root.display().to_string();
+    let sub = |s: &str| {
+        s.replace("{root}", &root_text)
+            .replace("{rev}", &rev.commit)
+    };
+    let argv = |a: &Vec<String>| -> Vec<String> {
+        let mut a: Vec<String> = a.iter().map(|x| sub(x)).collect();
+        if let Some(first) = a.first_mut() {
+            if first.contains('/') && Path::new(first.as_str()).is_relative() {
+                *first = root.join(first.as_str()).display().to_string();
+            }
+        }
+        a
+    };
+    Planned {
+        name: p.name.clone(),
+        command: sub(&p.command),
+        argv: argv(&p.argv),
+        parameters: p.parameters.clone(),
+        prepare: p.prepare.as_ref().map(argv),
+        setup: p.setup.as_ref().map(argv),
+        cleanup: p.cleanup.as_ref().map(argv),
+        cwd: Some(root.to_path_buf()),
+    }
+}
+
+// ---- git ---------------------------------------------------------------------
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        Err(err
+            .lines()
+            .next()
+            .unwrap_or("git failed")
+            .trim()
+            .to_string())
+    }
+}
+
+fn git_top() -> Result<PathBuf, Fail> {
+    let cwd = std::env::current_dir().map_err(|e| {
+        Fail::usage(
+            format!("cannot read the current directory: {e}"),
+            "cd into your repository",
+        )
+    })?;
+    git(&cwd, &["rev-parse", "--show-toplevel"])
+        .map(PathBuf::from)
+        .map_err(|_| {
+            Fail::usage(
+                "ab compares two revisions of a git repository, and this is not one",
+                "run it inside your repository (or use `perfsleuth run` to benchmark commands)",
+            )
+        })
+}
+
+fn commit_of(repo: &Path, rev: &str, option: &str) -> Result<String, Fail> {
+    if rev.starts_with('-') {
+        return Err(Fail::usage(
+            format!("{option} `{rev}` is not a revision"),
+            "give a branch, tag or commit",
+        ));
+    }
+    git(
+        repo,
+        &["rev-parse", "--verify", "-q", &format!("{rev}^{{commit}}")],
+    )
+    .map_err(|_| {
+        Fail::usage(
+            format!("{option} `{rev}` is not a revision of this repository"),
+            "give a branch, tag or commit (`git log --oneline` lists them)",
+        )
+    })
+}
+
+fn resolve_baseline(repo: &Path, given: Option<&str>) -> Result<Rev, Fail> {
+    if let Some(rev) = given {
+        return Ok(Rev {
+            role: "baseline",
+            commit: commit_of(repo, rev, "--baseline")?,
+            dirty: false,
+            why: rev.to_string(),
+        });
+    }
+    let default = git(repo, &["rev-parse", "--abbrev-ref", "origin/HEAD"])
+        .ok()
+        .filter(|b| !b.is_empty() && b != "origin/HEAD")
+        .into_iter()
+        .chain(["main".to_string(), "master".to_string()])
+        .find(|b| git(repo, &["rev-parse", "--verify", "-q", &format!("{b}^{{commit}}")]).is_ok())
+        .ok_or_else(|| {
+            Fail::usage(
+                "no default branch to take the baseline from (origin/HEAD, main and master do not exist)",
+                "give --baseline REV",
+            )
+        })?;
+    let base = git(repo, &["merge-base", "HEAD", &default]).map_err(|e| {
+        Fail::usage(
+            format!("no merge base of HEAD and {default}: {e}"),
+            "give --baseline REV",
+        )
+    })?;
+    Ok(Rev {
+        role: "baseline",
+        commit: base,
+        dirty: false,
+        why: format!("merge base of HEAD and {default}"),
+    })
+}
+
+fn resolve_candidate(repo: &Path, given: Option<&str>) -> Result<Rev, Fail> {
+    let dirty = !git(repo, &["status", "--porcelain", "--untracked-files=no"])
+        .unwrap_or_default()
+        .is_empty();
+    if let Some(rev) = given {
+        if dirty {
+            return Err(Fail::usage(
+                format!(
+                    "the working tree has uncommitted changes, which --candidate {rev} would not measure"
+                ),
+                "commit or stash them, or drop --candidate to measure the working tree as it is",
+            ));
+        }
+        return Ok(Rev {
+            role: "candidate",
+            commit: commit_of(repo, rev, "--candidate")?,
+            dirty: false,
+            why: rev.to_string(),
+        });
+    }
+    let head = commit_of(repo, "HEAD", "HEAD").map_err(|_| {
+        Fail::usage(
+            "the repository has no commits yet",
+            "commit something first: ab checks out revisions",
+        )
+    })?;
+    Ok(Rev {
+        role: "candidate",
+        commit: head,
+        dirty,
+        why: if dirty {
+            "the working tree, with its uncommitted changes".into()
+        } else {
+            "the working tree (HEAD)".into()
+        },
+    })
+}
+
+/// The temporary worktrees, removed on every way out (success, failure,
+/// Ctrl-C) unless `--keep-worktrees`.
+struct Worktrees {
+    repo: PathBuf,
+    dir: PathBuf,
+    trees: Vec<PathBuf>,
+    keep: bool,
+}
+
+impl Worktrees {
+    fn new(repo: &Path, keep: bool) -> Result<Worktrees, Fail> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir =
+            std::env::temp_dir().join(format!("perfsleuth-ab-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            Fail::usage(
+                format!("cannot create {}: {e}", dir.display()),
+                "check that the temporary directory (TMPDIR) is writable",
+            )
+        })?;
+        Ok(Worktrees {
+            repo: repo.to_path_buf(),
+            dir,
+            trees: Vec::new(),
+            keep,
+        })
+    }
+
+    /// Checks `rev` out into a worktree of its own; a dirty candidate gets
+    /// the working tree's changes and untracked files on top of HEAD.
+    fn add(&mut self, rev: &Rev) -> Result<PathBuf, Fail> {
+        let path = self.dir.join(rev.role);
+        let fail = |e: String| {
+            Fail::usage(
+                format!("cannot check out the {} ({}): {e}", rev.role, rev.short()),
+                "check `git worktree list`; perfsleuth removes its worktrees when it ends",
+            )
+        };
+        // A snapshot of the working tree that leaves it untouched.
+        let commit = if rev.dirty {
+            git(&self.repo, &["stash", "create"]).map_err(fail)?
+        } else {
+            rev.commit.clone()
+        };
+        let commit = if commit.is_empty() {
+            rev.commit.clone()
+        } else {
+            commit
+        };
+        let target = path.display().to_string();
+        git(
+            &self.repo,
+            &["worktree", "add", "--detach", "-q", &target, &commit],
+        )
+        .map_err(fail)?;
+        self.trees.push(path.clone());
+        if rev.dirty {
+            let untracked = git(
+                &self.repo,
+                &["ls-files", "--others", "--exclude-standard", "-z"],
+            )
+            .map_err(fail)?;
+            for rel in untracked.split('\0').filter(|r| !r.is_empty()) {
+                let to = path.join(rel);
+                if let Some(parent) = to.parent() {
+                    let _ = std::fs::create_dir_all(parent);
+                }
+                std::fs::copy(self.repo.join(rel), &to)
+                    .map_err(|e| fail(format!("cannot copy untracked {rel}: {e}")))?;
+            }
+        }
+        if self.keep {
+            emit(
+                &format!("{} worktree: {}\n", rev.role, path.display()),
+                true,
+            );
+        }
+        Ok(path)
+    }
+}
+
+impl Drop for Worktrees {
+    fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
+        for tree in &self.trees {
+            let _ = git(
+                &self.repo,
+                &["worktree", "remove", "--force", &tree.display().to_string()],
+            );
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = git(&self.repo, &["worktree", "prune"]);
+    }
+}
+
+/// A build that succeeded.
+struct Build {
+    wall: Duration,
+}
+
+/// Runs `--build` in a side's worktree, output to a log beside it; a
+/// failure, a timeout or Ctrl-C is an error naming the side.
+fn build(cmd: &str, root: &Path, rev: &Rev, timeout: Duration) -> Result<Build, Fail> {
+    use std::os::unix::process::CommandExt;
+    let log_path = root.with_extension("build.log");
+    let side = format!("{} ({})", rev.role, rev.short());
+    let io_fail = |e: std::io::Error| {
+        Fail::usage(
+            format!("cannot start the build of the {side}: {e}"),
+            "check --build",
+        )
+    };
+    let log = std::fs::File::create(&log_path).map_err(io_fail)?;
+    let start = Instant::now();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(io_fail)?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .map_err(io_fail)?;
+    let kill = |pid: u32| {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .stderr(Stdio::null())
+            .status();
+    };
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(io_fail)? {
+            break status;
+        }
+        if perfsleuth_measure::interrupted() {
+            kill(child.id());
+            let _ = child.wait();
+            return Err(Fail {
+                message: format!("interrupted during the build of the {side}; worktrees removed"),
+                details: Vec::new(),
+                hint: String::new(),
+                code: ExitCode::interrupted_by(perfsleuth_measure::interrupting_signal()),
+            });
+        }
+        if start.elapsed() > timeout {
+            kill(child.id());
+            let _ = child.wait();
+            return Err(Fail::usage(
+                format!(
+                    "the build of the {side} took longer than --build-timeout {}",
+                    perfsleuth_report::format_duration_ns(timeout.as_nanos() as f64)
+                ),
+                "raise --build-timeout, or build less",
+            )
+            .with_details(tail(&log_path)));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if !status.success() {
+        let how = status
+            .code()
+            .map_or("was killed by a signal".to_string(), |c| {
+                format!("exited with code {c}")
+            });
+        return Err(Fail::usage(
+            format!("the build of the {side} failed: `{cmd}` {how}"),
+            "fix the build on that revision, or pick another with --baseline/--candidate",
+        )
+        .with_details(tail(&log_path)));
+    }
+    Ok(Build {
+        wall: start.elapsed(),
+    })
+}
+
+/// The build log's last lines, as error details.
+fn tail(path: &Path) -> Vec<String> {
+    let text = perfsleuth_model::input::read_text(
+        path,
+        64 * 1024 * 1024,
+        perfsleuth_model::input::Accept::Regular,
+    )
+    .unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut out = vec!["the build's last lines:".to_string()];
+    out.extend(
+        lines[lines.len().saturating_sub(8)..]
+            .iter()
+            .map(|l| format!("  {l}")),
+    );
+    out
+}
