@@ -73,6 +73,11 @@ pub struct Options {
     /// fingerprint says about the machine ([`prior_noise`]); off only in
     /// tests of the rule itself.
     pub prior: bool,
+    /// The sides' groups are paired by round (`ab`: both measured in the
+    /// same rounds, interleaved): judged on the round-by-round ratios
+    /// ([`perfsleuth_stats::estimate_paired`]), which cancel the drift
+    /// between rounds.
+    pub paired: bool,
 }
 
 impl Default for Options {
@@ -86,6 +91,7 @@ impl Default for Options {
             resamples: perfsleuth_stats::RESAMPLES,
             history: BTreeMap::new(),
             prior: true,
+            paired: false,
         }
     }
 }
@@ -877,7 +883,13 @@ fn measure(
         }
         return m;
     }
-    m.change = perfsleuth_stats::estimate(&bg, &cg, opts.resamples, seed).change;
+    m.change = if opts.paired && bg.len() == cg.len() && bg.len() > 1 {
+        let est = perfsleuth_stats::estimate_paired(&bg, &cg, opts.resamples, seed);
+        m.p_value = est.p_value;
+        est.change
+    } else {
+        perfsleuth_stats::estimate(&bg, &cg, opts.resamples, seed).change
+    };
     if m.change.is_none() {
         m.notes
             .push("the bootstrap gave no usable interval".to_string());

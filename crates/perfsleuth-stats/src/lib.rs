@@ -20,11 +20,11 @@ mod rng;
 mod usl;
 mod verdict;
 
-pub use assess::{Estimate, RESAMPLES, SEED, estimate, expanded_confidence};
+pub use assess::{Estimate, RESAMPLES, SEED, estimate, estimate_paired, expanded_confidence};
 pub use binomial::median_ci_rank;
 pub use bootstrap::{
     RatioEstimate, RelativeChange, bootstrap_median_ratio, bootstrap_relative_change,
-    bootstrap_relative_change_runs,
+    bootstrap_relative_change_paired, bootstrap_relative_change_runs,
 };
 pub use describe::{
     DEFAULT_CONFIDENCE, Interval, MODIFIED_Z_THRESHOLD, Summary, mad, median, median_ci,

@@ -201,10 +201,11 @@ fn report(
     }
     // Both sides ran in the same rounds on the same machine: the drift
     // between separate runs, which the assumed and learned noise bands
-    // stand for, is what interleaving cancels. The rounds' own spread
-    // (two-stage bootstrap over run × round) is the noise here.
+    // stand for, is what interleaving cancels, and round k of one side is
+    // paired with round k of the other.
     let mut opts = crate::compare::options(verdict)?;
     opts.prior = false;
+    opts.paired = true;
     let baseline = Side {
         label: revs[0].short(),
         runs: vec![base_run],

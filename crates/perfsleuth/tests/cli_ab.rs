@@ -1,0 +1,434 @@
+//! `perfsleuth ab`: two revisions of a real git repository, built and
+//! measured in temporary worktrees, with every bad input the issue lists.
+
+mod common;
+
+use common::{Out, Sandbox};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A repository in the sandbox: `main` with `bench.sh` (and a build that
+/// writes `built.txt`), then branch `feature` whose `bench.sh` differs.
+fn repo(sb: &Sandbox) -> PathBuf {
+    let dir = sb.path("repo");
+    std::fs::create_dir(&dir).unwrap();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    write_script(&dir, "bench.sh", "#!/bin/sh\necho base > /dev/null\n");
+    std::fs::write(dir.join(".gitignore"), "built.txt\n").unwrap();
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "base"]);
+    git(&dir, &["checkout", "-qb", "feature"]);
+    write_script(&dir, "bench.sh", "#!/bin/sh\necho feature > /dev/null\n");
+    git(&dir, &["commit", "-qam", "feature"]);
+    dir
+}
+
+fn write_script(dir: &Path, name: &str, text: &str) {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `perfsleuth ab --store … --runs 4 --warmup 0 ARGS…` (see [`ab_as_given`]).
+fn ab(sb: &Sandbox, dir: &Path, args: &[&str]) -> Out {
+    let mut all = vec!["--runs", "4", "--warmup", "0"];
+    all.extend_from_slice(args);
+    ab_as_given(sb, dir, &all)
+}
+
+/// `perfsleuth ab --store … ARGS…` run in `dir`, worktrees under the sandbox's tmp.
+fn ab_as_given(sb: &Sandbox, dir: &Path, args: &[&str]) -> Out {
+    let tmp = sb.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = sb.cmd();
+    cmd.current_dir(dir)
+        .env("TMPDIR", &tmp)
+        .args(["ab", "--store", &sb.store()])
+        .args(args);
+    cmd.output().expect("start perfsleuth").into()
+}
+
+/// Nothing of ab's left: no worktree registered, nothing in the tmp dir.
+#[track_caller]
+fn nothing_left(sb: &Sandbox, dir: &Path) {
+    let list = git(dir, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        list.matches("worktree ").count(),
+        1,
+        "worktrees left: {list}"
+    );
+    let tmp: Vec<_> = std::fs::read_dir(sb.path("tmp"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(tmp.is_empty(), "left in TMPDIR: {tmp:?}");
+}
+
+#[test]
+fn two_revisions_are_measured_interleaved_and_stored_as_linked_runs() {
+    let sb = Sandbox::new();
+    let dir = repo(&sb);
+    let base = git(&dir, &["rev-parse", "main"]);
+    let head = git(&dir, &["rev-parse", "HEAD"]);
+    let out = ab(
+        &sb,
+        &dir,
+        &["--build", "echo built > built.txt", "./bench.sh"],
+    )
+    .ok();
+    assert!(
+        out.stdout.contains(&format!("baseline: {}", &base[..10])),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains("merge base of HEAD and main"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("built in"), "{out:?}");
+    assert!(out.stderr.contains("Stored as runs 1 and 2"), "{out:?}");
+    nothing_left(&sb, &dir);
+    let runs = sb.runs_json();
+    assert_eq!(runs.len(), 2);
+    for (id, side, commit) in [("1", "baseline", &base), ("2", "candidate", &head)] {
+        let doc = sb.show_json(id);
+        assert_eq!(doc["run"]["git"]["commit"], commit.as_str(), "{doc}");
+        assert_eq!(doc["run"]["options"]["ab"]["side"], side, "{doc}");
+        let samples = common::samples(&doc, 0);
+        assert_eq!(samples.len(), 4, "{doc}");
+        // Each side's program was the file in its own worktree.
+        let path = doc["run"]["benchmarks"][0]["facts"]["binary.path"]["value"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(path.contains(side) && path.ends_with("bench.sh"), "{path}");
+    }
+    // The scripts differ, so nothing is called identical.
+    assert!(!out.stdout.contains("identical binaries"), "{out:?}");
+}
+
+#[test]
+fn identical_programs_and_an_explicit_a_a_pair_are_said_first() {
+    let sb = Sandbox::new();
+    let dir = repo(&sb);
+    let out = ab(
+        &sb,
+        &dir,
+        &["--baseline", "HEAD", "--format", "markdown", "./bench.sh"],
+    )
+    .ok();
+    assert!(out.stdout.contains("A/A calibration"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("identical binaries on both sides (./bench.sh)"),
+        "{out:?}"
+    );
+    // {root} is each side's worktree; the name stays the template.
+    let out = ab(&sb, &dir, &["--format", "json", "{root}/bench.sh"]).ok();
+    let doc = common::parse_json(&out.stdout);
+    assert_eq!(doc["schema"], "perfsleuth/compare", "{doc}");
+    assert_eq!(doc["rows"][0]["benchmark"], "{root}/bench.sh", "{doc}");
+    nothing_left(&sb, &dir);
+}
+
+#[test]
+fn the_working_tree_is_the_default_candidate_with_its_changes() {
+    let sb = Sandbox::new();
+    let dir = repo(&sb);
+    // Uncommitted change to a tracked file, and an untracked file it uses.
+    write_script(&dir, "bench.sh", "#!/bin/sh\n. ./helper.sh\n");
+    std::fs::write(dir.join("helper.sh"), "true\n").unwrap();
+    ab(&sb, &dir, &["./bench.sh"]).ok();
+    let doc = sb.show_json("2");
+    assert_eq!(doc["run"]["git"]["dirty"], true, "{doc}");
+    assert_eq!(doc["run"]["options"]["ab"]["dirty"], true, "{doc}");
+    // The user's tree is untouched.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("bench.sh")).unwrap(),
+        "#!/bin/sh\n. ./helper.sh\n"
+    );
+    nothing_left(&sb, &dir);
+    // With --candidate REV the uncommitted changes would go unmeasured.
+    ab(&sb, &dir, &["--candidate", "HEAD", "./bench.sh"])
+        .usage_error("uncommitted changes, which --candidate HEAD would not measure");
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2_and_nothing_left_behind() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.path("plain")).unwrap();
+    ab(&sb, &sb.path("plain"), &["true"]).usage_error("this is not one");
+    let dir = repo(&sb);
+    ab(&sb, &dir, &["--baseline", "nosuch", "./bench.sh"])
+        .usage_error("--baseline `nosuch` is not a revision of this repository");
+    ab(&sb, &dir, &["--candidate=-x", "./bench.sh"]).usage_error("is not a revision");
+    // The build fails on the baseline only.
+    let out = ab(
+        &sb,
+        &dir,
+        &[
+            "--build",
+            "grep -q feature bench.sh || { echo cannot build; exit 3; }",
+            "./bench.sh",
+        ],
+    )
+    .usage_error("the build of the baseline");
+    assert!(out.stderr.contains("exited with code 3"), "{out:?}");
+    assert!(
+        out.stderr.contains("cannot build"),
+        "the build's last lines: {out:?}"
+    );
+    nothing_left(&sb, &dir);
+    ab(
+        &sb,
+        &dir,
+        &[
+            "--build",
+            "sleep 5",
+            "--build-timeout",
+            "200ms",
+            "./bench.sh",
+        ],
+    )
+    .usage_error("took longer than --build-timeout");
+    nothing_left(&sb, &dir);
+    // A command that exists in one revision only.
+    write_script(&dir, "new.sh", "#!/bin/sh\n");
+    git(&dir, &["add", "new.sh"]);
+    git(&dir, &["commit", "-qm", "new"]);
+    ab(&sb, &dir, &["./new.sh"]).usage_error("in the baseline");
+    nothing_left(&sb, &dir);
+    ab(&sb, &dir, &["--export-json", "x.json", "./bench.sh"]).usage_error("--export-*");
+    assert!(
+        !sb.db().exists() || sb.runs_json().is_empty(),
+        "a refused ab stored runs"
+    );
+}
+
+#[test]
+fn ctrl_c_during_the_build_removes_the_worktrees() {
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    let dir = repo(&sb);
+    let tmp = sb.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let marker = sb.path("building");
+    let build = format!("touch {}; sleep 30", marker.display());
+    let child = sb
+        .std_cmd()
+        .current_dir(&dir)
+        .env("TMPDIR", &tmp)
+        .args([
+            "ab",
+            "--store",
+            &sb.store(),
+            "--build",
+            &build,
+            "./bench.sh",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the build never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pgid = child.id();
+    Command::new("kill")
+        .args(["-INT", "--", &format!("-{pgid}")])
+        .status()
+        .unwrap();
+    let out: Out = child.wait_with_output().unwrap().into();
+    assert_eq!(out.code, 130, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("interrupted during the build of the baseline"),
+        "{out:?}"
+    );
+    nothing_left(&sb, &dir);
+}
+
+#[test]
+fn simulation_mode_compares_exact_counts_between_revisions() {
+    for tool in ["valgrind", "gcc"] {
+        let here = Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !here {
+            perfsleuth_testkit::skip(
+                tool,
+                format!("ab in simulation mode: {tool} is not installed"),
+            );
+            return;
+        }
+    }
+    let sb = Sandbox::new();
+    let dir = sb.path("crepo");
+    std::fs::create_dir(&dir).unwrap();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    let program = |n: u32| {
+        format!(
+            "int main(void) {{ volatile long x = 0; for (long i = 0; i < {n}; i++) x += i; return 0; }}\n"
+        )
+    };
+    std::fs::write(dir.join("w.c"), program(100_000)).unwrap();
+    std::fs::write(dir.join(".gitignore"), "w\n").unwrap();
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "base"]);
+    git(&dir, &["checkout", "-qb", "more"]);
+    std::fs::write(dir.join("w.c"), program(110_000)).unwrap();
+    git(&dir, &["commit", "-qam", "10% more"]);
+    let out = ab(
+        &sb,
+        &dir,
+        &[
+            "--mode",
+            "simulation",
+            "--build",
+            "gcc -O1 -o w w.c",
+            "--format",
+            "json",
+            "./w",
+        ],
+    )
+    .ok();
+    let doc = common::parse_json(&out.stdout);
+    let ir = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "Ir")
+        .unwrap_or_else(|| panic!("no Ir row: {doc}"));
+    assert_eq!(ir["verdict"], "regressed", "{ir}");
+    // Exact counts: the CI is the point.
+    let change = &ir["change"];
+    assert!(
+        change["change"]
+            .as_f64()
+            .is_some_and(|c| c > 0.05 && c < 0.15),
+        "{ir}"
+    );
+    assert_eq!(change["ci_low"], change["ci_high"], "{ir}");
+    // The change is attributed to the function that grew.
+    assert!(
+        ir["notes"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("`main`"),
+        "{ir}"
+    );
+    nothing_left(&sb, &dir);
+}
+
+#[test]
+fn a_slower_candidate_fails_the_gate_judged_round_by_round() {
+    let sb = Sandbox::new();
+    let dir = sb.path("repo");
+    std::fs::create_dir(&dir).unwrap();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    write_script(&dir, "bench.sh", "#!/bin/sh\nsleep 0.01\n");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "base"]);
+    write_script(&dir, "bench.sh", "#!/bin/sh\nsleep 0.06\n");
+    git(&dir, &["commit", "-qam", "slower"]);
+    let out = ab_as_given(
+        &sb,
+        &dir,
+        &[
+            "--baseline",
+            "HEAD~1",
+            "--runs",
+            "10",
+            "--rounds",
+            "5",
+            "--fail-on",
+            "regressed",
+            "./bench.sh",
+        ],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("regressed"), "{out:?}");
+    nothing_left(&sb, &dir);
+}
+
+#[test]
+fn ctrl_c_while_measuring_keeps_both_sides_as_interrupted_runs() {
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    let dir = repo(&sb);
+    write_script(&dir, "slow.sh", "#!/bin/sh\nsleep 0.05\n");
+    git(&dir, &["add", "slow.sh"]);
+    git(&dir, &["commit", "-qm", "slow"]);
+    let tmp = sb.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let child = sb
+        .std_cmd()
+        .current_dir(&dir)
+        .env("TMPDIR", &tmp)
+        .args([
+            "ab",
+            "--store",
+            &sb.store(),
+            "--baseline",
+            "HEAD",
+            "--runs",
+            "1000",
+            "./slow.sh",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let out = sb.run(["runs", "--json", "--store", &sb.store()]);
+        let enough = out.code == 0
+            && common::parse_json(&out.stdout)["runs"]
+                .as_array()
+                .is_some_and(|r| {
+                    r.iter().all(|r| r["samples"].as_u64() >= Some(2)) && r.len() == 2
+                });
+        if enough {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no samples appeared");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", child.id())])
+        .status()
+        .unwrap();
+    let out: Out = child.wait_with_output().unwrap().into();
+    assert_eq!(out.code, 130, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("stored as runs 1 and 2 (status interrupted)"),
+        "{out:?}"
+    );
+    for run in sb.runs_json() {
+        assert_eq!(run["status"], "interrupted", "{run}");
+    }
+    nothing_left(&sb, &dir);
+}
