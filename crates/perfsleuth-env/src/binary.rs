@@ -315,6 +315,9 @@ fn segments(file: &mut File, head: &[u8], h: &Header) -> Result<Facts, String> {
     let mut interp: Option<Result<String, String>> = None;
     let mut build_id: Option<String> = None;
     let mut note_error: Option<String> = None;
+    // For all note segments together: 65 536 headers naming the same 1 MiB
+    // of notes without a build-id would otherwise read 64 GiB.
+    let mut notes_left = MAX_NOTES;
     for i in 0..phnum as usize {
         let e = &table[i * phentsize as usize..];
         let p_type = h.u32(e, 0).ok_or("short program header")?;
@@ -353,6 +356,11 @@ fn segments(file: &mut File, head: &[u8], h: &Header) -> Result<Facts, String> {
                     note_error = Some(format!("PT_NOTE of {filesz} bytes"));
                     continue;
                 }
+                if filesz > notes_left {
+                    note_error = Some(format!("PT_NOTE segments of over {MAX_NOTES} bytes in all"));
+                    continue;
+                }
+                notes_left -= filesz;
                 match read_at(file, offset, filesz) {
                     Ok(notes) => {
                         build_id = find_build_id(h, &notes, if align == 8 { 8 } else { 4 })
@@ -646,6 +654,49 @@ mod tests {
                 facts(&t.path(name));
             }
         }
+    }
+
+    #[test]
+    fn many_note_headers_over_the_same_notes_are_read_once() {
+        // Found while writing tests/fuzz_env.rs: every PT_NOTE header was
+        // read in full until one held a build-id, so 65 535 headers over
+        // one 1 MiB note segment (a 4.6 MB file) read 64 GiB.
+        let t = TempTree::new("binary-notes");
+        let phnum: usize = 0xfffe;
+        let notes_at = 64 + phnum * 56;
+        let mut f = vec![0u8; notes_at + (1 << 20)];
+        f[..4].copy_from_slice(b"\x7fELF");
+        f[4] = 2;
+        f[5] = 1;
+        f[6] = 1;
+        f[18] = 62;
+        f[32..40].copy_from_slice(&64u64.to_le_bytes());
+        f[52] = 64;
+        f[54] = 56;
+        f[56..58].copy_from_slice(&(phnum as u16).to_le_bytes());
+        for i in 0..phnum {
+            let e = 64 + i * 56;
+            f[e..e + 4].copy_from_slice(&PT_NOTE.to_le_bytes());
+            f[e + 8..e + 16].copy_from_slice(&(notes_at as u64).to_le_bytes());
+            f[e + 32..e + 40].copy_from_slice(&(1u64 << 20).to_le_bytes());
+            f[e + 48..e + 56].copy_from_slice(&4u64.to_le_bytes());
+        }
+        t.write("notes", &f);
+        let start = std::time::Instant::now();
+        let env = facts(&t.path("notes"));
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(env.get("binary.build_id"), Some("unknown"));
+        assert!(
+            env.facts["binary.build_id"]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("in all")
+        );
     }
 
     #[test]
