@@ -380,8 +380,8 @@ fn segments(file: &mut File, head: &[u8], h: &Header) -> Result<Facts, String> {
     Ok((interp, build_id))
 }
 
-/// The GNU build-id in a note segment (`namesz descsz type name desc`, name
-/// and desc padded to the segment's alignment).
+/// The GNU build-id in a note segment (`namesz descsz type name desc`, desc
+/// and the next note starting at the segment's alignment).
 fn find_build_id(h: &Header, notes: &[u8], align: usize) -> Option<String> {
     let pad = |n: usize| n.checked_add(align - 1).map(|v| v & !(align - 1));
     let mut at = 0usize;
@@ -390,8 +390,11 @@ fn find_build_id(h: &Header, notes: &[u8], align: usize) -> Option<String> {
         let descsz = h.u32(notes, at + 4)? as usize;
         let n_type = h.u32(notes, at + 8)?;
         let name_at = at + 12;
-        let desc_at = name_at.checked_add(pad(namesz)?)?;
-        let next = desc_at.checked_add(pad(descsz)?)?;
+        // The offset is aligned, not the name's length: with 8-byte
+        // alignment "GNU\0" ends at 16, where its desc starts (as binutils
+        // and the kernel read it), not at 12 + 8.
+        let desc_at = pad(name_at.checked_add(namesz)?)?;
+        let next = pad(desc_at.checked_add(descsz)?)?;
         let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
         if n_type == NT_GNU_BUILD_ID && name == b"GNU\0" {
             let desc = notes.get(desc_at..desc_at.checked_add(descsz)?)?;
@@ -696,6 +699,42 @@ mod tests {
                 .as_deref()
                 .unwrap()
                 .contains("in all")
+        );
+    }
+
+    #[test]
+    fn a_build_id_in_an_eight_byte_aligned_note_segment() {
+        // Found by tests/fuzz_env.rs: the desc was looked for at
+        // 12 + pad(namesz) = 20 instead of pad(12 + namesz) = 16, so the
+        // build-id came out shifted by four bytes.
+        let t = TempTree::new("binary-note8");
+        let mut f = vec![0u8; 64 + 56];
+        f[..4].copy_from_slice(b"\x7fELF");
+        f[4] = 2;
+        f[5] = 1;
+        f[6] = 1;
+        f[18] = 183;
+        f[32..40].copy_from_slice(&64u64.to_le_bytes());
+        f[52] = 64;
+        f[54] = 56;
+        f[56] = 1;
+        let notes_at = f.len() as u64;
+        let mut note = Vec::new();
+        note.extend_from_slice(&4u32.to_le_bytes());
+        note.extend_from_slice(&20u32.to_le_bytes());
+        note.extend_from_slice(&NT_GNU_BUILD_ID.to_le_bytes());
+        note.extend_from_slice(b"GNU\0");
+        note.extend((1..=20u8).collect::<Vec<u8>>());
+        note.extend([0; 4]);
+        f[64..68].copy_from_slice(&PT_NOTE.to_le_bytes());
+        f[72..80].copy_from_slice(&notes_at.to_le_bytes());
+        f[96..104].copy_from_slice(&(note.len() as u64).to_le_bytes());
+        f[112..120].copy_from_slice(&8u64.to_le_bytes());
+        f.extend(note);
+        t.write("note8", &f);
+        assert_eq!(
+            facts(&t.path("note8")).get("binary.build_id"),
+            Some("0102030405060708090a0b0c0d0e0f1011121314")
         );
     }
 
