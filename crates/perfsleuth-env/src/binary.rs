@@ -302,6 +302,9 @@ fn segments(file: &mut File, head: &[u8], h: &Header) -> Result<Facts, String> {
     let mut interp: Option<Result<String, String>> = None;
     let mut build_id: Option<String> = None;
     let mut note_error: Option<String> = None;
+    // For all note segments together: 65 536 headers naming the same 1 MiB
+    // of notes without a build-id would otherwise read 64 GiB.
+    let mut notes_left = MAX_NOTES;
     for i in 0..phnum as usize {
         let e = &table[i * phentsize as usize..];
         let p_type = h.u32(e, 0).ok_or("short program header")?;
@@ -340,6 +343,11 @@ fn segments(file: &mut File, head: &[u8], h: &Header) -> Result<Facts, String> {
                     note_error = Some(format!("PT_NOTE of {filesz} bytes"));
                     continue;
                 }
+                if filesz > notes_left {
+                    note_error = Some(format!("PT_NOTE segments of over {MAX_NOTES} bytes in all"));
+                    continue;
+                }
+                notes_left -= filesz;
                 match read_at(file, offset, filesz) {
                     Ok(notes) => {
                         build_id = find_build_id(h, &notes, if align == 8 { 8 } else { 4 })
@@ -359,8 +367,8 @@ fn segments(file: &mut File, head: &[u8], h: &Header) -> Result<Facts, String> {
     Ok((interp, build_id))
 }
 
-/// The GNU build-id in a note segment (`namesz descsz type name desc`, name
-/// and desc padded to the segment's alignment).
+/// The GNU build-id in a note segment (`namesz descsz type name desc`, desc
+/// and the next note starting at the segment's alignment).
 fn find_build_id(h: &Header, notes: &[u8], align: usize) -> Option<String> {
     let pad = |n: usize| n.checked_add(align - 1).map(|v| v & !(align - 1));
     let mut at = 0usize;
@@ -369,8 +377,11 @@ fn find_build_id(h: &Header, notes: &[u8], align: usize) -> Option<String> {
         let descsz = h.u32(notes, at + 4)? as usize;
         let n_type = h.u32(notes, at + 8)?;
         let name_at = at + 12;
-        let desc_at = name_at.checked_add(pad(namesz)?)?;
-        let next = desc_at.checked_add(pad(descsz)?)?;
+        // The offset is aligned, not the name's length: with 8-byte
+        // alignment "GNU\0" ends at 16, where its desc starts (as binutils
+        // and the kernel read it), not at 12 + 8.
+        let desc_at = pad(name_at.checked_add(namesz)?)?;
+        let next = pad(desc_at.checked_add(descsz)?)?;
         let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
         if n_type == NT_GNU_BUILD_ID && name == b"GNU\0" {
             let desc = notes.get(desc_at..desc_at.checked_add(descsz)?)?;
@@ -634,6 +645,85 @@ mod tests {
                 facts(&t.path(name));
             }
         }
+    }
+
+    #[test]
+    fn many_note_headers_over_the_same_notes_are_read_once() {
+        // Found while writing tests/fuzz_env.rs: every PT_NOTE header was
+        // read in full until one held a build-id, so 65 535 headers over
+        // one 1 MiB note segment (a 4.6 MB file) read 64 GiB.
+        let t = TempTree::new("binary-notes");
+        let phnum: usize = 0xfffe;
+        let notes_at = 64 + phnum * 56;
+        let mut f = vec![0u8; notes_at + (1 << 20)];
+        f[..4].copy_from_slice(b"\x7fELF");
+        f[4] = 2;
+        f[5] = 1;
+        f[6] = 1;
+        f[18] = 62;
+        f[32..40].copy_from_slice(&64u64.to_le_bytes());
+        f[52] = 64;
+        f[54] = 56;
+        f[56..58].copy_from_slice(&(phnum as u16).to_le_bytes());
+        for i in 0..phnum {
+            let e = 64 + i * 56;
+            f[e..e + 4].copy_from_slice(&PT_NOTE.to_le_bytes());
+            f[e + 8..e + 16].copy_from_slice(&(notes_at as u64).to_le_bytes());
+            f[e + 32..e + 40].copy_from_slice(&(1u64 << 20).to_le_bytes());
+            f[e + 48..e + 56].copy_from_slice(&4u64.to_le_bytes());
+        }
+        t.write("notes", &f);
+        let start = std::time::Instant::now();
+        let env = facts(&t.path("notes"));
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(env.get("binary.build_id"), Some("unknown"));
+        assert!(
+            env.facts["binary.build_id"]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("in all")
+        );
+    }
+
+    #[test]
+    fn a_build_id_in_an_eight_byte_aligned_note_segment() {
+        // Found by tests/fuzz_env.rs: the desc was looked for at
+        // 12 + pad(namesz) = 20 instead of pad(12 + namesz) = 16, so the
+        // build-id came out shifted by four bytes.
+        let t = TempTree::new("binary-note8");
+        let mut f = vec![0u8; 64 + 56];
+        f[..4].copy_from_slice(b"\x7fELF");
+        f[4] = 2;
+        f[5] = 1;
+        f[6] = 1;
+        f[18] = 183;
+        f[32..40].copy_from_slice(&64u64.to_le_bytes());
+        f[52] = 64;
+        f[54] = 56;
+        f[56] = 1;
+        let notes_at = f.len() as u64;
+        let mut note = Vec::new();
+        note.extend_from_slice(&4u32.to_le_bytes());
+        note.extend_from_slice(&20u32.to_le_bytes());
+        note.extend_from_slice(&NT_GNU_BUILD_ID.to_le_bytes());
+        note.extend_from_slice(b"GNU\0");
+        note.extend((1..=20u8).collect::<Vec<u8>>());
+        note.extend([0; 4]);
+        f[64..68].copy_from_slice(&PT_NOTE.to_le_bytes());
+        f[72..80].copy_from_slice(&notes_at.to_le_bytes());
+        f[96..104].copy_from_slice(&(note.len() as u64).to_le_bytes());
+        f[112..120].copy_from_slice(&8u64.to_le_bytes());
+        f.extend(note);
+        t.write("note8", &f);
+        assert_eq!(
+            facts(&t.path("note8")).get("binary.build_id"),
+            Some("0102030405060708090a0b0c0d0e0f1011121314")
+        );
     }
 
     #[test]

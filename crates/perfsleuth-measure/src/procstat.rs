@@ -20,8 +20,12 @@ pub struct CpuTicks {
 }
 
 impl CpuTicks {
+    /// Saturating: [`CpuTimes::parse`] refuses lines whose total does not
+    /// fit, but the fields are public.
     fn total(&self) -> u64 {
-        self.user + self.system + self.idle + self.iowait + self.steal
+        [self.system, self.idle, self.iowait, self.steal]
+            .iter()
+            .fold(self.user, |t, v| t.saturating_add(*v))
     }
 }
 
@@ -107,13 +111,21 @@ impl CpuTimes {
                 ));
             }
             let [user, nice, system, idle, iowait, irq, softirq, steal] = fields;
+            let overflow = || format!("line `{label}`: the times overflow 64 bits");
             let ticks = CpuTicks {
-                user: user + nice,
-                system: system + irq + softirq,
+                user: user.checked_add(nice).ok_or_else(overflow)?,
+                system: system
+                    .checked_add(irq)
+                    .and_then(|s| s.checked_add(softirq))
+                    .ok_or_else(overflow)?,
                 idle,
                 iowait,
                 steal,
             };
+            [ticks.system, idle, iowait, steal]
+                .iter()
+                .try_fold(ticks.user, |t, v| t.checked_add(*v))
+                .ok_or_else(overflow)?;
             if rest.is_empty() {
                 times.total = ticks;
                 seen_total = true;
@@ -152,16 +164,27 @@ impl CpuTimes {
 fn shares(before: &CpuTicks, after: &CpuTicks) -> Option<CpuShares> {
     // A CPU brought offline and back can restart its counters: saturate.
     let d = |a: u64, b: u64| b.saturating_sub(a) as f64;
-    let elapsed = d(before.total(), after.total());
+    let parts = [
+        d(before.user, after.user),
+        d(before.system, after.system),
+        d(before.idle, after.idle),
+        d(before.iowait, after.iowait),
+        d(before.steal, after.steal),
+    ];
+    // The sum of the parts, not the difference of the totals: when one
+    // counter went back (a restart) the totals' difference is smaller than
+    // the others' growth, and the shares would pass 1.
+    let elapsed: f64 = parts.iter().sum();
     if elapsed <= 0.0 {
         return None;
     }
+    let [user, system, idle, iowait, steal] = parts.map(|p| p / elapsed);
     Some(CpuShares {
-        user: d(before.user, after.user) / elapsed,
-        system: d(before.system, after.system) / elapsed,
-        idle: d(before.idle, after.idle) / elapsed,
-        iowait: d(before.iowait, after.iowait) / elapsed,
-        steal: d(before.steal, after.steal) / elapsed,
+        user,
+        system,
+        idle,
+        iowait,
+        steal,
     })
 }
 
@@ -202,6 +225,29 @@ mod tests {
         assert!(CpuTimes::parse("cpu 1 2\n").is_err());
         let a = CpuTimes::parse(BEFORE).expect("parse");
         assert_eq!(a.usage_until(&a), None);
+    }
+
+    #[test]
+    fn times_beyond_64_bits_are_an_error_not_a_panic() {
+        // Found by tests/fuzz_callgrind.rs: `user + nice` and the total
+        // overflowed (a panic in debug builds, wrapped shares in release).
+        let max = u64::MAX;
+        assert!(CpuTimes::parse(&format!("cpu {max} 1 0 0\n")).is_err());
+        assert!(CpuTimes::parse(&format!("cpu 0 0 {max} 0 0 1 0 0\n")).is_err());
+        let e = CpuTimes::parse(&format!("cpu 1 0 0 0 0 0 0 {max}\n")).unwrap_err();
+        assert!(e.contains("overflow"), "{e}");
+        assert!(CpuTimes::parse(&format!("cpu {max} 0 0 0\n")).is_ok());
+    }
+
+    #[test]
+    fn a_counter_that_went_back_keeps_the_shares_within_one() {
+        // Found by tests/fuzz_callgrind.rs: idle restarted from 0 while
+        // user grew, and user's share came out as 150 / 50 = 3.
+        let a = CpuTimes::parse("cpu 0 0 0 100\n").unwrap();
+        let b = CpuTimes::parse("cpu 150 0 0 0\n").unwrap();
+        let u = a.usage_until(&b).expect("user time passed");
+        assert_eq!(u.total.user, 1.0);
+        assert_eq!(u.total.idle, 0.0);
     }
 
     #[test]

@@ -193,3 +193,36 @@ fn every_truncation_of_a_callgrind_file_is_an_error_on_its_last_line() {
         }
     }
 }
+
+#[test]
+fn thousands_of_events_are_refused_before_every_function_holds_them() {
+    // Every function keeps three costs per event: 5 000 events and 2 000
+    // one-line functions (0.1 MB of text) took 240 MB before the cap on
+    // events, and the 100 000 events of one 1 MiB line 24 GB.
+    let mut text = String::from("events:");
+    for i in 0..5000 {
+        text.push_str(&format!(" e{i}"));
+    }
+    text.push('\n');
+    for i in 0..2000 {
+        text.push_str(&format!("fn=f{i}\n0 1\n"));
+    }
+    let e = parse_reader(text.as_bytes(), "many-events").expect_err("too many events");
+    assert_eq!(e.line, 1, "{e}");
+    assert!(e.message.contains("events"), "{e}");
+    // Up to the cap is still a profile.
+    let names: Vec<String> = (0..64).map(|i| format!("e{i}")).collect();
+    let text = format!("events: {}\nfn=f\n0 1\n", names.join(" "));
+    assert_eq!(
+        parse_reader(text.as_bytes(), "64").unwrap().events.len(),
+        64
+    );
+    // The cap counts events over all parts, not per `events:` line.
+    let mut text = String::new();
+    for part in 0..3 {
+        let names: Vec<String> = (0..40).map(|i| format!("p{part}e{i}")).collect();
+        text.push_str(&format!("events: {}\nfn=f\n0 1\n", names.join(" ")));
+    }
+    let e = parse_reader(text.as_bytes(), "parts").expect_err("120 events in all");
+    assert_eq!(e.line, 4, "{e}");
+}

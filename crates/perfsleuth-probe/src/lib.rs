@@ -123,7 +123,8 @@ impl CacheSizes {
     }
 }
 
-/// Parses "32 KiB", "1 MiB", "48K", "4096", "4096 bytes" into bytes.
+/// Parses "32 KiB", "1 MiB", "48K", "4096", "4096 bytes" into bytes;
+/// `None` for zero, for junk and for sizes beyond `u64`.
 pub fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
@@ -136,7 +137,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
         "g" | "gb" | "gib" => 1 << 30,
         _ => return None,
     };
-    (n > 0).then(|| n * mult)
+    n.checked_mul(mult).filter(|_| n > 0)
 }
 
 /// What a probe run may do.
@@ -414,5 +415,14 @@ mod tests {
         assert_eq!(parse_size("4096"), Some(4096));
         assert_eq!(parse_size("0 KiB"), None);
         assert_eq!(parse_size("lots"), None);
+    }
+
+    #[test]
+    fn a_size_beyond_64_bits_is_none_not_an_overflow() {
+        // Found by tests/fuzz_probe.rs: `n * mult` panicked in debug builds
+        // and wrapped to a small buffer size in release.
+        assert_eq!(parse_size("18446744073709551615 KiB"), None);
+        assert_eq!(parse_size("17179869184 GiB"), None);
+        assert_eq!(parse_size("17179869183 GiB"), Some(17179869183 << 30));
     }
 }

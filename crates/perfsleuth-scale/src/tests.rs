@@ -468,6 +468,29 @@ fn csv_variants_and_errors() {
 }
 
 #[test]
+fn csv_without_header_with_decimal_commas() {
+    // Found by tests/fuzz_csv.rs: the header test parsed `2,5` without the
+    // decimal comma, took the first data row for a header and refused it.
+    let obs = read_csv("1;2,5\n2;4,75\n").expect("headerless, decimal commas");
+    assert_eq!(obs.len(), 2);
+    assert_eq!(obs[0].runs[0].throughput, 2.5);
+    assert_eq!(obs[1].runs[0].throughput, 4.75);
+}
+
+#[test]
+fn csv_with_many_levels_is_read_in_linear_time() {
+    // Found while writing tests/fuzz_csv.rs: each row looked for its N among all the levels
+    // so far, so 100 000 distinct levels took 5·10⁹ comparisons (minutes
+    // in a debug build); a map keeps it to one lookup a row.
+    let text: String = (1..=100_000).map(|n| format!("{n},{}\n", n * 2)).collect();
+    let start = std::time::Instant::now();
+    let obs = read_csv(&text).expect("csv");
+    assert_eq!(obs.len(), 100_000);
+    assert_eq!(obs[99_999].n, 100_000.0);
+    assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+}
+
+#[test]
 fn renderers_show_table_fit_diagnosis_and_valid_json() {
     let obs = curve(
         &NS,

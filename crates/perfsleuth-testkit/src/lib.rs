@@ -14,6 +14,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod fuzz;
+
 use std::ffi::OsString;
 use std::fmt::Display;
 use std::process::Command;

@@ -7,6 +7,8 @@ mod cli;
 mod compare;
 mod envcmd;
 mod error;
+#[cfg(test)]
+mod fuzz;
 mod git;
 mod history;
 mod learned;

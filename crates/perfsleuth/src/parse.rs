@@ -33,7 +33,12 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     if secs <= 0.0 {
         return Err(format!("duration `{s}` must be positive"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    let d = Duration::from_secs_f64(secs);
+    // Positive but under a nanosecond rounds to zero.
+    if d.is_zero() {
+        return Err(format!("duration `{s}` is shorter than 1 ns"));
+    }
+    Ok(d)
 }
 
 /// Parses a finite number greater than zero (`2e6` and `2_000_000` both work).
@@ -123,10 +128,12 @@ pub fn percent(s: &str) -> Result<f64, String> {
         .trim_end_matches('%')
         .parse()
         .map_err(|_| format!("invalid percentage `{s}` (use e.g. 1 or 0.5%)"))?;
-    if !(v > 0.0 && v < 100.0) {
+    // Checked after dividing: 5e-324 % is positive, its fraction is 0.
+    let f = v / 100.0;
+    if !(f > 0.0 && v < 100.0) {
         return Err(format!("percentage `{s}` must be between 0 and 100"));
     }
-    Ok(v / 100.0)
+    Ok(f)
 }
 
 /// Parses the `--ignore-failure[=CODES]` value (`None`: the option was not given).
@@ -277,6 +284,27 @@ mod tests {
         assert!(scan_values("5", "1", None).is_err());
         assert!(scan_values("1", "5", Some("0")).is_err());
         assert!(scan_values("a", "5", None).is_err());
+    }
+
+    #[test]
+    fn a_scan_too_wide_for_u64_is_an_error_not_an_overflow() {
+        // Found while writing src/fuzz.rs (which finds it too): the count
+        // saturated to u64::MAX and `+ 1` overflowed (a panic in debug
+        // builds, an empty scan in release).
+        for (min, max, step) in [("-1e308", "1e308", None), ("0", "1", Some("1e-320"))] {
+            let e = scan_values(min, max, step).unwrap_err();
+            assert!(e.contains("at most 100000"), "{e}");
+        }
+    }
+
+    #[test]
+    fn values_that_round_to_zero_are_refused() {
+        // Found by src/fuzz.rs: 5e-324 % is a fraction of 0, and 1e-10 ns a
+        // duration of 0, both past the checks for "positive".
+        assert!(percent("5e-324%").is_err());
+        assert!(percent("1e-300").is_ok());
+        assert!(duration("0.0000000001ns").is_err());
+        assert_eq!(duration("1ns"), Ok(Duration::from_nanos(1)));
     }
 
     #[test]

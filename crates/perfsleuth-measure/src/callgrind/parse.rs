@@ -11,6 +11,12 @@ use super::{FunctionProfile, ParseError, Profile};
 /// guards against reading a whole binary file as one "line".
 const MAX_LINE: usize = 1 << 20;
 
+/// Most distinct events accepted, over all parts. Callgrind writes about 20
+/// with every simulation on; every function holds three costs per event, so
+/// a file naming 100 000 events and then 10 000 functions (under 1 MiB)
+/// would otherwise take 24 GB.
+const MAX_EVENTS: usize = 64;
+
 /// Parses one callgrind output file. See [`parse_reader`].
 pub fn parse_file(path: &Path) -> Result<Profile, ParseError> {
     let name = path.display().to_string();
@@ -30,7 +36,8 @@ pub fn parse_file(path: &Path) -> Result<Profile, ParseError> {
 /// `calls=`, `jump=`, `jcnd=`, cost lines with any `positions:` and
 /// subposition compression, `summary:`, `totals:`, several parts, comments).
 /// Refused with the line number: unknown `key=` lines, malformed numbers,
-/// more cost columns than events, a name id used before it is defined, a
+/// more cost columns than events, more than 64 distinct events, a name id
+/// used before it is defined, a
 /// number above `u64::MAX`, a file without `events:`, a `calls=` line not
 /// followed by its cost line, and — for files whose `creator:` is callgrind —
 /// a last part without `totals:` or a last line without newline (callgrind
@@ -291,6 +298,11 @@ impl<'n> Parser<'n> {
                     let name = String::from_utf8_lossy(word);
                     let i = match self.events.iter().position(|e| *e == name) {
                         Some(i) => i,
+                        None if self.events.len() >= MAX_EVENTS => {
+                            return Err(self.err(format!(
+                                "more than {MAX_EVENTS} events: not callgrind output"
+                            )));
+                        }
                         None => {
                             self.events.push(name.into_owned());
                             self.events.len() - 1
