@@ -6,10 +6,10 @@
 //! drift between them; measured in the same rounds, both sides see the same
 //! drift (Bencher's relative benchmarking, Pinpoint's try jobs).
 
-use crate::cli::{AbArgs, CompareFormat};
+use crate::cli::AbArgs;
 use crate::error::Fail;
 use crate::run::{Measurement, Part};
-use crate::term::{emit, use_color};
+use crate::term::emit;
 use perfsleuth_compare::Side;
 use perfsleuth_measure::Spawner;
 use perfsleuth_model::exit::ExitCode;
@@ -230,19 +230,10 @@ fn report(
             rev.why
         ));
     }
-    let text = match args.format {
-        CompareFormat::Terminal => {
-            perfsleuth_compare::render_terminal(&comparison, use_color(args.run.color, false))
-        }
-        CompareFormat::Markdown => perfsleuth_compare::render_markdown(&comparison),
-        CompareFormat::Json => {
-            let doc = perfsleuth_compare::to_json(&comparison);
-            perfsleuth_model::schema::to_json_pretty(&doc).map_err(|e| {
-                Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
-            })?
-        }
-    };
-    emit(&text, false);
+    emit(
+        &crate::compare::render(&comparison, args.format, args.run.color)?,
+        false,
+    );
     if let Some(note) = &m.stored_note {
         emit(note, true);
     }

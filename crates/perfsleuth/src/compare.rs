@@ -38,20 +38,28 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
     comparison
         .notes
         .extend(probe_notes(&baseline, &candidate, &mut store));
-    let text = match args.format {
+    emit(&render(&comparison, args.format, args.color)?, false);
+    Ok(exit_code(&comparison, &args.verdict))
+}
+
+/// The comparison in the chosen format (`compare` and `ab`).
+pub fn render(
+    comparison: &Comparison,
+    format: CompareFormat,
+    color: ColorChoice,
+) -> Result<String, Fail> {
+    Ok(match format {
         CompareFormat::Terminal => {
-            perfsleuth_compare::render_terminal(&comparison, use_color(args.color, false))
+            perfsleuth_compare::render_terminal(comparison, use_color(color, false))
         }
-        CompareFormat::Markdown => perfsleuth_compare::render_markdown(&comparison),
+        CompareFormat::Markdown => perfsleuth_compare::render_markdown(comparison),
         CompareFormat::Json => {
-            let doc = perfsleuth_compare::to_json(&comparison);
+            let doc = perfsleuth_compare::to_json(comparison);
             perfsleuth_model::schema::to_json_pretty(&doc).map_err(|e| {
                 Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
             })?
         }
-    };
-    emit(&text, false);
-    Ok(exit_code(&comparison, &args.verdict))
+    })
 }
 
 /// Adds the same-binary history from the store to `opts` and `baseline`

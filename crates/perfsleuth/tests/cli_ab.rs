@@ -64,6 +64,33 @@ fn ab_as_given(sb: &Sandbox, dir: &Path, args: &[&str]) -> Out {
     cmd.output().expect("start perfsleuth").into()
 }
 
+/// `perfsleuth ab --store … ARGS…` started in `dir` in its own process
+/// group (to be signalled as a terminal would), worktrees under the tmp dir.
+fn spawn_ab(sb: &Sandbox, dir: &Path, args: &[&str]) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let tmp = sb.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    sb.std_cmd()
+        .current_dir(dir)
+        .env("TMPDIR", &tmp)
+        .args(["ab", "--store", &sb.store()])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+/// SIGINT to the group of `child`, as Ctrl-C in a terminal; then its output.
+fn ctrl_c(child: std::process::Child) -> Out {
+    Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", child.id())])
+        .status()
+        .unwrap();
+    child.wait_with_output().unwrap().into()
+}
+
 /// Nothing of ab's left: no worktree registered, nothing in the tmp dir.
 #[track_caller]
 fn nothing_left(sb: &Sandbox, dir: &Path) {
@@ -221,30 +248,11 @@ fn bad_input_is_one_line_exit_2_and_nothing_left_behind() {
 
 #[test]
 fn ctrl_c_during_the_build_removes_the_worktrees() {
-    use std::os::unix::process::CommandExt;
     let sb = Sandbox::new();
     let dir = repo(&sb);
-    let tmp = sb.path("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
     let marker = sb.path("building");
     let build = format!("touch {}; sleep 30", marker.display());
-    let child = sb
-        .std_cmd()
-        .current_dir(&dir)
-        .env("TMPDIR", &tmp)
-        .args([
-            "ab",
-            "--store",
-            &sb.store(),
-            "--build",
-            &build,
-            "./bench.sh",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
+    let child = spawn_ab(&sb, &dir, &["--build", &build, "./bench.sh"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !marker.exists() {
         assert!(
@@ -253,12 +261,7 @@ fn ctrl_c_during_the_build_removes_the_worktrees() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let pgid = child.id();
-    Command::new("kill")
-        .args(["-INT", "--", &format!("-{pgid}")])
-        .status()
-        .unwrap();
-    let out: Out = child.wait_with_output().unwrap().into();
+    let out = ctrl_c(child);
     assert_eq!(out.code, 130, "{out:?}");
     assert!(
         out.stderr
@@ -374,33 +377,16 @@ fn a_slower_candidate_fails_the_gate_judged_round_by_round() {
 
 #[test]
 fn ctrl_c_while_measuring_keeps_both_sides_as_interrupted_runs() {
-    use std::os::unix::process::CommandExt;
     let sb = Sandbox::new();
     let dir = repo(&sb);
     write_script(&dir, "slow.sh", "#!/bin/sh\nsleep 0.05\n");
     git(&dir, &["add", "slow.sh"]);
     git(&dir, &["commit", "-qm", "slow"]);
-    let tmp = sb.path("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let child = sb
-        .std_cmd()
-        .current_dir(&dir)
-        .env("TMPDIR", &tmp)
-        .args([
-            "ab",
-            "--store",
-            &sb.store(),
-            "--baseline",
-            "HEAD",
-            "--runs",
-            "1000",
-            "./slow.sh",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
+    let child = spawn_ab(
+        &sb,
+        &dir,
+        &["--baseline", "HEAD", "--runs", "1000", "./slow.sh"],
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let out = sb.run(["runs", "--json", "--store", &sb.store()]);
@@ -416,11 +402,7 @@ fn ctrl_c_while_measuring_keeps_both_sides_as_interrupted_runs() {
         assert!(std::time::Instant::now() < deadline, "no samples appeared");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    Command::new("kill")
-        .args(["-INT", "--", &format!("-{}", child.id())])
-        .status()
-        .unwrap();
-    let out: Out = child.wait_with_output().unwrap().into();
+    let out = ctrl_c(child);
     assert_eq!(out.code, 130, "{out:?}");
     assert!(
         out.stderr

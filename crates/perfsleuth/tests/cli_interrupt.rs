@@ -286,6 +286,11 @@ fn a_killed_run_keeps_its_samples_and_the_store_stays_usable() {
 
 /// `perfsleuth run --store … sleep 0.05` (many runs) started in its own group.
 fn long_sleep_run(sb: &Sandbox, sleep: &std::path::Path) -> Child {
+    sleep_run(sb, sleep, "1000", "0.05")
+}
+
+/// `perfsleuth run --store … --runs RUNS 'SLEEP SECONDS'` in its own group.
+fn sleep_run(sb: &Sandbox, sleep: &std::path::Path, runs: &str, seconds: &str) -> Child {
     let store = sb.store();
     spawn_in_own_group(
         sb,
@@ -296,8 +301,8 @@ fn long_sleep_run(sb: &Sandbox, sleep: &std::path::Path) -> Child {
             "--warmup",
             "0",
             "--runs",
-            "1000",
-            &format!("{} 0.05", sleep.display()),
+            runs,
+            &format!("{} {seconds}", sleep.display()),
         ],
     )
 }
@@ -314,20 +319,7 @@ fn sleeps_left_after_kill_9(group: bool) -> Vec<String> {
     let sb = Sandbox::new();
     let sleep = own_sleep(&sb);
     // A sleep long enough that only being killed ends it within the test.
-    let store = sb.store();
-    let child = spawn_in_own_group(
-        &sb,
-        &[
-            "run",
-            "--store",
-            &store,
-            "--warmup",
-            "0",
-            "--runs",
-            "3",
-            &format!("{} 300", sleep.display()),
-        ],
-    );
+    let child = sleep_run(&sb, &sleep, "3", "300");
     // perfsleuth's own command line holds the same words: only processes
     // whose command line starts with them are the sleep.
     let needle = format!("{} 300", sleep.display());
