@@ -180,6 +180,11 @@ fn tree_libc(src: &Source) -> (Result<String, String>, Result<String, String>) {
             notes.push(format!("{candidate} leads out of the tree"));
             continue;
         }
+        // Opening a FIFO waits for a writer that never comes.
+        if !std::fs::metadata(&real).is_ok_and(|m| m.is_file()) {
+            let why = format!("{candidate} is not a regular file");
+            return (Err(why), Ok(candidate.to_string()));
+        }
         let bytes = std::fs::File::open(&real).and_then(|f| {
             let mut buf = Vec::new();
             f.take(MAX_LIBC_BYTES).read_to_end(&mut buf).map(|_| buf)
@@ -683,6 +688,36 @@ mod tests {
                 .any(|l| l.starts_with("x86.cpu_features.data_cache_size"))
         );
         assert_eq!(parse_number("0xffffffffffffffffff"), None);
+    }
+
+    #[test]
+    fn a_fifo_for_libc_is_a_reason_not_a_hang() {
+        // Found by tests/fuzz_env.rs: the tree's libc.so.6 was opened
+        // without a look at what it is, and opening a FIFO blocks until a
+        // writer comes: `env show --root` hung.
+        let t = TempTree::new("libc-fifo");
+        let fifo = t.path("lib/x86_64-linux-gnu/libc.so.6");
+        std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let src = t.source();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut env = Environment::default();
+            capture(&src, &mut env);
+            let _ = tx.send(env);
+        });
+        let env = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("capture returns");
+        assert!(
+            env.facts["libc.version"]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("not a regular file")
+        );
     }
 
     #[test]
