@@ -7,6 +7,7 @@ use perfsleuth_model::{Environment, ImpactClass};
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Every key [`binary_facts`] sets.
@@ -59,7 +60,13 @@ pub fn binary_facts(path: &Path) -> Environment {
             env.set_read(*k, Err(reason.clone()), class);
         }
     };
-    let mut file = match File::open(&resolved) {
+    // Non-blocking: opening a FIFO would otherwise wait for a writer before
+    // the check below could refuse it (no effect on regular files).
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&resolved);
+    let mut file = match opened {
         Ok(f) => f,
         Err(e) => {
             all_unknown(&mut env, format!("cannot open {}: {e}", path.display()));
@@ -735,6 +742,32 @@ mod tests {
         assert_eq!(
             facts(&t.path("note8")).get("binary.build_id"),
             Some("0102030405060708090a0b0c0d0e0f1011121314")
+        );
+    }
+
+    #[test]
+    fn a_fifo_is_not_a_regular_file_and_does_not_block() {
+        // Found while fixing the FIFO hang tests/fuzz_env.rs found in
+        // libc_info: the check for a regular file came after `open`, which
+        // on a FIFO waits for a writer.
+        let t = TempTree::new("binary-fifo");
+        let fifo = t.path("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(binary_facts(&fifo));
+        });
+        let env = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("binary_facts returns");
+        assert!(
+            env.facts["binary.sha256"]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("not a regular file")
         );
     }
 
