@@ -669,7 +669,7 @@ mod tests {
     #[test]
     fn many_note_headers_over_the_same_notes_are_read_once() {
         // Found while writing tests/fuzz_env.rs: every PT_NOTE header was
-        // read in full until one held a build-id, so 65 535 headers over
+        // read in full until one held a build-id, so 65 534 headers over
         // one 1 MiB note segment (a 4.6 MB file) read 64 GiB.
         let t = TempTree::new("binary-notes");
         let phnum: usize = 0xfffe;
