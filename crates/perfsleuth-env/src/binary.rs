@@ -650,7 +650,7 @@ mod tests {
     #[test]
     fn many_note_headers_over_the_same_notes_are_read_once() {
         // Found while writing tests/fuzz_env.rs: every PT_NOTE header was
-        // read in full until one held a build-id, so 65 535 headers over
+        // read in full until one held a build-id, so 65 534 headers over
         // one 1 MiB note segment (a 4.6 MB file) read 64 GiB.
         let t = TempTree::new("binary-notes");
         let phnum: usize = 0xfffe;
@@ -723,6 +723,32 @@ mod tests {
         assert_eq!(
             facts(&t.path("note8")).get("binary.build_id"),
             Some("0102030405060708090a0b0c0d0e0f1011121314")
+        );
+    }
+
+    #[test]
+    fn a_fifo_is_not_a_regular_file_and_does_not_block() {
+        // Found while fixing the FIFO hang tests/fuzz_env.rs found in
+        // libc_info: the check for a regular file came after `open`, which
+        // on a FIFO waits for a writer.
+        let t = TempTree::new("binary-fifo");
+        let fifo = t.path("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(binary_facts(&fifo));
+        });
+        let env = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("binary_facts returns");
+        assert!(
+            env.facts["binary.sha256"]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("not a regular file")
         );
     }
 

@@ -693,6 +693,36 @@ mod tests {
     }
 
     #[test]
+    fn a_fifo_for_libc_is_a_reason_not_a_hang() {
+        // Found by tests/fuzz_env.rs: the tree's libc.so.6 was opened
+        // without a look at what it is, and opening a FIFO blocks until a
+        // writer comes: `env show --root` hung.
+        let t = TempTree::new("libc-fifo");
+        let fifo = t.path("lib/x86_64-linux-gnu/libc.so.6");
+        std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let src = t.source();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut env = Environment::default();
+            capture(&src, &mut env);
+            let _ = tx.send(env);
+        });
+        let env = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("capture returns");
+        assert!(
+            env.facts["libc.version"]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("not a regular file")
+        );
+    }
+
+    #[test]
     fn garbage_everywhere_does_not_panic() {
         for seed in 0..8u64 {
             let t = TempTree::new("libc-garbage");

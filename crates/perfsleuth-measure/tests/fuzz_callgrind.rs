@@ -6,7 +6,8 @@
 //! totals and self costs; then the same files are damaged (see
 //! `perfsleuth_testkit::fuzz`) and must parse to a consistent profile or be
 //! refused with a line inside the file, never panic and never hang.
-//! `PROPTEST_CASES=N` sets the number of cases (`bench/fuzz.sh`).
+//! `PERFSLEUTH_FUZZ_SCALE=K` runs K times the default cases, `PROPTEST_CASES=N`
+//! exactly N (`bench/fuzz.sh` runs every target so).
 
 use perfsleuth_measure::CpuTimes;
 use perfsleuth_measure::callgrind::{ParseError, Profile, parse_reader};
@@ -308,7 +309,7 @@ const CALLGRIND_LINES: &[&[u8]] = &[
 ];
 
 proptest! {
-    #![proptest_config(config(64))]
+    #![proptest_config(config(384))]
 
     /// A valid file parses to the totals, self costs and call counts the
     /// generator wrote, whatever the compression and layout.
@@ -391,7 +392,7 @@ const STAT_LINES: &[&[u8]] = &[
 ];
 
 proptest! {
-    #![proptest_config(config(512))]
+    #![proptest_config(config(1024))]
 
     /// The fields written are the fields read; sums that do not fit in
     /// 64 bits are refused, not wrapped or panicked on.

@@ -7,7 +7,8 @@
 //! equal; the same texts damaged must read back or be refused with a
 //! `ReadError`, never panic, whichever reader (`read_document`,
 //! `read_header` + `document_from_value`) is used.
-//! `PROPTEST_CASES=N` sets the number of cases (`bench/fuzz.sh`).
+//! `PERFSLEUTH_FUZZ_SCALE=K` runs K times the default cases, `PROPTEST_CASES=N`
+//! exactly N (`bench/fuzz.sh` runs every target so).
 
 use perfsleuth_model::schema::{
     self, BenchmarkSummary, Document, EnvironmentDoc, ProbeDoc, ProbeReportDoc, RunExport,

@@ -2,7 +2,8 @@
 //! sizes as the fingerprint writes them, or a user's `--max-buffer`) and
 //! `parse_names` (`--probes`). A size written with a unit reads back as
 //! its bytes or, beyond `u64`, as `None`; no text panics.
-//! `PROPTEST_CASES=N` sets the number of cases (`bench/fuzz.sh`).
+//! `PERFSLEUTH_FUZZ_SCALE=K` runs K times the default cases, `PROPTEST_CASES=N`
+//! exactly N (`bench/fuzz.sh` runs every target so).
 
 use perfsleuth_probe::{parse_names, parse_size};
 use perfsleuth_testkit::fuzz::{NUMBERS, apply, config, mutations};

@@ -8,7 +8,8 @@
 //! written; damaged files give valid observations or an error on one of
 //! their lines; nothing downstream panics or hangs on what `read_csv`
 //! accepts, however extreme the numbers.
-//! `PROPTEST_CASES=N` sets the number of cases (`bench/fuzz.sh`).
+//! `PERFSLEUTH_FUZZ_SCALE=K` runs K times the default cases, `PROPTEST_CASES=N`
+//! exactly N (`bench/fuzz.sh` runs every target so).
 
 use perfsleuth_scale::{Machine, Observation, analyze, chart, read_csv, render_terminal, to_json};
 use perfsleuth_testkit::fuzz::{CASE_LIMIT, apply, config, mutations, within};

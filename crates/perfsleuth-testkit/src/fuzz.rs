@@ -11,16 +11,33 @@ use proptest::test_runner::Config;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// The environment variable that sets the number of cases of every target.
+/// The environment variable that sets the number of cases of every target
+/// (proptest's own name for it).
 pub const CASES_VAR: &str = "PROPTEST_CASES";
 
-/// The config of a target: `default_cases` unless [`CASES_VAR`] is set, and
-/// no regression files (a real finding becomes a named regression test).
+/// The environment variable that multiplies every target's default number
+/// of cases: the targets differ a hundredfold in the cost of a case, so a
+/// long pass scales each (`bench/fuzz.sh`) rather than giving all one count.
+pub const SCALE_VAR: &str = "PERFSLEUTH_FUZZ_SCALE";
+
+/// The config of a target: `default_cases` (sized for about a second in a
+/// debug build), times [`SCALE_VAR`], or exactly [`CASES_VAR`]; and no
+/// regression files (a real finding becomes a named regression test).
 pub fn config(default_cases: u32) -> Config {
-    let cases = std::env::var(CASES_VAR)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default_cases);
+    let var = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    let cases = match (var(CASES_VAR), var(SCALE_VAR)) {
+        (Some(n), _) => n,
+        (None, Some(k)) => default_cases.saturating_mul(k),
+        (None, None) => default_cases,
+    };
+    if cases != default_cases {
+        // Seen with --nocapture: what a long pass ran.
+        eprintln!("fuzz: {cases} cases");
+    }
     Config {
         cases,
         failure_persistence: None,

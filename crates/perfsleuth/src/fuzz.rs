@@ -7,7 +7,8 @@
 //! error when a value is out of range; damaged files (and deeply nested
 //! TOML) are a usage error, never a panic. Each option parser returns
 //! values in its documented range or an error, whatever the text.
-//! `PROPTEST_CASES=N` sets the number of cases (`bench/fuzz.sh`).
+//! `PERFSLEUTH_FUZZ_SCALE=K` runs K times the default cases, `PROPTEST_CASES=N`
+//! exactly N (`bench/fuzz.sh` runs every target so).
 
 use crate::cli::VerdictArgs;
 use crate::compare::options;
