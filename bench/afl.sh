@@ -91,4 +91,6 @@ for t in "${targets[@]}"; do
     "$(get execs_per_sec)" "${crashes:-?}" "${hangs:-?}"
   if [ "${crashes:-1}" != 0 ] || [ "${hangs:-1}" != 0 ]; then status=1; fi
 done
+# The elf target's input file, one per process AFL started (it kills them).
+rm -f "${TMPDIR:-/tmp}"/perfsleuth-afl-elf-*
 exit $status
