@@ -101,11 +101,11 @@ def wall_row(doc):
     return {"verdict": "missing"}
 
 
-def run_ab(ps, db, repo, base, cand, work):
+def run_ab(ps, db, repo, base, cand, work, extra=()):
     t0 = time.perf_counter()
     r = subprocess.run([ps, "ab", "--store", "sqlite:" + db, "--baseline", base, "--candidate", cand,
-                        "--build", "make -s", "--format", "json", "--color", "never", "-n", "app",
-                        "--", "./app %d" % work],
+                        "--build", "make -s", "--format", "json", "--color", "never", "-n", "app"]
+                       + list(extra) + ["--", "./app %d" % work],
                        cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     secs = time.perf_counter() - t0
     if r.returncode not in (0, 1):
@@ -160,6 +160,8 @@ def main():
     ap.add_argument("--perfsleuth", default=os.path.join(ROOT, "target/release/perfsleuth"))
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--out", default=os.path.join(HERE, "results-ab.md"))
+    ap.add_argument("--only", help="comma-separated methods to run: ab,runs,hyperfine")
+    ap.add_argument("--ab-args", default="", help="extra options of every ab, e.g. '--max-time 30s'")
     args = ap.parse_args()
     k = 2 if args.quick else args.k
     ps = os.path.abspath(args.perfsleuth)
@@ -183,15 +185,18 @@ def main():
     machine = [l.strip() for l in env_show.splitlines()
                if any(k in l for k in ("cpu.model ", "kernel.release", "cpu.logical_cores", "virt.container",
                                        "noise.steal_pct"))]
+    methods = (args.only or "ab,runs,hyperfine").split(",")
     plan = [(cond, i) for cond in ("ab A/A", "ab +3 %", "runs A/A", "runs +3 %", "hyperfine A/A",
-                                   "hyperfine +3 %") for i in range(k)]
+                                   "hyperfine +3 %") for i in range(k)
+            if cond.split()[0] in methods]
     random.Random(args.seed).shuffle(plan)
     records = []
     start = time.perf_counter()
     for n, (cond, i) in enumerate(plan):
         cand = "c1" if cond.endswith("A/A") else "c2"
         if cond.startswith("ab"):
-            rec = run_ab(ps, os.path.join(work_dir, "ab.db"), repo, revs["c0"], revs[cand], work)
+            rec = run_ab(ps, os.path.join(work_dir, "ab.db"), repo, revs["c0"], revs[cand], work,
+                         args.ab_args.split())
         elif cond.startswith("runs"):
             rec = run_separate(ps, os.path.join(work_dir, "runs.db"), repo, apps["c0"], apps[cand], work)
         else:
@@ -230,7 +235,9 @@ def main():
     lines += ["    " + m for m in machine]
     lines += ["", "| method | A/A flagged | +3 % caught | +3 % wrong direction | seconds per comparison (median) |",
               "|---|---|---|---|---|"]
-    for method in ("ab", "runs", "hyperfine"):
+    if args.ab_args:
+        lines += ["", "ab options: `%s`" % args.ab_args]
+    for method in methods:
         aa = [r for r in records if r["condition"] == method + " A/A"]
         p3 = [r for r in records if r["condition"] == method + " +3 %"]
         secs = sorted(r["seconds"] for r in aa + p3)
@@ -253,7 +260,8 @@ def main():
     with open(args.out, "w") as f:
         f.write(text)
     with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
-        json.dump({"k": k, "work": work, "seconds": total, "records": records}, f, indent=1)
+        json.dump({"k": k, "work": work, "seconds": total, "ab_args": args.ab_args,
+                   "records": records}, f, indent=1)
     print(text)
 
 

@@ -43,7 +43,8 @@ impl Rev {
 }
 
 /// `perfsleuth ab`.
-pub fn ab(args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
+pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
+    args.run.sides = true;
     let run_args = &args.run;
     let refuse = |what: &str, hint: &str| Err(Fail::usage(what.to_string(), hint.to_string()));
     if !crate::output::requested_exports(run_args).is_empty() {
@@ -52,9 +53,9 @@ pub fn ab(args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             "export either side afterwards with `perfsleuth show --json RUN`",
         );
     }
-    if run_args.repeat != 1 || run_args.max_time.is_some() || run_args.reference.is_some() {
+    if run_args.repeat != 1 || run_args.reference.is_some() {
         return refuse(
-            "--repeat, --max-time and --reference are options of `run`, not of `ab`",
+            "--repeat and --reference are options of `run`, not of `ab`",
             "drop them; ab measures both sides in one interleaved run",
         );
     }
@@ -127,7 +128,32 @@ pub fn ab(args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         });
     }
     let n_base = parts[0].benchmarks;
-    let mut m = crate::run::measure(run_args, &c, &mut spawner, benches, parts)?;
+    let opts = paired_options(&run_args.verdict)?;
+    // While a gating row cannot be decided, another round of both sides
+    // (up to --max-time), as `run --baseline` does.
+    let more = |template: &Run, benches: &[perfsleuth_runner::Bench]| {
+        let mut so_far = template.clone();
+        so_far.benchmarks = perfsleuth_runner::benchmarks(benches);
+        let (b, c) = split_run(&so_far, n_base);
+        let side = |run: Run| Side {
+            label: String::new(),
+            runs: vec![run],
+        };
+        perfsleuth_compare::any_gating_inconclusive(&perfsleuth_compare::compare(
+            &side(b),
+            &side(c),
+            &opts,
+        ))
+    };
+    let mut m = crate::run::measure(run_args, &c, &mut spawner, benches, parts, &more)?;
+    if m.rounds > c.rounds {
+        notes.push(format!(
+            "measured {} rounds ({}) because the comparison was inconclusive (--max-time {})",
+            m.rounds,
+            perfsleuth_report::format_duration_ns(m.elapsed.as_nanos() as f64),
+            perfsleuth_report::format_duration_ns(c.max_time.as_nanos() as f64)
+        ));
+    }
     let (base_run, cand_run) = split(&m, n_base);
     if let Err(stop) = std::mem::replace(&mut m.result, Ok(())) {
         return match stop {
@@ -160,13 +186,34 @@ pub fn ab(args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
 
 /// The baseline's and the candidate's runs out of the one measured.
 fn split(m: &Measurement, n_base: usize) -> (Run, Run) {
-    let mut base = m.run.clone();
-    let mut cand = m.run.clone();
-    base.benchmarks.truncate(n_base);
-    cand.benchmarks.drain(..n_base);
+    let (mut base, mut cand) = split_run(&m.run, n_base);
     base.id = m.ids.first().copied().flatten();
     cand.id = m.ids.get(1).copied().flatten();
     (base, cand)
+}
+
+/// The first `n_base` benchmarks of `run` as one run, the rest as another.
+fn split_run(run: &Run, n_base: usize) -> (Run, Run) {
+    let mut base = run.clone();
+    let mut cand = run.clone();
+    base.benchmarks.truncate(n_base);
+    cand.benchmarks.drain(..n_base.min(cand.benchmarks.len()));
+    (base, cand)
+}
+
+/// The verdict options of an ab comparison. Both sides ran in the same
+/// rounds on the same machine: the drift between separate runs, which the
+/// assumed and learned noise bands stand for, is what interleaving cancels,
+/// and round k of one side is paired with round k of the other. No stored
+/// history joins in (other runs of the baseline were not measured in these
+/// rounds); these two runs do feed later `compare`s' learned noise when
+/// their binaries are identical.
+fn paired_options(verdict: &crate::cli::VerdictArgs) -> Result<perfsleuth_compare::Options, Fail> {
+    let mut opts = crate::compare::options(verdict)?;
+    opts.history.clear();
+    opts.prior = false;
+    opts.paired = true;
+    Ok(opts)
 }
 
 /// Renders the comparison with the two commits, their builds and the machine.
@@ -199,13 +246,7 @@ fn report(
             ),
         );
     }
-    // Both sides ran in the same rounds on the same machine: the drift
-    // between separate runs, which the assumed and learned noise bands
-    // stand for, is what interleaving cancels, and round k of one side is
-    // paired with round k of the other.
-    let mut opts = crate::compare::options(verdict)?;
-    opts.prior = false;
-    opts.paired = true;
+    let opts = paired_options(verdict)?;
     let baseline = Side {
         label: revs[0].short(),
         runs: vec![base_run],

@@ -421,6 +421,10 @@ pub struct RunArgs {
     /// `run --baseline` (see [`RunCommand`]); never an option of its own here.
     #[arg(skip)]
     pub baseline: Option<String>,
+    /// Set by `ab`: two sides of the plan are compared after measuring, so
+    /// `--max-time` (rounds added while inconclusive) applies.
+    #[arg(skip)]
+    pub sides: bool,
     /// Measure in this many rounds, each starting with the next command (the
     /// time budget, --runs and --min-runs are split between them), so the
     /// samples spread over time and record their round [default: 5; 1 with
@@ -432,8 +436,9 @@ pub struct RunArgs {
     /// learns from same-binary runs).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
-    /// With --baseline: while the comparison is inconclusive, measure further
-    /// rounds, up to this much time in all [default: 30s; none with --runs].
+    /// With --baseline (and in ab): while the comparison is inconclusive, measure
+    /// further rounds, up to this much time in all [default: 30s with --baseline,
+    /// none in ab and with --runs].
     #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
     pub max_time: Option<std::time::Duration>,
     #[command(flatten)]

@@ -414,3 +414,38 @@ fn ctrl_c_while_measuring_keeps_both_sides_as_interrupted_runs() {
     }
     nothing_left(&sb, &dir);
 }
+
+#[test]
+fn with_max_time_ab_adds_rounds_while_the_comparison_is_inconclusive() {
+    let sb = Sandbox::new();
+    let dir = repo(&sb);
+    // A threshold of 0.001 % and an alpha of 1e-12: neither `no change`
+    // nor a change can be shown from a few jittery rounds, so it measures
+    // to --max-time.
+    let out = ab_as_given(
+        &sb,
+        &dir,
+        &[
+            "--baseline",
+            "HEAD",
+            "--warmup",
+            "0",
+            "--time-budget",
+            "200ms",
+            "--max-time",
+            "1s",
+            "--threshold",
+            "0.001",
+            "--alpha",
+            "1e-12",
+            "./bench.sh",
+        ],
+    )
+    .ok();
+    assert!(
+        out.stdout
+            .contains("because the comparison was inconclusive (--max-time 1.000 s)"),
+        "{out:?}"
+    );
+    nothing_left(&sb, &dir);
+}
