@@ -101,18 +101,24 @@ def wall_row(doc):
     return {"verdict": "missing"}
 
 
-def run_ab(ps, db, repo, base, cand, work, extra=()):
-    t0 = time.perf_counter()
-    r = subprocess.run([ps, "ab", "--store", "sqlite:" + db, "--baseline", base, "--candidate", cand,
-                        "--build", "make -s", "--format", "json", "--color", "never", "-n", "app"]
-                       + list(extra) + ["--", "./app %d" % work],
-                       cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def judged(r, t0):
+    """The wall row of a compare document on stdout (exit 0 or 1: 1 is a
+    gate, not a failure), with the seconds since t0; or the error."""
     secs = time.perf_counter() - t0
     if r.returncode not in (0, 1):
         return {"error": r.stderr.strip()[-400:], "seconds": secs}
     out = wall_row(json.loads(r.stdout))
     out["seconds"] = secs
     return out
+
+
+def run_ab(ps, db, repo, base, cand, work, extra=()):
+    t0 = time.perf_counter()
+    r = subprocess.run([ps, "ab", "--store", "sqlite:" + db, "--baseline", base, "--candidate", cand,
+                        "--build", "make -s", "--format", "json", "--color", "never", "-n", "app"]
+                       + list(extra) + ["--", "./app %d" % work],
+                       cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return judged(r, t0)
 
 
 def run_separate(ps, db, repo, base_app, cand_app, work):
@@ -129,12 +135,7 @@ def run_separate(ps, db, repo, base_app, cand_app, work):
         ids.append(str(json.loads(out.stdout)["runs"][0]["id"]))
     r = subprocess.run([ps, "compare", "--store", "sqlite:" + db, "--format", "json", "--no-history"]
                        + ids, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    secs = time.perf_counter() - t0
-    if r.returncode not in (0, 1):
-        return {"error": r.stderr.strip()[-400:], "seconds": secs}
-    out = wall_row(json.loads(r.stdout))
-    out["seconds"] = secs
-    return out
+    return judged(r, t0)
 
 
 def run_hyperfine(tmp, base_app, cand_app, work):

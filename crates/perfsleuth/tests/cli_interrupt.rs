@@ -248,19 +248,7 @@ fn a_killed_run_keeps_its_samples_and_the_store_stays_usable() {
     let sb = Sandbox::new();
     let sleep = own_sleep(&sb);
     let store = sb.store();
-    let child = spawn_in_own_group(
-        &sb,
-        &[
-            "run",
-            "--store",
-            &store,
-            "--warmup",
-            "0",
-            "--runs",
-            "1000",
-            &format!("{} 0.05", sleep.display()),
-        ],
-    );
+    let child = long_sleep_run(&sb, &sleep);
     let pgid = child.id();
     wait_for_samples(&sb, 3);
     signal_group(pgid, "-KILL");
