@@ -32,6 +32,15 @@ struct Rev {
 }
 
 impl Rev {
+    /// The source-control state its run is stored with.
+    fn git(&self) -> GitInfo {
+        GitInfo {
+            commit: self.commit.clone(),
+            branch: None,
+            dirty: self.dirty,
+        }
+    }
+
     fn short(&self) -> String {
         let c: String = self.commit.chars().take(10).collect();
         if self.dirty {
@@ -118,11 +127,7 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             }),
         );
         parts.push(Part {
-            git: Some(GitInfo {
-                commit: rev.commit.clone(),
-                branch: None,
-                dirty: rev.dirty,
-            }),
+            git: Some(rev.git()),
             extra,
             benchmarks: n,
         });
@@ -154,7 +159,7 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             perfsleuth_report::format_duration_ns(c.max_time.as_nanos() as f64)
         ));
     }
-    let (base_run, cand_run) = split(&m, n_base);
+    let (base_run, cand_run) = split(&m, n_base, [&baseline, &candidate]);
     if let Err(stop) = std::mem::replace(&mut m.result, Ok(())) {
         return match stop {
             Stop::Failed(e) => Err(crate::run::runner_fail(e)),
@@ -184,11 +189,14 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     )
 }
 
-/// The baseline's and the candidate's runs out of the one measured.
-fn split(m: &Measurement, n_base: usize) -> (Run, Run) {
+/// The baseline's and the candidate's runs out of the one measured, as
+/// stored: their ids and commits.
+fn split(m: &Measurement, n_base: usize, revs: [&Rev; 2]) -> (Run, Run) {
     let (mut base, mut cand) = split_run(&m.run, n_base);
     base.id = m.ids.first().copied().flatten();
     cand.id = m.ids.get(1).copied().flatten();
+    base.git = Some(revs[0].git());
+    cand.git = Some(revs[1].git());
     (base, cand)
 }
 
@@ -221,21 +229,14 @@ fn paired_options(verdict: &crate::cli::VerdictArgs) -> Result<perfsleuth_compar
 fn report(
     args: &AbArgs,
     m: &Measurement,
-    mut base_run: Run,
-    mut cand_run: Run,
+    base_run: Run,
+    cand_run: Run,
     revs: [&Rev; 2],
     builds: &[Option<Build>],
     roots: &[PathBuf],
     mut notes: Vec<String>,
 ) -> Result<i32, Fail> {
     let verdict = &args.run.verdict;
-    for (run, rev) in [(&mut base_run, revs[0]), (&mut cand_run, revs[1])] {
-        run.git = Some(GitInfo {
-            commit: rev.commit.clone(),
-            branch: None,
-            dirty: rev.dirty,
-        });
-    }
     let identical = identical_programs(&base_run, &cand_run, roots);
     if !identical.is_empty() {
         notes.insert(

@@ -341,33 +341,36 @@ pub(crate) fn measure(
         );
     }
     let empty: Vec<_> = benches.iter().map(|b| b.to_benchmark(false)).collect();
-    let mut stored: Vec<Run> = Vec::new();
+    // Each part's runs row and its share of the plan's benchmarks.
+    let mut ranges = Vec::with_capacity(parts.len());
     let mut start = 0;
     for part in &parts {
-        let mut r = run.clone();
-        if part.git.is_some() {
-            r.git = part.git.clone();
-        }
-        if let Some(options) = r.options.as_object_mut() {
-            options.extend(part.extra.clone());
-        }
-        r.benchmarks = empty[start..start + part.benchmarks].to_vec();
+        ranges.push(start..start + part.benchmarks);
         start += part.benchmarks;
-        stored.push(r);
     }
-    let mut sink = {
-        let mut slices: Vec<(&mut Run, &[perfsleuth_model::Benchmark])> = Vec::new();
-        let mut start = 0;
-        for (r, part) in stored.iter_mut().zip(&parts) {
-            slices.push((r, &empty[start..start + part.benchmarks]));
-            start += part.benchmarks;
-        }
-        StoreSink::begin_runs(
-            store.as_mut(),
-            &mut slices,
-            ProgressLine::new(c.io.output == OutputTarget::Inherit),
-        )?
-    };
+    let mut stored: Vec<Run> = parts
+        .iter()
+        .map(|part| {
+            let mut r = run.clone();
+            if part.git.is_some() {
+                r.git = part.git.clone();
+            }
+            if let Some(options) = r.options.as_object_mut() {
+                options.extend(part.extra.clone());
+            }
+            r
+        })
+        .collect();
+    let mut slices: Vec<(&mut Run, &[perfsleuth_model::Benchmark])> = stored
+        .iter_mut()
+        .zip(&ranges)
+        .map(|(r, range)| (r, &empty[range.clone()]))
+        .collect();
+    let mut sink = StoreSink::begin_runs(
+        store.as_mut(),
+        &mut slices,
+        ProgressLine::new(c.io.output == OutputTarget::Inherit),
+    )?;
     run.id = stored.first().and_then(|r| r.id);
     if let OutputTarget::File(path) = &c.io.output {
         std::fs::File::create(path).map_err(|e| {
