@@ -11,8 +11,8 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Every key [`binary_facts`] sets.
-#[cfg(test)]
-const KEYS: &[&str] = &[
+/// Every fact [`binary_facts`] sets, known or with its reason.
+pub const BINARY_KEYS: &[&str] = &[
     "binary.path",
     "binary.sha256",
     "binary.elf_class",
@@ -434,7 +434,7 @@ mod tests {
 
     fn facts(path: &Path) -> Environment {
         let env = binary_facts(path);
-        for k in KEYS {
+        for k in BINARY_KEYS {
             assert!(
                 env.facts.contains_key(*k),
                 "{k} missing for {}",

@@ -19,7 +19,7 @@ mod source;
 mod tools;
 mod virt;
 
-pub use binary::binary_facts;
+pub use binary::{BINARY_KEYS, binary_facts};
 pub use capacity::{CpuCapacity, cpu_capacity};
 pub use check::{Finding, Severity, check, has_problems, unjudgeable};
 pub use diff::{Change, diff, significant, why};

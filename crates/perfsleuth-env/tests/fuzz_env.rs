@@ -329,21 +329,11 @@ impl GenElf {
     }
 }
 
-const KEYS: [&str; 7] = [
-    "binary.path",
-    "binary.sha256",
-    "binary.elf_class",
-    "binary.machine",
-    "binary.abi",
-    "binary.build_id",
-    "binary.interpreter",
-];
-
 fn facts_of(dir: &Path, bytes: &[u8]) -> Environment {
     let path = dir.join("prog");
     std::fs::write(&path, bytes).expect("write the ELF file");
     let env = within(CASE_LIMIT, move || binary_facts(&path));
-    for k in KEYS {
+    for &k in perfsleuth_env::BINARY_KEYS {
         assert!(env.facts.contains_key(k), "{k} missing: {env:?}");
     }
     env
