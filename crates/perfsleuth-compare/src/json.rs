@@ -132,5 +132,6 @@ pub fn to_json(c: &Comparison) -> CompareDoc {
         notes: c.notes.clone(),
         summary,
         any_gating_regression: any_gating_regression(c),
+        ab: None,
     }
 }

@@ -392,8 +392,48 @@ pub struct CompareDoc {
     pub summary: VerdictCounts,
     /// Whether a gating metric of any benchmark regressed.
     pub any_gating_regression: bool,
+    /// `perfsleuth ab`: the two revisions, their builds and the rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<AbInfo>,
 }
 document!(CompareDoc, "perfsleuth/compare", 2);
+
+/// What `perfsleuth ab` compared: two revisions measured in the same rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AbInfo {
+    /// The baseline revision.
+    pub baseline: AbSide,
+    /// The candidate revision.
+    pub candidate: AbSide,
+    /// Rounds measured (each measures both sides).
+    pub rounds: u32,
+    /// Benchmarks whose program was byte-identical on both sides (they do not gate).
+    pub identical_binaries: Vec<String>,
+}
+
+/// One revision of an `ab` comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AbSide {
+    /// Its stored run; null with --no-store.
+    pub run: Option<i64>,
+    /// The commit checked out (for a dirty candidate: HEAD's).
+    pub commit: String,
+    /// The working tree's uncommitted changes and untracked files were measured too.
+    pub dirty: bool,
+    /// How the revision was chosen ("merge base of HEAD and main", "--candidate v2").
+    pub chosen: String,
+    /// The `--build` that ran in its worktree; null without --build.
+    pub build: Option<AbBuild>,
+}
+
+/// A side's `--build`, which succeeded (a failing one stops `ab`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AbBuild {
+    /// The command, run with `sh -c` in the worktree.
+    pub command: String,
+    /// Its wall time in seconds.
+    pub wall_s: f64,
+}
 
 /// A fact that differs between the sides of a comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

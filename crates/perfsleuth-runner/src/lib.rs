@@ -96,6 +96,9 @@ pub struct Progress<'a> {
     pub elapsed: Duration,
     /// Estimated time left.
     pub eta: Duration,
+    /// Runs measured so far of each benchmark, in plan order (empty where
+    /// the phase has no benchmarks of its own).
+    pub per_benchmark: &'a [u64],
 }
 
 /// The machine's fingerprint, with the `perf.*` facts from the code that

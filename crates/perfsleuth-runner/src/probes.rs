@@ -36,6 +36,7 @@ pub fn probe_suite(
             runs: i as u64,
             elapsed: started.elapsed(),
             eta: Duration::ZERO,
+            per_benchmark: &[],
         });
         let report = perfsleuth_probe::run(name, opts);
         if let Err(e) = sink.probe_results(&report.measurements) {

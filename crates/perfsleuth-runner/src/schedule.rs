@@ -797,7 +797,8 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
         let rule = &self.schedule.rule;
         let elapsed = self.started.elapsed();
         let eta: Duration = benches.iter().map(|b| b.remaining(rule)).sum();
-        let runs: u64 = benches.iter().map(|b| b.samples.len() as u64).sum();
+        let per_benchmark: Vec<u64> = benches.iter().map(|b| b.samples.len() as u64).collect();
+        let runs: u64 = per_benchmark.iter().sum();
         let total = elapsed + eta;
         let fraction = if total.is_zero() {
             1.0
@@ -812,6 +813,7 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
             runs,
             elapsed,
             eta,
+            per_benchmark: &per_benchmark,
         });
     }
 }

@@ -280,6 +280,7 @@ impl State {
             runs: self.done_runs,
             elapsed,
             eta,
+            per_benchmark: &[],
         });
     }
 }

@@ -6,13 +6,14 @@
 //! drift between them; measured in the same rounds, both sides see the same
 //! drift (Bencher's relative benchmarking, Pinpoint's try jobs).
 
-use crate::cli::AbArgs;
+use crate::cli::{AbArgs, CompareFormat};
 use crate::error::Fail;
 use crate::run::{Measurement, Part};
 use crate::term::emit;
 use perfsleuth_compare::Side;
 use perfsleuth_measure::Spawner;
 use perfsleuth_model::exit::ExitCode;
+use perfsleuth_model::schema::{AbBuild, AbInfo, AbSide};
 use perfsleuth_model::{GitInfo, Run};
 use perfsleuth_runner::{Planned, Stop};
 use std::path::{Path, PathBuf};
@@ -54,6 +55,7 @@ impl Rev {
 /// `perfsleuth ab`.
 pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     args.run.sides = true;
+    crate::config::fill_commands(&mut args.run)?;
     let run_args = &args.run;
     let refuse = |what: &str, hint: &str| Err(Fail::usage(what.to_string(), hint.to_string()));
     if !crate::output::requested_exports(run_args).is_empty() {
@@ -111,25 +113,20 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             f
         })?;
         benches.extend(side);
+        // The stored run says which side it was, in the report's terms.
+        let mut stored =
+            serde_json::to_value(side_doc(rev, build.as_ref(), &args, None)).unwrap_or_default();
+        if let Some(map) = stored.as_object_mut() {
+            map.remove("run");
+            map.insert("side".into(), rev.role.into());
+        }
         let mut extra = serde_json::Map::new();
-        extra.insert(
-            "ab".into(),
-            serde_json::json!({
-                "side": rev.role,
-                "commit": rev.commit,
-                "dirty": rev.dirty,
-                "chosen": rev.why,
-                "build": build.as_ref().map(|b| serde_json::json!({
-                    "command": args.build,
-                    "wall_s": b.wall.as_secs_f64(),
-                    "exit_code": 0,
-                })),
-            }),
-        );
+        extra.insert("ab".into(), stored);
         parts.push(Part {
             git: Some(rev.git()),
             extra,
             benchmarks: n,
+            label: rev.role,
         });
     }
     let n_base = parts[0].benchmarks;
@@ -256,6 +253,7 @@ fn report(
         label: revs[1].short(),
         runs: vec![cand_run.clone()],
     };
+    let ids = [baseline.runs[0].id, candidate.runs[0].id];
     let mut comparison = perfsleuth_compare::compare(&baseline, &candidate, &opts);
     comparison.notes.extend(notes);
     for (rev, build) in revs.iter().zip(builds) {
@@ -272,10 +270,21 @@ fn report(
             rev.why
         ));
     }
-    emit(
-        &crate::compare::render(&comparison, args.format, args.run.color)?,
-        false,
-    );
+    let text = match args.format {
+        CompareFormat::Json => {
+            let mut doc = perfsleuth_compare::to_json(&comparison);
+            let side = |i: usize| side_doc(revs[i], builds[i].as_ref(), args, ids[i]);
+            doc.ab = Some(AbInfo {
+                baseline: side(0),
+                candidate: side(1),
+                rounds: m.rounds,
+                identical_binaries: identical.clone(),
+            });
+            crate::compare::json_text(&doc)?
+        }
+        format => crate::compare::render(&comparison, format, args.run.color)?,
+    };
+    emit(&text, false);
     if let Some(note) = &m.stored_note {
         emit(note, true);
     }
@@ -289,6 +298,20 @@ fn report(
             .retain(|r| !identical.contains(&r.benchmark));
     }
     Ok(crate::compare::exit_code(&comparison, verdict))
+}
+
+/// A side as the report's JSON and the stored run describe it.
+fn side_doc(rev: &Rev, build: Option<&Build>, args: &AbArgs, run: Option<i64>) -> AbSide {
+    AbSide {
+        run,
+        commit: rev.commit.clone(),
+        dirty: rev.dirty,
+        chosen: rev.why.clone(),
+        build: build.zip(args.build.as_ref()).map(|(b, command)| AbBuild {
+            command: command.clone(),
+            wall_s: b.wall.as_secs_f64(),
+        }),
+    }
 }
 
 /// Benchmarks whose program is the same file on both sides and was built

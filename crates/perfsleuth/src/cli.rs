@@ -316,8 +316,9 @@ pub struct AbArgs {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct RunArgs {
-    /// Commands to benchmark; each argument is one command, split like a shell would (no shell runs it).
-    #[arg(required = true, value_name = "COMMAND")]
+    /// Commands to benchmark; each argument is one command, split like a shell would (no shell runs it)
+    /// [default: the `[[bench]]` list of perfsleuth.toml].
+    #[arg(value_name = "COMMAND")]
     pub commands: Vec<String>,
 
     /// Untimed runs of each command before measuring.
@@ -438,7 +439,7 @@ pub struct RunArgs {
     pub repeat: u32,
     /// With --baseline (and in ab): while the comparison is inconclusive, measure
     /// further rounds, up to this much time in all [default: 30s with --baseline,
-    /// none in ab and with --runs].
+    /// 60s in ab; none with --runs and in simulation].
     #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
     pub max_time: Option<std::time::Duration>,
     #[command(flatten)]

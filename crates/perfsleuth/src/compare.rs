@@ -8,9 +8,6 @@ use crate::term::{emit, use_color};
 use perfsleuth_compare::{BenchmarkOptions, Comparison, Options, Side, compare};
 use perfsleuth_model::Metric;
 use perfsleuth_model::exit::ExitCode;
-use serde::Deserialize;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 /// Runs `perfsleuth compare` and returns the exit code.
 pub fn run(args: CompareArgs) -> Result<i32, Fail> {
@@ -53,13 +50,14 @@ pub fn render(
             perfsleuth_compare::render_terminal(comparison, use_color(color, false))
         }
         CompareFormat::Markdown => perfsleuth_compare::render_markdown(comparison),
-        CompareFormat::Json => {
-            let doc = perfsleuth_compare::to_json(comparison);
-            perfsleuth_model::schema::to_json_pretty(&doc).map_err(|e| {
-                Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
-            })?
-        }
+        CompareFormat::Json => json_text(&perfsleuth_compare::to_json(comparison))?,
     })
+}
+
+/// The `perfsleuth/compare` document as pretty JSON.
+pub(crate) fn json_text(doc: &perfsleuth_model::schema::CompareDoc) -> Result<String, Fail> {
+    perfsleuth_model::schema::to_json_pretty(doc)
+        .map_err(|e| Fail::usage(format!("cannot serialise JSON: {e}"), "please report this"))
 }
 
 /// Adds the same-binary history from the store to `opts` and `baseline`
@@ -217,11 +215,8 @@ fn env_mismatch(c: &Comparison) -> Fail {
 /// The verdict options: built-in defaults, then the config file, then the command line.
 pub fn options(args: &VerdictArgs) -> Result<Options, Fail> {
     let mut opts = Options::default();
-    let config = match &args.config {
-        Some(path) => Some(read_config(path)?),
-        None => default_config_path().map(|p| read_config(&p)).transpose()?,
-    };
-    if let Some(c) = config.and_then(|c| c.compare) {
+    let config = crate::config::load(args.config.as_deref())?;
+    if let Some(c) = config.and_then(|(_, c)| c.compare) {
         if let Some(a) = c.alpha {
             opts.rule.alpha = check_alpha(a, "alpha in the config file")?;
         }
@@ -290,100 +285,10 @@ fn metrics(names: &[String]) -> Result<Vec<Metric>, Fail> {
         .collect()
 }
 
-/// `perfsleuth.toml` at the top of the git work tree, or in the current directory.
-fn default_config_path() -> Option<PathBuf> {
-    let cwd = std::env::current_dir().ok()?;
-    let top = cwd
-        .ancestors()
-        .find(|d| d.join(".git").exists())
-        .unwrap_or(&cwd);
-    [top.join("perfsleuth.toml"), cwd.join("perfsleuth.toml")]
-        .into_iter()
-        .find(|p| p.is_file())
-}
-
-/// The config file: `[compare]` defaults and `[compare.benchmark."NAME"]` overrides.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigFile {
-    compare: Option<CompareConfig>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CompareConfig {
-    alpha: Option<f64>,
-    threshold: Option<Threshold>,
-    gating: Option<Vec<String>>,
-    #[serde(default)]
-    benchmark: BTreeMap<String, BenchConfig>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BenchConfig {
-    alpha: Option<f64>,
-    threshold: Option<Threshold>,
-    gating: Option<Vec<String>>,
-}
-
-/// A threshold written as a fraction (`0.02`) or a percentage (`"2%"`).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Threshold {
-    Fraction(f64),
-    Text(String),
-}
-
-impl Threshold {
-    fn fraction(&self) -> Result<f64, Fail> {
-        let hint = "write threshold = \"2%\" or threshold = 0.02";
-        match self {
-            Threshold::Fraction(f) if *f > 0.0 && *f < 1.0 => Ok(*f),
-            Threshold::Fraction(f) => Err(Fail::usage(
-                format!("threshold {f} in the config file is not between 0 and 1"),
-                hint,
-            )),
-            Threshold::Text(t) => {
-                crate::parse::percent(t).map_err(|e| Fail::usage(format!("config file: {e}"), hint))
-            }
-        }
-    }
-}
-
-fn read_config(path: &Path) -> Result<ConfigFile, Fail> {
-    // A config is a few lines; a megabyte is already not one.
-    let text =
-        crate::output::read_user_file(path, 1024 * 1024, perfsleuth_model::input::Accept::Regular)
-            .map_err(|e| {
-                Fail::usage(
-                    format!("cannot read config file {}: {e}", path.display()),
-                    "check --config",
-                )
-            })?;
-    toml::from_str(&text).map_err(|e| {
-        // toml's message is "where" on the first line and "what" on the last.
-        let text = e.to_string();
-        let lines: Vec<&str> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect();
-        let what = match (lines.first(), lines.last()) {
-            (Some(first), Some(last)) if first != last => format!("{first}: {last}"),
-            (Some(first), _) => first.to_string(),
-            _ => "invalid TOML".to_string(),
-        };
-        Fail::usage(
-            format!("{}: {what}", path.display()),
-            "see docs/COMPARE.md for the [compare] and [compare.benchmark.\"NAME\"] keys",
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn args(config: Option<PathBuf>) -> VerdictArgs {
         VerdictArgs {

@@ -5,6 +5,7 @@
 mod ab;
 mod cli;
 mod compare;
+mod config;
 mod envcmd;
 mod error;
 #[cfg(test)]
@@ -46,7 +47,7 @@ fn main() {
         Command::Run(cmd) => {
             let RunCommand { mut args, baseline } = *cmd;
             args.baseline = baseline;
-            run::run(args, spawner)
+            config::fill_commands(&mut args).and_then(|()| run::run(args, spawner))
         }
         Command::Ab(args) => ab::ab(*args, spawner),
         Command::Runs(args) => history::runs(args),

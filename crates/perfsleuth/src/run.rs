@@ -56,6 +56,8 @@ pub(crate) struct Part {
     pub extra: serde_json::Map<String, serde_json::Value>,
     /// How many of the plan's benchmarks are its.
     pub benchmarks: usize,
+    /// Its name on the progress line (`ab`: "baseline"); empty for a plain run.
+    pub label: &'static str,
 }
 
 /// What one measurement produced, before it is reported.
@@ -214,6 +216,7 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
         git: None,
         extra: serde_json::Map::new(),
         benchmarks: benches.len(),
+        label: "",
     }];
     let more = |template: &Run, benches: &[perfsleuth_runner::Bench]| match &c.baseline {
         Some(b) => crate::compare::undecided(&b.side, template, benches, &b.opts),
@@ -372,6 +375,12 @@ pub(crate) fn measure(
         ProgressLine::new(c.io.output == OutputTarget::Inherit),
     )?;
     run.id = stored.first().and_then(|r| r.id);
+    sink.sides = parts
+        .iter()
+        .zip(&ranges)
+        .filter(|(p, _)| !p.label.is_empty())
+        .map(|(p, r)| (p.label, r.clone()))
+        .collect();
     if let OutputTarget::File(path) = &c.io.output {
         std::fs::File::create(path).map_err(|e| {
             Fail::usage(
@@ -582,9 +591,12 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
             }
             t
         }
-        // `ab` extends only when asked: its default is what its study measured.
-        (None, true) if args.runs.is_none() && simulation.is_none() && !args.sides => {
-            DEFAULT_MAX_TIME
+        (None, true) if args.runs.is_none() && simulation.is_none() => {
+            if args.sides {
+                AB_MAX_TIME
+            } else {
+                DEFAULT_MAX_TIME
+            }
         }
         _ => std::time::Duration::ZERO,
     };
@@ -613,6 +625,11 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
 /// How long `run --baseline` may go on adding rounds while the comparison is
 /// inconclusive, unless `--max-time` says otherwise: ten default rounds.
 pub(crate) const DEFAULT_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long `ab` may go on adding rounds of both sides while inconclusive:
+/// on the 2-vCPU study host a +3 % change needed 20–60 s of rounds to be
+/// told from noise (docs/STATISTICS.md §7); an A/A pair costs all of it.
+pub(crate) const AB_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Every export path is writable, and no two share a file.
 fn check_exports(args: &RunArgs) -> Result<(), Fail> {

@@ -20,6 +20,8 @@ pub struct StoreSink<'a> {
     pub progress: ProgressLine,
     /// Told of every sample and progress step, when runs have no timeout.
     pub watchdog: Option<Watchdog>,
+    /// Named parts of the plan (`ab`'s sides), each counted on the progress line.
+    pub sides: Vec<(&'static str, std::ops::Range<usize>)>,
 }
 
 impl<'a> StoreSink<'a> {
@@ -62,8 +64,34 @@ impl<'a> StoreSink<'a> {
             path,
             progress,
             watchdog: None,
+            sides: Vec::new(),
         })
     }
+}
+
+/// The progress phase with each named side's runs so far, so that one
+/// side stalling (a hung build of its program, a slower revision) shows:
+/// "Measuring 2/2 commands · baseline 40, candidate 38 runs".
+fn sides_phase(
+    phase: &str,
+    sides: &[(&str, std::ops::Range<usize>)],
+    per_benchmark: &[u64],
+) -> String {
+    if sides.is_empty() || per_benchmark.is_empty() {
+        return phase.to_string();
+    }
+    let counts: Vec<String> = sides
+        .iter()
+        .map(|(label, range)| {
+            let n: u64 = per_benchmark
+                .get(range.clone())
+                .unwrap_or_default()
+                .iter()
+                .sum();
+            format!("{label} {n}")
+        })
+        .collect();
+    format!("{phase} · {} runs", counts.join(", "))
 }
 
 impl StoreSink<'_> {
@@ -123,8 +151,9 @@ impl Sink for StoreSink<'_> {
 
     fn progress(&mut self, p: &Progress<'_>) {
         self.beat();
+        let phase = sides_phase(p.phase, &self.sides, p.per_benchmark);
         self.progress
-            .update(p.phase, p.fraction, p.runs, p.elapsed, p.eta);
+            .update(&phase, p.fraction, p.runs, p.elapsed, p.eta);
     }
 
     /// Ends every run this sink began the way `run` ended (the runs of one
@@ -137,5 +166,22 @@ impl Sink for StoreSink<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sides_phase;
+
+    #[test]
+    fn the_progress_phase_counts_each_side() {
+        let sides = [("baseline", 0..2), ("candidate", 2..4)];
+        assert_eq!(
+            sides_phase("Measuring 4/4 commands", &sides, &[3, 4, 5, 1]),
+            "Measuring 4/4 commands · baseline 7, candidate 6 runs"
+        );
+        // A plain run, or a phase without benchmarks, is left as it is.
+        assert_eq!(sides_phase("Measuring", &[], &[3]), "Measuring");
+        assert_eq!(sides_phase("probe", &sides, &[]), "probe");
     }
 }

@@ -135,6 +135,10 @@ fn two_revisions_are_measured_interleaved_and_stored_as_linked_runs() {
         let doc = sb.show_json(id);
         assert_eq!(doc["run"]["git"]["commit"], commit.as_str(), "{doc}");
         assert_eq!(doc["run"]["options"]["ab"]["side"], side, "{doc}");
+        assert_eq!(
+            doc["run"]["options"]["ab"]["build"]["command"], "echo built > built.txt",
+            "{doc}"
+        );
         let samples = common::samples(&doc, 0);
         assert_eq!(samples.len(), 4, "{doc}");
         // Each side's program was the file in its own worktree.
@@ -169,6 +173,30 @@ fn identical_programs_and_an_explicit_a_a_pair_are_said_first() {
     let doc = common::parse_json(&out.stdout);
     assert_eq!(doc["schema"], "perfsleuth/compare", "{doc}");
     assert_eq!(doc["rows"][0]["benchmark"], "{root}/bench.sh", "{doc}");
+    // The two revisions, as fields and not only as notes.
+    let ab = &doc["ab"];
+    assert_eq!(
+        ab["baseline"]["commit"],
+        git(&dir, &["rev-parse", "main"]),
+        "{doc}"
+    );
+    assert_eq!(
+        ab["candidate"]["commit"],
+        git(&dir, &["rev-parse", "HEAD"]),
+        "{doc}"
+    );
+    assert_eq!(
+        ab["baseline"]["chosen"], "merge base of HEAD and main",
+        "{doc}"
+    );
+    assert_eq!(ab["candidate"]["dirty"], false, "{doc}");
+    assert!(
+        ab["baseline"]["run"].is_i64() && ab["candidate"]["run"].is_i64(),
+        "{doc}"
+    );
+    assert!(ab["rounds"].as_u64().is_some_and(|r| r >= 1), "{doc}");
+    assert_eq!(ab["identical_binaries"], serde_json::json!([]), "{doc}");
+    assert!(ab["baseline"]["build"].is_null(), "{doc}");
     nothing_left(&sb, &dir);
 }
 
@@ -447,5 +475,41 @@ fn with_max_time_ab_adds_rounds_while_the_comparison_is_inconclusive() {
             .contains("because the comparison was inconclusive (--max-time 1.000 s)"),
         "{out:?}"
     );
+    nothing_left(&sb, &dir);
+}
+
+#[test]
+fn benchmarks_come_from_the_bench_list_of_perfsleuth_toml() {
+    let sb = Sandbox::new();
+    let dir = repo(&sb);
+    std::fs::write(
+        dir.join("perfsleuth.toml"),
+        "[[bench]]\nname = \"quick\"\ncommand = \"./bench.sh\"\n\n[[bench]]\ncommand = \"./bench.sh --again\"\n",
+    )
+    .unwrap();
+    // Found at the top of the repository from a subdirectory, as compare finds it.
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let out = ab(&sb, &dir.join("sub"), &["--format", "json"]).ok();
+    let doc = common::parse_json(&out.stdout);
+    let rows: Vec<&str> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["metric"] == "wall")
+        .map(|r| r["benchmark"].as_str().unwrap())
+        .collect();
+    // An entry without a name is named by its command.
+    assert_eq!(rows, ["quick", "./bench.sh --again"], "{doc}");
+    nothing_left(&sb, &dir);
+    // The list is the commands: -n would name commands that are not given.
+    ab(&sb, &dir, &["-n", "x"]).usage_error("--name names commands of the command line");
+    std::fs::write(dir.join("perfsleuth.toml"), "[[bench]]\ncommand = \"  \"\n").unwrap();
+    ab(&sb, &dir, &[]).usage_error("has an empty command");
+    std::fs::write(
+        dir.join("perfsleuth.toml"),
+        "[[bench]]\ncmd = \"./bench.sh\"\n",
+    )
+    .unwrap();
+    ab(&sb, &dir, &[]).usage_error("unknown field `cmd`");
     nothing_left(&sb, &dir);
 }

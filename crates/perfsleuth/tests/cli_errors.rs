@@ -112,7 +112,13 @@ fn unknown_option() {
 #[test]
 fn missing_command() {
     let sb = Sandbox::new();
-    sb.bench(["--runs", "2"]).clap_error("<COMMAND>");
+    let out = sb
+        .bench(["--runs", "2"])
+        .usage_error("no command to benchmark");
+    assert!(out.stderr.contains("[[bench]]"), "{out:?}");
+    // A config file without a [[bench]] list says so.
+    sb.write("perfsleuth.toml", "[compare]\nalpha = 0.01\n");
+    sb.bench(["--runs", "2"]).usage_error("has no [[bench]]");
     assert!(!sb.db().exists());
 }
 

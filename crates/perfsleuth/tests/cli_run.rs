@@ -1406,3 +1406,22 @@ fn a_run_is_five_rounds_that_spend_the_budget_unless_the_count_is_fixed() {
         .ok();
     assert_eq!(options(&sb)["precision"], 0.01);
 }
+
+#[test]
+fn without_a_command_run_measures_the_bench_list_of_perfsleuth_toml() {
+    let sb = Sandbox::new();
+    sb.write(
+        "perfsleuth.toml",
+        "[[bench]]\nname = \"short {n}\"\ncommand = \"sleep 0.00{n}\"\n\n[[bench]]\ncommand = \"true\"\n",
+    );
+    sb.bench(["--runs", "2", "--warmup", "0", "-L", "n", "1,2"])
+        .ok();
+    let doc = sb.show_json("latest");
+    let names: Vec<&str> = doc["run"]["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["short 1", "short 2", "true", "true"], "{doc}");
+}

@@ -1,0 +1,178 @@
+//! `perfsleuth.toml`: the one typed schema of the config file, found at the
+//! top of the git work tree (or in the current directory). `[compare]` holds
+//! the verdict settings (`compare`, `run --baseline`, `ab`); `[[bench]]` the
+//! benchmarks `run` and `ab` measure when no command is given.
+
+use crate::cli::RunArgs;
+use crate::error::Fail;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The config file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConfigFile {
+    /// `[compare]` defaults and `[compare.benchmark."NAME"]` overrides.
+    pub(crate) compare: Option<CompareConfig>,
+    /// `[[bench]]`: the benchmarks of the repository.
+    #[serde(default)]
+    pub(crate) bench: Vec<BenchEntry>,
+}
+
+/// `[compare]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CompareConfig {
+    pub(crate) alpha: Option<f64>,
+    pub(crate) threshold: Option<Threshold>,
+    pub(crate) gating: Option<Vec<String>>,
+    #[serde(default)]
+    pub(crate) benchmark: BTreeMap<String, BenchConfig>,
+}
+
+/// `[compare.benchmark."NAME"]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BenchConfig {
+    pub(crate) alpha: Option<f64>,
+    pub(crate) threshold: Option<Threshold>,
+    pub(crate) gating: Option<Vec<String>>,
+}
+
+/// One `[[bench]]`: a command as `run` takes it, and its name (`-n`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BenchEntry {
+    pub(crate) name: Option<String>,
+    pub(crate) command: String,
+}
+
+/// A threshold written as a fraction (`0.02`) or a percentage (`"2%"`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Threshold {
+    Fraction(f64),
+    Text(String),
+}
+
+impl Threshold {
+    /// The threshold as a fraction in (0, 1).
+    pub(crate) fn fraction(&self) -> Result<f64, Fail> {
+        let hint = "write threshold = \"2%\" or threshold = 0.02";
+        match self {
+            Threshold::Fraction(f) if *f > 0.0 && *f < 1.0 => Ok(*f),
+            Threshold::Fraction(f) => Err(Fail::usage(
+                format!("threshold {f} in the config file is not between 0 and 1"),
+                hint,
+            )),
+            Threshold::Text(t) => {
+                crate::parse::percent(t).map_err(|e| Fail::usage(format!("config file: {e}"), hint))
+            }
+        }
+    }
+}
+
+/// The config file named by `--config`, else the default one if it exists.
+pub(crate) fn load(explicit: Option<&Path>) -> Result<Option<(PathBuf, ConfigFile)>, Fail> {
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => match default_path() {
+            Some(p) => p,
+            None => return Ok(None),
+        },
+    };
+    let config = read(&path)?;
+    Ok(Some((path, config)))
+}
+
+/// With no command on the command line, the `[[bench]]` list of the config
+/// file becomes the commands (and their names); without one, the error says
+/// how to give them.
+pub(crate) fn fill_commands(args: &mut RunArgs) -> Result<(), Fail> {
+    if !args.commands.is_empty() {
+        return Ok(());
+    }
+    let hint = "give one, e.g. perfsleuth run 'sleep 0.1', or list them as [[bench]] entries (command = \"…\") in perfsleuth.toml";
+    let Some((path, config)) = load(args.verdict.config.as_deref())? else {
+        return Err(Fail::usage("no command to benchmark", hint));
+    };
+    if config.bench.is_empty() {
+        return Err(Fail::usage(
+            format!(
+                "no command to benchmark, and {} has no [[bench]]",
+                path.display()
+            ),
+            hint,
+        ));
+    }
+    if !args.name.is_empty() {
+        return Err(Fail::usage(
+            format!(
+                "--name names commands of the command line, and the commands come from [[bench]] in {}",
+                path.display()
+            ),
+            "give each [[bench]] a name = \"…\" instead",
+        ));
+    }
+    let named = config.bench.iter().any(|b| b.name.is_some());
+    for (i, b) in config.bench.into_iter().enumerate() {
+        if b.command.trim().is_empty() {
+            return Err(Fail::usage(
+                format!(
+                    "[[bench]] number {} in {} has an empty command",
+                    i + 1,
+                    path.display()
+                ),
+                "write command = \"PROGRAM ARGS…\"",
+            ));
+        }
+        if named {
+            args.name.push(b.name.unwrap_or_else(|| b.command.clone()));
+        }
+        args.commands.push(b.command);
+    }
+    Ok(())
+}
+
+/// `perfsleuth.toml` at the top of the git work tree, or in the current directory.
+fn default_path() -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    let top = cwd
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&cwd);
+    [top.join("perfsleuth.toml"), cwd.join("perfsleuth.toml")]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+fn read(path: &Path) -> Result<ConfigFile, Fail> {
+    // A config is a few lines; a megabyte is already not one.
+    let text =
+        crate::output::read_user_file(path, 1024 * 1024, perfsleuth_model::input::Accept::Regular)
+            .map_err(|e| {
+                Fail::usage(
+                    format!("cannot read config file {}: {e}", path.display()),
+                    "check --config",
+                )
+            })?;
+    toml::from_str(&text).map_err(|e| {
+        // toml's message is "where" on the first line and "what" on the last.
+        let text = e.to_string();
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let what = match (lines.first(), lines.last()) {
+            (Some(first), Some(last)) if first != last => format!("{first}: {last}"),
+            (Some(first), _) => first.to_string(),
+            _ => "invalid TOML".to_string(),
+        };
+        Fail::usage(
+            format!("{}: {what}", path.display()),
+            "see docs/COMPARE.md for the [compare], [compare.benchmark.\"NAME\"] and [[bench]] keys",
+        )
+    })
+}
