@@ -234,10 +234,10 @@ def main():
              "K = %d per condition, shuffled; %.0f min in all; work %d units (~%.0f ms a run)."
              % (k, total / 60, work, args.target_ms), "", "Machine (`perfsleuth env show`):", ""]
     lines += ["    " + m for m in machine]
-    lines += ["", "| method | A/A flagged | +3 % caught | +3 % wrong direction | seconds per comparison (median) |",
-              "|---|---|---|---|---|"]
     if args.ab_args:
         lines += ["", "ab options: `%s`" % args.ab_args]
+    lines += ["", "| method | A/A flagged | +3 % caught | +3 % wrong direction | seconds per comparison (median: all · A/A · +3 %) |",
+              "|---|---|---|---|---|"]
     for method in methods:
         aa = [r for r in records if r["condition"] == method + " A/A"]
         p3 = [r for r in records if r["condition"] == method + " +3 %"]
@@ -246,9 +246,12 @@ def main():
         label = {"ab": "`perfsleuth ab` (one job, interleaved, paired rounds)",
                  "runs": "two `perfsleuth run`s + `compare --no-history`",
                  "hyperfine": "`hyperfine -N` both + Welch's t-test"}[method]
-        lines.append("| %s | %s | %s | %d | %.1f |%s" % (
+        def median_s(rs):
+            xs = sorted(r["seconds"] for r in rs)
+            return xs[len(xs) // 2] if xs else float("nan")
+        lines.append("| %s | %s | %s | %d | %.1f · %.1f · %.1f |%s" % (
             label, study.rate(sum(map(flagged, aa)), len(aa)), study.rate(sum(map(caught, p3)), len(p3)),
-            sum(map(wrong, p3)), secs[len(secs) // 2] if secs else float("nan"),
+            sum(map(wrong, p3)), secs[len(secs) // 2] if secs else float("nan"), median_s(aa), median_s(p3),
             " %d errors" % errors if errors else ""))
     ab3 = [r for r in records if r["condition"] == "ab +3 %" and r.get("change") is not None]
     if ab3:
