@@ -95,17 +95,47 @@ pub fn check(env: &Environment) -> Vec<Finding> {
             "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled",
         );
     }
-    if let Some(steal) = num("noise.steal_pct").filter(|s| *s >= 1.0) {
-        add(
-            if steal >= 5.0 { Problem } else { Warning },
-            "noise.steal_pct",
-            format!("the hypervisor has taken {steal:.1}% of CPU time since boot (steal)"),
-            "use a dedicated or larger instance; results from this VM will vary with its neighbours",
-        );
+    // Measured over the run (or `env check`'s own interval) when it was:
+    // then the averages over a past the run did not see (steal since boot,
+    // pressure in the 10 s before, a build's) do not judge it.
+    let over_run = num("noise.run.seconds").map(|s| {
+        if s >= 60.0 {
+            format!("{:.0} min", s / 60.0)
+        } else {
+            format!("{s:.1} s")
+        }
+    });
+    let recommend_steal =
+        "use a dedicated or larger instance; results from this VM will vary with its neighbours";
+    match (&over_run, num("noise.run.steal_pct")) {
+        (Some(span), Some(steal)) => {
+            if steal >= 1.0 {
+                add(
+                    if steal >= 5.0 { Problem } else { Warning },
+                    "noise.run.steal_pct",
+                    format!(
+                        "the hypervisor took {steal:.1}% of CPU time during the {span} measured (steal)"
+                    ),
+                    recommend_steal,
+                );
+            }
+        }
+        _ => {
+            if let Some(steal) = num("noise.steal_pct").filter(|s| *s >= 1.0) {
+                add(
+                    if steal >= 5.0 { Problem } else { Warning },
+                    "noise.steal_pct",
+                    format!("the hypervisor has taken {steal:.1}% of CPU time since boot (steal)"),
+                    recommend_steal,
+                );
+            }
+        }
     }
     let cores = num("cpu.logical_cores").unwrap_or(1.0);
-    // procs_running counts perfsleuth itself.
-    if let Some(others) = num("noise.runnable").map(|r| r - 1.0).filter(|o| *o >= 1.0) {
+    // procs_running counts perfsleuth itself; an instant's count, not
+    // judged once the pressure over the run is known.
+    let runnable = num("noise.runnable").filter(|_| num("noise.run.psi.cpu.some_pct").is_none());
+    if let Some(others) = runnable.map(|r| r - 1.0).filter(|o| *o >= 1.0) {
         let busy = others >= cores.max(1.0);
         add(
             if busy { Problem } else { Warning },
@@ -117,13 +147,30 @@ pub fn check(env: &Environment) -> Vec<Finding> {
             "stop other work (look at top or pidstat) before measuring",
         );
     }
-    if let Some(psi) = num("noise.psi.cpu.some_avg10").filter(|p| *p >= 5.0) {
-        add(
-            if psi >= 20.0 { Problem } else { Warning },
-            "noise.psi.cpu.some_avg10",
-            format!("tasks waited for a CPU {psi:.1}% of the last 10 s (CPU pressure)"),
-            "stop other work, or give this machine or container more CPUs",
-        );
+    let recommend_psi = "stop other work, or give this machine or container more CPUs";
+    match (&over_run, num("noise.run.psi.cpu.some_pct")) {
+        (Some(span), Some(psi)) => {
+            if psi >= 5.0 {
+                add(
+                    if psi >= 20.0 { Problem } else { Warning },
+                    "noise.run.psi.cpu.some_pct",
+                    format!(
+                        "tasks waited for a CPU {psi:.1}% of the {span} measured (CPU pressure; a benchmark with more threads than CPUs adds its own)"
+                    ),
+                    recommend_psi,
+                );
+            }
+        }
+        _ => {
+            if let Some(psi) = num("noise.psi.cpu.some_avg10").filter(|p| *p >= 5.0) {
+                add(
+                    if psi >= 20.0 { Problem } else { Warning },
+                    "noise.psi.cpu.some_avg10",
+                    format!("tasks waited for a CPU {psi:.1}% of the last 10 s (CPU pressure)"),
+                    recommend_psi,
+                );
+            }
+        }
     }
     if let Some(n) = num("cgroup.cpu.nr_throttled").filter(|n| *n > 0.0) {
         add(
@@ -239,6 +286,48 @@ pub fn unjudgeable(findings: &[Finding]) -> bool {
 /// Whether any finding makes results unreliable.
 pub fn has_problems(findings: &[Finding]) -> bool {
     findings.iter().any(|f| f.severity == Severity::Problem)
+}
+
+#[cfg(test)]
+mod run_noise_tests {
+    use super::*;
+    use perfsleuth_model::ImpactClass::Context;
+
+    #[test]
+    fn the_run_is_judged_by_its_own_noise_not_by_the_build_before_it() {
+        // Right after a build: the start-time averages are high, the run was quiet.
+        let mut e = Environment::default();
+        e.set("cpu.logical_cores", "2", Context);
+        e.set("noise.psi.cpu.some_avg10", "80.00", Context);
+        e.set("noise.steal_pct", "7.5", Context);
+        e.set("noise.runnable", "4", Context);
+        e.set("noise.run.seconds", "12.0", Context);
+        e.set("noise.run.steal_pct", "0.2", Context);
+        e.set("noise.run.psi.cpu.some_pct", "0.4", Context);
+        let f = check(&e);
+        assert!(
+            !f.iter().any(|x| x.key.starts_with("noise.")),
+            "a quiet run is not warned about: {f:?}"
+        );
+        // A run that was disturbed is, and the message says over what.
+        e.set("noise.run.psi.cpu.some_pct", "35.0", Context);
+        e.set("noise.run.steal_pct", "6.0", Context);
+        let f = check(&e);
+        let psi = f
+            .iter()
+            .find(|x| x.key == "noise.run.psi.cpu.some_pct")
+            .unwrap();
+        assert_eq!(psi.severity, Severity::Problem);
+        assert!(
+            psi.message.contains("of the 12.0 s measured"),
+            "{}",
+            psi.message
+        );
+        assert!(
+            f.iter()
+                .any(|x| x.key == "noise.run.steal_pct" && x.severity == Severity::Problem)
+        );
+    }
 }
 
 #[cfg(test)]

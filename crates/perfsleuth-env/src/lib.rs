@@ -23,6 +23,7 @@ pub use binary::{BINARY_KEYS, binary_facts};
 pub use capacity::{CpuCapacity, cpu_capacity};
 pub use check::{Finding, Severity, check, has_problems, unjudgeable};
 pub use diff::{Change, diff, significant, why};
+pub use noise::NoiseSnapshot;
 pub use source::Source;
 pub use tools::CounterAvailability;
 

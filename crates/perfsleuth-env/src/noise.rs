@@ -36,6 +36,100 @@ pub fn capture(src: &Source, env: &mut Environment) {
     env.set_read("noise.uptime_s", uptime(src), Context);
 }
 
+/// The machine's busy-ness counters at one instant; [`NoiseSnapshot::since`]
+/// turns two of them into what happened in between. The facts captured at
+/// start are averages over a past the run did not see (steal since boot,
+/// CPU pressure over the last 10 s, which remembers the build that just
+/// finished); these judge the run itself.
+#[derive(Debug, Clone)]
+pub struct NoiseSnapshot {
+    at: std::time::Instant,
+    /// The aggregate `cpu` line of /proc/stat (user … steal), in ticks.
+    cpu: Option<[u64; 8]>,
+    /// `total=` of the `some` line of /proc/pressure/cpu, in µs.
+    psi_some_us: Option<u64>,
+}
+
+impl NoiseSnapshot {
+    /// Reads the counters now.
+    pub fn take(src: &Source) -> NoiseSnapshot {
+        let cpu = src.read("/proc/stat").ok().and_then(|t| cpu_ticks(&t));
+        let psi_some_us = src
+            .read("/proc/pressure/cpu")
+            .ok()
+            .and_then(|t| psi_some_total(&t));
+        NoiseSnapshot {
+            at: std::time::Instant::now(),
+            cpu,
+            psi_some_us,
+        }
+    }
+
+    /// Records `noise.run.*`: the hypervisor's steal, the iowait and the CPU
+    /// pressure between this snapshot and now, as percentages of that time.
+    /// A counter that could not be read at either end is left out.
+    pub fn since(&self, src: &Source, env: &mut Environment) {
+        use ImpactClass::Context;
+        let now = NoiseSnapshot::take(src);
+        let secs = now.at.duration_since(self.at).as_secs_f64();
+        env.set("noise.run.seconds", format!("{secs:.1}"), Context);
+        if let (Some(a), Some(b)) = (self.cpu, now.cpu) {
+            let d: Vec<f64> = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| y.saturating_sub(*x) as f64)
+                .collect();
+            let total: f64 = d.iter().sum();
+            if total > 0.0 {
+                env.set(
+                    "noise.run.steal_pct",
+                    format!("{:.1}", d[7] * 100.0 / total),
+                    Context,
+                );
+                env.set(
+                    "noise.run.iowait_pct",
+                    format!("{:.1}", d[4] * 100.0 / total),
+                    Context,
+                );
+            }
+        }
+        if let (Some(a), Some(b)) = (self.psi_some_us, now.psi_some_us) {
+            if secs > 0.0 {
+                let pct = b.saturating_sub(a) as f64 / (secs * 1e6) * 100.0;
+                env.set(
+                    "noise.run.psi.cpu.some_pct",
+                    format!("{:.1}", pct.min(100.0)),
+                    Context,
+                );
+            }
+        }
+    }
+}
+
+/// The eight counters of the aggregate `cpu` line of /proc/stat.
+fn cpu_ticks(text: &str) -> Option<[u64; 8]> {
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("cpu"))?;
+    let values: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|v| v.parse::<u64>().ok())
+        .collect::<Option<_>>()?;
+    values.try_into().ok()
+}
+
+/// `total=` (µs) of the `some` line of /proc/pressure/cpu.
+fn psi_some_total(text: &str) -> Option<u64> {
+    text.lines()
+        .find(|l| l.starts_with("some "))?
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
 /// The three load averages of `/proc/loadavg` ("0.52 0.58 0.59").
 fn loadavg(src: &Source) -> Result<String, String> {
     let path = "/proc/loadavg";
@@ -121,6 +215,43 @@ fn uptime(src: &Source) -> Result<String, String> {
 mod tests {
     use super::*;
     use crate::kernel::testutil::*;
+
+    #[test]
+    fn noise_over_an_interval_is_the_counters_difference() {
+        let t = TempTree::new("noise-run");
+        t.write("/proc/stat", "cpu  100 0 100 700 0 0 0 100 0 0\n")
+            .write(
+                "/proc/pressure/cpu",
+                "some avg10=90.00 avg60=50.00 avg300=10.00 total=1000000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+            );
+        let src = t.source();
+        let start = NoiseSnapshot::take(&src);
+        // 1000 ticks later: 50 stolen, 100 waiting for I/O; 0.2 s of CPU pressure.
+        t.write("/proc/stat", "cpu  400 0 200 1150 100 0 0 150 0 0\n")
+            .write(
+                "/proc/pressure/cpu",
+                "some avg10=95.00 avg60=50.00 avg300=10.00 total=1200000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+            );
+        let mut env = Environment::default();
+        start.since(&src, &mut env);
+        assert_eq!(env.get("noise.run.steal_pct"), Some("5.0"));
+        assert_eq!(env.get("noise.run.iowait_pct"), Some("10.0"));
+        // The pressure is a share of the wall time between the snapshots,
+        // whatever the start-time avg10 (95 %, the build before) said.
+        let pct: f64 = env
+            .get("noise.run.psi.cpu.some_pct")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(pct > 0.0 && pct <= 100.0, "{pct}");
+        // Nothing readable: nothing claimed.
+        let empty = TempTree::new("noise-run-empty");
+        let src = empty.source();
+        let mut env = Environment::default();
+        NoiseSnapshot::take(&src).since(&src, &mut env);
+        assert_eq!(env.get("noise.run.steal_pct"), None);
+        assert_eq!(env.get("noise.run.psi.cpu.some_pct"), None);
+    }
 
     #[test]
     fn reads_real_formats() {

@@ -24,6 +24,10 @@ pub enum OutputTarget {
     /// Appended to this file; the caller truncates it once before the run, so
     /// that several commands sharing it all keep their output.
     File(PathBuf),
+    /// A pipe that is read and thrown away, as hyperfine's `--output pipe`:
+    /// for programs that write differently to a pipe than to `/dev/null`
+    /// (or skip writing to `/dev/null` altogether).
+    Pipe,
 }
 
 /// How the child's standard streams and time limit are set up.
@@ -45,6 +49,38 @@ pub struct IoConfig {
     /// Working directory of the command (`ab` runs each side in its
     /// worktree); perfsleuth's own when `None`.
     pub cwd: Option<PathBuf>,
+}
+
+/// The write end of a pipe whose read end a thread drains until every write
+/// end is closed (the command's copy goes with the executor).
+fn draining_pipe() -> Result<Stdio, MeasureError> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two new descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(MeasureError::File {
+            path: PathBuf::from("output pipe"),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: both descriptors are new and owned by nobody else.
+    let (mut reader, writer) = unsafe {
+        (
+            std::fs::File::from(OwnedFd::from_raw_fd(fds[0])),
+            OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    std::thread::Builder::new()
+        .name("output-pipe".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            while matches!(std::io::Read::read(&mut reader, &mut buf), Ok(n) if n > 0) {}
+        })
+        .map_err(|source| MeasureError::File {
+            path: PathBuf::from("output pipe"),
+            source,
+        })?;
+    Ok(Stdio::from(writer))
 }
 
 impl Default for IoConfig {
@@ -278,11 +314,11 @@ impl Executor {
                 command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
             }
             target => {
-                let out_path = match target {
-                    OutputTarget::File(p) => p.as_path(),
-                    _ => Path::new("/dev/null"),
+                match target {
+                    OutputTarget::File(p) => command.stdout(open(p, true)?),
+                    OutputTarget::Pipe => command.stdout(draining_pipe()?),
+                    _ => command.stdout(open(Path::new("/dev/null"), true)?),
                 };
-                command.stdout(open(out_path, true)?);
                 let capture = match capture {
                     Some(path) => std::fs::OpenOptions::new()
                         .read(true)

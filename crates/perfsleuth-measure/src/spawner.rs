@@ -176,6 +176,7 @@ impl Spawner {
                 msg.push(2);
                 put_path(&mut msg, p);
             }
+            OutputTarget::Pipe => msg.push(3),
         }
         put_opt_path(&mut msg, io.input.as_deref());
         put_opt_path(&mut msg, capture.as_ref().map(|(_, p)| p.as_path()));
@@ -576,7 +577,9 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
     let output = match r.u8().ok_or_else(bad)? {
         0 => OutputTarget::Null,
         1 => OutputTarget::Inherit,
-        _ => OutputTarget::File(r.path().ok_or_else(bad)?),
+        2 => OutputTarget::File(r.path().ok_or_else(bad)?),
+        3 => OutputTarget::Pipe,
+        _ => return Err(bad()),
     };
     let input = r.opt_path().ok_or_else(bad)?;
     let capture = r.opt_path().ok_or_else(bad)?;

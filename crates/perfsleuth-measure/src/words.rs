@@ -70,8 +70,9 @@ pub fn split_command(line: &str) -> Result<Vec<String>, SplitError> {
                             }
                             None => return Err(SplitError::UnterminatedQuote('"')),
                         },
-                        Some(ch @ ('$' | '`')) if expands(ch, chars.peek().copied()) => {
-                            return Err(SplitError::ShellSyntax(ch.to_string()));
+                        Some('`') => return Err(SplitError::ShellSyntax("`".into())),
+                        Some('$') if expands('$', chars.peek().copied()) => {
+                            return Err(SplitError::ShellSyntax(dollar(&mut chars)));
                         }
                         Some(ch) => word.push(ch),
                         None => return Err(SplitError::UnterminatedQuote('"')),
@@ -104,11 +105,7 @@ pub fn split_command(line: &str) -> Result<Vec<String>, SplitError> {
                 return Err(SplitError::ShellSyntax(op));
             }
             '$' if expands(c, chars.peek().copied()) => {
-                let mut op = c.to_string();
-                if let Some(&next) = chars.peek() {
-                    op.push(next);
-                }
-                return Err(SplitError::ShellSyntax(op));
+                return Err(SplitError::ShellSyntax(dollar(&mut chars)));
             }
             _ => {
                 in_word = true;
@@ -135,6 +132,27 @@ fn is_name(word: &str) -> bool {
 }
 
 /// Whether `$` or a backtick followed by `next` starts an expansion.
+/// The expansion after a `$`, as the user wrote it: `$HOME`, `$1`, `$?`,
+/// `$(`, `${`: the whole variable name, so the message quotes their text.
+fn dollar(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> String {
+    let mut op = String::from("$");
+    match chars.peek().copied() {
+        Some(n) if n == '_' || n.is_ascii_alphabetic() => {
+            while let Some(&n) = chars.peek() {
+                if n == '_' || n.is_ascii_alphanumeric() {
+                    op.push(n);
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+        }
+        Some(n) => op.push(n),
+        None => {}
+    }
+    op
+}
+
 fn expands(c: char, next: Option<char>) -> bool {
     match c {
         '`' => true,
@@ -182,8 +200,9 @@ mod tests {
             ("cat < in", "<"),
             ("sleep 1 &", "&"),
             ("echo $(date)", "$("),
-            ("echo $HOME", "$H"),
-            ("echo \"$HOME\"", "$"),
+            ("echo $HOME", "$HOME"),
+            ("echo $1", "$1"),
+            ("echo \"$HOME/x\"", "$HOME"),
             ("echo `date`", "`"),
             ("a || b", "||"),
             ("FOO=1 ./bench", "FOO="),

@@ -1134,6 +1134,9 @@ pub struct RunOptions {
     pub precision: f64,
     /// `--prepare` commands.
     pub prepare: Vec<String>,
+    /// `--conclude` commands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conclude: Vec<String>,
     /// `--setup` commands.
     pub setup: Vec<String>,
     /// `--cleanup` commands.

@@ -92,6 +92,48 @@ impl Exporter for MarkdownExporter {
     }
 }
 
+/// The summary as an AsciiDoc or Org-mode table (hyperfine's
+/// `--export-asciidoc`, `--export-orgmode`).
+#[derive(Debug, Clone, Copy)]
+pub struct TableExporter(pub crate::TableDialect);
+
+impl Exporter for TableExporter {
+    fn name(&self) -> &'static str {
+        match self.0 {
+            crate::TableDialect::Markdown => "markdown",
+            crate::TableDialect::AsciiDoc => "asciidoc",
+            crate::TableDialect::OrgMode => "orgmode",
+        }
+    }
+
+    fn export(&self, run: &Run, report: &RunReport) -> Result<String, ExportError> {
+        Ok(crate::markdown::render_table(run, report, self.0))
+    }
+}
+
+/// hyperfine's JSON shape, for hyperfine's scripts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HyperfineExporter;
+
+impl Exporter for HyperfineExporter {
+    fn name(&self) -> &'static str {
+        "hyperfine"
+    }
+
+    fn export(&self, run: &Run, _report: &RunReport) -> Result<String, ExportError> {
+        let doc = crate::hyperfine::export_hyperfine(run);
+        serde_json::to_string_pretty(&doc)
+            .map(|mut s| {
+                s.push('\n');
+                s
+            })
+            .map_err(|e| ExportError {
+                format: self.name(),
+                message: e.to_string(),
+            })
+    }
+}
+
 /// The formats a run can be exported in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ExportFormat {
@@ -101,14 +143,23 @@ pub enum ExportFormat {
     Csv,
     /// [`MarkdownExporter`].
     Markdown,
+    /// [`TableExporter`] in AsciiDoc.
+    AsciiDoc,
+    /// [`TableExporter`] in Org mode.
+    OrgMode,
+    /// [`HyperfineExporter`].
+    Hyperfine,
 }
 
 impl ExportFormat {
     /// Every format, in the order the exports are written.
-    pub const ALL: [ExportFormat; 3] = [
+    pub const ALL: [ExportFormat; 6] = [
         ExportFormat::Json,
         ExportFormat::Csv,
         ExportFormat::Markdown,
+        ExportFormat::AsciiDoc,
+        ExportFormat::OrgMode,
+        ExportFormat::Hyperfine,
     ];
 
     /// The exporter that writes this format.
@@ -117,6 +168,9 @@ impl ExportFormat {
             ExportFormat::Json => &JsonExporter,
             ExportFormat::Csv => &CsvExporter,
             ExportFormat::Markdown => &MarkdownExporter,
+            ExportFormat::AsciiDoc => &TableExporter(crate::TableDialect::AsciiDoc),
+            ExportFormat::OrgMode => &TableExporter(crate::TableDialect::OrgMode),
+            ExportFormat::Hyperfine => &HyperfineExporter,
         }
     }
 
@@ -165,6 +219,9 @@ mod tests {
     #[test]
     fn formats_name_their_exporters() {
         let names: Vec<&str> = ExportFormat::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(names, ["json", "csv", "markdown"]);
+        assert_eq!(
+            names,
+            ["json", "csv", "markdown", "asciidoc", "orgmode", "hyperfine"]
+        );
     }
 }

@@ -7,10 +7,14 @@
 
 /// A display unit for durations measured in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TimeUnit {
+pub enum TimeUnit {
+    /// Nanoseconds.
     Ns,
+    /// Microseconds.
     Us,
+    /// Milliseconds.
     Ms,
+    /// Seconds.
     S,
 }
 
@@ -233,16 +237,22 @@ pub fn format_count(x: f64) -> String {
 /// A short duration with one decimal, for secondary numbers (user/system
 /// CPU time) where three decimals would only add noise: "10.1 ms".
 pub(crate) fn format_duration_short(ns: f64) -> String {
-    let unit = TimeUnit::for_ns(ns);
-    if !ns.is_finite() {
-        return "n/a".to_string();
+    TimeUnit::for_ns(ns).format_short(ns)
+}
+
+impl TimeUnit {
+    /// `ns` in this unit with one decimal (none for ns) and the suffix ("1.2 ms").
+    pub(crate) fn format_short(self, ns: f64) -> String {
+        if !ns.is_finite() {
+            return "n/a".to_string();
+        }
+        let decimals = if self == TimeUnit::Ns { 0 } else { 1 };
+        format!(
+            "{} {}",
+            format_fixed(ns / self.scale(), decimals),
+            self.symbol()
+        )
     }
-    let decimals = if unit == TimeUnit::Ns { 0 } else { 1 };
-    format!(
-        "{} {}",
-        format_fixed(ns / unit.scale(), decimals),
-        unit.symbol()
-    )
 }
 
 /// Decimals for a ratio: two, or two significant digits below 0.1 so a

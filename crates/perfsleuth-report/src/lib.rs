@@ -13,6 +13,7 @@
 mod csv;
 pub mod export;
 mod format;
+mod hyperfine;
 mod json;
 mod markdown;
 mod simulation;
@@ -28,14 +29,16 @@ use std::collections::BTreeMap;
 
 pub use csv::export_csv;
 pub use export::{
-    CsvExporter, ExportError, ExportFormat, Exporter, JsonExporter, MarkdownExporter,
+    CsvExporter, ExportError, ExportFormat, Exporter, HyperfineExporter, JsonExporter,
+    MarkdownExporter, TableExporter,
 };
 pub use format::{
-    Align, format_bytes, format_count, format_duration_ns, format_fixed, format_p, format_p_value,
-    format_si, format_si_unit, format_size, pad_left, pad_right, table, width,
+    Align, TimeUnit, format_bytes, format_count, format_duration_ns, format_fixed, format_p,
+    format_p_value, format_si, format_si_unit, format_size, pad_left, pad_right, table, width,
 };
+pub use hyperfine::{HyperfineDoc, HyperfineResult, export_hyperfine};
 pub use json::export_json;
-pub use markdown::render_markdown;
+pub use markdown::{TableDialect, render_markdown, render_table};
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};
 pub use simulation::{render_simulation, render_simulation_markdown};
 pub use style::Style;
@@ -99,9 +102,51 @@ pub struct RunReport {
     pub benchmarks: Vec<BenchmarkReport>,
     /// Index of the benchmark the others are compared with.
     pub reference: usize,
-    /// One comparison per non-reference benchmark, in run order; empty with
-    /// fewer than two benchmarks.
+    /// One comparison per non-reference benchmark, in run order (or as
+    /// [`RunReport::sort`] put them); empty with fewer than two benchmarks.
     pub comparisons: Vec<Comparison>,
+    /// The order benchmarks are shown in: indices into `benchmarks`.
+    pub order: Vec<usize>,
+    /// Every time in this unit (hyperfine's `--time-unit`); `None`: the unit
+    /// that suits each benchmark's median.
+    pub time_unit: Option<TimeUnit>,
+}
+
+/// The order benchmarks are shown in (hyperfine's `--sort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortOrder {
+    /// Benchmarks as given; comparisons fastest first.
+    #[default]
+    Auto,
+    /// Benchmarks and comparisons as given.
+    Command,
+    /// Benchmarks and comparisons by mean wall time, fastest first.
+    MeanTime,
+}
+
+impl RunReport {
+    /// Puts the benchmarks (and the comparisons) in `order`.
+    pub fn sort(&mut self, order: SortOrder) {
+        let key = |r: &BenchmarkReport| r.wall.as_ref().map_or(f64::INFINITY, |w| w.mean);
+        let benchmarks = &self.benchmarks;
+        let by_mean = |a: &usize, b: &usize| {
+            let (ka, kb) = (
+                benchmarks.get(*a).map_or(f64::INFINITY, key),
+                benchmarks.get(*b).map_or(f64::INFINITY, key),
+            );
+            ka.total_cmp(&kb)
+        };
+        let mut shown: Vec<usize> = (0..self.benchmarks.len()).collect();
+        if order == SortOrder::MeanTime {
+            shown.sort_by(by_mean);
+        }
+        if order != SortOrder::Command {
+            self.comparisons.sort_by(|a, b| by_mean(&a.index, &b.index));
+        } else {
+            self.comparisons.sort_by_key(|c| c.index);
+        }
+        self.order = shown;
+    }
 }
 
 /// Computes summaries and (when >1 benchmark) comparisons of each other
@@ -125,9 +170,11 @@ pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
         Vec::new()
     };
     RunReport {
+        order: (0..benchmarks.len()).collect(),
         benchmarks,
         reference,
         comparisons,
+        time_unit: None,
     }
 }
 

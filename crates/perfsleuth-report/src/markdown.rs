@@ -1,4 +1,4 @@
-//! The GitHub-flavoured Markdown summary table (`--export-markdown`).
+//! The summary table (`--export-markdown`, `--export-asciidoc`, `--export-orgmode`).
 
 use crate::RunReport;
 use crate::format::{ByteUnit, TimeUnit, ratio_decimals};
@@ -6,17 +6,38 @@ use crate::terminal::status_notice;
 use perfsleuth_model::Run;
 use std::fmt::Write as _;
 
+/// The syntaxes the summary table is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableDialect {
+    /// GitHub-flavoured Markdown (`--export-markdown`).
+    Markdown,
+    /// AsciiDoc (`--export-asciidoc`).
+    AsciiDoc,
+    /// Emacs Org mode (`--export-orgmode`).
+    OrgMode,
+}
+
 /// Markdown summary table (GitHub-flavoured), for `--export-markdown`.
+pub fn render_markdown(run: &Run, report: &RunReport) -> String {
+    render_table(run, report, TableDialect::Markdown)
+}
+
+/// The summary table in `dialect`.
 ///
 /// Times and memory each use one unit for the whole table (the one that
-/// suits the reference's median), so a column can be read top to bottom.
-/// "Relative" is the median-time ratio to the reference, with the larger
-/// distance from the ratio to a bound of its 95% bootstrap CI after "±", so
-/// `ratio ± value` always covers the interval.
-pub fn render_markdown(run: &Run, report: &RunReport) -> String {
+/// suits the reference's median, or the report's `time_unit`), so a column
+/// can be read top to bottom. "Relative" is the median-time ratio to the
+/// reference, with the larger distance from the ratio to a bound of its 95%
+/// bootstrap CI after "±", so `ratio ± value` always covers the interval.
+/// Rows follow the report's order.
+pub fn render_table(run: &Run, report: &RunReport, dialect: TableDialect) -> String {
     let mut out = String::new();
     if let Some(notice) = status_notice(run) {
-        let _ = writeln!(out, "*{notice}*\n");
+        let _ = match dialect {
+            TableDialect::Markdown => writeln!(out, "*{notice}*\n"),
+            TableDialect::AsciiDoc => writeln!(out, "_{notice}_\n"),
+            TableDialect::OrgMode => writeln!(out, "/{notice}/\n"),
+        };
     }
     // Units follow the reference (as hyperfine follows the first command),
     // since every other row is read relative to it.
@@ -25,23 +46,39 @@ pub fn render_markdown(run: &Run, report: &RunReport) -> String {
         .get(report.reference)
         .filter(|b| b.wall.is_some())
         .or_else(|| report.benchmarks.iter().find(|b| b.wall.is_some()));
-    let time_unit = reference
-        .and_then(|b| b.wall.as_ref())
-        .map_or(TimeUnit::Ms, |s| TimeUnit::for_ns(s.median));
+    let time_unit = report.time_unit.unwrap_or_else(|| {
+        reference
+            .and_then(|b| b.wall.as_ref())
+            .map_or(TimeUnit::Ms, |s| TimeUnit::for_ns(s.median))
+    });
     let rss_unit = reference
         .and_then(|b| b.peak_rss.as_ref())
         .filter(|s| s.max > 0.0)
         .map_or(ByteUnit::MiB, |s| ByteUnit::for_bytes(s.median));
     let (t, m) = (time_unit.symbol(), rss_unit.symbol());
-    let _ = writeln!(
-        out,
-        "| Command | Median [{t}] | Mean [{t}] | Min [{t}] | Max [{t}] | Peak RSS [{m}] | Relative |"
-    );
-    out.push_str("|:---|---:|---:|---:|---:|---:|---:|\n");
-    for (i, b) in report.benchmarks.iter().enumerate() {
-        let name = code_span(&b.name);
+    let header = [
+        "Command".to_string(),
+        format!("Median [{t}]"),
+        format!("Mean [{t}]"),
+        format!("Min [{t}]"),
+        format!("Max [{t}]"),
+        format!("Peak RSS [{m}]"),
+        "Relative".to_string(),
+    ];
+    let mut rows = Vec::new();
+    for &i in &report.order {
+        let Some(b) = report.benchmarks.get(i) else {
+            continue;
+        };
+        let name = match dialect {
+            TableDialect::Markdown => code_span(&b.name),
+            TableDialect::AsciiDoc => format!("`{}`", b.name.replace('|', "\\|")),
+            TableDialect::OrgMode => format!("={}=", b.name.replace('|', "\\vert{}")),
+        };
         let Some(wall) = &b.wall else {
-            let _ = writeln!(out, "| {name} | no samples | n/a | n/a | n/a | n/a | n/a |");
+            let mut row = vec![name, "no samples".to_string()];
+            row.extend(std::iter::repeat_n("n/a".to_string(), 5));
+            rows.push(row);
             continue;
         };
         let rss = b
@@ -66,15 +103,43 @@ pub fn render_markdown(run: &Run, report: &RunReport) -> String {
                     },
                 )
         };
-        let _ = writeln!(
-            out,
-            "| {name} | {} | {} ± {} | {} | {} | {rss} | {relative} |",
+        rows.push(vec![
+            name,
             time_unit.number(wall.median),
-            time_unit.number(wall.mean),
-            time_unit.number(wall.stddev),
+            format!(
+                "{} ± {}",
+                time_unit.number(wall.mean),
+                time_unit.number(wall.stddev)
+            ),
             time_unit.number(wall.min),
             time_unit.number(wall.max),
-        );
+            rss,
+            relative,
+        ]);
+    }
+    match dialect {
+        TableDialect::Markdown => {
+            let _ = writeln!(out, "| {} |", header.join(" | "));
+            out.push_str("|:---|---:|---:|---:|---:|---:|---:|\n");
+            for row in &rows {
+                let _ = writeln!(out, "| {} |", row.join(" | "));
+            }
+        }
+        TableDialect::AsciiDoc => {
+            out.push_str("[cols=\"<,>,>,>,>,>,>\"]\n|===\n");
+            let _ = writeln!(out, "| {}", header.join(" | "));
+            for row in &rows {
+                let _ = writeln!(out, "\n| {}", row.join(" | "));
+            }
+            out.push_str("|===\n");
+        }
+        TableDialect::OrgMode => {
+            let _ = writeln!(out, "| {} |", header.join(" | "));
+            out.push_str("|--+--+--+--+--+--+--|\n");
+            for row in &rows {
+                let _ = writeln!(out, "| {} |", row.join(" | "));
+            }
+        }
     }
     out
 }
@@ -107,6 +172,30 @@ mod tests {
     use super::*;
     use crate::analyze;
     use crate::testutil::*;
+
+    #[test]
+    fn asciidoc_and_orgmode_tables_follow_the_sort_and_the_unit() {
+        let r = run(vec![
+            bench("slow", &spread(20, 12_000_000, 100_000), 8 << 20),
+            bench("fast", &spread(20, 10_000_000, 100_000), 8 << 20),
+        ]);
+        let mut report = analyze(&r, None);
+        report.sort(crate::SortOrder::MeanTime);
+        report.time_unit = Some(TimeUnit::S);
+        let adoc = render_table(&r, &report, TableDialect::AsciiDoc);
+        assert_eq!(
+            adoc,
+            "[cols=\"<,>,>,>,>,>,>\"]\n|===\n\
+             | Command | Median [s] | Mean [s] | Min [s] | Max [s] | Peak RSS [MiB] | Relative\n\
+             \n| `fast` | 0.010 | 0.010 ± 0.000 | 0.010 | 0.010 | 8.0 | 0.83 ± 0.00\n\
+             \n| `slow` | 0.012 | 0.012 ± 0.000 | 0.012 | 0.012 | 8.0 | 1.00\n|===\n"
+        );
+        let org = render_table(&r, &report, TableDialect::OrgMode);
+        let lines: Vec<&str> = org.lines().collect();
+        assert_eq!(lines[1], "|--+--+--+--+--+--+--|");
+        assert!(lines[2].starts_with("| =fast= | 0.010 |"), "{org}");
+        assert!(lines[3].starts_with("| =slow= | 0.012 |"), "{org}");
+    }
 
     #[test]
     fn table_is_exact() {

@@ -47,8 +47,11 @@ pub fn render_terminal(run: &Run, report: &RunReport, style: &Style) -> String {
         .environment
         .get("measure.peak_rss_floor_bytes")
         .and_then(|v| v.parse::<f64>().ok());
-    for (i, b) in report.benchmarks.iter().enumerate() {
-        if i > 0 {
+    for (shown, &i) in report.order.iter().enumerate() {
+        let Some(b) = report.benchmarks.get(i) else {
+            continue;
+        };
+        if shown > 0 {
             out.push('\n');
         }
         let first_wall = run
@@ -56,7 +59,15 @@ pub fn render_terminal(run: &Run, report: &RunReport, style: &Style) -> String {
             .get(i)
             .and_then(|b| b.samples.first())
             .map(|s| s.wall_ns as f64);
-        benchmark_block(&mut out, i, b, first_wall, rss_floor, style);
+        benchmark_block(
+            &mut out,
+            i,
+            b,
+            first_wall,
+            rss_floor,
+            report.time_unit,
+            style,
+        );
     }
     if !report.comparisons.is_empty() {
         out.push('\n');
@@ -101,6 +112,7 @@ fn benchmark_block(
     b: &BenchmarkReport,
     first_wall: Option<f64>,
     rss_floor: Option<f64>,
+    time_unit: Option<TimeUnit>,
     style: &Style,
 ) {
     let _ = writeln!(
@@ -115,7 +127,7 @@ fn benchmark_block(
     };
     // One unit per benchmark, chosen from the median, so every time in the
     // block can be compared digit by digit.
-    let unit = TimeUnit::for_ns(wall.median);
+    let unit = time_unit.unwrap_or_else(|| TimeUnit::for_ns(wall.median));
     let median = unit.format(wall.median);
     let mean = unit.format(wall.mean);
     let sigma = unit.format(wall.stddev);
@@ -144,11 +156,14 @@ fn benchmark_block(
     );
     let mut mean_line = format!("{} ± {}", pad_left(&mean, w1), pad_left(&sigma, w2));
     if let (Some(user), Some(sys)) = (&b.user, &b.sys) {
+        // One unit for both, the larger's: "System: 0 ns" beside
+        // "User: 1.2 ms" would claim a nanosecond resolution rusage lacks.
+        let cpu = time_unit.unwrap_or_else(|| TimeUnit::for_ns(user.mean.max(sys.mean)));
         let _ = write!(
             mean_line,
             "    User: {}, System: {}",
-            format_duration_short(user.mean),
-            format_duration_short(sys.mean)
+            cpu.format_short(user.mean),
+            cpu.format_short(sys.mean)
         );
     }
     labelled(out, "Time (mean ± σ):", &mean_line);
@@ -411,15 +426,22 @@ fn counters_line(b: &BenchmarkReport, wall_median: f64) -> Option<String> {
             format_duration_short(tc)
         ));
     }
-    for (key, label) in [
-        ("context_switches", "context switches"),
-        ("cpu_migrations", "CPU migrations"),
-        ("page_faults", "page faults"),
-        ("futex_calls", "futex calls"),
-        ("sched_switches", "sched switches"),
+    for (key, one, many) in [
+        ("context_switches", "context switch", "context switches"),
+        ("cpu_migrations", "CPU migration", "CPU migrations"),
+        ("page_faults", "page fault", "page faults"),
+        ("futex_calls", "futex call", "futex calls"),
+        ("sched_switches", "sched switch", "sched switches"),
     ] {
         if let Some(v) = get(key) {
-            parts.push(format!("{} {label}", crate::format::format_si(v)));
+            // Events are whole: a median between two counts is shown rounded.
+            let n = v.round();
+            let text = if n < 1000.0 {
+                format!("{n:.0}")
+            } else {
+                crate::format::format_si(n)
+            };
+            parts.push(format!("{text} {}", if n == 1.0 { one } else { many }));
         }
     }
     if let Some(ins) = get("instructions") {
@@ -664,7 +686,7 @@ Comparison with `base`:
         let text = render_terminal(&r, &analyze(&r, None), &Style { color: false });
         assert!(
             text.contains(
-                "Counters (median):        task clock 20.0 ms (2.00 CPUs) · 3 context switches · 1 CPU migrations · 120 page faults · 3.00G instructions, IPC 1.50 · branch misses 1.00 %"
+                "Counters (median):        task clock 20.0 ms (2.00 CPUs) · 3 context switches · 1 CPU migration · 120 page faults · 3.00G instructions, IPC 1.50 · branch misses 1.00 %"
             ),
             "{text}"
         );

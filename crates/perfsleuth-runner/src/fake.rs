@@ -9,6 +9,7 @@ use perfsleuth_measure::{
 };
 use perfsleuth_model::{Profile, Run, Sample};
 use std::collections::VecDeque;
+use std::time::Duration;
 
 /// One run the fake executed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,6 +188,8 @@ pub struct Collect {
     pub profiles: Vec<(usize, Profile)>,
     /// Progress updates seen.
     pub progress: usize,
+    /// The ETA of each progress update, in order.
+    pub etas: Vec<Duration>,
     /// The final run, once finished.
     pub finished: Option<Run>,
     /// Fail the n-th sample write.
@@ -207,8 +210,9 @@ impl Sink for Collect {
         Ok(())
     }
 
-    fn progress(&mut self, _progress: &crate::Progress<'_>) {
+    fn progress(&mut self, progress: &crate::Progress<'_>) {
         self.progress += 1;
+        self.etas.push(progress.eta);
     }
 
     fn finish(&mut self, run: &Run) -> Result<(), SinkError> {

@@ -32,6 +32,8 @@ pub struct Planned {
     pub parameters: BTreeMap<String, String>,
     /// Untimed command before each timed run.
     pub prepare: Option<Vec<String>>,
+    /// Untimed command after each timed run (hyperfine's `--conclude`).
+    pub conclude: Option<Vec<String>>,
     /// Once before the runs.
     pub setup: Option<Vec<String>>,
     /// Once after the runs.
@@ -103,6 +105,7 @@ pub struct Bench {
     set_up: bool,
     main: CommandId,
     prepare: Option<CommandId>,
+    conclude: Option<CommandId>,
     setup: Option<CommandId>,
     cleanup: Option<CommandId>,
     samples: Vec<Sample>,
@@ -111,6 +114,7 @@ pub struct Bench {
     /// Wall time of the latest prepare + run, to pace the pipeline.
     last_unit: Option<Duration>,
     prepare_wall: Duration,
+    conclude_wall: Duration,
     spent: Duration,
     next_check: u32,
     done: bool,
@@ -119,6 +123,8 @@ pub struct Bench {
     until: Option<u32>,
     /// The round being measured (0 first), recorded in every sample.
     round: u32,
+    /// Runs a round takes, once the first round has set it.
+    round_runs: Option<u32>,
 }
 
 impl Bench {
@@ -126,10 +132,10 @@ impl Bench {
     pub fn new(
         plan: Planned,
         main: CommandId,
-        helpers: [Option<CommandId>; 3],
+        helpers: [Option<CommandId>; 4],
         binary: Environment,
     ) -> Bench {
-        let [prepare, setup, cleanup] = helpers;
+        let [prepare, conclude, setup, cleanup] = helpers;
         Bench {
             plan,
             sim_dir: None,
@@ -138,17 +144,20 @@ impl Bench {
             set_up: false,
             main,
             prepare,
+            conclude,
             setup,
             cleanup,
             samples: Vec::new(),
             requested: 0,
             last_unit: None,
             prepare_wall: Duration::ZERO,
+            conclude_wall: Duration::ZERO,
             spent: Duration::ZERO,
             next_check: 0,
             done: false,
             until: None,
             round: 0,
+            round_runs: None,
         }
     }
 
@@ -213,17 +222,34 @@ impl Bench {
     }
 
     /// Rough time still needed, for the ETA.
+    /// How long one round of this benchmark takes: a later round's count of
+    /// runs, or the first round's runs so far and still to come.
+    fn round_time(&self, rule: &StopRule) -> Duration {
+        match self.round_runs {
+            Some(n) => self.per_run() * n,
+            None => self.spent + self.remaining(rule),
+        }
+    }
+
+    /// The mean time of a run (with its prepare and conclude) so far.
+    fn per_run(&self) -> Duration {
+        match self.runs() {
+            0 => Duration::from_millis(10),
+            n => self.spent / n,
+        }
+    }
+
     fn remaining(&self, rule: &StopRule) -> Duration {
         if self.done {
             return Duration::ZERO;
         }
         let n = self.runs();
-        let per_run = if n == 0 {
-            Duration::from_millis(10)
-        } else {
-            self.spent / n
-        };
+        let per_run = self.per_run();
         let runs_left = |target: u32| per_run * target.saturating_sub(n);
+        // A later round runs to its count, whatever the rule says.
+        if let Some(until) = self.until {
+            return runs_left(until);
+        }
         match rule.exact {
             Some(exact) => runs_left(exact),
             None => {
@@ -264,6 +290,7 @@ pub fn prepare(
         };
         let helpers = [
             helper(&p.prepare, "--prepare")?,
+            helper(&p.conclude, "--conclude")?,
             helper(&p.setup, "--setup")?,
             helper(&p.cleanup, "--cleanup")?,
         ];
@@ -329,6 +356,19 @@ pub struct Schedule {
     pub overlap: bool,
     /// `--counters auto`: decide the software counters from the warmups.
     pub auto_counters: bool,
+    /// Where this round sits among the rounds of one measurement, so the
+    /// progress line counts the whole measurement and not one round.
+    pub progress: RoundProgress,
+}
+
+/// The progress line's view of the rounds around the one being measured.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RoundProgress {
+    /// When the measurement's first round began; this round's start if `None`.
+    pub origin: Option<Instant>,
+    /// Rounds still to come after this one (the planned `--rounds`; rounds
+    /// added while a comparison is inconclusive are not known in advance).
+    pub rounds_after: u32,
 }
 
 impl Schedule {
@@ -349,6 +389,7 @@ impl Schedule {
             tolerate,
             overlap,
             auto_counters,
+            progress: RoundProgress::default(),
         }
     }
 
@@ -365,7 +406,7 @@ impl Schedule {
             sink,
             schedule: self,
             auto_counters: self.auto_counters,
-            started: Instant::now(),
+            started: self.progress.origin.unwrap_or_else(Instant::now),
             pending: None,
             simulation,
             counter_env: Environment::default(),
@@ -413,11 +454,18 @@ impl Schedule {
         mut undecided: impl FnMut(&[Bench]) -> bool,
     ) -> (Measured, u32) {
         let started = Instant::now();
-        let mut measured = self.measure(spawner, sink, benches, simulation);
+        let first_round = Schedule {
+            progress: RoundProgress {
+                origin: Some(started),
+                rounds_after: min_rounds.saturating_sub(1),
+            },
+            ..self.clone()
+        };
+        let mut measured = first_round.measure(spawner, sink, benches, simulation);
         let first = started.elapsed();
         let per_round: Vec<u32> = benches.iter().map(|b| b.runs()).collect();
         let mut rounds = 1;
-        let next = Schedule {
+        let mut next = Schedule {
             warmup: 0,
             auto_counters: false,
             ..self.clone()
@@ -428,9 +476,14 @@ impl Schedule {
         {
             for (b, n) in benches.iter_mut().zip(&per_round) {
                 b.until = Some(b.runs() + n);
+                b.round_runs = Some(*n);
                 b.done = false;
                 b.round = rounds;
             }
+            next.progress = RoundProgress {
+                origin: Some(started),
+                rounds_after: min_rounds.saturating_sub(rounds + 1),
+            };
             let more = next.measure(spawner, sink, benches, simulation);
             measured.result = more.result;
             measured.notes.extend(more.notes);
@@ -456,8 +509,16 @@ pub struct Measured {
 #[derive(Debug, Clone, Copy)]
 struct Step {
     bench: usize,
-    prepare: bool,
+    kind: StepKind,
     iteration: u32,
+}
+
+/// What a step runs: the benchmarked command or one of its untimed helpers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StepKind {
+    Prepare,
+    Timed,
+    Conclude,
 }
 
 struct Measure<'a, S: Spawn, K: Sink> {
@@ -466,6 +527,7 @@ struct Measure<'a, S: Spawn, K: Sink> {
     schedule: &'a Schedule,
     /// `--counters auto` still to be decided (before the first timed run).
     auto_counters: bool,
+    /// When the whole measurement began (its first round).
     started: Instant,
     /// A measured sample not yet handed to the sink: (benchmark index, sample).
     pending: Option<(usize, Sample)>,
@@ -552,7 +614,7 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
             .map_or(0, |b| b.round as usize % benches.len());
         loop {
             let (depth, poll) = self.pace(benches);
-            while queue.iter().filter(|s| !s.prepare).count() < depth {
+            while queue.iter().filter(|s| s.kind == StepKind::Timed).count() < depth {
                 let Some(bench) = next_bench(benches, &rule, &mut cursor) else {
                     break;
                 };
@@ -563,16 +625,24 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
                     self.begin(prep, 0, "--prepare")?;
                     queue.push_back(Step {
                         bench,
-                        prepare: true,
+                        kind: StepKind::Prepare,
                         iteration,
                     });
                 }
                 self.begin(b.main, iteration, "command")?;
                 queue.push_back(Step {
                     bench,
-                    prepare: false,
+                    kind: StepKind::Timed,
                     iteration,
                 });
+                if let Some(conclude) = b.conclude {
+                    self.begin(conclude, 0, "--conclude")?;
+                    queue.push_back(Step {
+                        bench,
+                        kind: StepKind::Conclude,
+                        iteration,
+                    });
+                }
             }
             let Some(&step) = queue.front() else {
                 return Ok(());
@@ -581,10 +651,10 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
                 Ok(None) => continue,
                 Ok(Some(outcome)) => {
                     queue.pop_front();
-                    let tolerate = if step.prepare {
-                        &Tolerate::Nothing
-                    } else {
+                    let tolerate = if step.kind == StepKind::Timed {
                         &self.schedule.tolerate
+                    } else {
+                        &Tolerate::Nothing
                     };
                     if outcome.halts(tolerate) {
                         // Collect the replies of runs already queued (the spawner
@@ -613,7 +683,7 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
                 }
                 return Err(stop);
             }
-            if !step.prepare {
+            if step.kind == StepKind::Timed {
                 self.show_progress(benches);
             }
         }
@@ -679,18 +749,27 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
         step: Step,
         outcome: Outcome,
     ) -> Result<(), Stop> {
-        if step.prepare {
-            let id = b.prepare.unwrap_or(b.main);
+        let helper = match step.kind {
+            StepKind::Prepare => Some((b.prepare, "--prepare")),
+            StepKind::Conclude => Some((b.conclude, "--conclude")),
+            StepKind::Timed => None,
+        };
+        if let Some((id, what)) = helper {
             let s = check(
                 &Tolerate::Nothing,
                 self.spawner,
-                id,
-                || format!("--prepare command of `{}`", b.plan.name),
+                id.unwrap_or(b.main),
+                || format!("{what} command of `{}`", b.plan.name),
                 Role::Helper,
                 outcome,
             )?;
             b.spent += Duration::from_nanos(s.wall_ns);
-            b.prepare_wall = Duration::from_nanos(s.wall_ns);
+            // The helpers' time paces the pipeline as the command's does.
+            if step.kind == StepKind::Prepare {
+                b.prepare_wall = Duration::from_nanos(s.wall_ns);
+            } else {
+                b.conclude_wall = Duration::from_nanos(s.wall_ns);
+            }
             return Ok(());
         }
         let mut sample = self.check_main(b, outcome, Role::Timed)?;
@@ -700,7 +779,7 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
             b.profile = Some(sim.collect(dir, &b.plan.command, &mut sample)?);
         }
         b.spent += Duration::from_nanos(sample.wall_ns);
-        b.last_unit = Some(b.prepare_wall + Duration::from_nanos(sample.wall_ns));
+        b.last_unit = Some(b.prepare_wall + Duration::from_nanos(sample.wall_ns) + b.conclude_wall);
         if self.sink.keeps_samples() {
             self.pending = Some((index, sample.clone()));
         }
@@ -775,10 +854,10 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
         let outcome = self.exec(b.main, "command")?;
         let s = self.check_main(b, outcome, Role::Untimed)?;
         b.last_unit = Some(Duration::from_nanos(s.wall_ns));
-        Ok(())
+        self.aux(b.conclude, "--conclude", &b.plan.name)
     }
 
-    /// Runs an untimed helper command (prepare/setup/cleanup); it must succeed.
+    /// Runs an untimed helper command (prepare/conclude/setup/cleanup); it must succeed.
     fn aux(&mut self, id: Option<CommandId>, what: &str, bench: &str) -> Result<(), Stop> {
         let Some(id) = id else { return Ok(()) };
         let outcome = self.exec(id, what)?;
@@ -796,7 +875,13 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
     fn show_progress(&mut self, benches: &[Bench]) {
         let rule = &self.schedule.rule;
         let elapsed = self.started.elapsed();
-        let eta: Duration = benches.iter().map(|b| b.remaining(rule)).sum();
+        // This round's rest, then the rounds still planned, each as long as
+        // a round of each benchmark takes.
+        let after = self.schedule.progress.rounds_after;
+        let eta: Duration = benches
+            .iter()
+            .map(|b| b.remaining(rule) + b.round_time(rule) * after)
+            .sum();
         let per_benchmark: Vec<u64> = benches.iter().map(|b| b.samples.len() as u64).collect();
         let runs: u64 = per_benchmark.iter().sum();
         let total = elapsed + eta;

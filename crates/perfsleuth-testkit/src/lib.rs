@@ -40,6 +40,10 @@ pub const FEATURES: &[(&str, &str)] = &[
         "tracefs",
         "tracepoint counters open: tracefs mounted, or mountable in a private mount namespace (root)",
     ),
+    (
+        "hyperfine_scripts",
+        "hyperfine's scripts/ in $PERFSLEUTH_HYPERFINE_SCRIPTS (tests/hyperfine-scripts.sh fetches them) and numpy, scipy, matplotlib import",
+    ),
 ];
 
 /// The names listed in [`REQUIRE_VAR`]; panics on a name not in [`FEATURES`],

@@ -55,7 +55,7 @@ impl Rev {
 /// `perfsleuth ab`.
 pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     args.run.sides = true;
-    crate::config::fill_commands(&mut args.run)?;
+    crate::run::settle(&mut args.run)?;
     let run_args = &args.run;
     let refuse = |what: &str, hint: &str| Err(Fail::usage(what.to_string(), hint.to_string()));
     if !crate::output::requested_exports(run_args).is_empty() {
@@ -364,6 +364,7 @@ fn for_side(p: &Planned, root: &Path, rev: &Rev) -> Planned {
         argv: argv(&p.argv),
         parameters: p.parameters.clone(),
         prepare: p.prepare.as_ref().map(argv),
+        conclude: p.conclude.as_ref().map(argv),
         setup: p.setup.as_ref().map(argv),
         cleanup: p.cleanup.as_ref().map(argv),
         cwd: Some(root.to_path_buf()),

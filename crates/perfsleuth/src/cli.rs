@@ -4,9 +4,20 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+/// `--version`: the package version, the commit it was built from and the
+/// build profile, so a result can be traced to the binary that measured it.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("PERFSLEUTH_BUILD_COMMIT"),
+    ", ",
+    env!("PERFSLEUTH_BUILD_PROFILE"),
+    ")"
+);
+
 /// Benchmark commands precisely, record the machine they ran on, and keep the history.
 #[derive(Debug, Parser)]
-#[command(name = "perfsleuth", version, about, long_about = None, propagate_version = true)]
+#[command(name = "perfsleuth", version = VERSION, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -34,6 +45,41 @@ pub enum Command {
     /// Machine microbenchmarks (calls, syscalls, memory ladder, bandwidth, coherency, clocks,
     /// spawn), stored with the environment; `probe diff` explains what differs.
     Probe(ProbeArgs),
+    /// Print a shell completion script: `source <(perfsleuth completions bash)`.
+    Completions(CompletionsArgs),
+    /// Print a man page (roff): `perfsleuth man run | man -l -`, or `perfsleuth man > perfsleuth.1`.
+    Man(ManArgs),
+}
+
+/// `perfsleuth man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The subcommand whose page to print (run, ab, compare, …) [default: perfsleuth's own].
+    #[arg(value_name = "SUBCOMMAND")]
+    pub command: Option<String>,
+}
+
+/// `perfsleuth completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: CompletionShell,
+}
+
+/// Shells with a completion script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    /// GNU bash.
+    Bash,
+    /// Z shell.
+    Zsh,
+    /// fish.
+    Fish,
+    /// Elvish.
+    Elvish,
+    /// PowerShell.
+    Powershell,
 }
 
 /// `perfsleuth probe`.
@@ -248,6 +294,47 @@ pub enum EnvCommand {
     },
 }
 
+/// `--time-unit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TimeUnitChoice {
+    /// ns.
+    Nanosecond,
+    /// µs.
+    Microsecond,
+    /// ms.
+    Millisecond,
+    /// s.
+    Second,
+}
+
+/// `--sort`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SortChoice {
+    /// As given; comparisons fastest first.
+    Auto,
+    /// As given.
+    Command,
+    /// Fastest mean first.
+    MeanTime,
+}
+
+/// `--style`, as hyperfine has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StyleChoice {
+    /// Colour and progress on a terminal.
+    Auto,
+    /// No colour, no progress line.
+    Basic,
+    /// Colour and progress even without a terminal.
+    Full,
+    /// Progress, no colour.
+    Nocolor,
+    /// Colour, no progress line.
+    Color,
+    /// No summary and no progress (errors, notes and exports still appear).
+    None,
+}
+
 /// When to use colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
@@ -333,8 +420,8 @@ pub struct RunArgs {
     /// At most N timed runs per command.
     #[arg(short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
     pub max_runs: Option<u32>,
-    /// Time budget per command after --min-runs (e.g. 500ms, 3s, 1m).
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = crate::parse::duration)]
+    /// Time budget per command after --min-runs (e.g. 500ms, 3s, 1m; a bare number is seconds).
+    #[arg(long, visible_alias = "min-benchmarking-time", value_name = "DURATION", default_value = "3s", value_parser = crate::parse::duration)]
     pub time_budget: std::time::Duration,
     /// Stop early once the 95% CI of the median is within ±PERCENT of it
     /// [default: 1; off when measuring in several rounds, which spend their
@@ -345,15 +432,22 @@ pub struct RunArgs {
     /// Command run before every timed run, untimed (once, or once per command).
     #[arg(short, long, value_name = "CMD")]
     pub prepare: Vec<String>,
+    /// Command run after every timed run, untimed (once, or once per command).
+    #[arg(short = 'C', long, value_name = "CMD")]
+    pub conclude: Vec<String>,
     /// Command run once before a command's runs (once, or once per command).
     #[arg(short, long, value_name = "CMD")]
     pub setup: Vec<String>,
     /// Command run once after a command's runs (once, or once per command).
     #[arg(short, long, value_name = "CMD")]
     pub cleanup: Vec<String>,
-    /// Run commands through this shell (`SHELL -c CMD`) instead of directly.
+    /// Run commands through this shell (`SHELL -c CMD`) instead of directly
+    /// [default: none, as hyperfine's -N; `--shell none` says so explicitly].
     #[arg(short = 'S', long, value_name = "SHELL")]
     pub shell: Option<String>,
+    /// No shell (the default; hyperfine's `-N`, `--shell=none`).
+    #[arg(short = 'N', conflicts_with = "shell")]
+    pub no_shell: bool,
     /// Benchmark once per value: `{VAR}` in commands is replaced (repeatable; combinations multiply).
     #[arg(short = 'L', long, num_args = 2, value_names = ["VAR", "VALUES"], allow_hyphen_values = true)]
     pub parameter_list: Vec<String>,
@@ -361,10 +455,16 @@ pub struct RunArgs {
     #[arg(short = 'P', long, num_args = 3, value_names = ["VAR", "MIN", "MAX"])]
     pub parameter_scan: Vec<String>,
     /// Step of --parameter-scan.
-    #[arg(short = 'D', long, value_name = "S", requires = "parameter_scan")]
+    #[arg(
+        short = 'D',
+        long,
+        visible_alias = "parameter-step-size",
+        value_name = "S",
+        requires = "parameter_scan"
+    )]
     pub step: Option<String>,
     /// Name of a command in the output (once per command, in order; `{VAR}` is replaced).
-    #[arg(short, long, value_name = "NAME")]
+    #[arg(short, long, visible_alias = "command-name", value_name = "NAME")]
     pub name: Vec<String>,
     /// Keep going when a command exits non-zero: all codes, or only these (e.g. --ignore-failure=1,3).
     #[arg(short, long, value_name = "CODES", num_args = 0..=1, require_equals = true, default_missing_value = "all")]
@@ -373,9 +473,13 @@ pub struct RunArgs {
     /// [default: none; a note says when a command has run for ten time budgets]
     #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
     pub timeout: Option<std::time::Duration>,
-    /// Where the commands' output goes: null, inherit, or a FILE (appended to, after being emptied once).
+    /// Where the commands' output goes: null, pipe (read and thrown away, as
+    /// hyperfine does), inherit, or a FILE (appended to, after being emptied once).
     #[arg(long, value_name = "WHERE", default_value = "null")]
     pub output: String,
+    /// Show the commands' output (the same as --output inherit).
+    #[arg(long, conflicts_with = "output")]
+    pub show_output: bool,
     /// Feed this file to every run's standard input (default: /dev/null).
     #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
@@ -394,6 +498,27 @@ pub struct RunArgs {
     /// Write the summary as a Markdown table; `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
+    /// Write the summary as an AsciiDoc table; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_asciidoc: Option<PathBuf>,
+    /// Write the summary as an Emacs Org-mode table; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_orgmode: Option<PathBuf>,
+    /// Write hyperfine's JSON shape (results[].command/mean/times/…, in seconds),
+    /// for hyperfine's scripts; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_hyperfine: Option<PathBuf>,
+    /// Show every time in this unit (the summary and the table exports).
+    #[arg(short = 'u', long, value_enum, value_name = "UNIT")]
+    pub time_unit: Option<TimeUnitChoice>,
+    /// Order of the summary and the table exports: auto (as given, comparisons
+    /// fastest first), command (as given) or mean-time (fastest first).
+    #[arg(long, value_enum, value_name = "METHOD", default_value_t = SortChoice::Auto)]
+    pub sort: SortChoice,
+    /// hyperfine's output styles: auto, basic (no colour, no progress), full
+    /// (colour and progress), nocolor, color (no progress), none (no summary).
+    #[arg(long, value_enum, value_name = "TYPE", conflicts_with = "color")]
+    pub style: Option<StyleChoice>,
     /// Do not store the results (also when PERFSLEUTH_STORE is set).
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
@@ -422,6 +547,12 @@ pub struct RunArgs {
     /// `run --baseline` (see [`RunCommand`]); never an option of its own here.
     #[arg(skip)]
     pub baseline: Option<String>,
+    /// The progress line forced on or off (`--style`); `None`: on a terminal.
+    #[arg(skip)]
+    pub progress: Option<bool>,
+    /// No summary (`--style none`).
+    #[arg(skip)]
+    pub quiet: bool,
     /// Set by `ab`: two sides of the plan are compared after measuring, so
     /// `--max-time` (rounds added while inconclusive) applies.
     #[arg(skip)]
@@ -452,11 +583,35 @@ pub struct RunsArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Show at most N runs.
+    /// Show at most N runs (the newest that pass the filters).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
+    /// Only runs with a benchmark whose name contains TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub bench: Option<String>,
+    /// Only runs made on this git branch.
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+    /// Only runs of this mode.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<RunsMode>,
+    /// Only runs started since a date (2026-11-30, 2026-11-30T12:00:00Z) or
+    /// for a duration back from now (2h, 3d).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// `runs --mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunsMode {
+    /// Timed runs (`run`, `ab`, `scale`).
+    Walltime,
+    /// Simulation mode.
+    Simulation,
+    /// `perfsleuth probe` runs.
+    Probe,
 }
 
 /// `perfsleuth show`.

@@ -84,7 +84,15 @@ pub fn env(args: EnvArgs) -> Result<i32, Fail> {
             Ok(ExitCode::gate(differs))
         }
         EnvCommand::Check { json, source } => {
-            let env = current(&source)?;
+            let mut env = current(&source)?;
+            // The live machine is judged by how busy it is now, over one
+            // second, not by averages that remember the last build.
+            if root_of(&source).is_none() {
+                let live = perfsleuth_env::Source::live();
+                let start = perfsleuth_env::NoiseSnapshot::take(&live);
+                std::thread::sleep(CHECK_INTERVAL);
+                start.since(&live, &mut env);
+            }
             let findings = check(&env);
             if json {
                 print_json(&EnvCheckDoc {
@@ -139,6 +147,9 @@ fn root_of(source: &EnvSourceArgs) -> Option<std::path::PathBuf> {
             .map(Into::into)
     })
 }
+
+/// How long `env check` watches the live machine's steal and CPU pressure.
+const CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The fingerprint of the live machine, or of `--root` / `PERFSLEUTH_ROOT`.
 pub fn current(source: &EnvSourceArgs) -> Result<Environment, Fail> {

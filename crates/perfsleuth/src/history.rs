@@ -1,9 +1,10 @@
 //! `perfsleuth runs` and `perfsleuth show`: reading the stored history.
 
-use crate::cli::{RunsArgs, ShowArgs};
+use crate::cli::{RunsArgs, RunsMode, ShowArgs};
 use crate::error::Fail;
 use crate::output::{self, open_existing_store, store_fail};
 use crate::term::emit;
+use perfsleuth_model::Mode;
 use perfsleuth_model::schema::{Document, RunsDoc, to_json_pretty};
 use perfsleuth_report::{Align, Exporter, JsonExporter, analyze, table};
 use perfsleuth_store::Store as _;
@@ -11,9 +12,38 @@ use perfsleuth_store::Store as _;
 /// Lists stored runs, newest first.
 pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
     let store = open_existing_store(args.store.store.as_deref())?;
-    let list = store
-        .list_runs(args.limit.map(|n| n as usize))
+    let since = args.since.as_deref().map(since).transpose()?;
+    let filtered =
+        args.bench.is_some() || args.branch.is_some() || args.mode.is_some() || since.is_some();
+    // Filters apply before the limit: the newest N that pass them.
+    let mut list = store
+        .list_runs(args.limit.filter(|_| !filtered).map(|n| n as usize))
         .map_err(store_fail)?;
+    list.retain(|r| {
+        let mode = args.mode.is_none_or(|m| {
+            r.mode
+                == match m {
+                    RunsMode::Walltime => Mode::Walltime,
+                    RunsMode::Simulation => Mode::Simulation,
+                    RunsMode::Probe => Mode::Probe,
+                }
+        });
+        let bench = args
+            .bench
+            .as_deref()
+            .is_none_or(|t| r.benchmarks.iter().any(|b| b.contains(t)));
+        let branch = args.branch.as_deref().is_none_or(|b| {
+            r.git
+                .as_ref()
+                .and_then(|g| g.branch.as_deref())
+                .is_some_and(|g| g == b)
+        });
+        let recent = since.as_deref().is_none_or(|s| r.started_at.as_str() >= s);
+        mode && bench && branch && recent
+    });
+    if let Some(n) = args.limit {
+        list.truncate(n as usize);
+    }
     if args.json {
         let doc = RunsDoc {
             schema: RunsDoc::SCHEMA.to_string(),
@@ -38,6 +68,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
             "ID",
             "STARTED",
             "STATUS",
+            "MODE",
             "SAMPLES",
             "COMMIT",
             "ENV",
@@ -59,11 +90,14 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
         let started = started.get(..19).unwrap_or(&started).to_string();
         let benches = match r.benchmarks.len() {
             // A probe run measured the machine, not commands: name its probes.
-            0 if !r.probes.is_empty() => format!("probe: {}", r.probes.join(", ")),
-            0 if r.mode == perfsleuth_model::Mode::Probe => "probe".to_string(),
+            0 if !r.probes.is_empty() => r.probes.join(", "),
             0 => "-".to_string(),
-            1 => r.benchmarks[0].clone(),
-            n => format!("{} (+{} more)", r.benchmarks[0], n - 1),
+            1 => truncate(&r.benchmarks[0], NAME_WIDTH),
+            n => format!(
+                "{} (+{} more)",
+                truncate(&r.benchmarks[0], NAME_WIDTH),
+                n - 1
+            ),
         };
         let samples = if r.mode == perfsleuth_model::Mode::Probe {
             "-".to_string()
@@ -74,6 +108,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
             r.id.to_string(),
             started,
             r.status.to_string(),
+            r.mode.as_str().to_string(),
             samples,
             commit,
             r.comparability.clone(),
@@ -83,6 +118,49 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
     }
     emit(&table(&rows, |_| Align::Left), false);
     Ok(0)
+}
+
+/// The widest a benchmark name is shown in the `runs` table: a table is for
+/// scanning; `show` and `--json` have the whole name.
+const NAME_WIDTH: usize = 40;
+
+/// `s` cut to `width` columns, with "…" where it was cut.
+fn truncate(s: &str, width: usize) -> String {
+    if perfsleuth_report::width(s) <= width {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    for c in s.chars() {
+        if perfsleuth_report::width(&out) + perfsleuth_report::width(&c.to_string()) > width - 1 {
+            break;
+        }
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// `--since`: a date or time (RFC 3339, UTC) or a duration back from now,
+/// as the RFC 3339 text runs are stored with (which sorts as it reads).
+fn since(text: &str) -> Result<String, Fail> {
+    let t = text.trim();
+    let looks_like_date = t.len() >= 10
+        && t.as_bytes()[4] == b'-'
+        && t.as_bytes()[7] == b'-'
+        && t[..4].bytes().all(|b| b.is_ascii_digit());
+    if looks_like_date {
+        return Ok(t.replace(' ', "T"));
+    }
+    let ago = crate::parse::duration(t).map_err(|e| {
+        Fail::usage(
+            format!("--since `{text}`: {e}"),
+            "give a date (2026-11-30, 2026-11-30T12:00:00Z) or a duration back from now (2h, 3d = 72h)",
+        )
+    })?;
+    let then = std::time::SystemTime::now()
+        .checked_sub(ago)
+        .unwrap_or(std::time::UNIX_EPOCH);
+    Ok(perfsleuth_model::rfc3339(then))
 }
 
 /// Prints one stored run like `perfsleuth run` printed it.
@@ -128,7 +206,7 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
             false,
         );
     } else {
-        output::print_summary(&run, reference, args.color, false);
+        output::print_summary(&run, reference, &output::View::plain(args.color), false);
     }
     Ok(0)
 }

@@ -6,6 +6,7 @@ mod ab;
 mod cli;
 mod compare;
 mod config;
+mod docs;
 mod envcmd;
 mod error;
 #[cfg(test)]
@@ -47,7 +48,7 @@ fn main() {
         Command::Run(cmd) => {
             let RunCommand { mut args, baseline } = *cmd;
             args.baseline = baseline;
-            config::fill_commands(&mut args).and_then(|()| run::run(args, spawner))
+            run::settle(&mut args).and_then(|()| run::run(args, spawner))
         }
         Command::Ab(args) => ab::ab(*args, spawner),
         Command::Runs(args) => history::runs(args),
@@ -56,6 +57,8 @@ fn main() {
         Command::Compare(args) => compare::run(args),
         Command::Scale(args) => scale::scale(*args, spawner),
         Command::Probe(args) => probe::probe(args),
+        Command::Completions(args) => docs::completions(args.shell),
+        Command::Man(args) => docs::man(args.command.as_deref()),
     };
     let code = match result {
         Ok(code) => code,

@@ -261,6 +261,9 @@ pub fn requested_exports(args: &RunArgs) -> Vec<(ExportFormat, &PathBuf)> {
         (ExportFormat::Json, &args.export_json),
         (ExportFormat::Csv, &args.export_csv),
         (ExportFormat::Markdown, &args.export_markdown),
+        (ExportFormat::AsciiDoc, &args.export_asciidoc),
+        (ExportFormat::OrgMode, &args.export_orgmode),
+        (ExportFormat::Hyperfine, &args.export_hyperfine),
     ]
     .into_iter()
     .filter_map(|(format, path)| path.as_ref().map(|p| (format, p)))
@@ -279,9 +282,66 @@ pub fn summary_to_stderr(args: &RunArgs) -> bool {
         .any(|(_, p)| p == Path::new("-"))
 }
 
+/// How a run's summary and table exports are shown: colour, unit, order.
+#[derive(Debug, Clone, Copy)]
+pub struct View {
+    /// `--color` (or what `--style` made of it).
+    pub color: ColorChoice,
+    /// `--time-unit`.
+    pub time_unit: Option<perfsleuth_report::TimeUnit>,
+    /// `--sort`.
+    pub sort: perfsleuth_report::SortOrder,
+    /// `--style none`: no summary at all.
+    pub quiet: bool,
+}
+
+impl View {
+    /// The defaults, with this colour choice (`show`).
+    pub fn plain(color: ColorChoice) -> View {
+        View {
+            color,
+            time_unit: None,
+            sort: perfsleuth_report::SortOrder::Auto,
+            quiet: false,
+        }
+    }
+
+    /// What `run`'s options ask for.
+    pub fn of(args: &RunArgs) -> View {
+        use crate::cli::{SortChoice, TimeUnitChoice};
+        use perfsleuth_report::{SortOrder, TimeUnit};
+        View {
+            color: args.color,
+            time_unit: args.time_unit.map(|u| match u {
+                TimeUnitChoice::Nanosecond => TimeUnit::Ns,
+                TimeUnitChoice::Microsecond => TimeUnit::Us,
+                TimeUnitChoice::Millisecond => TimeUnit::Ms,
+                TimeUnitChoice::Second => TimeUnit::S,
+            }),
+            sort: match args.sort {
+                SortChoice::Auto => SortOrder::Auto,
+                SortChoice::Command => SortOrder::Command,
+                SortChoice::MeanTime => SortOrder::MeanTime,
+            },
+            quiet: args.quiet,
+        }
+    }
+
+    /// The run's report, ordered and in the unit asked for.
+    fn report(&self, run: &Run, reference: Option<usize>) -> perfsleuth_report::RunReport {
+        let mut report = analyze(run, reference);
+        report.sort(self.sort);
+        report.time_unit = self.time_unit;
+        report
+    }
+}
+
 /// Prints a run's human summary (the same renderer for `run` and `show`).
-pub fn print_summary(run: &Run, reference: Option<usize>, color: ColorChoice, to_stderr: bool) {
-    let style = Style::new(use_color(color, to_stderr));
+pub fn print_summary(run: &Run, reference: Option<usize>, view: &View, to_stderr: bool) {
+    if view.quiet {
+        return;
+    }
+    let style = Style::new(use_color(view.color, to_stderr));
     // Under simulation the clock measured valgrind, not the program: counts only.
     if run.mode == perfsleuth_model::Mode::Simulation {
         emit(
@@ -290,7 +350,7 @@ pub fn print_summary(run: &Run, reference: Option<usize>, color: ColorChoice, to
         );
         return;
     }
-    let report = analyze(run, reference);
+    let report = view.report(run, reference);
     emit(&render_terminal(run, &report, &style), to_stderr);
 }
 
@@ -307,7 +367,7 @@ pub fn write_exports(run: &Run, reference: Option<usize>, args: &RunArgs) -> Res
 }
 
 fn write_exports_inner(run: &Run, reference: Option<usize>, args: &RunArgs) -> Result<(), Fail> {
-    let report = analyze(run, reference);
+    let report = View::of(args).report(run, reference);
     for (format, path) in requested_exports(args) {
         let text = format
             .exporter()

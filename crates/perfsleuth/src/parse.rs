@@ -20,9 +20,10 @@ pub fn duration(s: &str) -> Result<Duration, String> {
         "ns" => 1e-9,
         "m" | "min" => 60.0,
         "h" => 3600.0,
+        "d" => 86400.0,
         other => {
             return Err(format!(
-                "unknown unit `{other}` in `{s}` (use ns, us, ms, s, m or h)"
+                "unknown unit `{other}` in `{s}` (use ns, us, ms, s, m, h or d)"
             ));
         }
     };

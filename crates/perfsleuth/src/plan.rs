@@ -50,6 +50,8 @@ pub struct Templates<'a> {
     pub names: &'a [String],
     /// `--prepare` values.
     pub prepare: &'a [String],
+    /// `--conclude` values.
+    pub conclude: &'a [String],
     /// `--setup` values.
     pub setup: &'a [String],
     /// `--cleanup` values.
@@ -78,6 +80,7 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
         Ok(())
     };
     per_command(t.prepare, "--prepare")?;
+    per_command(t.conclude, "--conclude")?;
     per_command(t.setup, "--setup")?;
     per_command(t.cleanup, "--cleanup")?;
     if t.names.iter().any(|n| n.trim().is_empty()) {
@@ -123,6 +126,7 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
             .commands
             .iter()
             .chain(t.prepare)
+            .chain(t.conclude)
             .chain(t.setup)
             .chain(t.cleanup);
         for text in all {
@@ -151,6 +155,9 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
             let argv = shell.argv(&command, "command")?;
             let prepare = pick(t.prepare)
                 .map(|c| shell.argv(&c, "--prepare command"))
+                .transpose()?;
+            let conclude = pick(t.conclude)
+                .map(|c| shell.argv(&c, "--conclude command"))
                 .transpose()?;
             let setup = pick(t.setup)
                 .map(|c| shell.argv(&c, "--setup command"))
@@ -188,6 +195,7 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
                 argv,
                 parameters: combo,
                 prepare,
+                conclude,
                 setup,
                 cleanup,
                 cwd: None,
@@ -293,6 +301,7 @@ mod tests {
             commands: &commands,
             names: &names,
             prepare: &prepare,
+            conclude: &[],
             setup: &[],
             cleanup: &[],
             lists: &lists,
@@ -318,6 +327,7 @@ mod tests {
             commands: &commands,
             names: &[],
             prepare: &[],
+            conclude: &[],
             setup: &[],
             cleanup: &[],
             lists: &lists,
@@ -354,6 +364,7 @@ mod tests {
             commands: &commands,
             names: &bad,
             prepare: &[],
+            conclude: &[],
             setup: &[],
             cleanup: &[],
             lists: &lists,
@@ -387,6 +398,7 @@ mod tests {
             commands: &commands,
             names: &[],
             prepare: &[],
+            conclude: &[],
             setup: &[],
             cleanup: &[],
             lists: &[],

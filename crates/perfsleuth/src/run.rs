@@ -236,7 +236,7 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
     match result {
         Err(Stop::Failed(e)) => Err(runner_fail(e)),
         Err(Stop::Interrupted) => {
-            output::print_summary(&run, c.reference, args.color, to_stderr);
+            output::print_summary(&run, c.reference, &output::View::of(args), to_stderr);
             let stored = run.id.map_or(String::new(), |id| {
                 format!("; the samples taken so far are stored as run {id} (status interrupted)")
             });
@@ -246,7 +246,7 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
             ))
         }
         Ok(()) => {
-            output::print_summary(&run, c.reference, args.color, to_stderr);
+            output::print_summary(&run, c.reference, &output::View::of(args), to_stderr);
             output::write_exports(&run, c.reference, args)?;
             if let Some(note) = stored_note {
                 emit(&note, true);
@@ -254,6 +254,14 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
             // After the results, so they never stand between the user and an error.
             for note in &counter_notes {
                 emit(&format!("note: {note}\n"), true);
+            }
+            if let Some(shell) = &args.shell {
+                emit(
+                    &format!(
+                        "note: every command ran through `{shell} -c`: the times include the shell's own start-up, which is not subtracted (docs/ARCHITECTURE.md, \"Shells\"); drop --shell to time the program alone\n"
+                    ),
+                    true,
+                );
             }
             if rounds > c.rounds {
                 emit(
@@ -372,7 +380,7 @@ pub(crate) fn measure(
     let mut sink = StoreSink::begin_runs(
         store.as_mut(),
         &mut slices,
-        ProgressLine::new(c.io.output == OutputTarget::Inherit),
+        ProgressLine::new(c.io.output == OutputTarget::Inherit).forced(args.progress),
     )?;
     run.id = stored.first().and_then(|r| r.id);
     sink.sides = parts
@@ -403,6 +411,7 @@ pub(crate) fn measure(
     }
 
     let started = std::time::Instant::now();
+    let noise = perfsleuth_env::NoiseSnapshot::take(&perfsleuth_env::Source::live());
     // With a comparison to follow, rounds are added while it is inconclusive.
     let template = run.clone();
     let (measured, rounds) = c.schedule.measure_until(
@@ -418,6 +427,8 @@ pub(crate) fn measure(
     sink.progress.clear();
     counter_notes.extend(measured.notes);
     run.environment.merge(measured.counter_env);
+    // The warning after the run judges the run, not the minutes before it.
+    noise.since(&perfsleuth_env::Source::live(), &mut run.environment);
     run.benchmarks = perfsleuth_runner::benchmarks(&benches);
     conclude(&mut run, &measured.result, &*spawner, &mut sink).map_err(runner_fail)?;
     Ok(Measurement {
@@ -489,11 +500,15 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         perfsleuth_measure::resolve_program(shell, std::env::var_os("PATH").as_deref())
             .map_err(|e| measure_fail(e, "--shell"))?;
     }
+    if args.shell.is_none() && !args.sides {
+        split_command(&args.commands)?;
+    }
     let shell = Shell(args.shell.clone());
     let templates = Templates {
         commands: &args.commands,
         names: &args.name,
         prepare: &args.prepare,
+        conclude: &args.conclude,
         setup: &args.setup,
         cleanup: &args.cleanup,
         lists: &args.parameter_list,
@@ -622,6 +637,81 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
     })
 }
 
+/// `perfsleuth run sleep 0.1` is two commands, `sleep` and `0.1`: an
+/// argument that is no program, after a one-word command that is one, was
+/// almost surely meant as that command's argument (hyperfine users quote
+/// less when the shell is not in the way). Refused, with the quoting.
+fn split_command(commands: &[String]) -> Result<(), Fail> {
+    let path = std::env::var_os("PATH");
+    let is_program = |c: &str| {
+        let one_word = !c.trim().is_empty() && !c.contains(char::is_whitespace);
+        one_word && perfsleuth_measure::resolve_program(c, path.as_deref()).is_ok()
+    };
+    let is_stray = |c: &str| {
+        !c.is_empty()
+            && !c.contains(char::is_whitespace)
+            && !c.contains('{')
+            && !c.contains('/')
+            && perfsleuth_measure::resolve_program(c, path.as_deref()).is_err()
+    };
+    for (i, first) in commands.iter().enumerate() {
+        if !is_program(first) {
+            continue;
+        }
+        let rest: Vec<&String> = commands[i + 1..]
+            .iter()
+            .take_while(|c| is_stray(c))
+            .collect();
+        if rest.is_empty() {
+            continue;
+        }
+        let joined = std::iter::once(first)
+            .chain(rest.iter().copied())
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" ");
+        return Err(Fail::usage(
+            format!(
+                "`{}` is not a program: each argument is one command, so `{joined}` was split into {}",
+                rest[0],
+                rest.len() + 1
+            ),
+            format!("quote the command with its arguments: perfsleuth run '{joined}'"),
+        ));
+    }
+    Ok(())
+}
+
+/// Settles `run`'s and `ab`'s options before anything is checked: the
+/// commands from `[[bench]]` when none are given, and hyperfine's spellings
+/// (`--shell none`, `--show-output`, `--style`) in perfsleuth's terms.
+pub(crate) fn settle(args: &mut RunArgs) -> Result<(), Fail> {
+    use crate::cli::{ColorChoice, StyleChoice};
+    crate::config::fill_commands(args)?;
+    if args.shell.as_deref() == Some("none") {
+        args.shell = None;
+    }
+    if args.show_output {
+        args.output = "inherit".to_string();
+    }
+    let (color, progress) = match args.style {
+        None | Some(StyleChoice::Auto) => (None, None),
+        Some(StyleChoice::Basic) => (Some(ColorChoice::Never), Some(false)),
+        Some(StyleChoice::Full) => (Some(ColorChoice::Always), Some(true)),
+        Some(StyleChoice::Nocolor) => (Some(ColorChoice::Never), None),
+        Some(StyleChoice::Color) => (Some(ColorChoice::Always), Some(false)),
+        Some(StyleChoice::None) => {
+            args.quiet = true;
+            (None, Some(false))
+        }
+    };
+    if let Some(color) = color {
+        args.color = color;
+    }
+    args.progress = progress;
+    Ok(())
+}
+
 /// How long `run --baseline` may go on adding rounds while the comparison is
 /// inconclusive, unless `--max-time` says otherwise: ten default rounds.
 pub(crate) const DEFAULT_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(30);
@@ -654,9 +744,10 @@ fn output_target(output: &str, store_url: Option<&str>) -> Result<OutputTarget, 
     match output {
         "null" => Ok(OutputTarget::Null),
         "inherit" => Ok(OutputTarget::Inherit),
+        "pipe" => Ok(OutputTarget::Pipe),
         "" => Err(Fail::usage(
             "--output is empty",
-            "use null, inherit or a file path",
+            "use null, pipe, inherit or a file path (./pipe for a file named pipe)",
         )),
         file => {
             let path = PathBuf::from(file);
@@ -809,6 +900,7 @@ fn options_json(a: &RunArgs, tolerate: &Tolerate, rounds: u32) -> serde_json::Va
         time_budget_s: a.time_budget.as_secs_f64(),
         precision: precision(a, rounds),
         prepare: a.prepare.clone(),
+        conclude: a.conclude.clone(),
         setup: a.setup.clone(),
         cleanup: a.cleanup.clone(),
         shell: a.shell.clone(),

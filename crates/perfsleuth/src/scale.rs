@@ -54,6 +54,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             commands: std::slice::from_ref(&template),
             names: args.name.as_slice(),
             prepare: &[],
+            conclude: &[],
             setup: &[],
             cleanup: &[],
             lists: &[

@@ -67,6 +67,14 @@ impl ProgressLine {
         }
     }
 
+    /// The line forced on (even off a terminal) or off, as `--style` asks.
+    pub fn forced(mut self, force: Option<bool>) -> ProgressLine {
+        if let Some(on) = force {
+            self.enabled = on;
+        }
+        self
+    }
+
     /// Redraws at most ten times a second so the hot loop stays cheap.
     pub fn update(
         &mut self,
@@ -111,7 +119,9 @@ impl ProgressLine {
 
 fn eta_text(eta: Duration) -> String {
     let s = eta.as_secs_f64();
-    if s < 60.0 {
+    if s < 10.0 {
+        format!("{s:.1} s")
+    } else if s < 60.0 {
         format!("{s:.0} s")
     } else {
         format!("{:.0} min {:.0} s", (s / 60.0).floor(), s % 60.0)

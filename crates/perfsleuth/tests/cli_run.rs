@@ -973,6 +973,41 @@ fn output_inherit_passes_the_child_output_through() {
 }
 
 #[test]
+fn output_pipe_gives_the_command_a_pipe_that_is_drained() {
+    let sb = Sandbox::new();
+    // As in hyperfine: stdout is a pipe (not /dev/null, not a file), and a
+    // command writing megabytes to it does not block on a full pipe.
+    let out = sb
+        .bench([
+            "--warmup",
+            "1",
+            "--runs",
+            "3",
+            "--output",
+            "pipe",
+            "-n",
+            "piped",
+            "sh -c 'test -p /dev/stdout && head -c 4000000 /dev/zero'",
+        ])
+        .ok();
+    assert!(!sb.path("pipe").exists(), "no file named pipe: {out:?}");
+    assert_eq!(options(&sb)["output"], "pipe");
+    // The same test fails on /dev/null: the pipe is what made it pass.
+    sb.bench([
+        "--runs",
+        "2",
+        "--output",
+        "null",
+        "sh -c 'test -p /dev/stdout'",
+    ])
+    .usage_error("exit");
+    // A file really named pipe is still reachable.
+    sb.bench(["--runs", "2", "--output", "./pipe", "echo X"])
+        .ok();
+    assert_eq!(sb.lines("pipe"), ["X"; 3]);
+}
+
+#[test]
 fn output_file_collects_every_iteration_including_warmups() {
     let sb = Sandbox::new();
     sb.write("out.txt", "stale contents\n");
@@ -1424,4 +1459,59 @@ fn without_a_command_run_measures_the_bench_list_of_perfsleuth_toml() {
         .map(|b| b["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["short 1", "short 2", "true", "true"], "{doc}");
+}
+
+#[test]
+fn the_progress_line_counts_up_over_all_rounds_and_its_eta_holds() {
+    // A known workload: 30 runs of a 50 ms sleep in three rounds. --style
+    // full draws the progress line on a pipe too.
+    let sb = Sandbox::new();
+    let out = sb
+        .bench([
+            "--style",
+            "full",
+            "--runs",
+            "30",
+            "--rounds",
+            "3",
+            "--warmup",
+            "0",
+            "sleep 0.05",
+        ])
+        .ok();
+    // "Measuring 1/1 commands ████░░ 7 runs · 0.4 s elapsed · ETA 1.2 s"
+    let lines: Vec<(u64, f64, f64)> = out
+        .stderr
+        .split("\r\x1b[2K")
+        .filter_map(|l| {
+            let runs = l.split(" run").next()?.rsplit(' ').next()?.parse().ok()?;
+            let elapsed = l
+                .split(" s elapsed")
+                .next()?
+                .rsplit(' ')
+                .next()?
+                .parse()
+                .ok()?;
+            let eta = l.split("ETA ").nth(1)?.split(' ').next()?.parse().ok()?;
+            Some((runs, elapsed, eta))
+        })
+        .collect();
+    assert!(lines.len() >= 5, "{out:?}");
+    // The runs and the elapsed time only grow, across the rounds.
+    for w in lines.windows(2) {
+        assert!(w[1].0 >= w[0].0 && w[1].1 >= w[0].1, "{lines:?}");
+    }
+    // The whole measurement ended at about the last line's time (its ETA ~0);
+    // every ETA with at least 0.4 s left was within 20 % of what was left.
+    let (_, end_elapsed, end_eta) = *lines.last().unwrap();
+    let end = end_elapsed + end_eta;
+    for &(runs, elapsed, eta) in lines.iter().filter(|l| l.0 >= 3) {
+        let left = end - elapsed;
+        if left >= 0.4 {
+            assert!(
+                (eta - left).abs() <= 0.2 * left + 0.1,
+                "after {runs} runs at {elapsed} s: ETA {eta} s, {left:.2} s were left: {lines:?}"
+            );
+        }
+    }
 }

@@ -614,3 +614,63 @@ fn runs_limit_zero_does_not_claim_the_store_is_empty() {
         "{out:?}"
     );
 }
+
+#[test]
+fn runs_filters_mode_column_and_long_names() {
+    let sb = Sandbox::new();
+    let long = format!("a-very-long-benchmark-name-{}", "x".repeat(40));
+    sb.bench(["--warmup", "0", "--runs", "2", "-n", &long, "true"])
+        .ok();
+    // The next runs on branch `feature` of a repository around the sandbox.
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .current_dir(sb.path(""))
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "feature"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "x"]);
+    sb.bench(["--warmup", "0", "--runs", "2", "-n", "parse", "true"])
+        .ok();
+    sb.bench(["--warmup", "0", "--runs", "2", "-n", "render", "true"])
+        .ok();
+    let store = sb.store();
+    let ids = |args: &[&str]| -> Vec<i64> {
+        let mut all = vec!["runs", "--json", "--store", &store];
+        all.extend_from_slice(args);
+        let doc = common::parse_json(&sb.run(all).ok().stdout);
+        doc["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(ids(&[]), [3, 2, 1]);
+    assert_eq!(ids(&["--bench", "pars"]), [2]);
+    assert_eq!(ids(&["--branch", "feature"]), [3, 2]);
+    // The limit counts the runs that pass the filters.
+    assert_eq!(ids(&["--branch", "feature", "--limit", "1"]), [3]);
+    assert_eq!(ids(&["--mode", "walltime"]), [3, 2, 1]);
+    assert!(ids(&["--mode", "probe"]).is_empty());
+    assert_eq!(ids(&["--since", "1h"]), [3, 2, 1]);
+    assert!(ids(&["--since", "2999-01-01"]).is_empty());
+    sb.run(["runs", "--store", &sb.store(), "--since", "yesterday"])
+        .usage_error("--since `yesterday`");
+    // The table has a mode column and cuts long names.
+    let out = sb.run(["runs", "--store", &sb.store()]).ok();
+    assert!(
+        out.stdout.lines().next().unwrap().contains("MODE"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("walltime"), "{out:?}");
+    assert!(
+        !out.stdout.contains(&long) && out.stdout.contains("a-very-long-benchmark-name-x"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains('…'), "{out:?}");
+}

@@ -44,6 +44,7 @@ fn schedule(rule: StopRule, warmup: u32, overlap: bool) -> Schedule {
         tolerate: Tolerate::Nothing,
         overlap,
         auto_counters: false,
+        progress: RoundProgress::default(),
     }
 }
 
@@ -120,6 +121,71 @@ fn without_interleaving_each_benchmark_runs_whole_with_its_helpers() {
             "clean-b~0",
         ]
     );
+}
+
+#[test]
+fn conclude_runs_after_every_warmup_and_timed_run_and_must_succeed() {
+    for overlap in [false, true] {
+        let mut sp = FakeSpawner::new(|_, _| ok(1_000_000));
+        let mut p = planned("a");
+        p.conclude = Some(vec!["after-a".into()]);
+        let mut b = benches(&mut sp, vec![p, planned("b")]);
+        let m =
+            schedule(exact(2), 1, overlap).measure(&mut sp, &mut Collect::default(), &mut b, None);
+        assert!(m.result.is_ok());
+        assert_eq!(
+            sp.trace(),
+            [
+                "a~0",
+                "after-a~0",
+                "b~0",
+                "a#0",
+                "after-a~0",
+                "b#0",
+                "a#1",
+                "after-a~0",
+                "b#1"
+            ],
+            "overlap {overlap}"
+        );
+        assert_eq!(b[0].samples().len(), 2);
+    }
+    // A failing --conclude stops the run, naming it.
+    let mut sp = FakeSpawner::new(|cmd, _| {
+        if cmd == "after-a" {
+            exit(1)
+        } else {
+            ok(1_000_000)
+        }
+    });
+    let mut p = planned("a");
+    p.conclude = Some(vec!["after-a".into()]);
+    let mut b = benches(&mut sp, vec![p]);
+    let m = schedule(exact(2), 0, true).measure(&mut sp, &mut Collect::default(), &mut b, None);
+    let err = format!("{:?}", m.result.unwrap_err());
+    assert!(err.contains("--conclude"), "{err}");
+}
+
+#[test]
+fn the_eta_counts_every_planned_round_not_only_the_current_one() {
+    // Two runs a round, three rounds, 1 ms a run: after run k, 6 - k runs
+    // (of 1 ms) are left, across the rounds still to come.
+    let mut sp = FakeSpawner::new(|_, _| ok(1_000_000));
+    let mut b = benches(&mut sp, vec![planned("a")]);
+    let mut sink = Collect::default();
+    let (m, rounds) = schedule(exact(2), 0, false).measure_until(
+        &mut sp,
+        &mut sink,
+        &mut b,
+        None,
+        3,
+        Duration::ZERO,
+        |_| false,
+    );
+    assert!(m.result.is_ok());
+    assert_eq!(rounds, 3);
+    let ms: Vec<u128> = sink.etas.iter().map(|d| d.as_millis()).collect();
+    assert_eq!(ms, [5, 4, 3, 2, 1, 0]);
 }
 
 #[test]

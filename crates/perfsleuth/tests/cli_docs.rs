@@ -1,0 +1,111 @@
+//! Shell completions, man pages and `--version`, generated from the parser.
+
+mod common;
+
+use common::Sandbox;
+use std::process::Command;
+
+#[test]
+fn bash_completion_script_loads_and_completes_subcommands_and_options() {
+    let sb = Sandbox::new();
+    let out = sb.run(["completions", "bash"]).ok();
+    let script = sb.write("perfsleuth.bash", &out.stdout);
+    // Loaded by a real bash, then asked what completes `perfsleuth ab --bu`.
+    let probe = format!(
+        "source {}; COMP_WORDS=(perfsleuth ab --bu); COMP_CWORD=2; _perfsleuth perfsleuth --bu ab; printf '%s\\n' \"${{COMPREPLY[@]}}\"; COMP_WORDS=(perfsleuth ''); COMP_CWORD=1; _perfsleuth perfsleuth '' perfsleuth; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let got = Command::new("bash").args(["-c", &probe]).output().unwrap();
+    let text = String::from_utf8_lossy(&got.stdout);
+    assert!(
+        got.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    let words: Vec<&str> = text.lines().collect();
+    assert!(
+        words.contains(&"--build") && words.contains(&"--build-timeout"),
+        "{text}"
+    );
+    for sub in [
+        "run",
+        "ab",
+        "compare",
+        "scale",
+        "probe",
+        "man",
+        "completions",
+    ] {
+        assert!(words.contains(&sub), "{sub} missing: {text}");
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = sb.run(["completions", shell]).ok();
+        assert!(
+            out.stdout.contains("export-hyperfine"),
+            "{shell}: {}",
+            out.stdout
+        );
+    }
+    sb.run(["completions", "tcsh"]).clap_error("tcsh");
+}
+
+#[test]
+fn man_pages_cover_every_subcommand_and_option() {
+    let sb = Sandbox::new();
+    let top = sb.run(["man"]).ok().stdout;
+    assert!(
+        top.starts_with(".ie") || top.contains(".TH perfsleuth 1"),
+        "{top}"
+    );
+    for sub in [
+        "run", "ab", "compare", "scale", "probe", "runs", "show", "env",
+    ] {
+        assert!(top.contains(sub), "{sub} not in the top page");
+    }
+    let run = sb.run(["man", "run"]).ok().stdout;
+    assert!(run.contains(".TH perfsleuth-run 1"), "{run}");
+    for opt in [
+        "\\-\\-warmup",
+        "\\-\\-export\\-hyperfine",
+        "\\-\\-conclude",
+        "\\-\\-time\\-unit",
+    ] {
+        assert!(run.contains(opt), "{opt} not in perfsleuth-run(1)");
+    }
+    sb.run(["man", "frobnicate"])
+        .usage_error("no subcommand `frobnicate`");
+    // groff, where installed, renders it without a warning.
+    if let Ok(out) = Command::new("sh")
+        .args(["-c", "command -v groff >/dev/null && perfsleuth_page=$(cat) && printf '%s' \"$perfsleuth_page\" | groff -K utf8 -man -Tutf8 -ww -z"])
+        .stdin(std::fs::File::open(sb.write("run.1", &run)).unwrap())
+        .output()
+    {
+        assert!(out.stderr.is_empty(), "groff: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+fn version_names_the_commit_and_the_profile() {
+    let sb = Sandbox::new();
+    let out = sb.run(["--version"]).ok();
+    let line = out.stdout.trim();
+    assert!(
+        line.starts_with(&format!("perfsleuth {}", env!("CARGO_PKG_VERSION"))),
+        "{line}"
+    );
+    // Built from this repository's checkout, by `cargo test`'s debug profile.
+    assert!(
+        line.ends_with(", debug)") || line.ends_with(", release)"),
+        "{line}"
+    );
+    let commit = line
+        .split('(')
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_default();
+    assert!(
+        commit == "unknown commit"
+            || (commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{line}"
+    );
+}

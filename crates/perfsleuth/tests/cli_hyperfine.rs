@@ -1,0 +1,286 @@
+//! hyperfine's option names, as hyperfine users type them, and the
+//! hyperfine-shaped export read by hyperfine's own scripts.
+
+mod common;
+
+use common::Sandbox;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn options(sb: &Sandbox) -> serde_json::Value {
+    sb.show_json("latest")["run"]["options"].clone()
+}
+
+#[test]
+fn no_shell_spellings_and_shell_note() {
+    let sb = Sandbox::new();
+    // -N and --shell=none: no shell, so shell syntax is refused as without one.
+    for flag in ["-N", "--shell=none"] {
+        sb.bench(["--runs", "2", flag, "echo $HOME"])
+            .usage_error("shell syntax");
+    }
+    sb.bench(["--runs", "2", "-N", "--shell", "sh", "true"])
+        .clap_error("cannot be used with");
+    // With a shell, the summary says its start-up is in the times.
+    let out = sb.bench(["--runs", "2", "--shell", "sh", "true"]).ok();
+    assert!(
+        out.stderr.contains("ran through `sh -c`") && out.stderr.contains("not subtracted"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn show_output_conclude_and_aliases() {
+    let sb = Sandbox::new();
+    let out = sb
+        .bench([
+            "--runs",
+            "2",
+            "--warmup",
+            "1",
+            "--show-output",
+            "echo CHILD-OUT",
+        ])
+        .ok();
+    let shown = out.stdout.lines().filter(|l| *l == "CHILD-OUT").count();
+    assert_eq!(shown, 3, "1 warmup + 2 runs: {out:?}");
+    sb.bench(["--runs", "2", "--show-output", "--output", "null", "true"])
+        .clap_error("cannot be used with");
+
+    // --conclude runs after every run, warmups included, untimed.
+    let log = sb.path("concluded.txt");
+    let conclude = format!("sh -c 'echo x >> {}'", log.display());
+    sb.bench([
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--conclude",
+        &conclude,
+        "true",
+    ])
+    .ok();
+    assert_eq!(sb.lines("concluded.txt").len(), 4);
+    assert_eq!(options(&sb)["conclude"][0], conclude.as_str());
+    // -C is hyperfine's short form; a failing one stops the run.
+    sb.bench(["--runs", "2", "-C", "false", "true"])
+        .usage_error("--conclude");
+
+    // hyperfine's long names for -n, -D and the time budget.
+    sb.bench([
+        "--runs",
+        "2",
+        "--min-benchmarking-time",
+        "0.25",
+        "--command-name",
+        "t{n}",
+        "-P",
+        "n",
+        "1",
+        "3",
+        "--parameter-step-size",
+        "2",
+        "sleep 0.00{n}",
+    ])
+    .ok();
+    let opts = options(&sb);
+    assert_eq!(opts["time_budget_s"], 0.25);
+    assert_eq!(opts["names"][0], "t{n}");
+    assert_eq!(common::bench_names(&sb.show_json("latest")), ["t1", "t3"]);
+}
+
+#[test]
+fn time_unit_sort_and_table_exports() {
+    let sb = Sandbox::new();
+    let args = [
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "-u",
+        "microsecond",
+        "--sort",
+        "mean-time",
+        "--export-asciidoc",
+        "t.adoc",
+        "--export-orgmode",
+        "t.org",
+        "--export-markdown",
+        "t.md",
+        "-n",
+        "slow",
+        "-n",
+        "fast",
+        "sleep 0.03",
+        "sleep 0.001",
+    ];
+    let out = sb.bench(args).ok();
+    // Fastest first, every time in µs.
+    let fast = out.stdout.find("fast").expect("fast shown");
+    let slow = out.stdout.find("slow").expect("slow shown");
+    assert!(fast < slow, "{out:?}");
+    assert!(out.stdout.contains(" µs"), "{out:?}");
+    assert!(!out.stdout.contains(" ms "), "{out:?}");
+    let md = std::fs::read_to_string(sb.path("t.md")).unwrap();
+    assert!(md.starts_with("| Command | Median [µs] |"), "{md}");
+    let rows: Vec<&str> = md.lines().skip(2).collect();
+    assert!(
+        rows[0].contains("`fast`") && rows[1].contains("`slow`"),
+        "{md}"
+    );
+    let adoc = std::fs::read_to_string(sb.path("t.adoc")).unwrap();
+    assert!(
+        adoc.starts_with("[cols=") && adoc.trim_end().ends_with("|==="),
+        "{adoc}"
+    );
+    assert!(adoc.find("`fast`") < adoc.find("`slow`"), "{adoc}");
+    let org = std::fs::read_to_string(sb.path("t.org")).unwrap();
+    assert!(org.contains("| =fast= |") && org.contains("|--+"), "{org}");
+    // --sort command keeps the order given.
+    let out = sb
+        .bench([
+            "--runs",
+            "2",
+            "--sort",
+            "command",
+            "-n",
+            "slow",
+            "-n",
+            "fast",
+            "sleep 0.02",
+            "true",
+        ])
+        .ok();
+    assert!(out.stdout.find("slow") < out.stdout.find("fast"), "{out:?}");
+}
+
+#[test]
+fn styles() {
+    let sb = Sandbox::new();
+    // none: nothing on stdout, the run still stored.
+    let out = sb.bench(["--runs", "2", "--style", "none", "true"]).ok();
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert_eq!(sb.runs_json().len(), 1);
+    // full: colour and the progress line even on a pipe.
+    let out = sb
+        .bench(["--runs", "30", "--style", "full", "sleep 0.01"])
+        .ok();
+    assert!(out.stdout.contains("\x1b["), "colour: {out:?}");
+    assert!(out.stderr.contains("\r\x1b[2K"), "progress: {out:?}");
+    // basic and nocolor: no colour.
+    for style in ["basic", "nocolor"] {
+        let out = sb.bench(["--runs", "2", "--style", style, "true"]).ok();
+        assert!(!out.stdout.contains("\x1b["), "{style}: {out:?}");
+    }
+    sb.bench([
+        "--runs", "2", "--style", "basic", "--color", "always", "true",
+    ])
+    .clap_error("cannot be used with");
+}
+
+#[test]
+fn an_unquoted_command_is_caught_with_the_quoting() {
+    let sb = Sandbox::new();
+    let out = sb
+        .bench(["--runs", "2", "sleep", "0.1"])
+        .usage_error("`0.1` is not a program");
+    assert!(out.stderr.contains("perfsleuth run 'sleep 0.1'"), "{out:?}");
+    // Two real programs are two commands.
+    sb.bench(["--runs", "2", "true", "false", "-i"]).ok();
+    // The refused one stored nothing.
+    assert_eq!(sb.runs_json().len(), 1);
+}
+
+/// hyperfine's scripts directory, or a skip when it is not there.
+fn hyperfine_scripts() -> Option<PathBuf> {
+    let dir = std::env::var_os("PERFSLEUTH_HYPERFINE_SCRIPTS").map(PathBuf::from);
+    let have_deps = Command::new("python3")
+        .args(["-c", "import numpy, scipy, matplotlib"])
+        .status()
+        .is_ok_and(|s| s.success());
+    match dir {
+        Some(d) if d.join("welch_ttest.py").is_file() && have_deps => Some(d),
+        _ => {
+            perfsleuth_testkit::skip(
+                "hyperfine_scripts",
+                "hyperfine's scripts are not fetched (run tests/hyperfine-scripts.sh and set PERFSLEUTH_HYPERFINE_SCRIPTS)",
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn hyperfine_scripts_read_the_hyperfine_export() {
+    let sb = Sandbox::new();
+    sb.bench([
+        "--runs",
+        "12",
+        "--export-hyperfine",
+        "h.json",
+        "-L",
+        "t",
+        "0.001,0.004",
+        "sleep {t}",
+    ])
+    .ok();
+    let doc = common::parse_json(&std::fs::read_to_string(sb.path("h.json")).unwrap());
+    let results = doc["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2);
+    for (r, t) in results.iter().zip(["0.001", "0.004"]) {
+        assert_eq!(r["command"], format!("sleep {t}"));
+        assert_eq!(r["parameters"]["t"], t);
+        assert_eq!(r["times"].as_array().unwrap().len(), 12);
+        assert_eq!(r["exit_codes"].as_array().unwrap().len(), 12);
+        let mean = r["mean"].as_f64().unwrap();
+        // Seconds, as hyperfine writes them.
+        assert!(mean > 0.0005 && mean < 1.0, "{r}");
+        for key in [
+            "stddev",
+            "median",
+            "user",
+            "system",
+            "min",
+            "max",
+            "memory_usage_byte",
+        ] {
+            assert!(!r[key].is_null(), "{key}: {r}");
+        }
+    }
+    let Some(scripts) = hyperfine_scripts() else {
+        return;
+    };
+    let run = |script: &str, extra: &[&str]| {
+        let out = Command::new("python3")
+            .arg(scripts.join(script))
+            .arg(sb.path("h.json"))
+            .args(extra)
+            .env("MPLBACKEND", "Agg")
+            .output()
+            .expect("python3");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{script}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let welch = run("welch_ttest.py", &[]);
+    assert!(
+        welch.contains("Command 1: sleep 0.001") && welch.contains("p = "),
+        "{welch}"
+    );
+    let stats = run("advanced_statistics.py", &[]);
+    assert!(
+        stats.contains("sleep 0.004") && stats.contains("median"),
+        "{stats}"
+    );
+    let png = sb.path("whisker.png");
+    run("plot_whisker.py", &["-o", png.to_str().unwrap()]);
+    let bytes = std::fs::read(&png).expect("whisker plot written");
+    assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+    let png = sb.path("hist.png");
+    run("plot_histogram.py", &["-o", png.to_str().unwrap()]);
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+}
