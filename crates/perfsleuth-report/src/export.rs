@@ -221,7 +221,14 @@ mod tests {
         let names: Vec<&str> = ExportFormat::ALL.iter().map(|f| f.name()).collect();
         assert_eq!(
             names,
-            ["json", "csv", "markdown", "asciidoc", "orgmode", "hyperfine"]
+            [
+                "json",
+                "csv",
+                "markdown",
+                "asciidoc",
+                "orgmode",
+                "hyperfine"
+            ]
         );
     }
 }

@@ -83,7 +83,10 @@ fn a_quick_subset_is_stored_and_shown_by_runs_and_show() {
     let table = sb.run(["runs", "--store", &sb.store()]).ok();
     // The mode column says probe; the last names the probes.
     let row = table.stdout.lines().nth(1).unwrap_or_default();
-    assert!(row.contains(" probe ") && row.ends_with("syscall, clock"), "{table:?}");
+    assert!(
+        row.contains(" probe ") && row.ends_with("syscall, clock"),
+        "{table:?}"
+    );
 
     // `show` prints the probe results, not a wall-time summary.
     let show = sb.run(["show", "--store", &sb.store()]).ok();
