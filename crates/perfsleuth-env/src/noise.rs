@@ -53,7 +53,7 @@ pub struct NoiseSnapshot {
 impl NoiseSnapshot {
     /// Reads the counters now.
     pub fn take(src: &Source) -> NoiseSnapshot {
-        let cpu = src.read("/proc/stat").ok().and_then(|t| cpu_ticks(&t));
+        let cpu = src.read("/proc/stat").ok().and_then(|t| cpu_ticks(&t).ok());
         let psi_some_us = src
             .read("/proc/pressure/cpu")
             .ok()
@@ -106,18 +106,24 @@ impl NoiseSnapshot {
     }
 }
 
-/// The eight counters of the aggregate `cpu` line of /proc/stat.
-fn cpu_ticks(text: &str) -> Option<[u64; 8]> {
+/// The eight counters of the aggregate `cpu` line of /proc/stat (user
+/// nice system idle iowait irq softirq steal).
+fn cpu_ticks(text: &str) -> Result<[u64; 8], String> {
     let line = text
         .lines()
-        .find(|l| l.split_whitespace().next() == Some("cpu"))?;
+        .find(|l| l.split_whitespace().next() == Some("cpu"))
+        .ok_or("no cpu line in /proc/stat")?;
     let values: Vec<u64> = line
         .split_whitespace()
         .skip(1)
         .take(8)
-        .map(|v| v.parse::<u64>().ok())
-        .collect::<Option<_>>()?;
-    values.try_into().ok()
+        .map(|v| v.parse::<u64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| unexpected("/proc/stat", line))?;
+    let n = values.len();
+    values
+        .try_into()
+        .map_err(|_| format!("the cpu line of /proc/stat has {n} fields, expected 8"))
 }
 
 /// `total=` (µs) of the `some` line of /proc/pressure/cpu.
@@ -159,23 +165,7 @@ fn stat_field(text: &str, name: &str) -> Option<String> {
 /// aggregate `cpu` line (user nice system idle iowait irq softirq steal;
 /// guest time is already inside user, so it is not added again).
 fn cpu_shares(text: &str) -> Result<(String, String), String> {
-    let line = text
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some("cpu"))
-        .ok_or("no cpu line in /proc/stat")?;
-    let values: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .map(|v| v.parse::<u64>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| unexpected("/proc/stat", line))?;
-    if values.len() < 8 {
-        return Err(format!(
-            "the cpu line of /proc/stat has {} fields, expected 8",
-            values.len()
-        ));
-    }
+    let values = cpu_ticks(text)?;
     // f64 sums: absurd counters must not overflow.
     let total: f64 = values.iter().map(|v| *v as f64).sum();
     if total <= 0.0 {
