@@ -890,9 +890,15 @@ pub struct ProbeDelta {
     pub ratio: f64,
     /// Whether B is worse than A (by the metric's direction).
     pub worse: bool,
-    /// The change is at least 10 % and the two values' spread bands
-    /// (value ± spread·value / 2, about the inter-quartile ranges) do not overlap.
+    /// The change is at least 10 %, beyond the two values' spread bands
+    /// (value ± spread·value / 2, about the inter-quartile ranges) and beyond
+    /// `noise`.
     pub significant: bool,
+    /// The band the change had to clear, as a share of `a`: the larger of the
+    /// runs' spreads and the between-run noise of this metric (learned from
+    /// stored runs of the machine type, else assumed per probe).
+    #[serde(default)]
+    pub noise: f64,
     /// Whether this metric is a headline number on either side.
     pub headline: bool,
     /// Changed facts under the probe's prefixes, "key: A → B".

@@ -406,7 +406,7 @@ pub fn render_diff(
             "\n{}\n",
             paint(
                 BOLD,
-                "Significant differences (≥ 10 %, spreads apart):",
+                "Significant differences (≥ 10 %, beyond both runs' spread and the run-to-run noise):",
                 color
             )
         ));
@@ -509,7 +509,13 @@ pub fn diff_document(
 /// baseline's machine) and `ib` (`rb`, the candidate's), with the facts that
 /// explain them. Empty when nothing differs.
 pub fn compare_notes(ia: i64, ra: &Run, ib: i64, rb: &Run) -> Vec<String> {
-    let deltas = crate::diff(&ra.probes, &ra.environment, &rb.probes, &rb.environment);
+    let deltas = crate::diff(
+        &ra.probes,
+        &ra.environment,
+        &rb.probes,
+        &rb.environment,
+        &crate::NoiseBands::assumed(),
+    );
     let sig: Vec<&ProbeDelta> = deltas
         .iter()
         .filter(|d| d.headline && d.significant)
@@ -559,6 +565,7 @@ mod tests {
             ratio: b / a,
             worse: false,
             significant: false,
+            noise: 0.0,
             headline: true,
             explanations: vec![],
         }

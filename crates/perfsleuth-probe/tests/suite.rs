@@ -200,3 +200,40 @@ fn unpinned_and_memory_limited_runs_still_measure() {
         r.messages
     );
 }
+
+#[test]
+fn a_huge_last_level_cache_does_not_make_the_buffers_huge() {
+    // The fingerprint of a 260 MiB L3 (the Xeon that made the suite take
+    // half a minute): the ladder and the arrays stay capped, and the ladder
+    // says it stopped before DRAM.
+    let mut o = opts();
+    o.caches.l3 = Some(260 << 20);
+    let memory = run("memory", &o);
+    let said = memory
+        .messages
+        .iter()
+        .find(|m| m.contains("stopped at"))
+        .unwrap_or_else(|| panic!("{:?}", memory.messages));
+    assert!(
+        said.contains("before DRAM") && said.contains("capped"),
+        "{said}"
+    );
+    assert!(said.contains("512 MiB"), "quick mode's cap: {said}");
+    let bandwidth = run("bandwidth", &o);
+    assert!(
+        bandwidth
+            .measurements
+            .iter()
+            .all(|m| !m.note.as_deref().unwrap_or("").contains("1 GiB")),
+        "{:?}",
+        bandwidth.measurements
+    );
+    assert!(
+        bandwidth
+            .messages
+            .iter()
+            .any(|m| m.contains("at most 512 MiB")),
+        "{:?}",
+        bandwidth.messages
+    );
+}

@@ -214,7 +214,8 @@ fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
     };
     let a = side(a)?;
     let b = side(b)?;
-    let deltas = perfsleuth_probe::diff(&a.results, &a.env, &b.results, &b.env);
+    let noise = learned_noise(&a, &b, &mut store, store_url.as_deref());
+    let deltas = perfsleuth_probe::diff(&a.results, &a.env, &b.results, &b.env, &noise);
     if deltas.is_empty() {
         return Err(Fail::usage(
             format!(
@@ -228,6 +229,14 @@ fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
         ));
     }
     let differs = deltas.iter().any(|d| d.headline && d.significant);
+    let noise_note = if noise.runs >= 3 {
+        format!(
+            "Run-to-run noise learned from the {} stored probe runs of this machine type.\n",
+            noise.runs
+        )
+    } else {
+        "Run-to-run noise assumed for a shared VM (docs/PROBES.md): with three or more stored probe runs of one machine type, it is learned from them.\n".to_string()
+    };
     if args.json {
         print_json(&perfsleuth_probe::diff_document(&a, &b, &deltas, differs))?;
     } else {
@@ -235,8 +244,48 @@ fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
             &perfsleuth_probe::render_diff(&a, &b, &deltas, args.all, use_color(args.color, false)),
             false,
         );
+        emit(&noise_note, false);
     }
     Ok(ExitCode::gate(differs))
+}
+
+/// The newest stored probe runs learned from, at most.
+const NOISE_RUNS: usize = 20;
+
+/// The between-run noise of each metric, learned from the stored probe runs
+/// of the sides' machine type (the same comparability hash on both sides;
+/// across machine types nothing is learned, since those differences are
+/// what the diff is for), else assumed.
+fn learned_noise(
+    a: &ProbeSide,
+    b: &ProbeSide,
+    store: &mut Option<SqliteStore>,
+    url: Option<&str>,
+) -> perfsleuth_probe::NoiseBands {
+    let assumed = perfsleuth_probe::NoiseBands::assumed();
+    if a.comparability != b.comparability {
+        return assumed;
+    }
+    if store.is_none() {
+        *store = output::open_existing_store(url).ok();
+    }
+    let Some(store) = store.as_ref() else {
+        return assumed;
+    };
+    let Ok(list) = store.list_runs(None) else {
+        return assumed;
+    };
+    let runs: Vec<Vec<perfsleuth_model::ProbeResult>> = list
+        .iter()
+        .filter(|r| r.mode == perfsleuth_model::Mode::Probe && r.comparability == a.comparability)
+        .take(NOISE_RUNS)
+        .filter_map(|r| store.load_run(r.id).ok().flatten())
+        .map(|r| r.probes)
+        .collect();
+    if runs.len() < 3 {
+        return assumed;
+    }
+    perfsleuth_probe::NoiseBands::learn(&runs)
 }
 
 /// A stored run or a file as a `probe diff` side.

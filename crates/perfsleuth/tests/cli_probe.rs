@@ -217,7 +217,9 @@ fn two_stored_quick_runs_diff_and_runs_without_probes_are_refused() {
 
     let out = diff(&sb, "latest~1", "latest", &[]);
     assert_no_panic(&out);
-    assert!(out.code == 0 || out.code == 1, "{out:?}");
+    // The same machine minutes apart: its run-to-run noise, not a difference.
+    assert_eq!(out.code, 0, "an A/A probe diff exits 0: {out:?}");
+    assert!(out.stdout.contains("Run-to-run noise assumed"), "{out:?}");
     assert!(
         out.stdout
             .starts_with("A: run 1  (quick; probes calls, syscall;"),
@@ -254,6 +256,19 @@ fn two_stored_quick_runs_diff_and_runs_without_probes_are_refused() {
         .usage_error("run 1 is a `perfsleuth probe` run");
     sb.run(["compare", "--store", &sb.store()])
         .usage_error("no earlier run");
+    // With a third probe run of this machine, the noise is learned from the
+    // three, and a pair of them is within it by construction.
+    probe_quick(&sb, &["calls", "syscall"]);
+    let out = diff(&sb, "latest~1", "latest", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("learned from the 3 stored probe runs"),
+        "{out:?}"
+    );
+    let json = diff(&sb, "latest~1", "latest", &["--json"]);
+    let doc = parse_json(&json.stdout);
+    let noise = doc["deltas"][0]["noise"].as_f64().unwrap_or(-1.0);
+    assert!(noise >= 0.0, "{doc}");
 }
 
 #[test]
