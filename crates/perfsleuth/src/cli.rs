@@ -96,7 +96,8 @@ pub struct ProbeArgs {
     /// Probes to run (names or comma-separated lists; `all`) [default: all].
     #[arg(value_name = "NAME")]
     pub names: Vec<String>,
-    /// Fewer samples and a coarser memory ladder: the suite in under 5 s instead of under 30 s.
+    /// Fewer samples and a coarser memory ladder: the suite in about 3 s instead of about 9 s
+    /// (buffers capped by time: 512 MiB ladder and arrays in quick mode, 1 GiB / 512 MiB otherwise).
     #[arg(long)]
     pub quick: bool,
     /// Show every metric (per ladder size, per CPU pair), not only the headline numbers.
@@ -138,7 +139,7 @@ pub struct ProbeDiffArgs {
     /// Side B, the same forms.
     #[arg(value_name = "B")]
     pub b: String,
-    /// For `current`: run the probes in default mode (under 30 s) instead of --quick.
+    /// For `current`: run the probes in default mode (about 9 s) instead of --quick.
     #[arg(long)]
     pub full: bool,
     /// For `current`: store the new probe run (in --store, else the default store).
