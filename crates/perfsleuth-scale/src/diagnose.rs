@@ -116,17 +116,15 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         }
         match idle {
             Some((p, i)) => evidence.push(format!(
-                "CPUs {:.0} % idle at N = {} although {} could be busy: threads wait instead of working",
-                100.0 * i,
-                format_count(p.n),
+                "{} although {} could be busy: threads wait instead of working",
+                idle_words(p, i, usable),
                 format_count(p.n.min(usable))
             )),
             None => {
                 if let Some(i) = last.idle_of_usable {
                     evidence.push(format!(
-                        "CPUs stay busy ({:.0} % idle at N = {}): the time goes to moving the contended cache line, not to sleeping",
-                        100.0 * i,
-                        format_count(last.n)
+                        "CPUs stay busy ({}): the time goes to moving the contended cache line, not to sleeping",
+                        idle_words(last, i, usable)
                     ));
                 }
             }
@@ -163,11 +161,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         };
         evidence.push(efficiency_line(last, cap));
         if let Some(i) = last.idle_of_usable {
-            evidence.push(format!(
-                "CPUs busy: {:.0} % of the usable CPUs idle at N = {}",
-                100.0 * i,
-                format_count(last.n)
-            ));
+            evidence.push(format!("CPUs busy: {}", idle_words(last, i, usable)));
         }
     } else if let (Some((p, i)), true) = (idle, last.efficiency >= SCALES) {
         kind = DiagnosisKind::ScalesWaiting;
@@ -175,9 +169,8 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
             .to_string();
         evidence.push(efficiency_line(last, cap));
         evidence.push(format!(
-            "CPUs {:.0} % idle at N = {}: the command uses {} CPUs",
-            100.0 * i,
-            format_count(p.n),
+            "{}: the command uses {} CPUs",
+            idle_words(p, i, usable),
             p.command_cpus
                 .or(p.busy_cpus)
                 .map_or("few".to_string(), |c| format!("{c:.2}"))
@@ -196,9 +189,8 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         headline = "waiting on I/O or another resource: CPUs idle with no sign of lock contention"
             .to_string();
         evidence.push(format!(
-            "CPUs {:.0} % idle at N = {} although {} could be busy",
-            100.0 * i,
-            format_count(p.n),
+            "{} although {} could be busy",
+            idle_words(p, i, usable),
             format_count(p.n.min(usable))
         ));
         if let Some(c) = p.cpu.filter(|c| c.iowait >= 0.02) {
@@ -241,19 +233,41 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
             ));
         }
         if let Some((p, i)) = idle {
-            evidence.push(format!(
-                "CPUs {:.0} % idle at N = {}",
-                100.0 * i,
-                format_count(p.n)
-            ));
+            evidence.push(idle_words(p, i, usable));
         }
         evidence.extend(blocking.clone());
+    }
+    // A machine busy at every level measured the other load as much as the
+    // command: the story above may be the neighbours'.
+    if a.points.len() > 1 && crate::busy_levels(a).len() == a.points.len() {
+        evidence.push(
+            "unreliable: other processes kept CPUs busy at every level (see the warnings)"
+                .to_string(),
+        );
     }
     vec![Diagnosis {
         kind,
         headline,
         evidence,
     }]
+}
+
+/// "CPUs 50 % idle at N = 2" when the machine's idle time was measured at
+/// that level; otherwise the share comes from the command's own CPU time
+/// and says so, never claiming idle CPUs the table shows as n/a.
+fn idle_words(p: &Point, idle: f64, usable: f64) -> String {
+    match (&p.cpu, p.command_cpus) {
+        (None, Some(c)) => format!(
+            "the command kept {c:.2} of the {} CPUs it could use busy at N = {} (from its CPU time; the machine's idle time was not measured)",
+            format_count(p.n.min(usable)),
+            format_count(p.n)
+        ),
+        _ => format!(
+            "CPUs {:.0} % idle at N = {}",
+            100.0 * idle,
+            format_count(p.n)
+        ),
+    }
 }
 
 /// Threads blocking on each other: futex calls (preferred) or voluntary

@@ -144,6 +144,8 @@ pub fn analyze(parameter: &str, observations: &[Observation], machine: &Machine)
         p.fitted = f;
     }
     analysis.warnings = warnings(&analysis);
+    // Computed from the analysis alone, so a stored sweep re-diagnosed
+    // later says the same.
     analysis.diagnosis = diagnose::diagnose(&analysis);
     analysis
 }
@@ -287,6 +289,19 @@ fn summarize(o: &Observation, machine: &Machine) -> Point {
     }
 }
 
+/// The levels at which other processes kept at least a quarter of the
+/// usable CPUs busy (machine busy − the command's own CPUs), with how many.
+pub(crate) fn busy_levels(a: &Analysis) -> Vec<(f64, f64)> {
+    let Some(usable) = a.machine.usable else {
+        return Vec::new();
+    };
+    a.points
+        .iter()
+        .filter_map(|p| Some((p.n, p.busy_cpus? - p.command_cpus?)))
+        .filter(|(_, o)| *o >= 0.25 * usable.max(1.0))
+        .collect()
+}
+
 /// Speed-up against N = 1, or against the smallest N scaled down linearly
 /// when 1 was not measured.
 fn set_speedups(points: &mut [Point]) {
@@ -391,17 +406,18 @@ fn warnings(a: &Analysis) -> Vec<String> {
         ));
     }
     // Other processes busy while the command ran: its numbers are not its own.
-    let others = a
-        .points
-        .iter()
-        .filter_map(|p| Some((p.n, p.busy_cpus? - p.command_cpus?)))
-        .fold(None::<(f64, f64)>, |acc, (n, o)| match acc {
-            Some((_, best)) if best >= o => acc,
-            _ => Some((n, o)),
-        });
-    if let (Some((n, o)), Some(usable)) = (others, m.usable)
-        && o >= 0.25 * usable.max(1.0)
-    {
+    let busy = busy_levels(a);
+    if !busy.is_empty() && busy.len() == a.points.len() && a.points.len() > 1 {
+        let each: Vec<String> = busy
+            .iter()
+            .map(|(n, o)| format!("{o:.1} at N = {}", format_count(*n)))
+            .collect();
+        w.push(format!(
+            "other processes kept CPUs busy at every level ({}): every level is disturbed, so the \
+             curve and the diagnosis are unreliable; repeat on an idle machine",
+            each.join(", ")
+        ));
+    } else if let Some((n, o)) = busy.iter().copied().max_by(|x, y| x.1.total_cmp(&y.1)) {
         w.push(format!(
             "other processes kept {o:.1} CPUs busy during the runs at N = {}: the machine was not quiet, \
              so throughput there is not the command's alone; repeat on an idle machine",

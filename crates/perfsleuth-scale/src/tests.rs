@@ -321,12 +321,66 @@ fn other_load_is_not_idle_cpus_and_is_warned() {
         "{:?}",
         a.points
     );
+    // Busy at every level: each level is named, and the diagnosis says it
+    // cannot be trusted.
+    assert!(
+        a.warnings.iter().any(|w| w
+            .contains("other processes kept CPUs busy at every level (1.5 at N = 1")
+            && w.contains("unreliable")),
+        "{:?}",
+        a.warnings
+    );
+    assert!(
+        a.diagnosis[0]
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("unreliable: other processes")),
+        "{:?}",
+        a.diagnosis
+    );
+    // Busy at one level only: that level is warned, the diagnosis stands.
+    for o in &mut obs {
+        if o.n > 1.0 {
+            for r in &mut o.runs {
+                r.cpu_time_s = Some(r.wall_s * o.n.min(2.0));
+            }
+        }
+    }
+    let a = analyze("threads", &obs, &machine(2));
     assert!(
         a.warnings
             .iter()
             .any(|w| w.contains("other processes kept 1.5 CPUs busy during the runs at N = 1")),
         "{:?}",
         a.warnings
+    );
+    assert!(
+        !a.diagnosis[0]
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("unreliable"))
+    );
+}
+
+#[test]
+fn idle_is_never_claimed_where_the_machine_s_idle_was_not_measured() {
+    // No CPU split (too few ticks): the command's own CPU time says it used
+    // one CPU of two, and the words say where that comes from.
+    let mut obs = curve(&[1.0, 2.0, 3.0, 4.0], |_| 100.0, |_| 0.5, |_| 0.0);
+    for o in &mut obs {
+        for r in &mut o.runs {
+            r.cpu = None;
+            r.per_cpu_busy.clear();
+            r.cpu_time_s = Some(r.wall_s);
+        }
+    }
+    let a = analyze("n", &obs, &machine(2));
+    assert!(a.points.iter().all(|p| p.cpu.is_none()));
+    let text = a.diagnosis[0].evidence.join("\n");
+    assert!(!text.contains("% idle"), "{text}");
+    assert!(
+        text.contains("the machine's idle time was not measured"),
+        "{text}"
     );
 }
 
