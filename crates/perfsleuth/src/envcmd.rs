@@ -301,7 +301,13 @@ fn render_show(label: &str, env: &Environment) -> String {
                 ImpactClass::Performance => "○",
                 ImpactClass::Context => " ",
             };
-            out.push_str(&format!("  {mark} {key:<width$}  {}\n", value_text(fact)));
+            let mut text = value_text(fact);
+            // A CPU list ("0", "0-3"), which reads like a count without a word.
+            if key.ends_with(".shared_cpus") && fact.value != UNKNOWN {
+                let one = !text.contains([',', '-']);
+                text = format!("{} {text}", if one { "CPU" } else { "CPUs" });
+            }
+            out.push_str(&format!("  {mark} {key:<width$}  {text}\n"));
         }
     }
     out.push_str("\n● identity (results not comparable across a change)   ○ performance (known to move results)\n");

@@ -122,6 +122,20 @@ fn show_root_prints_the_groups_of_the_tree() {
             .any(|l| l.contains("virt.hypervisor") && l.trim_end().ends_with("Hyper-V")),
         "{out:?}"
     );
+    // A cache's CPU list reads as CPUs, not as a count ("0" would look like none).
+    let shared: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains(".shared_cpus "))
+        .collect();
+    assert!(!shared.is_empty(), "{out:?}");
+    for l in &shared {
+        let value = l.split(".shared_cpus").nth(1).unwrap_or_default().trim();
+        assert!(
+            value.starts_with("CPU ") || value.starts_with("CPUs ") || value.starts_with("unknown"),
+            "{l}"
+        );
+    }
     // Groups come in order.
     let pos = |s: &str| out.stdout.find(s).unwrap();
     assert!(pos("\nCPU\n") < pos("\nMemory\n"));
