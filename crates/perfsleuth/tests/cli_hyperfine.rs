@@ -16,8 +16,9 @@ fn no_shell_spellings_and_shell_note() {
     let sb = Sandbox::new();
     // -N and --shell=none: no shell, so shell syntax is refused as without one.
     for flag in ["-N", "--shell=none"] {
+        // The variable is quoted whole, as the user wrote it.
         sb.bench(["--runs", "2", flag, "echo $HOME"])
-            .usage_error("shell syntax");
+            .usage_error("shell syntax `$HOME`");
     }
     sb.bench(["--runs", "2", "-N", "--shell", "sh", "true"])
         .clap_error("cannot be used with");
@@ -283,4 +284,36 @@ fn hyperfine_scripts_read_the_hyperfine_export() {
     let png = sb.path("hist.png");
     run("plot_histogram.py", &["-o", png.to_str().unwrap()]);
     assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+}
+
+#[test]
+fn counts_read_as_counts_and_the_run_records_its_own_noise() {
+    let sb = Sandbox::new();
+    let out = sb
+        .bench(["--runs", "5", "--counters", "software", "sleep 0.02"])
+        .ok();
+    let counters = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("Counters (median):"));
+    match counters {
+        Some(line) => {
+            // Whole numbers of events, and a singular for one.
+            assert!(
+                !line.contains(".0 page faults") && !line.contains(".5 "),
+                "{line}"
+            );
+            assert!(
+                !line.contains(" 1 context switches") && !line.contains(" 1 CPU migrations"),
+                "{line}"
+            );
+        }
+        None => perfsleuth_testkit::skip("perf_software", format!("no counters line: {out:?}")),
+    }
+    // The warning after a run judges the run: its noise is recorded with it.
+    let env = &sb.show_json("latest")["run"]["environment"];
+    let facts = env.get("facts").unwrap_or(env);
+    for key in ["noise.run.seconds", "noise.run.steal_pct"] {
+        assert!(!facts[key].is_null(), "{key} not recorded: {facts}");
+    }
 }
