@@ -91,9 +91,13 @@ def calibrate(app, target_ms):
     return base
 
 
+ROW_METRIC = "wall"
+
+
 def wall_row(doc):
+    """The judged row: wall time, or the metric given by --row."""
     for row in doc.get("rows", []):
-        if row.get("metric") == "wall":
+        if row.get("metric") == ROW_METRIC:
             ch = row.get("change") or {}
             return {"verdict": row.get("verdict"), "change": ch.get("change"),
                     "ci_low": ch.get("ci_low"), "ci_high": ch.get("ci_high"),
@@ -163,7 +167,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results-ab.md"))
     ap.add_argument("--only", help="comma-separated methods to run: ab,runs,hyperfine")
     ap.add_argument("--ab-args", default="", help="extra options of every ab, e.g. '--max-time 30s'")
+    ap.add_argument("--row", default="wall", help="the metric row judged (e.g. task_clock_ns with --ab-args '--metric task_clock_ns')")
     args = ap.parse_args()
+    global ROW_METRIC
+    ROW_METRIC = args.row
     k = 2 if args.quick else args.k
     ps = os.path.abspath(args.perfsleuth)
     work_dir = tempfile.mkdtemp(prefix="perfsleuth-ab-study-")
