@@ -111,7 +111,9 @@ pub fn check(env: &Environment) -> Vec<Finding> {
     // percent, so a short run's steal says nothing either way.
     let long_enough = num("noise.run.seconds").is_some_and(|s| s >= 1.0);
     match (&over_run, num("noise.run.steal_pct")) {
-        (Some(_), Some(_)) if !long_enough => {}
+        // Measured over a run, but too short (or no tick passed): not judged,
+        // and not by the since-boot figure either.
+        (Some(_), _) if !long_enough => {}
         (Some(span), Some(steal)) => {
             if steal >= 1.0 {
                 add(
@@ -152,7 +154,10 @@ pub fn check(env: &Environment) -> Vec<Finding> {
         );
     }
     let recommend_psi = "stop other work, or give this machine or container more CPUs";
+    // A share of a few milliseconds is one scheduler hiccup, not a busy machine.
+    let psi_long_enough = num("noise.run.seconds").is_some_and(|s| s >= 0.5);
     match (&over_run, num("noise.run.psi.cpu.some_pct")) {
+        (Some(_), _) if !psi_long_enough => {}
         (Some(span), Some(psi)) => {
             if psi >= 5.0 {
                 add(

@@ -74,7 +74,17 @@ fn draining_pipe() -> Result<Stdio, MeasureError> {
         .name("output-pipe".into())
         .spawn(move || {
             let mut buf = vec![0u8; 64 * 1024];
-            while matches!(std::io::Read::read(&mut reader, &mut buf), Ok(n) if n > 0) {}
+            // Until every write end is closed; a signal landing on this
+            // thread (handlers are installed without SA_RESTART) is retried,
+            // or the command would get SIGPIPE.
+            loop {
+                match std::io::Read::read(&mut reader, &mut buf) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
         })
         .map_err(|source| MeasureError::File {
             path: PathBuf::from("output pipe"),

@@ -96,8 +96,9 @@ pub struct Progress<'a> {
     pub elapsed: Duration,
     /// Estimated time left.
     pub eta: Duration,
-    /// Runs measured so far of each benchmark, in plan order (empty where
-    /// the phase has no benchmarks of its own).
+    /// Runs measured so far of each benchmark being measured, in plan order
+    /// (all of them when interleaved; one at a time with --no-interleave;
+    /// empty where the phase has no benchmarks of its own).
     pub per_benchmark: &'a [u64],
 }
 

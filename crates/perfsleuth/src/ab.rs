@@ -64,6 +64,12 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             "export either side afterwards with `perfsleuth show --json RUN`",
         );
     }
+    if run_args.no_interleave {
+        return refuse(
+            "ab measures both sides interleaved: --no-interleave would give up what it is for",
+            "drop --no-interleave (for one side after the other, use two `perfsleuth run`s and `compare`)",
+        );
+    }
     if run_args.repeat != 1 || run_args.reference.is_some() {
         return refuse(
             "--repeat and --reference are options of `run`, not of `ab`",
@@ -341,34 +347,33 @@ fn identical_programs(base: &Run, cand: &Run, roots: &[PathBuf]) -> Vec<String> 
         .collect()
 }
 
-/// A planned benchmark for one side: `{root}` and `{rev}` filled in, a
-/// relative program path made absolute in the worktree, run from there.
+/// A planned benchmark for one side: `{root}` and `{rev}` filled in, run
+/// from the worktree (see [`crate::plan::in_dir`]).
 fn for_side(p: &Planned, root: &Path, rev: &Rev) -> Planned {
     let root_text = root.display().to_string();
     let sub = |s: &str| {
         s.replace("{root}", &root_text)
             .replace("{rev}", &rev.commit)
     };
-    let argv = |a: &Vec<String>| -> Vec<String> {
-        let mut a: Vec<String> = a.iter().map(|x| sub(x)).collect();
-        if let Some(first) = a.first_mut() {
-            if first.contains('/') && Path::new(first.as_str()).is_relative() {
-                *first = root.join(first.as_str()).display().to_string();
-            }
-        }
-        a
-    };
-    Planned {
-        name: p.name.clone(),
+    let filled = Planned {
         command: sub(&p.command),
-        argv: argv(&p.argv),
-        parameters: p.parameters.clone(),
-        prepare: p.prepare.as_ref().map(argv),
-        conclude: p.conclude.as_ref().map(argv),
-        setup: p.setup.as_ref().map(argv),
-        cleanup: p.cleanup.as_ref().map(argv),
-        cwd: Some(root.to_path_buf()),
-    }
+        argv: p.argv.iter().map(|a| sub(a)).collect(),
+        prepare: p
+            .prepare
+            .as_ref()
+            .map(|a| a.iter().map(|x| sub(x)).collect()),
+        conclude: p
+            .conclude
+            .as_ref()
+            .map(|a| a.iter().map(|x| sub(x)).collect()),
+        setup: p.setup.as_ref().map(|a| a.iter().map(|x| sub(x)).collect()),
+        cleanup: p
+            .cleanup
+            .as_ref()
+            .map(|a| a.iter().map(|x| sub(x)).collect()),
+        ..p.clone()
+    };
+    crate::plan::in_dir(&filled, root)
 }
 
 // ---- git ---------------------------------------------------------------------

@@ -373,7 +373,7 @@ pub struct RunCommand {
 /// `perfsleuth ab`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Each revision is checked out into a temporary git worktree (your tree is never touched), built with --build there, and its commands run with the worktree as the working directory ({root}: its absolute path, {rev}: its commit). Both sides are measured interleaved, each round starting with the other side, and stored as two linked runs. The run options below apply to both sides, except --export-*, --repeat and --reference, which belong to `run` and are refused here.\n\nExamples:\n  perfsleuth ab --build 'cargo build --release' -- target/release/app input.txt\n  perfsleuth ab --baseline v1.2 --candidate HEAD --build make -- ./bench\n  perfsleuth ab --build make --format markdown --fail-on regressed -- ./bench >> \"$GITHUB_STEP_SUMMARY\""
+    after_help = "Each revision is checked out into a temporary git worktree (your tree is never touched), built with --build there, and its commands run with the worktree as the working directory ({root}: its absolute path, {rev}: its commit). Both sides are measured interleaved, each round starting with the other side, and stored as two linked runs. The run options below apply to both sides, except --export-*, --repeat, --reference and --no-interleave, which belong to `run` and are refused here.\n\nExamples:\n  perfsleuth ab --build 'cargo build --release' -- target/release/app input.txt\n  perfsleuth ab --baseline v1.2 --candidate HEAD --build make -- ./bench\n  perfsleuth ab --build make --format markdown --fail-on regressed -- ./bench >> \"$GITHUB_STEP_SUMMARY\""
 )]
 pub struct AbArgs {
     /// The baseline revision [default: the merge base of HEAD with the default branch:
@@ -554,6 +554,10 @@ pub struct RunArgs {
     /// No summary (`--style none`).
     #[arg(skip)]
     pub quiet: bool,
+    /// The directory of the perfsleuth.toml whose `[[bench]]` list gave the
+    /// commands: `run` runs them from there.
+    #[arg(skip)]
+    pub bench_dir: Option<PathBuf>,
     /// Set by `ab`: two sides of the plan are compared after measuring, so
     /// `--max-time` (rounds added while inconclusive) applies.
     #[arg(skip)]

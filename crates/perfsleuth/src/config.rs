@@ -116,6 +116,14 @@ pub(crate) fn fill_commands(args: &mut RunArgs) -> Result<(), Fail> {
         ));
     }
     let named = config.bench.iter().any(|b| b.name.is_some());
+    // `ab` runs them in each worktree's top instead.
+    if !args.sides {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        args.bench_dir = Some(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
+    }
     for (i, b) in config.bench.into_iter().enumerate() {
         if b.command.trim().is_empty() {
             return Err(Fail::usage(

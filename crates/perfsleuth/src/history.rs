@@ -57,10 +57,15 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
         return Ok(0);
     }
     if list.is_empty() {
-        emit(
-            &format!("No runs stored in {} yet.\n", store.path().display()),
-            false,
-        );
+        let text = if filtered {
+            format!(
+                "No stored run in {} matches the filters.\n",
+                store.path().display()
+            )
+        } else {
+            format!("No runs stored in {} yet.\n", store.path().display())
+        };
+        emit(&text, false);
         return Ok(0);
     }
     let mut rows = vec![
@@ -140,23 +145,50 @@ fn truncate(s: &str, width: usize) -> String {
     out
 }
 
-/// `--since`: a date or time (RFC 3339, UTC) or a duration back from now,
-/// as the RFC 3339 text runs are stored with (which sorts as it reads).
+/// `--since`: a UTC date or time (`2026-11-30`, `2026-11-30T12:00:00Z`) or a
+/// duration back from now with its unit (`2h`, `3d`), as the RFC 3339 text
+/// runs are stored with (which sorts as it reads). Anything else is refused:
+/// a bare `2026` would otherwise be 2026 seconds ago.
 fn since(text: &str) -> Result<String, Fail> {
     let t = text.trim();
-    let looks_like_date = t.len() >= 10
-        && t.as_bytes()[4] == b'-'
-        && t.as_bytes()[7] == b'-'
-        && t[..4].bytes().all(|b| b.is_ascii_digit());
-    if looks_like_date {
-        return Ok(t.replace(' ', "T"));
+    let hint = "give a UTC date (2026-11-30, 2026-11-30T12:00:00Z) or a duration back from now with its unit (2h, 3d)";
+    let bad = |why: &str| Fail::usage(format!("--since `{text}`: {why}"), hint);
+    let digits = |s: &str, lo: u32, hi: u32| {
+        s.len() >= 2
+            && s.bytes().all(|b| b.is_ascii_digit())
+            && s.parse::<u32>().is_ok_and(|v| (lo..=hi).contains(&v))
+    };
+    if t.len() >= 10 && t.as_bytes().get(4) == Some(&b'-') {
+        let (date, rest) = t.split_at(10);
+        let parts: Vec<&str> = date.split('-').collect();
+        let ok_date = parts.len() == 3
+            && parts[0].len() == 4
+            && digits(parts[0], 1970, 9999)
+            && digits(parts[1], 1, 12)
+            && digits(parts[2], 1, 31);
+        if !ok_date {
+            return Err(bad("not a date (YYYY-MM-DD)"));
+        }
+        let time = rest.trim_start_matches(['T', ' ']).trim_end_matches('Z');
+        if rest.is_empty() {
+            return Ok(date.to_string());
+        }
+        let hms: Vec<&str> = time.split(':').collect();
+        let ok_time = (2..=3).contains(&hms.len())
+            && digits(hms[0], 0, 23)
+            && digits(hms[1], 0, 59)
+            && hms.get(2).is_none_or(|s| digits(s, 0, 60));
+        if !ok_time {
+            return Err(bad(
+                "not a UTC time (THH:MM[:SS][Z]; runs are stored in UTC, so give no offset)",
+            ));
+        }
+        return Ok(format!("{date}T{}", hms.join(":")));
     }
-    let ago = crate::parse::duration(t).map_err(|e| {
-        Fail::usage(
-            format!("--since `{text}`: {e}"),
-            "give a date (2026-11-30, 2026-11-30T12:00:00Z) or a duration back from now (2h, 3d = 72h)",
-        )
-    })?;
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return Err(bad("a number without a unit"));
+    }
+    let ago = crate::parse::duration(t).map_err(|e| bad(&e))?;
     let then = std::time::SystemTime::now()
         .checked_sub(ago)
         .unwrap_or(std::time::UNIX_EPOCH);

@@ -64,6 +64,31 @@ pub struct Templates<'a> {
     pub step: Option<&'a str>,
 }
 
+/// `p` run from `dir`: a relative program path (`./bench`, `bin/app`) made
+/// absolute there, for the command and its helpers, and `dir` the working
+/// directory. The command text (and so the name) stays as written, so
+/// results pair across checkouts in other places.
+pub fn in_dir(p: &Planned, dir: &std::path::Path) -> Planned {
+    let argv = |a: &Vec<String>| -> Vec<String> {
+        let mut a = a.clone();
+        if let Some(first) = a.first_mut() {
+            if first.contains('/') && std::path::Path::new(first.as_str()).is_relative() {
+                *first = dir.join(first.as_str()).display().to_string();
+            }
+        }
+        a
+    };
+    Planned {
+        argv: argv(&p.argv),
+        prepare: p.prepare.as_ref().map(argv),
+        conclude: p.conclude.as_ref().map(argv),
+        setup: p.setup.as_ref().map(argv),
+        cleanup: p.cleanup.as_ref().map(argv),
+        cwd: Some(dir.to_path_buf()),
+        ..p.clone()
+    }
+}
+
 /// Expands templates × parameter combinations into benchmarks.
 pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
     let per_command = |values: &[String], option: &str| -> Result<(), Fail> {

@@ -231,7 +231,7 @@ fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
     let differs = deltas.iter().any(|d| d.headline && d.significant);
     let noise_note = if noise.runs >= 3 {
         format!(
-            "Run-to-run noise learned from the {} stored probe runs of this machine type.\n",
+            "Run-to-run noise learned from {} other stored probe runs of this machine type (assumed for metrics fewer than three of them have).\n",
             noise.runs
         )
     } else {
@@ -253,9 +253,10 @@ fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
 const NOISE_RUNS: usize = 20;
 
 /// The between-run noise of each metric, learned from the stored probe runs
-/// of the sides' machine type (the same comparability hash on both sides;
-/// across machine types nothing is learned, since those differences are
-/// what the diff is for), else assumed.
+/// of the sides' machine type other than the two compared (the pair itself
+/// would always fall inside the range it spans), on the same comparability
+/// hash on both sides (across machine types nothing is learned, since those
+/// differences are what the diff is for); else assumed.
 fn learned_noise(
     a: &ProbeSide,
     b: &ProbeSide,
@@ -278,6 +279,7 @@ fn learned_noise(
     let runs: Vec<Vec<perfsleuth_model::ProbeResult>> = list
         .iter()
         .filter(|r| r.mode == perfsleuth_model::Mode::Probe && r.comparability == a.comparability)
+        .filter(|r| Some(r.id) != a.run_id && Some(r.id) != b.run_id)
         .take(NOISE_RUNS)
         .filter_map(|r| store.load_run(r.id).ok().flatten())
         .map(|r| r.probes)

@@ -515,7 +515,15 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         scans: &args.parameter_scan,
         step: args.step.as_deref(),
     };
-    let planned = plan(&templates, &shell)?;
+    let mut planned = plan(&templates, &shell)?;
+    // `[[bench]]` commands run from the config file's directory, as `ab`
+    // runs them from the worktree's top, wherever perfsleuth was started.
+    if let Some(dir) = &args.bench_dir {
+        planned = planned
+            .iter()
+            .map(|p| crate::plan::in_dir(p, dir))
+            .collect();
+    }
     // A bad --baseline must fail before anything is measured.
     let baseline = match &args.baseline {
         Some(spec) => {

@@ -503,6 +503,7 @@ fn benchmarks_come_from_the_bench_list_of_perfsleuth_toml() {
     nothing_left(&sb, &dir);
     // The list is the commands: -n would name commands that are not given.
     ab(&sb, &dir, &["-n", "x"]).usage_error("--name names commands of the command line");
+    ab(&sb, &dir, &["--no-interleave"]).usage_error("ab measures both sides interleaved");
     std::fs::write(dir.join("perfsleuth.toml"), "[[bench]]\ncommand = \"  \"\n").unwrap();
     ab(&sb, &dir, &[]).usage_error("has an empty command");
     std::fs::write(

@@ -256,14 +256,21 @@ fn two_stored_quick_runs_diff_and_runs_without_probes_are_refused() {
         .usage_error("run 1 is a `perfsleuth probe` run");
     sb.run(["compare", "--store", &sb.store()])
         .usage_error("no earlier run");
-    // With a third probe run of this machine, the noise is learned from the
-    // three, and a pair of them is within it by construction.
-    probe_quick(&sb, &["calls", "syscall"]);
+    // With three other probe runs of this machine, the noise is learned from
+    // them (never from the pair compared, which would always fall inside it).
+    for _ in 0..3 {
+        probe_quick(&sb, &["calls", "syscall"]);
+    }
     let out = diff(&sb, "latest~1", "latest", &[]);
-    assert_eq!(out.code, 0, "{out:?}");
     assert!(
-        out.stdout.contains("learned from the 3 stored probe runs"),
+        out.stdout
+            .contains("learned from 3 other stored probe runs"),
         "{out:?}"
+    );
+    assert_eq!(
+        out.code == 1,
+        out.stdout.contains("Significant differences"),
+        "exit code and output disagree: {out:?}"
     );
     let json = diff(&sb, "latest~1", "latest", &["--json"]);
     let doc = parse_json(&json.stdout);

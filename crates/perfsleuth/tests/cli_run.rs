@@ -1515,3 +1515,44 @@ fn the_progress_line_counts_up_over_all_rounds_and_its_eta_holds() {
         }
     }
 }
+
+#[test]
+fn bench_list_commands_run_from_the_config_s_directory_wherever_run_starts() {
+    let sb = Sandbox::new();
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(sb.path(""))
+        .status()
+        .unwrap();
+    sb.write(
+        "perfsleuth.toml",
+        "[[bench]]\nname = \"here\"\ncommand = \"./where.sh\"\n",
+    );
+    let script = sb.write("where.sh", "#!/bin/sh\npwd > ran-in.txt\n");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::create_dir(sb.path("sub")).unwrap();
+    let out: common::Out = sb
+        .cmd()
+        .current_dir(sb.path("sub"))
+        .args([
+            "run",
+            "--store",
+            &sb.store(),
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+        ])
+        .output()
+        .unwrap()
+        .into();
+    let out = out.ok();
+    let ran_in = std::fs::read_to_string(sb.path("ran-in.txt")).unwrap_or_default();
+    let top = std::fs::canonicalize(sb.path("")).unwrap();
+    assert_eq!(ran_in.trim(), top.display().to_string(), "{out:?}");
+    // The stored command stays as written, so it pairs across checkouts.
+    assert_eq!(
+        sb.show_json("latest")["run"]["benchmarks"][0]["command"],
+        "./where.sh"
+    );
+}

@@ -661,6 +661,21 @@ fn runs_filters_mode_column_and_long_names() {
     assert!(ids(&["--since", "2999-01-01"]).is_empty());
     sb.run(["runs", "--store", &sb.store(), "--since", "yesterday"])
         .usage_error("--since `yesterday`");
+    for bad in [
+        "2026",
+        "9999-99-99",
+        "2020-01-01 junk",
+        "2026-11-30T19:00:00-05:00",
+    ] {
+        sb.run(["runs", "--store", &sb.store(), "--since", bad])
+            .usage_error(&format!("--since `{bad}`"));
+    }
+    assert_eq!(ids(&["--since", "2020-01-01T00:00:00Z"]), [3, 2, 1]);
+    // Nothing matches: said as such, not as an empty store.
+    let out = sb
+        .run(["runs", "--store", &sb.store(), "--bench", "nomatch"])
+        .ok();
+    assert!(out.stdout.contains("matches the filters"), "{out:?}");
     // The table has a mode column and cuts long names.
     let out = sb.run(["runs", "--store", &sb.store()]).ok();
     assert!(
