@@ -30,7 +30,11 @@ fn main() {
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    for p in std::iter::once("HEAD".to_string()).chain(branch) {
+    // packed-refs too: after `git pack-refs` a new commit moves only it.
+    for p in ["HEAD".to_string(), "packed-refs".to_string()]
+        .into_iter()
+        .chain(branch)
+    {
         if let Some(path) = git_path(&p).filter(|p| std::path::Path::new(p).exists()) {
             println!("cargo:rerun-if-changed={path}");
         }

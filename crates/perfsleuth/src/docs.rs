@@ -45,6 +45,7 @@ pub fn man(sub: Option<&str>) -> Result<i32, Fail> {
                 .clone()
                 .name(format!("perfsleuth-{name}"))
                 .bin_name(format!("perfsleuth {name}"))
+                .version(crate::cli::VERSION)
         }
     };
     let mut out = Vec::new();

@@ -380,7 +380,12 @@ pub(crate) fn measure(
     let mut sink = StoreSink::begin_runs(
         store.as_mut(),
         &mut slices,
-        ProgressLine::new(c.io.output == OutputTarget::Inherit).forced(args.progress),
+        // Forced on only where the commands do not write to the terminal
+        // themselves (`--style full --show-output` would interleave them).
+        ProgressLine::new(c.io.output == OutputTarget::Inherit).forced(
+            args.progress
+                .filter(|on| !on || c.io.output != OutputTarget::Inherit),
+        ),
     )?;
     run.id = stored.first().and_then(|r| r.id);
     sink.sides = parts

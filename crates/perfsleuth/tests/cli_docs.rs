@@ -64,6 +64,12 @@ fn man_pages_cover_every_subcommand_and_option() {
     }
     let run = sb.run(["man", "run"]).ok().stdout;
     assert!(run.contains(".TH perfsleuth-run 1"), "{run}");
+    // The subcommand's page carries the version, as the top page does.
+    let th = run
+        .lines()
+        .find(|l| l.starts_with(".TH"))
+        .unwrap_or_default();
+    assert!(th.contains(env!("CARGO_PKG_VERSION")), "{th}");
     for opt in [
         "\\-\\-warmup",
         "\\-\\-export\\-hyperfine",

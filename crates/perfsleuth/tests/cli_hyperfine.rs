@@ -168,6 +168,19 @@ fn styles() {
         .ok();
     assert!(out.stdout.contains("\x1b["), "colour: {out:?}");
     assert!(out.stderr.contains("\r\x1b[2K"), "progress: {out:?}");
+    // full with --show-output: the commands write to the terminal, so no
+    // progress line is drawn over them.
+    let out = sb
+        .bench([
+            "--runs",
+            "30",
+            "--style",
+            "full",
+            "--show-output",
+            "sleep 0.01",
+        ])
+        .ok();
+    assert!(!out.stderr.contains("\r\x1b[2K"), "{out:?}");
     // basic and nocolor: no colour.
     for style in ["basic", "nocolor"] {
         let out = sb.bench(["--runs", "2", "--style", style, "true"]).ok();
