@@ -411,6 +411,7 @@ impl Schedule {
             simulation,
             counter_env: Environment::default(),
             notes: Vec::new(),
+            per_benchmark: Vec::new(),
         };
         let mut result = m.all(benches);
         if let Err(stop) = m.flush() {
@@ -535,6 +536,8 @@ struct Measure<'a, S: Spawn, K: Sink> {
     simulation: Option<&'a Simulation>,
     counter_env: Environment,
     notes: Vec<String>,
+    /// The progress line's runs per benchmark, kept to reuse its allocation.
+    per_benchmark: Vec<u64>,
 }
 
 impl<S: Spawn, K: Sink> Measure<'_, S, K> {
@@ -882,8 +885,11 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
             .iter()
             .map(|b| b.remaining(rule) + b.round_time(rule) * after)
             .sum();
-        let per_benchmark: Vec<u64> = benches.iter().map(|b| b.samples.len() as u64).collect();
-        let runs: u64 = per_benchmark.iter().sum();
+        // Reused: this runs after every timed sample.
+        self.per_benchmark.clear();
+        self.per_benchmark
+            .extend(benches.iter().map(|b| b.samples.len() as u64));
+        let runs: u64 = self.per_benchmark.iter().sum();
         let total = elapsed + eta;
         let fraction = if total.is_zero() {
             1.0
@@ -898,7 +904,7 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
             runs,
             elapsed,
             eta,
-            per_benchmark: &per_benchmark,
+            per_benchmark: &self.per_benchmark,
         });
     }
 }

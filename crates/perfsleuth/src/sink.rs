@@ -151,6 +151,9 @@ impl Sink for StoreSink<'_> {
 
     fn progress(&mut self, p: &Progress<'_>) {
         self.beat();
+        if !self.progress.due() {
+            return;
+        }
         let phase = sides_phase(p.phase, &self.sides, p.per_benchmark);
         self.progress
             .update(&phase, p.fraction, p.runs, p.elapsed, p.eta);

@@ -75,6 +75,15 @@ impl ProgressLine {
         self
     }
 
+    /// Whether an [`ProgressLine::update`] now would draw: on, and the last
+    /// draw a tenth of a second ago (callers skip building the text otherwise).
+    pub fn due(&self) -> bool {
+        self.enabled
+            && self
+                .last
+                .is_none_or(|t| t.elapsed() >= Duration::from_millis(100))
+    }
+
     /// Redraws at most ten times a second so the hot loop stays cheap.
     pub fn update(
         &mut self,
@@ -84,17 +93,10 @@ impl ProgressLine {
         elapsed: Duration,
         eta: Duration,
     ) {
-        if !self.enabled {
+        if !self.due() {
             return;
         }
-        let now = Instant::now();
-        if self
-            .last
-            .is_some_and(|t| now.duration_since(t) < Duration::from_millis(100))
-        {
-            return;
-        }
-        self.last = Some(now);
+        self.last = Some(Instant::now());
         const WIDTH: usize = 24;
         let filled = ((done_fraction.clamp(0.0, 1.0)) * WIDTH as f64).round() as usize;
         let bar: String = "█".repeat(filled) + &"░".repeat(WIDTH - filled);
