@@ -4,7 +4,7 @@
 //! `PERFSLEUTH_BLESS=1 cargo test -p perfsleuth-model --test schema_files`
 //! rewrites the files instead.
 
-use perfsleuth_model::schema::all_json_schemas;
+use perfsleuth_model::schema::{all_json_schemas, foreign_json_schemas};
 use std::path::PathBuf;
 
 fn schema_dir() -> PathBuf {
@@ -20,7 +20,7 @@ fn committed_schemas_match_the_types() {
     let dir = schema_dir();
     let bless = std::env::var_os("PERFSLEUTH_BLESS").is_some_and(|v| v == "1");
     let mut stale = Vec::new();
-    for (stem, schema) in all_json_schemas() {
+    for (stem, schema) in all_json_schemas().into_iter().chain(foreign_json_schemas()) {
         let path = dir.join(format!("{stem}.schema.json"));
         let want = text(&schema);
         if bless {
@@ -45,6 +45,7 @@ fn committed_schemas_match_the_types() {
 fn every_file_under_docs_schema_is_generated() {
     let known: Vec<String> = all_json_schemas()
         .into_iter()
+        .chain(foreign_json_schemas())
         .map(|(stem, _)| format!("{stem}.schema.json"))
         .collect();
     let Ok(entries) = std::fs::read_dir(schema_dir()) else {

@@ -2,49 +2,11 @@
 //! own scripts (`plot_whisker.py`, `welch_ttest.py`, `advanced_statistics.py`,
 //! …) run on perfsleuth's measurements. perfsleuth's own document stays
 //! `--export-json`; this one carries only what hyperfine writes, plus
-//! `memory_usage_byte` as newer hyperfine versions do.
+//! `memory_usage_byte` as newer hyperfine versions do. The typed shape (and
+//! its JSON Schema) lives with the others in `perfsleuth_model::schema`.
 
+use perfsleuth_model::schema::{HyperfineDoc, HyperfineResult};
 use perfsleuth_model::{Metric, Run};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
-/// The whole document: `{"results": [...]}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HyperfineDoc {
-    /// One result per benchmark, in run order.
-    pub results: Vec<HyperfineResult>,
-}
-
-/// One benchmark in hyperfine's terms; every time in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HyperfineResult {
-    /// The benchmark's name (its command when it has no `--name`), as hyperfine writes it.
-    pub command: String,
-    /// Mean wall time.
-    pub mean: f64,
-    /// Sample standard deviation of the wall times; null with one run.
-    pub stddev: Option<f64>,
-    /// Median wall time.
-    pub median: f64,
-    /// Mean user CPU time.
-    pub user: f64,
-    /// Mean system CPU time.
-    pub system: f64,
-    /// Fastest run.
-    pub min: f64,
-    /// Slowest run.
-    pub max: f64,
-    /// Every run's wall time, in the order measured.
-    pub times: Vec<f64>,
-    /// Every run's peak resident set size in bytes.
-    #[serde(default)]
-    pub memory_usage_byte: Vec<u64>,
-    /// Every run's exit code; null for a run killed by a signal.
-    pub exit_codes: Vec<Option<i32>>,
-    /// Parameter values (`-L`, `-P`), absent without parameters.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub parameters: BTreeMap<String, String>,
-}
 
 /// The run in hyperfine's shape. Benchmarks without samples are left out:
 /// hyperfine never writes a result it did not measure.

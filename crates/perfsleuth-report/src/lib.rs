@@ -36,9 +36,10 @@ pub use format::{
     Align, TimeUnit, format_bytes, format_count, format_duration_ns, format_fixed, format_p,
     format_p_value, format_si, format_si_unit, format_size, pad_left, pad_right, table, width,
 };
-pub use hyperfine::{HyperfineDoc, HyperfineResult, export_hyperfine};
+pub use hyperfine::export_hyperfine;
 pub use json::export_json;
 pub use markdown::{TableDialect, render_markdown, render_table};
+pub use perfsleuth_model::schema::{HyperfineDoc, HyperfineResult};
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};
 pub use simulation::{render_simulation, render_simulation_markdown};
 pub use style::Style;

@@ -210,3 +210,21 @@ fn the_schemas_reject_what_the_types_reject() {
         assert!(!validator.is_valid(&bad), "{bad}");
     }
 }
+
+#[test]
+fn the_hyperfine_export_validates_against_its_schema() {
+    let sb = Sandbox::new();
+    sb.bench([
+        "--runs",
+        "3",
+        "--export-hyperfine",
+        "h.json",
+        "-L",
+        "t",
+        "0.001,0.002",
+        "sleep {t}",
+    ])
+    .ok();
+    let doc = parse_json(&std::fs::read_to_string(sb.path("h.json")).unwrap());
+    assert_valid("hyperfine", &doc);
+}
