@@ -95,47 +95,8 @@ pub fn check(env: &Environment) -> Vec<Finding> {
             "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled",
         );
     }
-    // Measured over the run (or `env check`'s own interval) when it was:
-    // then the averages over a past the run did not see (steal since boot,
-    // pressure in the 10 s before, a build's) do not judge it.
-    let over_run = num("noise.run.seconds").map(|s| {
-        if s >= 60.0 {
-            format!("{:.0} min", s / 60.0)
-        } else {
-            format!("{s:.1} s")
-        }
-    });
-    let recommend_steal =
-        "use a dedicated or larger instance; results from this VM will vary with its neighbours";
-    // Steal is counted in 10 ms ticks: under a second, one tick is several
-    // percent, so a short run's steal says nothing either way.
-    let long_enough = num("noise.run.seconds").is_some_and(|s| s >= 1.0);
-    match (&over_run, num("noise.run.steal_pct")) {
-        // Measured over a run, but too short (or no tick passed): not judged,
-        // and not by the since-boot figure either.
-        (Some(_), _) if !long_enough => {}
-        (Some(span), Some(steal)) => {
-            if steal >= 1.0 {
-                add(
-                    if steal >= 5.0 { Problem } else { Warning },
-                    "noise.run.steal_pct",
-                    format!(
-                        "the hypervisor took {steal:.1}% of CPU time during the {span} measured (steal)"
-                    ),
-                    recommend_steal,
-                );
-            }
-        }
-        _ => {
-            if let Some(steal) = num("noise.steal_pct").filter(|s| *s >= 1.0) {
-                add(
-                    if steal >= 5.0 { Problem } else { Warning },
-                    "noise.steal_pct",
-                    format!("the hypervisor has taken {steal:.1}% of CPU time since boot (steal)"),
-                    recommend_steal,
-                );
-            }
-        }
+    if let Some((severity, key, message, recommendation)) = noise_finding(&num, &STEAL) {
+        add(severity, key, message, recommendation);
     }
     let cores = num("cpu.logical_cores").unwrap_or(1.0);
     // procs_running counts perfsleuth itself; an instant's count, not
@@ -153,33 +114,8 @@ pub fn check(env: &Environment) -> Vec<Finding> {
             "stop other work (look at top or pidstat) before measuring",
         );
     }
-    let recommend_psi = "stop other work, or give this machine or container more CPUs";
-    // A share of a few milliseconds is one scheduler hiccup, not a busy machine.
-    let psi_long_enough = num("noise.run.seconds").is_some_and(|s| s >= 0.5);
-    match (&over_run, num("noise.run.psi.cpu.some_pct")) {
-        (Some(_), _) if !psi_long_enough => {}
-        (Some(span), Some(psi)) => {
-            if psi >= 5.0 {
-                add(
-                    if psi >= 20.0 { Problem } else { Warning },
-                    "noise.run.psi.cpu.some_pct",
-                    format!(
-                        "tasks waited for a CPU {psi:.1}% of the {span} measured (CPU pressure; a benchmark with more threads than CPUs adds its own)"
-                    ),
-                    recommend_psi,
-                );
-            }
-        }
-        _ => {
-            if let Some(psi) = num("noise.psi.cpu.some_avg10").filter(|p| *p >= 5.0) {
-                add(
-                    if psi >= 20.0 { Problem } else { Warning },
-                    "noise.psi.cpu.some_avg10",
-                    format!("tasks waited for a CPU {psi:.1}% of the last 10 s (CPU pressure)"),
-                    recommend_psi,
-                );
-            }
-        }
+    if let Some((severity, key, message, recommendation)) = noise_finding(&num, &PRESSURE) {
+        add(severity, key, message, recommendation);
     }
     if let Some(n) = num("cgroup.cpu.nr_throttled").filter(|n| *n > 0.0) {
         add(
@@ -295,6 +231,89 @@ pub fn unjudgeable(findings: &[Finding]) -> bool {
 /// Whether any finding makes results unreliable.
 pub fn has_problems(findings: &[Finding]) -> bool {
     findings.iter().any(|f| f.severity == Severity::Problem)
+}
+
+/// A noise fact judged over the run when it was measured there (or over
+/// `env check`'s own interval), else by its start-time average. Over a run,
+/// the averages of a past the run did not see (steal since boot, pressure in
+/// the 10 s before, which remembers a build) do not judge it.
+struct NoiseRule {
+    /// The share measured over the run.
+    run_key: &'static str,
+    /// The start-time average used when the run was not measured.
+    start_key: &'static str,
+    /// A run shorter than this is not judged at all (nor by `start_key`).
+    min_seconds: f64,
+    /// Warning and problem thresholds, in per cent.
+    warn: f64,
+    problem: f64,
+    /// The message for a share over a run ("12.0 s") and at start.
+    over_run: fn(f64, &str) -> String,
+    at_start: fn(f64) -> String,
+    recommendation: &'static str,
+}
+
+/// Steal is counted in 10 ms ticks: under a second, one tick is several
+/// per cent, so a short run's steal says nothing either way.
+const STEAL: NoiseRule = NoiseRule {
+    run_key: "noise.run.steal_pct",
+    start_key: "noise.steal_pct",
+    min_seconds: 1.0,
+    warn: 1.0,
+    problem: 5.0,
+    over_run: |v, span| {
+        format!("the hypervisor took {v:.1}% of CPU time during the {span} measured (steal)")
+    },
+    at_start: |v| format!("the hypervisor has taken {v:.1}% of CPU time since boot (steal)"),
+    recommendation: "use a dedicated or larger instance; results from this VM will vary with its neighbours",
+};
+
+/// A share of a few milliseconds is one scheduler hiccup, not a busy machine.
+const PRESSURE: NoiseRule = NoiseRule {
+    run_key: "noise.run.psi.cpu.some_pct",
+    start_key: "noise.psi.cpu.some_avg10",
+    min_seconds: 0.5,
+    warn: 5.0,
+    problem: 20.0,
+    over_run: |v, span| {
+        format!(
+            "tasks waited for a CPU {v:.1}% of the {span} measured (CPU pressure; a benchmark with more threads than CPUs adds its own)"
+        )
+    },
+    at_start: |v| format!("tasks waited for a CPU {v:.1}% of the last 10 s (CPU pressure)"),
+    recommendation: "stop other work, or give this machine or container more CPUs",
+};
+
+/// The finding of one noise rule, if any.
+fn noise_finding(
+    num: &impl Fn(&str) -> Option<f64>,
+    rule: &NoiseRule,
+) -> Option<(Severity, &'static str, String, &'static str)> {
+    let (key, value, message) = match num("noise.run.seconds") {
+        Some(s) if s < rule.min_seconds => return None,
+        Some(s) if num(rule.run_key).is_some() => {
+            let span = if s >= 60.0 {
+                format!("{:.0} min", s / 60.0)
+            } else {
+                format!("{s:.1} s")
+            };
+            let v = num(rule.run_key)?;
+            (rule.run_key, v, (rule.over_run)(v, &span))
+        }
+        _ => {
+            let v = num(rule.start_key)?;
+            (rule.start_key, v, (rule.at_start)(v))
+        }
+    };
+    if value < rule.warn {
+        return None;
+    }
+    let severity = if value >= rule.problem {
+        Severity::Problem
+    } else {
+        Severity::Warning
+    };
+    Some((severity, key, message, rule.recommendation))
 }
 
 #[cfg(test)]
