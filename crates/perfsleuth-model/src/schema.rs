@@ -945,8 +945,8 @@ pub struct ProbeDelta {
     /// `noise`.
     pub significant: bool,
     /// The band the change had to clear, as a share of `a`: the larger of the
-    /// runs' spreads and the between-run noise of this metric (learned from
-    /// stored runs of the machine type, else assumed per probe).
+    /// runs' spreads and the between-run noise of this metric (assumed per
+    /// probe, widened where stored runs of the machine type spread further).
     #[serde(default)]
     pub noise: f64,
     /// Whether this metric is a headline number on either side.

@@ -231,11 +231,11 @@ fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
     let differs = deltas.iter().any(|d| d.headline && d.significant);
     let noise_note = if noise.runs >= 3 {
         format!(
-            "Run-to-run noise learned from {} other stored probe runs of this machine type (assumed for metrics fewer than three of them have).\n",
+            "Run-to-run noise: assumed for a shared VM (docs/PROBES.md), widened where {} other stored probe runs of this machine type spread further.\n",
             noise.runs
         )
     } else {
-        "Run-to-run noise assumed for a shared VM (docs/PROBES.md): with three or more stored probe runs of one machine type, it is learned from them.\n".to_string()
+        "Run-to-run noise assumed for a shared VM (docs/PROBES.md): with three or more other stored probe runs of one machine type, it widens where they spread further.\n".to_string()
     };
     if args.json {
         print_json(&perfsleuth_probe::diff_document(&a, &b, &deltas, differs))?;

@@ -264,7 +264,7 @@ fn two_stored_quick_runs_diff_and_runs_without_probes_are_refused() {
     let out = diff(&sb, "latest~1", "latest", &[]);
     assert!(
         out.stdout
-            .contains("learned from 3 other stored probe runs"),
+            .contains("widened where 3 other stored probe runs"),
         "{out:?}"
     );
     assert_eq!(
