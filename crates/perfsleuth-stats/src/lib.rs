@@ -12,6 +12,7 @@
 mod assess;
 mod binomial;
 mod bootstrap;
+mod changepoint;
 mod describe;
 mod fdr;
 mod mann_whitney;
@@ -25,6 +26,10 @@ pub use binomial::median_ci_rank;
 pub use bootstrap::{
     RatioEstimate, RelativeChange, bootstrap_median_ratio, bootstrap_relative_change,
     bootstrap_relative_change_paired, bootstrap_relative_change_runs,
+};
+pub use changepoint::{
+    ChangeOptions, ChangePoint, DEFAULT_MAX_P, DEFAULT_WINDOW, change_points, noise_floor,
+    relative_noise, t_two_sided_p,
 };
 pub use describe::{
     DEFAULT_CONFIDENCE, Interval, MODIFIED_Z_THRESHOLD, Summary, mad, median, median_ci,
