@@ -2,43 +2,9 @@
 //! changes with their CI and p-values, built on `perfsleuth_report`'s
 //! formatters so compare prints numbers exactly as the run summary does.
 
-use perfsleuth_model::Metric;
-use perfsleuth_report::{format_bytes, format_count, format_duration_ns, format_fixed, format_si};
 use perfsleuth_stats::RelativeChange;
 
-/// A raw metric value in that metric's unit.
-pub(crate) fn value(metric: Metric, x: f64) -> String {
-    match metric.unit() {
-        "ns" => format_duration_ns(x),
-        "bytes" => format_bytes(x),
-        "per_s" => format!("{}/s", format_si(x)),
-        _ => format_count(x),
-    }
-}
-
-/// A relative change (0.031) as a signed percentage: "+3.1%", "-12%".
-/// One decimal below 100 % so small real changes do not print as "0%".
-pub(crate) fn percent(change: f64) -> String {
-    if !change.is_finite() {
-        return "n/a".to_string();
-    }
-    let pct = change * 100.0;
-    let text = if pct.abs() < 99.95 {
-        format_fixed(pct, 1)
-    } else {
-        format_fixed(pct, 0)
-    };
-    if text.starts_with('-') || text.chars().all(|c| c == '0' || c == '.') {
-        // "0.0%" reads better unsigned; negatives already carry their sign.
-        if text.starts_with('-') {
-            format!("{text}%")
-        } else {
-            format!("±{text}%")
-        }
-    } else {
-        format!("+{text}%")
-    }
-}
+pub(crate) use perfsleuth_report::{format_change as percent, format_metric as value};
 
 /// The change with its CI: "+3.1% [+2.0% … +4.2%]"; "+3.1% (exact)" for
 /// deterministic counts (no resampling, a zero-width interval); "n/a"
@@ -70,6 +36,7 @@ pub(crate) use perfsleuth_report::{pad_left, pad_right, width};
 #[cfg(test)]
 mod tests {
     use super::*;
+    use perfsleuth_model::Metric;
     use perfsleuth_stats::Interval;
 
     #[test]

@@ -5,6 +5,8 @@
 //! numbers (a benchmark, a table column) and print them all in it: mixed units
 //! in one column make values hard to compare at a glance.
 
+use perfsleuth_model::Metric;
+
 /// A display unit for durations measured in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeUnit {
@@ -141,6 +143,40 @@ impl ByteUnit {
             return "n/a".to_string();
         }
         format!("{} {}", self.number(bytes), self.symbol())
+    }
+}
+
+/// A raw metric value in that metric's unit.
+pub fn format_metric(metric: Metric, x: f64) -> String {
+    match metric.unit() {
+        "ns" => format_duration_ns(x),
+        "bytes" => format_bytes(x),
+        "per_s" => format!("{}/s", format_si(x)),
+        _ => format_count(x),
+    }
+}
+
+/// A relative change (0.031) as a signed percentage: "+3.1%", "-12%".
+/// One decimal below 100 % so small real changes do not print as "0%".
+pub fn format_change(change: f64) -> String {
+    if !change.is_finite() {
+        return "n/a".to_string();
+    }
+    let pct = change * 100.0;
+    let text = if pct.abs() < 99.95 {
+        format_fixed(pct, 1)
+    } else {
+        format_fixed(pct, 0)
+    };
+    if text.starts_with('-') || text.chars().all(|c| c == '0' || c == '.') {
+        // "0.0%" reads better unsigned; negatives already carry their sign.
+        if text.starts_with('-') {
+            format!("{text}%")
+        } else {
+            format!("±{text}%")
+        }
+    } else {
+        format!("+{text}%")
     }
 }
 
