@@ -35,8 +35,31 @@ pub use migrations::{APPLICATION_ID, STORE_SCHEMA_VERSION};
 pub use sqlite::{BUSY_TIMEOUT, SqliteStore};
 
 use perfsleuth_model::{
-    Benchmark, Environment, Mode, ProbeResult, Profile, Run, RunStatus, Sample,
+    Benchmark, Environment, GitInfo, Metric, Mode, ProbeResult, Profile, Run, RunStatus, Sample,
 };
+use std::collections::BTreeMap;
+
+/// One benchmark of one complete run, without its samples: a point of
+/// `perfsleuth history` before its values are read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEntry {
+    /// The benchmark's row id, for [`Store::metric_values`].
+    pub benchmark_id: i64,
+    /// The run's id.
+    pub run_id: i64,
+    /// The run's start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// The run's source-control state.
+    pub git: Option<GitInfo>,
+    /// The run's mode.
+    pub mode: Mode,
+    /// The run's environment row (identity and performance facts), for [`Store::environments`].
+    pub environment_id: i64,
+    /// Benchmark name.
+    pub name: String,
+    /// Its parameters.
+    pub parameters: BTreeMap<String, String>,
+}
 
 // The `perfsleuth/runs` entries are part of the typed schema in the model.
 pub use perfsleuth_model::schema::RunListing;
@@ -146,4 +169,19 @@ pub trait Store {
     /// changed mitigation or governor finds its own probes), else one with
     /// the same [`comparability_hash`].
     fn latest_probe_run_for(&self, env: &Environment) -> Result<Option<i64>, StoreError>;
+
+    /// Every benchmark of every complete run of commands (not probes, not
+    /// `scale` sweeps), oldest run first, in display order within a run.
+    fn history_entries(&self) -> Result<Vec<HistoryEntry>, StoreError>;
+
+    /// The values of `metric` of each benchmark in `benchmark_ids` (same
+    /// order), in iteration order; a counter a sample lacks is NaN.
+    fn metric_values(
+        &self,
+        benchmark_ids: &[i64],
+        metric: Metric,
+    ) -> Result<Vec<Vec<f64>>, StoreError>;
+
+    /// The stored environments (identity and performance facts) with these ids.
+    fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError>;
 }

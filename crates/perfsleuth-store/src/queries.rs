@@ -2,10 +2,10 @@
 
 use crate::error::{At, StoreError};
 use crate::hash::{STABLE_CLASSES, comparability_hash, sha256_hex};
-use crate::{RunKind, RunListing, SqliteStore, Store};
+use crate::{HistoryEntry, RunKind, RunListing, SqliteStore, Store};
 use perfsleuth_model::{
-    Benchmark, Environment, GitInfo, ImpactClass, Mode, ProbeResult, Profile, Run, RunStatus,
-    Sample,
+    Benchmark, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Profile, Run,
+    RunStatus, Sample,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::collections::BTreeMap;
@@ -18,6 +18,9 @@ const INSERT_PROBE_RESULT: &str = "INSERT INTO probe_results (run_id, position, 
 const INSERT_SAMPLE: &str = "INSERT INTO samples (benchmark_id, iteration, wall_ns, user_ns, sys_ns, \
     peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, \
     round) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+
+/// The SQL condition on `runs.options` that marks a `perfsleuth scale` sweep.
+const SCALE_SWEEP: &str = "coalesce(json_extract(r.options, '$.kind'), '') = 'scale'";
 
 /// Stores u64 counters in SQLite's i64; the bit pattern round-trips exactly.
 fn to_i64(v: u64) -> i64 {
@@ -554,6 +557,120 @@ impl Store for SqliteStore {
             };
             run.benchmarks = vec![bench];
             out.push(run);
+        }
+        Ok(out)
+    }
+
+    fn history_entries(&self) -> Result<Vec<HistoryEntry>, StoreError> {
+        let path = &self.path;
+        let tx = self.conn.unchecked_transaction().at(path)?;
+        let mut stmt = tx
+            .prepare_cached(&format!(
+                "SELECT b.id, b.run_id, r.started_at, r.git_commit, r.git_branch, r.git_dirty, \
+                 r.mode, r.environment_id, b.name, b.parameters FROM runs r \
+                 JOIN benchmarks b ON b.run_id = r.id \
+                 WHERE r.status = 'complete' AND r.mode <> 'probe' AND NOT ({}) \
+                 ORDER BY r.id, b.position",
+                SCALE_SWEEP
+            ))
+            .at(path)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, Option<bool>>(5)?,
+                    r.get::<_, String>(6)?,
+                    r.get::<_, i64>(7)?,
+                    r.get::<_, String>(8)?,
+                    r.get::<_, String>(9)?,
+                ))
+            })
+            .at(path)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (benchmark_id, run_id, started_at, commit, branch, dirty, mode, env, name, params) =
+                row.at(path)?;
+            out.push(HistoryEntry {
+                benchmark_id,
+                run_id,
+                started_at,
+                git: git_info(commit, branch, dirty),
+                mode: parse_mode(path, run_id, &mode)?,
+                environment_id: env,
+                name,
+                parameters: serde_json::from_str(&params).at(path)?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn metric_values(
+        &self,
+        benchmark_ids: &[i64],
+        metric: Metric,
+    ) -> Result<Vec<Vec<f64>>, StoreError> {
+        let path = &self.path;
+        let column = match metric {
+            Metric::Wall => "wall_ns",
+            Metric::User => "user_ns",
+            Metric::Sys => "sys_ns",
+            Metric::PeakRss => "peak_rss_bytes",
+            Metric::MinorFaults => "minor_faults",
+            Metric::MajorFaults => "major_faults",
+            Metric::VoluntaryCs => "voluntary_cs",
+            Metric::InvoluntaryCs => "involuntary_cs",
+            Metric::Counter(_) => "counters",
+        };
+        let tx = self.conn.unchecked_transaction().at(path)?;
+        // The samples table is clustered by (benchmark_id, iteration), so
+        // each benchmark's values are one range read of its primary key.
+        let mut stmt = tx
+            .prepare_cached(&format!(
+                "SELECT {column} FROM samples WHERE benchmark_id = ?1 ORDER BY iteration"
+            ))
+            .at(path)?;
+        let mut out = Vec::with_capacity(benchmark_ids.len());
+        for id in benchmark_ids {
+            let mut rows = stmt.query([id]).at(path)?;
+            let mut values = Vec::new();
+            while let Some(row) = rows.next().at(path)? {
+                let v = match metric {
+                    Metric::Counter(c) => match row.get::<_, Option<String>>(0).at(path)? {
+                        Some(json) => {
+                            let raw: BTreeMap<String, Option<f64>> =
+                                serde_json::from_str(&json).at(path)?;
+                            raw.get(c.key).copied().flatten().unwrap_or(f64::NAN)
+                        }
+                        None => f64::NAN,
+                    },
+                    _ => to_u64(row.get::<_, i64>(0).at(path)?) as f64,
+                };
+                values.push(v);
+            }
+            out.push(values);
+        }
+        Ok(out)
+    }
+
+    fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError> {
+        let path = &self.path;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT facts FROM environments WHERE id = ?1")
+            .at(path)?;
+        let mut out = BTreeMap::new();
+        for &id in ids {
+            if out.contains_key(&id) {
+                continue;
+            }
+            let facts: Option<String> = stmt.query_row([id], |r| r.get(0)).optional().at(path)?;
+            if let Some(facts) = facts {
+                out.insert(id, serde_json::from_str(&facts).at(path)?);
+            }
         }
         Ok(out)
     }

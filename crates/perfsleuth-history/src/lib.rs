@@ -1,0 +1,694 @@
+//! Benchmark history: each benchmark's series of stored runs per machine
+//! class, its change points (E-divisive means, Otava's method), the
+//! environment changes along it, and the CI check built on them.
+//!
+//! A series holds one benchmark in one mode on one machine: runs on
+//! machines whose hardware identity differs are never joined. Software
+//! identity (kernel, libc, OS) and performance facts (mitigations,
+//! governor, quotas, tunables) are markers on the series instead, because a
+//! kernel update on the same machine is exactly the step a user needs to
+//! see next to the code's (CASES.md, case E). docs/HISTORY.md has the rules.
+//!
+//! Modules: `csv` (`history fit` input), `render` (terminal and Markdown).
+
+#![forbid(unsafe_code)]
+
+mod csv;
+mod render;
+
+pub use csv::{CsvError, CsvSeries, read_csv};
+pub use render::{render_markdown, render_terminal, sparkline};
+
+use perfsleuth_compare::benchmark_key;
+use perfsleuth_model::schema::{
+    Document, HistoryCause, HistoryChange, HistoryCheck, HistoryDoc, HistoryFactChange,
+    HistoryMarker, HistoryMethod, HistoryPoint, HistorySeries,
+};
+use perfsleuth_model::{Direction, Environment, ImpactClass, Metric, Mode};
+use perfsleuth_stats::{ChangeOptions, change_points, median_ci, noise_floor, relative_noise};
+use perfsleuth_store::{HistoryEntry, comparability_hash};
+use std::collections::{BTreeMap, HashMap};
+
+/// Fewest points a change-point search is run on.
+pub const MIN_POINTS: usize = 4;
+
+/// Points from which a series' own noise estimate is trusted alone.
+pub const LEARN_POINTS: usize = 20;
+
+/// Identity facts describing the machine's software, not its hardware: a
+/// change is a marker on the series, not a new series.
+const SOFTWARE_IDENTITY: [&str; 3] = ["kernel.", "libc.", "os."];
+
+/// How change points are searched for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Points per E-divisive window.
+    pub window: usize,
+    /// Largest p-value a change point may have.
+    pub max_p: f64,
+    /// A fixed relative magnitude floor; `None`: 1.96 × the series' noise.
+    pub min_change: Option<f64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            window: perfsleuth_stats::DEFAULT_WINDOW,
+            max_p: perfsleuth_stats::DEFAULT_MAX_P,
+            min_change: None,
+        }
+    }
+}
+
+impl Options {
+    fn method(&self) -> HistoryMethod {
+        HistoryMethod {
+            window: self.window,
+            max_p: self.max_p,
+            min_change: self.min_change,
+        }
+    }
+}
+
+/// How the points of a series are ordered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Order {
+    /// By start time.
+    Time,
+    /// By position on the branch's first-parent chain (commit → 0 for the
+    /// oldest), then start time; used only when every point's commit is on it.
+    Git(HashMap<String, usize>),
+}
+
+/// Which stored points a history shows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    /// Benchmark keys or names; empty: all.
+    pub benchmarks: Vec<String>,
+    /// Only runs recorded on this git branch.
+    pub branch: Option<String>,
+    /// Only runs started at or after this RFC 3339 time.
+    pub since_time: Option<String>,
+    /// Only runs at or after this commit (a full hash on the first-parent chain of [`Order::Git`]).
+    pub since_commit: Option<String>,
+    /// Only the last N points of each series.
+    pub last: Option<usize>,
+}
+
+/// Why a history cannot be built; the binary adds the hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HistoryError {
+    /// No stored run passes the branch and time filters.
+    NoRuns(String),
+    /// A named benchmark has no stored run; the known keys follow.
+    UnknownBenchmark(String, Vec<String>),
+    /// `since_commit` is not on the branch's first-parent chain.
+    CommitNotOnBranch(String),
+}
+
+impl std::fmt::Display for HistoryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HistoryError::NoRuns(what) => write!(f, "no complete run {what}"),
+            HistoryError::UnknownBenchmark(b, _) => {
+                write!(f, "no stored run has a benchmark `{b}`")
+            }
+            HistoryError::CommitNotOnBranch(c) => {
+                write!(
+                    f,
+                    "commit {} is not on the branch's first-parent history",
+                    short(c)
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for HistoryError {}
+
+/// The entries `filter` keeps, oldest first; an error when none is left or
+/// a named benchmark has no run at all.
+pub fn select(
+    entries: Vec<HistoryEntry>,
+    filter: &Filter,
+    order: &Order,
+) -> Result<Vec<HistoryEntry>, HistoryError> {
+    let known: Vec<String> = {
+        let mut k: Vec<String> = entries
+            .iter()
+            .map(|e| benchmark_key(&e.name, &e.parameters))
+            .collect();
+        k.sort();
+        k.dedup();
+        k
+    };
+    for b in &filter.benchmarks {
+        let found = entries
+            .iter()
+            .any(|e| e.name == *b || benchmark_key(&e.name, &e.parameters) == *b);
+        if !found {
+            return Err(HistoryError::UnknownBenchmark(b.clone(), known));
+        }
+    }
+    let since_pos = match (&filter.since_commit, order) {
+        (Some(c), Order::Git(pos)) => Some(
+            *pos.get(c)
+                .ok_or_else(|| HistoryError::CommitNotOnBranch(c.clone()))?,
+        ),
+        (Some(c), Order::Time) => return Err(HistoryError::CommitNotOnBranch(c.clone())),
+        (None, _) => None,
+    };
+    let kept: Vec<HistoryEntry> = entries
+        .into_iter()
+        .filter(|e| {
+            let branch = filter
+                .branch
+                .as_deref()
+                .is_none_or(|b| e.git.as_ref().and_then(|g| g.branch.as_deref()) == Some(b));
+            let time = filter
+                .since_time
+                .as_deref()
+                .is_none_or(|t| e.started_at.as_str() >= t);
+            let commit = since_pos.is_none_or(|p| {
+                let Order::Git(pos) = order else { return true };
+                e.git
+                    .as_ref()
+                    .and_then(|g| pos.get(&g.commit))
+                    .is_some_and(|q| *q >= p)
+            });
+            let bench = filter.benchmarks.is_empty()
+                || filter
+                    .benchmarks
+                    .iter()
+                    .any(|b| e.name == *b || benchmark_key(&e.name, &e.parameters) == *b);
+            branch && time && commit && bench
+        })
+        .collect();
+    if kept.is_empty() {
+        let mut what = Vec::new();
+        if let Some(b) = &filter.branch {
+            what.push(format!("on branch `{b}`"));
+        }
+        if let Some(t) = &filter.since_time {
+            what.push(format!("since {t}"));
+        }
+        if let Some(c) = &filter.since_commit {
+            what.push(format!("since commit {}", short(c)));
+        }
+        if what.is_empty() {
+            what.push("of commands is stored".to_string());
+        }
+        return Err(HistoryError::NoRuns(what.join(" ")));
+    }
+    Ok(kept)
+}
+
+/// One point before its series is known: an entry and its metric values.
+pub struct Stored {
+    /// The entry.
+    pub entry: HistoryEntry,
+    /// Its metric's values.
+    pub values: Vec<f64>,
+}
+
+/// Builds the history document of `metric` from stored points.
+pub fn build(
+    points: Vec<Stored>,
+    envs: &BTreeMap<i64, Environment>,
+    metric: Metric,
+    order: &Order,
+    filter: &Filter,
+    opts: &Options,
+) -> HistoryDoc {
+    let mut notes = Vec::new();
+    // Git order only when every point's commit is on the chain; a mix of
+    // positions and times has no honest single order.
+    let git = match order {
+        Order::Git(pos) => {
+            let all = points.iter().all(|p| {
+                p.entry
+                    .git
+                    .as_ref()
+                    .is_some_and(|g| pos.contains_key(&g.commit))
+            });
+            if !all {
+                notes.push(
+                    "some runs' commits are not on the branch's first-parent history: points are in time order"
+                        .to_string(),
+                );
+            }
+            all.then_some(pos)
+        }
+        Order::Time => None,
+    };
+    // (benchmark key, mode, machine class) → points with their git position.
+    type Groups = BTreeMap<(String, String, String), Vec<(Stored, Option<usize>)>>;
+    let mut groups: Groups = BTreeMap::new();
+    let mut machines: BTreeMap<String, String> = BTreeMap::new();
+    for p in points {
+        let env = envs.get(&p.entry.environment_id);
+        let (machine, label) = env.map_or_else(
+            || ("unknown".to_string(), "unknown machine".to_string()),
+            |e| (machine_class(e), machine_label(e)),
+        );
+        machines.insert(machine.clone(), label);
+        let key = benchmark_key(&p.entry.name, &p.entry.parameters);
+        let pos = git.and_then(|g| p.entry.git.as_ref().and_then(|x| g.get(&x.commit).copied()));
+        groups
+            .entry((key, p.entry.mode.as_str().to_string(), machine))
+            .or_default()
+            .push((p, pos));
+    }
+    let mut series = Vec::new();
+    for ((key, mode, machine), mut pts) in groups {
+        pts.sort_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then_with(|| a.0.entry.started_at.cmp(&b.0.entry.started_at))
+                .then_with(|| a.0.entry.run_id.cmp(&b.0.entry.run_id))
+        });
+        if let Some(n) = filter.last {
+            let drop = pts.len().saturating_sub(n);
+            pts.drain(..drop);
+        }
+        let env_ids: Vec<i64> = pts.iter().map(|p| p.0.entry.environment_id).collect();
+        let points: Vec<HistoryPoint> = pts
+            .into_iter()
+            .filter_map(|(p, _)| point(p, envs))
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        let markers = markers(&env_ids, envs);
+        let mut s = HistorySeries {
+            benchmark: key,
+            mode: Mode::parse(&mode),
+            machine: Some(machine.clone()),
+            machine_label: machines.get(&machine).cloned(),
+            noise: f64::NAN,
+            noise_source: String::new(),
+            min_change: 0.0,
+            points,
+            markers,
+            change_points: Vec::new(),
+            note: None,
+        };
+        let prior = env_ids
+            .last()
+            .and_then(|id| envs.get(id))
+            .map(perfsleuth_compare::prior_noise);
+        analyze(&mut s, Some(metric.direction()), prior, opts);
+        series.push(s);
+    }
+    HistoryDoc {
+        schema: HistoryDoc::SCHEMA.to_string(),
+        schema_version: perfsleuth_model::SCHEMA_VERSION,
+        metric: metric.name().to_string(),
+        unit: metric.unit().to_string(),
+        direction: Some(metric.direction()),
+        branch: filter.branch.clone(),
+        order: if git.is_some() {
+            "git first-parent".to_string()
+        } else {
+            "time".to_string()
+        },
+        method: opts.method(),
+        series,
+        notes,
+        check: None,
+    }
+}
+
+/// The `history fit` document of columns read from a CSV file.
+pub fn fit(csv: &CsvSeries, opts: &Options) -> HistoryDoc {
+    let series = csv
+        .columns
+        .iter()
+        .map(|(name, values)| {
+            let mut s = HistorySeries {
+                benchmark: name.clone(),
+                mode: None,
+                machine: None,
+                machine_label: None,
+                noise: f64::NAN,
+                noise_source: String::new(),
+                min_change: 0.0,
+                points: values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| HistoryPoint {
+                        run_id: None,
+                        label: csv.labels.as_ref().map(|l| l[i].clone()),
+                        commit: None,
+                        dirty: false,
+                        started_at: None,
+                        value: *v,
+                        ci: None,
+                        samples: None,
+                        comparability: None,
+                    })
+                    .collect(),
+                markers: Vec::new(),
+                change_points: Vec::new(),
+                note: None,
+            };
+            analyze(&mut s, None, None, opts);
+            s
+        })
+        .collect();
+    HistoryDoc {
+        schema: HistoryDoc::SCHEMA.to_string(),
+        schema_version: perfsleuth_model::SCHEMA_VERSION,
+        metric: if csv.columns.len() == 1 {
+            csv.columns[0].0.clone()
+        } else {
+            "value".to_string()
+        },
+        unit: String::new(),
+        direction: None,
+        branch: None,
+        order: "file".to_string(),
+        method: opts.method(),
+        series,
+        notes: Vec::new(),
+        check: None,
+    }
+}
+
+/// A stored point's median, its CI and where it ran; `None` without a finite value.
+fn point(p: Stored, envs: &BTreeMap<i64, Environment>) -> Option<HistoryPoint> {
+    let mut v: Vec<f64> = p.values.into_iter().filter(|v| v.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let median = perfsleuth_stats::median(&v)?;
+    let ci = median_ci(&v, perfsleuth_stats::DEFAULT_CONFIDENCE).map(|i| [i.lo, i.hi]);
+    Some(HistoryPoint {
+        run_id: Some(p.entry.run_id),
+        label: None,
+        commit: p.entry.git.as_ref().map(|g| g.commit.clone()),
+        dirty: p.entry.git.as_ref().is_some_and(|g| g.dirty),
+        started_at: Some(p.entry.started_at),
+        value: median,
+        ci,
+        samples: Some(v.len()),
+        comparability: envs.get(&p.entry.environment_id).map(comparability_hash),
+    })
+}
+
+/// The machine class of a history series: the identity facts other than
+/// the software stack, hashed as the comparability hash is.
+pub fn machine_class(env: &Environment) -> String {
+    let mut hw = env.only(&[ImpactClass::Identity]);
+    hw.facts
+        .retain(|k, _| !SOFTWARE_IDENTITY.iter().any(|p| k.starts_with(p)));
+    comparability_hash(&hw)
+}
+
+/// The machine in words: CPU model and logical CPUs, and the hypervisor.
+fn machine_label(env: &Environment) -> String {
+    let known = |k: &str| {
+        env.get(k)
+            .filter(|v| !v.is_empty() && *v != perfsleuth_model::UNKNOWN && *v != "none")
+    };
+    let mut s = known("cpu.model").unwrap_or("unknown CPU").to_string();
+    if let Some(n) = known("cpu.logical_cores") {
+        s.push_str(&format!(", {n} CPUs"));
+    }
+    if let Some(h) = known("virt.hypervisor") {
+        s.push_str(&format!(", {h} guest"));
+    }
+    s
+}
+
+/// Environment changes between consecutive points (identity facts left in
+/// a series are software; context facts never count).
+fn markers(env_ids: &[i64], envs: &BTreeMap<i64, Environment>) -> Vec<HistoryMarker> {
+    let mut out = Vec::new();
+    for i in 1..env_ids.len() {
+        if env_ids[i] == env_ids[i - 1] {
+            continue;
+        }
+        let (Some(a), Some(b)) = (envs.get(&env_ids[i - 1]), envs.get(&env_ids[i])) else {
+            continue;
+        };
+        let changes: Vec<HistoryFactChange> =
+            perfsleuth_env::significant(&perfsleuth_env::diff(a, b))
+                .map(|c| HistoryFactChange {
+                    key: c.key.clone(),
+                    class: c.class,
+                    summary: c.summary.clone(),
+                })
+                .collect();
+        if !changes.is_empty() {
+            out.push(HistoryMarker { index: i, changes });
+        }
+    }
+    out
+}
+
+/// Fills a series' noise, floor and change points.
+///
+/// The noise is learned from the series once it has [`LEARN_POINTS`]
+/// points; a shorter one uses at least the machine's assumed between-run
+/// noise (compare's prior), since a spread estimated from a handful of
+/// points is often far too small and would let noise through as steps.
+fn analyze(
+    s: &mut HistorySeries,
+    direction: Option<Direction>,
+    prior: Option<perfsleuth_compare::Noise>,
+    opts: &Options,
+) {
+    let values: Vec<f64> = s.points.iter().map(|p| p.value).collect();
+    let n = values.len();
+    let learned = relative_noise(&values);
+    (s.noise, s.noise_source) = match (learned, prior) {
+        (Some(l), Some(p)) if n < LEARN_POINTS && p.sd > l => (
+            p.sd,
+            format!(
+                "{}, above the {:.1}% the {n} points show",
+                p.source,
+                100.0 * l
+            ),
+        ),
+        (Some(l), _) => (l, format!("learned from the {n} points")),
+        (None, Some(p)) => (p.sd, p.source),
+        (None, None) => (f64::NAN, "unknown".to_string()),
+    };
+    s.min_change = opts.min_change.unwrap_or_else(|| {
+        if s.noise.is_finite() {
+            noise_floor(s.noise)
+        } else {
+            0.0
+        }
+    });
+    if n < MIN_POINTS {
+        s.note = Some(format!(
+            "{n} point{}: change points need at least {MIN_POINTS}",
+            if n == 1 { "" } else { "s" }
+        ));
+        return;
+    }
+    s.change_points = detect(&values, s, direction, opts);
+}
+
+fn change_options(s: &HistorySeries, opts: &Options) -> ChangeOptions {
+    ChangeOptions {
+        window: opts.window,
+        max_p: opts.max_p,
+        min_magnitude: s.min_change,
+    }
+}
+
+fn detect(
+    values: &[f64],
+    s: &HistorySeries,
+    direction: Option<Direction>,
+    opts: &Options,
+) -> Vec<HistoryChange> {
+    change_points(values, &change_options(s, opts))
+        .into_iter()
+        .map(|cp| {
+            let before = s.points.get(cp.index - 1).and_then(point_name);
+            let after = s.points.get(cp.index).and_then(point_name);
+            let regression = direction.map(|d| match d {
+                Direction::Lower => cp.change > 0.0,
+                Direction::Higher => cp.change < 0.0,
+            });
+            let environment = coinciding(&s.markers, cp.index);
+            let cause = if environment.is_empty() {
+                HistoryCause::Code
+            } else {
+                HistoryCause::Environment
+            };
+            let summary = summary(&cp, before.as_deref(), after.as_deref(), &environment);
+            HistoryChange {
+                index: cp.index,
+                before,
+                after,
+                change: cp.change,
+                ci: [cp.ci.0, cp.ci.1],
+                p: cp.p,
+                mean_before: cp.mean_before,
+                mean_after: cp.mean_after,
+                n_before: cp.n_before,
+                n_after: cp.n_after,
+                regression,
+                cause,
+                environment,
+                summary,
+            }
+        })
+        .collect()
+}
+
+/// A point's name in an alert: its short commit (`-dirty` when so), label or run.
+fn point_name(p: &HistoryPoint) -> Option<String> {
+    if let Some(c) = &p.commit {
+        return Some(format!(
+            "{}{}",
+            short(c),
+            if p.dirty { "-dirty" } else { "" }
+        ));
+    }
+    if let Some(l) = &p.label {
+        return Some(l.clone());
+    }
+    p.run_id.map(|id| format!("run {id}"))
+}
+
+/// The first 7 characters of a commit hash.
+pub fn short(commit: &str) -> &str {
+    commit.get(..7).unwrap_or(commit)
+}
+
+/// Environment changes at the step, or one point either side of it (a
+/// change point's index is uncertain by a point or so in noisy series).
+fn coinciding(markers: &[HistoryMarker], index: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in markers {
+        let when = match m.index as i64 - index as i64 {
+            0 => "in the same run",
+            -1 => "one run before",
+            1 => "one run after",
+            _ => continue,
+        };
+        for c in &m.changes {
+            out.push(format!("{} {when}", c.summary));
+        }
+    }
+    out
+}
+
+fn summary(
+    cp: &perfsleuth_stats::ChangePoint,
+    before: Option<&str>,
+    after: Option<&str>,
+    environment: &[String],
+) -> String {
+    use perfsleuth_report::{format_change, format_p};
+    let at = after.map(|a| format!(" at {a}")).unwrap_or_default();
+    let head = format!(
+        "{} [{} … {}]{at} ({})",
+        format_change(cp.change),
+        format_change(cp.ci.0),
+        format_change(cp.ci.1),
+        format_p(cp.p)
+    );
+    if environment.is_empty() {
+        let range = match (before, after) {
+            (Some(b), Some(a)) => format!("the commits in {b}..{a}"),
+            _ => "the code".to_string(),
+        };
+        format!("{head} — no environment change here: {range}")
+    } else {
+        format!(
+            "{head} — {}: probably the machine, not the code",
+            environment.join("; ")
+        )
+    }
+}
+
+/// `history --check`: fails when the newest run of the whole history ends
+/// a series whose last change point is a regression that the environment
+/// does not explain and that appears only with that run (so it alerts once).
+pub fn check(docs: &mut [HistoryDoc], newest_run: Option<i64>, opts: &Options) -> HistoryCheck {
+    let mut failed = false;
+    let mut reasons = Vec::new();
+    for doc in docs.iter() {
+        for s in &doc.series {
+            let Some(last) = s.points.last() else {
+                continue;
+            };
+            if newest_run.is_some() && last.run_id != newest_run {
+                continue;
+            }
+            let Some(cp) = s.change_points.last() else {
+                continue;
+            };
+            if cp.regression != Some(true) {
+                continue;
+            }
+            // New: without the newest point, no change point of the same
+            // sign within one point of it.
+            let values: Vec<f64> = s.points[..s.points.len() - 1]
+                .iter()
+                .map(|p| p.value)
+                .collect();
+            let before = change_points(&values, &change_options(s, opts));
+            let seen = before.iter().any(|b| {
+                b.index.abs_diff(cp.index) <= 1 && b.change.signum() == cp.change.signum()
+            });
+            if seen {
+                continue;
+            }
+            let what = format!("`{}` {}: {}", s.benchmark, doc.metric, cp.summary);
+            match cp.cause {
+                HistoryCause::Code => {
+                    failed = true;
+                    reasons.push(format!("regression: {what}"));
+                }
+                HistoryCause::Environment => {
+                    reasons.push(format!("not failing, the environment changed: {what}"));
+                }
+            }
+        }
+    }
+    let check = HistoryCheck { failed, reasons };
+    for doc in docs.iter_mut() {
+        doc.check = Some(check.clone());
+    }
+    check
+}
+
+/// The segments of a series between its change points: `(first, end)` index ranges.
+pub fn segments(s: &HistorySeries) -> Vec<(usize, usize)> {
+    let mut bounds = vec![0];
+    bounds.extend(s.change_points.iter().map(|c| c.index));
+    bounds.push(s.points.len());
+    bounds.windows(2).map(|w| (w[0], w[1])).collect()
+}
+
+/// Fewest points a segment needs to count as a stable level for a baseline.
+pub const STABLE_POINTS: usize = 3;
+
+/// A baseline this few points after a change point sits "just after" it.
+pub const JUST_AFTER: usize = 5;
+
+/// Where a default baseline should come from in a series: the index of the
+/// last point of the latest segment with at least [`STABLE_POINTS`] points,
+/// and the change point it sits just after (within [`JUST_AFTER`] points), if any.
+pub fn stable_baseline(s: &HistorySeries) -> Option<(usize, Option<&HistoryChange>)> {
+    let segs = segments(s);
+    let (i, (lo, hi)) = segs
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, (lo, hi))| hi - lo >= STABLE_POINTS)?;
+    let last = hi - 1;
+    let after = (i > 0 && last - lo < JUST_AFTER).then(|| &s.change_points[i - 1]);
+    Some((last, after))
+}
+
+#[cfg(test)]
+mod tests;
