@@ -281,6 +281,9 @@ pub fn build(
         let markers = markers(&env_ids, envs);
         let mut s = HistorySeries {
             benchmark: key,
+            metric: metric.name().to_string(),
+            unit: metric.unit().to_string(),
+            direction: Some(metric.direction()),
             mode: Mode::parse(&mode),
             machine: Some(machine.clone()),
             machine_label: machines.get(&machine).cloned(),
@@ -302,9 +305,7 @@ pub fn build(
     HistoryDoc {
         schema: HistoryDoc::SCHEMA.to_string(),
         schema_version: perfsleuth_model::SCHEMA_VERSION,
-        metric: metric.name().to_string(),
-        unit: metric.unit().to_string(),
-        direction: Some(metric.direction()),
+        metrics: vec![metric.name().to_string()],
         branch: filter.branch.clone(),
         order: if git.is_some() {
             "git first-parent".to_string()
@@ -326,6 +327,9 @@ pub fn fit(csv: &CsvSeries, opts: &Options) -> HistoryDoc {
         .map(|(name, values)| {
             let mut s = HistorySeries {
                 benchmark: name.clone(),
+                metric: "value".to_string(),
+                unit: String::new(),
+                direction: None,
                 mode: None,
                 machine: None,
                 machine_label: None,
@@ -358,13 +362,7 @@ pub fn fit(csv: &CsvSeries, opts: &Options) -> HistoryDoc {
     HistoryDoc {
         schema: HistoryDoc::SCHEMA.to_string(),
         schema_version: perfsleuth_model::SCHEMA_VERSION,
-        metric: if csv.columns.len() == 1 {
-            csv.columns[0].0.clone()
-        } else {
-            "value".to_string()
-        },
-        unit: String::new(),
-        direction: None,
+        metrics: vec!["value".to_string()],
         branch: None,
         order: "file".to_string(),
         method: opts.method(),
@@ -609,13 +607,28 @@ fn summary(
     }
 }
 
+/// Joins the documents of several metrics into one (their series in order).
+pub fn join(mut docs: Vec<HistoryDoc>) -> Option<HistoryDoc> {
+    let mut first = docs.drain(..1).next()?;
+    for d in docs {
+        first.metrics.extend(d.metrics);
+        first.series.extend(d.series);
+        for n in d.notes {
+            if !first.notes.contains(&n) {
+                first.notes.push(n);
+            }
+        }
+    }
+    Some(first)
+}
+
 /// `history --check`: fails when the newest run of the whole history ends
 /// a series whose last change point is a regression that the environment
 /// does not explain and that appears only with that run (so it alerts once).
-pub fn check(docs: &mut [HistoryDoc], newest_run: Option<i64>, opts: &Options) -> HistoryCheck {
+pub fn check(doc: &mut HistoryDoc, newest_run: Option<i64>, opts: &Options) -> HistoryCheck {
     let mut failed = false;
     let mut reasons = Vec::new();
-    for doc in docs.iter() {
+    {
         for s in &doc.series {
             let Some(last) = s.points.last() else {
                 continue;
@@ -642,7 +655,7 @@ pub fn check(docs: &mut [HistoryDoc], newest_run: Option<i64>, opts: &Options) -
             if seen {
                 continue;
             }
-            let what = format!("`{}` {}: {}", s.benchmark, doc.metric, cp.summary);
+            let what = format!("`{}` {}: {}", s.benchmark, s.metric, cp.summary);
             match cp.cause {
                 HistoryCause::Code => {
                     failed = true;
@@ -655,9 +668,7 @@ pub fn check(docs: &mut [HistoryDoc], newest_run: Option<i64>, opts: &Options) -
         }
     }
     let check = HistoryCheck { failed, reasons };
-    for doc in docs.iter_mut() {
-        doc.check = Some(check.clone());
-    }
+    doc.check = Some(check.clone());
     check
 }
 

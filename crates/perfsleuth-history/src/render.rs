@@ -11,8 +11,8 @@ use perfsleuth_report::{Align, Style, format_change, format_count, format_metric
 const SPARK_WIDTH: usize = 60;
 
 /// A value in the document's unit.
-fn value(doc: &HistoryDoc, x: f64) -> String {
-    match Metric::parse(&doc.metric).filter(|_| !doc.unit.is_empty()) {
+fn value(s: &HistorySeries, x: f64) -> String {
+    match Metric::parse(&s.metric).filter(|_| !s.unit.is_empty()) {
         Some(m) => format_metric(m, x),
         None => format_count(x),
     }
@@ -57,8 +57,8 @@ fn name(p: &HistoryPoint) -> String {
     }
 }
 
-fn header(doc: &HistoryDoc, s: &HistorySeries) -> String {
-    let mut h = format!("{} · {}", s.benchmark, doc.metric);
+fn header(s: &HistorySeries) -> String {
+    let mut h = format!("{} · {}", s.benchmark, s.metric);
     if let Some(m) = s.mode {
         h.push_str(&format!(" · {}", m.as_str()));
     }
@@ -92,7 +92,7 @@ fn noise_line(s: &HistorySeries) -> String {
     }
 }
 
-fn segment_rows(doc: &HistoryDoc, s: &HistorySeries) -> Vec<Vec<String>> {
+fn segment_rows(s: &HistorySeries) -> Vec<Vec<String>> {
     let mut rows = vec![vec![
         "SEGMENT".to_string(),
         "POINTS".to_string(),
@@ -120,7 +120,7 @@ fn segment_rows(doc: &HistoryDoc, s: &HistorySeries) -> Vec<Vec<String>> {
             format!("{}–{}", lo + 1, hi),
             name(&s.points[lo]),
             name(&s.points[hi - 1]),
-            value(doc, mean),
+            value(s, mean),
             change,
         ]);
     }
@@ -136,10 +136,10 @@ fn verdict_word(c: &perfsleuth_model::schema::HistoryChange) -> &'static str {
     }
 }
 
-fn latest(doc: &HistoryDoc, s: &HistorySeries) -> Option<String> {
+fn latest(s: &HistorySeries) -> Option<String> {
     let p = s.points.last()?;
     let ci =
-        p.ci.map(|[lo, hi]| format!(" [{} … {}]", value(doc, lo), value(doc, hi)))
+        p.ci.map(|[lo, hi]| format!(" [{} … {}]", value(s, lo), value(s, hi)))
             .unwrap_or_default();
     let when = p
         .started_at
@@ -148,7 +148,7 @@ fn latest(doc: &HistoryDoc, s: &HistorySeries) -> Option<String> {
         .unwrap_or_default();
     Some(format!(
         "latest: {}{ci} at {}{when}",
-        value(doc, p.value),
+        value(s, p.value),
         name(p)
     ))
 }
@@ -161,18 +161,18 @@ pub fn render_terminal(doc: &HistoryDoc, color: bool) -> String {
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(&style.bold(&header(doc, s)));
+        out.push_str(&style.bold(&header(s)));
         out.push('\n');
         let values: Vec<f64> = s.points.iter().map(|p| p.value).collect();
         out.push_str(&format!("  {}\n", sparkline(&values)));
-        if let Some(l) = latest(doc, s) {
+        if let Some(l) = latest(s) {
             out.push_str(&format!("  {l}\n"));
         }
         if let Some(note) = &s.note {
             out.push_str(&format!("  {}\n", style.dim(note)));
         } else {
             out.push_str(&format!("  {}\n", style.dim(&noise_line(s))));
-            for line in table(&segment_rows(doc, s), |c| {
+            for line in table(&segment_rows(s), |c| {
                 if c == 4 { Align::Right } else { Align::Left }
             })
             .lines()
@@ -227,19 +227,19 @@ fn notes_and_check(doc: &HistoryDoc, out: &mut String, bullet: &str) {
 
 /// Markdown for a pull request.
 pub fn render_markdown(doc: &HistoryDoc) -> String {
-    let mut out = format!("## History: {}\n", doc.metric);
+    let mut out = format!("## History: {}\n", doc.metrics.join(", "));
     for s in &doc.series {
-        out.push_str(&format!("\n### {}\n\n", header(doc, s).replace('`', "'")));
+        out.push_str(&format!("\n### {}\n\n", header(s).replace('`', "'")));
         let values: Vec<f64> = s.points.iter().map(|p| p.value).collect();
         out.push_str(&format!("`{}`\n\n", sparkline(&values)));
-        if let Some(l) = latest(doc, s) {
+        if let Some(l) = latest(s) {
             out.push_str(&format!("{l}\n\n"));
         }
         if let Some(note) = &s.note {
             out.push_str(&format!("{note}\n"));
         } else {
             out.push_str(&format!("{}\n\n", noise_line(s)));
-            let rows = segment_rows(doc, s);
+            let rows = segment_rows(s);
             out.push_str(&format!("| {} |\n", rows[0].join(" | ")));
             out.push_str(&format!("|{}\n", "---|".repeat(rows[0].len())));
             for r in &rows[1..] {

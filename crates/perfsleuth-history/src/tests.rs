@@ -159,15 +159,15 @@ fn check_fails_once_for_a_new_code_regression_and_never_for_the_environment() {
             |i| if i >= 40 { 1.10 } else { 1.0 },
             |i| if i >= env_at { 2 } else { 1 },
         );
-        let mut docs = vec![build(
+        let mut doc = build(
             pts,
             &envs(),
             Metric::Wall,
             &Order::Time,
             &Filter::default(),
             &opts,
-        )];
-        check(&mut docs, Some(n as i64), &opts)
+        );
+        check(&mut doc, Some(n as i64), &opts)
     };
     // Up to the step: nothing to report.
     assert!(!run(40, 1000).failed);

@@ -336,12 +336,8 @@ pub struct HistoryDoc {
     pub schema: String,
     /// Layout version.
     pub schema_version: u32,
-    /// The metric every series shows (a CSV column's name for `history fit`).
-    pub metric: String,
-    /// Its unit ("ns", "bytes", ...; empty for a CSV column).
-    pub unit: String,
-    /// Which way is better; `None` for a CSV column (any change is reported, none is judged).
-    pub direction: Option<Direction>,
+    /// The metrics shown, in order (`history fit`: `value`).
+    pub metrics: Vec<String>,
     /// The git branch the runs were made on, when the series are limited to one.
     pub branch: Option<String>,
     /// How points are ordered: `git first-parent`, `time` or `file`.
@@ -375,6 +371,12 @@ pub struct HistoryMethod {
 pub struct HistorySeries {
     /// Benchmark key (name with parameters), or the CSV column.
     pub benchmark: String,
+    /// The metric (`value` for a CSV column).
+    pub metric: String,
+    /// Its unit ("ns", "bytes", ...; empty for a CSV column).
+    pub unit: String,
+    /// Which way is better; `None` for a CSV column (any change is reported, none is judged).
+    pub direction: Option<Direction>,
     /// Measurement mode of its runs; `None` for a CSV column.
     pub mode: Option<Mode>,
     /// Machine class: a hash of the machine's identity facts other than its

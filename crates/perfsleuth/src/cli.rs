@@ -40,6 +40,8 @@ pub enum Command {
     Env(EnvArgs),
     /// Baseline vs candidate: a verdict per benchmark and metric, with what the machine explains.
     Compare(CompareArgs),
+    /// Each benchmark over time per machine: change points, environment changes, `--check` for CI.
+    History(Box<HistoryArgs>),
     /// Throughput vs concurrency: CPU idle, context switches, a USL fit and a diagnosis.
     Scale(Box<ScaleArgs>),
     /// Machine microbenchmarks (calls, syscalls, memory ladder, bandwidth, coherency, clocks,
@@ -639,6 +641,88 @@ pub struct ShowArgs {
     /// When to use colour.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+}
+
+/// `perfsleuth history`.
+#[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  perfsleuth history\n  perfsleuth history 'sleep 0.01' --metric peak_rss --last 50\n  perfsleuth history --check            # in CI, after `perfsleuth run`: exit 1 on a new regression\n  perfsleuth history fit results.csv --column metric2"
+)]
+pub struct HistoryArgs {
+    /// Measure nothing: find change points in a CSV series measured elsewhere.
+    #[command(subcommand)]
+    pub action: Option<HistoryCommand>,
+    /// Benchmarks to show, by name or key (`name [param=value]`) [default: all].
+    #[arg(value_name = "BENCH")]
+    pub benchmarks: Vec<String>,
+    /// The metric (wall, user, sys, peak_rss, a counter, …) [default: wall; with --check,
+    /// the gating metrics of perfsleuth.toml].
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Option<String>,
+    /// Only runs made on this branch [default: the current branch when it has runs].
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+    /// Runs of every branch, in time order.
+    #[arg(long, conflicts_with = "branch")]
+    pub all_branches: bool,
+    /// Only runs since a UTC date (2026-11-30), a duration back (3d) or a git revision.
+    #[arg(long, value_name = "DATE|REV")]
+    pub since: Option<String>,
+    /// Only the last N points of each series.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub last: Option<u64>,
+    /// Exit 1 when the latest run starts a regression of a gating metric that no
+    /// environment change explains.
+    #[arg(long)]
+    pub check: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
+    pub format: CompareFormat,
+    #[command(flatten)]
+    pub detect: DetectArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// When to use colour.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// The change-point search's settings (`history`, `history fit`).
+#[derive(Debug, Clone, Args)]
+pub struct DetectArgs {
+    /// Points per E-divisive window (Otava's default 50).
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(4..=100_000))]
+    pub window: u64,
+    /// Largest p-value of a change point (Otava's default 0.001).
+    #[arg(long, value_name = "P", default_value_t = 0.001, value_parser = crate::parse::probability)]
+    pub max_p: f64,
+    /// Smallest relative change reported (2%, 0.02; 0 for none) [default: 1.96 × each
+    /// series' run-to-run noise].
+    #[arg(long, value_name = "PCT", value_parser = crate::parse::percentage)]
+    pub min_change: Option<f64>,
+}
+
+/// `perfsleuth history` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Change points of series measured elsewhere: a CSV with a header, optional label
+    /// columns (commit, date) and one or more value columns.
+    Fit {
+        /// The CSV file (`-` for stdin).
+        file: PathBuf,
+        /// Only this value column.
+        #[arg(long, value_name = "NAME")]
+        column: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
+        format: CompareFormat,
+        #[command(flatten)]
+        detect: DetectArgs,
+        /// When to use colour.
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
+    },
 }
 
 /// `perfsleuth scale`.

@@ -14,9 +14,14 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
     let mut opts = options(&args.verdict)?;
     let mut store = StoreHandle::new(args.store.store.clone());
     let candidate = selectors::resolve(args.candidate.as_deref().unwrap_or("latest"), &mut store)?;
+    let mut baseline_notes = Vec::new();
     let mut baseline = match &args.baseline {
         Some(spec) => selectors::resolve(spec, &mut store)?,
-        None => selectors::default_baseline(&candidate, &mut store)?,
+        None => {
+            let mut side = selectors::default_baseline(&candidate, &mut store)?;
+            stable_baseline(&candidate, &mut side, &mut store, &mut baseline_notes)?;
+            side
+        }
     };
     same_mode(&baseline, &candidate)?;
     let exclude: Vec<i64> = candidate.runs.iter().filter_map(|r| r.id).collect();
@@ -31,12 +36,38 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
     if args.verdict.require_same_env && comparison.identity_changed {
         return Err(env_mismatch(&comparison));
     }
+    comparison.notes.extend(baseline_notes);
     comparison.notes.extend(history_notes);
     comparison
         .notes
         .extend(probe_notes(&baseline, &candidate, &mut store));
     emit(&render(&comparison, args.format, args.color)?, false);
     Ok(exit_code(&comparison, &args.verdict))
+}
+
+/// Moves a default baseline to the last run of the latest stable segment
+/// of the stored history when there is one (see
+/// [`crate::histcmd::stable_default`]), adding its notes.
+fn stable_baseline(
+    candidate: &Side,
+    baseline: &mut Side,
+    store: &mut StoreHandle,
+    notes: &mut Vec<String>,
+) -> Result<(), Fail> {
+    let (Some(cand), Some(chosen)) = (candidate.runs.first(), baseline.runs.first()) else {
+        return Ok(());
+    };
+    let Some(s) = selectors::existing_store(store) else {
+        return Ok(());
+    };
+    let Some((id, mut more)) = crate::histcmd::stable_default(s, cand, chosen) else {
+        return Ok(());
+    };
+    if Some(id) != chosen.id {
+        *baseline = selectors::resolve(&id.to_string(), store)?;
+    }
+    notes.append(&mut more);
+    Ok(())
 }
 
 /// The comparison in the chosen format (`compare` and `ab`).
@@ -271,7 +302,7 @@ fn check_alpha(a: f64, what: &str) -> Result<f64, Fail> {
     }
 }
 
-fn metrics(names: &[String]) -> Result<Vec<Metric>, Fail> {
+pub(crate) fn metrics(names: &[String]) -> Result<Vec<Metric>, Fail> {
     names
         .iter()
         .map(|n| {

@@ -32,3 +32,29 @@ pub fn info(dir: &Path) -> Option<GitInfo> {
         dirty,
     })
 }
+
+/// The first-parent chain of `branch`, each commit with its position (0 for
+/// the oldest); `None` outside a repository or for an unknown branch.
+pub fn first_parent(dir: &Path, branch: &str) -> Option<std::collections::HashMap<String, usize>> {
+    let out = git(dir, &["rev-list", "--first-parent", branch, "--"])?;
+    let commits: Vec<&str> = out.lines().collect();
+    let n = commits.len();
+    Some(
+        commits
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| (c.to_string(), n - 1 - i))
+            .collect(),
+    )
+}
+
+/// The full hash of revision `rev`, if it names a commit here.
+pub fn resolve(dir: &Path, rev: &str) -> Option<String> {
+    if rev.starts_with('-') {
+        return None;
+    }
+    git(
+        dir,
+        &["rev-parse", "--verify", "-q", &format!("{rev}^{{commit}}")],
+    )
+}

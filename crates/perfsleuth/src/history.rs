@@ -149,7 +149,7 @@ fn truncate(s: &str, width: usize) -> String {
 /// duration back from now with its unit (`2h`, `3d`), as the RFC 3339 text
 /// runs are stored with (which sorts as it reads). Anything else is refused:
 /// a bare `2026` would otherwise be 2026 seconds ago.
-fn since(text: &str) -> Result<String, Fail> {
+pub(crate) fn since(text: &str) -> Result<String, Fail> {
     let t = text.trim();
     let hint = "give a UTC date (2026-11-30, 2026-11-30T12:00:00Z) or a duration back from now with its unit (2h, 3d)";
     let bad = |why: &str| Fail::usage(format!("--since `{text}`: {why}"), hint);

@@ -12,6 +12,7 @@ mod error;
 #[cfg(test)]
 mod fuzz;
 mod git;
+mod histcmd;
 mod history;
 mod learned;
 mod output;
@@ -55,6 +56,7 @@ fn main() {
         Command::Show(args) => history::show(args),
         Command::Env(args) => envcmd::env(args),
         Command::Compare(args) => compare::run(args),
+        Command::History(args) => histcmd::history(*args),
         Command::Scale(args) => scale::scale(*args, spawner),
         Command::Probe(args) => probe::probe(args),
         Command::Completions(args) => docs::completions(args.shell),

@@ -137,6 +137,27 @@ pub fn percent(s: &str) -> Result<f64, String> {
     Ok(f)
 }
 
+/// Parses `--min-change`: a percentage (`2`, `2%`, `0.5%`) into a
+/// fraction; unlike [`percent`], 0 is allowed (no floor).
+pub fn percentage(s: &str) -> Result<f64, String> {
+    if s.trim().trim_end_matches('%').parse::<f64>() == Ok(0.0) {
+        return Ok(0.0);
+    }
+    percent(s)
+}
+
+/// Parses a probability strictly between 0 and 1 (`--max-p`).
+pub fn probability(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid probability `{s}` (use e.g. 0.001)"))?;
+    if !(v > 0.0 && v < 1.0) {
+        return Err(format!("probability `{s}` must be between 0 and 1"));
+    }
+    Ok(v)
+}
+
 /// Parses the `--ignore-failure[=CODES]` value (`None`: the option was not given).
 pub fn ignore_failure(v: Option<&str>) -> Result<Tolerate, String> {
     match v {

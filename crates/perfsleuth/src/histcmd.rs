@@ -1,0 +1,287 @@
+//! `perfsleuth history` and `history fit`: the stored series per machine
+//! class with change points (analysis in `perfsleuth-history`), and the
+//! stable-segment default baseline `compare` uses.
+
+use crate::cli::{CompareFormat, DetectArgs, HistoryArgs, HistoryCommand};
+use crate::error::Fail;
+use crate::output::{self, open_existing_store, store_fail};
+use crate::term::{emit, use_color};
+use perfsleuth_history::{Filter, HistoryError, Options, Order, Stored};
+use perfsleuth_model::input::Accept;
+use perfsleuth_model::schema::{HistoryDoc, to_json_pretty};
+use perfsleuth_model::{Metric, Run};
+use perfsleuth_store::{SqliteStore, Store};
+use std::path::Path;
+
+/// Largest CSV `history fit` reads.
+const MAX_CSV_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Runs `perfsleuth history` (or `history fit`) and returns the exit code.
+pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
+    if let Some(HistoryCommand::Fit {
+        file,
+        column,
+        format,
+        detect,
+        color,
+    }) = &args.action
+    {
+        return fit(
+            file,
+            column.as_deref(),
+            *format,
+            detect,
+            use_color(*color, false),
+        );
+    }
+    let opts = options(&args.detect);
+    let store = open_existing_store(args.store.store.as_deref())?;
+    let metrics = match (&args.metric, args.check) {
+        (Some(m), _) => crate::compare::metrics(std::slice::from_ref(m))?,
+        (None, true) => gating()?,
+        (None, false) => vec![Metric::Wall],
+    };
+    let entries = store.history_entries().map_err(store_fail)?;
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let here = crate::git::info(&cwd);
+    let mut notes = Vec::new();
+    let branch = if args.all_branches {
+        None
+    } else if let Some(b) = &args.branch {
+        Some(b.clone())
+    } else {
+        // The current branch when it has runs; else every branch.
+        here.as_ref().and_then(|g| g.branch.clone()).filter(|b| {
+            entries
+                .iter()
+                .any(|e| e.git.as_ref().and_then(|g| g.branch.as_ref()) == Some(b))
+        })
+    };
+    if branch.is_none() && !args.all_branches && args.branch.is_none() {
+        notes.push("runs of every branch, in time order (--branch limits them to one)".to_string());
+    }
+    let order = match &branch {
+        Some(b) => crate::git::first_parent(&cwd, b).map_or(Order::Time, Order::Git),
+        None => Order::Time,
+    };
+    let mut filter = Filter {
+        benchmarks: args.benchmarks.clone(),
+        branch,
+        last: args.last.map(|n| n as usize),
+        ..Filter::default()
+    };
+    if let Some(s) = &args.since {
+        since(s, &cwd, &mut filter)?;
+    }
+    let selected =
+        perfsleuth_history::select(entries, &filter, &order).map_err(|e| history_fail(&e))?;
+    let newest = selected.iter().map(|e| e.run_id).max();
+    let ids: Vec<i64> = selected.iter().map(|e| e.benchmark_id).collect();
+    let env_ids: Vec<i64> = selected.iter().map(|e| e.environment_id).collect();
+    let envs = store.environments(&env_ids).map_err(store_fail)?;
+    let mut docs = Vec::new();
+    for metric in metrics {
+        let values = store.metric_values(&ids, metric).map_err(store_fail)?;
+        let points: Vec<Stored> = selected
+            .iter()
+            .cloned()
+            .zip(values)
+            .map(|(entry, values)| Stored { entry, values })
+            .collect();
+        docs.push(perfsleuth_history::build(
+            points, &envs, metric, &order, &filter, &opts,
+        ));
+    }
+    let Some(mut doc) = perfsleuth_history::join(docs) else {
+        return Err(Fail::usage("no metric to show", "give --metric"));
+    };
+    notes.append(&mut doc.notes);
+    doc.notes = notes;
+    let code = if args.check {
+        let c = perfsleuth_history::check(&mut doc, newest, &opts);
+        i32::from(c.failed)
+    } else {
+        0
+    };
+    emit(
+        &render(&doc, args.format, use_color(args.color, false))?,
+        false,
+    );
+    Ok(code)
+}
+
+/// The gating metrics of perfsleuth.toml's `[compare]`, else wall time.
+fn gating() -> Result<Vec<Metric>, Fail> {
+    let config = crate::config::load(None)?;
+    match config.and_then(|(_, c)| c.compare).and_then(|c| c.gating) {
+        Some(g) => crate::compare::metrics(&g),
+        None => Ok(vec![Metric::Wall]),
+    }
+}
+
+fn options(d: &DetectArgs) -> Options {
+    Options {
+        window: d.window as usize,
+        max_p: d.max_p,
+        min_change: d.min_change,
+    }
+}
+
+fn render(doc: &HistoryDoc, format: CompareFormat, color: bool) -> Result<String, Fail> {
+    Ok(match format {
+        CompareFormat::Terminal => perfsleuth_history::render_terminal(doc, color),
+        CompareFormat::Markdown => perfsleuth_history::render_markdown(doc),
+        CompareFormat::Json => to_json_pretty(doc).map_err(|e| {
+            Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
+        })?,
+    })
+}
+
+/// `--since`: a date or duration (as `runs --since`), else a git revision.
+fn since(text: &str, cwd: &Path, filter: &mut Filter) -> Result<(), Fail> {
+    let looks_like_time = text.trim().as_bytes().get(4) == Some(&b'-')
+        || text.trim().ends_with(|c: char| c.is_ascii_alphabetic())
+            && crate::parse::duration(text.trim()).is_ok();
+    if looks_like_time {
+        let t = crate::history::since(text)?;
+        let now = perfsleuth_model::rfc3339(std::time::SystemTime::now());
+        if t > now {
+            return Err(Fail::usage(
+                format!("--since `{text}` is in the future"),
+                "give a date in the past, a duration back from now (3d) or a git revision",
+            ));
+        }
+        filter.since_time = Some(t);
+        return Ok(());
+    }
+    match crate::git::resolve(cwd, text) {
+        Some(commit) => {
+            filter.since_commit = Some(commit);
+            Ok(())
+        }
+        None => Err(Fail::usage(
+            format!("--since `{text}` is neither a date, a duration nor a git revision here"),
+            "give a UTC date (2026-11-30), a duration back from now (3d) or a commit on the branch",
+        )),
+    }
+}
+
+fn history_fail(e: &HistoryError) -> Fail {
+    let hint = match e {
+        HistoryError::NoRuns(_) => {
+            "`perfsleuth runs` lists the stored runs; --all-branches shows every branch".to_string()
+        }
+        HistoryError::UnknownBenchmark(_, known) => {
+            let mut k: Vec<&str> = known.iter().map(String::as_str).take(10).collect();
+            if known.len() > 10 {
+                k.push("…");
+            }
+            format!("stored benchmarks: {}", k.join(", "))
+        }
+        HistoryError::CommitNotOnBranch(_) => {
+            "--since REV needs a commit on the branch shown (--branch), in a git checkout"
+                .to_string()
+        }
+    };
+    Fail::usage(e.to_string(), hint)
+}
+
+fn fit(
+    file: &Path,
+    column: Option<&str>,
+    format: CompareFormat,
+    detect: &DetectArgs,
+    color: bool,
+) -> Result<i32, Fail> {
+    let hint = "give a CSV with a header row, label columns (commit, date) and value columns";
+    let text = if file == Path::new("-") {
+        perfsleuth_model::input::read_stdin_text(MAX_CSV_BYTES)
+            .map_err(|e| Fail::usage(format!("cannot read stdin: {e}"), hint))?
+    } else {
+        output::read_user_file(file, MAX_CSV_BYTES, Accept::RegularOrPipe)
+            .map_err(|e| Fail::usage(format!("cannot read {}: {e}", file.display()), hint))?
+    };
+    let csv = perfsleuth_history::read_csv(&text, column)
+        .map_err(|e| Fail::usage(format!("{}: {e}", file.display()), hint))?;
+    let doc = perfsleuth_history::fit(&csv, &options(detect));
+    emit(&render(&doc, format, color)?, false);
+    Ok(0)
+}
+
+/// The default baseline's stable-segment correction: for the candidate's
+/// first benchmark, the series on the chosen baseline's machine class (runs
+/// before the candidate). When the latest segment is too short to be a
+/// level, the baseline becomes the last run of the latest stable segment;
+/// either way a note says when the baseline sits just after a change point.
+/// `None` keeps `chosen` (too little history, or nothing to say).
+pub fn stable_default(
+    store: &SqliteStore,
+    candidate: &Run,
+    chosen: &Run,
+) -> Option<(i64, Vec<String>)> {
+    let bench = candidate.benchmarks.first()?;
+    let key = perfsleuth_compare::benchmark_key(&bench.name, &bench.parameters);
+    let chosen_id = chosen.id?;
+    let exclude = candidate.id;
+    let entries: Vec<_> = store
+        .history_entries()
+        .ok()?
+        .into_iter()
+        .filter(|e| {
+            Some(e.run_id) != exclude
+                && exclude.is_none_or(|c| e.run_id < c)
+                && e.mode == chosen.mode
+                && perfsleuth_compare::benchmark_key(&e.name, &e.parameters) == key
+        })
+        .collect();
+    if entries.len() < perfsleuth_history::MIN_POINTS {
+        return None;
+    }
+    let class = perfsleuth_history::machine_class(&chosen.environment);
+    let env_ids: Vec<i64> = entries.iter().map(|e| e.environment_id).collect();
+    let envs = store.environments(&env_ids).ok()?;
+    let ids: Vec<i64> = entries.iter().map(|e| e.benchmark_id).collect();
+    let values = store.metric_values(&ids, Metric::Wall).ok()?;
+    let points: Vec<Stored> = entries
+        .into_iter()
+        .zip(values)
+        .map(|(entry, values)| Stored { entry, values })
+        .collect();
+    let doc = perfsleuth_history::build(
+        points,
+        &envs,
+        Metric::Wall,
+        &Order::Time,
+        &Filter::default(),
+        &Options::default(),
+    );
+    let series = doc
+        .series
+        .iter()
+        .find(|s| s.machine.as_deref() == Some(class.as_str()))?;
+    if !series.points.iter().any(|p| p.run_id == Some(chosen_id)) {
+        return None;
+    }
+    let (idx, just_after) = perfsleuth_history::stable_baseline(series)?;
+    let id = series.points[idx].run_id?;
+    let mut notes = Vec::new();
+    if id != chosen_id {
+        let skipped = series.points.len() - 1 - idx;
+        let cp = series.change_points.last();
+        notes.push(format!(
+            "baseline: run {id}, the last run of the latest stable segment of `{key}`; the {skipped} run{} after the change point {} are too few to be a level yet (pass BASELINE to choose another)",
+            if skipped == 1 { "" } else { "s" },
+            cp.map(|c| c.summary.as_str()).unwrap_or("")
+        ));
+    }
+    if let Some(c) = just_after {
+        notes.push(format!(
+            "the baseline sits just after a change point of `{key}`: {}",
+            c.summary
+        ));
+    }
+    if id == chosen_id && notes.is_empty() {
+        return None;
+    }
+    Some((id, notes))
+}
