@@ -73,7 +73,7 @@ def main():
     code = f"""
 import time, json
 from otava.analysis import compute_change_points
-s = json.load(open({json.dumps(csv + '.json')!r}))
+s = json.load(open({csv + '.json'!r}))
 ts = []
 for _ in range({reps}):
     t = time.perf_counter(); cps, _ = compute_change_points(s); ts.append(time.perf_counter() - t)
