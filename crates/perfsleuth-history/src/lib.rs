@@ -26,7 +26,7 @@ use perfsleuth_model::schema::{
 };
 use perfsleuth_model::{Direction, Environment, ImpactClass, Metric, Mode};
 use perfsleuth_stats::{ChangeOptions, change_points, median_ci, noise_floor, relative_noise};
-use perfsleuth_store::{HistoryEntry, comparability_hash};
+use perfsleuth_store::{HistoryEntry, MetricSummary, Store, comparability_hash};
 use std::collections::{BTreeMap, HashMap};
 
 /// Fewest points a change-point search is run on.
@@ -203,12 +203,68 @@ pub fn select(
     Ok(kept)
 }
 
-/// One point before its series is known: an entry and its metric values.
+/// One point before its series is known: an entry and its metric's summary.
 pub struct Stored {
     /// The entry.
     pub entry: HistoryEntry,
-    /// Its metric's values.
-    pub values: Vec<f64>,
+    /// Its metric's median and CI; `None` without a finite value.
+    pub summary: Option<MetricSummary>,
+}
+
+/// A point's summary of one metric's values: the median of the finite
+/// ones with its 95 % distribution-free (order-statistic) interval.
+pub fn summarize(values: &[f64]) -> Option<MetricSummary> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let median = perfsleuth_stats::median(&v)?;
+    let ci = median_ci(&v, perfsleuth_stats::DEFAULT_CONFIDENCE)?;
+    Some(MetricSummary {
+        n: v.len(),
+        median,
+        lo: ci.lo,
+        hi: ci.hi,
+    })
+}
+
+/// What [`load`] read.
+pub struct Loaded {
+    /// The points, in the entries' order.
+    pub points: Vec<Stored>,
+    /// The summaries computed from samples (not cached yet), by benchmark
+    /// id, for the caller to cache ([`Store::put_metric_summaries`]) when it may write.
+    pub fresh: Vec<(i64, MetricSummary)>,
+}
+
+/// The points of `entries` for `metric`: cached summaries where the store
+/// has them, the rest summarised from their samples.
+pub fn load(
+    store: &dyn Store,
+    entries: Vec<HistoryEntry>,
+    metric: Metric,
+) -> Result<Loaded, perfsleuth_store::StoreError> {
+    let ids: Vec<i64> = entries.iter().map(|e| e.benchmark_id).collect();
+    let mut cached = store.metric_summaries(&ids, metric)?;
+    let missing: Vec<usize> = (0..ids.len()).filter(|&i| cached[i].is_none()).collect();
+    let missing_ids: Vec<i64> = missing.iter().map(|&i| ids[i]).collect();
+    let mut fresh = Vec::new();
+    for (&i, values) in missing
+        .iter()
+        .zip(store.metric_values(&missing_ids, metric)?)
+    {
+        cached[i] = summarize(&values);
+        if let Some(s) = cached[i] {
+            fresh.push((ids[i], s));
+        }
+    }
+    let points = entries
+        .into_iter()
+        .zip(cached)
+        .map(|(entry, summary)| Stored { entry, summary })
+        .collect();
+    Ok(Loaded { points, fresh })
 }
 
 /// Builds the history document of `metric` from stored points.
@@ -241,17 +297,30 @@ pub fn build(
         }
         Order::Time => None,
     };
+    // Hashes once per stored environment, not once per point: each is a
+    // serialisation and a SHA-256 (a fifth of `history` over 10 000 runs).
+    let machines: BTreeMap<i64, Machine> = envs
+        .iter()
+        .map(|(id, e)| {
+            let m = Machine {
+                class: machine_class(e),
+                label: machine_label(e),
+                comparability: comparability_hash(e),
+            };
+            (*id, m)
+        })
+        .collect();
+    let unknown = Machine {
+        class: "unknown".to_string(),
+        label: "unknown machine".to_string(),
+        comparability: String::new(),
+    };
+    let machine_of = |id: i64| machines.get(&id).unwrap_or(&unknown);
     // (benchmark key, mode, machine class) → points with their git position.
     type Groups = BTreeMap<(String, String, String), Vec<(Stored, Option<usize>)>>;
     let mut groups: Groups = BTreeMap::new();
-    let mut machines: BTreeMap<String, String> = BTreeMap::new();
     for p in points {
-        let env = envs.get(&p.entry.environment_id);
-        let (machine, label) = env.map_or_else(
-            || ("unknown".to_string(), "unknown machine".to_string()),
-            |e| (machine_class(e), machine_label(e)),
-        );
-        machines.insert(machine.clone(), label);
+        let machine = machine_of(p.entry.environment_id).class.clone();
         let key = benchmark_key(&p.entry.name, &p.entry.parameters);
         let pos = git.and_then(|g| p.entry.git.as_ref().and_then(|x| g.get(&x.commit).copied()));
         groups
@@ -270,14 +339,18 @@ pub fn build(
             let drop = pts.len().saturating_sub(n);
             pts.drain(..drop);
         }
-        let env_ids: Vec<i64> = pts.iter().map(|p| p.0.entry.environment_id).collect();
-        let points: Vec<HistoryPoint> = pts
+        // Environment ids of the points kept, so markers index the points.
+        let (env_ids, points): (Vec<i64>, Vec<HistoryPoint>) = pts
             .into_iter()
-            .filter_map(|(p, _)| point(p, envs))
-            .collect();
+            .filter_map(|(p, _)| {
+                let env = p.entry.environment_id;
+                point(p, &machine_of(env).comparability).map(|pt| (env, pt))
+            })
+            .unzip();
         if points.is_empty() {
             continue;
         }
+        let label = env_ids.first().map(|id| machine_of(*id).label.clone());
         let markers = markers(&env_ids, envs);
         let mut s = HistorySeries {
             benchmark: key,
@@ -286,7 +359,7 @@ pub fn build(
             direction: Some(metric.direction()),
             mode: Mode::parse(&mode),
             machine: Some(machine.clone()),
-            machine_label: machines.get(&machine).cloned(),
+            machine_label: label,
             noise: f64::NAN,
             noise_source: String::new(),
             min_change: 0.0,
@@ -373,24 +446,25 @@ pub fn fit(csv: &CsvSeries, opts: &Options) -> HistoryDoc {
 }
 
 /// A stored point's median, its CI and where it ran; `None` without a finite value.
-fn point(p: Stored, envs: &BTreeMap<i64, Environment>) -> Option<HistoryPoint> {
-    let mut v: Vec<f64> = p.values.into_iter().filter(|v| v.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let median = perfsleuth_stats::median(&v)?;
-    let ci = median_ci(&v, perfsleuth_stats::DEFAULT_CONFIDENCE).map(|i| [i.lo, i.hi]);
+/// A machine's names, computed once per stored environment.
+struct Machine {
+    class: String,
+    label: String,
+    comparability: String,
+}
+
+fn point(p: Stored, comparability: &str) -> Option<HistoryPoint> {
+    let s = p.summary?;
     Some(HistoryPoint {
         run_id: Some(p.entry.run_id),
         label: None,
         commit: p.entry.git.as_ref().map(|g| g.commit.clone()),
         dirty: p.entry.git.as_ref().is_some_and(|g| g.dirty),
         started_at: Some(p.entry.started_at),
-        value: median,
-        ci,
-        samples: Some(v.len()),
-        comparability: envs.get(&p.entry.environment_id).map(comparability_hash),
+        value: s.median,
+        ci: Some([s.lo, s.hi]),
+        samples: Some(s.n),
+        comparability: (!comparability.is_empty()).then(|| comparability.to_string()),
     })
 }
 

@@ -32,9 +32,11 @@ fn stored(n: usize, level: impl Fn(usize) -> f64, env_of: impl Fn(usize) -> i64)
                 name: "work".into(),
                 parameters: BTreeMap::new(),
             },
-            values: (0..20)
-                .map(|_| 1e7 * level(i) * (1.0 + 0.01 * rng.next_normal()))
-                .collect(),
+            summary: summarize(
+                &(0..20)
+                    .map(|_| 1e7 * level(i) * (1.0 + 0.01 * rng.next_normal()))
+                    .collect::<Vec<f64>>(),
+            ),
         })
         .collect()
 }
@@ -298,4 +300,25 @@ fn history_fit_reads_otava_s_csv_example() {
     assert!(cp[0].summary.starts_with("-12.9%"), "{}", cp[0].summary);
     let json = serde_json::to_string(&doc).unwrap();
     assert!(json.contains("\"perfsleuth/history\""));
+}
+
+#[test]
+fn markers_index_the_points_kept_when_a_run_has_no_value() {
+    // Run 2 has no finite value (a counter it did not record): its point
+    // is left out, and the kernel change at run 5 is marked at point 4.
+    let mut pts = stored(8, |_| 1.0, |i| if i < 5 { 1 } else { 2 });
+    pts[2].summary = None;
+    let doc = build(
+        pts,
+        &envs(),
+        Metric::Wall,
+        &Order::Time,
+        &Filter::default(),
+        &Options::default(),
+    );
+    let s = &doc.series[0];
+    assert_eq!(s.points.len(), 7);
+    assert_eq!(s.markers.len(), 1);
+    assert_eq!(s.markers[0].index, 4);
+    assert_eq!(s.points[4].run_id, Some(6));
 }

@@ -39,6 +39,20 @@ use perfsleuth_model::{
 };
 use std::collections::BTreeMap;
 
+/// One metric of one benchmark of a complete run, summarised: what a
+/// history point shows, cached by [`Store::put_metric_summaries`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricSummary {
+    /// Finite values behind it.
+    pub n: usize,
+    /// Their median.
+    pub median: f64,
+    /// Lower end of the median's 95 % CI.
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+}
+
 /// One benchmark of one complete run, without its samples: a point of
 /// `perfsleuth history` before its values are read.
 #[derive(Debug, Clone, PartialEq)]
@@ -181,6 +195,22 @@ pub trait Store {
         benchmark_ids: &[i64],
         metric: Metric,
     ) -> Result<Vec<Vec<f64>>, StoreError>;
+
+    /// The cached summaries of `metric` for these benchmarks (same order);
+    /// `None` where none is cached yet.
+    fn metric_summaries(
+        &self,
+        benchmark_ids: &[i64],
+        metric: Metric,
+    ) -> Result<Vec<Option<MetricSummary>>, StoreError>;
+
+    /// Caches summaries of `metric` (benchmark id, summary) in one transaction.
+    /// Only for complete runs, whose samples no longer change.
+    fn put_metric_summaries(
+        &mut self,
+        metric: Metric,
+        rows: &[(i64, MetricSummary)],
+    ) -> Result<(), StoreError>;
 
     /// The stored environments (identity and performance facts) with these ids.
     fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError>;

@@ -23,6 +23,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::BENCHMARK_PROFILE,
     schema::PROBE_RESULTS,
     schema::SAMPLE_ROUND,
+    schema::METRIC_SUMMARIES,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

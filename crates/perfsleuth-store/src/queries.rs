@@ -2,7 +2,7 @@
 
 use crate::error::{At, StoreError};
 use crate::hash::{STABLE_CLASSES, comparability_hash, sha256_hex};
-use crate::{HistoryEntry, RunKind, RunListing, SqliteStore, Store};
+use crate::{HistoryEntry, MetricSummary, RunKind, RunListing, SqliteStore, Store};
 use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Profile, Run,
     RunStatus, Sample,
@@ -654,6 +654,64 @@ impl Store for SqliteStore {
             out.push(values);
         }
         Ok(out)
+    }
+
+    fn metric_summaries(
+        &self,
+        benchmark_ids: &[i64],
+        metric: Metric,
+    ) -> Result<Vec<Option<MetricSummary>>, StoreError> {
+        let path = &self.path;
+        let tx = self.conn.unchecked_transaction().at(path)?;
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT n, median, lo, hi FROM metric_summaries \
+                 WHERE benchmark_id = ?1 AND metric = ?2",
+            )
+            .at(path)?;
+        let mut out = Vec::with_capacity(benchmark_ids.len());
+        for id in benchmark_ids {
+            let row = stmt
+                .query_row(params![id, metric.name()], |r| {
+                    // SQLite keeps NaN as NULL.
+                    let f = |v: Option<f64>| v.unwrap_or(f64::NAN);
+                    Ok(MetricSummary {
+                        n: r.get::<_, i64>(0)? as usize,
+                        median: f(r.get(1)?),
+                        lo: f(r.get(2)?),
+                        hi: f(r.get(3)?),
+                    })
+                })
+                .optional()
+                .at(path)?;
+            out.push(row);
+        }
+        Ok(out)
+    }
+
+    fn put_metric_summaries(
+        &mut self,
+        metric: Metric,
+        rows: &[(i64, MetricSummary)],
+    ) -> Result<(), StoreError> {
+        let path = &self.path;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .at(path)?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO metric_summaries (benchmark_id, metric, n, median, lo, hi) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .at(path)?;
+            for (id, s) in rows {
+                stmt.execute(params![id, metric.name(), s.n as i64, s.median, s.lo, s.hi])
+                    .at(path)?;
+            }
+        }
+        tx.commit().at(path)
     }
 
     fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError> {

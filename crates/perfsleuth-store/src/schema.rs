@@ -86,11 +86,24 @@ pub(crate) const PROBE_RESULTS: &str = "CREATE TABLE probe_results (
 pub(crate) const SAMPLE_ROUND: &str =
     "ALTER TABLE samples ADD COLUMN round INTEGER NOT NULL DEFAULT 0";
 
+/// Version 6: per-benchmark summaries of one metric (median and its CI),
+/// derived from the samples of a complete run and cached for `history`.
+pub(crate) const METRIC_SUMMARIES: &str = "CREATE TABLE metric_summaries (
+        benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+        metric TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        median REAL,
+        lo REAL,
+        hi REAL,
+        PRIMARY KEY (benchmark_id, metric)
+    ) WITHOUT ROWID;";
+
 /// Touches the root page of every table of schema `version`, so a damaged
 /// store fails on open rather than halfway through a run, and before
 /// anything is written.
 pub(crate) fn probe(conn: &Connection, path: &Path, version: u32) -> Result<(), StoreError> {
     let since_4 = ["SELECT 1 FROM probe_results LIMIT 1"];
+    let since_6 = ["SELECT 1 FROM metric_summaries LIMIT 1"];
     for sql in [
         "SELECT 1 FROM environments LIMIT 1",
         "SELECT max(id) FROM runs",
@@ -99,6 +112,7 @@ pub(crate) fn probe(conn: &Connection, path: &Path, version: u32) -> Result<(), 
     ]
     .into_iter()
     .chain(since_4.into_iter().filter(|_| version >= 4))
+    .chain(since_6.into_iter().filter(|_| version >= 6))
     {
         conn.query_row(sql, [], |_| Ok(())).optional().at(path)?;
     }

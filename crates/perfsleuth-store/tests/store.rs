@@ -1,10 +1,10 @@
 //! Store behaviour against real SQLite files in temporary directories.
 
 use perfsleuth_model::{
-    Benchmark, Environment, GitInfo, ImpactClass, Mode, ProbeResult, Run, RunStatus, Sample,
+    Benchmark, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Run, RunStatus, Sample,
 };
 use perfsleuth_store::{
-    APPLICATION_ID, RunKind, STORE_SCHEMA_VERSION, SqliteStore, Store, StoreError,
+    APPLICATION_ID, MetricSummary, RunKind, STORE_SCHEMA_VERSION, SqliteStore, Store, StoreError,
 };
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -705,7 +705,8 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
         );
         drop(store);
         conn.execute_batch(
-            "DROP TABLE probe_results; ALTER TABLE benchmarks DROP COLUMN profile; \
+            "DROP TABLE metric_summaries; DROP TABLE probe_results; \
+             ALTER TABLE benchmarks DROP COLUMN profile; \
              ALTER TABLE samples DROP COLUMN round; PRAGMA user_version = 2;",
         )
         .unwrap();
@@ -798,8 +799,8 @@ fn probe_results_round_trip_and_a_schema_3_store_gains_the_table() {
         );
         drop(store);
         conn.execute_batch(
-            "DROP TABLE probe_results; ALTER TABLE samples DROP COLUMN round; \
-             PRAGMA user_version = 3;",
+            "DROP TABLE metric_summaries; DROP TABLE probe_results; \
+             ALTER TABLE samples DROP COLUMN round; PRAGMA user_version = 3;",
         )
         .unwrap();
         id
@@ -997,4 +998,57 @@ fn same_binary_runs_match_hash_argv_mode_and_machine_class() {
         )
         .unwrap();
     assert!(none.is_empty());
+}
+
+#[test]
+fn history_reads_and_a_schema_5_store_gains_the_summary_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let (done, _running) = {
+        let conn = raw(&path);
+        let mut store = SqliteStore::open(&path).unwrap();
+        let done = store_run(
+            &mut store,
+            &run("a", vec![bench("x", vec![sample(0), sample(1)])]),
+            RunStatus::Complete,
+        );
+        let running = store_run(
+            &mut store,
+            &run("a", vec![bench("x", vec![sample(0)])]),
+            RunStatus::Running,
+        );
+        drop(store);
+        conn.execute_batch("DROP TABLE metric_summaries; PRAGMA user_version = 5;")
+            .unwrap();
+        (done, running)
+    };
+    let mut store = SqliteStore::open(&path).unwrap();
+    // Only complete runs are history.
+    let entries = store.history_entries().unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!((entries[0].run_id, entries[0].name.as_str()), (done, "x"));
+    let ids = [entries[0].benchmark_id];
+    let values = store.metric_values(&ids, Metric::Wall).unwrap();
+    assert_eq!(
+        values[0],
+        [sample(0).wall_ns as f64, sample(1).wall_ns as f64]
+    );
+    assert_eq!(store.metric_summaries(&ids, Metric::Wall).unwrap(), [None]);
+    let s = MetricSummary {
+        n: 2,
+        median: 1.5,
+        lo: 1.0,
+        hi: f64::NAN,
+    };
+    store
+        .put_metric_summaries(Metric::Wall, &[(ids[0], s)])
+        .unwrap();
+    let back = store.metric_summaries(&ids, Metric::Wall).unwrap()[0].unwrap();
+    assert_eq!((back.n, back.median, back.lo), (2, 1.5, 1.0));
+    assert!(back.hi.is_nan(), "NaN comes back as NaN");
+    assert_eq!(store.metric_summaries(&ids, Metric::User).unwrap(), [None]);
+    let envs = store
+        .environments(&[entries[0].environment_id, 999])
+        .unwrap();
+    assert_eq!(envs.len(), 1);
 }

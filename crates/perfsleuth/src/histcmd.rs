@@ -6,7 +6,7 @@ use crate::cli::{CompareFormat, DetectArgs, HistoryArgs, HistoryCommand};
 use crate::error::Fail;
 use crate::output::{self, open_existing_store, store_fail};
 use crate::term::{emit, use_color};
-use perfsleuth_history::{Filter, HistoryError, Options, Order, Stored};
+use perfsleuth_history::{Filter, HistoryError, Options, Order};
 use perfsleuth_model::input::Accept;
 use perfsleuth_model::schema::{HistoryDoc, to_json_pretty};
 use perfsleuth_model::{Metric, Run};
@@ -35,7 +35,7 @@ pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
         );
     }
     let opts = options(&args.detect);
-    let store = open_existing_store(args.store.store.as_deref())?;
+    let mut store = open_existing_store(args.store.store.as_deref())?;
     let metrics = match (&args.metric, args.check) {
         (Some(m), _) => crate::compare::metrics(std::slice::from_ref(m))?,
         (None, true) => gating()?,
@@ -76,18 +76,16 @@ pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
     let selected =
         perfsleuth_history::select(entries, &filter, &order).map_err(|e| history_fail(&e))?;
     let newest = selected.iter().map(|e| e.run_id).max();
-    let ids: Vec<i64> = selected.iter().map(|e| e.benchmark_id).collect();
     let env_ids: Vec<i64> = selected.iter().map(|e| e.environment_id).collect();
     let envs = store.environments(&env_ids).map_err(store_fail)?;
     let mut docs = Vec::new();
     for metric in metrics {
-        let values = store.metric_values(&ids, metric).map_err(store_fail)?;
-        let points: Vec<Stored> = selected
-            .iter()
-            .cloned()
-            .zip(values)
-            .map(|(entry, values)| Stored { entry, values })
-            .collect();
+        let perfsleuth_history::Loaded { points, fresh } =
+            perfsleuth_history::load(&store, selected.clone(), metric).map_err(store_fail)?;
+        // The cache is an aid: a store this user may only read still answers.
+        if !fresh.is_empty() {
+            let _ = store.put_metric_summaries(metric, &fresh);
+        }
         docs.push(perfsleuth_history::build(
             points, &envs, metric, &order, &filter, &opts,
         ));
@@ -139,11 +137,7 @@ fn render(doc: &HistoryDoc, format: CompareFormat, color: bool) -> Result<String
 
 /// `--since`: a date or duration (as `runs --since`), else a git revision.
 fn since(text: &str, cwd: &Path, filter: &mut Filter) -> Result<(), Fail> {
-    let looks_like_time = text.trim().as_bytes().get(4) == Some(&b'-')
-        || text.trim().ends_with(|c: char| c.is_ascii_alphabetic())
-            && crate::parse::duration(text.trim()).is_ok();
-    if looks_like_time {
-        let t = crate::history::since(text)?;
+    if let Ok(t) = crate::history::since(text) {
         let now = perfsleuth_model::rfc3339(std::time::SystemTime::now());
         if t > now {
             return Err(Fail::usage(
@@ -240,13 +234,9 @@ pub fn stable_default(
     let class = perfsleuth_history::machine_class(&chosen.environment);
     let env_ids: Vec<i64> = entries.iter().map(|e| e.environment_id).collect();
     let envs = store.environments(&env_ids).ok()?;
-    let ids: Vec<i64> = entries.iter().map(|e| e.benchmark_id).collect();
-    let values = store.metric_values(&ids, Metric::Wall).ok()?;
-    let points: Vec<Stored> = entries
-        .into_iter()
-        .zip(values)
-        .map(|(entry, values)| Stored { entry, values })
-        .collect();
+    let points = perfsleuth_history::load(store, entries, Metric::Wall)
+        .ok()?
+        .points;
     let doc = perfsleuth_history::build(
         points,
         &envs,

@@ -89,6 +89,11 @@ fn a_seeded_step_and_a_seeded_kernel_change_are_told_apart() {
     let out = sb
         .run(["history", "--store", &sb.store(), "--format", "json"])
         .ok();
+    // The second read comes from the summaries the first one cached.
+    let again = sb
+        .run(["history", "--store", &sb.store(), "--format", "json"])
+        .ok();
+    assert_eq!(out.stdout, again.stdout);
     let doc = parse_json(&out.stdout);
     assert_eq!(doc["schema"], "perfsleuth/history");
     let series = doc["series"].as_array().unwrap();
