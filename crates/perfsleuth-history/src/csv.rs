@@ -3,28 +3,8 @@
 //! series, the others labels (a commit, a date). Otava's CSV files read as
 //! they are.
 
-use std::fmt;
-
-/// Why the file cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CsvError {
-    /// 1-based line number (0: the file as a whole).
-    pub line: usize,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for CsvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "line {}: {}", self.line, self.message)
-        }
-    }
-}
-
-impl std::error::Error for CsvError {}
+/// A line of the file that could not be used.
+pub use perfsleuth_model::input::LineError as CsvError;
 
 /// The series of a CSV file.
 #[derive(Debug, Clone, PartialEq)]

@@ -205,6 +205,28 @@ fn read_pipe(mut file: File, limit: u64) -> Result<Vec<u8>, InputError> {
     }
 }
 
+/// A line of a user's text file (a CSV) that cannot be used; line 0 means
+/// the file as a whole. `scale fit` and `history fit` report through it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineError {
+    /// 1-based line number (0: the file as a whole).
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "line {}: {}", self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for LineError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,28 +5,9 @@
 use crate::{Observation, RunObservation};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::fmt;
 
 /// A line of the file that could not be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CsvError {
-    /// 1-based line number (0: the file as a whole).
-    pub line: usize,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for CsvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "line {}: {}", self.line, self.message)
-        }
-    }
-}
-
-impl std::error::Error for CsvError {}
+pub use perfsleuth_model::input::LineError as CsvError;
 
 const N_NAMES: [&str; 6] = ["n", "concurrency", "threads", "clients", "load", "size"];
 const X_NAMES: [&str; 4] = ["x", "throughput", "tput", "rate"];
