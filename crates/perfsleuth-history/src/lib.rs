@@ -133,20 +133,17 @@ pub fn select(
     filter: &Filter,
     order: &Order,
 ) -> Result<Vec<HistoryEntry>, HistoryError> {
-    let known: Vec<String> = {
-        let mut k: Vec<String> = entries
-            .iter()
-            .map(|e| benchmark_key(&e.name, &e.parameters))
-            .collect();
-        k.sort();
-        k.dedup();
-        k
-    };
     for b in &filter.benchmarks {
         let found = entries
             .iter()
             .any(|e| e.name == *b || benchmark_key(&e.name, &e.parameters) == *b);
         if !found {
+            let mut known: Vec<String> = entries
+                .iter()
+                .map(|e| benchmark_key(&e.name, &e.parameters))
+                .collect();
+            known.sort();
+            known.dedup();
             return Err(HistoryError::UnknownBenchmark(b.clone(), known));
         }
     }
@@ -702,42 +699,40 @@ pub fn join(mut docs: Vec<HistoryDoc>) -> Option<HistoryDoc> {
 pub fn check(doc: &mut HistoryDoc, newest_run: Option<i64>, opts: &Options) -> HistoryCheck {
     let mut failed = false;
     let mut reasons = Vec::new();
-    {
-        for s in &doc.series {
-            let Some(last) = s.points.last() else {
-                continue;
-            };
-            if newest_run.is_some() && last.run_id != newest_run {
-                continue;
+    for s in &doc.series {
+        let Some(last) = s.points.last() else {
+            continue;
+        };
+        if newest_run.is_some() && last.run_id != newest_run {
+            continue;
+        }
+        let Some(cp) = s.change_points.last() else {
+            continue;
+        };
+        if cp.regression != Some(true) {
+            continue;
+        }
+        // New: without the newest point, no change point of the same
+        // sign within one point of it.
+        let values: Vec<f64> = s.points[..s.points.len() - 1]
+            .iter()
+            .map(|p| p.value)
+            .collect();
+        let before = change_points(&values, &change_options(s, opts));
+        let seen = before
+            .iter()
+            .any(|b| b.index.abs_diff(cp.index) <= 1 && b.change.signum() == cp.change.signum());
+        if seen {
+            continue;
+        }
+        let what = format!("`{}` {}: {}", s.benchmark, s.metric, cp.summary);
+        match cp.cause {
+            HistoryCause::Code => {
+                failed = true;
+                reasons.push(format!("regression: {what}"));
             }
-            let Some(cp) = s.change_points.last() else {
-                continue;
-            };
-            if cp.regression != Some(true) {
-                continue;
-            }
-            // New: without the newest point, no change point of the same
-            // sign within one point of it.
-            let values: Vec<f64> = s.points[..s.points.len() - 1]
-                .iter()
-                .map(|p| p.value)
-                .collect();
-            let before = change_points(&values, &change_options(s, opts));
-            let seen = before.iter().any(|b| {
-                b.index.abs_diff(cp.index) <= 1 && b.change.signum() == cp.change.signum()
-            });
-            if seen {
-                continue;
-            }
-            let what = format!("`{}` {}: {}", s.benchmark, s.metric, cp.summary);
-            match cp.cause {
-                HistoryCause::Code => {
-                    failed = true;
-                    reasons.push(format!("regression: {what}"));
-                }
-                HistoryCause::Environment => {
-                    reasons.push(format!("not failing, the environment changed: {what}"));
-                }
+            HistoryCause::Environment => {
+                reasons.push(format!("not failing, the environment changed: {what}"));
             }
         }
     }
