@@ -46,7 +46,7 @@ pub struct Options {
     pub window: usize,
     /// Largest p-value a change point may have.
     pub max_p: f64,
-    /// A fixed relative magnitude floor; `None`: 1.96 × the series' noise.
+    /// A fixed relative magnitude floor; `None`: [`perfsleuth_stats::FLOOR_SIGMAS`] × the series' noise.
     pub min_change: Option<f64>,
 }
 

@@ -28,8 +28,8 @@ pub use bootstrap::{
     bootstrap_relative_change_paired, bootstrap_relative_change_runs,
 };
 pub use changepoint::{
-    ChangeOptions, ChangePoint, DEFAULT_MAX_P, DEFAULT_WINDOW, change_points, noise_floor,
-    relative_noise, t_two_sided_p,
+    ChangeOptions, ChangePoint, DEFAULT_MAX_P, DEFAULT_WINDOW, FLOOR_SIGMAS, change_points,
+    noise_floor, relative_noise, t_two_sided_p,
 };
 pub use describe::{
     DEFAULT_CONFIDENCE, Interval, MODIFIED_Z_THRESHOLD, Summary, mad, median, median_ci,

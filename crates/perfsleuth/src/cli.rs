@@ -697,7 +697,7 @@ pub struct DetectArgs {
     /// Largest p-value of a change point (Otava's default 0.001).
     #[arg(long, value_name = "P", default_value_t = 0.001, value_parser = crate::parse::probability)]
     pub max_p: f64,
-    /// Smallest relative change reported (2%, 0.02; 0 for none) [default: 1.96 × each
+    /// Smallest relative change reported (2%, 0.02; 0 for none) [default: 1.5 × each
     /// series' run-to-run noise].
     #[arg(long, value_name = "PCT", value_parser = crate::parse::percentage)]
     pub min_change: Option<f64>,
