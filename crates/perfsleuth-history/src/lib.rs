@@ -9,13 +9,16 @@
 //! kernel update on the same machine is exactly the step a user needs to
 //! see next to the code's (CASES.md, case E). docs/HISTORY.md has the rules.
 //!
-//! Modules: `csv` (`history fit` input), `render` (terminal and Markdown).
+//! Modules: `baseline` (`compare`'s default baseline), `csv` (`history fit`
+//! input), `render` (terminal and Markdown).
 
 #![forbid(unsafe_code)]
 
+mod baseline;
 mod csv;
 mod render;
 
+pub use baseline::stable_default;
 pub use csv::{CsvError, CsvSeries, read_csv};
 pub use render::{render_markdown, render_terminal, sparkline};
 

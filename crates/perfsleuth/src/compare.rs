@@ -47,7 +47,7 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
 
 /// Moves a default baseline to the last run of the latest stable segment
 /// of the stored history when there is one (see
-/// [`crate::histcmd::stable_default`]), adding its notes.
+/// [`perfsleuth_history::stable_default`]), adding its notes.
 fn stable_baseline(
     candidate: &Side,
     baseline: &mut Side,
@@ -60,7 +60,7 @@ fn stable_baseline(
     let Some(s) = selectors::existing_store(store) else {
         return Ok(());
     };
-    let Some((id, mut more)) = crate::histcmd::stable_default(s, cand, chosen) else {
+    let Some((id, mut more)) = perfsleuth_history::stable_default(s, cand, chosen) else {
         return Ok(());
     };
     if Some(id) != chosen.id {
