@@ -41,6 +41,18 @@ fn stored(n: usize, level: impl Fn(usize) -> f64, env_of: impl Fn(usize) -> i64)
         .collect()
 }
 
+/// The history of `pts` in time order with the default method.
+fn build_default(pts: Vec<Stored>) -> HistoryDoc {
+    build(
+        pts,
+        &envs(),
+        Metric::Wall,
+        &Order::Time,
+        &Filter::default(),
+        &Options::default(),
+    )
+}
+
 fn envs() -> BTreeMap<i64, Environment> {
     BTreeMap::from([
         (1, env("Xeon", "6.1.0")),
@@ -62,14 +74,7 @@ fn a_seeded_step_is_code_and_a_seeded_kernel_change_is_the_machine() {
         },
         |i| if i < 60 { 1 } else { 2 },
     );
-    let doc = build(
-        pts,
-        &envs(),
-        Metric::Wall,
-        &Order::Time,
-        &Filter::default(),
-        &Options::default(),
-    );
+    let doc = build_default(pts);
     assert_eq!(
         doc.series.len(),
         1,
@@ -120,14 +125,7 @@ fn machines_that_differ_in_hardware_are_separate_series() {
         |i| if i % 2 == 0 { 1.0 } else { 1.5 },
         |i| if i % 2 == 0 { 1 } else { 3 },
     );
-    let doc = build(
-        pts,
-        &envs(),
-        Metric::Wall,
-        &Order::Time,
-        &Filter::default(),
-        &Options::default(),
-    );
+    let doc = build_default(pts);
     assert_eq!(doc.series.len(), 2);
     for s in &doc.series {
         assert_eq!(s.points.len(), 10);
@@ -138,14 +136,7 @@ fn machines_that_differ_in_hardware_are_separate_series() {
 #[test]
 fn short_series_say_why_nothing_is_detected() {
     let pts = stored(3, |_| 1.0, |_| 1);
-    let doc = build(
-        pts,
-        &envs(),
-        Metric::Wall,
-        &Order::Time,
-        &Filter::default(),
-        &Options::default(),
-    );
+    let doc = build_default(pts);
     assert_eq!(
         doc.series[0].note.as_deref(),
         Some("3 points: change points need at least 4")
@@ -248,27 +239,13 @@ fn git_order_beats_time_order_and_filters_apply() {
 #[test]
 fn a_stable_baseline_skips_a_segment_too_short_to_trust() {
     let pts = stored(42, |i| if i >= 40 { 1.3 } else { 1.0 }, |_| 1);
-    let doc = build(
-        pts,
-        &envs(),
-        Metric::Wall,
-        &Order::Time,
-        &Filter::default(),
-        &Options::default(),
-    );
+    let doc = build_default(pts);
     let s = &doc.series[0];
     assert_eq!(s.change_points.len(), 1, "{:?}", s.change_points);
     let (idx, after) = stable_baseline(s).unwrap();
     assert_eq!((idx, after.is_none()), (39, true));
     let pts = stored(44, |i| if i >= 40 { 1.3 } else { 1.0 }, |_| 1);
-    let doc = build(
-        pts,
-        &envs(),
-        Metric::Wall,
-        &Order::Time,
-        &Filter::default(),
-        &Options::default(),
-    );
+    let doc = build_default(pts);
     let (idx, after) = stable_baseline(&doc.series[0]).unwrap();
     assert_eq!((idx, after.map(|c| c.index)), (43, Some(40)));
 }
@@ -308,14 +285,7 @@ fn markers_index_the_points_kept_when_a_run_has_no_value() {
     // is left out, and the kernel change at run 5 is marked at point 4.
     let mut pts = stored(8, |_| 1.0, |i| if i < 5 { 1 } else { 2 });
     pts[2].summary = None;
-    let doc = build(
-        pts,
-        &envs(),
-        Metric::Wall,
-        &Order::Time,
-        &Filter::default(),
-        &Options::default(),
-    );
+    let doc = build_default(pts);
     let s = &doc.series[0];
     assert_eq!(s.points.len(), 7);
     assert_eq!(s.markers.len(), 1);
