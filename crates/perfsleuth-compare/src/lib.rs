@@ -1017,6 +1017,62 @@ fn below_resolution(row: &Row) -> Option<String> {
     None
 }
 
+/// Facts portable simulation counts do not depend on: the CPU as glibc
+/// would see it (its dispatch is fixed), what the loader derived from it,
+/// the parent's own tunables (the child's are `sim.glibc_tunables`) and the
+/// host. Core counts stay: programs size thread pools and malloc arenas by them.
+fn cpu_dependent(key: &str) -> bool {
+    (key.starts_with("cpu.")
+        && !matches!(
+            key,
+            "cpu.logical_cores" | "cpu.physical_cores" | "cpu.sockets" | "cpu.online" | "cpu.smt"
+        ))
+        || key == "libc.hwcaps"
+        || key.starts_with("libc.ld_so.")
+        || key == "libc.tunables"
+        || key == "env.GLIBC_TUNABLES"
+        || key == "virt.hypervisor"
+        || key.starts_with("virt.dmi.")
+}
+
+/// When both runs counted in portable simulation mode at the same
+/// baseline, CPU differences become context (with a note saying so);
+/// glibc version, binary and every other change stay as they are.
+fn portable_context(
+    baseline: &Run,
+    candidate: &Run,
+    mut changes: Vec<Change>,
+    notes: &mut Vec<String>,
+) -> Vec<Change> {
+    let level = |r: &Run| {
+        (r.mode == Mode::Simulation)
+            .then(|| r.environment.get("sim.portable"))
+            .flatten()
+            .filter(|l| *l != "off")
+            .map(str::to_string)
+    };
+    let (Some(b), Some(c)) = (level(baseline), level(candidate)) else {
+        return changes;
+    };
+    if b != c {
+        return changes;
+    }
+    let mut demoted = Vec::new();
+    for change in &mut changes {
+        if change.class != ImpactClass::Context && cpu_dependent(&change.key) {
+            change.class = ImpactClass::Context;
+            demoted.push(change.key.clone());
+        }
+    }
+    if !demoted.is_empty() {
+        notes.push(format!(
+            "counts made portable ({b}) on both sides: CPU differences do not apply ({})",
+            list_keys(&demoted, 4)
+        ));
+    }
+    changes
+}
+
 /// Whether every run of the side ran under simulation.
 fn simulated(side: &Side) -> bool {
     !side.runs.is_empty() && side.runs.iter().all(|r| r.mode == Mode::Simulation)
@@ -1220,7 +1276,10 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     // The environment diff, newest run against newest run.
     let env_changes: Vec<Change> = match (newest(baseline), newest(candidate)) {
         (Some(b), Some(c)) => {
-            perfsleuth_env::diff(&machine_env(&b.environment), &machine_env(&c.environment))
+            let changes =
+                perfsleuth_env::diff(&machine_env(&b.environment), &machine_env(&c.environment));
+            let changes = portable_context(b, c, changes, &mut notes);
+            changes
                 .into_iter()
                 .filter(|c| c.class != ImpactClass::Context)
                 .collect()

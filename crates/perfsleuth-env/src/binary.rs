@@ -426,6 +426,100 @@ pub(crate) fn elf_interpreter(path: &Path) -> Result<Option<String>, String> {
     Ok((interp != "static").then_some(interp))
 }
 
+/// The most code [`cpuid_sites`] decodes from one file (libcrypto's is ~4 MiB).
+const MAX_CODE: u64 = 256 << 20;
+const SHF_EXECINSTR: u64 = 0x4;
+const SHT_NOBITS: u32 = 8;
+const EM_X86_64: u16 = 62;
+
+/// How many CPUID instructions the executable sections of an x86-64 ELF
+/// file hold: code that asks the CPU for its features itself (OpenSSL,
+/// BLAS, Rust's `is_x86_feature_detected!`) and so may dispatch
+/// differently on another CPU whatever glibc was told. The code is decoded
+/// instruction by instruction (iced-x86), not searched for the bytes
+/// `0f a2`, which also occur inside other instructions.
+pub fn cpuid_sites(path: &Path) -> Result<usize, String> {
+    let (mut file, _) = input::open(path, Accept::Regular)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut head = Vec::with_capacity(64);
+    (&mut file)
+        .take(64)
+        .read_to_end(&mut head)
+        .map_err(|e| e.to_string())?;
+    if !head.starts_with(b"\x7fELF") {
+        return Err("not ELF".into());
+    }
+    let h = parse_ident(&head)?;
+    if !h.is64 || h.big || h.machine != EM_X86_64 || head.len() < 64 {
+        return Err(format!("not x86-64 ELF ({})", machine_name(h.machine)));
+    }
+    let shoff = h.u64(&head, 40).ok_or("truncated ELF header")?;
+    let shentsize = u64::from(h.u16(&head, 58).ok_or("truncated ELF header")?);
+    let mut shnum = u64::from(h.u16(&head, 60).ok_or("truncated ELF header")?);
+    if shoff != 0 && shnum == 0 {
+        // More than 0xff00 sections: the count is sh_size of section 0.
+        let sh0 = read_at(&mut file, shoff, 64)?;
+        shnum = h.u64(&sh0, 32).ok_or("truncated section header 0")?;
+    }
+    let mut regions = Vec::new();
+    if shoff != 0 && shnum > 0 && shentsize >= 64 && shnum <= MAX_PHDRS {
+        let table = read_at(&mut file, shoff, shnum * shentsize)
+            .map_err(|e| format!("section headers: {e}"))?;
+        for i in 0..shnum as usize {
+            let at = i * shentsize as usize;
+            let (Some(kind), Some(flags), Some(offset), Some(size)) = (
+                h.u32(&table, at + 4),
+                h.u64(&table, at + 8),
+                h.u64(&table, at + 24),
+                h.u64(&table, at + 32),
+            ) else {
+                return Err(format!("truncated section header {i}"));
+            };
+            if kind != SHT_NOBITS && flags & SHF_EXECINSTR != 0 && size > 0 {
+                regions.push((offset, size));
+            }
+        }
+    } else {
+        // No section headers (stripped hard): the executable segments.
+        let phoff = h.u64(&head, 32).ok_or("truncated ELF header")?;
+        let phnum = u64::from(h.u16(&head, 56).ok_or("truncated ELF header")?);
+        let table =
+            read_at(&mut file, phoff, phnum * 56).map_err(|e| format!("program headers: {e}"))?;
+        for i in 0..phnum as usize {
+            let at = i * 56;
+            let (Some(kind), Some(flags), Some(offset), Some(size)) = (
+                h.u32(&table, at),
+                h.u32(&table, at + 4),
+                h.u64(&table, at + 8),
+                h.u64(&table, at + 32),
+            ) else {
+                return Err(format!("truncated program header {i}"));
+            };
+            if kind == 1 && flags & 1 != 0 && size > 0 {
+                regions.push((offset, size));
+            }
+        }
+    }
+    let total: u64 = regions.iter().map(|(_, s)| *s).sum();
+    if total > MAX_CODE {
+        return Err(format!(
+            "{} MiB of code: more than perfsleuth decodes ({} MiB)",
+            total >> 20,
+            MAX_CODE >> 20
+        ));
+    }
+    let mut sites = 0;
+    for (offset, size) in regions {
+        let code = read_at(&mut file, offset, size)?;
+        let decoder = iced_x86::Decoder::new(64, &code, iced_x86::DecoderOptions::NONE);
+        sites += decoder
+            .into_iter()
+            .filter(|i| i.mnemonic() == iced_x86::Mnemonic::Cpuid)
+            .count();
+    }
+    Ok(sites)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -758,5 +852,72 @@ mod tests {
             // Either a dynamic binary with a loader, or a static one.
             let _ = elf_interpreter(&exe).unwrap();
         }
+    }
+
+    /// `objdump -d`'s count of `cpuid` instructions: the reference the
+    /// decoder is checked against (`None` without binutils).
+    fn objdump_cpuid(path: &Path) -> Option<usize> {
+        let out = Command::new("objdump").arg("-d").arg(path).output().ok()?;
+        out.status.success().then(|| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| l.split('\t').nth(2).is_some_and(|m| m.trim() == "cpuid"))
+                .count()
+        })
+    }
+
+    #[test]
+    fn cpuid_sites_are_found_by_decoding_and_agree_with_objdump() {
+        if !cfg!(target_arch = "x86_64") {
+            return;
+        }
+        let t = TempTree::new("binary-cpuid");
+        let src = t.path("asks.c");
+        // Two CPUID instructions, and the bytes 0f a2 as an immediate
+        // operand (mov $0xa20f, %eax), which is not one.
+        std::fs::write(
+            &src,
+            "#include <cpuid.h>\n\
+             int main(void) { unsigned a, b, c, d; __cpuid(0, a, b, c, d); __cpuid_count(7, 0, a, b, c, d);\n\
+             unsigned x; __asm__ volatile(\"mov $0xa20f, %0\" : \"=r\"(x)); return (int)(a + x); }\n",
+        )
+        .unwrap();
+        let asks = t.path("asks");
+        let Ok(run) = Command::new("gcc")
+            .arg("-O1")
+            .arg("-o")
+            .arg(&asks)
+            .arg(&src)
+            .output()
+        else {
+            perfsleuth_testkit::skip("gcc", "gcc not installed");
+            return;
+        };
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert_eq!(cpuid_sites(&asks), Ok(2));
+        let plain = gcc(&t, "plain", &["-O1"]).expect("gcc builds a plain program");
+        assert_eq!(cpuid_sites(&plain), Ok(0));
+        // Real libraries, counted by objdump too where it is installed.
+        for lib in [
+            "/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib64/ld-linux-x86-64.so.2",
+            "/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+            asks.to_str().unwrap(),
+        ] {
+            let p = Path::new(lib);
+            if !p.exists() {
+                continue;
+            }
+            let ours = cpuid_sites(p).unwrap();
+            if let Some(reference) = objdump_cpuid(p) {
+                assert_eq!(ours, reference, "{lib}");
+            }
+        }
+        assert!(cpuid_sites(Path::new("/etc/hostname")).is_err());
+        assert!(cpuid_sites(&t.path("missing")).is_err());
     }
 }

@@ -14,12 +14,13 @@ mod kernel;
 mod libc_info;
 mod memory;
 mod noise;
+pub mod portable;
 mod process;
 mod source;
 mod tools;
 mod virt;
 
-pub use binary::{BINARY_KEYS, binary_facts};
+pub use binary::{BINARY_KEYS, binary_facts, cpuid_sites};
 pub use capacity::{CpuCapacity, cpu_capacity};
 pub use check::{Finding, Severity, check, has_problems, unjudgeable};
 pub use diff::{Change, diff, significant, why};

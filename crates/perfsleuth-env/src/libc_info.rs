@@ -120,7 +120,7 @@ pub fn capture(src: &Source, env: &mut Environment) {
 
 /// Version (`glibc 2.36`) and path of the libc this process runs with.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn live_libc() -> (Result<String, String>, Result<String, String>) {
+pub(crate) fn live_libc() -> (Result<String, String>, Result<String, String>) {
     // SAFETY: gnu_get_libc_version returns a pointer to a static NUL-terminated string.
     let version = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
     let version = format!("glibc {}", clean(&version.to_string_lossy()));
@@ -128,7 +128,7 @@ fn live_libc() -> (Result<String, String>, Result<String, String>) {
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn live_libc() -> (Result<String, String>, Result<String, String>) {
+pub(crate) fn live_libc() -> (Result<String, String>, Result<String, String>) {
     let reason = "perfsleuth was not built against glibc".to_string();
     (Err(reason.clone()), Err(reason))
 }
@@ -250,7 +250,7 @@ fn major_minor(bytes: &[u8]) -> Option<(u32, u32)> {
 }
 
 /// (major, minor) of a `glibc 2.36` value.
-fn parse_glibc(value: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_glibc(value: &str) -> Option<(u32, u32)> {
     major_minor(value.strip_prefix("glibc ")?.as_bytes())
 }
 
@@ -280,7 +280,7 @@ fn hwcaps(
 }
 
 /// One `key=value` line of `ld.so --list-diagnostics` output.
-fn diagnostic(text: &str, key: &str) -> Option<String> {
+pub(crate) fn diagnostic(text: &str, key: &str) -> Option<String> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once('=')?;
         (k == key).then(|| v.trim().trim_matches('"').to_string())
@@ -288,7 +288,7 @@ fn diagnostic(text: &str, key: &str) -> Option<String> {
 }
 
 /// `0x8000` or `32768`.
-fn parse_number(v: &str) -> Option<u64> {
+pub(crate) fn parse_number(v: &str) -> Option<u64> {
     match v.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None => v.parse().ok(),
@@ -298,7 +298,7 @@ fn parse_number(v: &str) -> Option<u64> {
 /// Sizes and thresholds in the contract's size format (`32 KiB`, also for
 /// megabytes: `245760 KiB`), so they compare directly with `cpu.cache.*`;
 /// a value that is not a whole number of KiB stays exact (`2112 bytes`).
-fn size(n: u64) -> String {
+pub(crate) fn size(n: u64) -> String {
     if n % 1024 == 0 {
         format!("{} KiB", n / 1024)
     } else {
@@ -375,7 +375,7 @@ fn cache_dir() -> Option<PathBuf> {
 
 /// The loader this process was started by (its own `PT_INTERP`), else the
 /// architecture's standard one.
-fn loader_path() -> Result<PathBuf, String> {
+pub(crate) fn loader_path() -> Result<PathBuf, String> {
     if let Ok(Some(interp)) = crate::binary::elf_interpreter(Path::new("/proc/self/exe")) {
         return Ok(PathBuf::from(interp));
     }
@@ -442,17 +442,51 @@ fn diagnostics(
 /// gets only `GLIBC_TUNABLES` (it changes the thresholds): the output lists
 /// the environment, which must not end up in a cache file.
 fn run_ld_so(loader: &Path, tunables: Option<&str>) -> Result<String, String> {
+    let text = run_loader(&[], loader, "--list-diagnostics", tunables, LD_SO_TIMEOUT)?;
+    let kept: Vec<&str> = text.lines().filter(|l| keep_line(l)).collect();
+    if kept.is_empty() {
+        return Err(format!(
+            "{} --list-diagnostics printed nothing perfsleuth reads",
+            loader.display()
+        ));
+    }
+    Ok(format!("{CACHE_HEADER}\n{}\n", kept.join("\n")))
+}
+
+/// Runs `loader ARG` (`--list-diagnostics`, `--list-tunables`), behind
+/// `wrapper` when one is given (valgrind, to see what glibc sees under it),
+/// with an empty environment but `GLIBC_TUNABLES`; its whole stdout (1 MiB
+/// at most), or why not. Killed past `timeout`.
+pub(crate) fn run_loader(
+    wrapper: &[String],
+    loader: &Path,
+    arg: &str,
+    tunables: Option<&str>,
+    timeout: Duration,
+) -> Result<String, String> {
     use std::process::{Command, Stdio};
-    let mut cmd = Command::new(loader);
-    cmd.arg("--list-diagnostics")
+    let mut cmd = match wrapper.split_first() {
+        Some((program, rest)) => {
+            let mut c = Command::new(program);
+            c.args(rest).arg(loader);
+            c
+        }
+        None => Command::new(loader),
+    };
+    cmd.arg(arg)
         .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
+    // Only the tunables: the output lists the environment, and what glibc
+    // selects must not depend on anything else perfsleuth happens to have.
     if let Some(t) = tunables {
         cmd.env("GLIBC_TUNABLES", t);
     }
-    let shown = format!("{} --list-diagnostics", loader.display());
+    let shown = match wrapper.first() {
+        Some(w) => format!("{w} {} {arg}", loader.display()),
+        None => format!("{} {arg}", loader.display()),
+    };
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot run {shown}: {e}"))?;
@@ -467,14 +501,11 @@ fn run_ld_so(loader: &Path, tunables: Option<&str>) -> Result<String, String> {
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() > LD_SO_TIMEOUT => {
+            Ok(None) if start.elapsed() > timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
                 let _ = reader.join();
-                return Err(format!(
-                    "{shown} did not finish in {} s",
-                    LD_SO_TIMEOUT.as_secs()
-                ));
+                return Err(format!("{shown} did not finish in {} s", timeout.as_secs()));
             }
             Ok(None) => std::thread::sleep(Duration::from_micros(500)),
             Err(e) => return Err(format!("waiting for {shown}: {e}")),
@@ -484,12 +515,7 @@ fn run_ld_so(loader: &Path, tunables: Option<&str>) -> Result<String, String> {
     if !status.success() {
         return Err(format!("{shown} failed ({status})"));
     }
-    let text = String::from_utf8_lossy(&out);
-    let kept: Vec<&str> = text.lines().filter(|l| keep_line(l)).collect();
-    if kept.is_empty() {
-        return Err(format!("{shown} printed nothing perfsleuth reads"));
-    }
-    Ok(format!("{CACHE_HEADER}\n{}\n", kept.join("\n")))
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// The diagnostics lines worth caching: scalar CPU-feature values, the

@@ -49,6 +49,9 @@ pub struct IoConfig {
     /// Working directory of the command (`ab` runs each side in its
     /// worktree); perfsleuth's own when `None`.
     pub cwd: Option<PathBuf>,
+    /// Environment changes for this command only: set (`Some`) or removed
+    /// (`None`), in order, over perfsleuth's own environment.
+    pub env: Vec<(String, Option<String>)>,
 }
 
 /// The write end of a pipe whose read end a thread drains until every write
@@ -104,6 +107,7 @@ impl Default for IoConfig {
             tolerate: Tolerate::Nothing,
             disable_aslr: false,
             cwd: None,
+            env: Vec::new(),
         }
     }
 }
@@ -290,6 +294,12 @@ impl Executor {
         command.arg0(program).args(args).process_group(0);
         if let Some(dir) = &io.cwd {
             command.current_dir(dir);
+        }
+        for (key, value) in &io.env {
+            match value {
+                Some(v) => command.env(key, v),
+                None => command.env_remove(key),
+            };
         }
 
         let open = |path: &Path, write: bool| {
@@ -847,6 +857,7 @@ mod tests {
             tolerate: Tolerate::Nothing,
             disable_aslr: false,
             cwd: None,
+            env: Vec::new(),
         };
         let mut ex = Executor::new(&argv(&["cat"]), &cfg).unwrap();
         ex.run_once(0).unwrap();

@@ -193,6 +193,17 @@ impl Spawner {
         }
         msg.push(io.disable_aslr as u8);
         put_opt_path(&mut msg, io.cwd.as_deref());
+        put_u32(&mut msg, io.env.len() as u32);
+        for (key, value) in &io.env {
+            put_bytes(&mut msg, key.as_bytes());
+            match value {
+                Some(v) => {
+                    msg.push(1);
+                    put_bytes(&mut msg, v.as_bytes());
+                }
+                None => msg.push(0),
+            }
+        }
         put_u32(&mut msg, argv.len() as u32);
         for a in argv {
             put_bytes(&mut msg, a.as_bytes());
@@ -597,6 +608,16 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
     };
     let disable_aslr = r.u8().ok_or_else(bad)? != 0;
     let cwd = r.opt_path().ok_or_else(bad)?;
+    let vars = r.u32().ok_or_else(bad)?;
+    let mut env = Vec::with_capacity(vars.min(256) as usize);
+    for _ in 0..vars {
+        let key = String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned();
+        let value = match r.u8().ok_or_else(bad)? {
+            0 => None,
+            _ => Some(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned()),
+        };
+        env.push((key, value));
+    }
     let io = IoConfig {
         output,
         input,
@@ -604,6 +625,7 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
         tolerate,
         disable_aslr,
         cwd,
+        env,
     };
     let argc = r.u32().ok_or_else(bad)?;
     let mut argv = Vec::with_capacity(argc.min(4096) as usize);
@@ -839,7 +861,45 @@ mod tests {
         tolerate: Tolerate::Nothing,
         disable_aslr: false,
         cwd: None,
+        env: Vec::new(),
     };
+
+    #[test]
+    fn environment_changes_reach_only_that_child() {
+        let dir = std::env::temp_dir().join(format!("perfsleuth-envvar-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("env.txt");
+        std::fs::write(&out, "").unwrap();
+        // A variable this process has, to be removed for one child only.
+        let Some(gone) = std::env::vars()
+            .map(|(k, _)| k)
+            .find(|k| k != "PATH" && k.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'))
+        else {
+            return;
+        };
+        let mut sp = Spawner::start().unwrap();
+        let script = format!("printf '%s|%s\\n' \"$PERFSLEUTH_TEST_SET\" \"${{{gone}+set}}\"");
+        let io = IoConfig {
+            output: OutputTarget::File(out.clone()),
+            env: vec![
+                ("PERFSLEUTH_TEST_SET".into(), Some("a=b:c".into())),
+                (gone.clone(), None),
+            ],
+            ..NULL_IO
+        };
+        let with = sp.prepare(&argv(&["sh", "-c", &script]), &io).unwrap();
+        let plain = IoConfig {
+            output: OutputTarget::File(out.clone()),
+            ..NULL_IO
+        };
+        let without = sp.prepare(&argv(&["sh", "-c", &script]), &plain).unwrap();
+        for id in [with, without] {
+            sp.begin(id, 0, true).unwrap();
+            assert!(matches!(sp.finish().unwrap(), Outcome::Completed(s) if s.succeeded()));
+        }
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "a=b:c|\n|set\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn spawner_measures_and_reports_like_a_local_executor() {

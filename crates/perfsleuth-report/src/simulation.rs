@@ -25,6 +25,7 @@ pub fn render_simulation(run: &Run, reference: Option<usize>, style: &Style) -> 
         }
         block(&mut out, i, b, style);
     }
+    portability(&mut out, run, style);
     let reference = reference.unwrap_or(0).min(run.benchmarks.len() - 1);
     let base = &run.benchmarks[reference];
     let others: Vec<(usize, &Benchmark)> = run
@@ -48,6 +49,37 @@ pub fn render_simulation(run: &Run, reference: Option<usize>, style: &Style) -> 
         }
     }
     out
+}
+
+/// How far the counts carry to other CPUs: the `sim.*` facts the run
+/// recorded (runs older than portable mode have none, and get no line).
+fn portability(out: &mut String, run: &Run, style: &Style) {
+    let env = &run.environment;
+    match env.get("sim.portable") {
+        Some("off") => {
+            let _ = writeln!(
+                out,
+                "\n{}",
+                style.dim("Counts follow this CPU's glibc dispatch (not portable): compare them with runs on the same kind of CPU.")
+            );
+        }
+        Some(level) => {
+            let _ = writeln!(
+                out,
+                "\nCounts portable across CPUs with {level}: glibc's dispatch was fixed (GLIBC_TUNABLES, in the run's sim.glibc_tunables) and checked."
+            );
+            if let Some(own) = env.get("sim.cpuid_dispatch").filter(|v| *v != "none") {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    style.yellow(&format!(
+                        "  Not covered: {own} executes CPUID itself and may dispatch differently on another CPU."
+                    ))
+                );
+            }
+        }
+        None => {}
+    }
 }
 
 /// A simulation run as a Markdown table (for `--export-markdown`): the

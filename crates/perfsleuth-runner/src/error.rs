@@ -71,6 +71,9 @@ pub enum RunError {
     /// `--collect ''`.
     #[error("--collect is empty")]
     EmptyCollect,
+    /// `--portable` asked for, and this machine cannot give verified portable counts.
+    #[error("portable simulation counts are not possible here: {0}")]
+    NotPortable(String),
     /// Callgrind's output of one run could not be read.
     #[error("{}", simulation_message(command, source))]
     Simulation {

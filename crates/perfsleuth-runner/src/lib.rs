@@ -27,7 +27,8 @@ pub use probes::probe_suite;
 pub use schedule::{Bench, Measured, Planned, Schedule, StopRule, benchmarks, prepare};
 pub use scratch::ScratchDir;
 pub use simulation::{
-    DEFAULT_RUNS as SIMULATION_RUNS, PROFILE_FUNCTIONS, Simulation, nondeterminism,
+    CPUID_KEY, DEFAULT_RUNS as SIMULATION_RUNS, PROFILE_FUNCTIONS, Portable, PortableChoice,
+    Simulation, cpuid_check, nondeterminism,
 };
 pub use spawn::Spawn;
 

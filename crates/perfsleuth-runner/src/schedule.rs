@@ -301,10 +301,11 @@ pub fn prepare(
                 perfsleuth_measure::resolve_program(program, std::env::var_os("PATH").as_deref())
                     .map_err(measure("command"))?;
                 let (argv, dir) = sim.wrap(benches.len(), &p.argv)?;
-                let sim_io = IoConfig {
+                let mut sim_io = IoConfig {
                     disable_aslr: true,
                     ..io.clone()
                 };
+                sim_io.env.extend(sim.child_env());
                 let id = spawner
                     .prepare(&argv, &sim_io)
                     .map_err(measure("command"))?;

@@ -4,8 +4,10 @@
 
 use crate::error::RunError;
 use crate::scratch::ScratchDir;
+use perfsleuth_env::portable::{self, Baseline};
 use perfsleuth_measure::callgrind::{self, SimulationConfig};
-use perfsleuth_model::{Benchmark, Profile, Sample};
+use perfsleuth_model::{Benchmark, Environment, ImpactClass, Profile, Sample};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Functions kept per benchmark, by inclusive Ir.
@@ -13,26 +15,140 @@ pub const PROFILE_FUNCTIONS: usize = 300;
 /// Timed runs by default: one measurement and one check that it repeats.
 pub const DEFAULT_RUNS: u32 = 2;
 
+/// Whether the counts are made independent of this machine's CPU
+/// (`--portable`), see `perfsleuth_env::portable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortableChoice {
+    /// Glibc dispatches as this CPU (as valgrind presents it) says.
+    Off,
+    /// Portable at the default baseline where this machine allows it,
+    /// else not, with a note saying why.
+    Auto,
+    /// Portable at this baseline, or no run at all.
+    On(Baseline),
+}
+
+/// The portable profile in use, and what verifying it showed.
+#[derive(Debug, Clone)]
+pub struct Portable {
+    /// The `GLIBC_TUNABLES` value and what it was made from.
+    pub profile: portable::Profile,
+    /// What glibc reported under it.
+    pub verified: portable::Verified,
+}
+
 /// Valgrind and the private directory the outputs go to.
 #[derive(Debug)]
 pub struct Simulation {
     valgrind: PathBuf,
     collect: Option<String>,
     scratch: ScratchDir,
+    portable: Option<Portable>,
+    /// Why the counts are not portable, when they could have been.
+    not_portable: Option<String>,
 }
 
 impl Simulation {
-    /// Finds valgrind (an error when it is missing).
-    pub fn new(collect: Option<String>) -> Result<Simulation, RunError> {
+    /// Finds valgrind (an error when it is missing) and, unless `portable`
+    /// is off, builds and verifies the portable profile: refused ones are
+    /// an error for [`PortableChoice::On`] and a note for `Auto`.
+    pub fn new(collect: Option<String>, portable: PortableChoice) -> Result<Simulation, RunError> {
         if collect.as_deref().is_some_and(|c| c.trim().is_empty()) {
             return Err(RunError::EmptyCollect);
         }
         let valgrind = callgrind::find_valgrind().map_err(|_| RunError::NoValgrind)?;
+        let baseline = match portable {
+            PortableChoice::Off => None,
+            PortableChoice::Auto => Some(portable::DEFAULT_BASELINE),
+            PortableChoice::On(b) => Some(b),
+        };
+        let (portable_profile, not_portable) = match baseline {
+            None => (None, None),
+            Some(b) => match prepare_portable(&valgrind, b) {
+                Ok(p) => (Some(p), None),
+                Err(refusal) if portable == PortableChoice::Auto => (None, Some(refusal.0)),
+                Err(refusal) => return Err(RunError::NotPortable(refusal.0)),
+            },
+        };
         Ok(Simulation {
             valgrind,
             collect,
             scratch: ScratchDir::new("simulation")?,
+            portable: portable_profile,
+            not_portable,
         })
+    }
+
+    /// The portable profile in use, if any.
+    pub fn portable(&self) -> Option<&Portable> {
+        self.portable.as_ref()
+    }
+
+    /// What the benchmarked process's environment gets on top of ours.
+    pub fn child_env(&self) -> Vec<(String, Option<String>)> {
+        self.portable
+            .iter()
+            .map(|p| {
+                (
+                    "GLIBC_TUNABLES".to_string(),
+                    Some(p.profile.tunables.clone()),
+                )
+            })
+            .collect()
+    }
+
+    /// The run's facts about how it counted: `sim.portable` and
+    /// `sim.glibc_tunables` (identity: counts made differently do not
+    /// compare) and `sim.cache_model` (context).
+    pub fn record(&self, env: &mut Environment) {
+        match &self.portable {
+            Some(p) => {
+                env.set(
+                    "sim.portable",
+                    p.profile.baseline.name(),
+                    ImpactClass::Identity,
+                );
+                env.set(
+                    "sim.glibc_tunables",
+                    p.profile.tunables.clone(),
+                    ImpactClass::Identity,
+                );
+            }
+            None => env.set("sim.portable", "off", ImpactClass::Identity),
+        }
+        env.set(
+            "sim.cache_model",
+            callgrind::CACHE_MODEL,
+            ImpactClass::Context,
+        );
+    }
+
+    /// Notes for the run's output: what portable mode verified or changed,
+    /// or why the counts are not portable.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        match (&self.portable, &self.not_portable) {
+            (Some(p), _) => {
+                notes.push(p.verified.summary(&p.profile));
+                for o in &p.profile.overridden {
+                    notes.push(format!(
+                        "your GLIBC_TUNABLES overrides the portable profile ({o}): counts compare only with runs that have the same setting"
+                    ));
+                }
+                for u in &p.profile.unfixed {
+                    notes.push(format!("portable profile: {u}"));
+                }
+                notes.push(format!(
+                    "valgrind's cache model is fixed by perfsleuth's options ({}), not read from this CPU",
+                    callgrind::CACHE_MODEL
+                ));
+            }
+            (None, Some(why)) => notes.push(format!(
+                "counts are NOT portable across CPUs: {why}; glibc's string functions follow this CPU as valgrind presents it"
+            )),
+            (None, None) => {}
+        }
+        notes
     }
 
     /// The valgrind command line for benchmark `index`, and its output directory.
@@ -73,6 +189,82 @@ impl Simulation {
         sample.counters.extend(callgrind::counters(&profile));
         Ok(profile.top(PROFILE_FUNCTIONS))
     }
+}
+
+/// Builds the profile for this machine's glibc (the user's own
+/// `GLIBC_TUNABLES` merged in) and checks it under valgrind.
+fn prepare_portable(valgrind: &Path, baseline: Baseline) -> Result<Portable, portable::Refusal> {
+    let user = std::env::var("GLIBC_TUNABLES").ok();
+    let profile = portable::live_profile(baseline, user.as_deref())?;
+    let verified = portable::verify_live(&profile, &callgrind::plain_valgrind_argv(valgrind))?;
+    Ok(Portable { profile, verified })
+}
+
+/// Objects whose code glibc's tunables do not reach: the loader and libc
+/// are what the portable profile configures; valgrind's own preloads run
+/// no program code.
+fn dispatch_is_glibcs(object: &str) -> bool {
+    let name = object.rsplit('/').next().unwrap_or(object);
+    name.starts_with("ld-linux") || name == "libc.so.6" || name.starts_with("vgpreload_")
+}
+
+/// The run fact naming the objects that execute CPUID themselves.
+pub const CPUID_KEY: &str = "sim.cpuid_dispatch";
+
+/// Finds, among the objects each benchmark's profile ran code in, those
+/// that contain CPUID instructions themselves (so may choose code by the
+/// CPU whatever glibc was told); records them as the run's
+/// [`CPUID_KEY`] fact (`none` when there are none) and returns a warning
+/// per benchmark that has any.
+pub fn cpuid_check(benchmarks: &[Benchmark], env: &mut Environment) -> Vec<String> {
+    let mut seen: BTreeMap<String, Result<usize, String>> = BTreeMap::new();
+    let mut warnings = Vec::new();
+    let mut all: Vec<String> = Vec::new();
+    for b in benchmarks {
+        let Some(profile) = &b.profile else {
+            continue;
+        };
+        let mut objects: Vec<&str> = profile
+            .functions
+            .iter()
+            .map(|f| f.object.as_str())
+            .filter(|o| o.starts_with('/') && !dispatch_is_glibcs(o))
+            .collect();
+        objects.sort_unstable();
+        objects.dedup();
+        let mut own: Vec<String> = Vec::new();
+        for object in objects {
+            let sites = seen
+                .entry(object.to_string())
+                .or_insert_with(|| perfsleuth_env::cpuid_sites(Path::new(object)));
+            if let Ok(n) = sites
+                && *n > 0
+            {
+                let name = object.rsplit('/').next().unwrap_or(object);
+                own.push(format!("{name} ({n} CPUID)"));
+            }
+        }
+        if own.is_empty() {
+            continue;
+        }
+        warnings.push(format!(
+            "`{}`: {} executes CPUID itself: its own dispatch may still differ across CPUs, which the portable profile cannot fix",
+            b.name,
+            own.join(", ")
+        ));
+        for o in own {
+            if !all.contains(&o) {
+                all.push(o);
+            }
+        }
+    }
+    let value = if all.is_empty() {
+        "none".to_string()
+    } else {
+        all.join(", ")
+    };
+    env.set(CPUID_KEY, value, ImpactClass::Context);
+    warnings
 }
 
 /// One warning per benchmark whose runs did not count the same instructions:

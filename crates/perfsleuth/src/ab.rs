@@ -297,6 +297,9 @@ fn report(
     for note in &m.notes {
         emit(&format!("note: {note}\n"), true);
     }
+    for warning in &m.warnings {
+        emit(&format!("warning: {warning}\n"), true);
+    }
     // Identical programs cannot have regressed: their rows do not gate.
     if !identical.is_empty() {
         comparison

@@ -538,6 +538,24 @@ pub struct RunArgs {
     /// --toggle-collect; * and ? wildcards).
     #[arg(long, value_name = "FUNCTION")]
     pub collect: Option<String>,
+    /// Simulation mode: counts that do not depend on this CPU. glibc is told
+    /// (GLIBC_TUNABLES, for the benchmarked processes only) to pick the same
+    /// string and memory code on any CPU with BASELINE (x86-64-v3, the
+    /// default, or x86-64-v2), checked with ld.so before measuring. On by
+    /// default where this machine allows it; given, it is an error where not.
+    #[arg(
+        long,
+        value_name = "BASELINE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "x86-64-v3",
+        conflicts_with = "no_portable"
+    )]
+    pub portable: Option<String>,
+    /// Simulation mode: let glibc follow this CPU (as valgrind presents it);
+    /// the counts then compare only with runs on the same kind of CPU.
+    #[arg(long)]
+    pub no_portable: bool,
     /// Counters per run through perf_event_open: auto (software counters when every
     /// command's warmup took ≥ 10 ms, where their ~15 µs per process is negligible),
     /// none, software (task clock, context switches, migrations, faults) or all

@@ -15,7 +15,9 @@ use perfsleuth_measure::{
 };
 use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::{Environment, Mode, Run};
-use perfsleuth_runner::{Counters, Role, RunError, Schedule, Simulation, Stop, StopRule, conclude};
+use perfsleuth_runner::{
+    Counters, PortableChoice, Role, RunError, Schedule, Simulation, Stop, StopRule, conclude,
+};
 use std::path::{Path, PathBuf};
 
 /// The spawner `main` forked early, or a new one when it could not.
@@ -70,6 +72,8 @@ pub(crate) struct Measurement {
     pub result: Result<(), Stop>,
     /// Notes to print after the results.
     pub notes: Vec<String>,
+    /// Warnings to print after the notes.
+    pub warnings: Vec<String>,
     /// Rounds measured, and in how long.
     pub rounds: u32,
     pub elapsed: std::time::Duration,
@@ -227,6 +231,7 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
         run,
         result,
         notes: counter_notes,
+        warnings,
         rounds,
         elapsed,
         stored_note,
@@ -273,7 +278,10 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
                     true,
                 );
             }
-            for warning in perfsleuth_runner::nondeterminism(&run.benchmarks) {
+            for warning in perfsleuth_runner::nondeterminism(&run.benchmarks)
+                .iter()
+                .chain(&warnings)
+            {
                 emit(&format!("warning: {warning}\n"), true);
             }
             if c.simulation.is_none() {
@@ -331,6 +339,9 @@ pub(crate) fn measure(
         options_json(args, &c.tolerate, c.rounds),
         perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live()),
     );
+    if let Some(sim) = &c.simulation {
+        sim.record(&mut run.environment);
+    }
     // `auto` is decided by the runner after the warmups, when their duration
     // says whether the counters' cost would show.
     let mut counter_notes = perfsleuth_runner::counters::enable(
@@ -435,6 +446,13 @@ pub(crate) fn measure(
     // The warning after the run judges the run, not the minutes before it.
     noise.since(&perfsleuth_env::Source::live(), &mut run.environment);
     run.benchmarks = perfsleuth_runner::benchmarks(&benches);
+    let mut warnings = Vec::new();
+    if let Some(sim) = &c.simulation {
+        counter_notes.extend(sim.notes());
+        if sim.portable().is_some() {
+            warnings = perfsleuth_runner::cpuid_check(&run.benchmarks, &mut run.environment);
+        }
+    }
     conclude(&mut run, &measured.result, &*spawner, &mut sink).map_err(runner_fail)?;
     Ok(Measurement {
         ids: stored.iter().map(|r| r.id).collect(),
@@ -442,9 +460,28 @@ pub(crate) fn measure(
         run,
         result: measured.result,
         notes: counter_notes,
+        warnings,
         rounds,
         elapsed: started.elapsed(),
     })
+}
+
+/// `--portable[=BASELINE]` / `--no-portable` in the runner's terms.
+fn portable_choice(args: &RunArgs) -> Result<PortableChoice, Fail> {
+    if args.no_portable {
+        return Ok(PortableChoice::Off);
+    }
+    match &args.portable {
+        None => Ok(PortableChoice::Auto),
+        Some(name) => perfsleuth_env::portable::Baseline::parse(name)
+            .map(PortableChoice::On)
+            .ok_or_else(|| {
+                Fail::usage(
+                    format!("unknown --portable baseline `{name}`"),
+                    "give --portable=x86-64-v3 (the default) or --portable=x86-64-v2",
+                )
+            }),
+    }
 }
 
 /// The `--counters` choice in the runner's terms.
@@ -462,13 +499,21 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
     let tolerate = parse::ignore_failure(args.ignore_failure.as_deref())
         .map_err(|e| Fail::usage(e, "see perfsleuth run --help"))?;
     let simulation = match args.mode {
-        ModeChoice::Simulation => Some(Simulation::new(args.collect.clone()).map_err(runner_fail)?),
+        ModeChoice::Simulation => Some(
+            Simulation::new(args.collect.clone(), portable_choice(args)?).map_err(runner_fail)?,
+        ),
         ModeChoice::Walltime => {
-            if args.collect.is_some() {
-                return Err(Fail::usage(
-                    "--collect works only in simulation mode",
-                    "add --mode simulation (needs valgrind)",
-                ));
+            for (given, option) in [
+                (args.collect.is_some(), "--collect"),
+                (args.portable.is_some(), "--portable"),
+                (args.no_portable, "--no-portable"),
+            ] {
+                if given {
+                    return Err(Fail::usage(
+                        format!("{option} works only in simulation mode"),
+                        "add --mode simulation (needs valgrind)",
+                    ));
+                }
             }
             None
         }
@@ -864,6 +909,10 @@ pub(crate) fn runner_fail(e: RunError) -> Fail {
             ),
         },
         RunError::NoValgrind => Fail::usage(message, INSTALL_HINT),
+        RunError::NotPortable(_) => Fail::usage(
+            message,
+            "drop --portable to count as this CPU dispatches (the run then says the counts are not portable)",
+        ),
         RunError::EmptyCollect => Fail::usage(
             message,
             "name a function, e.g. --collect parse_input (callgrind's * and ? wildcards work)",

@@ -53,8 +53,8 @@ use std::path::Path;
 
 pub use parse::{parse_file, parse_reader};
 pub use sim::{
-    EVENTS, INSTALL_HINT, SimError, SimulationConfig, collect_function_seen, collect_outputs,
-    counters, estimated_cycles, find_valgrind, valgrind_argv,
+    CACHE_MODEL, EVENTS, INSTALL_HINT, SimError, SimulationConfig, collect_function_seen,
+    collect_outputs, counters, estimated_cycles, find_valgrind, plain_valgrind_argv, valgrind_argv,
 };
 
 /// One or more callgrind output files, parsed and merged: the model's

@@ -57,6 +57,21 @@ pub enum SimError {
     },
 }
 
+/// The cache geometry [`valgrind_argv`] gives callgrind, in words.
+pub const CACHE_MODEL: &str = "I1 and D1 32 KiB 8-way, LL 8 MiB 16-way, 64-byte lines";
+
+/// The valgrind command line that only runs `program` (`--tool=none`):
+/// what the program sees of the CPU is the same as under callgrind, since
+/// valgrind's core, not the tool, emulates CPUID.
+pub fn plain_valgrind_argv(valgrind: &Path) -> Vec<String> {
+    vec![
+        valgrind.to_string_lossy().into_owned(),
+        "--tool=none".to_string(),
+        "-q".to_string(),
+        "--vgdb=no".to_string(),
+    ]
+}
+
 /// The valgrind command line that runs `program` (its argv, program first)
 /// under callgrind:
 ///
