@@ -346,7 +346,18 @@ pub fn build(
     };
     let tunables = values
         .iter()
-        .map(|(k, v)| format!("{k}={v}"))
+        .map(|(k, v)| {
+            // glibc before 2.38 reads past the end of the hwcaps list's last
+            // item (it steps over the NUL, then tests the byte after it), so
+            // what follows in memory was parsed too and the count of the
+            // loader varied from run to run; a trailing comma ends the list
+            // inside it. Later glibc skips the empty item.
+            if k == "glibc.cpu.hwcaps" && !v.is_empty() && !v.ends_with(',') {
+                format!("{k}={v},")
+            } else {
+                format!("{k}={v}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(":");
     let hwcaps = values
@@ -418,7 +429,11 @@ fn merge(values: &mut Vec<(String, String)>, user: &str) -> Vec<String> {
                 values.push((name, value));
                 continue;
             };
-            let mut ours: Vec<String> = slot.split(',').map(String::from).collect();
+            let mut ours: Vec<String> = slot
+                .split(',')
+                .filter(|e| !e.is_empty())
+                .map(String::from)
+                .collect();
             for entry in value.split(',').filter(|e| !e.is_empty()) {
                 let feature = entry.trim_start_matches('-');
                 match ours
