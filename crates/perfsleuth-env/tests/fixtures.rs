@@ -197,9 +197,9 @@ fn expand_braces(key: &str) -> Vec<String> {
 }
 
 /// Every fixed key in the tables of docs/ENVIRONMENT.md with its class
-/// (templated keys like `mitigation.<name>` are left out; `binary.*` and
-/// `measure.*` are set per benchmark and by `perfsleuth run`, not by
-/// `capture`).
+/// (templated keys like `mitigation.<name>` are left out; `binary.*`,
+/// `measure.*` and `sim.*` are set per benchmark and by `perfsleuth run`,
+/// not by `capture`).
 fn documented_keys() -> Vec<(String, ImpactClass)> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/ENVIRONMENT.md");
     let text = std::fs::read_to_string(&path)
@@ -217,17 +217,18 @@ fn documented_keys() -> Vec<(String, ImpactClass)> {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         // cells[0] is empty (the line starts with '|').
         let class = match cells.get(2).copied() {
-            Some("identity") => ImpactClass::Identity,
+            Some(c) if c.starts_with("identity") => ImpactClass::Identity,
             Some("performance") => ImpactClass::Performance,
             Some(c) if c.starts_with("context") => ImpactClass::Context,
             _ => section_class
                 .unwrap_or_else(|| panic!("no class for the row {line:?} of ENVIRONMENT.md")),
         };
         for (i, span) in cells[1].split('`').enumerate() {
-            // measure.* and noise.run.* are recorded by a run, not by a capture.
+            // measure.*, sim.* and noise.run.* are recorded by a run, not by a capture.
             if i % 2 == 0
                 || span.contains('<')
                 || span.starts_with("measure.")
+                || span.starts_with("sim.")
                 || span.starts_with("noise.run.")
             {
                 continue;

@@ -549,21 +549,29 @@ pub(crate) fn named_temp_file() -> Result<(File, PathBuf), MeasureError> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = std::env::temp_dir();
-    let path = dir.join(format!(
-        ".perfsleuth-stderr-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|source| MeasureError::File {
-            path: path.clone(),
-            source,
-        })?;
-    Ok((file, path))
+    // A process killed between creating and unlinking its file (SIGKILL, a
+    // CI timeout) leaves it behind, and process ids are reused: a name that
+    // exists is skipped, not an error.
+    let mut attempt = 0;
+    loop {
+        let path = dir.join(format!(
+            ".perfsleuth-stderr-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => return Ok((file, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
+                attempt += 1;
+            }
+            Err(source) => return Err(MeasureError::File { path, source }),
+        }
+    }
 }
 
 pub(crate) struct Waited {
@@ -841,6 +849,30 @@ mod tests {
             !marker.exists(),
             "the grandchild in the group must be killed too"
         );
+    }
+
+    #[test]
+    fn a_stale_capture_file_of_a_reused_pid_is_skipped() {
+        // What a killed perfsleuth with this process id left behind: the
+        // next names this process would pick.
+        let (_, first) = named_temp_file().unwrap();
+        let _ = std::fs::remove_file(&first);
+        let name = first.file_name().unwrap().to_string_lossy().into_owned();
+        let (stem, n) = name.rsplit_once('-').unwrap();
+        let n: u64 = n.parse().unwrap();
+        let stale: Vec<PathBuf> = (n + 1..n + 40)
+            .map(|i| first.with_file_name(format!("{stem}-{i}")))
+            .collect();
+        for p in &stale {
+            std::fs::write(p, "").unwrap();
+        }
+        let got = named_temp_file();
+        for p in &stale {
+            let _ = std::fs::remove_file(p);
+        }
+        let (_, path) = got.expect("a stale file is skipped");
+        assert!(!stale.contains(&path), "{}", path.display());
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

@@ -66,8 +66,11 @@ fn portability(out: &mut String, run: &Run, style: &Style) {
         Some(level) => {
             let _ = writeln!(
                 out,
-                "\nCounts portable across CPUs with {level}: glibc's dispatch was fixed (GLIBC_TUNABLES, in the run's sim.glibc_tunables) and checked."
+                "\nCounts portable across CPUs with {level}: glibc's dispatch was fixed and checked."
             );
+            if let Some(t) = env.get("sim.glibc_tunables") {
+                let _ = writeln!(out, "{}", style.dim(&format!("  GLIBC_TUNABLES={t}")));
+            }
             if let Some(own) = env.get("sim.cpuid_dispatch").filter(|v| *v != "none") {
                 let _ = writeln!(
                     out,
