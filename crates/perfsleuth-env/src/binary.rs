@@ -410,6 +410,15 @@ fn read_at(file: &mut File, offset: u64, len: u64) -> Result<Vec<u8>, String> {
 /// The program interpreter (`PT_INTERP`) of an ELF file, `None` for static
 /// files; used to find the `ld.so` this process was started by.
 pub(crate) fn elf_interpreter(path: &Path) -> Result<Option<String>, String> {
+    let (mut file, head, h) = open_elf(path)?;
+    let (interp, _) = segments(&mut file, &head, &h)?;
+    let interp = interp?;
+    Ok((interp != "static").then_some(interp))
+}
+
+/// An ELF file opened for reading (a regular file only: no FIFO or device),
+/// its first 64 bytes and its identification.
+fn open_elf(path: &Path) -> Result<(File, Vec<u8>, Header), String> {
     let (mut file, _) = input::open(path, Accept::Regular)
         .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut head = Vec::with_capacity(64);
@@ -421,9 +430,7 @@ pub(crate) fn elf_interpreter(path: &Path) -> Result<Option<String>, String> {
         return Err(format!("{} is not ELF", path.display()));
     }
     let h = parse_ident(&head)?;
-    let (interp, _) = segments(&mut file, &head, &h)?;
-    let interp = interp?;
-    Ok((interp != "static").then_some(interp))
+    Ok((file, head, h))
 }
 
 /// The most code [`cpuid_sites`] decodes from one file (libcrypto's is ~4 MiB).
@@ -439,17 +446,7 @@ const EM_X86_64: u16 = 62;
 /// instruction by instruction (iced-x86), not searched for the bytes
 /// `0f a2`, which also occur inside other instructions.
 pub fn cpuid_sites(path: &Path) -> Result<usize, String> {
-    let (mut file, _) = input::open(path, Accept::Regular)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    let mut head = Vec::with_capacity(64);
-    (&mut file)
-        .take(64)
-        .read_to_end(&mut head)
-        .map_err(|e| e.to_string())?;
-    if !head.starts_with(b"\x7fELF") {
-        return Err("not ELF".into());
-    }
-    let h = parse_ident(&head)?;
+    let (mut file, head, h) = open_elf(path)?;
     if !h.is64 || h.big || h.machine != EM_X86_64 || head.len() < 64 {
         return Err(format!("not x86-64 ELF ({})", machine_name(h.machine)));
     }

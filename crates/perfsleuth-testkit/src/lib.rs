@@ -29,6 +29,10 @@ pub const FEATURES: &[(&str, &str)] = &[
     ("callgrind_annotate", "valgrind's callgrind_annotate starts"),
     ("gcc", "gcc compiles the test programs"),
     (
+        "x86_64_glibc",
+        "the machine is x86-64 with glibc's loader at /lib64/ld-linux-x86-64.so.2 (portable simulation counts)",
+    ),
+    (
         "perf_software",
         "perf_event software counters open (perf_event_paranoid, seccomp)",
     ),
@@ -77,6 +81,23 @@ pub fn skip_missing(features: &[&str], why: impl Display) {
         panic!("{why}, and {REQUIRE_VAR} requires {f:?}: this test must not skip here");
     }
     eprintln!("skipped: {why}");
+}
+
+/// Whether every program in `tools` starts (`TOOL --version` succeeds);
+/// for the first that does not, reports the skip of `test` with [`skip`].
+#[track_caller]
+pub fn tools_present(test: &str, tools: &[&str]) -> bool {
+    for tool in tools {
+        let found = std::process::Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            skip(tool, format!("{test}: {tool} is not installed"));
+            return false;
+        }
+    }
+    true
 }
 
 /// Splits a [`REQUIRE_VAR`] value; `Err` names the first unknown feature.

@@ -301,18 +301,8 @@ fn ctrl_c_during_the_build_removes_the_worktrees() {
 
 #[test]
 fn simulation_mode_compares_exact_counts_between_revisions() {
-    for tool in ["valgrind", "gcc"] {
-        let here = Command::new(tool)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !here {
-            perfsleuth_testkit::skip(
-                tool,
-                format!("ab in simulation mode: {tool} is not installed"),
-            );
-            return;
-        }
+    if !perfsleuth_testkit::tools_present("ab in simulation mode", &["valgrind", "gcc"]) {
+        return;
     }
     let sb = Sandbox::new();
     let dir = sb.path("crepo");

@@ -13,52 +13,17 @@ use std::process::Command;
 
 /// memcpy/memset/strlen/strchr/memcmp over sizes from 7 bytes to 100 KB,
 /// and malloc/free: the functions glibc dispatches by CPU.
-const STRINGS: &str = r#"
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-int main(int argc, char **argv) {
-    int rounds = argc > 1 ? atoi(argv[1]) : 50;
-    size_t sizes[] = {7, 33, 100, 300, 1000, 4000, 20000, 100000};
-    char *a = malloc(1 << 20), *b = malloc(1 << 20);
-    unsigned long sum = 0;
-    for (int r = 0; r < rounds; r++) {
-        for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-            size_t n = sizes[i];
-            memset(a, 'x' + (r & 1), n);
-            a[n] = 0;
-            memcpy(b, a, n + 1);
-            sum += strlen(b) + (unsigned long)(strchr(b, 0) - b) + (memcmp(a, b, n) == 0);
-            char *p = malloc(n);
-            memcpy(p, a, n);
-            sum += p[n / 2];
-            free(p);
-        }
-    }
-    printf("%lu\n", sum);
-    return 0;
-}
-"#;
+const STRINGS: &str = include_str!("../../../bench/simulation/strings.c");
 
 const LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
 
 /// valgrind, gcc, x86-64 and glibc's loader are here (else prints why not).
 fn tools(test: &str) -> bool {
     if !cfg!(all(target_arch = "x86_64", target_env = "gnu")) || !Path::new(LOADER).exists() {
-        perfsleuth_testkit::skip("x86-64 glibc", format!("{test}: not x86-64 with glibc"));
+        perfsleuth_testkit::skip("x86_64_glibc", format!("{test}: not x86-64 with glibc"));
         return false;
     }
-    for tool in ["valgrind", "gcc"] {
-        let found = Command::new(tool)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            perfsleuth_testkit::skip(tool, format!("{test}: {tool} is not installed"));
-            return false;
-        }
-    }
-    true
+    perfsleuth_testkit::tools_present(test, &["valgrind", "gcc"])
 }
 
 fn gcc(sb: &Sandbox, name: &str, source: &str, args: &[&str]) -> PathBuf {

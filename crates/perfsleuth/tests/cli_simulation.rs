@@ -41,17 +41,7 @@ int main(int argc, char **argv) {
 /// Whether valgrind and gcc are here; prints why a test is skipped (fails
 /// it when the missing tool is required).
 fn tools(test: &str) -> bool {
-    for tool in ["valgrind", "gcc"] {
-        let found = Command::new(tool)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            perfsleuth_testkit::skip(tool, format!("{test}: {tool} is not installed"));
-            return false;
-        }
-    }
-    true
+    perfsleuth_testkit::tools_present(test, &["valgrind", "gcc"])
 }
 
 /// Compiles the test program into the sandbox (`-O1 -fno-builtin` keeps the
