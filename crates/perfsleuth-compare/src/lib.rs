@@ -1017,6 +1017,21 @@ fn below_resolution(row: &Row) -> Option<String> {
     None
 }
 
+/// The run fact naming objects that execute CPUID (`perfsleuth_runner::CPUID_KEY`).
+const CPUID_FACT: &str = "sim.cpuid_dispatch";
+
+/// The machine facts of a run, with `sim.portable = off` for a simulation
+/// run made before portable mode existed (it has no `sim.*` facts), so that
+/// it does not compare as equal to a portable one: the counts were made
+/// differently.
+fn counted_env(run: &Run) -> Environment {
+    let mut env = machine_env(&run.environment);
+    if run.mode == Mode::Simulation && !env.facts.contains_key("sim.portable") {
+        env.set("sim.portable", "off", ImpactClass::Identity);
+    }
+    env
+}
+
 /// Facts portable simulation counts do not depend on: the CPU as glibc
 /// would see it (its dispatch is fixed), what the loader derived from it,
 /// the parent's own tunables (the child's are `sim.glibc_tunables`) and the
@@ -1055,6 +1070,21 @@ fn portable_context(
         return changes;
     };
     if b != c {
+        return changes;
+    }
+    // Code that dispatches on CPUID itself is not made portable by glibc's
+    // tunables: then the CPU still matters (and an unrecorded scan is unknown).
+    let own: Vec<String> = [baseline, candidate]
+        .iter()
+        .map(|r| r.environment.get(CPUID_FACT).unwrap_or("not recorded"))
+        .filter(|v| *v != "none")
+        .map(str::to_string)
+        .collect();
+    if !own.is_empty() {
+        notes.push(format!(
+            "counts made portable ({b}), but CPU differences still apply: {} runs CPUID itself",
+            own.join("; ")
+        ));
         return changes;
     }
     let mut demoted = Vec::new();
@@ -1276,8 +1306,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     // The environment diff, newest run against newest run.
     let env_changes: Vec<Change> = match (newest(baseline), newest(candidate)) {
         (Some(b), Some(c)) => {
-            let changes =
-                perfsleuth_env::diff(&machine_env(&b.environment), &machine_env(&c.environment));
+            let changes = perfsleuth_env::diff(&counted_env(b), &counted_env(c));
             let changes = portable_context(b, c, changes, &mut notes);
             changes
                 .into_iter()

@@ -217,6 +217,28 @@ pub struct Verified {
     pub inert: Vec<&'static str>,
     /// `name=value` of each fixed size as glibc reports it.
     pub sizes: Vec<String>,
+    /// The legacy platform directory glibc < 2.37 searches (`haswell`,
+    /// `xeon_phi`: chosen by CPU vendor and model, which no tunable fixes),
+    /// and the system directories it searches it in.
+    pub platform: Option<String>,
+    system_dirs: Vec<String>,
+}
+
+impl Verified {
+    /// The legacy platform subdirectories that exist on this machine: the
+    /// loader's use of them follows the CPU vendor, not the profile.
+    pub fn legacy_platform_dirs(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        for dir in &self.system_dirs {
+            for sub in ["haswell", "xeon_phi", "tls/haswell", "tls/xeon_phi"] {
+                let path = std::path::Path::new(dir).join(sub);
+                if path.is_dir() {
+                    found.push(path.display().to_string());
+                }
+            }
+        }
+        found
+    }
 }
 
 impl Verified {
@@ -341,7 +363,7 @@ pub fn build(
     }
     values.insert(0, ("glibc.cpu.hwcaps".into(), hwcaps.join(",")));
     let overridden = match user {
-        Some(u) if !u.trim().is_empty() => merge(&mut values, u),
+        Some(u) if !u.trim().is_empty() => merge(&mut values, u)?,
         _ => Vec::new(),
     };
     let tunables = values
@@ -360,6 +382,13 @@ pub fn build(
         })
         .collect::<Vec<_>>()
         .join(":");
+    if "GLIBC_TUNABLES=".len() + tunables.len() + 1 > MAX_ENV_STRING {
+        return Err(Refusal(format!(
+            "GLIBC_TUNABLES with the portable profile merged in would be {} bytes, over the kernel's {} KiB limit for one environment string: shorten your GLIBC_TUNABLES",
+            tunables.len(),
+            MAX_ENV_STRING / 1024
+        )));
+    }
     let hwcaps = values
         .iter()
         .find(|(k, _)| k == "glibc.cpu.hwcaps")
@@ -417,64 +446,110 @@ fn listed_tunables(text: &str) -> BTreeMap<String, Option<(u64, u64)>> {
     out
 }
 
-/// Merges the user's `GLIBC_TUNABLES` into `values` (theirs wins) and
-/// returns a line per profile setting it changed.
-fn merge(values: &mut Vec<(String, String)>, user: &str) -> Vec<String> {
+/// Merges the user's `GLIBC_TUNABLES` into `values` as glibc would read
+/// the two one after the other (theirs wins), and returns a line per
+/// profile setting it changed. glibc keeps the last of a tunable given
+/// twice, skips an item without `=`, and cannot turn a CPU feature on; a
+/// size the profile fixes set to something glibc does not read as a number
+/// would leave the CPU's own value in place, so it is refused.
+fn merge(values: &mut Vec<(String, String)>, user: &str) -> Result<Vec<String>, Refusal> {
+    let mut items: Vec<(String, String)> = Vec::new();
+    for item in user.split(':') {
+        let Some((name, value)) = item.split_once('=') else {
+            continue;
+        };
+        match items.iter_mut().find(|(k, _)| k == name) {
+            Some(slot) => slot.1 = value.to_string(),
+            None => items.push((name.to_string(), value.to_string())),
+        }
+    }
     let mut overridden = Vec::new();
-    for item in user.split(':').filter(|i| !i.trim().is_empty()) {
-        let (name, value) = item.split_once('=').unwrap_or((item, ""));
-        let (name, value) = (name.trim().to_string(), value.to_string());
+    for (name, value) in items {
         if name == "glibc.cpu.hwcaps" {
-            let Some((_, slot)) = values.iter_mut().find(|(k, _)| *k == name) else {
+            if let Some((_, slot)) = values.iter_mut().find(|(k, _)| *k == name) {
+                *slot = merge_hwcaps(slot, &value, &mut overridden);
+            } else {
                 values.push((name, value));
-                continue;
-            };
-            let mut ours: Vec<String> = slot
-                .split(',')
-                .filter(|e| !e.is_empty())
-                .map(String::from)
-                .collect();
-            for entry in value.split(',').filter(|e| !e.is_empty()) {
-                let feature = entry.trim_start_matches('-');
-                match ours
-                    .iter()
-                    .position(|o| o.trim_start_matches('-') == feature)
-                {
-                    Some(i) if ours[i] == entry => {}
-                    Some(i) => {
-                        overridden.push(format!(
-                            "glibc.cpu.hwcaps: {entry} replaces the profile's {}",
-                            ours[i]
-                        ));
-                        ours[i] = entry.to_string();
-                    }
-                    None => {
-                        if let Some(f) = FEATURES.iter().find(|f| f.name == feature)
-                            && entry.starts_with('-')
-                        {
-                            overridden.push(format!(
-                                "glibc.cpu.hwcaps: {entry} turns off {}, which the profile keeps (x86-64-v{} feature)",
-                                f.name, f.level
-                            ));
-                        }
-                        ours.push(entry.to_string());
-                    }
-                }
             }
-            *slot = ours.join(",");
             continue;
         }
+        let fixed_size = name
+            .strip_prefix("glibc.cpu.")
+            .is_some_and(|short| SIZES.iter().any(|(n, _)| *n == short));
         match values.iter_mut().find(|(k, _)| *k == name) {
             Some((_, v)) if *v == value => {}
-            Some((_, v)) => {
-                overridden.push(format!("{name}: {value} replaces the profile's {v}"));
-                *v = value;
-            }
+            Some((_, v)) => match (parse_number(&value), parse_number(v)) {
+                (Some(theirs), Some(ours)) if theirs == ours => {}
+                (None, _) if fixed_size => {
+                    return Err(Refusal(format!(
+                        "GLIBC_TUNABLES sets {name}={value}, which glibc does not read as a number (it would keep this CPU's own value): correct or remove it"
+                    )));
+                }
+                _ => {
+                    overridden.push(format!("{name}: {value} replaces the profile's {v}"));
+                    *v = value;
+                }
+            },
             None => values.push((name, value)),
         }
     }
-    overridden
+    Ok(overridden)
 }
+
+/// The profile's `glibc.cpu.hwcaps` list with the user's entries applied.
+fn merge_hwcaps(ours: &str, theirs: &str, overridden: &mut Vec<String>) -> String {
+    use std::collections::HashMap;
+    let mut list: Vec<String> = ours
+        .split(',')
+        .filter(|e| !e.is_empty())
+        .map(String::from)
+        .collect();
+    let mut index: HashMap<String, usize> = list
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.strip_prefix('-').unwrap_or(e).to_string(), i))
+        .collect();
+    for entry in theirs.split(',').filter(|e| !e.is_empty()) {
+        let (disable, name) = match entry.strip_prefix('-') {
+            Some(n) => (true, n),
+            None => (false, entry),
+        };
+        if name.is_empty() {
+            continue;
+        }
+        let feature = FEATURES.iter().find(|f| f.name == name);
+        // glibc turns CPU features off only: an entry that would turn one
+        // on does nothing there, and takes no mask away here.
+        if feature.is_some() && !disable {
+            list.push(entry.to_string());
+            continue;
+        }
+        match index.get(name) {
+            Some(&i) if list[i] == entry => {}
+            Some(&i) => {
+                overridden.push(format!(
+                    "glibc.cpu.hwcaps: {entry} replaces the profile's {}",
+                    list[i]
+                ));
+                list[i] = entry.to_string();
+            }
+            None => {
+                if let Some(f) = feature {
+                    overridden.push(format!(
+                        "glibc.cpu.hwcaps: {entry} turns off {}, which the profile keeps (x86-64-v{} feature)",
+                        f.name, f.level
+                    ));
+                }
+                index.insert(name.to_string(), list.len());
+                list.push(entry.to_string());
+            }
+        }
+    }
+    list.join(",")
+}
+
+/// The longest environment string the kernel passes (`MAX_ARG_STRLEN`).
+const MAX_ENV_STRING: usize = 128 * 1024;
 
 /// Checks a `--list-diagnostics` text taken under `profile` (under
 /// valgrind, as the benchmark will run): every baseline feature active,
@@ -524,7 +599,7 @@ pub fn verify(profile: &Profile, diagnostics: &str) -> Result<Verified, Refusal>
     }
     if !missing.is_empty() {
         return Err(Refusal(format!(
-            "this CPU (as valgrind presents it) lacks {} of the {} baseline: portable counts need every runner to have it (try --portable x86-64-v2, or run without --portable)",
+            "this CPU (as valgrind presents it) lacks {} of the {} baseline, which portable counts need on every runner (--portable=x86-64-v2 asks for the lower baseline)",
             missing.join(", "),
             profile.baseline.name()
         )));
@@ -583,11 +658,25 @@ pub fn verify(profile: &Profile, diagnostics: &str) -> Result<Verified, Refusal>
             wrong.join("; ")
         )));
     }
+    let system_dirs = diagnostics
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            k.starts_with("path.system_dirs[")
+                .then(|| v.trim().trim_matches('"').to_string())
+        })
+        .collect();
     Ok(Verified {
-        hwcaps: hwcaps.map_or_else(|| "unknown".into(), |d| d.join(":")),
+        hwcaps: match hwcaps {
+            None => "unknown".into(),
+            Some(d) if d.is_empty() => "none".into(),
+            Some(d) => d.join(":"),
+        },
         masked,
         inert,
         sizes,
+        platform: diagnostic(diagnostics, "dl_platform").filter(|p| !p.is_empty()),
+        system_dirs,
     })
 }
 

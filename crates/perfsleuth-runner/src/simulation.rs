@@ -46,6 +46,8 @@ pub struct Simulation {
     portable: Option<Portable>,
     /// Why the counts are not portable, when they could have been.
     not_portable: Option<String>,
+    /// `valgrind --version`: another version may translate, so count, differently.
+    version: Result<String, String>,
 }
 
 impl Simulation {
@@ -71,6 +73,7 @@ impl Simulation {
             },
         };
         Ok(Simulation {
+            version: callgrind::valgrind_version(&valgrind),
             valgrind,
             collect,
             scratch: ScratchDir::new("simulation")?,
@@ -121,23 +124,20 @@ impl Simulation {
             callgrind::CACHE_MODEL,
             ImpactClass::Context,
         );
+        env.set_read(
+            "sim.valgrind_version",
+            self.version.clone(),
+            ImpactClass::Identity,
+        );
     }
 
-    /// Notes for the run's output: what portable mode verified or changed,
-    /// or why the counts are not portable.
+    /// Notes for the run's output: what portable mode verified, or why the
+    /// counts are not portable.
     pub fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
         match (&self.portable, &self.not_portable) {
             (Some(p), _) => {
                 notes.push(p.verified.summary(&p.profile));
-                for o in &p.profile.overridden {
-                    notes.push(format!(
-                        "your GLIBC_TUNABLES overrides the portable profile ({o}): counts compare only with runs that have the same setting"
-                    ));
-                }
-                for u in &p.profile.unfixed {
-                    notes.push(format!("portable profile: {u}"));
-                }
                 notes.push(format!(
                     "valgrind's cache model is fixed by perfsleuth's options ({}), not read from this CPU",
                     callgrind::CACHE_MODEL
@@ -149,6 +149,32 @@ impl Simulation {
             (None, None) => {}
         }
         notes
+    }
+
+    /// Warnings for the run's output: what the user's own `GLIBC_TUNABLES`
+    /// changed in the profile, and what the profile could not fix here.
+    pub fn warnings(&self) -> Vec<String> {
+        let Some(p) = &self.portable else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = p
+            .profile
+            .overridden
+            .iter()
+            .map(|o| format!("your GLIBC_TUNABLES overrides the portable profile ({o}): counts compare only with runs that have the same setting"))
+            .collect();
+        out.extend(
+            p.profile
+                .unfixed
+                .iter()
+                .map(|u| format!("portable profile: {u}")),
+        );
+        for dir in p.verified.legacy_platform_dirs() {
+            out.push(format!(
+                "the loader also searches {dir}, a legacy platform directory it picks by CPU vendor and model, which no tunable fixes: libraries there may differ across CPUs"
+            ));
+        }
+        out
     }
 
     /// The valgrind command line for benchmark `index`, and its output directory.
@@ -194,7 +220,15 @@ impl Simulation {
 /// Builds the profile for this machine's glibc (the user's own
 /// `GLIBC_TUNABLES` merged in) and checks it under valgrind.
 fn prepare_portable(valgrind: &Path, baseline: Baseline) -> Result<Portable, portable::Refusal> {
-    let user = std::env::var("GLIBC_TUNABLES").ok();
+    let user = match std::env::var_os("GLIBC_TUNABLES") {
+        None => None,
+        Some(v) => Some(v.into_string().map_err(|_| {
+            portable::Refusal(
+                "GLIBC_TUNABLES is not valid UTF-8, so it cannot be merged with the profile: correct it"
+                    .into(),
+            )
+        })?),
+    };
     let profile = portable::live_profile(baseline, user.as_deref())?;
     let verified = portable::verify_live(&profile, &callgrind::plain_valgrind_argv(valgrind))?;
     Ok(Portable { profile, verified })
@@ -237,21 +271,26 @@ pub fn cpuid_check(benchmarks: &[Benchmark], env: &mut Environment) -> Vec<Strin
             let sites = seen
                 .entry(object.to_string())
                 .or_insert_with(|| perfsleuth_env::cpuid_sites(Path::new(object)));
-            if let Ok(n) = sites
-                && *n > 0
-            {
-                let name = object.rsplit('/').next().unwrap_or(object);
-                own.push(format!("{name} ({n} CPUID)"));
+            let name = object.rsplit('/').next().unwrap_or(object);
+            match sites {
+                Ok(0) => {}
+                Ok(n) => own.push(format!("{name} ({n} CPUID)")),
+                // Unknown is not "none": the object may dispatch itself.
+                Err(why) => own.push(format!("{name} (not scanned: {why})")),
             }
         }
         if own.is_empty() {
             continue;
         }
-        warnings.push(format!(
-            "`{}`: {} executes CPUID itself: its own dispatch may still differ across CPUs, which the portable profile cannot fix",
+        let warning = format!(
+            "`{}`: {} executes CPUID itself, or may: its own dispatch can still differ across CPUs, which the portable profile cannot fix",
             b.name,
             own.join(", ")
-        ));
+        );
+        // `ab` measures the same benchmark name on both sides.
+        if !warnings.contains(&warning) {
+            warnings.push(warning);
+        }
         for o in own {
             if !all.contains(&o) {
                 all.push(o);

@@ -449,8 +449,12 @@ pub(crate) fn measure(
     let mut warnings = Vec::new();
     if let Some(sim) = &c.simulation {
         counter_notes.extend(sim.notes());
+        warnings.extend(sim.warnings());
         if sim.portable().is_some() {
-            warnings = perfsleuth_runner::cpuid_check(&run.benchmarks, &mut run.environment);
+            warnings.extend(perfsleuth_runner::cpuid_check(
+                &run.benchmarks,
+                &mut run.environment,
+            ));
         }
     }
     conclude(&mut run, &measured.result, &*spawner, &mut sink).map_err(runner_fail)?;
@@ -470,6 +474,16 @@ pub(crate) fn measure(
 fn portable_choice(args: &RunArgs) -> Result<PortableChoice, Fail> {
     if args.no_portable {
         return Ok(PortableChoice::Off);
+    }
+    // `--portable x86-64-v2` reads the baseline as the first command.
+    if args.portable.is_some()
+        && let Some(first) = args.commands.first()
+        && perfsleuth_env::portable::Baseline::parse(first).is_some()
+    {
+        return Err(Fail::usage(
+            format!("`{first}` was read as a command to benchmark, not as the --portable baseline"),
+            format!("write --portable={first}"),
+        ));
     }
     match &args.portable {
         None => Ok(PortableChoice::Auto),

@@ -319,6 +319,41 @@ fn a_profile_glibc_does_not_apply_is_refused_or_reported() {
     ] {
         sb.run(args).usage_error(needle);
     }
+    // The baseline without `=` is read as the command: said so, with the fix.
+    sb.run([
+        "run",
+        "--mode",
+        "simulation",
+        "--portable",
+        "x86-64-v2",
+        "true",
+    ])
+    .usage_error("write --portable=x86-64-v2");
+    // A user value that cannot be merged is refused, not dropped.
+    let mut cmd = sb.cmd();
+    cmd.args([
+        "run",
+        "--mode",
+        "simulation",
+        "--portable",
+        "--store",
+        &sb.store(),
+        "true",
+    ]);
+    cmd.env(
+        "GLIBC_TUNABLES",
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+            b"glibc.cpu.hwcaps=-AVX2,\xff",
+        ),
+    );
+    let out: common::Out = cmd.output().expect("start perfsleuth").into();
+    out.usage_error("GLIBC_TUNABLES is not valid UTF-8");
+    sim(
+        &sb,
+        Some("glibc.cpu.x86_data_cache_size=junk"),
+        &["--portable", "true"],
+    )
+    .usage_error("not read as a number");
     let out = sb.run([
         "run",
         "--mode",
@@ -472,4 +507,35 @@ fn compare_of_portable_runs_from_different_cpus_sets_the_cpu_aside() {
         doc["env_changes"].to_string().contains("sim.portable"),
         "{doc}"
     );
+    // A run stored before portable mode (no sim.* facts) is not portable either.
+    derive(&sb, "native.json", "old.json", |d| {
+        let env = d["run"]["environment"].as_object_mut().unwrap();
+        env.retain(|k, _| !k.starts_with("sim."));
+    });
+    let doc = parse_json(&compare("old.json", "a.json").stdout);
+    assert_eq!(doc["identity_changed"], true, "{doc}");
+    assert!(
+        doc["env_changes"].to_string().contains("sim.portable"),
+        "{doc}"
+    );
+    let doc = parse_json(&compare("old.json", "native.json").stdout);
+    assert_eq!(doc["identity_changed"], false, "{doc}");
+    // Code with its own CPUID dispatch keeps the CPU an identity difference.
+    derive(&sb, "amd.json", "amd-own-cpuid.json", |d| {
+        set(d, "sim.cpuid_dispatch", "libasks.so (1 CPUID)")
+    });
+    let doc = parse_json(&compare("a.json", "amd-own-cpuid.json").stdout);
+    assert_eq!(doc["identity_changed"], true, "{doc}");
+    assert!(
+        doc["notes"]
+            .to_string()
+            .contains("CPU differences still apply: libasks.so (1 CPUID) runs CPUID itself"),
+        "{doc}"
+    );
+    // A different valgrind is a different counter.
+    derive(&sb, "amd.json", "amd-valgrind.json", |d| {
+        set(d, "sim.valgrind_version", "valgrind-3.24.0")
+    });
+    let doc = parse_json(&compare("a.json", "amd-valgrind.json").stdout);
+    assert_eq!(doc["identity_changed"], true, "{doc}");
 }

@@ -91,6 +91,14 @@ fn the_profile_applied_under_valgrind_is_verified() {
     let p = v3();
     let v = verify(&p, UNDER_V3).unwrap();
     assert_eq!(v.hwcaps, "x86-64-v3:x86-64-v2");
+    assert_eq!(v.platform.as_deref(), Some("haswell"));
+    // Debian has no legacy haswell/ directories: nothing the vendor decides.
+    assert!(
+        v.legacy_platform_dirs()
+            .iter()
+            .all(|d| std::path::Path::new(d).is_dir()),
+        "{v:?}"
+    );
     // valgrind presents no AVX-512 at all; ERMS it does, and it is off now.
     for m in ["AVX512F", "ERMS", "RTM", "XSAVEC"] {
         assert!(v.masked.contains(&m), "{m} in {v:?}");
@@ -253,4 +261,68 @@ fn baselines_parse_by_either_name() {
     assert_eq!(Baseline::parse("V2"), Some(Baseline::V2));
     assert_eq!(Baseline::parse("v4"), None);
     assert_eq!(DEFAULT_BASELINE.name(), "x86-64-v3");
+}
+
+fn with_user(user: &str) -> Result<Profile, Refusal> {
+    build(Baseline::V3, "glibc 2.36", NATIVE, TUNABLES, Some(user))
+}
+
+#[test]
+fn user_items_glibc_ignores_change_nothing() {
+    let plain = v3();
+    // Empty items, an item without `=`, enabling a CPU feature (glibc only
+    // turns features off), the same size in decimal, `--AVX2` (no feature).
+    for user in [
+        ":::",
+        "glibc.cpu.hwcaps=",
+        "glibc.cpu.hwcaps=,,,-,",
+        "glibc.cpu.x86_data_cache_size",
+        "glibc.cpu.x86_data_cache_size=32768",
+    ] {
+        let p = with_user(user).unwrap();
+        assert_eq!(p.tunables, plain.tunables, "{user}");
+        assert!(p.overridden.is_empty(), "{user}: {:?}", p.overridden);
+    }
+    let p = with_user("glibc.cpu.hwcaps=AVX512F,--AVX2").unwrap();
+    assert!(p.overridden.is_empty(), "{:?}", p.overridden);
+    assert!(p.hwcaps.contains(&"-AVX512F".to_string()), "the mask stays");
+    assert!(!p.hwcaps.contains(&"-AVX2".to_string()), "{:?}", p.hwcaps);
+}
+
+#[test]
+fn a_tunable_given_twice_counts_once_as_glibc_reads_it() {
+    // glibc keeps the last: the profile's own value in the end, no override.
+    let p = with_user("glibc.cpu.x86_data_cache_size=0x10000:glibc.cpu.x86_data_cache_size=0x8000")
+        .unwrap();
+    assert!(p.overridden.is_empty(), "{:?}", p.overridden);
+    let p = with_user("glibc.cpu.hwcaps=-AVX2:glibc.cpu.hwcaps=-BMI2").unwrap();
+    assert_eq!(p.overridden.len(), 1, "{:?}", p.overridden);
+    assert!(p.overridden[0].contains("-BMI2"), "{:?}", p.overridden);
+    assert!(!p.hwcaps.contains(&"-AVX2".to_string()), "{:?}", p.hwcaps);
+}
+
+#[test]
+fn a_fixed_size_that_is_not_a_number_is_refused() {
+    for bad in [
+        "glibc.cpu.x86_data_cache_size=",
+        "glibc.cpu.x86_data_cache_size=junk",
+    ] {
+        let err = with_user(bad).unwrap_err().0;
+        assert!(err.contains("not read as a number"), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn a_value_over_the_kernels_limit_is_refused_with_the_reason() {
+    let long = format!("glibc.malloc.arena_max=1:x.y={}", "a".repeat(130 * 1024));
+    let err = with_user(&long).unwrap_err().0;
+    assert!(err.contains("128 KiB"), "{err}");
+}
+
+#[test]
+fn a_long_user_mask_keeps_every_entry() {
+    // 15,000 distinct entries (the merge indexes them; it used to search a list for each).
+    let entries: Vec<String> = (0..15_000).map(|i| format!("-F{i}")).collect();
+    let p = with_user(&format!("glibc.cpu.hwcaps={}", entries.join(","))).unwrap();
+    assert_eq!(p.hwcaps.len(), v3().hwcaps.len() + 15_000);
 }

@@ -134,6 +134,44 @@ pub fn find_valgrind_in(path: &OsStr) -> Result<PathBuf, SimError> {
         .ok_or(SimError::NotInstalled)
 }
 
+/// `valgrind --version` (`valgrind-3.19.0`), or why not; killed after 10 s.
+pub fn valgrind_version(valgrind: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(valgrind)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run {} --version: {e}", valgrind.display()))?;
+    let start = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() > std::time::Duration::from_secs(10) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{} --version did not finish", valgrind.display()));
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(1)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = (&mut stdout).take(4096).read_to_string(&mut out);
+    }
+    let line = out.lines().next().unwrap_or("").trim().to_string();
+    if !status.success() || line.is_empty() {
+        return Err(format!(
+            "{} --version failed ({status})",
+            valgrind.display()
+        ));
+    }
+    Ok(line)
+}
+
 /// Parses and merges every `callgrind.out.*` file in `dir` (in name order),
 /// then deletes them. One file per process (`--trace-children=yes`) and per
 /// thread (`--separate-threads=yes`, `callgrind.out.PID-TID`) is normal.
