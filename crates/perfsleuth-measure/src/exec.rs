@@ -52,6 +52,8 @@ pub struct IoConfig {
     /// Environment changes for this command only: set (`Some`) or removed
     /// (`None`), in order, over perfsleuth's own environment.
     pub env: Vec<(String, Option<String>)>,
+    /// CPU set, THP and nice of this command only.
+    pub settings: crate::ChildSettings,
 }
 
 /// The write end of a pipe whose read end a thread drains until every write
@@ -108,6 +110,7 @@ impl Default for IoConfig {
             disable_aslr: false,
             cwd: None,
             env: Vec::new(),
+            settings: crate::ChildSettings::default(),
         }
     }
 }
@@ -270,6 +273,10 @@ pub struct Executor {
     timeout: Option<Duration>,
     tolerate: Tolerate,
     disable_aslr: bool,
+    settings: crate::ChildSettings,
+    /// What to check in `/proc` of the next child, until one was checked
+    /// while still running.
+    check: Option<Vec<(String, Option<String>)>>,
 }
 
 impl Executor {
@@ -367,6 +374,10 @@ impl Executor {
             timeout: io.timeout,
             tolerate: io.tolerate.clone(),
             disable_aslr: io.disable_aslr,
+            settings: io.settings.clone(),
+            // Only what a variant asks for is checked: a plain command has
+            // nothing to verify, and reading /proc costs the first run time.
+            check: (!io.settings.is_default() || !io.env.is_empty()).then(|| io.env.clone()),
         })
     }
 
@@ -419,6 +430,11 @@ impl Executor {
         // The child inherits this thread's personality; setting it here
         // rather than in a pre_exec hook keeps std on its posix_spawn path.
         let persona = self.disable_aslr.then(NoRandomize::set);
+        let applied = if self.settings.is_default() {
+            None
+        } else {
+            Some(crate::settings::apply(&self.settings).map_err(MeasureError::Setting)?)
+        };
         let start = Instant::now();
         let child = self
             .command
@@ -428,10 +444,21 @@ impl Executor {
         // The child is reaped below with wait4, which std's Child never learns of;
         // dropping it neither waits nor kills, so that is safe.
         drop(child);
+        let checked = self
+            .check
+            .as_ref()
+            .map(|env| crate::settings::verify(pid, &self.settings, self.disable_aslr, env));
         let waited =
             wait_child(pid, self.timeout, start).map_err(|source| self.spawn_error(source))?;
         let wall = start.elapsed();
+        drop(applied);
         drop(persona);
+        match checked {
+            Some(Ok(true)) => self.check = None,
+            Some(Err(wrong)) => return Err(MeasureError::NotApplied(wrong)),
+            // Exited before it could be read: the next run is checked.
+            Some(Ok(false)) | None => {}
+        }
         self.stderr_dirty = self.capturing;
         self.last_captured = self.capturing;
         let mut sample = sample_from(
@@ -889,7 +916,7 @@ mod tests {
             tolerate: Tolerate::Nothing,
             disable_aslr: false,
             cwd: None,
-            env: Vec::new(),
+            ..IoConfig::default()
         };
         let mut ex = Executor::new(&argv(&["cat"]), &cfg).unwrap();
         ex.run_once(0).unwrap();

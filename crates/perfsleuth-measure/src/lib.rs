@@ -8,6 +8,7 @@ pub mod counters;
 mod exec;
 mod interrupt;
 mod procstat;
+mod settings;
 mod spawner;
 mod words;
 
@@ -17,6 +18,7 @@ pub use interrupt::{
     install_interrupt_handler, interrupted, interrupting_signal, reset_interrupted,
 };
 pub use procstat::{CpuShares, CpuTicks, CpuTimes, CpuUsage};
+pub use settings::{ChildSettings, parse_cpu_list};
 pub use spawner::{CommandId, Spawner};
 pub use words::{SplitError, split_command};
 
@@ -45,6 +47,12 @@ pub enum MeasureError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A per-command setting (CPU set, THP, nice) could not be applied.
+    #[error("cannot apply the command's settings: {0}")]
+    Setting(String),
+    /// The child did not get what was set for it (checked in `/proc`).
+    #[error("the command did not get its settings: {0}")]
+    NotApplied(String),
     /// Ctrl-C or SIGTERM arrived while waiting for the spawner.
     #[error("interrupted")]
     Interrupted,

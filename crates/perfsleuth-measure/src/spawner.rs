@@ -193,6 +193,24 @@ impl Spawner {
         }
         msg.push(io.disable_aslr as u8);
         put_opt_path(&mut msg, io.cwd.as_deref());
+        match &io.settings.cpus {
+            Some(cpus) => {
+                msg.push(1);
+                put_u32(&mut msg, cpus.len() as u32);
+                for c in cpus {
+                    put_u32(&mut msg, *c as u32);
+                }
+            }
+            None => msg.push(0),
+        }
+        msg.push(io.settings.thp_disable as u8);
+        match io.settings.nice {
+            Some(n) => {
+                msg.push(1);
+                msg.extend_from_slice(&n.to_le_bytes());
+            }
+            None => msg.push(0),
+        }
         put_u32(&mut msg, io.env.len() as u32);
         for (key, value) in &io.env {
             put_bytes(&mut msg, key.as_bytes());
@@ -608,6 +626,22 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
     };
     let disable_aslr = r.u8().ok_or_else(bad)? != 0;
     let cwd = r.opt_path().ok_or_else(bad)?;
+    let cpus = match r.u8().ok_or_else(bad)? {
+        0 => None,
+        _ => {
+            let n = r.u32().ok_or_else(bad)?;
+            let mut cpus = Vec::with_capacity(n.min(4096) as usize);
+            for _ in 0..n {
+                cpus.push(r.u32().ok_or_else(bad)? as usize);
+            }
+            Some(cpus)
+        }
+    };
+    let thp_disable = r.u8().ok_or_else(bad)? != 0;
+    let nice = match r.u8().ok_or_else(bad)? {
+        0 => None,
+        _ => Some(r.i32().ok_or_else(bad)?),
+    };
     let vars = r.u32().ok_or_else(bad)?;
     let mut env = Vec::with_capacity(vars.min(256) as usize);
     for _ in 0..vars {
@@ -626,6 +660,11 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
         disable_aslr,
         cwd,
         env,
+        settings: crate::ChildSettings {
+            cpus,
+            thp_disable,
+            nice,
+        },
     };
     let argc = r.u32().ok_or_else(bad)?;
     let mut argv = Vec::with_capacity(argc.min(4096) as usize);
@@ -862,6 +901,11 @@ mod tests {
         disable_aslr: false,
         cwd: None,
         env: Vec::new(),
+        settings: crate::ChildSettings {
+            cpus: None,
+            thp_disable: false,
+            nice: None,
+        },
     };
 
     #[test]

@@ -24,7 +24,7 @@ pub use check::{Role, check};
 pub use counters::Counters;
 pub use error::{RunError, SinkError, Stop};
 pub use probes::probe_suite;
-pub use schedule::{Bench, Measured, Planned, Schedule, StopRule, benchmarks, prepare};
+pub use schedule::{Bench, Measured, Planned, Schedule, StopRule, Variant, benchmarks, prepare};
 pub use scratch::ScratchDir;
 pub use simulation::{
     CPUID_KEY, DEFAULT_RUNS as SIMULATION_RUNS, PROFILE_FUNCTIONS, Portable, PortableChoice,

@@ -41,6 +41,55 @@ pub struct Planned {
     /// Working directory of the command and its helpers (`ab`: the side's
     /// worktree); perfsleuth's own when `None`.
     pub cwd: Option<PathBuf>,
+    /// The named machine set-up the command runs under (`run --variant`),
+    /// applied to the benchmarked command only, not its helpers.
+    pub variant: Option<Variant>,
+}
+
+/// A named set-up of the machine for a command's process (`run --variant
+/// NAME=SPEC`): environment changes, CPU set, THP, nice, ASLR; applied by
+/// the spawner for that child only and checked in `/proc` after the spawn.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Variant {
+    /// Its name (`base` for the unchanged set-up).
+    pub name: String,
+    /// Environment changes: set (`Some`) or removed (`None`).
+    pub env: Vec<(String, Option<String>)>,
+    /// CPU set, THP and nice.
+    pub settings: perfsleuth_measure::ChildSettings,
+    /// ASLR off (`personality(ADDR_NO_RANDOMIZE)`).
+    pub aslr_off: bool,
+}
+
+impl Variant {
+    /// The facts a benchmark run under it records: `variant` and one
+    /// `variant.*` per setting (performance: they change how it runs).
+    pub fn facts(&self) -> Environment {
+        use perfsleuth_model::ImpactClass::Performance;
+        let mut env = Environment::default();
+        env.set("variant", self.name.clone(), Performance);
+        for (k, v) in &self.env {
+            env.set(
+                format!("variant.env.{k}"),
+                v.clone().unwrap_or_else(|| "unset".into()),
+                Performance,
+            );
+        }
+        if let Some(cpus) = &self.settings.cpus {
+            let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
+            env.set("variant.cpus", list.join(","), Performance);
+        }
+        if self.settings.thp_disable {
+            env.set("variant.thp", "off", Performance);
+        }
+        if let Some(n) = self.settings.nice {
+            env.set("variant.nice", n.to_string(), Performance);
+        }
+        if self.aslr_off {
+            env.set("variant.aslr", "off", Performance);
+        }
+        env
+    }
 }
 
 impl Planned {
@@ -294,6 +343,14 @@ pub fn prepare(
             helper(&p.setup, "--setup")?,
             helper(&p.cleanup, "--cleanup")?,
         ];
+        // The variant's set-up is for the benchmarked command alone.
+        let mut main_io = io.clone();
+        if let Some(v) = &p.variant {
+            main_io.env.extend(v.env.iter().cloned());
+            main_io.settings = v.settings.clone();
+            main_io.disable_aslr |= v.aslr_off;
+        }
+        let io = &main_io;
         let (main, sim_dir) = match simulation {
             Some(sim) => {
                 // valgrind is what runs; the program must exist all the same.
@@ -317,13 +374,16 @@ pub fn prepare(
             ),
         };
         // Identity of the program measured (hash, ELF class, ABI).
-        let binary = match p.program(shell) {
+        let mut binary = match p.program(shell) {
             Some(path) => binaries
                 .entry(path.clone())
                 .or_insert_with(|| perfsleuth_env::binary_facts(&path))
                 .clone(),
             None => Environment::default(),
         };
+        if let Some(v) = &p.variant {
+            binary.merge(v.facts());
+        }
         let mut bench = Bench::new(p, main, helpers, binary);
         bench.sim_dir = sim_dir;
         benches.push(bench);

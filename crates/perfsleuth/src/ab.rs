@@ -136,7 +136,7 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         });
     }
     let n_base = parts[0].benchmarks;
-    let opts = paired_options(&run_args.verdict)?;
+    let opts = crate::compare::paired_options(&run_args.verdict)?;
     // While a gating row cannot be decided, another round of both sides
     // (up to --max-time), as `run --baseline` does.
     let more = |template: &Run, benches: &[perfsleuth_runner::Bench]| {
@@ -212,21 +212,6 @@ fn split_run(run: &Run, n_base: usize) -> (Run, Run) {
     (base, cand)
 }
 
-/// The verdict options of an ab comparison. Both sides ran in the same
-/// rounds on the same machine: the drift between separate runs, which the
-/// assumed and learned noise bands stand for, is what interleaving cancels,
-/// and round k of one side is paired with round k of the other. No stored
-/// history joins in (other runs of the baseline were not measured in these
-/// rounds); these two runs do feed later `compare`s' learned noise when
-/// their binaries are identical.
-fn paired_options(verdict: &crate::cli::VerdictArgs) -> Result<perfsleuth_compare::Options, Fail> {
-    let mut opts = crate::compare::options(verdict)?;
-    opts.history.clear();
-    opts.prior = false;
-    opts.paired = true;
-    Ok(opts)
-}
-
 /// Renders the comparison with the two commits, their builds and the machine.
 #[allow(clippy::too_many_arguments)]
 fn report(
@@ -250,7 +235,7 @@ fn report(
             ),
         );
     }
-    let opts = paired_options(verdict)?;
+    let opts = crate::compare::paired_options(verdict)?;
     let baseline = Side {
         label: revs[0].short(),
         runs: vec![base_run],

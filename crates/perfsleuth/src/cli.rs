@@ -534,6 +534,13 @@ pub struct RunArgs {
     /// (instruction and cache-miss counts, deterministic; needs valgrind).
     #[arg(long, value_enum, default_value_t = ModeChoice::Walltime)]
     pub mode: ModeChoice,
+    /// Also run every command under this named set-up, interleaved with the
+    /// unchanged one (`base`), and compare them: NAME=SPEC, SPEC being `;`-separated
+    /// env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc,
+    /// aslr:off, thp:off, nice:N; or NAME alone for [variant.NAME] of perfsleuth.toml.
+    /// Repeatable.
+    #[arg(long, value_name = "NAME=SPEC")]
+    pub variant: Vec<String>,
     /// Simulation mode: count only inside this function and what it calls (callgrind's
     /// --toggle-collect; * and ? wildcards).
     #[arg(long, value_name = "FUNCTION")]

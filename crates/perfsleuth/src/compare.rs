@@ -70,6 +70,20 @@ fn stable_baseline(
     Ok(())
 }
 
+/// The verdict options of a comparison within one measurement (`ab`'s two
+/// sides, `run --variant`'s set-ups). Both sides ran in the same rounds on
+/// the same machine: the drift between separate runs, which the assumed and
+/// learned noise bands stand for, is what interleaving cancels, and round k
+/// of one side is paired with round k of the other. No stored history joins
+/// in (other runs were not measured in these rounds).
+pub(crate) fn paired_options(verdict: &VerdictArgs) -> Result<perfsleuth_compare::Options, Fail> {
+    let mut opts = options(verdict)?;
+    opts.history.clear();
+    opts.prior = false;
+    opts.paired = true;
+    Ok(opts)
+}
+
 /// The comparison in the chosen format (`compare` and `ab`).
 pub fn render(
     comparison: &Comparison,

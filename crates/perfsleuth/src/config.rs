@@ -18,6 +18,41 @@ pub(crate) struct ConfigFile {
     /// `[[bench]]`: the benchmarks of the repository.
     #[serde(default)]
     pub(crate) bench: Vec<BenchEntry>,
+    /// `[variant.NAME]`: named machine set-ups for `run --variant NAME`.
+    #[serde(default)]
+    pub(crate) variant: BTreeMap<String, VariantConfig>,
+}
+
+/// `[variant.NAME]`: the settings of `--variant NAME=SPEC` as a table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct VariantConfig {
+    #[serde(default)]
+    pub(crate) env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(crate) unset: Vec<String>,
+    pub(crate) cpus: Option<String>,
+    pub(crate) aslr: Option<bool>,
+    pub(crate) thp: Option<bool>,
+    pub(crate) nice: Option<i32>,
+}
+
+impl VariantConfig {
+    /// The settings in the `KEY:VALUE` form of a SPEC.
+    pub(crate) fn settings(&self) -> Vec<String> {
+        let onoff = |b: bool| if b { "on" } else { "off" };
+        let mut out: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("env:{k}={v}"))
+            .collect();
+        out.extend(self.unset.iter().map(|k| format!("unset:{k}")));
+        out.extend(self.cpus.iter().map(|c| format!("cpus:{c}")));
+        out.extend(self.aslr.map(|b| format!("aslr:{}", onoff(b))));
+        out.extend(self.thp.map(|b| format!("thp:{}", onoff(b))));
+        out.extend(self.nice.map(|n| format!("nice:{n}")));
+        out
+    }
 }
 
 /// `[compare]`.

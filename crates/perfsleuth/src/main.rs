@@ -24,6 +24,7 @@ mod scale;
 mod selectors;
 mod sink;
 mod term;
+mod variant;
 
 use clap::Parser;
 use clap::error::ErrorKind;

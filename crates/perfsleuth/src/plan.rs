@@ -224,6 +224,7 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
                 setup,
                 cleanup,
                 cwd: None,
+                variant: None,
             });
         }
     }

@@ -252,6 +252,11 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
         }
         Ok(()) => {
             output::print_summary(&run, c.reference, &output::View::of(args), to_stderr);
+            if !args.quiet
+                && let Some(text) = crate::variant::against_base(&run, &args.verdict, args.color)?
+            {
+                emit(&text, to_stderr);
+            }
             output::write_exports(&run, c.reference, args)?;
             if let Some(note) = stored_note {
                 emit(&note, true);
@@ -587,6 +592,35 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
             .iter()
             .map(|p| crate::plan::in_dir(p, dir))
             .collect();
+    }
+    if !args.variant.is_empty() {
+        let config = if args.variant.iter().any(|v| !v.contains('=')) {
+            crate::config::load(args.verdict.config.as_deref())?
+                .map(|(_, c)| c.variant)
+                .unwrap_or_default()
+        } else {
+            Default::default()
+        };
+        let variants = args
+            .variant
+            .iter()
+            .map(|v| crate::variant::parse(v, &config))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(sim) = &simulation
+            && sim.portable().is_some()
+            && let Some(v) = variants
+                .iter()
+                .find(|v| v.env.iter().any(|(k, _)| k == "GLIBC_TUNABLES"))
+        {
+            return Err(Fail::usage(
+                format!(
+                    "--variant {} sets GLIBC_TUNABLES, which the portable profile of simulation mode replaces",
+                    v.name
+                ),
+                "add --no-portable to count each variant's own GLIBC_TUNABLES",
+            ));
+        }
+        planned = crate::variant::expand(planned, &variants)?;
     }
     // A bad --baseline must fail before anything is measured.
     let baseline = match &args.baseline {

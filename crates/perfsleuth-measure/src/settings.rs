@@ -1,0 +1,316 @@
+//! Per-command scheduling settings (a variant's CPU set, transparent huge
+//! pages, nice value): set on the spawning thread just before the spawn, so
+//! the child inherits them and `posix_spawn` stays usable, and restored
+//! once the child is reaped; then read back from `/proc/PID` to check that
+//! the child really got them, with its environment and personality.
+
+use std::fmt::Write as _;
+
+/// What one command's process gets beyond perfsleuth's own state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChildSettings {
+    /// The CPUs it may run on (`sched_setaffinity`).
+    pub cpus: Option<Vec<usize>>,
+    /// Transparent huge pages off for it (`PR_SET_THP_DISABLE`).
+    pub thp_disable: bool,
+    /// Its nice value (`setpriority`; below the current one needs root).
+    pub nice: Option<i32>,
+}
+
+impl ChildSettings {
+    /// Whether nothing is set.
+    pub fn is_default(&self) -> bool {
+        *self == ChildSettings::default()
+    }
+
+    /// Whether [`ChildSettings::nice`] can be used here: the spawning thread
+    /// sets it on itself and must set its own value back afterwards, which
+    /// lowering a nice value needs root (CAP_SYS_NICE) for.
+    pub fn nice_possible() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+}
+
+/// The spawning thread's state before [`apply`], restored on drop.
+pub(crate) struct Applied {
+    mask: Option<libc::cpu_set_t>,
+    thp: Option<libc::c_int>,
+    nice: Option<libc::c_int>,
+}
+
+fn os_error(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+fn tid() -> libc::id_t {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as libc::id_t }
+}
+
+/// Sets `s` on the calling thread (and, for THP, the process: the flag is
+/// per process, inherited across fork and exec).
+pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, String> {
+    let mut applied = Applied {
+        mask: None,
+        thp: None,
+        nice: None,
+    };
+    if let Some(cpus) = &s.cpus {
+        // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+        let mut old: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: the size matches the set passed.
+        if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&old), &mut old) } != 0 {
+            return Err(os_error("sched_getaffinity"));
+        }
+        // SAFETY: as above.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &cpu in cpus {
+            if cpu >= libc::CPU_SETSIZE as usize {
+                return Err(format!(
+                    "CPU {cpu} is beyond what the kernel interface takes"
+                ));
+            }
+            // SAFETY: cpu is within the set's size.
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+        }
+        // SAFETY: the size matches the set passed.
+        if unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) } != 0 {
+            return Err(os_error(&format!("sched_setaffinity to CPUs {cpus:?}")));
+        }
+        applied.mask = Some(old);
+    }
+    if s.thp_disable {
+        // SAFETY: PR_GET_THP_DISABLE takes no further arguments.
+        let old = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
+        if old < 0 {
+            return Err(os_error("prctl(PR_GET_THP_DISABLE)"));
+        }
+        // SAFETY: sets a flag of this process.
+        if unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0 {
+            return Err(os_error("prctl(PR_SET_THP_DISABLE)"));
+        }
+        applied.thp = Some(old);
+    }
+    if let Some(nice) = s.nice {
+        // getpriority returns -1 both as a value and as an error: errno decides.
+        // SAFETY: errno is thread-local; these calls concern this thread only.
+        let old = unsafe {
+            *libc::__errno_location() = 0;
+            libc::getpriority(libc::PRIO_PROCESS, tid())
+        };
+        // SAFETY: reads this thread's errno.
+        if old == -1 && unsafe { *libc::__errno_location() } != 0 {
+            return Err(os_error("getpriority"));
+        }
+        // SAFETY: Linux keeps nice per thread; this sets the calling thread's.
+        if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid(), nice) } != 0 {
+            return Err(os_error(&format!("setpriority to nice {nice}")));
+        }
+        applied.nice = Some(old);
+    }
+    Ok(applied)
+}
+
+impl Drop for Applied {
+    fn drop(&mut self) {
+        if let Some(mask) = &self.mask {
+            // SAFETY: restores the set sched_getaffinity returned.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(mask), mask) };
+        }
+        if let Some(old) = self.thp {
+            // SAFETY: restores the flag PR_GET_THP_DISABLE returned.
+            unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, old as libc::c_ulong, 0, 0, 0) };
+        }
+        if let Some(old) = self.nice {
+            // SAFETY: restores this thread's nice value (root may always).
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid(), old) };
+        }
+    }
+}
+
+/// Reads back what child `pid` got: `Ok(true)` when every setting, the
+/// environment changes and the ASLR personality are as asked, `Ok(false)`
+/// when it has already exited and cannot tell, `Err` with what differs.
+pub(crate) fn verify(
+    pid: libc::pid_t,
+    s: &ChildSettings,
+    aslr_off: bool,
+    env: &[(String, Option<String>)],
+) -> Result<bool, String> {
+    let proc_file = |name: &str| std::fs::read(format!("/proc/{pid}/{name}")).ok();
+    let Some(status) = proc_file("status").map(|b| String::from_utf8_lossy(&b).into_owned()) else {
+        return Ok(false);
+    };
+    let field = |key: &str| {
+        status.lines().find_map(|l| {
+            l.strip_prefix(key)
+                .and_then(|r| r.strip_prefix(':'))
+                .map(|v| v.trim().to_string())
+        })
+    };
+    if field("State").is_some_and(|st| st.starts_with('Z') || st.starts_with('X')) {
+        return Ok(false);
+    }
+    let mut wrong = String::new();
+    if let Some(cpus) = &s.cpus {
+        let got = field("Cpus_allowed_list").and_then(|l| parse_cpu_list(&l));
+        let mut want = cpus.clone();
+        want.sort_unstable();
+        want.dedup();
+        if got.as_ref() != Some(&want) {
+            let _ = write!(wrong, "; CPUs {want:?} asked, the child may run on {got:?}");
+        }
+    }
+    if s.thp_disable {
+        // THP_enabled is absent once the child has exited (no memory map).
+        match field("THP_enabled") {
+            Some(v) if v == "0" => {}
+            Some(v) => {
+                let _ = write!(wrong, "; THP off asked, THP_enabled is {v}");
+            }
+            None => return Ok(false),
+        }
+    }
+    if let Some(nice) = s.nice {
+        let stat = proc_file("stat").map(|b| String::from_utf8_lossy(&b).into_owned());
+        // Field 19 (nice); the fields after `)` start at field 3.
+        let got = stat.as_deref().and_then(|st| {
+            let rest = &st[st.rfind(')')? + 1..];
+            rest.split_whitespace().nth(16)?.parse::<i32>().ok()
+        });
+        if got != Some(nice) {
+            let _ = write!(wrong, "; nice {nice} asked, the child has {got:?}");
+        }
+    }
+    if aslr_off {
+        const ADDR_NO_RANDOMIZE: u64 = 0x0040000;
+        let got = proc_file("personality")
+            .and_then(|b| u64::from_str_radix(String::from_utf8_lossy(&b).trim(), 16).ok());
+        if got.is_none_or(|p| p & ADDR_NO_RANDOMIZE == 0) {
+            let _ = write!(wrong, "; ASLR off asked, personality is {got:x?}");
+        }
+    }
+    if !env.is_empty() {
+        let Some(environ) = proc_file("environ") else {
+            return Ok(false);
+        };
+        if environ.is_empty() {
+            return Ok(false);
+        }
+        let vars: Vec<&[u8]> = environ.split(|b| *b == 0).collect();
+        // glibc parses GLIBC_TUNABLES in place at start-up (the copy in
+        // /proc/PID/environ ends at its first `:` afterwards): what it did
+        // with it is checked through ld.so where it matters.
+        for (key, value) in env.iter().filter(|(k, _)| k != "GLIBC_TUNABLES") {
+            let prefix = format!("{key}=");
+            let found = vars
+                .iter()
+                .find(|v| v.starts_with(prefix.as_bytes()))
+                .map(|v| String::from_utf8_lossy(&v[prefix.len()..]).into_owned());
+            if found.as_ref() != value.as_ref() {
+                let _ = write!(wrong, "; {key} asked {value:?}, the child has {found:?}");
+            }
+        }
+    }
+    if wrong.is_empty() {
+        Ok(true)
+    } else {
+        Err(wrong.trim_start_matches("; ").to_string())
+    }
+}
+
+/// `0-3,8,10-11` as CPU numbers, sorted; `None` for a malformed list.
+pub fn parse_cpu_list(list: &str) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if a > b || b - a > 65_536 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.trim().parse().ok()?),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    (!out.is_empty()).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse_like_the_kernel_prints_them() {
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_cpu_list("1"), Some(vec![1]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list(""), None);
+        assert_eq!(parse_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn a_child_without_its_settings_is_caught() {
+        // A child started plainly, checked against settings it never got.
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep starts");
+        let pid = child.id() as libc::pid_t;
+        let asked = ChildSettings {
+            cpus: Some(vec![0]),
+            thp_disable: true,
+            nice: Some(7),
+        };
+        let env = [("PERFSLEUTH_NOT_SET".to_string(), Some("x".to_string()))];
+        let got = verify(pid, &asked, true, &env);
+        let _ = child.kill();
+        let _ = child.wait();
+        let wrong = got.expect_err("nothing was applied");
+        let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+        if online.trim() != "0" {
+            assert!(wrong.contains("CPUs [0] asked"), "{wrong}");
+        }
+        for needle in [
+            "THP off asked",
+            "nice 7 asked",
+            "ASLR off asked",
+            "PERFSLEUTH_NOT_SET asked",
+        ] {
+            assert!(wrong.contains(needle), "{needle}: {wrong}");
+        }
+        // An exited child cannot tell: not a mismatch.
+        assert_eq!(verify(pid, &asked, true, &env), Ok(false));
+    }
+
+    #[test]
+    fn the_spawning_thread_gets_its_state_back() {
+        let before = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+        let cpus = |s: &str| {
+            s.lines()
+                .find(|l| l.starts_with("Cpus_allowed_list"))
+                .map(str::to_string)
+        };
+        let settings = ChildSettings {
+            cpus: Some(vec![0]),
+            thp_disable: true,
+            nice: None,
+        };
+        let applied = apply(&settings).unwrap();
+        let during = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+        assert_eq!(cpus(&during).as_deref(), Some("Cpus_allowed_list:\t0"));
+        drop(applied);
+        let after = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+        assert_eq!(cpus(&after), cpus(&before));
+        // SAFETY: PR_GET_THP_DISABLE takes no further arguments.
+        let thp = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
+        assert_eq!(thp, 0);
+    }
+}

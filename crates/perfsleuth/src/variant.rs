@@ -1,0 +1,297 @@
+//! `run --variant NAME=SPEC` and `[variant.NAME]` in perfsleuth.toml: named
+//! machine set-ups the same commands run under, interleaved, next to the
+//! unchanged one (`base`).
+//!
+//! A SPEC is settings separated by `;` (values may hold `,` and `=`, as
+//! `GLIBC_TUNABLES` does): `env:NAME=VALUE`, `unset:NAME`, `cpus:LIST`
+//! (`0`, `0-3,8`) or `cpus:same-core` / `cross-core` / `cross-llc` (two
+//! CPUs chosen from the topology), `aslr:off`, `thp:off`, `nice:N`.
+
+use crate::error::Fail;
+use perfsleuth_measure::{ChildSettings, parse_cpu_list};
+use perfsleuth_runner::{Planned, Variant};
+use std::path::Path;
+
+const HINT: &str = "a SPEC is settings separated by `;`: env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc, aslr:off, thp:off, nice:N";
+
+/// The name of the unchanged set-up every variant is compared with.
+pub(crate) const BASE: &str = "base";
+
+/// `NAME=SPEC`, or `NAME` for a `[variant.NAME]` of the config file.
+pub(crate) fn parse(
+    arg: &str,
+    config: &std::collections::BTreeMap<String, crate::config::VariantConfig>,
+) -> Result<Variant, Fail> {
+    let (name, spec) = match arg.split_once('=') {
+        Some((n, s)) => (n.trim(), Some(s)),
+        None => (arg.trim(), None),
+    };
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(Fail::usage(
+            format!("--variant `{arg}`: the name must be letters, digits, - _ or ."),
+            "write --variant NAME=SPEC, e.g. --variant pinned='cpus:0'",
+        ));
+    }
+    if name == BASE {
+        return Err(Fail::usage(
+            "--variant base: `base` is the unchanged set-up every variant is compared with",
+            "give the variant another name",
+        ));
+    }
+    let settings: Vec<String> = match spec {
+        Some(spec) => spec
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
+        None => match config.get(name) {
+            Some(c) => c.settings(),
+            None => {
+                return Err(Fail::usage(
+                    format!(
+                        "--variant {name}: no SPEC given and no [variant.{name}] in perfsleuth.toml"
+                    ),
+                    "write --variant NAME=SPEC, or define [variant.NAME] in perfsleuth.toml",
+                ));
+            }
+        },
+    };
+    if settings.is_empty() {
+        return Err(Fail::usage(
+            format!("--variant {name} changes nothing"),
+            HINT,
+        ));
+    }
+    let mut v = Variant {
+        name: name.to_string(),
+        ..Variant::default()
+    };
+    for setting in settings {
+        apply(&mut v, &setting)
+            .map_err(|why| Fail::usage(format!("--variant {name}: `{setting}`: {why}"), HINT))?;
+    }
+    Ok(v)
+}
+
+fn apply(v: &mut Variant, setting: &str) -> Result<(), String> {
+    let (key, value) = setting.split_once(':').ok_or("not KEY:VALUE")?;
+    let value = value.trim();
+    match key.trim() {
+        "env" => {
+            let (k, val) = value.split_once('=').ok_or("env needs NAME=VALUE")?;
+            check_var(k)?;
+            v.env.push((k.to_string(), Some(val.to_string())));
+        }
+        "unset" => {
+            check_var(value)?;
+            v.env.push((value.to_string(), None));
+        }
+        "cpus" => v.settings.cpus = Some(cpus(value)?),
+        "aslr" => v.aslr_off = off(value)?,
+        "thp" => v.settings.thp_disable = off(value)?,
+        "nice" => {
+            let n: i32 = value
+                .parse()
+                .map_err(|_| format!("`{value}` is not a nice value"))?;
+            if !(-20..=19).contains(&n) {
+                return Err(format!("nice {n} is outside -20..19"));
+            }
+            if !ChildSettings::nice_possible() {
+                return Err("setting a nice value needs root here (perfsleuth restores its own priority after each run)".into());
+            }
+            v.settings.nice = Some(n);
+        }
+        other => return Err(format!("unknown setting `{other}`")),
+    }
+    Ok(())
+}
+
+fn check_var(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.contains(['=', '\0']) {
+        return Err(format!("`{name}` is not an environment variable name"));
+    }
+    Ok(())
+}
+
+fn off(value: &str) -> Result<bool, String> {
+    match value {
+        "off" => Ok(true),
+        "on" => Ok(false),
+        v => Err(format!("`{v}`: give on or off")),
+    }
+}
+
+/// The CPUs of a `cpus:` value, every one of them online.
+fn cpus(value: &str) -> Result<Vec<usize>, String> {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|l| parse_cpu_list(&l))
+        .ok_or("cannot read the online CPUs (/sys/devices/system/cpu/online)")?;
+    let chosen = match value {
+        "same-core" | "cross-core" | "cross-llc" => pair(value, &online)?,
+        list => {
+            parse_cpu_list(list).ok_or_else(|| format!("`{list}` is not a CPU list like 0-3,8"))?
+        }
+    };
+    if let Some(c) = chosen.iter().find(|c| !online.contains(c)) {
+        return Err(format!(
+            "CPU {c} is not online here (online: {})",
+            list_text(&online)
+        ));
+    }
+    Ok(chosen)
+}
+
+fn list_text(cpus: &[usize]) -> String {
+    cpus.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Two CPUs for a placement: SMT siblings of one core, two cores that share
+/// the last-level cache, or two CPUs on different last-level caches.
+fn pair(kind: &str, online: &[usize]) -> Result<Vec<usize>, String> {
+    let sys = Path::new("/sys/devices/system/cpu");
+    let read = |cpu: usize, rel: &str| {
+        std::fs::read_to_string(sys.join(format!("cpu{cpu}")).join(rel))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let siblings =
+        |cpu| read(cpu, "topology/thread_siblings_list").and_then(|l| parse_cpu_list(&l));
+    let llc = |cpu| {
+        (0..8)
+            .rev()
+            .find_map(|i| {
+                let level = read(cpu, &format!("cache/index{i}/level"))?;
+                let kind = read(cpu, &format!("cache/index{i}/type"))?;
+                (kind != "Instruction").then_some((level, i))
+            })
+            .and_then(|(_, i)| read(cpu, &format!("cache/index{i}/shared_cpu_list")))
+            .and_then(|l| parse_cpu_list(&l))
+    };
+    for &a in online {
+        for &b in online.iter().filter(|&&b| b > a) {
+            let same_core = siblings(a).is_some_and(|s| s.contains(&b));
+            let same_llc = llc(a).is_some_and(|s| s.contains(&b));
+            let fits = match kind {
+                "same-core" => same_core,
+                "cross-core" => !same_core && same_llc,
+                _ => llc(a).is_some() && !same_llc,
+            };
+            if fits {
+                return Ok(vec![a, b]);
+            }
+        }
+    }
+    Err(match kind {
+        "same-core" => "this machine has no two online CPUs on one core (no SMT siblings)".to_string(),
+        "cross-core" => "this machine has no two online CPUs on different cores that share a last-level cache".to_string(),
+        _ => "this machine has one last-level cache for all its online CPUs: there is no cross-LLC pair".to_string(),
+    })
+}
+
+/// Every planned benchmark under the unchanged set-up (`base`) and under
+/// each variant, with the variant's name as a parameter so the runs pair
+/// across stores as parameters do.
+pub(crate) fn expand(planned: Vec<Planned>, variants: &[Variant]) -> Result<Vec<Planned>, Fail> {
+    if variants.is_empty() {
+        return Ok(planned);
+    }
+    if planned.iter().any(|p| p.parameters.contains_key("variant")) {
+        return Err(Fail::usage(
+            "a parameter is named `variant`, which --variant uses for the set-up's name",
+            "rename the parameter",
+        ));
+    }
+    for (i, v) in variants.iter().enumerate() {
+        if variants[..i].iter().any(|o| o.name == v.name) {
+            return Err(Fail::usage(
+                format!("--variant {} is given twice", v.name),
+                "give each variant a name of its own",
+            ));
+        }
+    }
+    let base = Variant {
+        name: BASE.to_string(),
+        ..Variant::default()
+    };
+    let mut out = Vec::with_capacity(planned.len() * (variants.len() + 1));
+    for p in planned {
+        for v in std::iter::once(&base).chain(variants) {
+            let mut q = p.clone();
+            q.parameters.insert("variant".to_string(), v.name.clone());
+            q.name = format!("{} [{}]", p.name, v.name);
+            q.variant = Some(v.clone());
+            out.push(q);
+        }
+    }
+    Ok(out)
+}
+
+/// The benchmarks of `run` measured under `variant`, as a run of their own
+/// with the names and parameters they had without variants (so the two
+/// sides pair).
+fn side_run(run: &perfsleuth_model::Run, variant: &str) -> perfsleuth_model::Run {
+    let mut r = run.clone();
+    let suffix = format!(" [{variant}]");
+    r.benchmarks
+        .retain(|b| b.parameters.get("variant").map(String::as_str) == Some(variant));
+    for b in &mut r.benchmarks {
+        b.parameters.remove("variant");
+        if let Some(name) = b.name.strip_suffix(&suffix) {
+            b.name = name.to_string();
+        }
+    }
+    r
+}
+
+/// Each variant of a `run --variant` against `base`, with the verdict rule
+/// of `compare` on the paired rounds, rendered for the terminal; `None`
+/// when the run has no variants.
+pub(crate) fn against_base(
+    run: &perfsleuth_model::Run,
+    verdict: &crate::cli::VerdictArgs,
+    color: crate::cli::ColorChoice,
+) -> Result<Option<String>, Fail> {
+    let mut names: Vec<&str> = Vec::new();
+    for b in &run.benchmarks {
+        if let Some(v) = b.parameters.get("variant")
+            && v != BASE
+            && !names.contains(&v.as_str())
+        {
+            names.push(v);
+        }
+    }
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let opts = crate::compare::paired_options(verdict)?;
+    let baseline = perfsleuth_compare::Side {
+        label: BASE.to_string(),
+        runs: vec![side_run(run, BASE)],
+    };
+    let mut out = String::new();
+    for name in names {
+        let candidate = perfsleuth_compare::Side {
+            label: name.to_string(),
+            runs: vec![side_run(run, name)],
+        };
+        let comparison = perfsleuth_compare::compare(&baseline, &candidate, &opts);
+        out.push_str(&format!(
+            "\nVariant `{name}` against `{BASE}` (interleaved, round k paired with round k):\n"
+        ));
+        out.push_str(&crate::compare::render(
+            &comparison,
+            crate::cli::CompareFormat::Terminal,
+            color,
+        )?);
+    }
+    Ok(Some(out))
+}

@@ -1,0 +1,266 @@
+//! `run --variant NAME=SPEC` and `[variant.NAME]`: the same commands under
+//! named set-ups, interleaved with the unchanged one. Each setting is read
+//! back by the benchmarked process itself from `/proc/self`, so the test
+//! checks what the child got, not what perfsleuth meant to give it.
+
+mod common;
+
+use common::Sandbox;
+use serde_json::Value;
+
+/// A command that prints what its process got: CPU set, THP, personality,
+/// two variables and its nice value (from a child of the shell, which
+/// inherits it).
+const REPORT: &str = "sh -c 'grep -E \"Cpus_allowed_list|THP_enabled\" /proc/self/status; cat /proc/self/personality; echo FOO=$FOO HOME=${HOME-unset}; cut -d\" \" -f19 /proc/self/stat'";
+
+fn root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+fn online_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn every_setting_reaches_the_benchmarked_process_only() {
+    let sb = Sandbox::new();
+    let nice = if root() { ";nice:5" } else { "" };
+    let spec = format!("v=cpus:0;thp:off;aslr:off;env:FOO=a=b,c;unset:HOME{nice}");
+    let out = sb
+        .bench([
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--rounds",
+            "1",
+            "--output",
+            "out.txt",
+            "--prepare",
+            "sh -c 'echo prepare FOO=$FOO >> helpers.txt'",
+            "--variant",
+            &spec,
+            REPORT,
+        ])
+        .ok();
+    assert!(
+        out.stdout.contains("[base]") && out.stdout.contains("[v]"),
+        "{out:?}"
+    );
+    // Compared with base by compare's verdict rule, paired by round.
+    assert!(
+        out.stdout
+            .contains("Variant `v` against `base` (interleaved"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains("baseline: base   candidate: v"),
+        "{out:?}"
+    );
+    let text = std::fs::read_to_string(sb.path("out.txt")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines.len(),
+        10,
+        "base's five lines, then the variant's: {text}"
+    );
+    // The unchanged set-up first (interleaved: base, then v), as perfsleuth runs.
+    let (base, v) = lines.split_at(5);
+    assert_ne!(base[0], "THP_enabled:\t0", "{text}");
+    assert_eq!(base[2], "00000000", "{text}");
+    assert!(
+        base[3].starts_with("FOO= HOME=") && !base[3].ends_with("unset"),
+        "{text}"
+    );
+    assert_eq!(v[0], "THP_enabled:\t0", "{text}");
+    assert_eq!(v[1], "Cpus_allowed_list:\t0", "{text}");
+    assert_eq!(v[2], "00040000", "ASLR off: {text}");
+    assert_eq!(v[3], "FOO=a=b,c HOME=unset", "{text}");
+    if root() {
+        assert_eq!(v[4], "5", "nice: {text}");
+    }
+    // The helpers keep perfsleuth's own environment.
+    let helpers = std::fs::read_to_string(sb.path("helpers.txt")).unwrap();
+    assert!(helpers.lines().all(|l| l == "prepare FOO="), "{helpers}");
+
+    // Stored: each benchmark with its variant as a parameter and its settings as facts.
+    let doc = sb.show_json("latest");
+    let benches = doc["run"]["benchmarks"].as_array().unwrap();
+    assert_eq!(benches.len(), 2);
+    assert_eq!(benches[0]["parameters"]["variant"], "base");
+    assert_eq!(benches[1]["parameters"]["variant"], "v");
+    let fact = |b: &Value, k: &str| b["facts"][k]["value"].as_str().map(str::to_string);
+    assert_eq!(fact(&benches[0], "variant").as_deref(), Some("base"));
+    assert_eq!(fact(&benches[1], "variant.cpus").as_deref(), Some("0"));
+    assert_eq!(fact(&benches[1], "variant.thp").as_deref(), Some("off"));
+    assert_eq!(fact(&benches[1], "variant.aslr").as_deref(), Some("off"));
+    assert_eq!(
+        fact(&benches[1], "variant.env.FOO").as_deref(),
+        Some("a=b,c")
+    );
+    assert_eq!(
+        fact(&benches[1], "variant.env.HOME").as_deref(),
+        Some("unset")
+    );
+    assert_eq!(fact(&benches[0], "variant.cpus"), None);
+}
+
+#[test]
+fn variants_come_from_the_config_file_by_name() {
+    let sb = Sandbox::new();
+    sb.write(
+        "perfsleuth.toml",
+        "[variant.pinned]\ncpus = \"0\"\nenv = { FOO = \"from-config\" }\n",
+    );
+    sb.bench([
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--rounds",
+        "1",
+        "--output",
+        "out.txt",
+        "--variant",
+        "pinned",
+        REPORT,
+    ])
+    .ok();
+    let text = std::fs::read_to_string(sb.path("out.txt")).unwrap();
+    assert!(text.contains("FOO=from-config"), "{text}");
+    assert!(text.contains("Cpus_allowed_list:\t0\n"), "{text}");
+    sb.bench(["--variant", "missing", "true"])
+        .usage_error("no [variant.missing] in perfsleuth.toml");
+    sb.write("perfsleuth.toml", "[variant.bad]\ncpu = \"0\"\n");
+    sb.bench(["--variant", "bad", "true"]).usage_error("cpu");
+}
+
+#[test]
+fn placements_are_chosen_from_the_topology_or_refused_with_the_reason() {
+    let sb = Sandbox::new();
+    for kind in ["same-core", "cross-core", "cross-llc"] {
+        let out = sb.bench([
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--rounds",
+            "1",
+            "--variant",
+            &format!("p=cpus:{kind}"),
+            "true",
+        ]);
+        if out.code == 0 {
+            println!("{kind}: possible here");
+            continue;
+        }
+        let out = out.usage_error("this machine has");
+        println!("{kind}: {}", out.stderr.lines().next().unwrap_or(""));
+    }
+    // Two CPUs that share a core or a cache need two CPUs.
+    if online_cpus() == 1 {
+        sb.bench(["--variant", "p=cpus:cross-core", "true"])
+            .usage_error("no two online CPUs");
+    }
+}
+
+#[test]
+fn bad_variants_are_refused_before_anything_runs() {
+    let sb = Sandbox::new();
+    for (spec, needle) in [
+        ("v=cpus:9999", "CPU 9999 is not online"),
+        ("v=cpus:3-1", "not a CPU list"),
+        ("v=thp:maybe", "give on or off"),
+        ("v=nice:50", "outside -20..19"),
+        ("v=env:NOEQUALS", "env needs NAME=VALUE"),
+        ("v=unset:", "not an environment variable name"),
+        ("v=colour:red", "unknown setting `colour`"),
+        ("v=cpus", "not KEY:VALUE"),
+        ("v=", "changes nothing"),
+        ("base=cpus:0", "`base` is the unchanged set-up"),
+        ("a b=cpus:0", "the name must be"),
+    ] {
+        sb.bench(["--variant", spec, "true"]).usage_error(needle);
+    }
+    sb.bench(["--variant", "v=cpus:0", "--variant", "v=thp:off", "true"])
+        .usage_error("given twice");
+    sb.bench([
+        "--variant",
+        "v=cpus:0",
+        "-L",
+        "variant",
+        "a,b",
+        "true {variant}",
+    ])
+    .usage_error("a parameter is named `variant`");
+    // Nothing was stored by any of them.
+    assert!(!sb.db().exists() || sb.runs_json().is_empty());
+}
+
+#[test]
+fn simulation_variants_count_their_own_glibc_tunables() {
+    if !perfsleuth_testkit::tools_present(
+        "simulation_variants_count_their_own_glibc_tunables",
+        &["valgrind", "gcc"],
+    ) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let src = sb.write(
+        "strings.c",
+        include_str!("../../../bench/simulation/strings.c"),
+    );
+    let prog = sb.path("strings");
+    let ok = std::process::Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .status()
+        .expect("gcc runs")
+        .success();
+    assert!(ok);
+    let cmd = format!("{} 20", prog.display());
+    let spec = "noerms=env:GLIBC_TUNABLES=glibc.cpu.hwcaps=-ERMS,";
+    // The portable profile would replace the variant's value: refused.
+    sb.bench(["--mode", "simulation", "--variant", spec, &cmd])
+        .usage_error("add --no-portable");
+    let out = sb
+        .bench([
+            "--mode",
+            "simulation",
+            "--no-portable",
+            "--variant",
+            spec,
+            &cmd,
+        ])
+        .ok();
+    assert!(
+        out.stdout.contains("Variant `noerms` against `base`"),
+        "{out:?}"
+    );
+    let doc = sb.show_json("latest");
+    let ir = |i: usize| {
+        doc["run"]["benchmarks"][i]["samples"][0]["counters"]["Ir"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(
+        doc["run"]["benchmarks"][1]["parameters"]["variant"],
+        "noerms"
+    );
+    println!("strings 20: base {} Ir, noerms {} Ir", ir(0), ir(1));
+    // valgrind presents ERMS on AVX2 hosts: then the variant counts differently.
+    if ir(0) != ir(1) {
+        assert!(
+            out.stdout.contains("improved") || out.stdout.contains("regressed"),
+            "{out:?}"
+        );
+    }
+}
