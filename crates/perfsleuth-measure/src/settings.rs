@@ -15,6 +15,45 @@ pub struct ChildSettings {
     pub thp_disable: bool,
     /// Its nice value (`setpriority`; below the current one needs root).
     pub nice: Option<i32>,
+    /// Its scheduling policy: `SCHED_BATCH` or `SCHED_IDLE` (`sched_setscheduler`).
+    pub policy: Option<Policy>,
+}
+
+/// A scheduling policy a variant may give its command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// `SCHED_OTHER`: the normal time-sharing policy.
+    Other,
+    /// `SCHED_BATCH`: CPU-bound, never preempts on wake-up.
+    Batch,
+    /// `SCHED_IDLE`: runs only when nothing else wants the CPU.
+    Idle,
+}
+
+impl Policy {
+    fn raw(self) -> libc::c_int {
+        match self {
+            Policy::Other => libc::SCHED_OTHER,
+            Policy::Batch => libc::SCHED_BATCH,
+            Policy::Idle => libc::SCHED_IDLE,
+        }
+    }
+
+    /// `other`, `batch`, `idle`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Other => "other",
+            Policy::Batch => "batch",
+            Policy::Idle => "idle",
+        }
+    }
+
+    /// The policy for a name [`Policy::name`] gives.
+    pub fn parse(s: &str) -> Option<Policy> {
+        [Policy::Other, Policy::Batch, Policy::Idle]
+            .into_iter()
+            .find(|p| p.name() == s)
+    }
 }
 
 impl ChildSettings {
@@ -37,6 +76,7 @@ pub(crate) struct Applied {
     mask: Option<libc::cpu_set_t>,
     thp: Option<libc::c_int>,
     nice: Option<libc::c_int>,
+    policy: Option<(libc::c_int, libc::c_int)>,
 }
 
 fn os_error(what: &str) -> String {
@@ -55,6 +95,7 @@ pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, String> {
         mask: None,
         thp: None,
         nice: None,
+        policy: None,
     };
     if let Some(cpus) = &s.cpus {
         // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
@@ -109,6 +150,27 @@ pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, String> {
         }
         applied.nice = Some(old);
     }
+    if let Some(policy) = s.policy {
+        let tid = tid() as libc::pid_t;
+        // SAFETY: queries this thread's policy.
+        let old = unsafe { libc::sched_getscheduler(tid) };
+        // SAFETY: sched_param is plain data.
+        let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+        // SAFETY: fills param for this thread.
+        if old < 0 || unsafe { libc::sched_getparam(tid, &mut param) } != 0 {
+            return Err(os_error("sched_getscheduler"));
+        }
+        // SAFETY: priority 0 is the only one the time-sharing policies take.
+        let zero: libc::sched_param = unsafe { std::mem::zeroed() };
+        // SAFETY: sets this thread's policy.
+        if unsafe { libc::sched_setscheduler(tid, policy.raw(), &zero) } != 0 {
+            return Err(os_error(&format!(
+                "sched_setscheduler to SCHED_{}",
+                policy.name().to_uppercase()
+            )));
+        }
+        applied.policy = Some((old, param.sched_priority));
+    }
     Ok(applied)
 }
 
@@ -125,6 +187,13 @@ impl Drop for Applied {
         if let Some(old) = self.nice {
             // SAFETY: restores this thread's nice value (root may always).
             unsafe { libc::setpriority(libc::PRIO_PROCESS, tid(), old) };
+        }
+        if let Some((policy, priority)) = self.policy {
+            // SAFETY: sched_param is plain data.
+            let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+            param.sched_priority = priority;
+            // SAFETY: restores the policy sched_getscheduler returned.
+            unsafe { libc::sched_setscheduler(tid() as libc::pid_t, policy, &param) };
         }
     }
 }
@@ -181,6 +250,21 @@ pub(crate) fn verify(
         });
         if got != Some(nice) {
             let _ = write!(wrong, "; nice {nice} asked, the child has {got:?}");
+        }
+    }
+    if let Some(policy) = s.policy {
+        let stat = proc_file("stat").map(|b| String::from_utf8_lossy(&b).into_owned());
+        // Field 41 (policy).
+        let got = stat.as_deref().and_then(|st| {
+            let rest = &st[st.rfind(')')? + 1..];
+            rest.split_whitespace().nth(38)?.parse::<libc::c_int>().ok()
+        });
+        if got != Some(policy.raw()) {
+            let _ = write!(
+                wrong,
+                "; SCHED_{} asked, the child's policy is {got:?}",
+                policy.name().to_uppercase()
+            );
         }
     }
     if aslr_off {
@@ -268,6 +352,7 @@ mod tests {
             cpus: Some(vec![0]),
             thp_disable: true,
             nice: Some(7),
+            policy: Some(Policy::Idle),
         };
         let env = [("PERFSLEUTH_NOT_SET".to_string(), Some("x".to_string()))];
         let got = verify(pid, &asked, true, &env);
@@ -302,11 +387,16 @@ mod tests {
             cpus: Some(vec![0]),
             thp_disable: true,
             nice: None,
+            policy: Some(Policy::Batch),
         };
         let applied = apply(&settings).unwrap();
         let during = std::fs::read_to_string("/proc/thread-self/status").unwrap();
         assert_eq!(cpus(&during).as_deref(), Some("Cpus_allowed_list:\t0"));
+        // SAFETY: queries this thread's policy.
+        assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_BATCH);
         drop(applied);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER);
         let after = std::fs::read_to_string("/proc/thread-self/status").unwrap();
         assert_eq!(cpus(&after), cpus(&before));
         // SAFETY: PR_GET_THP_DISABLE takes no further arguments.

@@ -211,6 +211,12 @@ impl Spawner {
             }
             None => msg.push(0),
         }
+        msg.push(match io.settings.policy {
+            None => 0,
+            Some(crate::Policy::Other) => 1,
+            Some(crate::Policy::Batch) => 2,
+            Some(crate::Policy::Idle) => 3,
+        });
         put_u32(&mut msg, io.env.len() as u32);
         for (key, value) in &io.env {
             put_bytes(&mut msg, key.as_bytes());
@@ -642,6 +648,13 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
         0 => None,
         _ => Some(r.i32().ok_or_else(bad)?),
     };
+    let policy = match r.u8().ok_or_else(bad)? {
+        0 => None,
+        1 => Some(crate::Policy::Other),
+        2 => Some(crate::Policy::Batch),
+        3 => Some(crate::Policy::Idle),
+        _ => return Err(bad()),
+    };
     let vars = r.u32().ok_or_else(bad)?;
     let mut env = Vec::with_capacity(vars.min(256) as usize);
     for _ in 0..vars {
@@ -664,6 +677,7 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
             cpus,
             thp_disable,
             nice,
+            policy,
         },
     };
     let argc = r.u32().ok_or_else(bad)?;
@@ -905,6 +919,7 @@ mod tests {
             cpus: None,
             thp_disable: false,
             nice: None,
+            policy: None,
         },
     };
 

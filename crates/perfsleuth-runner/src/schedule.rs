@@ -85,6 +85,9 @@ impl Variant {
         if let Some(n) = self.settings.nice {
             env.set("variant.nice", n.to_string(), Performance);
         }
+        if let Some(p) = self.settings.policy {
+            env.set("variant.sched", p.name(), Performance);
+        }
         if self.aslr_off {
             env.set("variant.aslr", "off", Performance);
         }

@@ -537,7 +537,8 @@ pub struct RunArgs {
     /// Also run every command under this named set-up, interleaved with the
     /// unchanged one (`base`), and compare them: NAME=SPEC, SPEC being `;`-separated
     /// env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc,
-    /// aslr:off, thp:off, nice:N; or NAME alone for [variant.NAME] of perfsleuth.toml.
+    /// aslr:off, thp:off, nice:N, sched:other|batch|idle; or NAME alone for
+    /// [variant.NAME] of perfsleuth.toml.
     /// Repeatable.
     #[arg(long, value_name = "NAME=SPEC")]
     pub variant: Vec<String>,

@@ -35,6 +35,7 @@ pub(crate) struct VariantConfig {
     pub(crate) aslr: Option<bool>,
     pub(crate) thp: Option<bool>,
     pub(crate) nice: Option<i32>,
+    pub(crate) sched: Option<String>,
 }
 
 impl VariantConfig {
@@ -51,6 +52,7 @@ impl VariantConfig {
         out.extend(self.aslr.map(|b| format!("aslr:{}", onoff(b))));
         out.extend(self.thp.map(|b| format!("thp:{}", onoff(b))));
         out.extend(self.nice.map(|n| format!("nice:{n}")));
+        out.extend(self.sched.iter().map(|p| format!("sched:{p}")));
         out
     }
 }

@@ -5,14 +5,15 @@
 //! A SPEC is settings separated by `;` (values may hold `,` and `=`, as
 //! `GLIBC_TUNABLES` does): `env:NAME=VALUE`, `unset:NAME`, `cpus:LIST`
 //! (`0`, `0-3,8`) or `cpus:same-core` / `cross-core` / `cross-llc` (two
-//! CPUs chosen from the topology), `aslr:off`, `thp:off`, `nice:N`.
+//! CPUs chosen from the topology), `aslr:off`, `thp:off`, `nice:N`,
+//! `sched:other|batch|idle`.
 
 use crate::error::Fail;
 use perfsleuth_measure::{ChildSettings, parse_cpu_list};
 use perfsleuth_runner::{Planned, Variant};
 use std::path::Path;
 
-const HINT: &str = "a SPEC is settings separated by `;`: env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc, aslr:off, thp:off, nice:N";
+const HINT: &str = "a SPEC is settings separated by `;`: env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc, aslr:off, thp:off, nice:N, sched:other|batch|idle";
 
 /// The name of the unchanged set-up every variant is compared with.
 pub(crate) const BASE: &str = "base";
@@ -105,6 +106,15 @@ fn apply(v: &mut Variant, setting: &str) -> Result<(), String> {
                 return Err("setting a nice value needs root here (perfsleuth restores its own priority after each run)".into());
             }
             v.settings.nice = Some(n);
+        }
+        "sched" => {
+            let policy = perfsleuth_measure::Policy::parse(value)
+                .ok_or_else(|| format!("`{value}`: give other, batch or idle"))?;
+            // Leaving SCHED_IDLE again needs root, and the spawner must.
+            if policy == perfsleuth_measure::Policy::Idle && !ChildSettings::nice_possible() {
+                return Err("sched:idle needs root here (perfsleuth restores its own policy after each run)".into());
+            }
+            v.settings.policy = Some(policy);
         }
         other => return Err(format!("unknown setting `{other}`")),
     }

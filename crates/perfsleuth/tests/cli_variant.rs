@@ -11,7 +11,7 @@ use serde_json::Value;
 /// A command that prints what its process got: CPU set, THP, personality,
 /// two variables and its nice value (from a child of the shell, which
 /// inherits it).
-const REPORT: &str = "sh -c 'grep -E \"Cpus_allowed_list|THP_enabled\" /proc/self/status; cat /proc/self/personality; echo FOO=$FOO HOME=${HOME-unset}; cut -d\" \" -f19 /proc/self/stat'";
+const REPORT: &str = "sh -c 'grep -E \"Cpus_allowed_list|THP_enabled\" /proc/self/status; cat /proc/self/personality; echo FOO=$FOO HOME=${HOME-unset}; cut -d\" \" -f19,41 /proc/self/stat'";
 
 fn root() -> bool {
     std::fs::read_to_string("/proc/self/status")
@@ -32,7 +32,7 @@ fn online_cpus() -> usize {
 fn every_setting_reaches_the_benchmarked_process_only() {
     let sb = Sandbox::new();
     let nice = if root() { ";nice:5" } else { "" };
-    let spec = format!("v=cpus:0;thp:off;aslr:off;env:FOO=a=b,c;unset:HOME{nice}");
+    let spec = format!("v=cpus:0;thp:off;aslr:off;sched:batch;env:FOO=a=b,c;unset:HOME{nice}");
     let out = sb
         .bench([
             "--runs",
@@ -83,8 +83,12 @@ fn every_setting_reaches_the_benchmarked_process_only() {
     assert_eq!(v[1], "Cpus_allowed_list:\t0", "{text}");
     assert_eq!(v[2], "00040000", "ASLR off: {text}");
     assert_eq!(v[3], "FOO=a=b,c HOME=unset", "{text}");
+    // Nice value and policy (SCHED_BATCH is 3) of a child of the shell.
+    let (nice_got, policy) = v[4].split_once(' ').unwrap();
+    assert_eq!(policy, "3", "sched:batch: {text}");
+    assert_eq!(base[4].split_once(' ').unwrap().1, "0", "{text}");
     if root() {
-        assert_eq!(v[4], "5", "nice: {text}");
+        assert_eq!(nice_got, "5", "nice: {text}");
     }
     // The helpers keep perfsleuth's own environment.
     let helpers = std::fs::read_to_string(sb.path("helpers.txt")).unwrap();
@@ -101,6 +105,7 @@ fn every_setting_reaches_the_benchmarked_process_only() {
     assert_eq!(fact(&benches[1], "variant.cpus").as_deref(), Some("0"));
     assert_eq!(fact(&benches[1], "variant.thp").as_deref(), Some("off"));
     assert_eq!(fact(&benches[1], "variant.aslr").as_deref(), Some("off"));
+    assert_eq!(fact(&benches[1], "variant.sched").as_deref(), Some("batch"));
     assert_eq!(
         fact(&benches[1], "variant.env.FOO").as_deref(),
         Some("a=b,c")
@@ -179,6 +184,7 @@ fn bad_variants_are_refused_before_anything_runs() {
         ("v=cpus:3-1", "not a CPU list"),
         ("v=thp:maybe", "give on or off"),
         ("v=nice:50", "outside -20..19"),
+        ("v=sched:fifo", "give other, batch or idle"),
         ("v=env:NOEQUALS", "env needs NAME=VALUE"),
         ("v=unset:", "not an environment variable name"),
         ("v=colour:red", "unknown setting `colour`"),
