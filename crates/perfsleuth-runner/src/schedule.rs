@@ -59,6 +59,8 @@ pub struct Variant {
     pub settings: perfsleuth_measure::ChildSettings,
     /// ASLR off (`personality(ADDR_NO_RANDOMIZE)`).
     pub aslr_off: bool,
+    /// Simulation mode: the caches callgrind simulates instead of its fixed model.
+    pub cache_model: Option<perfsleuth_measure::callgrind::CacheModel>,
 }
 
 impl Variant {
@@ -90,6 +92,9 @@ impl Variant {
         }
         if self.aslr_off {
             env.set("variant.aslr", "off", Performance);
+        }
+        if let Some(c) = &self.cache_model {
+            env.set("variant.cache_model", c.describe(), Performance);
         }
         env
     }
@@ -360,7 +365,8 @@ pub fn prepare(
                 let program = p.argv.first().map_or("", String::as_str);
                 perfsleuth_measure::resolve_program(program, std::env::var_os("PATH").as_deref())
                     .map_err(measure("command"))?;
-                let (argv, dir) = sim.wrap(benches.len(), &p.argv)?;
+                let cache = p.variant.as_ref().and_then(|v| v.cache_model.as_ref());
+                let (argv, dir) = sim.wrap(benches.len(), &p.argv, cache)?;
                 let mut sim_io = IoConfig {
                     disable_aslr: true,
                     ..io.clone()

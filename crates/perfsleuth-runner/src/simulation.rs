@@ -178,7 +178,12 @@ impl Simulation {
     }
 
     /// The valgrind command line for benchmark `index`, and its output directory.
-    pub fn wrap(&self, index: usize, argv: &[String]) -> Result<(Vec<String>, PathBuf), RunError> {
+    pub fn wrap(
+        &self,
+        index: usize,
+        argv: &[String],
+        cache: Option<&callgrind::CacheModel>,
+    ) -> Result<(Vec<String>, PathBuf), RunError> {
         let dir = self.scratch.path().join(format!("bench-{index}"));
         std::fs::create_dir_all(&dir).map_err(|source| RunError::Scratch {
             what: "cannot create",
@@ -188,6 +193,7 @@ impl Simulation {
         let cfg = SimulationConfig {
             out_dir: dir.clone(),
             collect: self.collect.clone(),
+            cache: cache.copied().unwrap_or_default(),
         };
         Ok((callgrind::valgrind_argv(&self.valgrind, argv, &cfg), dir))
     }

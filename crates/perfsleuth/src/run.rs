@@ -601,11 +601,26 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         } else {
             Default::default()
         };
+        let mut notes = Vec::new();
         let variants = args
             .variant
             .iter()
-            .map(|v| crate::variant::parse(v, &config))
+            .map(|v| crate::variant::parse(v, &config, args.store.store.clone(), &mut notes))
             .collect::<Result<Vec<_>, _>>()?;
+        if simulation.is_none()
+            && let Some(v) = variants.iter().find(|v| v.cache_model.is_some())
+        {
+            return Err(Fail::usage(
+                format!(
+                    "--variant {}: cache-model works only in simulation mode",
+                    v.name
+                ),
+                "add --mode simulation (needs valgrind)",
+            ));
+        }
+        for note in notes {
+            emit(&format!("note: {note}\n"), true);
+        }
         if let Some(sim) = &simulation
             && sim.portable().is_some()
             && let Some(v) = variants

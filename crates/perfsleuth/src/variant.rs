@@ -6,14 +6,15 @@
 //! `GLIBC_TUNABLES` does): `env:NAME=VALUE`, `unset:NAME`, `cpus:LIST`
 //! (`0`, `0-3,8`) or `cpus:same-core` / `cross-core` / `cross-llc` (two
 //! CPUs chosen from the topology), `aslr:off`, `thp:off`, `nice:N`,
-//! `sched:other|batch|idle`.
+//! `sched:other|batch|idle`, and in simulation mode `cache-model:from:RUN`
+//! or `cache-model:I1=SIZE,WAYS,LINE/D1=…/LL=…`.
 
 use crate::error::Fail;
 use perfsleuth_measure::{ChildSettings, parse_cpu_list};
 use perfsleuth_runner::{Planned, Variant};
 use std::path::Path;
 
-const HINT: &str = "a SPEC is settings separated by `;`: env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc, aslr:off, thp:off, nice:N, sched:other|batch|idle";
+const HINT: &str = "a SPEC is settings separated by `;`: env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc, aslr:off, thp:off, nice:N, sched:other|batch|idle, cache-model:from:RUN (simulation)";
 
 /// The name of the unchanged set-up every variant is compared with.
 pub(crate) const BASE: &str = "base";
@@ -22,6 +23,8 @@ pub(crate) const BASE: &str = "base";
 pub(crate) fn parse(
     arg: &str,
     config: &std::collections::BTreeMap<String, crate::config::VariantConfig>,
+    store: Option<String>,
+    notes: &mut Vec<String>,
 ) -> Result<Variant, Fail> {
     let (name, spec) = match arg.split_once('=') {
         Some((n, s)) => (n.trim(), Some(s)),
@@ -73,10 +76,106 @@ pub(crate) fn parse(
         ..Variant::default()
     };
     for setting in settings {
+        if let Some(model) = setting.strip_prefix("cache-model:") {
+            let (cache, fitted) = cache_model(model.trim(), store.clone()).map_err(|f| {
+                Fail::usage(
+                    format!("--variant {name}: `{setting}`: {}", f.message),
+                    f.hint,
+                )
+            })?;
+            notes.extend(fitted.into_iter().map(|n| format!("--variant {name}: {n}")));
+            v.cache_model = Some(cache);
+            continue;
+        }
         apply(&mut v, &setting)
             .map_err(|why| Fail::usage(format!("--variant {name}: `{setting}`: {why}"), HINT))?;
     }
     Ok(v)
+}
+
+/// `I1=SIZE,WAYS,LINE/D1=…/LL=…` (bytes), or `from:RUN` (a stored run or
+/// an export, whose fingerprint gives L1i, L1d and the last level), fitted
+/// to what valgrind can simulate; the notes say what was cut.
+fn cache_model(
+    value: &str,
+    store: Option<String>,
+) -> Result<(perfsleuth_measure::callgrind::CacheModel, Vec<String>), Fail> {
+    use perfsleuth_measure::callgrind::{CacheGeom, CacheModel};
+    let hint = "give cache-model:from:RUN (a stored run or an export) or cache-model:I1=32768,8,64/D1=49152,12,64/LL=33554432,16,64";
+    let bad = |why: String| Fail::usage(why, hint);
+    let mut model = CacheModel::DEFAULT;
+    if let Some(spec) = value.strip_prefix("from:") {
+        let mut handle = crate::selectors::StoreHandle::new(store);
+        let side = crate::selectors::resolve(spec, &mut handle)?;
+        let run = side
+            .runs
+            .last()
+            .ok_or_else(|| bad(format!("`{spec}` has no runs")))?;
+        let env = &run.environment;
+        let geom = |level: &str| -> Option<CacheGeom> {
+            let get = |k: &str| env.get(&format!("cpu.cache.{level}.{k}"));
+            Some(CacheGeom {
+                size: bytes(get("size")?)?,
+                assoc: get("ways")?.parse().ok()?,
+                line: get("line")?.parse().ok()?,
+            })
+        };
+        model.i1 = geom("l1i")
+            .ok_or_else(|| bad(format!("run `{spec}` recorded no L1i cache geometry")))?;
+        model.d1 = geom("l1d")
+            .ok_or_else(|| bad(format!("run `{spec}` recorded no L1d cache geometry")))?;
+        model.ll = geom("l3").or_else(|| geom("l2")).ok_or_else(|| {
+            bad(format!(
+                "run `{spec}` recorded no last-level cache geometry"
+            ))
+        })?;
+    } else {
+        for part in value.split('/') {
+            let (which, geom) = part
+                .split_once('=')
+                .ok_or_else(|| bad(format!("`{part}` is not I1=, D1= or LL=SIZE,WAYS,LINE")))?;
+            let n: Vec<u64> = geom
+                .split(',')
+                .map(|x| x.trim().parse::<u64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| bad(format!("`{geom}`: three numbers, SIZE,WAYS,LINE in bytes")))?;
+            let [size, assoc, line] = n[..] else {
+                return Err(bad(format!(
+                    "`{geom}`: three numbers, SIZE,WAYS,LINE in bytes"
+                )));
+            };
+            let g = CacheGeom { size, assoc, line };
+            match which.trim() {
+                "I1" => model.i1 = g,
+                "D1" => model.d1 = g,
+                "LL" => model.ll = g,
+                other => return Err(bad(format!("`{other}`: the caches are I1, D1 and LL"))),
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    for (which, g) in [
+        ("I1", &mut model.i1),
+        ("D1", &mut model.d1),
+        ("LL", &mut model.ll),
+    ] {
+        let (fitted, note) = g.fitted(which).map_err(bad)?;
+        *g = fitted;
+        notes.extend(note);
+    }
+    Ok((model, notes))
+}
+
+/// `48 KiB`, `107520 KiB`, `2 MiB` as bytes.
+fn bytes(text: &str) -> Option<u64> {
+    let (n, unit) = text.trim().split_once(' ')?;
+    let n: u64 = n.parse().ok()?;
+    match unit {
+        "KiB" => Some(n << 10),
+        "MiB" => Some(n << 20),
+        "bytes" => Some(n),
+        _ => None,
+    }
 }
 
 fn apply(v: &mut Variant, setting: &str) -> Result<(), String> {

@@ -270,3 +270,101 @@ fn simulation_variants_count_their_own_glibc_tunables() {
         );
     }
 }
+
+#[test]
+fn simulation_variants_take_another_machines_cache_model() {
+    if !perfsleuth_testkit::tools_present(
+        "simulation_variants_take_another_machines_cache_model",
+        &["valgrind", "gcc"],
+    ) {
+        return;
+    }
+    let sb = Sandbox::new();
+    // A stored run of another machine: an export with the AMD EPYC 7763's caches.
+    sb.bench(["--runs", "2", "--export-json", "raw.json", "true"])
+        .ok();
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.path("raw.json")).unwrap()).unwrap();
+    for (key, value) in [
+        ("cpu.cache.l1i.size", "32 KiB"),
+        ("cpu.cache.l1i.ways", "8"),
+        ("cpu.cache.l1i.line", "64"),
+        ("cpu.cache.l1d.size", "32 KiB"),
+        ("cpu.cache.l1d.ways", "8"),
+        ("cpu.cache.l1d.line", "64"),
+        ("cpu.cache.l3.size", "32768 KiB"),
+        ("cpu.cache.l3.ways", "16"),
+        ("cpu.cache.l3.line", "64"),
+    ] {
+        doc["run"]["environment"][key] = serde_json::json!({"value": value, "class": "identity"});
+    }
+    sb.write("amd.json", serde_json::to_string(&doc).unwrap());
+    let src = sb.write(
+        "strings.c",
+        include_str!("../../../bench/simulation/strings.c"),
+    );
+    let prog = sb.path("strings");
+    assert!(
+        std::process::Command::new("gcc")
+            .args(["-O2", "-o"])
+            .arg(&prog)
+            .arg(&src)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let cmd = format!("{} 20", prog.display());
+    let out = sb
+        .bench([
+            "--mode",
+            "simulation",
+            "--variant",
+            "amd=cache-model:from:amd.json",
+            "--variant",
+            "tiny=cache-model:I1=4096,2,64/D1=4096,2,64/LL=65536,4,64",
+            &cmd,
+        ])
+        .ok();
+    let doc = sb.show_json("latest");
+    let b = doc["run"]["benchmarks"].as_array().unwrap();
+    assert_eq!(
+        b[1]["facts"]["variant.cache_model"]["value"],
+        "I1 32 KiB 8-way, D1 32 KiB 8-way, LL 32 MiB 16-way"
+    );
+    let c = |i: usize, k: &str| b[i]["samples"][0]["counters"][k].as_f64().unwrap();
+    // The same instructions; the misses follow the caches.
+    assert_eq!(c(0, "Ir"), c(2, "Ir"), "{out:?}");
+    assert!(c(2, "D1mr") > c(0, "D1mr"), "{out:?}");
+    // This machine's own 105 MiB 15-way L3 cannot be simulated as it is: fitted and said.
+    sb.bench(["--runs", "1", "-n", "here", "true"]).ok();
+    let out = sb
+        .bench([
+            "--mode",
+            "simulation",
+            "--variant",
+            "here=cache-model:from:latest",
+            "true",
+        ])
+        .ok();
+    let l3 = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index3/size")
+        .unwrap_or_default();
+    println!(
+        "this machine's L3: {l3}; {}",
+        out.stderr
+            .lines()
+            .find(|l| l.contains("sets"))
+            .unwrap_or("fits as it is")
+    );
+    // Errors.
+    for (spec, needle) in [
+        ("x=cache-model:I1=32768,8,48", "power-of-two line"),
+        ("x=cache-model:L2=1,2,3", "the caches are I1, D1 and LL"),
+        ("x=cache-model:I1=1,2", "three numbers"),
+        ("x=cache-model:from:nosuch.json", "nosuch.json"),
+    ] {
+        sb.bench(["--mode", "simulation", "--variant", spec, "true"])
+            .usage_error(needle);
+    }
+    sb.bench(["--variant", "x=cache-model:from:amd.json", "true"])
+        .usage_error("cache-model works only in simulation mode");
+}

@@ -53,9 +53,9 @@ use std::path::Path;
 
 pub use parse::{parse_file, parse_reader};
 pub use sim::{
-    CACHE_MODEL, EVENTS, INSTALL_HINT, SimError, SimulationConfig, collect_function_seen,
-    collect_outputs, counters, estimated_cycles, find_valgrind, plain_valgrind_argv, valgrind_argv,
-    valgrind_version,
+    CACHE_MODEL, CacheGeom, CacheModel, EVENTS, INSTALL_HINT, SimError, SimulationConfig,
+    collect_function_seen, collect_outputs, counters, estimated_cycles, find_valgrind,
+    plain_valgrind_argv, valgrind_argv, valgrind_version,
 };
 
 /// One or more callgrind output files, parsed and merged: the model's

@@ -26,6 +26,113 @@ pub struct SimulationConfig {
     /// `--toggle-collect=F --collect-atstart=no`. Callgrind's `*` and `?`
     /// wildcards work.
     pub collect: Option<String>,
+    /// The cache geometry to simulate; [`CacheModel::DEFAULT`] unless a
+    /// variant gives another machine's.
+    pub cache: CacheModel,
+}
+
+/// One simulated cache: size, associativity and line size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheGeom {
+    /// Total size in bytes.
+    pub size: u64,
+    /// Ways.
+    pub assoc: u64,
+    /// Line size in bytes.
+    pub line: u64,
+}
+
+impl CacheGeom {
+    /// valgrind's `SIZE,ASSOC,LINE`.
+    fn arg(&self) -> String {
+        format!("{},{},{}", self.size, self.assoc, self.line)
+    }
+
+    fn describe(&self) -> String {
+        let size = if self.size % (1 << 20) == 0 {
+            format!("{} MiB", self.size >> 20)
+        } else {
+            format!("{} KiB", self.size >> 10)
+        };
+        format!("{size} {}-way", self.assoc)
+    }
+
+    /// valgrind needs a power-of-two set count and line size: a cache whose
+    /// set count is not one (Intel's 15-way L3s) is cut to the largest
+    /// power-of-two set count below, and the cut said.
+    pub fn fitted(self, which: &str) -> Result<(CacheGeom, Option<String>), String> {
+        if self.size == 0 || self.assoc == 0 || !self.line.is_power_of_two() || self.line < 16 {
+            return Err(format!(
+                "{which} {} bytes, {} ways, {}-byte lines: valgrind needs a size, at least one way and a power-of-two line of 16 bytes or more",
+                self.size, self.assoc, self.line
+            ));
+        }
+        let sets = self.size / (self.assoc * self.line);
+        if sets == 0 {
+            return Err(format!("{which} {}: smaller than one set", self.describe()));
+        }
+        if sets.is_power_of_two() && sets * self.assoc * self.line == self.size {
+            return Ok((self, None));
+        }
+        let fitted = CacheGeom {
+            size: (1u64 << (63 - sets.leading_zeros())) * self.assoc * self.line,
+            ..self
+        };
+        let note = format!(
+            "{which} {} has {sets} sets, not a power of two as valgrind needs: simulated as {}",
+            self.describe(),
+            fitted.describe()
+        );
+        Ok((fitted, Some(note)))
+    }
+}
+
+/// The caches callgrind simulates: first-level instruction and data, last level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheModel {
+    /// First-level instruction cache.
+    pub i1: CacheGeom,
+    /// First-level data cache.
+    pub d1: CacheGeom,
+    /// Last-level cache.
+    pub ll: CacheGeom,
+}
+
+impl CacheModel {
+    /// perfsleuth's fixed model (see [`CACHE_MODEL`]).
+    pub const DEFAULT: CacheModel = CacheModel {
+        i1: CacheGeom {
+            size: 32768,
+            assoc: 8,
+            line: 64,
+        },
+        d1: CacheGeom {
+            size: 32768,
+            assoc: 8,
+            line: 64,
+        },
+        ll: CacheGeom {
+            size: 8 << 20,
+            assoc: 16,
+            line: 64,
+        },
+    };
+
+    /// In words: `I1 32 KiB 8-way, D1 48 KiB 12-way, LL 32 MiB 16-way`.
+    pub fn describe(&self) -> String {
+        format!(
+            "I1 {}, D1 {}, LL {}",
+            self.i1.describe(),
+            self.d1.describe(),
+            self.ll.describe()
+        )
+    }
+}
+
+impl Default for CacheModel {
+    fn default() -> CacheModel {
+        CacheModel::DEFAULT
+    }
 }
 
 /// Errors of simulation mode.
@@ -102,9 +209,9 @@ pub fn valgrind_argv(valgrind: &Path, program: &[String], cfg: &SimulationConfig
         // No gdbserver: its FIFOs in /tmp would outlive a killed run.
         "--vgdb=no".to_string(),
         "--cache-sim=yes".to_string(),
-        "--I1=32768,8,64".to_string(),
-        "--D1=32768,8,64".to_string(),
-        "--LL=8388608,16,64".to_string(),
+        format!("--I1={}", cfg.cache.i1.arg()),
+        format!("--D1={}", cfg.cache.d1.arg()),
+        format!("--LL={}", cfg.cache.ll.arg()),
         "--trace-children=yes".to_string(),
         format!("--callgrind-out-file={out}%p"),
     ];
@@ -320,6 +427,7 @@ mod tests {
         let cfg = SimulationConfig {
             out_dir: PathBuf::from("/tmp/o"),
             collect: None,
+            cache: CacheModel::DEFAULT,
         };
         let argv = valgrind_argv(
             Path::new("/usr/bin/valgrind"),
@@ -351,6 +459,7 @@ mod tests {
         let cfg = SimulationConfig {
             out_dir: PathBuf::from("/tmp/50%"),
             collect: Some("bench_*".to_string()),
+            cache: CacheModel::DEFAULT,
         };
         let argv = valgrind_argv(Path::new("valgrind"), &["./p".to_string()], &cfg);
         assert_eq!(argv[9], "--callgrind-out-file=/tmp/50%%/callgrind.out.%p");
@@ -415,5 +524,33 @@ mod tests {
         assert!(wildcard_match("*", ""));
         assert!(!wildcard_match("a*c", "abcd"));
         assert!(wildcard_match("*::run*", "ns::run_bench(int)"));
+    }
+
+    #[test]
+    fn a_cache_valgrind_cannot_simulate_is_fitted_and_said() {
+        let intel_l3 = CacheGeom {
+            size: 107_520 * 1024,
+            assoc: 15,
+            line: 64,
+        };
+        let (fitted, note) = intel_l3.fitted("LL").unwrap();
+        assert_eq!(fitted.size, 65_536 * 15 * 64);
+        assert!(note.unwrap().contains("114688 sets"));
+        let amd_l3 = CacheGeom {
+            size: 32 << 20,
+            assoc: 16,
+            line: 64,
+        };
+        assert_eq!(amd_l3.fitted("LL").unwrap(), (amd_l3, None));
+        let bad = CacheGeom {
+            size: 32768,
+            assoc: 8,
+            line: 48,
+        };
+        assert!(bad.fitted("D1").is_err());
+        assert_eq!(
+            CacheModel::DEFAULT.describe(),
+            "I1 32 KiB 8-way, D1 32 KiB 8-way, LL 8 MiB 16-way"
+        );
     }
 }
