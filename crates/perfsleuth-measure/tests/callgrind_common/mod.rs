@@ -117,6 +117,7 @@ pub fn callgrind(
     let cfg = SimulationConfig {
         out_dir: out_dir.to_path_buf(),
         collect: collect.map(str::to_string),
+        cache: perfsleuth_measure::callgrind::CacheModel::DEFAULT,
     };
     let mut argv = valgrind_argv(Path::new("valgrind"), program, &cfg);
     let dash = argv.iter().position(|a| a == "--").unwrap();
