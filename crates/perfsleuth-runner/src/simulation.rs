@@ -48,6 +48,9 @@ pub struct Simulation {
     not_portable: Option<String>,
     /// `valgrind --version`: another version may translate, so count, differently.
     version: Result<String, String>,
+    /// The caches simulated for benchmarks without a variant's own
+    /// (`run --cache-model`); callgrind's fixed model by default.
+    cache: callgrind::CacheModel,
 }
 
 impl Simulation {
@@ -73,6 +76,7 @@ impl Simulation {
             },
         };
         Ok(Simulation {
+            cache: callgrind::CacheModel::DEFAULT,
             version: callgrind::valgrind_version(&valgrind),
             valgrind,
             collect,
@@ -80,6 +84,11 @@ impl Simulation {
             portable: portable_profile,
             not_portable,
         })
+    }
+
+    /// Simulates these caches instead of the fixed model (`run --cache-model`).
+    pub fn set_cache_model(&mut self, cache: callgrind::CacheModel) {
+        self.cache = cache;
     }
 
     /// The portable profile in use, if any.
@@ -100,9 +109,9 @@ impl Simulation {
             .collect()
     }
 
-    /// The run's facts about how it counted: `sim.portable` and
-    /// `sim.glibc_tunables` (identity: counts made differently do not
-    /// compare) and `sim.cache_model` (context).
+    /// The run's facts about how it counted: `sim.portable`,
+    /// `sim.glibc_tunables`, `sim.cache_model` and `sim.valgrind_version`
+    /// (identity: counts made differently do not compare).
     pub fn record(&self, env: &mut Environment) {
         match &self.portable {
             Some(p) => {
@@ -119,11 +128,13 @@ impl Simulation {
             }
             None => env.set("sim.portable", "off", ImpactClass::Identity),
         }
-        env.set(
-            "sim.cache_model",
-            callgrind::CACHE_MODEL,
-            ImpactClass::Context,
-        );
+        // Another cache model is another counter for the miss counts.
+        let model = if self.cache == callgrind::CacheModel::DEFAULT {
+            callgrind::CACHE_MODEL.to_string()
+        } else {
+            self.cache.describe()
+        };
+        env.set("sim.cache_model", model, ImpactClass::Identity);
         env.set_read(
             "sim.valgrind_version",
             self.version.clone(),
@@ -138,10 +149,12 @@ impl Simulation {
         match (&self.portable, &self.not_portable) {
             (Some(p), _) => {
                 notes.push(p.verified.summary(&p.profile));
-                notes.push(format!(
-                    "valgrind's cache model is fixed by perfsleuth's options ({}), not read from this CPU",
-                    callgrind::CACHE_MODEL
-                ));
+                if self.cache == callgrind::CacheModel::DEFAULT {
+                    notes.push(format!(
+                        "valgrind's cache model is fixed by perfsleuth's options ({}), not read from this CPU",
+                        callgrind::CACHE_MODEL
+                    ));
+                }
             }
             (None, Some(why)) => notes.push(format!(
                 "counts are NOT portable across CPUs: {why}; glibc's string functions follow this CPU as valgrind presents it"
@@ -193,7 +206,7 @@ impl Simulation {
         let cfg = SimulationConfig {
             out_dir: dir.clone(),
             collect: self.collect.clone(),
-            cache: cache.copied().unwrap_or_default(),
+            cache: cache.copied().unwrap_or(self.cache),
         };
         Ok((callgrind::valgrind_argv(&self.valgrind, argv, &cfg), dir))
     }

@@ -564,6 +564,11 @@ pub struct RunArgs {
     /// the counts then compare only with runs on the same kind of CPU.
     #[arg(long)]
     pub no_portable: bool,
+    /// Simulation mode: simulate these caches instead of the fixed model:
+    /// from:RUN (a stored run's or an export's L1i, L1d and last level, e.g.
+    /// the other runner's) or I1=SIZE,WAYS,LINE/D1=…/LL=… in bytes.
+    #[arg(long, value_name = "SPEC")]
+    pub cache_model: Option<String>,
     /// Counters per run through perf_event_open: auto (software counters when every
     /// command's warmup took ≥ 10 ms, where their ~15 µs per process is negligible),
     /// none, software (task clock, context switches, migrations, faults) or all

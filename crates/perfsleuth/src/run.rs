@@ -518,12 +518,25 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
     let tolerate = parse::ignore_failure(args.ignore_failure.as_deref())
         .map_err(|e| Fail::usage(e, "see perfsleuth run --help"))?;
     let simulation = match args.mode {
-        ModeChoice::Simulation => Some(
-            Simulation::new(args.collect.clone(), portable_choice(args)?).map_err(runner_fail)?,
-        ),
+        ModeChoice::Simulation => {
+            let mut sim = Simulation::new(args.collect.clone(), portable_choice(args)?)
+                .map_err(runner_fail)?;
+            if let Some(spec) = &args.cache_model {
+                let (model, notes) = crate::variant::cache_model(spec, args.store.store.clone())
+                    .map_err(|f| {
+                        Fail::usage(format!("--cache-model {spec}: {}", f.message), f.hint)
+                    })?;
+                for note in notes {
+                    emit(&format!("note: --cache-model: {note}\n"), true);
+                }
+                sim.set_cache_model(model);
+            }
+            Some(sim)
+        }
         ModeChoice::Walltime => {
             for (given, option) in [
                 (args.collect.is_some(), "--collect"),
+                (args.cache_model.is_some(), "--cache-model"),
                 (args.portable.is_some(), "--portable"),
                 (args.no_portable, "--no-portable"),
             ] {

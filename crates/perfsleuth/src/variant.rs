@@ -96,7 +96,7 @@ pub(crate) fn parse(
 /// `I1=SIZE,WAYS,LINE/D1=…/LL=…` (bytes), or `from:RUN` (a stored run or
 /// an export, whose fingerprint gives L1i, L1d and the last level), fitted
 /// to what valgrind can simulate; the notes say what was cut.
-fn cache_model(
+pub(crate) fn cache_model(
     value: &str,
     store: Option<String>,
 ) -> Result<(perfsleuth_measure::callgrind::CacheModel, Vec<String>), Fail> {

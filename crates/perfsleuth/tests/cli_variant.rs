@@ -367,4 +367,56 @@ fn simulation_variants_take_another_machines_cache_model() {
     }
     sb.bench(["--variant", "x=cache-model:from:amd.json", "true"])
         .usage_error("cache-model works only in simulation mode");
+    // The same for the whole run: `run --cache-model`, recorded as the run's model.
+    sb.bench([
+        "--mode",
+        "simulation",
+        "--cache-model",
+        "from:amd.json",
+        "-n",
+        "amd",
+        &cmd,
+    ])
+    .ok();
+    let doc = sb.show_json("latest");
+    assert_eq!(
+        doc["run"]["environment"]["sim.cache_model"]["value"],
+        "I1 32 KiB 8-way, D1 32 KiB 8-way, LL 32 MiB 16-way"
+    );
+    assert_eq!(
+        doc["run"]["environment"]["sim.cache_model"]["class"],
+        "identity"
+    );
+    sb.bench(["--cache-model", "from:amd.json", "true"])
+        .usage_error("--cache-model works only in simulation mode");
+    sb.bench(["--mode", "simulation", "--cache-model", "I1=3,3,3", "true"])
+        .usage_error("power-of-two line");
+}
+
+#[test]
+fn settings_that_need_root_are_refused_for_other_users() {
+    // As root, run perfsleuth as `nobody` (setpriv): nice and SCHED_IDLE
+    // need root, because the spawner must set its own values back.
+    let setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output();
+    if !root() || !setpriv.is_ok_and(|o| o.status.success()) {
+        println!("skipped: needs root and setpriv to act as another user");
+        return;
+    }
+    for (spec, needle) in [
+        ("v=nice:5", "setting a nice value needs root here"),
+        ("v=sched:idle", "sched:idle needs root here"),
+    ] {
+        let out: common::Out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_perfsleuth"))
+            .args(["run", "--no-store", "--variant", spec, "true"])
+            .current_dir("/")
+            .env("HOME", "/nonexistent")
+            .output()
+            .expect("setpriv runs")
+            .into();
+        out.usage_error(needle);
+    }
 }
