@@ -24,6 +24,24 @@ fn root() -> bool {
         .unwrap_or(false)
 }
 
+/// `bench/simulation/strings.c` built in the sandbox, as a command with 20 rounds.
+fn strings(sb: &Sandbox) -> String {
+    let src = sb.write(
+        "strings.c",
+        include_str!("../../../bench/simulation/strings.c"),
+    );
+    let prog = sb.path("strings");
+    let ok = std::process::Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .status()
+        .expect("gcc runs")
+        .success();
+    assert!(ok, "gcc builds strings.c");
+    format!("{} 20", prog.display())
+}
+
 fn online_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -219,20 +237,7 @@ fn simulation_variants_count_their_own_glibc_tunables() {
         return;
     }
     let sb = Sandbox::new();
-    let src = sb.write(
-        "strings.c",
-        include_str!("../../../bench/simulation/strings.c"),
-    );
-    let prog = sb.path("strings");
-    let ok = std::process::Command::new("gcc")
-        .args(["-O2", "-o"])
-        .arg(&prog)
-        .arg(&src)
-        .status()
-        .expect("gcc runs")
-        .success();
-    assert!(ok);
-    let cmd = format!("{} 20", prog.display());
+    let cmd = strings(&sb);
     let spec = "noerms=env:GLIBC_TUNABLES=glibc.cpu.hwcaps=-ERMS,";
     // The portable profile would replace the variant's value: refused.
     sb.bench(["--mode", "simulation", "--variant", spec, &cmd])
@@ -299,21 +304,7 @@ fn simulation_variants_take_another_machines_cache_model() {
         doc["run"]["environment"][key] = serde_json::json!({"value": value, "class": "identity"});
     }
     sb.write("amd.json", serde_json::to_string(&doc).unwrap());
-    let src = sb.write(
-        "strings.c",
-        include_str!("../../../bench/simulation/strings.c"),
-    );
-    let prog = sb.path("strings");
-    assert!(
-        std::process::Command::new("gcc")
-            .args(["-O2", "-o"])
-            .arg(&prog)
-            .arg(&src)
-            .status()
-            .unwrap()
-            .success()
-    );
-    let cmd = format!("{} 20", prog.display());
+    let cmd = strings(&sb);
     let out = sb
         .bench([
             "--mode",
