@@ -61,14 +61,6 @@ impl ChildSettings {
     pub fn is_default(&self) -> bool {
         *self == ChildSettings::default()
     }
-
-    /// Whether [`ChildSettings::nice`] can be used here: the spawning thread
-    /// sets it on itself and must set its own value back afterwards, which
-    /// lowering a nice value needs root (CAP_SYS_NICE) for.
-    pub fn nice_possible() -> bool {
-        // SAFETY: geteuid has no preconditions.
-        unsafe { libc::geteuid() == 0 }
-    }
 }
 
 /// The spawning thread's state before [`apply`], restored on drop.
@@ -174,28 +166,68 @@ pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, String> {
     Ok(applied)
 }
 
-impl Drop for Applied {
-    fn drop(&mut self) {
-        if let Some(mask) = &self.mask {
+impl Applied {
+    /// Sets the thread's state back, saying what could not be: a thread
+    /// left niced or idle would pass it on to every later command.
+    pub(crate) fn restore(mut self) -> Result<(), String> {
+        self.undo()
+    }
+
+    fn undo(&mut self) -> Result<(), String> {
+        let mut failed = Vec::new();
+        if let Some(mask) = self.mask.take() {
             // SAFETY: restores the set sched_getaffinity returned.
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(mask), mask) };
+            if unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&mask), &mask) } != 0 {
+                failed.push(os_error("restoring the CPU set"));
+            }
         }
-        if let Some(old) = self.thp {
+        if let Some(old) = self.thp.take() {
             // SAFETY: restores the flag PR_GET_THP_DISABLE returned.
-            unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, old as libc::c_ulong, 0, 0, 0) };
+            if unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, old as libc::c_ulong, 0, 0, 0) } != 0
+            {
+                failed.push(os_error("restoring THP"));
+            }
         }
-        if let Some(old) = self.nice {
-            // SAFETY: restores this thread's nice value (root may always).
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid(), old) };
+        if let Some(old) = self.nice.take() {
+            // SAFETY: restores this thread's nice value.
+            if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid(), old) } != 0 {
+                failed.push(os_error(&format!("restoring nice {old}")));
+            }
         }
-        if let Some((policy, priority)) = self.policy {
+        if let Some((policy, priority)) = self.policy.take() {
             // SAFETY: sched_param is plain data.
             let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
             param.sched_priority = priority;
             // SAFETY: restores the policy sched_getscheduler returned.
-            unsafe { libc::sched_setscheduler(tid() as libc::pid_t, policy, &param) };
+            if unsafe { libc::sched_setscheduler(tid() as libc::pid_t, policy, &param) } != 0 {
+                failed.push(os_error("restoring the scheduling policy"));
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed.join("; "))
         }
     }
+}
+
+impl Drop for Applied {
+    fn drop(&mut self) {
+        // An error path: nothing to report to, and the run is failing anyway.
+        let _ = self.undo();
+    }
+}
+
+/// Whether `s` can be applied and undone here: tried on a thread of its
+/// own, which is then discarded, so nothing of this process changes but
+/// THP's per-process flag, which is undone at once. Nice values and
+/// SCHED_IDLE can be entered without CAP_SYS_NICE but not left.
+pub fn check_possible(s: &ChildSettings) -> Result<(), String> {
+    let s = s.clone();
+    std::thread::spawn(move || apply(&s)?.restore())
+        .join()
+        .unwrap_or_else(|_| Err("the settings check panicked".into()))
+        .map_err(|e| format!("{e}: perfsleuth must set its own state back after each run, which needs CAP_SYS_NICE (root) for a nice value or SCHED_IDLE"))
 }
 
 /// Reads back what child `pid` got: `Ok(true)` when every setting, the
@@ -286,7 +318,14 @@ pub(crate) fn verify(
         // glibc parses GLIBC_TUNABLES in place at start-up (the copy in
         // /proc/PID/environ ends at its first `:` afterwards): what it did
         // with it is checked through ld.so where it matters.
-        for (key, value) in env.iter().filter(|(k, _)| k != "GLIBC_TUNABLES") {
+        // The child has the last change of each variable.
+        let mut last: Vec<&(String, Option<String>)> = Vec::new();
+        for change in env.iter().rev() {
+            if !last.iter().any(|(k, _)| *k == change.0) {
+                last.push(change);
+            }
+        }
+        for (key, value) in last.into_iter().filter(|(k, _)| k != "GLIBC_TUNABLES") {
             let prefix = format!("{key}=");
             let found = vars
                 .iter()
@@ -304,23 +343,30 @@ pub(crate) fn verify(
     }
 }
 
-/// `0-3,8,10-11` as CPU numbers, sorted; `None` for a malformed list.
+/// The highest CPU number a list may name (the kernel's `cpu_set_t`).
+pub const MAX_CPU: usize = libc::CPU_SETSIZE as usize - 1;
+
+/// `0-3,8,10-11` as CPU numbers, sorted; `None` for a malformed list or a
+/// CPU above [`MAX_CPU`].
 pub fn parse_cpu_list(list: &str) -> Option<Vec<usize>> {
-    let mut out = Vec::new();
+    let mut set = vec![false; MAX_CPU + 1];
     for part in list.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if a > b || b - a > 65_536 {
-                    return None;
-                }
-                out.extend(a..=b);
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (
+                a.trim().parse::<usize>().ok()?,
+                b.trim().parse::<usize>().ok()?,
+            ),
+            None => {
+                let n = part.trim().parse::<usize>().ok()?;
+                (n, n)
             }
-            None => out.push(part.trim().parse().ok()?),
+        };
+        if a > b || b > MAX_CPU {
+            return None;
         }
+        set[a..=b].iter_mut().for_each(|x| *x = true);
     }
-    out.sort_unstable();
-    out.dedup();
+    let out: Vec<usize> = (0..=MAX_CPU).filter(|&i| set[i]).collect();
     (!out.is_empty()).then_some(out)
 }
 

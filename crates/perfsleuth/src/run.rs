@@ -607,6 +607,30 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
             .collect();
     }
     if !args.variant.is_empty() {
+        for (given, option, why) in [
+            (
+                args.baseline.is_some(),
+                "--baseline",
+                "each variant is compared with base; compare a stored run with `perfsleuth compare`",
+            ),
+            (
+                args.reference.is_some(),
+                "--reference",
+                "each variant is compared with its own command under base",
+            ),
+            (
+                args.no_interleave,
+                "--no-interleave",
+                "the variants are compared round by round, which needs them interleaved",
+            ),
+        ] {
+            if given {
+                return Err(Fail::usage(
+                    format!("{option} cannot be used with --variant"),
+                    why,
+                ));
+            }
+        }
         let config = if args.variant.iter().any(|v| !v.contains('=')) {
             crate::config::load(args.verdict.config.as_deref())?
                 .map(|(_, c)| c.variant)

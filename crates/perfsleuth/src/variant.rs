@@ -10,7 +10,7 @@
 //! or `cache-model:I1=SIZE,WAYS,LINE/D1=…/LL=…`.
 
 use crate::error::Fail;
-use perfsleuth_measure::{ChildSettings, parse_cpu_list};
+use perfsleuth_measure::parse_cpu_list;
 use perfsleuth_runner::{Planned, Variant};
 use std::path::Path;
 
@@ -90,6 +90,23 @@ pub(crate) fn parse(
         apply(&mut v, &setting)
             .map_err(|why| Fail::usage(format!("--variant {name}: `{setting}`: {why}"), HINT))?;
     }
+    // The child gets the last change of each variable: keep that one only,
+    // in the order first written.
+    let mut env: Vec<(String, Option<String>)> = Vec::new();
+    for (k, val) in std::mem::take(&mut v.env) {
+        match env.iter_mut().find(|(e, _)| *e == k) {
+            Some(slot) => slot.1 = val,
+            None => env.push((k, val)),
+        }
+    }
+    v.env = env;
+    // Tried (and undone) on a throwaway thread now, not found out after base ran.
+    perfsleuth_measure::check_possible(&v.settings).map_err(|why| {
+        Fail::usage(
+            format!("--variant {name}: its settings cannot be used here: {why}"),
+            "run as root, or leave out nice and sched:idle",
+        )
+    })?;
     Ok(v)
 }
 
@@ -179,12 +196,21 @@ fn bytes(text: &str) -> Option<u64> {
 }
 
 fn apply(v: &mut Variant, setting: &str) -> Result<(), String> {
-    let (key, value) = setting.split_once(':').ok_or("not KEY:VALUE")?;
-    let value = value.trim();
+    let (key, raw) = setting.split_once(':').ok_or("not KEY:VALUE")?;
+    let value = raw.trim();
     match key.trim() {
         "env" => {
-            let (k, val) = value.split_once('=').ok_or("env needs NAME=VALUE")?;
+            // The value is kept as written: spaces are part of it.
+            let (k, val) = raw
+                .trim_start()
+                .split_once('=')
+                .ok_or("env needs NAME=VALUE")?;
             check_var(k)?;
+            if val.contains('\0') {
+                return Err(format!(
+                    "the value of {k} holds a NUL byte, which no environment can carry"
+                ));
+            }
             v.env.push((k.to_string(), Some(val.to_string())));
         }
         "unset" => {
@@ -201,18 +227,11 @@ fn apply(v: &mut Variant, setting: &str) -> Result<(), String> {
             if !(-20..=19).contains(&n) {
                 return Err(format!("nice {n} is outside -20..19"));
             }
-            if !ChildSettings::nice_possible() {
-                return Err("setting a nice value needs root here (perfsleuth restores its own priority after each run)".into());
-            }
             v.settings.nice = Some(n);
         }
         "sched" => {
             let policy = perfsleuth_measure::Policy::parse(value)
                 .ok_or_else(|| format!("`{value}`: give other, batch or idle"))?;
-            // Leaving SCHED_IDLE again needs root, and the spawner must.
-            if policy == perfsleuth_measure::Policy::Idle && !ChildSettings::nice_possible() {
-                return Err("sched:idle needs root here (perfsleuth restores its own policy after each run)".into());
-            }
             v.settings.policy = Some(policy);
         }
         other => return Err(format!("unknown setting `{other}`")),
@@ -230,8 +249,10 @@ fn check_var(name: &str) -> Result<(), String> {
 fn off(value: &str) -> Result<bool, String> {
     match value {
         "off" => Ok(true),
-        "on" => Ok(false),
-        v => Err(format!("`{v}`: give on or off")),
+        "on" => {
+            Err("`on` is how perfsleuth runs already: a variant names what it changes (off)".into())
+        }
+        v => Err(format!("`{v}`: the setting takes off")),
     }
 }
 
@@ -243,9 +264,20 @@ fn cpus(value: &str) -> Result<Vec<usize>, String> {
         .ok_or("cannot read the online CPUs (/sys/devices/system/cpu/online)")?;
     let chosen = match value {
         "same-core" | "cross-core" | "cross-llc" => pair(value, &online)?,
-        list => {
-            parse_cpu_list(list).ok_or_else(|| format!("`{list}` is not a CPU list like 0-3,8"))?
-        }
+        list => parse_cpu_list(list).ok_or_else(|| {
+            let too_high = list
+                .split([',', '-'])
+                .filter_map(|n| n.trim().parse::<u64>().ok())
+                .any(|n| n > perfsleuth_measure::MAX_CPU as u64);
+            if too_high {
+                format!(
+                    "`{list}` names a CPU above {}, the highest the kernel interface takes",
+                    perfsleuth_measure::MAX_CPU
+                )
+            } else {
+                format!("`{list}` is not a CPU list like 0-3,8")
+            }
+        })?,
     };
     if let Some(c) = chosen.iter().find(|c| !online.contains(c)) {
         return Err(format!(

@@ -133,6 +133,15 @@ fn every_setting_reaches_the_benchmarked_process_only() {
         Some("unset")
     );
     assert_eq!(fact(&benches[0], "variant.cpus"), None);
+    // A variable changed twice: the child has the last, and that is what is checked.
+    sb.bench([
+        "--runs",
+        "2",
+        "--variant",
+        "twice=env:FOO=1;unset:FOO;env:FOO=2",
+        "sleep 0.01",
+    ])
+    .ok();
 }
 
 #[test]
@@ -198,9 +207,11 @@ fn placements_are_chosen_from_the_topology_or_refused_with_the_reason() {
 fn bad_variants_are_refused_before_anything_runs() {
     let sb = Sandbox::new();
     for (spec, needle) in [
-        ("v=cpus:9999", "CPU 9999 is not online"),
+        ("v=cpus:1000", "CPU 1000 is not online"),
+        ("v=cpus:0-4000000000", "above 1023"),
         ("v=cpus:3-1", "not a CPU list"),
-        ("v=thp:maybe", "give on or off"),
+        ("v=thp:maybe", "the setting takes off"),
+        ("v=aslr:on", "how perfsleuth runs already"),
         ("v=nice:50", "outside -20..19"),
         ("v=sched:fifo", "give other, batch or idle"),
         ("v=env:NOEQUALS", "env needs NAME=VALUE"),
@@ -215,6 +226,16 @@ fn bad_variants_are_refused_before_anything_runs() {
     }
     sb.bench(["--variant", "v=cpus:0", "--variant", "v=thp:off", "true"])
         .usage_error("given twice");
+    for other in [
+        ["--baseline", "latest"],
+        ["--reference", "1"],
+        ["--no-interleave", "-N"],
+    ] {
+        let mut args = vec!["--variant", "v=cpus:0"];
+        args.extend(other);
+        args.push("true");
+        sb.bench(args).usage_error("cannot be used with --variant");
+    }
     sb.bench([
         "--variant",
         "v=cpus:0",
@@ -396,8 +417,8 @@ fn settings_that_need_root_are_refused_for_other_users() {
         return;
     }
     for (spec, needle) in [
-        ("v=nice:5", "setting a nice value needs root here"),
-        ("v=sched:idle", "sched:idle needs root here"),
+        ("v=nice:5", "needs CAP_SYS_NICE"),
+        ("v=sched:idle", "needs CAP_SYS_NICE"),
     ] {
         let out: common::Out = std::process::Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])

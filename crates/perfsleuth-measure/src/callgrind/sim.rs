@@ -51,35 +51,47 @@ impl CacheGeom {
     fn describe(&self) -> String {
         let size = if self.size % (1 << 20) == 0 {
             format!("{} MiB", self.size >> 20)
-        } else {
+        } else if self.size % 1024 == 0 {
             format!("{} KiB", self.size >> 10)
+        } else {
+            format!("{} bytes", self.size)
         };
         format!("{size} {}-way", self.assoc)
     }
 
     /// valgrind needs a power-of-two set count and line size: a cache whose
-    /// set count is not one (Intel's 15-way L3s) is cut to the largest
-    /// power-of-two set count below, and the cut said.
+    /// set count is not one (Intel's 15-way L3s) keeps its size as nearly as
+    /// possible with the largest power-of-two set count below and more ways,
+    /// as valgrind does for the caches it detects itself; the change is said.
     pub fn fitted(self, which: &str) -> Result<(CacheGeom, Option<String>), String> {
-        if self.size == 0 || self.assoc == 0 || !self.line.is_power_of_two() || self.line < 16 {
-            return Err(format!(
-                "{which} {} bytes, {} ways, {}-byte lines: valgrind needs a size, at least one way and a power-of-two line of 16 bytes or more",
+        let invalid = || {
+            format!(
+                "{which} {} bytes, {} ways, {}-byte lines: valgrind needs a size, at least one way and a power-of-two line of 32 bytes or more",
                 self.size, self.assoc, self.line
-            ));
+            )
+        };
+        if self.size == 0 || self.assoc == 0 || !self.line.is_power_of_two() || self.line < 32 {
+            return Err(invalid());
         }
-        let sets = self.size / (self.assoc * self.line);
+        let set_bytes = self.assoc.checked_mul(self.line).ok_or_else(invalid)?;
+        let sets = self.size / set_bytes;
         if sets == 0 {
             return Err(format!("{which} {}: smaller than one set", self.describe()));
         }
-        if sets.is_power_of_two() && sets * self.assoc * self.line == self.size {
+        if sets.is_power_of_two() && sets * set_bytes == self.size {
             return Ok((self, None));
         }
+        let sets = 1u64 << (63 - sets.leading_zeros());
+        let assoc = ((self.size as f64) / ((sets * self.line) as f64))
+            .round()
+            .max(1.0) as u64;
         let fitted = CacheGeom {
-            size: (1u64 << (63 - sets.leading_zeros())) * self.assoc * self.line,
-            ..self
+            size: sets * assoc * self.line,
+            assoc,
+            line: self.line,
         };
         let note = format!(
-            "{which} {} has {sets} sets, not a power of two as valgrind needs: simulated as {}",
+            "{which} {} is not a power-of-two number of sets as valgrind needs: simulated as {} ({sets} sets)",
             self.describe(),
             fitted.describe()
         );
@@ -534,8 +546,15 @@ mod tests {
             line: 64,
         };
         let (fitted, note) = intel_l3.fitted("LL").unwrap();
-        assert_eq!(fitted.size, 65_536 * 15 * 64);
-        assert!(note.unwrap().contains("114688 sets"));
+        // What valgrind itself makes of this L3: 104 MiB, 26-way, 65536 sets.
+        assert_eq!((fitted.size, fitted.assoc), (109_051_904, 26));
+        assert!(note.unwrap().contains("104 MiB 26-way (65536 sets)"));
+        let huge = CacheGeom {
+            size: 32768,
+            assoc: 1 << 60,
+            line: 64,
+        };
+        assert!(huge.fitted("I1").is_err());
         let amd_l3 = CacheGeom {
             size: 32 << 20,
             assoc: 16,
