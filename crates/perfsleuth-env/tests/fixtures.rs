@@ -218,17 +218,19 @@ fn documented_keys() -> Vec<(String, ImpactClass)> {
         // cells[0] is empty (the line starts with '|').
         let class = match cells.get(2).copied() {
             Some(c) if c.starts_with("identity") => ImpactClass::Identity,
-            Some("performance") => ImpactClass::Performance,
+            Some(c) if c.starts_with("performance") => ImpactClass::Performance,
             Some(c) if c.starts_with("context") => ImpactClass::Context,
             _ => section_class
                 .unwrap_or_else(|| panic!("no class for the row {line:?} of ENVIRONMENT.md")),
         };
         for (i, span) in cells[1].split('`').enumerate() {
-            // measure.*, sim.* and noise.run.* are recorded by a run, not by a capture.
+            // measure.*, sim.*, variant* and noise.run.* are recorded by a run, not by a capture.
             if i % 2 == 0
                 || span.contains('<')
                 || span.starts_with("measure.")
                 || span.starts_with("sim.")
+                || span == "variant"
+                || span.starts_with("variant.")
                 || span.starts_with("noise.run.")
             {
                 continue;

@@ -36,6 +36,8 @@ pub(crate) struct VariantConfig {
     pub(crate) thp: Option<bool>,
     pub(crate) nice: Option<i32>,
     pub(crate) sched: Option<String>,
+    /// Simulation mode: `from:RUN` or `I1=…/D1=…/LL=…`.
+    pub(crate) cache_model: Option<String>,
 }
 
 impl VariantConfig {
@@ -53,6 +55,7 @@ impl VariantConfig {
         out.extend(self.thp.map(|b| format!("thp:{}", onoff(b))));
         out.extend(self.nice.map(|n| format!("nice:{n}")));
         out.extend(self.sched.iter().map(|p| format!("sched:{p}")));
+        out.extend(self.cache_model.iter().map(|c| format!("cache-model:{c}")));
         out
     }
 }
