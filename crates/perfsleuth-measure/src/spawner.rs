@@ -773,6 +773,8 @@ fn encode_error(e: &MeasureError) -> Vec<u8> {
         MeasureError::IsDirectory(p) => (4, p.display().to_string()),
         MeasureError::File { path, source } => (2, format!("{}\0{source}", path.display())),
         MeasureError::Spawn { program, source } => (5, format!("{program}\0{source}")),
+        MeasureError::Setting(why) => (6, why.clone()),
+        MeasureError::NotApplied(why) => (7, why.clone()),
         other => (3, other.to_string()),
     };
     v.push(kind);
@@ -805,6 +807,8 @@ fn decode_error(reply: &[u8]) -> Result<(), MeasureError> {
                         source: std::io::Error::other(detail.to_string()),
                     }
                 }
+                6 => MeasureError::Setting(text),
+                7 => MeasureError::NotApplied(text),
                 _ => protocol_error(&text),
             })
         }
@@ -958,6 +962,26 @@ mod tests {
         }
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "a=b:c|\n|set\n");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn settings_errors_cross_the_pipe_as_themselves() {
+        // Not as a protocol error, whose hint blames perfsleuth.
+        for e in [
+            MeasureError::Setting("sched_setaffinity to CPUs [1]: Invalid argument".into()),
+            MeasureError::NotApplied("CPUs [0] asked, the child may run on Some([0, 1])".into()),
+        ] {
+            let back = decode_error(&encode_error(&e)).unwrap_err();
+            assert_eq!(back.to_string(), e.to_string());
+            assert!(
+                matches!(
+                    (&e, &back),
+                    (MeasureError::Setting(_), MeasureError::Setting(_))
+                        | (MeasureError::NotApplied(_), MeasureError::NotApplied(_))
+                ),
+                "{back:?}"
+            );
+        }
     }
 
     #[test]

@@ -969,6 +969,14 @@ pub(crate) fn measure_fail(e: MeasureError, what: &str) -> Fail {
             format!("cannot open {}: {source}", path.display()),
             "check the path and its permissions",
         ),
+        MeasureError::Setting(why) => Fail::usage(
+            format!("{what}: a --variant setting could not be applied: {why}"),
+            "check the CPUs this process may use (taskset -p $$) and its privileges (nice values and sched:idle need CAP_SYS_NICE)",
+        ),
+        MeasureError::NotApplied(why) => Fail::usage(
+            format!("{what} did not get its --variant settings: {why}"),
+            "something between perfsleuth and the program changes them (a wrapper script, a cgroup, the program itself)",
+        ),
         other => Fail::usage(
             format!("{other}"),
             "this is likely a perfsleuth bug or a resource limit; please report it",
