@@ -453,7 +453,23 @@ pub(crate) fn measure(
     run.benchmarks = perfsleuth_runner::benchmarks(&benches);
     let mut warnings = Vec::new();
     if let Some(sim) = &c.simulation {
-        counter_notes.extend(sim.notes());
+        // Variants with caches of their own are not simulated with the fixed model.
+        let mut own_caches: Vec<&str> = Vec::new();
+        for v in c.planned.iter().filter_map(|p| p.variant.as_ref()) {
+            if v.cache_model.is_some() && !own_caches.contains(&v.name.as_str()) {
+                own_caches.push(&v.name);
+            }
+        }
+        counter_notes.extend(sim.notes().into_iter().map(|n| {
+            if own_caches.is_empty() || !n.starts_with("valgrind's cache model") {
+                n
+            } else {
+                format!(
+                    "{n}, except for the variants {} (their own cache models, in their variant.cache_model facts)",
+                    own_caches.join(", ")
+                )
+            }
+        }));
         warnings.extend(sim.warnings());
         if sim.portable().is_some() {
             warnings.extend(perfsleuth_runner::cpuid_check(

@@ -337,6 +337,10 @@ fn simulation_variants_take_another_machines_cache_model() {
             &cmd,
         ])
         .ok();
+    assert!(
+        out.stderr.contains("except for the variants amd, tiny"),
+        "{out:?}"
+    );
     let doc = sb.show_json("latest");
     let b = doc["run"]["benchmarks"].as_array().unwrap();
     assert_eq!(
