@@ -132,7 +132,7 @@ pub(crate) fn cache_model(
         let geom = |level: &str| -> Option<CacheGeom> {
             let get = |k: &str| env.get(&format!("cpu.cache.{level}.{k}"));
             Some(CacheGeom {
-                size: bytes(get("size")?)?,
+                size: perfsleuth_probe::parse_size(get("size")?)?,
                 assoc: get("ways")?.parse().ok()?,
                 line: get("line")?.parse().ok()?,
             })
@@ -181,18 +181,6 @@ pub(crate) fn cache_model(
         notes.extend(note);
     }
     Ok((model, notes))
-}
-
-/// `48 KiB`, `107520 KiB`, `2 MiB` as bytes.
-fn bytes(text: &str) -> Option<u64> {
-    let (n, unit) = text.trim().split_once(' ')?;
-    let n: u64 = n.parse().ok()?;
-    match unit {
-        "KiB" => Some(n << 10),
-        "MiB" => Some(n << 20),
-        "bytes" => Some(n),
-        _ => None,
-    }
 }
 
 fn apply(v: &mut Variant, setting: &str) -> Result<(), String> {
