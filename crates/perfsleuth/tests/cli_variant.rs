@@ -24,8 +24,13 @@ fn root() -> bool {
         .unwrap_or(false)
 }
 
-/// `bench/simulation/strings.c` built in the sandbox, as a command with 20 rounds.
-fn strings(sb: &Sandbox) -> String {
+/// A sandbox with `bench/simulation/strings.c` built in it, and the command
+/// that runs it 20 rounds; `None` (the skip printed) without valgrind or gcc.
+fn strings(test: &str) -> Option<(Sandbox, String)> {
+    if !perfsleuth_testkit::tools_present(test, &["valgrind", "gcc"]) {
+        return None;
+    }
+    let sb = Sandbox::new();
     let src = sb.write(
         "strings.c",
         include_str!("../../../bench/simulation/strings.c"),
@@ -39,7 +44,8 @@ fn strings(sb: &Sandbox) -> String {
         .expect("gcc runs")
         .success();
     assert!(ok, "gcc builds strings.c");
-    format!("{} 20", prog.display())
+    let cmd = format!("{} 20", prog.display());
+    Some((sb, cmd))
 }
 
 fn online_cpus() -> usize {
@@ -251,14 +257,9 @@ fn bad_variants_are_refused_before_anything_runs() {
 
 #[test]
 fn simulation_variants_count_their_own_glibc_tunables() {
-    if !perfsleuth_testkit::tools_present(
-        "simulation_variants_count_their_own_glibc_tunables",
-        &["valgrind", "gcc"],
-    ) {
+    let Some((sb, cmd)) = strings("simulation_variants_count_their_own_glibc_tunables") else {
         return;
-    }
-    let sb = Sandbox::new();
-    let cmd = strings(&sb);
+    };
     let spec = "noerms=env:GLIBC_TUNABLES=glibc.cpu.hwcaps=-ERMS,";
     // The portable profile would replace the variant's value: refused.
     sb.bench(["--mode", "simulation", "--variant", spec, &cmd])
@@ -299,13 +300,9 @@ fn simulation_variants_count_their_own_glibc_tunables() {
 
 #[test]
 fn simulation_variants_take_another_machines_cache_model() {
-    if !perfsleuth_testkit::tools_present(
-        "simulation_variants_take_another_machines_cache_model",
-        &["valgrind", "gcc"],
-    ) {
+    let Some((sb, cmd)) = strings("simulation_variants_take_another_machines_cache_model") else {
         return;
-    }
-    let sb = Sandbox::new();
+    };
     // A stored run of another machine: an export with the AMD EPYC 7763's caches.
     sb.bench(["--runs", "2", "--export-json", "raw.json", "true"])
         .ok();
@@ -325,7 +322,6 @@ fn simulation_variants_take_another_machines_cache_model() {
         doc["run"]["environment"][key] = serde_json::json!({"value": value, "class": "identity"});
     }
     sb.write("amd.json", serde_json::to_string(&doc).unwrap());
-    let cmd = strings(&sb);
     let out = sb
         .bench([
             "--mode",
