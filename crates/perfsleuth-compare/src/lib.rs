@@ -78,6 +78,11 @@ pub struct Options {
     /// ([`perfsleuth_stats::estimate_paired`]), which cancel the drift
     /// between rounds.
     pub paired: bool,
+    /// Rows of sides whose identity facts differ get the verdict
+    /// `environment changed` instead of the rule's (default). Off only for
+    /// `explain`, which needs the rule's verdict on a difference between
+    /// machines to have something to explain.
+    pub machine_override: bool,
 }
 
 impl Default for Options {
@@ -92,6 +97,7 @@ impl Default for Options {
             history: BTreeMap::new(),
             prior: true,
             paired: false,
+            machine_override: true,
         }
     }
 }
@@ -1595,7 +1601,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         if same {
             row.notes.push(SAME_BINARY_NOTE.to_string());
         }
-        if identity_changed {
+        if identity_changed && opts.machine_override {
             if changed(row.verdict) {
                 row.notes.push(format!(
                     "statistically {}, but the machines differ",

@@ -747,5 +747,177 @@ pub fn verify_live(profile: &Profile, wrapper: &[String]) -> Result<Verified, Re
     verify(profile, &text)
 }
 
+/// What masking this CPU's glibc dispatch down to another machine's
+/// features takes (`explain`'s ISA experiment).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IsaEmulation {
+    /// Features this CPU has and the other lacks, turned off by the mask.
+    pub masked: Vec<&'static str>,
+    /// Features this CPU has and the other lacks that glibc offers no switch for.
+    pub no_switch: Vec<&'static str>,
+    /// Features the other machine has and this CPU lacks: no mask adds them.
+    pub missing_here: Vec<&'static str>,
+    /// The `glibc.cpu.hwcaps` entries (`-AVX2`, and the preferred flags
+    /// glibc derives from a masked feature); empty when nothing is masked.
+    pub hwcaps: Vec<String>,
+}
+
+/// The `/proc/cpuinfo` name of a glibc feature, where the kernel shows one.
+fn cpuinfo_flag(name: &str) -> Option<String> {
+    Some(match name {
+        "SSE3" => "pni".into(),
+        "LZCNT" => "abm".into(),
+        "LAHF64_SAHF64" => "lahf_lm".into(),
+        // The kernel lists no flag for OS support of XSAVE.
+        "OSXSAVE" => return None,
+        n => n.to_ascii_lowercase(),
+    })
+}
+
+/// Preferred flags glibc sets from a feature when it starts, which masking
+/// the feature alone leaves set (glibc 2.36 keeps `AVX_Fast_Unaligned_Load`
+/// under `-AVX2`, and with it the AVX `memcpy`).
+const DERIVED_PREFERRED: &[(&str, &str)] = &[
+    ("AVX_Fast_Unaligned_Load", "AVX2"),
+    ("Prefer_AVX2_STRCMP", "AVX2"),
+];
+
+/// The mask that makes glibc on a CPU with `here` (its `cpu.flags`, space
+/// separated) dispatch as on one with `there`.
+pub fn emulate_isa(here: &str, there: &str) -> IsaEmulation {
+    let has = |flags: &str, name: &str| {
+        cpuinfo_flag(name).is_some_and(|f| flags.split_whitespace().any(|x| x == f))
+    };
+    let mut out = IsaEmulation::default();
+    for f in FEATURES {
+        if cpuinfo_flag(f.name).is_none() {
+            continue;
+        }
+        match (has(here, f.name), has(there, f.name)) {
+            (true, false) if f.maskable => {
+                out.masked.push(f.name);
+                out.hwcaps.push(format!("-{}", f.name));
+            }
+            (true, false) => out.no_switch.push(f.name),
+            (false, true) => out.missing_here.push(f.name),
+            _ => {}
+        }
+    }
+    for (preferred, from) in DERIVED_PREFERRED {
+        if out.masked.contains(from) {
+            out.hwcaps.push(format!("-{preferred}"));
+        }
+    }
+    out
+}
+
+/// The `name=value` pairs of a `GLIBC_TUNABLES` value, as glibc reads them
+/// (entries without `=` are skipped).
+pub fn tunable_pairs(value: &str) -> Vec<(String, String)> {
+    value
+        .split(':')
+        .filter_map(|e| {
+            let (k, v) = e.split_once('=')?;
+            Some((k.trim().to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// Checks that glibc applied `tunables`, from the loader's
+/// `--list-diagnostics` and `--list-tunables` taken under them: each
+/// `-FEATURE` of `glibc.cpu.hwcaps` off, each preferred flag as set, each
+/// other tunable at the value given. Returns what took effect, in words.
+pub fn check_applied(
+    tunables: &str,
+    diagnostics: &str,
+    list_tunables: &str,
+) -> Result<Vec<String>, Refusal> {
+    let listed = listed_values(list_tunables);
+    let active = active_bits(diagnostics);
+    let mut applied = Vec::new();
+    let mut wrong = Vec::new();
+    for (name, value) in tunable_pairs(tunables) {
+        if name == "glibc.cpu.hwcaps" {
+            for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+                let (want, flag) = match entry.strip_prefix('-') {
+                    Some(n) => (false, n),
+                    None => (true, entry),
+                };
+                if let Some(f) = FEATURES.iter().find(|f| f.name == flag) {
+                    let on = active.get(&(f.index, f.reg)).map(|w| w & (1 << f.bit) != 0);
+                    match on {
+                        Some(on) if !want && on => wrong.push(format!("{flag} is still active")),
+                        Some(_) if !want => applied.push(format!("{flag} off")),
+                        // Turning a feature on is not a mask: glibc ignores it.
+                        Some(_) => {}
+                        None => wrong.push(format!("glibc reports no bit for {flag}")),
+                    }
+                    continue;
+                }
+                let key = format!("x86.cpu_features.preferred.{flag}");
+                match diagnostic(diagnostics, &key).and_then(|v| parse_number(&v)) {
+                    Some(v) if (v != 0) == want => {
+                        applied.push(format!("{flag} {}", if want { "on" } else { "off" }))
+                    }
+                    Some(v) => wrong.push(format!("preferred flag {flag} is {v}")),
+                    None => wrong.push(format!(
+                        "this glibc has no feature or preferred flag {flag}"
+                    )),
+                }
+            }
+            continue;
+        }
+        match listed.get(&name) {
+            None => wrong.push(format!("this glibc has no tunable {name}")),
+            Some(got) => {
+                let same = match (parse_number(&value), parse_number(got)) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => got.trim() == value.trim(),
+                };
+                if same {
+                    applied.push(format!("{name}={value}"));
+                } else {
+                    wrong.push(format!("{name} is {got}, not {value} (outside its range?)"));
+                }
+            }
+        }
+    }
+    if wrong.is_empty() {
+        Ok(applied)
+    } else {
+        Err(Refusal(format!(
+            "glibc did not apply GLIBC_TUNABLES={tunables}: {}",
+            wrong.join("; ")
+        )))
+    }
+}
+
+/// `name → value` of each tunable `--list-tunables` prints.
+fn listed_values(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.split_once(':')?;
+            let name = name.trim();
+            name.starts_with("glibc.").then(|| {
+                let value = rest.split(" (min:").next().unwrap_or(rest).trim();
+                (name.to_string(), value.to_string())
+            })
+        })
+        .collect()
+}
+
+/// [`check_applied`] on this machine's loader, run behind `wrapper` (the
+/// valgrind command line in simulation mode, nothing otherwise).
+pub fn check_applied_live(tunables: &str, wrapper: &[String]) -> Result<Vec<String>, Refusal> {
+    let loader: PathBuf = crate::libc_info::loader_path().map_err(Refusal)?;
+    let run = |arg: &str| {
+        crate::libc_info::run_loader(wrapper, &loader, arg, Some(tunables), VERIFY_TIMEOUT)
+            .map_err(|e| Refusal(format!("cannot check GLIBC_TUNABLES={tunables}: {e}")))
+    };
+    let diagnostics = run("--list-diagnostics")?;
+    let list = run("--list-tunables")?;
+    check_applied(tunables, &diagnostics, &list)
+}
+
 #[cfg(test)]
 mod tests;

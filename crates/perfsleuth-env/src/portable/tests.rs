@@ -326,3 +326,68 @@ fn a_long_user_mask_keeps_every_entry() {
     let p = with_user(&format!("glibc.cpu.hwcaps={}", entries.join(","))).unwrap();
     assert_eq!(p.hwcaps.len(), v3().hwcaps.len() + 15_000);
 }
+
+fn cpuinfo_flags(tree: &str) -> String {
+    let path = format!(
+        "{}/tests/fixtures/{tree}/proc/cpuinfo",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = text.lines().find(|l| l.starts_with("flags")).unwrap();
+    line.split_once(':').unwrap().1.trim().to_string()
+}
+
+#[test]
+fn emulating_the_amd_runner_on_the_intel_one_masks_its_avx512_and_erms() {
+    let intel = cpuinfo_flags("intel-xeon-8370c");
+    let amd = cpuinfo_flags("amd-epyc-7763");
+    let e = emulate_isa(&intel, &amd);
+    for f in ["AVX512F", "AVX512BW", "AVX512VL", "AVX512DQ", "AVX512CD"] {
+        assert!(e.masked.contains(&f), "{f} in {e:?}");
+        assert!(e.hwcaps.contains(&format!("-{f}")));
+    }
+    // Both have AVX2: nothing derived from it is touched.
+    assert!(!e.masked.contains(&"AVX2"));
+    assert!(!e.hwcaps.iter().any(|h| h.contains("AVX_Fast")));
+    // The other way round nothing can be added.
+    let back = emulate_isa(&amd, &intel);
+    assert!(back.missing_here.contains(&"AVX512F"), "{back:?}");
+    assert!(!back.masked.contains(&"AVX512F"));
+}
+
+#[test]
+fn masking_avx2_also_clears_the_preferred_flag_glibc_derives_from_it() {
+    let e = emulate_isa("sse2 avx avx2 bmi1 bmi2", "sse2 avx");
+    assert_eq!(e.masked, vec!["AVX2", "BMI1", "BMI2"]);
+    assert!(e.hwcaps.contains(&"-AVX_Fast_Unaligned_Load".to_string()));
+    // Same flags: no mask at all.
+    assert!(emulate_isa("sse2 avx2", "avx2 sse2").hwcaps.is_empty());
+}
+
+#[test]
+fn applied_tunables_are_checked_against_what_glibc_reports() {
+    // Taken under glibc.cpu.hwcaps=-AVX2,-BMI2.
+    let ok = check_applied("glibc.cpu.hwcaps=-AVX2,-BMI2", NO_AVX2, TUNABLES).unwrap();
+    assert_eq!(ok, vec!["AVX2 off", "BMI2 off"]);
+    // Under valgrind AVX-512 is off anyway: the mask holds.
+    assert_eq!(
+        check_applied("glibc.cpu.hwcaps=-AVX512F", VALGRIND, TUNABLES).unwrap(),
+        vec!["AVX512F off"]
+    );
+    let err = check_applied("glibc.cpu.hwcaps=-AVX2", NATIVE, TUNABLES).unwrap_err();
+    assert!(err.0.contains("AVX2 is still active"), "{}", err.0);
+    // Other tunables are read back from --list-tunables.
+    let list = "glibc.malloc.tcache_count: 0x0 (min: 0x0, max: 0xffff)\nglibc.malloc.arena_max: 0x0 (min: 0x1, max: 0xffffffffffffffff)\n";
+    assert_eq!(
+        check_applied("glibc.malloc.tcache_count=0", "", list).unwrap(),
+        vec!["glibc.malloc.tcache_count=0"]
+    );
+    let err = check_applied("glibc.malloc.arena_max=0x10", "", list).unwrap_err();
+    assert!(err.0.contains("arena_max is 0x0"), "{}", err.0);
+    let err = check_applied("glibc.malloc.no_such=1", "", list).unwrap_err();
+    assert!(
+        err.0.contains("no tunable glibc.malloc.no_such"),
+        "{}",
+        err.0
+    );
+}
