@@ -906,6 +906,42 @@ fn listed_values(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The features glibc found active, by their `/proc/cpuinfo` names (space
+/// separated, as `cpu.flags`), from a `--list-diagnostics` text: under
+/// valgrind, the CPU valgrind presents rather than the host's.
+pub fn active_flags(diagnostics: &str) -> String {
+    let active = active_bits(diagnostics);
+    FEATURES
+        .iter()
+        .filter(|f| {
+            active
+                .get(&(f.index, f.reg))
+                .is_some_and(|w| w & (1 << f.bit) != 0)
+        })
+        .filter_map(|f| cpuinfo_flag(f.name))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// [`active_flags`] of this machine's loader run behind `wrapper`.
+pub fn live_active_flags(wrapper: &[String]) -> Option<String> {
+    let loader: PathBuf = crate::libc_info::loader_path().ok()?;
+    let text =
+        crate::libc_info::run_loader(wrapper, &loader, "--list-diagnostics", None, VERIFY_TIMEOUT)
+            .ok()?;
+    let flags = active_flags(&text);
+    (!flags.is_empty()).then_some(flags)
+}
+
+/// The tunables this machine's glibc lists (`ld.so --list-tunables`);
+/// `None` where the loader cannot be run.
+pub fn live_tunable_names() -> Option<std::collections::BTreeSet<String>> {
+    let loader: PathBuf = crate::libc_info::loader_path().ok()?;
+    let text =
+        crate::libc_info::run_loader(&[], &loader, "--list-tunables", None, VERIFY_TIMEOUT).ok()?;
+    Some(listed_tunables(&text).into_keys().collect())
+}
+
 /// [`check_applied`] on this machine's loader, run behind `wrapper` (the
 /// valgrind command line in simulation mode, nothing otherwise).
 pub fn check_applied_live(tunables: &str, wrapper: &[String]) -> Result<Vec<String>, Refusal> {

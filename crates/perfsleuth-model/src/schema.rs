@@ -58,6 +58,7 @@ pub fn all_json_schemas() -> Vec<(&'static str, serde_json::Value)> {
         one::<RunsDoc>(),
         one::<HistoryDoc>(),
         one::<CompareDoc>(),
+        one::<ExplainDoc>(),
         one::<ScaleDoc>(),
         one::<ProbeDoc>(),
         one::<ProbeDiffDoc>(),
@@ -635,6 +636,147 @@ pub struct CompareDoc {
     pub ab: Option<AbInfo>,
 }
 document!(CompareDoc, "perfsleuth/compare", 2);
+
+// ---------------------------------------------------------------- explain
+
+/// `perfsleuth/explain`: which differences between two set-ups reproduce a
+/// result difference when tried on this machine (`explain --format json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainDoc {
+    /// Always `"perfsleuth/explain"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// Label of the baseline side.
+    pub baseline: String,
+    /// Label of the candidate side.
+    pub candidate: String,
+    /// The side the experiments start from (`baseline` or `candidate`):
+    /// the one this machine stands for.
+    pub from: String,
+    /// `walltime` or `simulation`.
+    pub mode: String,
+    /// The stored run holding the experiments' samples (null with
+    /// `--no-store`, or when nothing was measured).
+    pub run: Option<i64>,
+    /// Whether experiments were measured (false when there was nothing to
+    /// explain, or with `--plan`).
+    pub measured: bool,
+    /// The set-ups tried, each a variant of the stored run.
+    pub experiments: Vec<ExplainExperiment>,
+    /// Differences no experiment here reproduces, with the reason.
+    pub untested: Vec<ExplainUntested>,
+    /// One entry per benchmark explained.
+    pub benchmarks: Vec<ExplainBenchmark>,
+    /// Notes on the explanation as a whole.
+    pub notes: Vec<String>,
+}
+document!(ExplainDoc, "perfsleuth/explain", 1);
+
+/// One set-up tried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainExperiment {
+    /// Its variant name (`isa`, `cache-sizes`, `glibc.cpu.hwcaps`, `env.NAME`, `all`, …).
+    pub name: String,
+    /// The facts it reproduces.
+    pub facts: Vec<String>,
+    /// What it does, in words.
+    pub what: String,
+    /// Its settings as a `--variant` SPEC (`;`-separated).
+    pub spec: String,
+    /// What was checked to have taken effect before measuring (glibc's
+    /// reading of GLIBC_TUNABLES); settings of the process itself are
+    /// checked on the running child.
+    pub verified: Vec<String>,
+}
+
+/// A difference not tested here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainUntested {
+    /// The fact's key.
+    pub key: String,
+    /// What differs, in words.
+    pub summary: String,
+    /// Why it is not tested.
+    pub reason: String,
+}
+
+/// A ratio with its interval (candidate / baseline, or experiment / base).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainRatio {
+    /// The ratio of medians.
+    pub ratio: f64,
+    /// Lower bound of its 95 % interval.
+    pub ci_low: f64,
+    /// Upper bound.
+    pub ci_high: f64,
+}
+
+/// What one experiment did to one benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ExplainOutcome {
+    /// It moves the result the observed way by at least half the difference.
+    #[serde(rename = "reproduces")]
+    Reproduces,
+    /// It moves it the observed way, by less than half.
+    #[serde(rename = "partly")]
+    Partly,
+    /// It moves it the other way.
+    #[serde(rename = "opposite")]
+    Opposite,
+    /// It changes the result (no observed difference to measure it against).
+    #[serde(rename = "changes")]
+    Changes,
+    /// No change beyond noise.
+    #[serde(rename = "no effect")]
+    NoEffect,
+    /// Neither a change nor its absence could be shown.
+    #[serde(rename = "inconclusive")]
+    Inconclusive,
+}
+
+/// One experiment's effect on one benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainFinding {
+    /// The experiment's name.
+    pub experiment: String,
+    /// Its effect: experiment / base, paired round by round.
+    pub effect: Option<ExplainRatio>,
+    /// The comparison's verdict (the one rule of `compare`, paired).
+    pub verdict: VerdictLabel,
+    /// Its p-value.
+    pub p_value: Option<f64>,
+    /// Holm-adjusted over the experiments of this benchmark.
+    pub p_holm: Option<f64>,
+    /// The share of the observed difference it reproduces (log scale:
+    /// 1 = all of it), with its interval; null without an observed difference.
+    pub share: Option<ExplainRatio>,
+    /// What the effect amounts to.
+    pub outcome: ExplainOutcome,
+}
+
+/// One benchmark's explanation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainBenchmark {
+    /// The pairing key (`name` or `name [k=v]`).
+    pub key: String,
+    /// The metric explained.
+    pub metric: Metric,
+    /// Its unit.
+    pub unit: String,
+    /// The difference to explain: candidate / baseline (null when one side
+    /// is a fingerprint without results).
+    pub observed: Option<ExplainRatio>,
+    /// Its verdict (the rule of `compare`, judged across the machines).
+    pub observed_verdict: Option<VerdictLabel>,
+    /// The effect an experiment that reproduced all of it would show here
+    /// (the observed ratio, or its inverse when starting from the candidate).
+    pub expected: Option<f64>,
+    /// The experiments' effects, ranked by the share they explain.
+    pub findings: Vec<ExplainFinding>,
+    /// The answer in one sentence.
+    pub conclusion: String,
+}
 
 /// What `perfsleuth ab` compared: two revisions measured in the same rounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -40,6 +40,10 @@ pub enum Command {
     Env(EnvArgs),
     /// Baseline vs candidate: a verdict per benchmark and metric, with what the machine explains.
     Compare(CompareArgs),
+    /// Which difference between two set-ups causes a result difference: each one this
+    /// machine can reproduce is run as an experiment, interleaved, and ranked by the share
+    /// of the difference it reproduces.
+    Explain(Box<ExplainArgs>),
     /// Each benchmark over time per machine: change points, environment changes, `--check` for CI.
     History(Box<HistoryArgs>),
     /// Throughput vs concurrency: CPU idle, context switches, a USL fit and a diagnosis.
@@ -227,6 +231,56 @@ pub struct CompareArgs {
     pub format: CompareFormat,
     #[command(flatten)]
     pub verdict: VerdictArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// When to use colour.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// `perfsleuth explain`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Each side is a stored run (id, latest, a branch, a revision), a --export-json file, a fingerprint from `perfsleuth env show --json`, or `current` (this machine as it is, measured now). The benchmarks of the stored run are rerun here: the set-up of the side this machine stands for as the base, and one experiment per difference it can reproduce for one process (a glibc hwcaps mask for another CPU's features, glibc's cache sizes, GLIBC_TUNABLES entries, environment variables, the CPU set, THP and ASLR off; in simulation the other machine's caches), measured interleaved and compared with the base by the rule of `compare`, paired round by round. Differences no setting of one process can change (kernel, mitigations, the CPU itself) are listed as not tested, with what the probes say about them.\n\nExamples:\n  perfsleuth explain 12 13\n  perfsleuth explain intel-runner.json current\n  perfsleuth explain latest~1 latest 'sort big.txt' --format markdown"
+)]
+pub struct ExplainArgs {
+    /// The baseline side.
+    pub baseline: String,
+    /// The candidate side.
+    pub candidate: String,
+    /// Explain only this benchmark (its name or `name [k=v]` key).
+    pub bench: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
+    pub format: CompareFormat,
+    /// List the experiments and what cannot be tested, and measure nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// Rounds of the base and every experiment [default: 10; 1 in simulation].
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(2..))]
+    pub rounds: Option<u32>,
+    /// Runs of each set-up in all (split between the rounds).
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: Option<u32>,
+    /// Time to spend on each set-up and benchmark (split between the rounds) [default: 3s].
+    #[arg(long, value_name = "DURATION")]
+    pub time_budget: Option<String>,
+    /// Significance level of each verdict, before the Holm adjustment over the experiments.
+    #[arg(long, value_name = "ALPHA")]
+    pub alpha: Option<f64>,
+    /// The metric to explain [default: wall time; Ir in simulation].
+    #[arg(long, value_name = "NAME")]
+    pub metric: Vec<String>,
+    /// Settings file with [compare] defaults [default: perfsleuth.toml here or above].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Judge the observed difference on the two sides alone, without the
+    /// same-binary history of the store.
+    #[arg(long)]
+    pub no_history: bool,
+    /// Do not store the experiments' run.
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
     #[command(flatten)]
     pub store: StoreArgs,
     /// When to use colour.

@@ -203,7 +203,7 @@ fn resolve(
 }
 
 /// The environment inside an exported file: a run export, an `env show --json`, or a bare fact map.
-fn from_file(path: &Path) -> Result<Environment, Fail> {
+pub(crate) fn from_file(path: &Path) -> Result<Environment, Fail> {
     let bad = |why: String| {
         Fail::usage(
             format!("{}: {why}", path.display()),

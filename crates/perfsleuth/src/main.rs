@@ -9,6 +9,7 @@ mod config;
 mod docs;
 mod envcmd;
 mod error;
+mod explain;
 #[cfg(test)]
 mod fuzz;
 mod git;
@@ -57,6 +58,7 @@ fn main() {
         Command::Show(args) => history::show(args),
         Command::Env(args) => envcmd::env(args),
         Command::Compare(args) => compare::run(args),
+        Command::Explain(args) => explain::explain(*args, spawner),
         Command::History(args) => histcmd::history(*args),
         Command::Scale(args) => scale::scale(*args, spawner),
         Command::Probe(args) => probe::probe(args),

@@ -71,6 +71,17 @@ pub(crate) fn parse(
             HINT,
         ));
     }
+    build(name, settings, store, notes)
+}
+
+/// The variant `name` of these settings (each `KEY:VALUE` as in a SPEC),
+/// checked as far as it can be before measuring.
+pub(crate) fn build(
+    name: &str,
+    settings: Vec<String>,
+    store: Option<String>,
+    notes: &mut Vec<String>,
+) -> Result<Variant, Fail> {
     let mut v = Variant {
         name: name.to_string(),
         ..Variant::default()
@@ -333,6 +344,20 @@ pub(crate) fn expand(planned: Vec<Planned>, variants: &[Variant]) -> Result<Vec<
     if variants.is_empty() {
         return Ok(planned);
     }
+    let base = Variant {
+        name: BASE.to_string(),
+        ..Variant::default()
+    };
+    expand_with_base(planned, &base, variants)
+}
+
+/// [`expand`] with a `base` of its own (`explain`: the settings of the side
+/// it starts from).
+pub(crate) fn expand_with_base(
+    planned: Vec<Planned>,
+    base: &Variant,
+    variants: &[Variant],
+) -> Result<Vec<Planned>, Fail> {
     if planned.iter().any(|p| p.parameters.contains_key("variant")) {
         return Err(Fail::usage(
             "a parameter is named `variant`, which --variant uses for the set-up's name",
@@ -347,13 +372,9 @@ pub(crate) fn expand(planned: Vec<Planned>, variants: &[Variant]) -> Result<Vec<
             ));
         }
     }
-    let base = Variant {
-        name: BASE.to_string(),
-        ..Variant::default()
-    };
     let mut out = Vec::with_capacity(planned.len() * (variants.len() + 1));
     for p in planned {
-        for v in std::iter::once(&base).chain(variants) {
+        for v in std::iter::once(base).chain(variants) {
             let mut q = p.clone();
             q.parameters.insert("variant".to_string(), v.name.clone());
             q.name = format!("{} [{}]", p.name, v.name);
@@ -367,7 +388,7 @@ pub(crate) fn expand(planned: Vec<Planned>, variants: &[Variant]) -> Result<Vec<
 /// The benchmarks of `run` measured under `variant`, as a run of their own
 /// with the names and parameters they had without variants (so the two
 /// sides pair).
-fn side_run(run: &perfsleuth_model::Run, variant: &str) -> perfsleuth_model::Run {
+pub(crate) fn side_run(run: &perfsleuth_model::Run, variant: &str) -> perfsleuth_model::Run {
     let mut r = run.clone();
     let suffix = format!(" [{variant}]");
     r.benchmarks

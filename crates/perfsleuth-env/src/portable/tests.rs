@@ -391,3 +391,15 @@ fn applied_tunables_are_checked_against_what_glibc_reports() {
         err.0
     );
 }
+
+#[test]
+fn active_flags_are_what_valgrind_presents_not_the_host() {
+    let native = active_flags(NATIVE);
+    let under = active_flags(VALGRIND);
+    assert!(native.split(' ').any(|f| f == "avx512f"), "{native}");
+    assert!(!under.split(' ').any(|f| f == "avx512f"), "{under}");
+    assert!(under.split(' ').any(|f| f == "avx2"), "{under}");
+    // Fed back into the mask: under valgrind there is no AVX-512 to mask.
+    let e = emulate_isa(&under, "sse2 avx avx2");
+    assert!(!e.masked.iter().any(|m| m.starts_with("AVX512")), "{e:?}");
+}

@@ -1,0 +1,763 @@
+//! From an environment diff to experiments: each difference this machine
+//! can reproduce for one process becomes a set of variant settings; each
+//! one it cannot is listed with the reason.
+
+use perfsleuth_env::{Change, portable};
+use perfsleuth_model::{Environment, ImpactClass};
+use std::collections::BTreeSet;
+
+/// What the experiments start from and what they are.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Plan {
+    /// The side the experiments start from, as a set-up: its recorded
+    /// environment variables where this process's differ, and its
+    /// `GLIBC_TUNABLES` entries.
+    pub base: Setup,
+    /// The from side's `GLIBC_TUNABLES` differs from this process's, so the
+    /// base writes (or removes) it.
+    pub base_tunables: bool,
+    /// One experiment per difference that can be reproduced here.
+    pub experiments: Vec<Experiment>,
+    /// The differences that cannot be, with the reason.
+    pub untested: Vec<Untested>,
+    /// Remarks on how an experiment was derived.
+    pub notes: Vec<String>,
+}
+
+/// Environment variables and `GLIBC_TUNABLES` entries of a set-up.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Setup {
+    /// Variables set (`Some`) or removed (`None`), GLIBC_TUNABLES aside.
+    pub env: Vec<(String, Option<String>)>,
+    /// The `GLIBC_TUNABLES` entries, in order (`None`: that tunable removed).
+    pub tunables: Vec<(String, Option<String>)>,
+}
+
+/// One hypothesis tested by running under it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Experiment {
+    /// The variant's name (`isa`, `cache-sizes`, `env.MALLOC_ARENA_MAX`, …).
+    pub name: String,
+    /// The facts it reproduces.
+    pub facts: Vec<String>,
+    /// What it does, in words.
+    pub what: String,
+    /// Changes on top of the base set-up.
+    pub change: Setup,
+    /// Other variant settings (`cpus:…`, `thp:off`, `cache-model:…`).
+    pub settings: Vec<String>,
+}
+
+/// A difference no experiment here reproduces.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Untested {
+    /// The fact's key.
+    pub key: String,
+    /// What differs, in words.
+    pub summary: String,
+    /// Why it cannot be tested here.
+    pub reason: String,
+}
+
+/// What derivation needs to know about this machine and the runs.
+pub(crate) struct Context<'a> {
+    /// This machine's fingerprint.
+    pub here: &'a Environment,
+    /// The CPU features the benchmark sees here, as `cpu.flags` names (in
+    /// simulation, those valgrind presents): what a mask works on.
+    pub flags: String,
+    /// The runs are simulation runs.
+    pub simulation: bool,
+    /// They were counted with the portable profile, which fixes GLIBC_TUNABLES.
+    pub portable: bool,
+    /// The tunables this glibc lists (`ld.so --list-tunables`); `None`
+    /// where it could not be read.
+    pub tunables: Option<BTreeSet<String>>,
+    /// The CPUs online here.
+    pub online: Vec<usize>,
+}
+
+/// The `GLIBC_TUNABLES` entries recorded on a side (`env.GLIBC_TUNABLES`,
+/// or `libc.tunables` of an older run), and whether it was set.
+fn recorded_tunables(env: &Environment) -> (Vec<(String, String)>, bool) {
+    match env
+        .get("env.GLIBC_TUNABLES")
+        .or_else(|| env.get("libc.tunables"))
+    {
+        None | Some("unset") => (Vec::new(), false),
+        Some(v) => (portable::tunable_pairs(v), true),
+    }
+}
+
+/// The environment variables recorded on a side (`env.NAME`), GLIBC_TUNABLES aside.
+fn recorded_env(env: &Environment) -> Vec<(String, Option<String>)> {
+    env.facts
+        .iter()
+        .filter_map(|(k, f)| {
+            let name = k.strip_prefix("env.")?;
+            (name != "GLIBC_TUNABLES" && f.value != perfsleuth_model::UNKNOWN).then(|| {
+                let v = (f.value != "unset").then(|| f.value.clone());
+                (name.to_string(), v)
+            })
+        })
+        .collect()
+}
+
+impl Plan {
+    /// The settings of the base set-up (the `from` side's variables where
+    /// this process's differ).
+    pub(crate) fn base_settings(&self) -> Vec<String> {
+        render(&self.base, &Setup::default(), &[], self.base_tunables)
+    }
+
+    /// The settings of `e`: the base set-up with its changes on top.
+    pub(crate) fn settings(&self, e: &Experiment) -> Vec<String> {
+        render(&self.base, &e.change, &e.settings, self.base_tunables)
+    }
+}
+
+/// The changes of every one of `experiments` at once (when there are
+/// several): what they explain together.
+pub(crate) fn all_together(experiments: &[&Experiment]) -> Option<Experiment> {
+    if experiments.len() < 2 {
+        return None;
+    }
+    let mut change = Setup::default();
+    let mut settings: Vec<String> = Vec::new();
+    let mut facts = Vec::new();
+    for e in experiments {
+        change.env.extend(e.change.env.iter().cloned());
+        change.tunables.extend(e.change.tunables.iter().cloned());
+        // Two settings of one kind (`cpus:`) cannot both hold: the later wins.
+        for s in &e.settings {
+            let kind = s.split(':').next().unwrap_or("");
+            settings.retain(|o| o.split(':').next() != Some(kind));
+            settings.push(s.clone());
+        }
+        facts.extend(e.facts.iter().cloned());
+    }
+    Some(Experiment {
+        name: "all".into(),
+        facts,
+        what: format!(
+            "every experiment above at once ({})",
+            experiments
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        change,
+        settings,
+    })
+}
+
+/// Variant settings for `base` with `change` on top, then `other`.
+fn render(base: &Setup, change: &Setup, other: &[String], base_tunables: bool) -> Vec<String> {
+    let mut env = base.env.clone();
+    for (k, v) in &change.env {
+        match env.iter_mut().find(|(e, _)| e == k) {
+            Some(slot) => slot.1 = v.clone(),
+            None => env.push((k.clone(), v.clone())),
+        }
+    }
+    let mut tunables = base.tunables.clone();
+    for (k, v) in &change.tunables {
+        match tunables.iter_mut().find(|(e, _)| e == k) {
+            Some(slot) => slot.1 = v.clone(),
+            None => tunables.push((k.clone(), v.clone())),
+        }
+    }
+    let kept: Vec<String> = tunables
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
+        .collect();
+    let mut out: Vec<String> = env
+        .iter()
+        .map(|(k, v)| match v {
+            Some(v) => format!("env:{k}={v}"),
+            None => format!("unset:{k}"),
+        })
+        .collect();
+    if base_tunables || !change.tunables.is_empty() {
+        out.push(if kept.is_empty() {
+            "unset:GLIBC_TUNABLES".into()
+        } else {
+            format!("env:GLIBC_TUNABLES={}", kept.join(":"))
+        });
+    }
+    out.extend(other.iter().cloned());
+    out
+}
+
+/// The experiments that move a set-up like `from` towards `to`, given the
+/// differences `changes` between them.
+pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx: &Context) -> Plan {
+    let mut p = Plan::default();
+    // The base: the from side's variables, where this process's differ.
+    let (from_tunables, from_set) = recorded_tunables(from);
+    let (here_tunables, here_set) = recorded_tunables(cx.here);
+    p.base.tunables = from_tunables
+        .iter()
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
+    p.base_tunables = from_set != here_set || from_tunables != here_tunables;
+    let here_env = recorded_env(cx.here);
+    for (k, v) in recorded_env(from) {
+        let here = here_env
+            .iter()
+            .find(|(h, _)| *h == k)
+            .map(|(_, v)| v.clone());
+        if here.as_ref() != Some(&v) {
+            p.base.env.push((k, v));
+        }
+    }
+    let tunables_fixed = cx.simulation && cx.portable;
+    let fixed_reason = "the simulation runs were counted with the portable profile, which sets GLIBC_TUNABLES itself: rerun both sides with --no-portable to test it";
+    let mut done: BTreeSet<&str> = BTreeSet::new();
+    let significant: Vec<&Change> = changes
+        .iter()
+        .filter(|c| c.class != ImpactClass::Context)
+        .collect();
+    let untested = |p: &mut Plan, c: &Change, reason: String| {
+        p.untested.push(Untested {
+            key: c.key.clone(),
+            summary: c.summary.clone(),
+            reason,
+        });
+    };
+    let get = |env: &Environment, k: &str| env.get(k).map(str::to_string);
+
+    // The ISA: one mask for every feature the other side lacks.
+    const ISA: [&str; 4] = [
+        "cpu.flags",
+        "cpu.isa_level",
+        "libc.hwcaps",
+        "libc.ld_so.isa_level",
+    ];
+    let isa: Vec<&Change> = significant
+        .iter()
+        .copied()
+        .filter(|c| ISA.contains(&c.key.as_str()))
+        .collect();
+    if !isa.is_empty() {
+        let here_flags = cx.flags.as_str();
+        let to_flags = to.get("cpu.flags");
+        let lead = isa[0];
+        match to_flags {
+            None => untested(&mut p, lead, "the other side recorded no CPU flags".into()),
+            Some(to_flags) => {
+                let e = portable::emulate_isa(here_flags, to_flags);
+                if !e.missing_here.is_empty() {
+                    untested(
+                        &mut p,
+                        lead,
+                        format!(
+                            "the other machine has {}, which this CPU lacks: a mask can only take features away",
+                            e.missing_here.join(", ")
+                        ),
+                    );
+                }
+                if !e.no_switch.is_empty() && !e.hwcaps.is_empty() && !tunables_fixed {
+                    p.notes.push(format!(
+                        "the ISA experiment leaves {} on: glibc has no switch for {}",
+                        e.no_switch.join(", "),
+                        if e.no_switch.len() == 1 { "it" } else { "them" }
+                    ));
+                }
+                if e.hwcaps.is_empty() {
+                    if e.missing_here.is_empty() {
+                        untested(
+                            &mut p,
+                            lead,
+                            "the features that differ are none glibc dispatches on: nothing to mask".into(),
+                        );
+                    }
+                } else if tunables_fixed {
+                    untested(&mut p, lead, fixed_reason.into());
+                } else {
+                    p.experiments.push(Experiment {
+                        name: "isa".into(),
+                        facts: isa.iter().map(|c| c.key.clone()).collect(),
+                        what: format!(
+                            "glibc dispatches as on the other CPU: {} masked{}",
+                            e.masked.join(", "),
+                            if cx.simulation {
+                                ""
+                            } else {
+                                " (glibc's choice only; code compiled for this CPU keeps its instructions)"
+                            }
+                        ),
+                        change: Setup {
+                            tunables: vec![("glibc.cpu.hwcaps".into(), Some(e.hwcaps.join(",")))],
+                            ..Setup::default()
+                        },
+                        settings: Vec::new(),
+                    });
+                }
+            }
+        }
+        for c in &isa {
+            done.insert(c.key.as_str());
+        }
+    }
+
+    // Cache sizes: glibc's thresholds as the other side's glibc derived
+    // them, and in simulation the other side's cache geometry.
+    let cache: Vec<&Change> = significant
+        .iter()
+        .copied()
+        .filter(|c| {
+            (c.key.starts_with("cpu.cache.") && !c.key.ends_with(".shared_cpus"))
+                || (c.key.starts_with("libc.ld_so.x86_"))
+        })
+        .collect();
+    if !cache.is_empty() {
+        let lead = cache[0];
+        let mut tunables = Vec::new();
+        let mut derived = false;
+        for short in [
+            "x86_data_cache_size",
+            "x86_shared_cache_size",
+            "x86_non_temporal_threshold",
+            "x86_rep_movsb_threshold",
+            "x86_rep_stosb_threshold",
+        ] {
+            let name = format!("glibc.cpu.{short}");
+            if cx.tunables.as_ref().is_some_and(|t| !t.contains(&name)) {
+                continue;
+            }
+            let recorded = get(to, &format!("libc.ld_so.{short}"))
+                .and_then(|v| perfsleuth_probe::parse_size(&v));
+            let value = recorded.or_else(|| {
+                // An older perfsleuth or glibc recorded no ld.so values:
+                // glibc's own starting points, the L1d and last-level sizes.
+                let level = match short {
+                    "x86_data_cache_size" => vec!["l1d"],
+                    "x86_shared_cache_size" => vec!["l3", "l2"],
+                    _ => return None,
+                };
+                derived = true;
+                level.iter().find_map(|l| {
+                    get(to, &format!("cpu.cache.{l}.size"))
+                        .and_then(|v| perfsleuth_probe::parse_size(&v))
+                })
+            });
+            let here = get(cx.here, &format!("libc.ld_so.{short}"))
+                .and_then(|v| perfsleuth_probe::parse_size(&v));
+            if let Some(v) = value
+                && Some(v) != here
+            {
+                tunables.push((name, Some(v.to_string())));
+            }
+        }
+        let facts: Vec<String> = cache.iter().map(|c| c.key.clone()).collect();
+        if tunables.is_empty() {
+            if !cx.simulation {
+                untested(
+                    &mut p,
+                    lead,
+                    "glibc's cache thresholds come out the same here: no tunable to set".into(),
+                );
+            }
+        } else if tunables_fixed {
+            untested(&mut p, lead, fixed_reason.into());
+        } else {
+            if derived {
+                p.notes.push(
+                    "the other side recorded no ld.so cache values: the cache-sizes experiment sets glibc's data and shared sizes from its L1d and last-level caches".into(),
+                );
+            }
+            p.experiments.push(Experiment {
+                name: "cache-sizes".into(),
+                facts: facts.clone(),
+                what: format!(
+                    "glibc's cache sizes and thresholds as on the other machine ({})",
+                    tunables
+                        .iter()
+                        .map(|(k, v)| format!(
+                            "{}={}",
+                            k.trim_start_matches("glibc.cpu."),
+                            v.as_deref().unwrap_or("")
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                change: Setup {
+                    tunables,
+                    ..Setup::default()
+                },
+                settings: Vec::new(),
+            });
+        }
+        if cx.simulation {
+            match cache_geometry(to) {
+                Some(spec) => p.experiments.push(Experiment {
+                    name: "cache-model".into(),
+                    facts,
+                    what: format!("the simulated caches of the other machine ({spec})"),
+                    change: Setup::default(),
+                    settings: vec![format!("cache-model:{spec}")],
+                }),
+                None => untested(
+                    &mut p,
+                    lead,
+                    "the other side recorded no complete L1i/L1d/last-level geometry to simulate"
+                        .into(),
+                ),
+            }
+        }
+        for c in &cache {
+            done.insert(c.key.as_str());
+        }
+    }
+
+    for c in &significant {
+        if done.contains(c.key.as_str()) {
+            continue;
+        }
+        let key = c.key.as_str();
+        if key == "env.GLIBC_TUNABLES" || key == "libc.tunables" {
+            if done.contains("GLIBC_TUNABLES") {
+                continue;
+            }
+            done.insert("GLIBC_TUNABLES");
+            if tunables_fixed {
+                untested(&mut p, c, fixed_reason.into());
+                continue;
+            }
+            let (a, _) = recorded_tunables(from);
+            let (b, _) = recorded_tunables(to);
+            let mut names: Vec<&String> = Vec::new();
+            for (k, _) in a.iter().chain(&b) {
+                if !names.contains(&k) {
+                    names.push(k);
+                }
+            }
+            for name in names {
+                let va = a.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v);
+                let vb = b.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v);
+                if va == vb {
+                    continue;
+                }
+                let what = match vb {
+                    Some(v) => format!("GLIBC_TUNABLES with {name}={v}, as on the other side"),
+                    None => format!("GLIBC_TUNABLES without {name}, as on the other side"),
+                };
+                p.experiments.push(Experiment {
+                    name: name.clone(),
+                    facts: vec![c.key.clone()],
+                    what,
+                    change: Setup {
+                        tunables: vec![(name.clone(), vb.cloned())],
+                        ..Setup::default()
+                    },
+                    settings: Vec::new(),
+                });
+            }
+            continue;
+        }
+        if let Some(name) = key.strip_prefix("env.") {
+            let v = c.after.clone().filter(|v| v != "unset");
+            p.experiments.push(Experiment {
+                name: key.to_string(),
+                facts: vec![key.to_string()],
+                what: match &v {
+                    Some(v) => format!("{name}={v}, as on the other side"),
+                    None => format!("{name} unset, as on the other side"),
+                },
+                change: Setup {
+                    env: vec![(name.to_string(), v)],
+                    ..Setup::default()
+                },
+                settings: Vec::new(),
+            });
+            continue;
+        }
+        match key {
+            "process.affinity" | "cgroup.cpuset" => {
+                if done.contains("cpus") {
+                    continue;
+                }
+                done.insert("cpus");
+                let Some(list) = c
+                    .after
+                    .as_deref()
+                    .and_then(perfsleuth_measure::parse_cpu_list)
+                else {
+                    untested(&mut p, c, "the other side's CPU list cannot be read".into());
+                    continue;
+                };
+                let (cpus, how) = if list.iter().all(|x| cx.online.contains(x)) {
+                    (list.clone(), "the other side's CPUs".to_string())
+                } else if list.len() <= cx.online.len() {
+                    (
+                        cx.online[..list.len()].to_vec(),
+                        format!(
+                            "as many CPUs as the other side had ({}), not the same numbers",
+                            list.len()
+                        ),
+                    )
+                } else {
+                    untested(
+                        &mut p,
+                        c,
+                        format!(
+                            "the other side ran on {} CPUs; this machine has {} online",
+                            list.len(),
+                            cx.online.len()
+                        ),
+                    );
+                    continue;
+                };
+                let text = cpus
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                p.experiments.push(Experiment {
+                    name: "cpus".into(),
+                    facts: vec![key.to_string()],
+                    what: format!("run on CPUs {text}: {how}"),
+                    change: Setup::default(),
+                    settings: vec![format!("cpus:{text}")],
+                });
+            }
+            "mem.thp.enabled" => {
+                if c.after.as_deref() == Some("never") {
+                    p.experiments.push(Experiment {
+                        name: "thp".into(),
+                        facts: vec![key.to_string()],
+                        what: "transparent huge pages off for the benchmarked process, as the other side's never".into(),
+                        change: Setup::default(),
+                        settings: vec!["thp:off".into()],
+                    });
+                } else {
+                    untested(
+                        &mut p,
+                        c,
+                        "a process can turn transparent huge pages off, never on: the machine's setting decides".into(),
+                    );
+                }
+            }
+            "kernel.aslr" => {
+                if c.after.as_deref() == Some("0") {
+                    p.experiments.push(Experiment {
+                        name: "aslr".into(),
+                        facts: vec![key.to_string()],
+                        what: "address-space randomisation off for the benchmarked process, as on the other side".into(),
+                        change: Setup::default(),
+                        settings: vec!["aslr:off".into()],
+                    });
+                } else {
+                    untested(
+                        &mut p,
+                        c,
+                        "a process can turn randomisation off, never on: the machine's setting decides".into(),
+                    );
+                }
+            }
+            _ => untested(&mut p, c, fixed_fact(key).into()),
+        }
+    }
+    p
+}
+
+/// `I1=…/D1=…/LL=…` of a side's recorded caches (the last level is L3,
+/// else L2), for `cache-model:`.
+fn cache_geometry(env: &Environment) -> Option<String> {
+    let geom = |level: &str| -> Option<String> {
+        let get = |k: &str| env.get(&format!("cpu.cache.{level}.{k}"));
+        let size = perfsleuth_probe::parse_size(get("size")?)?;
+        let ways: u64 = get("ways")?.parse().ok()?;
+        let line: u64 = get("line")?.parse().ok()?;
+        Some(format!("{size},{ways},{line}"))
+    };
+    Some(format!(
+        "I1={}/D1={}/LL={}",
+        geom("l1i")?,
+        geom("l1d")?,
+        geom("l3").or_else(|| geom("l2"))?
+    ))
+}
+
+/// Why a fact no experiment changes cannot be tested here.
+fn fixed_fact(key: &str) -> &'static str {
+    const WHY: &[(&str, &str)] = &[
+        (
+            "sim.",
+            "how the counts were made differs (valgrind, cache model or portable profile), not the machine: measure both sides the same way",
+        ),
+        (
+            "mitigation.",
+            "the kernel's mitigations change only with a reboot (boot parameters): quantified by the probes where both machines ran them",
+        ),
+        (
+            "kernel.",
+            "the kernel and its parameters cannot change for one process: quantified by the probes where both machines ran them",
+        ),
+        ("cpu.microcode", "microcode cannot change for one process"),
+        (
+            "cpu.freq.",
+            "frequency settings belong to the whole machine (root, and not in a VM)",
+        ),
+        (
+            "cpu.boost",
+            "boost belongs to the whole machine (root, and not in a VM)",
+        ),
+        (
+            "cpu.",
+            "the CPU itself differs: no setting of this machine turns it into the other one",
+        ),
+        ("mem.numa.", "the NUMA layout of the machine"),
+        ("mem.", "the machine's memory"),
+        (
+            "libc.version",
+            "another glibc: run the program with that glibc's loader to test it",
+        ),
+        ("libc.", "the C library's own state on the other machine"),
+        ("virt.", "the hypervisor or container is the machine's"),
+        (
+            "cgroup.",
+            "the cgroup's limits apply to everything in it: perfsleuth starts the child in its own cgroup",
+        ),
+        ("os.", "the operating system"),
+        ("power.", "the machine's power source"),
+    ];
+    WHY.iter()
+        .find(|(p, _)| key.starts_with(p))
+        .map_or("no setting of one process changes it", |(_, w)| w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(facts: &[(&str, &str)]) -> Environment {
+        let mut e = Environment::default();
+        for (k, v) in facts {
+            let class = if k.starts_with("cpu.") {
+                ImpactClass::Identity
+            } else {
+                ImpactClass::Performance
+            };
+            e.set(*k, *v, class);
+        }
+        e
+    }
+
+    fn cx(here: &Environment) -> Context<'_> {
+        Context {
+            here,
+            flags: here.get("cpu.flags").unwrap_or("").to_string(),
+            simulation: false,
+            portable: false,
+            tunables: None,
+            online: vec![0, 1],
+        }
+    }
+
+    #[test]
+    fn a_tunables_difference_becomes_one_experiment_per_tunable() {
+        let a = env(&[
+            ("env.GLIBC_TUNABLES", "glibc.malloc.arena_max=2"),
+            ("env.OMP_NUM_THREADS", "unset"),
+        ]);
+        let b = env(&[
+            (
+                "env.GLIBC_TUNABLES",
+                "glibc.malloc.arena_max=2:glibc.cpu.hwcaps=-AVX2",
+            ),
+            ("env.OMP_NUM_THREADS", "4"),
+        ]);
+        let here = env(&[
+            ("env.GLIBC_TUNABLES", "unset"),
+            ("env.OMP_NUM_THREADS", "unset"),
+        ]);
+        let p = plan(&a, &b, &perfsleuth_env::diff(&a, &b), &cx(&here));
+        let names: Vec<&str> = p.experiments.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, vec!["glibc.cpu.hwcaps", "env.OMP_NUM_THREADS"]);
+        // The base is side A: its tunables, which this process lacks.
+        assert_eq!(
+            p.base_settings(),
+            vec!["env:GLIBC_TUNABLES=glibc.malloc.arena_max=2"]
+        );
+        assert_eq!(
+            p.settings(&p.experiments[0]),
+            vec!["env:GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.cpu.hwcaps=-AVX2"]
+        );
+        assert_eq!(
+            p.settings(&p.experiments[1]),
+            vec![
+                "env:OMP_NUM_THREADS=4",
+                "env:GLIBC_TUNABLES=glibc.malloc.arena_max=2"
+            ]
+        );
+        let all = all_together(&p.experiments.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(
+            p.settings(&all),
+            vec![
+                "env:OMP_NUM_THREADS=4",
+                "env:GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.cpu.hwcaps=-AVX2"
+            ]
+        );
+    }
+
+    #[test]
+    fn removing_the_only_tunable_unsets_the_variable() {
+        let a = env(&[("env.GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX2")]);
+        let b = env(&[("env.GLIBC_TUNABLES", "unset")]);
+        let here = a.clone();
+        let p = plan(&a, &b, &perfsleuth_env::diff(&a, &b), &cx(&here));
+        assert!(p.base_settings().is_empty());
+        assert_eq!(p.settings(&p.experiments[0]), vec!["unset:GLIBC_TUNABLES"]);
+    }
+
+    #[test]
+    fn what_no_process_setting_changes_is_listed_with_its_reason() {
+        let a = env(&[
+            ("kernel.aslr", "2"),
+            ("mem.thp.enabled", "always"),
+            ("mitigation.retbleed", "Mitigation: IBRS"),
+        ]);
+        let b = env(&[
+            ("kernel.aslr", "0"),
+            ("mem.thp.enabled", "madvise"),
+            ("mitigation.retbleed", "Vulnerable"),
+        ]);
+        let here = a.clone();
+        let p = plan(&a, &b, &perfsleuth_env::diff(&a, &b), &cx(&here));
+        assert_eq!(p.experiments.len(), 1);
+        assert_eq!(p.settings(&p.experiments[0]), vec!["aslr:off"]);
+        let keys: Vec<&str> = p.untested.iter().map(|u| u.key.as_str()).collect();
+        assert!(keys.contains(&"mem.thp.enabled"), "{keys:?}");
+        assert!(keys.contains(&"mitigation.retbleed"), "{keys:?}");
+        assert!(p.untested.iter().all(|u| !u.reason.is_empty()));
+    }
+
+    #[test]
+    fn another_cpus_list_is_reproduced_by_count_where_the_numbers_are_not_online() {
+        let a = env(&[("process.affinity", "0-1")]);
+        let b = env(&[("process.affinity", "6")]);
+        let here = a.clone();
+        let p = plan(&a, &b, &perfsleuth_env::diff(&a, &b), &cx(&here));
+        assert_eq!(p.settings(&p.experiments[0]), vec!["cpus:0"]);
+        let b = env(&[("process.affinity", "0-7")]);
+        let p = plan(&a, &b, &perfsleuth_env::diff(&a, &b), &cx(&here));
+        assert!(p.experiments.is_empty());
+        assert!(p.untested[0].reason.contains("8 CPUs"), "{:?}", p.untested);
+    }
+
+    #[test]
+    fn portable_simulation_runs_leave_glibc_tunables_untested() {
+        let a = env(&[("env.GLIBC_TUNABLES", "unset")]);
+        let b = env(&[("env.GLIBC_TUNABLES", "glibc.malloc.tcache_count=0")]);
+        let here = a.clone();
+        let mut c = cx(&here);
+        c.simulation = true;
+        c.portable = true;
+        let p = plan(&a, &b, &perfsleuth_env::diff(&a, &b), &c);
+        assert!(p.experiments.is_empty());
+        assert!(p.untested[0].reason.contains("--no-portable"));
+    }
+}
