@@ -185,7 +185,7 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
                 .iter()
                 .any(|r| &r.key == key && r.gating && changed(r.verdict))
         });
-        if !differs {
+        if !differs && !args.plan {
             let out = ExplainDoc {
                 schema: ExplainDoc::SCHEMA.into(),
                 schema_version: ExplainDoc::VERSION,
@@ -592,8 +592,10 @@ fn run_args(
     if let Some(shell) = template.options.get("shell").and_then(|s| s.as_str()) {
         push("--shell", Some(shell.to_string()));
     }
-    push("--color", Some(format!("{:?}", args.color).to_lowercase()));
-    if args.format != CompareFormat::Terminal {
+    // A document on stdout: no progress line beside it.
+    if args.format == CompareFormat::Terminal {
+        push("--color", Some(format!("{:?}", args.color).to_lowercase()));
+    } else {
         push("--style", Some("none".into()));
     }
     // A placeholder: the stored benchmarks replace the plan after validation.
