@@ -85,7 +85,7 @@ fn explain_json(sb: &Sandbox, args: &[&str]) -> Value {
     parse_json(&out.stdout)
 }
 
-fn findings<'a>(doc: &'a Value, bench: usize) -> &'a Vec<Value> {
+fn findings(doc: &Value, bench: usize) -> &Vec<Value> {
     doc["benchmarks"][bench]["findings"]
         .as_array()
         .expect("findings")
