@@ -228,3 +228,48 @@ fn the_hyperfine_export_validates_against_its_schema() {
     let doc = parse_json(&std::fs::read_to_string(sb.path("h.json")).unwrap());
     assert_valid("hyperfine", &doc);
 }
+
+#[test]
+fn explain_validates_planned_measured_and_against_this_machine() {
+    // Slower by 20 ms where GOGC is set: a difference for explain to name.
+    const CMD: &str = "sh -c 'test -z \"$GOGC\" || sleep 0.02'";
+    let sb = Sandbox::new();
+    sb.bench(["--warmup", "0", "--runs", "6", CMD]).ok();
+    let out: Out = sb
+        .cmd()
+        .args([
+            "run",
+            "--store",
+            &sb.store(),
+            "--warmup",
+            "0",
+            "--runs",
+            "6",
+        ])
+        .env("GOGC", "50")
+        .arg(CMD)
+        .output()
+        .expect("start perfsleuth")
+        .into();
+    out.ok();
+    let store = sb.store();
+    for extra in [&["--plan"][..], &[], &["current"]] {
+        let mut args = vec!["explain", "--store", &store, "--format", "json", "1"];
+        if extra == ["current"] {
+            args.push("current");
+        } else {
+            args.push("2");
+            args.extend(extra);
+        }
+        args.extend(["--runs", "6", "--rounds", "2"]);
+        let out = sb.run(&args).ok();
+        let doc = parse_json(&out.stdout);
+        assert_valid("explain", &doc);
+        if extra.is_empty() {
+            assert_eq!(
+                doc["benchmarks"][0]["findings"][0]["experiment"], "env.GOGC",
+                "{doc:#}"
+            );
+        }
+    }
+}
