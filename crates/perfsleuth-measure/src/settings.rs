@@ -17,6 +17,8 @@ pub struct ChildSettings {
     pub nice: Option<i32>,
     /// Its scheduling policy: `SCHED_BATCH` or `SCHED_IDLE` (`sched_setscheduler`).
     pub policy: Option<Policy>,
+    /// The NUMA node its memory is bound to (`set_mempolicy(MPOL_BIND)`).
+    pub numa_node: Option<usize>,
 }
 
 /// A scheduling policy a variant may give its command.
@@ -69,6 +71,50 @@ pub(crate) struct Applied {
     thp: Option<libc::c_int>,
     nice: Option<libc::c_int>,
     policy: Option<(libc::c_int, libc::c_int)>,
+    mempolicy: Option<(libc::c_int, [libc::c_ulong; NODE_WORDS])>,
+}
+
+/// Words of a node mask: 1024 nodes, the most the kernel builds with.
+const NODE_WORDS: usize = 16;
+/// The highest NUMA node a variant may name.
+pub const MAX_NODE: usize = NODE_WORDS * 64 - 1;
+const MPOL_BIND: libc::c_int = 2;
+
+/// `get_mempolicy(mode, mask)` of the calling thread.
+fn get_mempolicy() -> Result<(libc::c_int, [libc::c_ulong; NODE_WORDS]), String> {
+    let mut mode: libc::c_int = 0;
+    let mut mask = [0 as libc::c_ulong; NODE_WORDS];
+    // SAFETY: mode and mask are valid for the sizes passed; no address, no flags.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut mode as *mut libc::c_int,
+            mask.as_mut_ptr(),
+            (NODE_WORDS * 64) as libc::c_ulong,
+            std::ptr::null::<libc::c_void>(),
+            0 as libc::c_ulong,
+        )
+    };
+    if r != 0 {
+        return Err(os_error("get_mempolicy"));
+    }
+    Ok((mode, mask))
+}
+
+/// `set_mempolicy(mode, mask)` of the calling thread.
+fn set_mempolicy(mode: libc::c_int, mask: &[libc::c_ulong; NODE_WORDS]) -> Result<(), String> {
+    // The default policy takes no nodes.
+    let (ptr, max) = if mode == 0 {
+        (std::ptr::null(), 0)
+    } else {
+        (mask.as_ptr(), (NODE_WORDS * 64) as libc::c_ulong)
+    };
+    // SAFETY: the mask is valid for `max` bits, or null with 0.
+    let r = unsafe { libc::syscall(libc::SYS_set_mempolicy, mode, ptr, max) };
+    if r != 0 {
+        return Err(os_error("set_mempolicy"));
+    }
+    Ok(())
 }
 
 fn os_error(what: &str) -> String {
@@ -88,7 +134,21 @@ pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, String> {
         thp: None,
         nice: None,
         policy: None,
+        mempolicy: None,
     };
+    if let Some(node) = s.numa_node {
+        if node > MAX_NODE {
+            return Err(format!(
+                "NUMA node {node} is beyond what the kernel interface takes"
+            ));
+        }
+        let old = get_mempolicy()?;
+        let mut mask = [0 as libc::c_ulong; NODE_WORDS];
+        mask[node / 64] |= 1 << (node % 64);
+        set_mempolicy(MPOL_BIND, &mask)
+            .map_err(|e| format!("{e} (binding memory to NUMA node {node})"))?;
+        applied.mempolicy = Some(old);
+    }
     if let Some(cpus) = &s.cpus {
         // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
         let mut old: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -193,6 +253,11 @@ impl Applied {
             if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid(), old) } != 0 {
                 failed.push(os_error(&format!("restoring nice {old}")));
             }
+        }
+        if let Some((mode, mask)) = self.mempolicy.take()
+            && let Err(e) = set_mempolicy(mode, &mask)
+        {
+            failed.push(format!("restoring the memory policy: {e}"));
         }
         if let Some((policy, priority)) = self.policy.take() {
             // SAFETY: sched_param is plain data.
@@ -299,6 +364,25 @@ pub(crate) fn verify(
             );
         }
     }
+    if let Some(node) = s.numa_node {
+        // Each mapping's line names its policy; the stack's is the task's.
+        let Some(maps) = proc_file("numa_maps").map(|b| String::from_utf8_lossy(&b).into_owned())
+        else {
+            return Ok(false);
+        };
+        let want = format!("bind:{node}");
+        match maps.lines().find(|l| l.contains("stack")) {
+            Some(line) if line.split_whitespace().nth(1) == Some(want.as_str()) => {}
+            Some(line) => {
+                let got = line.split_whitespace().nth(1).unwrap_or("?");
+                let _ = write!(
+                    wrong,
+                    "; memory on node {node} asked, the child's policy is {got}"
+                );
+            }
+            None => return Ok(false),
+        }
+    }
     if aslr_off {
         const ADDR_NO_RANDOMIZE: u64 = 0x0040000;
         let got = proc_file("personality")
@@ -399,6 +483,7 @@ mod tests {
             thp_disable: true,
             nice: Some(7),
             policy: Some(Policy::Idle),
+            numa_node: Some(0),
         };
         let env = [("PERFSLEUTH_NOT_SET".to_string(), Some("x".to_string()))];
         let got = verify(pid, &asked, true, &env);
@@ -414,6 +499,7 @@ mod tests {
             "nice 7 asked",
             "ASLR off asked",
             "PERFSLEUTH_NOT_SET asked",
+            "memory on node 0 asked",
         ] {
             assert!(wrong.contains(needle), "{needle}: {wrong}");
         }
@@ -434,6 +520,7 @@ mod tests {
             thp_disable: true,
             nice: None,
             policy: Some(Policy::Batch),
+            numa_node: None,
         };
         let applied = apply(&settings).unwrap();
         let during = std::fs::read_to_string("/proc/thread-self/status").unwrap();
@@ -448,5 +535,44 @@ mod tests {
         // SAFETY: PR_GET_THP_DISABLE takes no further arguments.
         let thp = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
         assert_eq!(thp, 0);
+    }
+
+    #[test]
+    fn memory_bound_to_a_node_reaches_the_child_and_the_thread_gets_its_policy_back() {
+        // Node 0 exists on every Linux machine; binding to it is the
+        // mechanism `numa:N` uses on machines with several.
+        std::thread::spawn(|| {
+            let settings = ChildSettings {
+                numa_node: Some(0),
+                ..ChildSettings::default()
+            };
+            let before = get_mempolicy().unwrap().0;
+            let applied = apply(&settings).unwrap();
+            let (mode, mask) = get_mempolicy().unwrap();
+            assert_eq!(mode, MPOL_BIND);
+            assert_eq!(mask[0] & 1, 1);
+            // Forked from this thread: the child inherits the policy.
+            let mut child = std::process::Command::new("sleep")
+                .arg("5")
+                .spawn()
+                .expect("sleep starts");
+            applied.restore().unwrap();
+            assert_eq!(get_mempolicy().unwrap().0, before);
+            let pid = child.id() as libc::pid_t;
+            // Until exec has mapped the stack, the answer may be "cannot tell".
+            let mut got = Ok(false);
+            for _ in 0..50 {
+                got = verify(pid, &settings, false, &[]);
+                if got != Ok(false) {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            assert_eq!(got, Ok(true));
+        })
+        .join()
+        .unwrap();
     }
 }

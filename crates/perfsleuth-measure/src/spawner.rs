@@ -204,6 +204,13 @@ impl Spawner {
             None => msg.push(0),
         }
         msg.push(io.settings.thp_disable as u8);
+        match io.settings.numa_node {
+            Some(n) => {
+                msg.push(1);
+                put_u32(&mut msg, n as u32);
+            }
+            None => msg.push(0),
+        }
         match io.settings.nice {
             Some(n) => {
                 msg.push(1);
@@ -644,6 +651,10 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
         }
     };
     let thp_disable = r.u8().ok_or_else(bad)? != 0;
+    let numa_node = match r.u8().ok_or_else(bad)? {
+        0 => None,
+        _ => Some(r.u32().ok_or_else(bad)? as usize),
+    };
     let nice = match r.u8().ok_or_else(bad)? {
         0 => None,
         _ => Some(r.i32().ok_or_else(bad)?),
@@ -678,6 +689,7 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
             thp_disable,
             nice,
             policy,
+            numa_node,
         },
     };
     let argc = r.u32().ok_or_else(bad)?;
@@ -924,6 +936,7 @@ mod tests {
             thp_disable: false,
             nice: None,
             policy: None,
+            numa_node: None,
         },
     };
 

@@ -84,6 +84,9 @@ impl Variant {
         if self.settings.thp_disable {
             env.set("variant.thp", "off", Performance);
         }
+        if let Some(n) = self.settings.numa_node {
+            env.set("variant.numa", n.to_string(), Performance);
+        }
         if let Some(n) = self.settings.nice {
             env.set("variant.nice", n.to_string(), Performance);
         }

@@ -32,6 +32,8 @@ pub(crate) struct VariantConfig {
     #[serde(default)]
     pub(crate) unset: Vec<String>,
     pub(crate) cpus: Option<String>,
+    /// The NUMA node memory is bound to.
+    pub(crate) numa: Option<usize>,
     pub(crate) aslr: Option<bool>,
     pub(crate) thp: Option<bool>,
     pub(crate) nice: Option<i32>,
@@ -51,6 +53,7 @@ impl VariantConfig {
             .collect();
         out.extend(self.unset.iter().map(|k| format!("unset:{k}")));
         out.extend(self.cpus.iter().map(|c| format!("cpus:{c}")));
+        out.extend(self.numa.map(|n| format!("numa:{n}")));
         out.extend(self.aslr.map(|b| format!("aslr:{}", onoff(b))));
         out.extend(self.thp.map(|b| format!("thp:{}", onoff(b))));
         out.extend(self.nice.map(|n| format!("nice:{n}")));

@@ -5,7 +5,8 @@
 //! A SPEC is settings separated by `;` (values may hold `,` and `=`, as
 //! `GLIBC_TUNABLES` does): `env:NAME=VALUE`, `unset:NAME`, `cpus:LIST`
 //! (`0`, `0-3,8`) or `cpus:same-core` / `cross-core` / `cross-llc` (two
-//! CPUs chosen from the topology), `aslr:off`, `thp:off`, `nice:N`,
+//! CPUs chosen from the topology), `numa:NODE` (memory bound to one node
+//! of several), `aslr:off`, `thp:off`, `nice:N`,
 //! `sched:other|batch|idle`, and in simulation mode `cache-model:from:RUN`
 //! or `cache-model:I1=SIZE,WAYS,LINE/D1=…/LL=…`.
 
@@ -14,7 +15,7 @@ use perfsleuth_measure::parse_cpu_list;
 use perfsleuth_runner::{Planned, Variant};
 use std::path::Path;
 
-const HINT: &str = "a SPEC is settings separated by `;`: env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc, aslr:off, thp:off, nice:N, sched:other|batch|idle, cache-model:from:RUN (simulation)";
+const HINT: &str = "a SPEC is settings separated by `;`: env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc, numa:NODE, aslr:off, thp:off, nice:N, sched:other|batch|idle, cache-model:from:RUN (simulation)";
 
 /// The name of the unchanged set-up every variant is compared with.
 pub(crate) const BASE: &str = "base";
@@ -219,6 +220,7 @@ fn apply(v: &mut Variant, setting: &str) -> Result<(), String> {
         "cpus" => v.settings.cpus = Some(cpus(value)?),
         "aslr" => v.aslr_off = off(value)?,
         "thp" => v.settings.thp_disable = off(value)?,
+        "numa" => v.settings.numa_node = Some(numa(value)?),
         "nice" => {
             let n: i32 = value
                 .parse()
@@ -285,6 +287,30 @@ fn cpus(value: &str) -> Result<Vec<usize>, String> {
         ));
     }
     Ok(chosen)
+}
+
+/// A NUMA node of this machine, which must have more than one.
+fn numa(value: &str) -> Result<usize, String> {
+    let node: usize = value
+        .parse()
+        .map_err(|_| format!("`{value}` is not a NUMA node number"))?;
+    let online = std::fs::read_to_string("/sys/devices/system/node/online")
+        .ok()
+        .and_then(|l| parse_cpu_list(&l))
+        .ok_or("cannot read the NUMA nodes (/sys/devices/system/node/online)")?;
+    if online.len() < 2 {
+        return Err(format!(
+            "this machine has one NUMA node (node {}): there is no other node's memory to bind to",
+            list_text(&online)
+        ));
+    }
+    if !online.contains(&node) {
+        return Err(format!(
+            "NUMA node {node} is not online here (online: {})",
+            list_text(&online)
+        ));
+    }
+    Ok(node)
 }
 
 fn list_text(cpus: &[usize]) -> String {

@@ -432,3 +432,30 @@ fn settings_that_need_root_are_refused_for_other_users() {
         out.usage_error(needle);
     }
 }
+
+#[test]
+fn numa_binds_memory_where_there_are_several_nodes_and_says_so_where_there_is_one() {
+    let sb = Sandbox::new();
+    let online = std::fs::read_to_string("/sys/devices/system/node/online").unwrap_or_default();
+    let nodes = perfsleuth_measure::parse_cpu_list(&online).unwrap_or_default();
+    let args = |spec: &str| {
+        vec![
+            "--runs".to_string(),
+            "1".into(),
+            "--rounds".into(),
+            "1".into(),
+            "--variant".into(),
+            spec.to_string(),
+            "true".into(),
+        ]
+    };
+    if nodes.len() < 2 {
+        sb.bench(args("n=numa:0")).usage_error("one NUMA node");
+    } else {
+        // Verified on the child itself (its numa_maps) before it counts.
+        let out = sb.bench(args(&format!("n=numa:{}", nodes[1]))).ok();
+        assert!(out.stdout.contains("[n]"), "{out:?}");
+    }
+    sb.bench(args("n=numa:x")).usage_error("not a NUMA node number");
+    sb.bench(args("n=numa:4000")).usage_error("NUMA node");
+}
