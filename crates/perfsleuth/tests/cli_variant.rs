@@ -456,6 +456,7 @@ fn numa_binds_memory_where_there_are_several_nodes_and_says_so_where_there_is_on
         let out = sb.bench(args(&format!("n=numa:{}", nodes[1]))).ok();
         assert!(out.stdout.contains("[n]"), "{out:?}");
     }
-    sb.bench(args("n=numa:x")).usage_error("not a NUMA node number");
+    sb.bench(args("n=numa:x"))
+        .usage_error("not a NUMA node number");
     sb.bench(args("n=numa:4000")).usage_error("NUMA node");
 }

@@ -610,7 +610,7 @@ fn fixed_fact(key: &str) -> &'static str {
             "the CPU itself differs: no setting of this machine turns it into the other one",
         ),
         ("mem.numa.", "the NUMA layout of the machine"),
-        ("mem.", "the machine's memory"),
+        ("mem.", "the machine's memory size"),
         (
             "libc.version",
             "another glibc: run the program with that glibc's loader to test it",
@@ -621,8 +621,8 @@ fn fixed_fact(key: &str) -> &'static str {
             "cgroup.",
             "the cgroup's limits apply to everything in it: perfsleuth starts the child in its own cgroup",
         ),
-        ("os.", "the operating system"),
-        ("power.", "the machine's power source"),
+        ("os.", "the operating system differs"),
+        ("power.", "the machine's power source (battery or mains)"),
     ];
     WHY.iter()
         .find(|(p, _)| key.starts_with(p))

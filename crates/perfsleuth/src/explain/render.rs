@@ -18,7 +18,15 @@ pub(crate) fn render(doc: &ExplainDoc, format: CompareFormat) -> Result<String, 
     })
 }
 
+/// Counted (simulated) effects have no spread: their interval is a point.
+fn exact(r: &ExplainRatio) -> bool {
+    (r.ci_high - r.ci_low).abs() <= 1e-12 * r.ratio.abs().max(1.0)
+}
+
 fn change(r: &ExplainRatio) -> String {
+    if exact(r) {
+        return format!("{} (exact)", format_change(r.ratio - 1.0));
+    }
     format!(
         "{} ({} … {})",
         format_change(r.ratio - 1.0),
@@ -29,6 +37,9 @@ fn change(r: &ExplainRatio) -> String {
 
 fn share(s: &ExplainRatio) -> String {
     let pct = |x: f64| format!("{:.0} %", 100.0 * x);
+    if exact(s) {
+        return pct(s.ratio);
+    }
     format!("{} ({}–{})", pct(s.ratio), pct(s.ci_low), pct(s.ci_high))
 }
 
