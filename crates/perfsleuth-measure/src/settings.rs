@@ -371,7 +371,10 @@ pub(crate) fn verify(
             return Ok(false);
         };
         let want = format!("bind:{node}");
-        match maps.lines().find(|l| l.contains("stack")) {
+        match maps
+            .lines()
+            .find(|l| l.split_whitespace().any(|t| t == "stack"))
+        {
             Some(line) if line.split_whitespace().nth(1) == Some(want.as_str()) => {}
             Some(line) => {
                 let got = line.split_whitespace().nth(1).unwrap_or("?");

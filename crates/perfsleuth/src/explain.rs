@@ -25,6 +25,15 @@ use perfsleuth_model::schema::{
 use perfsleuth_model::{Environment, ImpactClass, Mode, Run};
 use perfsleuth_runner::Stop;
 
+/// An experiment that could be made: its settings, what glibc was seen
+/// to apply, and its variant.
+struct Tried {
+    experiment: Experiment,
+    settings: Vec<String>,
+    verified: Vec<String>,
+    variant: perfsleuth_runner::Variant,
+}
+
 /// One side of an explanation.
 enum Input {
     /// This machine as it is: measured now, as the base.
@@ -210,14 +219,34 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
 
     // The experiments.
     let simulation = mode == Mode::Simulation;
-    let portable = from_env
+    // How the stored runs were counted (`current` has no sim.* facts): the
+    // base counts the same way.
+    let portable = template
+        .environment
         .get("sim.portable")
         .filter(|v| *v != "off" && simulation)
         .map(str::to_string);
+    if simulation
+        && let Some(model) = template.environment.get("sim.cache_model")
+        && model != perfsleuth_measure::callgrind::CACHE_MODEL
+    {
+        return Err(Fail::usage(
+            format!(
+                "the stored run was simulated with caches of its own ({model}): explain simulates callgrind's fixed model"
+            ),
+            "explain runs measured with the default cache model; compare cache models with `run --variant NAME=cache-model:…`",
+        ));
+    }
     let listed = perfsleuth_env::portable::live_tunable_names();
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|l| perfsleuth_measure::parse_cpu_list(&l))
+    // The CPUs this process may use, not all that are online (a cpuset).
+    let cpus = here
+        .get("process.affinity")
+        .and_then(perfsleuth_measure::parse_cpu_list)
+        .or_else(|| {
+            std::fs::read_to_string("/sys/devices/system/cpu/online")
+                .ok()
+                .and_then(|l| perfsleuth_measure::parse_cpu_list(&l))
+        })
         .unwrap_or_default();
     let changes = perfsleuth_env::diff(&from_env, &to_env);
     let wrapper = if simulation {
@@ -245,7 +274,7 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
         simulation,
         portable: portable.is_some(),
         tunables: listed,
-        online,
+        cpus,
     };
     let mut plan = derive::plan(&from_env, &to_env, &changes, &cx);
     notes.append(&mut plan.notes);
@@ -263,21 +292,39 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
     // Checked before measuring: glibc must have read each GLIBC_TUNABLES as
     // meant, or the experiment would be the base set-up under another name.
     let base_settings = plan.base_settings();
-    let base_verified = verify(&base_settings, &wrapper).map_err(|why| {
+    let cannot_base = |why: String| {
         Fail::usage(
             format!(
                 "the set-up of {} cannot be reproduced here: {why}",
                 from_input.label()
             ),
-            "run explain on a machine whose glibc reads that GLIBC_TUNABLES",
+            "run explain where that set-up can be made (a glibc that reads its GLIBC_TUNABLES, its CPUs)",
         )
-    })?;
-    let mut experiments: Vec<(Experiment, Vec<String>, Vec<String>)> = Vec::new();
+    };
+    let base_verified = verify(&base_settings, &wrapper).map_err(cannot_base)?;
+    let mut variant_notes = Vec::new();
+    let mut base = crate::variant::build("base", base_settings.clone(), None, &mut variant_notes)
+        .map_err(|f| cannot_base(f.message))?;
+    base.name = crate::variant::BASE.to_string();
+    // Checked before measuring; one that cannot be made is reported, never
+    // measured as if it were the base.
+    let mut experiments: Vec<Tried> = Vec::new();
     let mut doc_notes_later = Vec::new();
-    for e in &plan.experiments {
+    let attempt = |e: &Experiment, notes: &mut Vec<String>| -> Result<Tried, String> {
         let settings = plan.settings(e);
-        match verify(&settings, &wrapper) {
-            Ok(verified) => experiments.push((e.clone(), settings, verified)),
+        let verified = verify(&settings, &wrapper)?;
+        let variant =
+            crate::variant::build(&e.name, settings.clone(), None, notes).map_err(|f| f.message)?;
+        Ok(Tried {
+            experiment: e.clone(),
+            settings,
+            verified,
+            variant,
+        })
+    };
+    for e in &plan.experiments {
+        match attempt(e, &mut variant_notes) {
+            Ok(t) => experiments.push(t),
             Err(why) => untested.push(ExplainUntested {
                 key: e.facts.first().cloned().unwrap_or_default(),
                 summary: e.what.clone(),
@@ -286,11 +333,10 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
         }
     }
     // Together: those that applied.
-    let applied: Vec<&Experiment> = experiments.iter().map(|(e, _, _)| e).collect();
+    let applied: Vec<&Experiment> = experiments.iter().map(|t| &t.experiment).collect();
     if let Some(all) = derive::all_together(&applied) {
-        let settings = plan.settings(&all);
-        match verify(&settings, &wrapper) {
-            Ok(verified) => experiments.push((all, settings, verified)),
+        match attempt(&all, &mut variant_notes) {
+            Ok(t) => experiments.push(t),
             Err(why) => doc_notes_later.push(format!(
                 "the experiments could not be applied together: {why}"
             )),
@@ -298,6 +344,7 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
     }
     let experiment_docs: Vec<ExplainExperiment> = experiments
         .iter()
+        .map(|t| (&t.experiment, &t.settings, &t.verified))
         .map(|(e, settings, verified)| ExplainExperiment {
             name: e.name.clone(),
             facts: e.facts.clone(),
@@ -346,15 +393,8 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
     let mut run_args = run_args(&args, template, mode, portable.as_deref())?;
     crate::run::settle(&mut run_args)?;
     let c = crate::run::validate(&run_args)?;
-    let mut variant_notes = Vec::new();
-    let mut base = crate::variant::build("base", base_settings, None, &mut variant_notes)?;
-    base.name = crate::variant::BASE.to_string();
-    let variants = experiments
-        .iter()
-        .map(|(e, settings, _)| {
-            crate::variant::build(&e.name, settings.clone(), None, &mut variant_notes)
-        })
-        .collect::<Result<Vec<_>, Fail>>()?;
+    let variants: Vec<perfsleuth_runner::Variant> =
+        experiments.iter().map(|t| t.variant.clone()).collect();
     let planned = planned_from(&c.planned, template, &benches)?;
     let planned = crate::variant::expand_with_base(planned, &base, &variants)?;
     let mut spawner = crate::run::spawner_or_start(spawner)?;
@@ -423,7 +463,8 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
     };
     let effects: Vec<(String, schema::CompareDoc)> = experiments
         .iter()
-        .map(|(e, _, _)| {
+        .map(|t| &t.experiment)
+        .map(|e| {
             let side = Side {
                 label: e.name.clone(),
                 runs: vec![crate::variant::side_run(&m.run, &e.name)],
@@ -525,6 +566,18 @@ fn benchmarks(
         (Some(s), None) | (None, Some(s)) => keys(s),
         (None, None) => Vec::new(),
     };
+    if shared.is_empty() {
+        return Err(Fail::usage(
+            "the stored side has no benchmarks to rerun",
+            "give a run that measured commands (`perfsleuth runs` lists them)",
+        ));
+    }
+    if shared.iter().any(|(k, _)| k.contains("variant=")) {
+        return Err(Fail::usage(
+            "a side is a `run --variant` run: its set-ups are variants of one run already",
+            "explain two plain runs; `perfsleuth show RUN` compares a run's variants with base",
+        ));
+    }
     match bench {
         None => Ok(shared.into_iter().map(|(k, _)| k).collect()),
         Some(want) => {
@@ -589,8 +642,66 @@ fn run_args(
     if args.no_store {
         push("--no-store", None);
     }
-    if let Some(shell) = template.options.get("shell").and_then(|s| s.as_str()) {
+    // What the stored run measured besides its commands is measured again.
+    let o = &template.options;
+    if let Some(shell) = o.get("shell").and_then(|s| s.as_str()) {
         push("--shell", Some(shell.to_string()));
+    }
+    if let Some(w) = o.get("warmup").and_then(|w| w.as_u64()) {
+        push("--warmup", Some(w.to_string()));
+    }
+    for (key, option) in [
+        ("prepare", "--prepare"),
+        ("conclude", "--conclude"),
+        ("setup", "--setup"),
+        ("cleanup", "--cleanup"),
+    ] {
+        let list: Vec<&str> = o
+            .get(key)
+            .and_then(|l| l.as_array())
+            .map(|l| l.iter().filter_map(|c| c.as_str()).collect())
+            .unwrap_or_default();
+        match list[..] {
+            [] => {}
+            [one] if !one.contains('{') => push(option, Some(one.to_string())),
+            _ => {
+                return Err(Fail::usage(
+                    format!(
+                        "the stored run has {} {option} command{} ({}): explain reruns runs with one for all their commands",
+                        list.len(),
+                        if list.len() == 1 {
+                            " with parameters"
+                        } else {
+                            "s"
+                        },
+                        list.join("; ")
+                    ),
+                    "explain a run of one benchmark at a time, or one made with a single plain helper",
+                ));
+            }
+        }
+    }
+    match o.get("ignore_failure") {
+        Some(serde_json::Value::Bool(true)) => push("--ignore-failure", None),
+        Some(serde_json::Value::Array(codes)) if !codes.is_empty() => {
+            let codes: Vec<String> = codes.iter().map(|c| c.to_string()).collect();
+            push(&format!("--ignore-failure={}", codes.join(",")), None);
+        }
+        _ => {}
+    }
+    if let Some(t) = o.get("timeout_s").and_then(|t| t.as_f64()) {
+        push(
+            "--timeout",
+            Some(format!("{}ms", (t * 1000.0).ceil().max(1.0))),
+        );
+    }
+    if let Some(input) = o.get("input").and_then(|i| i.as_str()) {
+        push("--input", Some(input.to_string()));
+    }
+    if mode == Mode::Simulation
+        && let Some(f) = o.get("collect").and_then(|c| c.as_str())
+    {
+        push("--collect", Some(f.to_string()));
     }
     // A document on stdout: no progress line beside it.
     if args.format == CompareFormat::Terminal {
@@ -640,7 +751,12 @@ fn planned_from(
             .iter()
             .find(|b| &perfsleuth_compare::benchmark_key(&b.name, &b.parameters) == key)
         else {
-            continue;
+            return Err(Fail::usage(
+                format!(
+                    "`{key}` is not among the benchmarks of the newest run of the side explain reruns"
+                ),
+                "give that side as one run (an id), or name the benchmark to explain",
+            ));
         };
         let argv = if b.argv.is_empty() {
             b.command.split_whitespace().map(String::from).collect()
@@ -879,7 +995,7 @@ fn judge(
     let size = |f: &ExplainFinding| {
         f.share
             .as_ref()
-            .map(|s| -s.ratio)
+            .map(|s| (s.ratio - 1.0).abs())
             .or(f.effect.as_ref().map(|e| -e.ratio.ln().abs()))
             .unwrap_or(0.0)
     };

@@ -243,6 +243,51 @@ fn another_machines_fingerprint_gives_isa_and_cache_experiments_run_here() {
                 "{tree}: the ISA difference is neither tested nor listed: {doc:#}"
             );
         }
+        // A mask only ever takes away what the fixture's CPU lacks.
+        let their_flags: Vec<&str> = theirs["cpu.flags"]["value"]
+            .as_str()
+            .unwrap()
+            .split(' ')
+            .collect();
+        if let Some(isa) = doc["experiments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "isa")
+        {
+            let spec = isa["spec"].as_str().unwrap();
+            let mask = spec.split("glibc.cpu.hwcaps=").nth(1).unwrap();
+            for entry in mask.split([',', ':']).filter_map(|e| e.strip_prefix('-')) {
+                let flag = match entry {
+                    "AVX_Fast_Unaligned_Load" | "Prefer_AVX2_STRCMP" => continue,
+                    "LZCNT" => "abm".to_string(),
+                    other => other.to_ascii_lowercase(),
+                };
+                assert!(
+                    !their_flags.contains(&flag.as_str()),
+                    "{tree}: {entry} masked, yet the fixture has it: {spec}"
+                );
+            }
+        }
+        // glibc's cache sizes as the fixture's, wherever they differ from ours.
+        let value = |facts: &Value, k: &str| facts[k]["value"].as_str().unwrap_or("").to_string();
+        let sizes_differ = value(&theirs, "cpu.cache.l1d.size")
+            != value(&here, "libc.ld_so.x86_data_cache_size")
+            || value(&theirs, "cpu.cache.l3.size")
+                != value(&here, "libc.ld_so.x86_shared_cache_size");
+        if sizes_differ && geometry(&theirs) != geometry(&here) {
+            assert!(names.contains(&"cache-sizes"), "{tree}: {doc:#}");
+            let cs = doc["experiments"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["name"] == "cache-sizes")
+                .unwrap();
+            assert!(
+                !cs["verified"].as_array().unwrap().is_empty(),
+                "glibc was seen to apply them: {cs:#}"
+            );
+        }
         // The CPU itself cannot be changed: listed with its reason.
         assert!(
             theirs["cpu.model"] == here["cpu.model"]
@@ -360,6 +405,7 @@ fn bad_input_is_an_error_with_a_hint() {
     let mytrue = mytrue.display().to_string();
     bench_with(&sb, &[], &["--runs", "3", "true"]);
     bench_with(&sb, &[], &["--runs", "3", &mytrue]);
+    let stored = runs(&sb);
     // Two runs with no shared benchmark.
     explain(&sb, &["1", "2"]).usage_error("share no benchmark");
     // A benchmark that is not there.
@@ -374,12 +420,23 @@ fn bad_input_is_an_error_with_a_hint() {
     explain(&sb, &["2", "current"]).usage_error("no longer exists");
     // A run that is not there, and two modes.
     explain(&sb, &["1", "99"]).usage_error("99");
+    // A run of variants is one explanation already.
+    bench_with(
+        &sb,
+        &[],
+        &["--runs", "2", "--variant", "v=env:GOGC=1", "true"],
+    );
+    let variants = runs(&sb).to_string();
+    explain(&sb, &[&variants, "current"]).usage_error("run --variant");
+    let mut stored = stored + 1;
     if perfsleuth_testkit::tools_present("explain modes", &["valgrind"]) {
         bench_with(&sb, &[], &["--mode", "simulation", "--no-portable", "true"]);
-        explain(&sb, &["1", "3"]).usage_error("simulation");
+        stored += 1;
+        let sim = stored.to_string();
+        explain(&sb, &["1", &sim]).usage_error("simulation");
     }
     // Nothing was stored by any of them.
-    assert!(runs(&sb) <= 3);
+    assert_eq!(runs(&sb), stored);
 }
 
 #[test]
@@ -394,4 +451,81 @@ fn plan_lists_the_experiments_and_measures_nothing() {
     assert_eq!(e["name"], "env.MALLOC_ARENA_MAX", "{doc:#}");
     assert_eq!(e["spec"], "env:MALLOC_ARENA_MAX=2");
     assert_eq!(runs(&sb), before);
+}
+
+#[test]
+fn against_this_machine_the_experiments_start_from_the_candidate() {
+    // The stored run had the mask; this machine (as it is) has not: the
+    // difference is measured now, and the mask, tried here, reproduces its
+    // inverse.
+    let sb = Sandbox::new();
+    let Some(cmd) = strings(&sb, "explain current") else {
+        return;
+    };
+    bench_with(
+        &sb,
+        &[("GLIBC_TUNABLES", NO_AVX2)],
+        &["--mode", "simulation", "--no-portable", &cmd],
+    );
+    let mut c = sb.cmd();
+    c.args([
+        "explain",
+        "--store",
+        &sb.store(),
+        "1",
+        "current",
+        "--format",
+        "json",
+    ]);
+    c.env_remove("GLIBC_TUNABLES");
+    let out: common::Out = c.output().expect("start perfsleuth").into();
+    let doc = parse_json(&out.ok().stdout);
+    assert_eq!(doc["from"], "candidate", "{doc:#}");
+    let b = &doc["benchmarks"][0];
+    // Without the mask this machine counts fewer instructions.
+    assert_eq!(b["observed_verdict"], "improved", "{doc:#}");
+    let observed = b["observed"]["ratio"].as_f64().unwrap();
+    let expected = b["expected"].as_f64().unwrap();
+    assert!((observed * expected - 1.0).abs() < 1e-9, "{doc:#}");
+    let first = &findings(&doc, 0)[0];
+    assert_eq!(first["experiment"], "glibc.cpu.hwcaps", "{doc:#}");
+    assert_eq!(first["outcome"], "reproduces");
+    assert!(first["effect"]["ratio"].as_f64().unwrap() > 1.3);
+}
+
+#[test]
+fn a_malloc_tunable_in_glibc_tunables_is_named_in_simulation() {
+    let sb = Sandbox::new();
+    let Some(prog) = build(
+        &sb,
+        "explain tcache",
+        include_str!("../../../bench/explain/malloc.c"),
+        "malloc",
+        &["-pthread"],
+        &["valgrind", "gcc"],
+    ) else {
+        return;
+    };
+    // Small blocks come from the per-thread cache; without it, from the bins.
+    let sim = [
+        "--mode",
+        "simulation",
+        "--no-portable",
+        &format!("{prog} 1 64 20000"),
+    ];
+    let sim: Vec<&str> = sim.iter().map(|s| s.as_ref()).collect();
+    bench_with(&sb, &[], &sim);
+    bench_with(
+        &sb,
+        &[
+            ("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0"),
+            ("GOGC", "50"),
+        ],
+        &sim,
+    );
+    let doc = explain_json(&sb, &["1", "2"]);
+    let first = &findings(&doc, 0)[0];
+    assert_eq!(first["experiment"], "glibc.malloc.tcache_count", "{doc:#}");
+    assert_eq!(first["outcome"], "reproduces");
+    assert_eq!(finding(&doc, "env.GOGC")["outcome"], "no effect", "{doc:#}");
 }

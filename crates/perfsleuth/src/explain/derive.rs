@@ -31,6 +31,11 @@ pub(crate) struct Setup {
     pub env: Vec<(String, Option<String>)>,
     /// The `GLIBC_TUNABLES` entries, in order (`None`: that tunable removed).
     pub tunables: Vec<(String, Option<String>)>,
+    /// `glibc.cpu.hwcaps` entries added to whatever mask the set-up has
+    /// (the ISA experiment), where `tunables` replaces the entry.
+    pub hwcaps_add: Vec<String>,
+    /// Settings of the process (`cpus:…`, `thp:off`, `aslr:off`).
+    pub process: Vec<String>,
 }
 
 /// One hypothesis tested by running under it.
@@ -73,8 +78,8 @@ pub(crate) struct Context<'a> {
     /// The tunables this glibc lists (`ld.so --list-tunables`); `None`
     /// where it could not be read.
     pub tunables: Option<BTreeSet<String>>,
-    /// The CPUs online here.
-    pub online: Vec<usize>,
+    /// The CPUs this process may run on (its affinity).
+    pub cpus: Vec<usize>,
 }
 
 /// The `GLIBC_TUNABLES` entries recorded on a side (`env.GLIBC_TUNABLES`,
@@ -107,12 +112,26 @@ impl Plan {
     /// The settings of the base set-up (the `from` side's variables where
     /// this process's differ).
     pub(crate) fn base_settings(&self) -> Vec<String> {
-        render(&self.base, &Setup::default(), &[], self.base_tunables)
+        render(
+            &self.base,
+            &Setup::default(),
+            &self.base.process,
+            self.base_tunables,
+        )
     }
 
     /// The settings of `e`: the base set-up with its changes on top.
     pub(crate) fn settings(&self, e: &Experiment) -> Vec<String> {
-        render(&self.base, &e.change, &e.settings, self.base_tunables)
+        // The experiment's own process settings replace the base's of that kind.
+        let mut other: Vec<String> = self
+            .base
+            .process
+            .iter()
+            .filter(|b| !e.settings.iter().any(|s| kind(s) == kind(b)))
+            .cloned()
+            .collect();
+        other.extend(e.settings.iter().cloned());
+        render(&self.base, &e.change, &other, self.base_tunables)
     }
 }
 
@@ -128,10 +147,12 @@ pub(crate) fn all_together(experiments: &[&Experiment]) -> Option<Experiment> {
     for e in experiments {
         change.env.extend(e.change.env.iter().cloned());
         change.tunables.extend(e.change.tunables.iter().cloned());
+        change
+            .hwcaps_add
+            .extend(e.change.hwcaps_add.iter().cloned());
         // Two settings of one kind (`cpus:`) cannot both hold: the later wins.
         for s in &e.settings {
-            let kind = s.split(':').next().unwrap_or("");
-            settings.retain(|o| o.split(':').next() != Some(kind));
+            settings.retain(|o| kind(o) != kind(s));
             settings.push(s.clone());
         }
         facts.extend(e.facts.iter().cloned());
@@ -152,6 +173,11 @@ pub(crate) fn all_together(experiments: &[&Experiment]) -> Option<Experiment> {
     })
 }
 
+/// A setting's kind: `cpus` of `cpus:0-3`.
+fn kind(setting: &str) -> &str {
+    setting.split(':').next().unwrap_or("")
+}
+
 /// Variant settings for `base` with `change` on top, then `other`.
 fn render(base: &Setup, change: &Setup, other: &[String], base_tunables: bool) -> Vec<String> {
     let mut env = base.env.clone();
@@ -168,6 +194,32 @@ fn render(base: &Setup, change: &Setup, other: &[String], base_tunables: bool) -
             None => tunables.push((k.clone(), v.clone())),
         }
     }
+    if !change.hwcaps_add.is_empty() {
+        // A mask adds to the set-up's own: the features it already masks stay masked.
+        const HWCAPS: &str = "glibc.cpu.hwcaps";
+        let mut entries: Vec<String> = tunables
+            .iter()
+            .find(|(k, _)| k == HWCAPS)
+            .and_then(|(_, v)| v.clone())
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|e| !e.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for e in &change.hwcaps_add {
+            if !entries.contains(e) {
+                entries.push(e.clone());
+            }
+        }
+        let value = Some(entries.join(","));
+        match tunables.iter_mut().find(|(k, _)| k == HWCAPS) {
+            Some(slot) => slot.1 = value,
+            None => tunables.push((HWCAPS.to_string(), value)),
+        }
+    }
     let kept: Vec<String> = tunables
         .iter()
         .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
@@ -179,7 +231,7 @@ fn render(base: &Setup, change: &Setup, other: &[String], base_tunables: bool) -
             None => format!("unset:{k}"),
         })
         .collect();
-    if base_tunables || !change.tunables.is_empty() {
+    if base_tunables || !change.tunables.is_empty() || !change.hwcaps_add.is_empty() {
         out.push(if kept.is_empty() {
             "unset:GLIBC_TUNABLES".into()
         } else {
@@ -201,7 +253,12 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
         .iter()
         .map(|(k, v)| (k.clone(), Some(v.clone())))
         .collect();
-    p.base_tunables = from_set != here_set || from_tunables != here_tunables;
+    let tunables_fixed = cx.simulation && cx.portable;
+    // Under the portable profile the profile's GLIBC_TUNABLES is the base's.
+    p.base_tunables = !tunables_fixed && (from_set != here_set || from_tunables != here_tunables);
+    if tunables_fixed {
+        p.base.tunables.clear();
+    }
     let here_env = recorded_env(cx.here);
     for (k, v) in recorded_env(from) {
         let here = here_env
@@ -212,7 +269,6 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
             p.base.env.push((k, v));
         }
     }
-    let tunables_fixed = cx.simulation && cx.portable;
     let fixed_reason = "the simulation runs were counted with the portable profile, which sets GLIBC_TUNABLES itself: rerun both sides with --no-portable to test it";
     let mut done: BTreeSet<&str> = BTreeSet::new();
     let significant: Vec<&Change> = changes
@@ -227,6 +283,52 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
         });
     };
     let get = |env: &Environment, k: &str| env.get(k).map(str::to_string);
+
+    // The from side's process state, where this machine's differs and one
+    // process can take it on; where it cannot, the experiments of that
+    // kind would start from the wrong state and are not run.
+    let mut stuck: Vec<(&str, String)> = Vec::new();
+    let here_cpus = cx.cpus.clone();
+    if let Some(list) = from
+        .get("process.affinity")
+        .and_then(perfsleuth_measure::parse_cpu_list)
+        && list != here_cpus
+    {
+        if list.iter().all(|c| here_cpus.contains(c)) {
+            p.base.process.push(format!("cpus:{}", cpu_text(&list)));
+        } else {
+            stuck.push((
+                "cpus",
+                format!(
+                    "the side the experiments start from ran on CPUs {}, which this process cannot use (it has {})",
+                    cpu_text(&list),
+                    cpu_text(&here_cpus)
+                ),
+            ));
+        }
+    }
+    match (from.get("mem.thp.enabled"), cx.here.get("mem.thp.enabled")) {
+        (Some("never"), Some(h)) if h != "never" => p.base.process.push("thp:off".into()),
+        (Some(f), Some("never")) if f != "never" => stuck.push((
+            "thp",
+            format!("transparent huge pages are off here, and a process cannot turn them on as the starting side's `{f}`"),
+        )),
+        _ => {}
+    }
+    match (from.get("kernel.aslr"), cx.here.get("kernel.aslr")) {
+        (Some("0"), Some(h)) if h != "0" => p.base.process.push("aslr:off".into()),
+        (Some(f), Some("0")) if f != "0" => stuck.push((
+            "aslr",
+            format!("randomisation is off here, and a process cannot turn it on as the starting side's {f}"),
+        )),
+        _ => {}
+    }
+    let stuck_reason = |k: &str| {
+        stuck
+            .iter()
+            .find(|(s, _)| *s == k)
+            .map(|(_, why)| why.clone())
+    };
 
     // The ISA: one mask for every feature the other side lacks.
     const ISA: [&str; 4] = [
@@ -289,7 +391,7 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
                             }
                         ),
                         change: Setup {
-                            tunables: vec![("glibc.cpu.hwcaps".into(), Some(e.hwcaps.join(",")))],
+                            hwcaps_add: e.hwcaps.clone(),
                             ..Setup::default()
                         },
                         settings: Vec::new(),
@@ -488,11 +590,15 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
                     untested(&mut p, c, "the other side's CPU list cannot be read".into());
                     continue;
                 };
-                let (cpus, how) = if list.iter().all(|x| cx.online.contains(x)) {
+                if let Some(why) = stuck_reason("cpus") {
+                    untested(&mut p, c, why);
+                    continue;
+                }
+                let (cpus, how) = if list.iter().all(|x| here_cpus.contains(x)) {
                     (list.clone(), "the other side's CPUs".to_string())
-                } else if list.len() <= cx.online.len() {
+                } else if list.len() <= here_cpus.len() {
                     (
-                        cx.online[..list.len()].to_vec(),
+                        here_cpus[..list.len()].to_vec(),
                         format!(
                             "as many CPUs as the other side had ({}), not the same numbers",
                             list.len()
@@ -503,9 +609,9 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
                         &mut p,
                         c,
                         format!(
-                            "the other side ran on {} CPUs; this machine has {} online",
+                            "the other side ran on {} CPUs; this process may use {}",
                             list.len(),
-                            cx.online.len()
+                            here_cpus.len()
                         ),
                     );
                     continue;
@@ -524,7 +630,9 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
                 });
             }
             "mem.thp.enabled" => {
-                if c.after.as_deref() == Some("never") {
+                if let Some(why) = stuck_reason("thp") {
+                    untested(&mut p, c, why);
+                } else if c.after.as_deref() == Some("never") {
                     p.experiments.push(Experiment {
                         name: "thp".into(),
                         facts: vec![key.to_string()],
@@ -541,7 +649,9 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
                 }
             }
             "kernel.aslr" => {
-                if c.after.as_deref() == Some("0") {
+                if let Some(why) = stuck_reason("aslr") {
+                    untested(&mut p, c, why);
+                } else if c.after.as_deref() == Some("0") {
                     p.experiments.push(Experiment {
                         name: "aslr".into(),
                         facts: vec![key.to_string()],
@@ -561,6 +671,13 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
         }
     }
     p
+}
+
+fn cpu_text(cpus: &[usize]) -> String {
+    cpus.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// `I1=…/D1=…/LL=…` of a side's recorded caches (the last level is L3,
@@ -653,7 +770,7 @@ mod tests {
             simulation: false,
             portable: false,
             tunables: None,
-            online: vec![0, 1],
+            cpus: vec![0, 1],
         }
     }
 
@@ -759,5 +876,55 @@ mod tests {
         let p = plan(&a, &b, &perfsleuth_env::diff(&a, &b), &c);
         assert!(p.experiments.is_empty());
         assert!(p.untested[0].reason.contains("--no-portable"));
+    }
+
+    #[test]
+    fn the_base_takes_the_starting_sides_process_state_where_this_one_differs() {
+        let a = env(&[("process.affinity", "1"), ("kernel.aslr", "0")]);
+        let b = env(&[("process.affinity", "0-1"), ("kernel.aslr", "2")]);
+        let here = env(&[("process.affinity", "0-1"), ("kernel.aslr", "2")]);
+        let p = plan(&a, &b, &perfsleuth_env::diff(&a, &b), &cx(&here));
+        assert_eq!(p.base_settings(), vec!["cpus:1", "aslr:off"]);
+        // The CPU experiment replaces the base's CPU set, keeps its ASLR.
+        let cpus = p.experiments.iter().find(|e| e.name == "cpus").unwrap();
+        assert_eq!(p.settings(cpus), vec!["aslr:off", "cpus:0,1"]);
+        // ASLR cannot be turned back on for one process: not tested.
+        assert!(
+            p.untested.iter().any(|u| u.key == "kernel.aslr"),
+            "{:?}",
+            p.untested
+        );
+        // A starting side this process cannot be made into is said, not faked.
+        let here = env(&[("process.affinity", "0-1"), ("kernel.aslr", "0")]);
+        let a = env(&[("process.affinity", "0-1"), ("kernel.aslr", "2")]);
+        let b = env(&[("process.affinity", "0-1"), ("kernel.aslr", "0")]);
+        let p = plan(&a, &b, &perfsleuth_env::diff(&a, &b), &cx(&here));
+        assert!(p.experiments.is_empty());
+        assert!(
+            p.untested[0].reason.contains("cannot turn it on"),
+            "{:?}",
+            p.untested
+        );
+    }
+
+    #[test]
+    fn the_isa_mask_adds_to_the_masks_the_set_up_has() {
+        let a = env(&[
+            ("cpu.flags", "sse2 avx avx2 erms"),
+            ("env.GLIBC_TUNABLES", "glibc.cpu.hwcaps=-ERMS"),
+        ]);
+        let b = env(&[
+            ("cpu.flags", "sse2 avx erms"),
+            ("env.GLIBC_TUNABLES", "glibc.cpu.hwcaps=-ERMS"),
+        ]);
+        let here = a.clone();
+        let p = plan(&a, &b, &perfsleuth_env::diff(&a, &b), &cx(&here));
+        let isa = p.experiments.iter().find(|e| e.name == "isa").unwrap();
+        assert_eq!(
+            p.settings(isa),
+            vec![
+                "env:GLIBC_TUNABLES=glibc.cpu.hwcaps=-ERMS,-AVX2,-AVX_Fast_Unaligned_Load,-Prefer_AVX2_STRCMP"
+            ]
+        );
     }
 }
