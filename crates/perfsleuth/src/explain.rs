@@ -195,23 +195,11 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
                 .any(|r| &r.key == key && r.gating && changed(r.verdict))
         });
         if !differs && !args.plan {
-            let out = ExplainDoc {
-                schema: ExplainDoc::SCHEMA.into(),
-                schema_version: ExplainDoc::VERSION,
-                baseline: baseline.label(),
-                candidate: candidate.label(),
-                from: from.name().into(),
-                mode: mode_name(mode).into(),
-                run: None,
-                measured: false,
-                experiments: Vec::new(),
-                untested: Vec::new(),
-                benchmarks: benches
-                    .iter()
-                    .map(|key| nothing_to_explain(doc, key))
-                    .collect(),
-                notes,
-            };
+            let mut out = new_doc(&baseline, &candidate, from, mode, notes);
+            out.benchmarks = benches
+                .iter()
+                .map(|key| nothing_to_explain(doc, key))
+                .collect();
             emit(&render::render(&out, args.format)?, false);
             return Ok(0);
         }
@@ -353,20 +341,9 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
             verified: verified.clone(),
         })
         .collect();
-    let mut doc = ExplainDoc {
-        schema: ExplainDoc::SCHEMA.into(),
-        schema_version: ExplainDoc::VERSION,
-        baseline: baseline.label(),
-        candidate: candidate.label(),
-        from: from.name().into(),
-        mode: mode_name(mode).into(),
-        run: None,
-        measured: false,
-        experiments: experiment_docs,
-        untested,
-        benchmarks: Vec::new(),
-        notes,
-    };
+    let mut doc = new_doc(&baseline, &candidate, from, mode, notes);
+    doc.experiments = experiment_docs;
+    doc.untested = untested;
     doc.notes.append(&mut doc_notes_later);
     if !base_verified.is_empty() {
         doc.notes.push(format!(
@@ -493,6 +470,30 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
         emit(&format!("warning: {warning}\n"), true);
     }
     Ok(0)
+}
+
+/// The document before anything is measured.
+fn new_doc(
+    baseline: &Input,
+    candidate: &Input,
+    from: From,
+    mode: Mode,
+    notes: Vec<String>,
+) -> ExplainDoc {
+    ExplainDoc {
+        schema: ExplainDoc::SCHEMA.into(),
+        schema_version: ExplainDoc::VERSION,
+        baseline: baseline.label(),
+        candidate: candidate.label(),
+        from: from.name().into(),
+        mode: mode_name(mode).into(),
+        run: None,
+        measured: false,
+        experiments: Vec::new(),
+        untested: Vec::new(),
+        benchmarks: Vec::new(),
+        notes,
+    }
 }
 
 fn mode_name(mode: Mode) -> &'static str {
