@@ -11,9 +11,11 @@
 #![forbid(unsafe_code)]
 
 mod format;
+mod html;
 mod json;
 mod render;
 
+pub use html::render_html;
 pub use json::{SCHEMA, SCHEMA_VERSION, to_json};
 pub use render::{render_markdown, render_terminal};
 
@@ -294,6 +296,25 @@ pub struct Row {
     /// The between-run noise behind `band`, learned or assumed; `None` for
     /// exact (simulated) counts and metrics that do not drift with the machine.
     pub noise: Option<Noise>,
+    /// Simulation: the functions whose own cost of this event moved most,
+    /// biggest first (at most [`FUNCTIONS_SHOWN`]); empty otherwise.
+    pub functions: Vec<FunctionMove>,
+}
+
+/// Functions kept per row in [`Row::functions`].
+pub const FUNCTIONS_SHOWN: usize = 10;
+
+/// One function's own cost of an event on both sides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionMove {
+    /// Function name as callgrind wrote it.
+    pub function: String,
+    /// Its object's file name (`libc.so.6`, the program).
+    pub object: String,
+    /// Self cost in the baseline.
+    pub baseline: f64,
+    /// Self cost in the candidate.
+    pub candidate: f64,
 }
 
 impl Row {
@@ -1220,19 +1241,15 @@ fn scale_options(opts: &Options) -> Options {
     o
 }
 
-/// "91 % of +12.0 % Ir is in `_int_malloc` (libc.so.6); 6 % in …": the
-/// functions whose own (self) cost moved most, as shares of the total move.
-fn function_attribution<'a>(
+/// The functions whose own (self) cost of `event` moved between two
+/// profiles, biggest move first, and the move of the total.
+fn function_moves<'a>(
     base: &'a Profile,
     cand: &'a Profile,
     event: &str,
-    change: f64,
-) -> Option<String> {
+) -> Option<(f64, Vec<FunctionMove>)> {
     let (bi, ci) = (base.event(event)?, cand.event(event)?);
     let total = *cand.totals.get(ci)? as f64 - *base.totals.get(bi)? as f64;
-    if total == 0.0 {
-        return None;
-    }
     // Shared libraries are matched by file name; programs by function alone,
     // since the baseline and candidate executables usually differ in path
     // and name (./old/prog vs ./new/prog).
@@ -1241,30 +1258,58 @@ fn function_attribution<'a>(
         let b = basename(o);
         if b.contains(".so") { b } else { "" }
     };
-    let mut deltas: BTreeMap<(&str, &str), (f64, &str)> = BTreeMap::new();
+    // (baseline, candidate, object shown) per function.
+    let mut costs: BTreeMap<(&str, &str), (f64, f64, &str)> = BTreeMap::new();
     for f in &base.functions {
-        let e = deltas
-            .entry((key(&f.object), &f.function))
-            .or_insert((0.0, basename(&f.object)));
-        e.0 -= f.self_cost.get(bi).copied().unwrap_or(0) as f64;
+        let e =
+            costs
+                .entry((key(&f.object), &f.function))
+                .or_insert((0.0, 0.0, basename(&f.object)));
+        e.0 += f.self_cost.get(bi).copied().unwrap_or(0) as f64;
     }
     for f in &cand.functions {
-        let e = deltas
-            .entry((key(&f.object), &f.function))
-            .or_insert((0.0, basename(&f.object)));
-        e.0 += f.self_cost.get(ci).copied().unwrap_or(0) as f64;
-        e.1 = basename(&f.object);
+        let e =
+            costs
+                .entry((key(&f.object), &f.function))
+                .or_insert((0.0, 0.0, basename(&f.object)));
+        e.1 += f.self_cost.get(ci).copied().unwrap_or(0) as f64;
+        e.2 = basename(&f.object);
     }
-    // (function, object shown, change in self cost), biggest moves first.
-    let mut moved: Vec<(&str, &str, f64)> = deltas
+    let mut moved: Vec<FunctionMove> = costs
         .into_iter()
-        .filter(|(_, (d, _))| *d != 0.0)
-        .map(|((_, function), (d, object))| (function, object, d))
+        .filter(|(_, (b, c, _))| b != c)
+        .map(|((_, function), (b, c, object))| FunctionMove {
+            function: function.to_string(),
+            object: object.to_string(),
+            baseline: b,
+            candidate: c,
+        })
         .collect();
-    moved.sort_by(|a, b| b.2.abs().total_cmp(&a.2.abs()).then(a.0.cmp(b.0)));
+    let delta = |m: &FunctionMove| m.candidate - m.baseline;
+    moved.sort_by(|a, b| {
+        delta(b)
+            .abs()
+            .total_cmp(&delta(a).abs())
+            .then(a.function.cmp(&b.function))
+    });
+    Some((total, moved))
+}
+
+/// "91 % of +12.0 % Ir is in `_int_malloc` (libc.so.6); 6 % in …": the
+/// functions whose own (self) cost moved most, as shares of the total move.
+fn function_attribution(
+    total: f64,
+    moved: &[FunctionMove],
+    event: &str,
+    change: f64,
+) -> Option<String> {
+    if total == 0.0 {
+        return None;
+    }
     let mut parts = Vec::new();
     let mut covered = 0.0;
-    for (function, object, d) in moved.into_iter().take(3) {
+    for m in moved.iter().take(3) {
+        let (function, object, d) = (&m.function, &m.object, m.candidate - m.baseline);
         let share = d / total;
         if share.abs() < 0.05 {
             break;
@@ -1399,6 +1444,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                 notes: m.notes,
                 band: 0.0,
                 noise: None,
+                functions: Vec::new(),
             });
         }
     }
@@ -1632,9 +1678,13 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                 .and_then(|e| e.profile)
         };
         if let (Some(b), Some(cp)) = (profile(&base_entries), profile(&cand_entries))
-            && let Some(note) = function_attribution(b, cp, c.key, change.change)
+            && let Some((total, mut moved)) = function_moves(b, cp, c.key)
         {
-            row.notes.push(note);
+            if let Some(note) = function_attribution(total, &moved, c.key, change.change) {
+                row.notes.push(note);
+            }
+            moved.truncate(FUNCTIONS_SHOWN);
+            row.functions = moved;
         }
     }
 

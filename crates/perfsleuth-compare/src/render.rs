@@ -38,6 +38,11 @@ fn counts_text(c: &Comparison, strong: (&str, &str)) -> String {
         .join(", ")
 }
 
+/// "2 regressed, 1 improved, 5 no change", unadorned (the HTML section).
+pub(crate) fn counts_plain(c: &Comparison) -> String {
+    counts_text(c, ("", ""))
+}
+
 fn has_regression(c: &Comparison) -> bool {
     c.rows
         .iter()

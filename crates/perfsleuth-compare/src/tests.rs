@@ -1158,12 +1158,20 @@ fn function_attribution_names_the_functions_that_moved() {
         ],
         ..Profile::default()
     };
-    let note = function_attribution(&base, &cand, "Ir", 0.12).expect("a note");
+    let (total, moved) = function_moves(&base, &cand, "Ir").expect("both have Ir");
+    assert_eq!(total, 120.0);
+    // The table of the HTML report: both sides' self cost, biggest move first.
+    assert_eq!(moved[0].function, "_int_malloc");
+    assert_eq!((moved[0].baseline, moved[0].candidate), (500.0, 600.0));
+    assert_eq!(moved[1].object, "prog");
+    let note = function_attribution(total, &moved, "Ir", 0.12).expect("a note");
     assert_eq!(
         note,
         "83 % of +12.0 % Ir is in `_int_malloc` (libc.so.6); 17 % in `main` (prog)"
     );
-    assert_eq!(function_attribution(&base, &base, "Ir", 0.0), None);
+    let (same, none) = function_moves(&base, &base, "Ir").unwrap();
+    assert!(none.is_empty());
+    assert_eq!(function_attribution(same, &none, "Ir", 0.0), None);
 }
 
 /// A simulation run whose benchmark counted these Ir values.

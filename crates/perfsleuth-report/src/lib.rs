@@ -10,9 +10,11 @@
 
 #![forbid(unsafe_code)]
 
+pub mod chart;
 mod csv;
 pub mod export;
 mod format;
+pub mod html;
 mod hyperfine;
 mod json;
 mod markdown;

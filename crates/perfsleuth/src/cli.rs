@@ -40,6 +40,9 @@ pub enum Command {
     Env(EnvArgs),
     /// Baseline vs candidate: a verdict per benchmark and metric, with what the machine explains.
     Compare(CompareArgs),
+    /// A self-contained HTML report of a run, or of a comparison of two: distributions,
+    /// samples in run order, changes against the noise band, the environment.
+    Report(Box<ReportArgs>),
     /// Which difference between two set-ups causes a result difference: each one this
     /// machine can reproduce is run as an experiment, interleaved, and ranked by the share
     /// of the difference it reproduces.
@@ -236,6 +239,24 @@ pub struct CompareArgs {
     /// When to use colour.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+}
+
+/// `perfsleuth report`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "One HTML file with everything inline (CSS and SVG, no script, no network), light and dark, readable anywhere. With one run (default latest): per benchmark the distribution of its samples, their progression in run order with the rounds marked, the statistics, counters, the ratios of several commands, and the environment. With two (BASELINE CANDIDATE, as for `compare`): also each change with its interval against the noise band, coloured by verdict, the environment diff with the reasons, the functions whose cost moved (simulation) and the notes. Every chart has its numbers in a table beside it.\n\nExamples:\n  perfsleuth report -o run.html\n  perfsleuth report latest~1 latest -o pr.html"
+)]
+pub struct ReportArgs {
+    /// One run (a report of it) or two (BASELINE CANDIDATE: their comparison) [default: latest].
+    #[arg(value_name = "RUN", num_args = 0..=2)]
+    pub runs: Vec<String>,
+    /// The HTML file to write.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// `perfsleuth explain`.

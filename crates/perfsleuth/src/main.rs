@@ -20,6 +20,7 @@ mod output;
 mod parse;
 mod plan;
 mod probe;
+mod report;
 mod run;
 mod scale;
 mod selectors;
@@ -59,6 +60,7 @@ fn main() {
         Command::Env(args) => envcmd::env(args),
         Command::Compare(args) => compare::run(args),
         Command::Explain(args) => explain::explain(*args, spawner),
+        Command::Report(args) => report::report(*args),
         Command::History(args) => histcmd::history(*args),
         Command::Scale(args) => scale::scale(*args, spawner),
         Command::Probe(args) => probe::probe(args),

@@ -1,0 +1,169 @@
+//! The comparison as a section of the HTML report: each benchmark and
+//! metric's change with its interval against the noise band, coloured by
+//! verdict, with its table; the environment diff with the why of each
+//! change; in simulation the functions whose cost moved; the notes.
+
+use crate::{Comparison, MACHINES_DIFFER};
+use perfsleuth_model::ImpactClass;
+use perfsleuth_report::chart::{self, Change};
+use perfsleuth_report::html::{details, escape, figure, notes, table};
+use perfsleuth_report::{format_change, format_metric};
+use std::fmt::Write as _;
+
+/// The comparison section.
+pub fn render_html(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<section><h2>{}</h2>",
+        escape(&format!("Comparison: {} → {}", c.baseline, c.candidate))
+    );
+    if c.identity_changed {
+        let _ = write!(
+            out,
+            "<p class=\"regressed\">{}</p>",
+            escape(MACHINES_DIFFER)
+        );
+    }
+    let counts = crate::render::counts_plain(c);
+    let _ = write!(out, "<p class=\"sub\">{}</p>", escape(&counts));
+    let mut changes = Vec::new();
+    let mut rows = Vec::new();
+    for r in &c.rows {
+        let verdict = r.verdict.as_str().to_string();
+        let label = format!("{} · {}", r.key(), r.metric.name());
+        // Rows too thin to judge stay in the table, off the chart's scale.
+        if let Some(ch) = r.change.as_ref().filter(|_| verdict != "insufficient data") {
+            changes.push(Change {
+                label: label.clone(),
+                change: ch.change,
+                low: ch.ci.lo,
+                high: ch.ci.hi,
+                band: r.band,
+                verdict: verdict.clone(),
+                higher_is_better: r.metric.direction() == perfsleuth_model::Direction::Higher,
+            });
+        }
+        rows.push(vec![
+            r.key(),
+            format!(
+                "{}{}",
+                r.metric.name(),
+                if r.gating { " (gating)" } else { "" }
+            ),
+            value(r.metric, r.baseline_median),
+            value(r.metric, r.candidate_median),
+            r.change.as_ref().map_or("–".into(), |ch| {
+                format!(
+                    "{} [{} … {}]",
+                    format_change(ch.change),
+                    format_change(ch.ci.lo),
+                    format_change(ch.ci.hi)
+                )
+            }),
+            if r.band > 0.0 {
+                format!("±{}", format_change(r.band).trim_start_matches('+'))
+            } else {
+                "–".into()
+            },
+            r.p_shown().map_or("–".into(), perfsleuth_report::format_p),
+            verdict,
+        ]);
+    }
+    if !changes.is_empty() {
+        out.push_str(&figure(
+            &chart::changes(
+                &format!("{} → {}: change per benchmark and metric", c.baseline, c.candidate),
+                &changes,
+            ),
+            "Dot: the change of the median; line: its 95 % interval; shaded: the noise band it must leave to count. Orange: regressed, green: improved, grey: neither.",
+            &table(
+                &[
+                    "benchmark",
+                    "metric",
+                    "baseline",
+                    "candidate",
+                    "change [95 % CI]",
+                    "noise band",
+                    "p",
+                    "verdict",
+                ],
+                &rows,
+            ),
+        ));
+    } else {
+        out.push_str("<p>No benchmarks in common.</p>");
+    }
+    // The environment diff, identity first.
+    if !c.env_changes.is_empty() {
+        let rows: Vec<Vec<String>> = c
+            .env_changes
+            .iter()
+            .map(|ch| {
+                vec![
+                    ch.summary.clone(),
+                    ch.class.as_str().to_string(),
+                    ch.why.to_string(),
+                ]
+            })
+            .collect();
+        let open = c
+            .env_changes
+            .iter()
+            .any(|ch| ch.class == ImpactClass::Identity);
+        out.push_str(&details(
+            &format!(
+                "What differs between the machines ({})",
+                c.env_changes.len()
+            ),
+            &table(&["change", "class", "why it can move results"], &rows)
+                .replace("<td>", "<td class=\"l\">"),
+            open,
+        ));
+    }
+    // Simulation: where the counted cost moved.
+    for r in c.rows.iter().filter(|r| !r.functions.is_empty()) {
+        let rows: Vec<Vec<String>> = r
+            .functions
+            .iter()
+            .map(|f| {
+                vec![
+                    f.function.clone(),
+                    f.object.clone(),
+                    perfsleuth_report::format_count(f.baseline),
+                    perfsleuth_report::format_count(f.candidate),
+                    perfsleuth_report::format_count(f.candidate - f.baseline),
+                ]
+            })
+            .collect();
+        out.push_str(&details(
+            &format!(
+                "{} · {}: the functions whose own cost moved most",
+                r.key(),
+                r.metric.name()
+            ),
+            &table(&["function", "object", "baseline", "candidate", "Δ"], &rows),
+            true,
+        ));
+    }
+    let mut all_notes: Vec<String> = c.notes.clone();
+    for r in &c.rows {
+        for n in &r.notes {
+            all_notes.push(format!("{} · {}: {n}", r.key(), r.metric.name()));
+        }
+    }
+    if !all_notes.is_empty() {
+        out.push_str("<h3>Notes</h3>");
+        out.push_str(&notes(&all_notes));
+    }
+    out.push_str("</section>");
+    out
+}
+
+fn value(metric: perfsleuth_model::Metric, v: f64) -> String {
+    if v.is_finite() {
+        format_metric(metric, v)
+    } else {
+        "–".into()
+    }
+}

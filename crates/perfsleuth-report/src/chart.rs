@@ -1,0 +1,613 @@
+//! The charts of the HTML report and of `--plot`: distributions (box and
+//! strip), progressions in run order, and changes with their intervals
+//! against a noise band. Hand-written SVG: every element carries a class,
+//! not a colour, so the page's stylesheet gives light and dark themes (and
+//! [`standalone`] inlines it for a lone `.svg`); every chart has a `<title>`
+//! and `<desc>` with its numbers, and the page puts a table beside it.
+//!
+//! Output is deterministic and never holds `NaN` or `inf`: non-finite
+//! values are left out. Lanes with more than [`MAX_DRAWN`] samples are
+//! thinned for drawing only (every k-th in order, the smallest and largest
+//! kept); the statistics drawn (quartiles, median, its interval) come from
+//! every sample.
+
+use crate::html::escape;
+use std::fmt::Write as _;
+
+/// Samples drawn per lane at most; the rest are thinned out of the picture.
+pub const MAX_DRAWN: usize = 400;
+
+const WIDTH: f64 = 760.0;
+const LEFT: f64 = 190.0;
+const RIGHT: f64 = 740.0;
+const TOP: f64 = 44.0;
+const LANE: f64 = 46.0;
+const AXIS_ROOM: f64 = 46.0;
+
+/// A number as SVG wants it: fixed precision, never `NaN`.
+fn n(v: f64) -> String {
+    if v.is_finite() {
+        let s = format!("{v:.1}");
+        s.strip_suffix(".0").map_or(s.clone(), str::to_string)
+    } else {
+        "0".into()
+    }
+}
+
+/// Ticks at 1-2-5 steps covering `lo..hi`, at most about `target` of them.
+pub fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / target.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    // Snapped to the step's decimals, so 0.6000000000000001 prints as 0.6.
+    let decimals = (-step.log10().floor()).clamp(0.0, 300.0) as i32;
+    let scale = 10f64.powi(decimals);
+    let first = (lo / step).ceil() as i64;
+    let mut out = Vec::new();
+    let mut k = first;
+    while (k as f64) * step <= hi + step * 1e-9 && out.len() < 100 {
+        out.push(((k as f64) * step * scale).round() / scale);
+        k += 1;
+    }
+    out
+}
+
+/// A linear map from data to pixels.
+#[derive(Debug, Clone, Copy)]
+struct Scale {
+    lo: f64,
+    hi: f64,
+    px_lo: f64,
+    px_hi: f64,
+}
+
+impl Scale {
+    fn new(lo: f64, hi: f64, px_lo: f64, px_hi: f64) -> Scale {
+        let (lo, hi) = if hi > lo {
+            (lo, hi)
+        } else {
+            let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.05 };
+            (lo - pad, hi + pad)
+        };
+        Scale {
+            lo,
+            hi,
+            px_lo,
+            px_hi,
+        }
+    }
+
+    fn at(&self, v: f64) -> f64 {
+        self.px_lo + (v - self.lo) / (self.hi - self.lo) * (self.px_hi - self.px_lo)
+    }
+}
+
+/// `lo..hi` with a little room on both sides.
+fn padded(lo: f64, hi: f64) -> (f64, f64) {
+    // A constant (an exact count) gets ±2 % around it, so its ticks read.
+    if (hi - lo).abs() <= hi.abs().max(lo.abs()) * 1e-9 {
+        let pad = if hi == 0.0 { 1.0 } else { hi.abs() * 0.02 };
+        return (lo - pad, hi + pad);
+    }
+    let span = (hi - lo).abs();
+    (lo - span * 0.04, hi + span * 0.04)
+}
+
+fn open(height: f64, title: &str, desc: &str) -> String {
+    format!(
+        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img"><title>{t}</title><desc>{d}</desc><text class="title" x="{x}" y="22">{t}</text>"#,
+        w = n(WIDTH),
+        h = n(height),
+        t = escape(title),
+        d = escape(desc),
+        x = n(LEFT),
+    )
+}
+
+/// The x axis at `y` with ticks and their labels, and grid lines up to `top`.
+fn x_axis(out: &mut String, s: &Scale, y: f64, top: f64, fmt: &dyn Fn(f64) -> String, label: &str) {
+    x_axis_at(out, s, y, top, fmt, label, &ticks(s.lo, s.hi, 6));
+}
+
+fn x_axis_at(
+    out: &mut String,
+    s: &Scale,
+    y: f64,
+    top: f64,
+    fmt: &dyn Fn(f64) -> String,
+    label: &str,
+    at: &[f64],
+) {
+    for &t in at {
+        let x = s.at(t);
+        let _ = write!(
+            out,
+            r#"<line class="grid" x1="{x}" y1="{top}" x2="{x}" y2="{y}"/><text class="tick" x="{x}" y="{ty}" text-anchor="middle">{l}</text>"#,
+            x = n(x),
+            top = n(top),
+            y = n(y),
+            ty = n(y + 16.0),
+            l = escape(&fmt(t)),
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<line class="axis" x1="{l}" y1="{y}" x2="{r}" y2="{y}"/><text class="label" x="{c}" y="{ly}" text-anchor="middle">{t}</text>"#,
+        l = n(s.px_lo),
+        r = n(s.px_hi),
+        y = n(y),
+        c = n((s.px_lo + s.px_hi) / 2.0),
+        ly = n(y + 36.0),
+        t = escape(label),
+    );
+}
+
+/// Indices of `len` samples to draw: all, or every k-th with the first and
+/// last of `order` (the smallest and largest when sorted) kept.
+pub fn thinned(len: usize) -> Vec<usize> {
+    if len <= MAX_DRAWN {
+        return (0..len).collect();
+    }
+    let step = len as f64 / (MAX_DRAWN - 1) as f64;
+    let mut out: Vec<usize> = (0..MAX_DRAWN - 1)
+        .map(|i| (i as f64 * step) as usize)
+        .collect();
+    out.push(len - 1);
+    out.dedup();
+    out
+}
+
+/// One lane of a distribution chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lane {
+    /// Its label (a benchmark name).
+    pub label: String,
+    /// Every sample, in run order.
+    pub values: Vec<f64>,
+    /// The median's confidence interval, drawn as a band.
+    pub median_ci: Option<(f64, f64)>,
+}
+
+/// Box (quartiles, whiskers at 1.5 IQR), median, its interval and every
+/// sample as a strip, one lane per benchmark on a shared axis.
+pub fn distribution(
+    title: &str,
+    axis_label: &str,
+    fmt: &dyn Fn(f64) -> String,
+    lanes: &[Lane],
+) -> String {
+    let finite = |v: &[f64]| -> Vec<f64> {
+        let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        s.sort_by(f64::total_cmp);
+        s
+    };
+    let all: Vec<f64> = lanes.iter().flat_map(|l| finite(&l.values)).collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = if lo.is_finite() {
+        padded(lo, hi)
+    } else {
+        (0.0, 1.0)
+    };
+    let s = Scale::new(lo, hi, LEFT, RIGHT);
+    let height = TOP + LANE * lanes.len().max(1) as f64 + AXIS_ROOM;
+    let bottom = TOP + LANE * lanes.len().max(1) as f64;
+    let mut desc = String::new();
+    let mut body = String::new();
+    for (i, lane) in lanes.iter().enumerate() {
+        let sorted = finite(&lane.values);
+        let mid = TOP + LANE * i as f64 + LANE / 2.0;
+        let _ = write!(
+            body,
+            r#"<text class="lane" x="{x}" y="{y}" text-anchor="end">{l}</text>"#,
+            x = n(LEFT - 10.0),
+            y = n(mid + 4.0),
+            l = escape(&short(&lane.label, 26)),
+        );
+        let q = |p: f64| perfsleuth_stats::percentile(&sorted, p);
+        let (Some(q1), Some(med), Some(q3)) = (q(25.0), q(50.0), q(75.0)) else {
+            let _ = write!(desc, "{}: no samples. ", lane.label);
+            continue;
+        };
+        let iqr = q3 - q1;
+        let wlo = sorted
+            .iter()
+            .copied()
+            .find(|v| *v >= q1 - 1.5 * iqr)
+            .unwrap_or(q1);
+        let whi = sorted
+            .iter()
+            .rev()
+            .copied()
+            .find(|v| *v <= q3 + 1.5 * iqr)
+            .unwrap_or(q3);
+        let _ = write!(
+            desc,
+            "{}: median {}, quartiles {} to {}, {} samples. ",
+            lane.label,
+            fmt(med),
+            fmt(q1),
+            fmt(q3),
+            sorted.len()
+        );
+        if let Some((a, b)) = lane.median_ci
+            && a.is_finite()
+            && b.is_finite()
+        {
+            let _ = write!(
+                body,
+                r#"<rect class="ci" x="{x}" y="{y}" width="{w}" height="{h}"><title>median 95 % CI {a} … {b}</title></rect>"#,
+                x = n(s.at(a)),
+                y = n(mid - 17.0),
+                w = n((s.at(b) - s.at(a)).max(1.0)),
+                h = n(34.0),
+                a = escape(&fmt(a)),
+                b = escape(&fmt(b)),
+            );
+        }
+        let _ = write!(
+            body,
+            r#"<line class="whisker" x1="{a}" y1="{y}" x2="{b}" y2="{y}"/><rect class="box" x="{x}" y="{by}" width="{w}" height="14"><title>quartiles {q1} … {q3}</title></rect><line class="median" x1="{m}" y1="{my1}" x2="{m}" y2="{my2}"><title>median {mt}</title></line>"#,
+            a = n(s.at(wlo)),
+            b = n(s.at(whi)),
+            y = n(mid - 8.0),
+            x = n(s.at(q1)),
+            by = n(mid - 15.0),
+            w = n((s.at(q3) - s.at(q1)).max(1.0)),
+            q1 = escape(&fmt(q1)),
+            q3 = escape(&fmt(q3)),
+            m = n(s.at(med)),
+            my1 = n(mid - 17.0),
+            my2 = n(mid + 1.0),
+            mt = escape(&fmt(med)),
+        );
+        // The strip: every sample (thinned when many), jittered in a fixed pattern.
+        let values: Vec<f64> = lane
+            .values
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
+        let mut order: Vec<usize> = (0..values.len()).collect();
+        order.sort_by(|a, b| values[*a].total_cmp(&values[*b]));
+        for (k, idx) in thinned(order.len()).into_iter().enumerate() {
+            let v = values[order[idx]];
+            let jitter = ((k * 7919) % 13) as f64 - 6.0;
+            let _ = write!(
+                body,
+                r#"<circle class="pt" cx="{x}" cy="{y}" r="2"/>"#,
+                x = n(s.at(v)),
+                y = n(mid + 11.0 + jitter * 0.8),
+            );
+        }
+    }
+    let mut out = open(height, title, desc.trim_end());
+    x_axis(&mut out, &s, bottom, TOP, fmt, axis_label);
+    out.push_str(&body);
+    out.push_str("</svg>");
+    out
+}
+
+/// Samples in run order (x: the sample's index, y: its value), coloured by
+/// round, with the rounds' boundaries marked.
+pub fn progression(
+    title: &str,
+    axis_label: &str,
+    fmt: &dyn Fn(f64) -> String,
+    values: &[f64],
+    rounds: &[u32],
+) -> String {
+    const HEIGHT: f64 = 260.0;
+    let bottom = HEIGHT - AXIS_ROOM - 10.0;
+    let ys: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = if lo.is_finite() {
+        padded(lo, hi)
+    } else {
+        (0.0, 1.0)
+    };
+    let x = Scale::new(0.0, values.len().max(2) as f64 - 1.0, LEFT, RIGHT);
+    let y = Scale::new(lo, hi, bottom, TOP);
+    let rounds_seen = rounds.iter().copied().max().map_or(1, |m| m + 1);
+    let desc = format!(
+        "{} samples in run order over {} round{}, from {} to {}.",
+        ys.len(),
+        rounds_seen,
+        if rounds_seen == 1 { "" } else { "s" },
+        if lo.is_finite() {
+            fmt(lo)
+        } else {
+            "–".into()
+        },
+        if hi.is_finite() {
+            fmt(hi)
+        } else {
+            "–".into()
+        },
+    );
+    let mut out = open(HEIGHT, title, &desc);
+    for t in ticks(y.lo, y.hi, 5) {
+        let _ = write!(
+            out,
+            r#"<line class="grid" x1="{l}" y1="{p}" x2="{r}" y2="{p}"/><text class="tick" x="{tx}" y="{ty}" text-anchor="end">{v}</text>"#,
+            l = n(LEFT),
+            r = n(RIGHT),
+            p = n(y.at(t)),
+            tx = n(LEFT - 6.0),
+            ty = n(y.at(t) + 4.0),
+            v = escape(&fmt(t)),
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text class="label" x="{x}" y="{y}" text-anchor="middle" transform="rotate(-90 {x} {y})">{t}</text>"#,
+        x = n(LEFT - 70.0),
+        y = n((TOP + bottom) / 2.0),
+        t = escape(axis_label),
+    );
+    // Whole samples only: no tick between two of them.
+    let mut whole: Vec<f64> = ticks(x.lo, x.hi, 6)
+        .into_iter()
+        .filter(|t| t.fract() == 0.0)
+        .collect();
+    whole.dedup();
+    x_axis_at(
+        &mut out,
+        &x,
+        bottom,
+        TOP,
+        &|v| format!("{}", v.round() as i64 + 1),
+        "sample, in run order",
+        &whole,
+    );
+    // Round boundaries.
+    for i in 1..rounds.len() {
+        if rounds[i] != rounds[i - 1] {
+            let px = x.at(i as f64 - 0.5);
+            let _ = write!(
+                out,
+                r#"<line class="round" x1="{x}" y1="{t}" x2="{x}" y2="{b}"/><text class="tick" x="{tx}" y="{ty}">r{r}</text>"#,
+                x = n(px),
+                t = n(TOP),
+                b = n(bottom),
+                tx = n(px + 3.0),
+                ty = n(TOP + 10.0),
+                r = rounds[i] + 1,
+            );
+        }
+    }
+    for i in thinned(values.len()) {
+        let v = values[i];
+        if !v.is_finite() {
+            continue;
+        }
+        let round = rounds.get(i).copied().unwrap_or(0);
+        let _ = write!(
+            out,
+            r#"<circle class="pt r{c}" cx="{x}" cy="{y}" r="2.2"/>"#,
+            c = round % 2,
+            x = n(x.at(i as f64)),
+            y = n(y.at(v)),
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// One change with its interval, for [`changes`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// What changed (a benchmark and metric).
+    pub label: String,
+    /// The relative change (candidate / baseline − 1).
+    pub change: f64,
+    /// Its interval.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+    /// The noise band (±, relative) a change must leave.
+    pub band: f64,
+    /// The verdict, as its CSS class (`regressed`, `improved`, …).
+    pub verdict: String,
+    /// Which direction is better: true when higher is better.
+    pub higher_is_better: bool,
+}
+
+/// A change as an axis tick: "+20 %", "0 %", "-5 %".
+fn percent_tick(v: f64) -> String {
+    let p = 100.0 * v;
+    if p.abs() < 1e-9 {
+        "0 %".into()
+    } else {
+        let digits = if p.abs() < 10.0 && p.fract().abs() > 1e-9 {
+            1
+        } else {
+            0
+        };
+        format!("{:+.*} %", digits, p)
+    }
+}
+
+/// Each change as a point with its interval against its shaded noise band
+/// around zero, coloured by verdict.
+pub fn changes(title: &str, rows: &[Change]) -> String {
+    let fin = |v: f64| if v.is_finite() { Some(v) } else { None };
+    let mut lo: f64 = -0.02;
+    let mut hi: f64 = 0.02;
+    for r in rows {
+        for v in [fin(r.low), fin(r.high), fin(r.band), fin(-r.band)]
+            .into_iter()
+            .flatten()
+        {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+    }
+    let (lo, hi) = padded(lo, hi);
+    let s = Scale::new(lo, hi, LEFT, RIGHT);
+    let bottom = TOP + LANE * rows.len().max(1) as f64;
+    let height = bottom + AXIS_ROOM;
+    let pct = |v: f64| crate::format_change(v);
+    let mut desc = String::new();
+    let mut body = String::new();
+    let zero = s.at(0.0);
+    let _ = write!(
+        body,
+        r#"<line class="zero" x1="{x}" y1="{t}" x2="{x}" y2="{b}"/>"#,
+        x = n(zero),
+        t = n(TOP),
+        b = n(bottom),
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let mid = TOP + LANE * i as f64 + LANE / 2.0;
+        let _ = write!(
+            body,
+            r#"<text class="lane" x="{x}" y="{y}" text-anchor="end">{l}</text>"#,
+            x = n(LEFT - 10.0),
+            y = n(mid + 4.0),
+            l = escape(&short(&r.label, 26)),
+        );
+        if r.band.is_finite() && r.band > 0.0 {
+            let _ = write!(
+                body,
+                r#"<rect class="band" x="{x}" y="{y}" width="{w}" height="26"><title>noise band ±{b}</title></rect>"#,
+                x = n(s.at(-r.band)),
+                y = n(mid - 13.0),
+                w = n(s.at(r.band) - s.at(-r.band)),
+                b = escape(pct(r.band).trim_start_matches('+')),
+            );
+        }
+        let _ = write!(
+            desc,
+            "{}: {} [{} … {}], {}. ",
+            r.label,
+            pct(r.change),
+            pct(r.low),
+            pct(r.high),
+            r.verdict
+        );
+        if let (Some(a), Some(b), Some(c)) = (fin(r.low), fin(r.high), fin(r.change)) {
+            let class = r.verdict.replace(' ', "-");
+            let _ = write!(
+                body,
+                r#"<g class="v-{class}"><line class="ci-line" x1="{a}" y1="{y}" x2="{b}" y2="{y}"/><circle class="change" cx="{c}" cy="{y}" r="5"><title>{t}</title></circle></g>"#,
+                a = n(s.at(a)),
+                b = n(s.at(b)),
+                c = n(s.at(c)),
+                y = n(mid),
+                t = escape(&format!(
+                    "{} {} [{} … {}]",
+                    r.verdict,
+                    pct(c),
+                    pct(a),
+                    pct(b)
+                )),
+            );
+        }
+    }
+    let mut out = open(height, title, desc.trim_end());
+    x_axis(
+        &mut out,
+        &s,
+        bottom,
+        TOP,
+        &percent_tick,
+        "change (candidate / baseline − 1), 95 % interval; shaded: noise band",
+    );
+    out.push_str(&body);
+    out.push_str("</svg>");
+    out
+}
+
+fn short(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// A chart as a file of its own (`--plot`): the report's stylesheet (light
+/// theme, dark under `prefers-color-scheme`) inlined.
+pub fn standalone(svg: &str) -> String {
+    let css = format!("<style>{}</style>", crate::html::CHART_CSS);
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    match svg.find("<title>") {
+        Some(i) => {
+            out.push_str(&svg[..i]);
+            out.push_str(&css);
+            out.push_str(&svg[i..]);
+        }
+        None => out.push_str(svg),
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_cover_the_range() {
+        assert_eq!(ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        let t = ticks(0.13, 0.91, 4);
+        assert_eq!(t, vec![0.2, 0.4, 0.6, 0.8]);
+        assert_eq!(ticks(5.0, 5.0, 4), vec![5.0]);
+        assert_eq!(ticks(f64::NAN, 1.0, 4).len(), 1);
+    }
+
+    #[test]
+    fn thinning_keeps_the_ends_and_at_most_the_limit() {
+        assert_eq!(thinned(3), vec![0, 1, 2]);
+        let t = thinned(100_000);
+        assert!(t.len() <= MAX_DRAWN);
+        assert_eq!(t.first(), Some(&0));
+        assert_eq!(t.last(), Some(&99_999));
+    }
+
+    #[test]
+    fn charts_hold_no_nan_and_one_point_per_drawn_sample() {
+        let lane = Lane {
+            label: "a <b>".into(),
+            values: vec![1.0, 2.0, f64::NAN, 3.0, 2.5],
+            median_ci: Some((2.0, 2.5)),
+        };
+        let svg = distribution("t", "time", &|v| format!("{v:.1}"), &[lane]);
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
+        assert_eq!(svg.matches("<circle").count(), 4);
+        assert!(svg.contains("a &lt;b&gt;"));
+        let p = progression(
+            "p",
+            "ms",
+            &|v| format!("{v}"),
+            &[1.0, 2.0, 3.0, 4.0],
+            &[0, 0, 1, 1],
+        );
+        assert_eq!(p.matches("<circle").count(), 4);
+        assert_eq!(p.matches(r#"class="round""#).count(), 1);
+        let c = changes(
+            "c",
+            &[Change {
+                label: "x".into(),
+                change: 0.1,
+                low: 0.05,
+                high: 0.15,
+                band: 0.02,
+                verdict: "regressed".into(),
+                higher_is_better: false,
+            }],
+        );
+        assert!(c.contains("v-regressed") && c.contains(r#"class="band""#));
+    }
+}

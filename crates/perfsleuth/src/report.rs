@@ -1,0 +1,159 @@
+//! `perfsleuth report`: one self-contained HTML file of a run, or of the
+//! comparison of two, assembled from the sections the renderers make
+//! (`perfsleuth_report::html`, `perfsleuth_compare::render_html`).
+
+use crate::cli::ReportArgs;
+use crate::error::Fail;
+use crate::selectors::{self, StoreHandle};
+use crate::term::emit;
+use perfsleuth_compare::Side;
+use perfsleuth_model::Run;
+
+/// Writes the report and says where.
+pub fn report(args: ReportArgs) -> Result<i32, Fail> {
+    crate::output::check_writable(&args.output, "--output", args.store.store.as_deref())?;
+    if args.output == std::path::Path::new("-") {
+        return Err(Fail::usage(
+            "--output -: the report is a file of its own",
+            "give a file name, e.g. -o report.html",
+        ));
+    }
+    let mut store = StoreHandle::new(args.store.store.clone());
+    let specs: Vec<&str> = if args.runs.is_empty() {
+        vec!["latest"]
+    } else {
+        args.runs.iter().map(String::as_str).collect()
+    };
+    let sides: Vec<Side> = specs
+        .iter()
+        .map(|s| selectors::resolve(s, &mut store))
+        .collect::<Result<_, _>>()?;
+    for side in &sides {
+        for run in &side.runs {
+            if run.benchmarks.iter().all(|b| b.samples.is_empty()) {
+                return Err(Fail::usage(
+                    format!("{} has no samples to report", side.label),
+                    "report a run that measured something (`perfsleuth runs` lists them with their sample counts)",
+                ));
+            }
+        }
+    }
+    let newest = |s: &Side| -> Result<Run, Fail> {
+        perfsleuth_compare::newest(s).cloned().ok_or_else(|| {
+            Fail::usage(
+                format!("{} has no runs", s.label),
+                "list the stored runs with `perfsleuth runs`",
+            )
+        })
+    };
+    let mut sections = Vec::new();
+    let title;
+    let subtitle;
+    match &sides[..] {
+        [one] => {
+            let run = newest(one)?;
+            let analysis = perfsleuth_report::analyze(&run, None);
+            title = format!("perfsleuth report: {}", one.label);
+            subtitle = machine_line(&run);
+            sections.push(perfsleuth_report::html::run_section(&run, &analysis));
+        }
+        [baseline, candidate] => {
+            crate::compare::same_mode(baseline, candidate)?;
+            let mut opts = crate::compare::options(&args.verdict)?;
+            let mut baseline = baseline.clone();
+            let exclude: Vec<i64> = candidate.runs.iter().filter_map(|r| r.id).collect();
+            let notes = crate::compare::history(
+                &args.verdict,
+                &mut store,
+                &mut baseline,
+                &exclude,
+                &mut opts,
+            );
+            let mut comparison = perfsleuth_compare::compare(&baseline, candidate, &opts);
+            comparison.notes.extend(notes);
+            title = format!(
+                "perfsleuth report: {} → {}",
+                baseline.label, candidate.label
+            );
+            let cand = newest(candidate)?;
+            subtitle = machine_line(&cand);
+            sections.push(perfsleuth_compare::render_html(&comparison));
+            for (side, label) in [(&baseline, "baseline"), (candidate, "candidate")] {
+                let run = newest(side)?;
+                let analysis = perfsleuth_report::analyze(&run, None);
+                let section = perfsleuth_report::html::run_section(&run, &analysis);
+                sections.push(section.replacen(
+                    "<h2>Run: ",
+                    &format!("<h2>{} — Run: ", capitalised(label)),
+                    1,
+                ));
+            }
+        }
+        _ => {
+            return Err(Fail::usage(
+                "report takes one run or two (BASELINE CANDIDATE)",
+                "e.g. `perfsleuth report latest -o run.html` or `perfsleuth report 3 4 -o pr.html`",
+            ));
+        }
+    }
+    let html = perfsleuth_report::html::page(&title, &subtitle, &sections);
+    write_atomically(&args.output, &html)?;
+    emit(
+        &format!(
+            "Wrote {} ({}).\n",
+            args.output.display(),
+            perfsleuth_report::format_bytes(html.len() as f64)
+        ),
+        true,
+    );
+    Ok(0)
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// "AMD EPYC · 2 CPUs · Linux 6.18 · glibc 2.36": the machine in one line.
+fn machine_line(run: &Run) -> String {
+    let e = &run.environment;
+    let mut parts = Vec::new();
+    for (key, prefix) in [
+        ("cpu.model", ""),
+        ("cpu.logical_cores", "CPUs: "),
+        ("kernel.release", "Linux "),
+        ("libc.version", ""),
+        ("host.name", "host "),
+    ] {
+        if let Some(v) = e.get(key) {
+            parts.push(format!("{prefix}{v}"));
+        }
+    }
+    parts.join(" · ")
+}
+
+/// Written next to its place and renamed over it: a reader never sees half a report.
+fn write_atomically(path: &std::path::Path, text: &str) -> Result<(), Fail> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let fail = |e: std::io::Error| {
+        Fail::usage(
+            format!("cannot write {}: {e}", path.display()),
+            "check the path and its permissions",
+        )
+    };
+    let name = path
+        .file_name()
+        .map_or("report".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(e));
+    }
+    Ok(())
+}
