@@ -29,6 +29,10 @@ pub const FEATURES: &[(&str, &str)] = &[
     ("callgrind_annotate", "valgrind's callgrind_annotate starts"),
     ("gcc", "gcc compiles the test programs"),
     (
+        "chromium",
+        "Chromium runs headless (the HTML report's browser test)",
+    ),
+    (
         "x86_64_glibc",
         "the machine is x86-64 with glibc's loader at /lib64/ld-linux-x86-64.so.2 (portable simulation counts)",
     ),

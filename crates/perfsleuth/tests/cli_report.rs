@@ -1,0 +1,169 @@
+//! `perfsleuth report`: the HTML file of a run and of a comparison, opened
+//! in a real headless Chromium (no console errors, every chart drawn with
+//! its data points, text present, a screenshot that is not blank), and
+//! each bad input.
+
+mod common;
+
+use common::Sandbox;
+use std::path::Path;
+use std::process::Command;
+
+/// Runs headless Chromium on `page` with `args`; its stdout and stderr.
+fn chromium(page: &Path, args: &[&str]) -> (String, String) {
+    let out = Command::new("chromium")
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium starts");
+    assert!(out.status.success(), "chromium failed: {out:?}");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// What the browser made of `page`: the DOM it parsed, checked for console
+/// errors, and the size of its screenshot against that of a blank page of
+/// the same size.
+fn in_browser(sb: &Sandbox, page: &Path) -> String {
+    let (dom, log) = chromium(page, &["--dump-dom"]);
+    for line in log.lines().filter(|l| l.contains("CONSOLE")) {
+        panic!("console message from the report: {line}");
+    }
+    let shot = sb.path("shot.png");
+    let blank_page = sb.write("blank.html", "<!DOCTYPE html><html><body></body></html>");
+    let blank = sb.path("blank.png");
+    for (p, png) in [(page, &shot), (blank_page.as_path(), &blank)] {
+        let arg = format!("--screenshot={}", png.display());
+        chromium(p, &["--window-size=1200,1600", &arg]);
+    }
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    // A white page compresses to almost nothing; charts, text and tables do not.
+    assert!(
+        size(&shot) > 5 * size(&blank).max(1),
+        "the screenshot looks blank: {} bytes against {} for an empty page",
+        size(&shot),
+        size(&blank)
+    );
+    dom
+}
+
+fn report(sb: &Sandbox, args: &[&str]) -> common::Out {
+    let store = sb.store();
+    let mut all = vec!["report", "--store", &store];
+    all.extend(args);
+    sb.run(all)
+}
+
+#[test]
+fn a_run_report_opens_in_chromium_with_every_chart_drawn() {
+    let sb = Sandbox::new();
+    sb.bench([
+        "--runs",
+        "30",
+        "--rounds",
+        "3",
+        "-n",
+        "fast",
+        "sleep 0.001",
+        "-n",
+        "slow",
+        "sleep 0.003",
+    ])
+    .ok();
+    let out = report(&sb, &["-o", "run.html"]).ok();
+    assert!(out.stderr.contains("Wrote run.html"), "{out:?}");
+    let html = std::fs::read_to_string(sb.path("run.html")).unwrap();
+    // Self-contained: nothing fetched, nothing run.
+    for forbidden in ["<script", "http://", "https://", "<link", "@import"] {
+        let found = html.replace("http://www.w3.org/2000/svg", "");
+        assert!(!found.contains(forbidden), "{forbidden} in the report");
+    }
+    assert!(html.contains("prefers-color-scheme:dark"));
+    if !perfsleuth_testkit::tools_present("report in chromium", &["chromium"]) {
+        return;
+    }
+    let dom = in_browser(&sb, &sb.path("run.html"));
+    // One distribution, one progression per benchmark: 3 charts.
+    assert_eq!(dom.matches("<svg class=\"chart\"").count(), 3, "{dom}");
+    // Every sample drawn twice (strip and progression): 2 × 60 dots.
+    assert_eq!(dom.matches("class=\"pt").count(), 120);
+    // The rounds are marked: 2 boundaries in each benchmark's progression.
+    assert_eq!(dom.matches("class=\"round\"").count(), 4);
+    for text in [
+        "fast",
+        "slow",
+        "Distribution of wall time",
+        "Side by side",
+        "Environment",
+    ] {
+        assert!(dom.contains(text), "{text} missing");
+    }
+    // Every chart has its text alternative.
+    assert_eq!(dom.matches("<desc>").count(), 3);
+}
+
+#[test]
+fn a_comparison_report_shows_each_change_against_its_band_coloured_by_verdict() {
+    let sb = Sandbox::new();
+    sb.bench(["--runs", "20", "-n", "s", "sleep 0.002"]).ok();
+    sb.bench(["--runs", "20", "-n", "s", "sleep 0.02"]).ok();
+    report(&sb, &["1", "2", "-o", "cmp.html"]).ok();
+    let html = std::fs::read_to_string(sb.path("cmp.html")).unwrap();
+    assert!(html.contains("Comparison: run 1 → run 2"), "{html}");
+    assert!(
+        html.contains("v-regressed"),
+        "the tenfold wall time is a regression"
+    );
+    assert!(html.contains("Baseline — Run: run 1") && html.contains("Candidate — Run: run 2"));
+    if !perfsleuth_testkit::tools_present("comparison report in chromium", &["chromium"]) {
+        return;
+    }
+    let dom = in_browser(&sb, &sb.path("cmp.html"));
+    // The change chart, then each side's distribution and progression.
+    assert_eq!(dom.matches("<svg class=\"chart\"").count(), 5);
+    assert!(
+        dom.matches("class=\"change\"").count() >= 2,
+        "wall and user at least"
+    );
+    assert!(dom.contains("regressed"));
+}
+
+#[test]
+fn bad_input_is_an_error_with_a_hint() {
+    let sb = Sandbox::new();
+    report(&sb, &["-o", "r.html"]).usage_error("");
+    sb.bench(["--runs", "3", "true"]).ok();
+    report(&sb, &["99", "-o", "r.html"]).usage_error("99");
+    std::fs::create_dir(sb.path("dir")).unwrap();
+    report(&sb, &["-o", "dir"]).usage_error("is a directory");
+    let db = sb.db().display().to_string();
+    report(&sb, &["-o", &db]).usage_error("store");
+    report(&sb, &["-o", "-"]).usage_error("file of its own");
+    if perfsleuth_testkit::tools_present("report modes", &["valgrind"]) {
+        sb.bench(["--mode", "simulation", "--no-portable", "true"])
+            .ok();
+        report(&sb, &["1", "2", "-o", "r.html"]).usage_error("simulation");
+    }
+    // Nothing was written by any of them.
+    assert!(!sb.path("r.html").exists());
+    // A run that measured nothing (an export with its samples taken out).
+    sb.bench(["--runs", "3", "--export-json", "e.json", "true"])
+        .ok();
+    let mut doc = common::parse_json(&std::fs::read_to_string(sb.path("e.json")).unwrap());
+    for b in doc["run"]["benchmarks"].as_array_mut().unwrap() {
+        b["samples"] = serde_json::json!([]);
+    }
+    sb.write("empty.json", doc.to_string());
+    report(&sb, &["empty.json", "-o", "r.html"]).usage_error("no samples");
+    assert!(!sb.path("r.html").exists());
+}
