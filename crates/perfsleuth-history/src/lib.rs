@@ -16,10 +16,12 @@
 
 mod baseline;
 mod csv;
+mod html;
 mod render;
 
 pub use baseline::stable_default;
 pub use csv::{CsvError, CsvSeries, read_csv};
+pub use html::render_html;
 pub use render::{render_markdown, render_terminal, sparkline};
 
 use perfsleuth_compare::benchmark_key;

@@ -11,7 +11,7 @@ use perfsleuth_report::{Align, Style, format_change, format_count, format_metric
 const SPARK_WIDTH: usize = 60;
 
 /// A value in the document's unit.
-fn value(s: &HistorySeries, x: f64) -> String {
+pub(crate) fn value(s: &HistorySeries, x: f64) -> String {
     match Metric::parse(&s.metric).filter(|_| !s.unit.is_empty()) {
         Some(m) => format_metric(m, x),
         None => format_count(x),

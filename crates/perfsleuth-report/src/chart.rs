@@ -59,6 +59,20 @@ pub fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
     out
 }
 
+/// A tick label without trailing zeros: "10 ms", not "10.000 ms".
+fn tidy(label: &str) -> String {
+    let (num, rest) =
+        match label.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+')) {
+            Some(i) => label.split_at(i),
+            None => (label, ""),
+        };
+    if num.contains('.') {
+        format!("{}{rest}", num.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        label.to_string()
+    }
+}
+
 /// A linear map from data to pixels.
 #[derive(Debug, Clone, Copy)]
 struct Scale {
@@ -134,7 +148,7 @@ fn x_axis_at(
             top = n(top),
             y = n(y),
             ty = n(y + 16.0),
-            l = escape(&fmt(t)),
+            l = escape(&tidy(&fmt(t))),
         );
     }
     let _ = write!(
@@ -343,7 +357,7 @@ pub fn progression(
             p = n(y.at(t)),
             tx = n(LEFT - 6.0),
             ty = n(y.at(t) + 4.0),
-            v = escape(&fmt(t)),
+            v = escape(&tidy(&fmt(t))),
         );
     }
     let _ = write!(
@@ -527,6 +541,152 @@ pub fn changes(title: &str, rows: &[Change]) -> String {
     out
 }
 
+/// One point of a history series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesPoint {
+    /// Its value (the run's median).
+    pub value: f64,
+    /// Its interval, when known.
+    pub ci: Option<(f64, f64)>,
+    /// What it is (a run id, a commit).
+    pub label: String,
+}
+
+/// A series in run or commit order: each point with its interval, the
+/// change points as vertical lines (between `i - 1` and `i`), and markers
+/// where the environment changed (triangles on the x axis, with what changed
+/// in their title).
+pub fn series(
+    title: &str,
+    axis_label: &str,
+    fmt: &dyn Fn(f64) -> String,
+    points: &[SeriesPoint],
+    change_points: &[usize],
+    markers: &[(usize, String)],
+) -> String {
+    const HEIGHT: f64 = 280.0;
+    let bottom = HEIGHT - AXIS_ROOM - 10.0;
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for p in points {
+        for v in [Some(p.value), p.ci.map(|c| c.0), p.ci.map(|c| c.1)]
+            .into_iter()
+            .flatten()
+        {
+            if v.is_finite() {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+        }
+    }
+    let (lo, hi) = if lo.is_finite() {
+        padded(lo, hi)
+    } else {
+        (0.0, 1.0)
+    };
+    let x = Scale::new(-0.5, points.len().max(1) as f64 - 0.5, LEFT, RIGHT);
+    let y = Scale::new(lo, hi, bottom, TOP);
+    let desc = format!(
+        "{} points; {} change point{}; {} environment change{}.",
+        points.len(),
+        change_points.len(),
+        if change_points.len() == 1 { "" } else { "s" },
+        markers.len(),
+        if markers.len() == 1 { "" } else { "s" },
+    );
+    let mut out = open(HEIGHT, title, &desc);
+    for t in ticks(y.lo, y.hi, 5) {
+        let _ = write!(
+            out,
+            r#"<line class="grid" x1="{l}" y1="{p}" x2="{r}" y2="{p}"/><text class="tick" x="{tx}" y="{ty}" text-anchor="end">{v}</text>"#,
+            l = n(LEFT),
+            r = n(RIGHT),
+            p = n(y.at(t)),
+            tx = n(LEFT - 6.0),
+            ty = n(y.at(t) + 4.0),
+            v = escape(&tidy(&fmt(t))),
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text class="label" x="{x}" y="{y}" text-anchor="middle" transform="rotate(-90 {x} {y})">{t}</text>"#,
+        x = n(LEFT - 70.0),
+        y = n((TOP + bottom) / 2.0),
+        t = escape(axis_label),
+    );
+    let mut at: Vec<f64> = ticks(0.0, points.len().max(1) as f64 - 1.0, 6)
+        .into_iter()
+        .filter(|t| t.fract() == 0.0)
+        .collect();
+    at.dedup();
+    let label_of = |v: f64| {
+        points
+            .get(v.round().max(0.0) as usize)
+            .map_or(String::new(), |p| short(&p.label, 12))
+    };
+    x_axis_at(
+        &mut out,
+        &x,
+        bottom,
+        TOP,
+        &label_of,
+        "run, oldest first",
+        &at,
+    );
+    for &i in change_points {
+        let px = x.at(i as f64 - 0.5);
+        let _ = write!(
+            out,
+            r#"<line class="changepoint" x1="{x}" y1="{t}" x2="{x}" y2="{b}"><title>change point before {l}</title></line>"#,
+            x = n(px),
+            t = n(TOP),
+            b = n(bottom),
+            l = escape(&points.get(i).map_or(String::new(), |p| p.label.clone())),
+        );
+    }
+    for (i, what) in markers {
+        let px = x.at(*i as f64);
+        let _ = write!(
+            out,
+            r#"<path class="marker" d="M{a} {b} L{c} {b} L{x} {t} Z"><title>{w}</title></path>"#,
+            a = n(px - 6.0),
+            c = n(px + 6.0),
+            x = n(px),
+            b = n(bottom),
+            t = n(bottom - 10.0),
+            w = escape(what),
+        );
+    }
+    for (i, p) in points.iter().enumerate() {
+        if !p.value.is_finite() {
+            continue;
+        }
+        let px = x.at(i as f64);
+        if let Some((a, b)) = p.ci
+            && a.is_finite()
+            && b.is_finite()
+        {
+            let _ = write!(
+                out,
+                r#"<line class="whisker" x1="{x}" y1="{a}" x2="{x}" y2="{b}"/>"#,
+                x = n(px),
+                a = n(y.at(a)),
+                b = n(y.at(b)),
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<circle class="pt" cx="{x}" cy="{y}" r="3"><title>{l}: {v}</title></circle>"#,
+            x = n(px),
+            y = n(y.at(p.value)),
+            l = escape(&p.label),
+            v = escape(&fmt(p.value)),
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
 fn short(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_string()
@@ -565,6 +725,15 @@ mod tests {
         assert_eq!(t, vec![0.2, 0.4, 0.6, 0.8]);
         assert_eq!(ticks(5.0, 5.0, 4), vec![5.0]);
         assert_eq!(ticks(f64::NAN, 1.0, 4).len(), 1);
+    }
+
+    #[test]
+    fn tick_labels_lose_their_trailing_zeros_only() {
+        assert_eq!(tidy("10.000 ms"), "10 ms");
+        assert_eq!(tidy("2.500 s"), "2.5 s");
+        assert_eq!(tidy("100 ns"), "100 ns");
+        assert_eq!(tidy("+20 %"), "+20 %");
+        assert_eq!(tidy("1479161"), "1479161");
     }
 
     #[test]

@@ -44,6 +44,8 @@ svg.chart .ci{fill:var(--c2);opacity:.35}
 svg.chart .pt{fill:var(--c1);opacity:.6}
 svg.chart .pt.r1{fill:var(--c2)}
 svg.chart .band{fill:var(--band)}
+svg.chart .changepoint{stroke:var(--reg);stroke-width:2;stroke-dasharray:6 3}
+svg.chart .marker{fill:var(--c2);stroke:var(--fg);stroke-width:.5}
 svg.chart .ci-line{stroke-width:3;stroke:var(--none)}
 svg.chart .change{fill:var(--none)}
 svg.chart .v-regressed .ci-line{stroke:var(--reg)} svg.chart .v-regressed .change{fill:var(--reg)}
@@ -158,18 +160,6 @@ fn ns(v: f64) -> String {
     format_duration_ns(v)
 }
 
-/// A tick label: "20 ms", not "20.000 ms".
-fn ns_tick(v: f64) -> String {
-    let s = format_duration_ns(v);
-    match s.split_once(' ') {
-        Some((num, unit)) if num.contains('.') => {
-            let num = num.trim_end_matches('0').trim_end_matches('.');
-            format!("{num} {unit}")
-        }
-        _ => s,
-    }
-}
-
 /// The run section: per benchmark its distribution and the progression of
 /// its samples, the statistics and counters, several commands side by
 /// side with their ratio, and the environment.
@@ -203,7 +193,7 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
     let fmt: &dyn Fn(f64) -> String = if simulated {
         &|v| crate::format_count(v)
     } else {
-        &ns_tick
+        &ns
     };
     let label = if simulated {
         "instructions (Ir)"

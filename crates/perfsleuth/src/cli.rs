@@ -244,12 +244,17 @@ pub struct CompareArgs {
 /// `perfsleuth report`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "One HTML file with everything inline (CSS and SVG, no script, no network), light and dark, readable anywhere. With one run (default latest): per benchmark the distribution of its samples, their progression in run order with the rounds marked, the statistics, counters, the ratios of several commands, and the environment. With two (BASELINE CANDIDATE, as for `compare`): also each change with its interval against the noise band, coloured by verdict, the environment diff with the reasons, the functions whose cost moved (simulation) and the notes. Every chart has its numbers in a table beside it.\n\nExamples:\n  perfsleuth report -o run.html\n  perfsleuth report latest~1 latest -o pr.html"
+    after_help = "One HTML file with everything inline (CSS and SVG, no script, no network), light and dark, readable anywhere. With one run (default latest): per benchmark the distribution of its samples, their progression in run order with the rounds marked, the statistics, counters, the ratios of several commands, and the environment. With two (BASELINE CANDIDATE, as for `compare`): also each change with its interval against the noise band, coloured by verdict, the environment diff with the reasons, the functions whose cost moved (simulation) and the notes. With --history: each benchmark's series with its intervals, change points and environment changes. Every chart has its numbers in a table beside it.\n\nExamples:\n  perfsleuth report -o run.html\n  perfsleuth report latest~1 latest -o pr.html\n  perfsleuth report --history -o history.html"
 )]
 pub struct ReportArgs {
-    /// One run (a report of it) or two (BASELINE CANDIDATE: their comparison) [default: latest].
-    #[arg(value_name = "RUN", num_args = 0..=2)]
+    /// One run (a report of it) or two (BASELINE CANDIDATE: their comparison)
+    /// [default: latest]; with --history, the benchmarks [default: all].
+    #[arg(value_name = "RUN|BENCH")]
     pub runs: Vec<String>,
+    /// The history of the benchmarks named (all when none): each series
+    /// with its change points and environment changes.
+    #[arg(long)]
+    pub history: bool,
     /// The HTML file to write.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,

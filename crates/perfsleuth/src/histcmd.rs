@@ -34,6 +34,25 @@ pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
         );
     }
     let opts = options(&args.detect);
+    let (mut doc, newest) = build_doc(&args, &opts)?;
+    let code = if args.check {
+        let c = perfsleuth_history::check(&mut doc, newest, &opts);
+        i32::from(c.failed)
+    } else {
+        0
+    };
+    emit(
+        &render(&doc, args.format, use_color(args.color, false))?,
+        false,
+    );
+    Ok(code)
+}
+
+/// The history the arguments select, and the newest run in it.
+pub(crate) fn build_doc(
+    args: &HistoryArgs,
+    opts: &Options,
+) -> Result<(HistoryDoc, Option<i64>), Fail> {
     let mut store = open_existing_store(args.store.store.as_deref())?;
     let metrics = match (&args.metric, args.check) {
         (Some(m), _) => crate::compare::metrics(std::slice::from_ref(m))?,
@@ -86,7 +105,7 @@ pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
             let _ = store.put_metric_summaries(metric, &fresh);
         }
         docs.push(perfsleuth_history::build(
-            points, &envs, metric, &order, &filter, &opts,
+            points, &envs, metric, &order, &filter, opts,
         ));
     }
     let Some(mut doc) = perfsleuth_history::join(docs) else {
@@ -94,17 +113,33 @@ pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
     };
     notes.append(&mut doc.notes);
     doc.notes = notes;
-    let code = if args.check {
-        let c = perfsleuth_history::check(&mut doc, newest, &opts);
-        i32::from(c.failed)
-    } else {
-        0
-    };
-    emit(
-        &render(&doc, args.format, use_color(args.color, false))?,
-        false,
-    );
-    Ok(code)
+    Ok((doc, newest))
+}
+
+/// The history of `benchmarks` (all when empty) with `history`'s defaults,
+/// for the report.
+pub(crate) fn default_doc(benchmarks: &[String], store: Option<&str>) -> Result<HistoryDoc, Fail> {
+    use clap::{Args as _, FromArgMatches as _};
+    let mut argv: Vec<String> = vec!["history".into()];
+    if let Some(s) = store {
+        argv.extend(["--store".into(), s.to_string()]);
+    }
+    argv.push("--".into());
+    argv.extend(benchmarks.iter().cloned());
+    let matches = HistoryArgs::augment_args(clap::Command::new("history"))
+        .try_get_matches_from(&argv)
+        .and_then(|m| HistoryArgs::from_arg_matches(&m))
+        .map_err(|e| {
+            Fail::usage(
+                format!(
+                    "cannot read the history: {}",
+                    e.to_string().lines().next().unwrap_or("")
+                ),
+                "please report this",
+            )
+        })?;
+    let opts = options(&matches.detect);
+    build_doc(&matches, &opts).map(|(doc, _)| doc)
 }
 
 /// The gating metrics of perfsleuth.toml's `[compare]`, else wall time.

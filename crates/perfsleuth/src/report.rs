@@ -18,6 +18,21 @@ pub fn report(args: ReportArgs) -> Result<i32, Fail> {
             "give a file name, e.g. -o report.html",
         ));
     }
+    if args.history {
+        let doc = crate::histcmd::default_doc(&args.runs, args.store.store.as_deref())?;
+        if doc.series.is_empty() {
+            return Err(Fail::usage(
+                "no stored runs of those benchmarks to draw a history of",
+                "`perfsleuth history` lists the series; name benchmarks as it shows them",
+            ));
+        }
+        let html = perfsleuth_report::html::page(
+            "perfsleuth report: history",
+            &format!("{} series", doc.series.len()),
+            &[perfsleuth_history::render_html(&doc)],
+        );
+        return finish(&args.output, &html);
+    }
     let mut store = StoreHandle::new(args.store.store.clone());
     let specs: Vec<&str> = if args.runs.is_empty() {
         vec!["latest"]
@@ -97,11 +112,15 @@ pub fn report(args: ReportArgs) -> Result<i32, Fail> {
         }
     }
     let html = perfsleuth_report::html::page(&title, &subtitle, &sections);
-    write_atomically(&args.output, &html)?;
+    finish(&args.output, &html)
+}
+
+fn finish(path: &std::path::Path, html: &str) -> Result<i32, Fail> {
+    write_atomically(path, html)?;
     emit(
         &format!(
             "Wrote {} ({}).\n",
-            args.output.display(),
+            path.display(),
             perfsleuth_report::format_bytes(html.len() as f64)
         ),
         true,

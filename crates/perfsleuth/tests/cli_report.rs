@@ -167,3 +167,23 @@ fn bad_input_is_an_error_with_a_hint() {
     report(&sb, &["empty.json", "-o", "r.html"]).usage_error("no samples");
     assert!(!sb.path("r.html").exists());
 }
+
+#[test]
+fn a_history_report_draws_each_series_with_its_change_point() {
+    let sb = Sandbox::new();
+    for cmd in ["sleep 0.002"; 6].iter().chain(&["sleep 0.006"; 5]) {
+        sb.bench(["--runs", "8", "-n", "s", cmd]).ok();
+    }
+    report(&sb, &["--history", "-o", "h.html"]).ok();
+    let html = std::fs::read_to_string(sb.path("h.html")).unwrap();
+    assert!(html.contains("class=\"changepoint\""), "the step is found");
+    report(&sb, &["--history", "nosuch", "-o", "n.html"]).usage_error("nosuch");
+    if !perfsleuth_testkit::tools_present("history report in chromium", &["chromium"]) {
+        return;
+    }
+    let dom = in_browser(&sb, &sb.path("h.html"));
+    assert_eq!(dom.matches("<svg class=\"chart\"").count(), 1);
+    // One dot per run.
+    assert_eq!(dom.matches("class=\"pt\"").count(), 11);
+    assert!(dom.contains("the code"), "the cause is named");
+}
