@@ -36,9 +36,8 @@ fn chromium(page: &Path, args: &[&str]) -> (String, String) {
 /// the same size.
 fn in_browser(sb: &Sandbox, page: &Path) -> String {
     let (dom, log) = chromium(page, &["--dump-dom"]);
-    for line in log.lines().filter(|l| l.contains("CONSOLE")) {
-        panic!("console message from the report: {line}");
-    }
+    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages from the report: {console:?}");
     let shot = sb.path("shot.png");
     let blank_page = sb.write("blank.html", "<!DOCTYPE html><html><body></body></html>");
     let blank = sb.path("blank.png");
