@@ -47,6 +47,7 @@ mod calls;
 mod clock;
 mod coherency;
 mod diff;
+pub mod html;
 pub mod ladder;
 mod memory;
 mod render;

@@ -687,6 +687,140 @@ pub fn series(
     out
 }
 
+/// The memory ladder: latency (log scale) against working-set size (log
+/// scale, a tick per ×4), with vertical marks at sizes: the steps the
+/// probe found (solid) and the caches the fingerprint lists (dashed).
+pub fn ladder(
+    title: &str,
+    points: &[(f64, f64)],
+    marks: &[(f64, String, bool)],
+    size_fmt: &dyn Fn(f64) -> String,
+) -> String {
+    const HEIGHT: f64 = 320.0;
+    let bottom = HEIGHT - AXIS_ROOM - 10.0;
+    let pts: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(s, v)| *s > 0.0 && *v > 0.0 && s.is_finite() && v.is_finite())
+        .collect();
+    let (mut xlo, mut xhi, mut ylo, mut yhi) = (
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    );
+    for (s, v) in &pts {
+        xlo = xlo.min(s.log2());
+        xhi = xhi.max(s.log2());
+        ylo = ylo.min(v.log10());
+        yhi = yhi.max(v.log10());
+    }
+    if !xlo.is_finite() {
+        (xlo, xhi, ylo, yhi) = (12.0, 30.0, 0.0, 2.0);
+    }
+    let x = Scale::new(xlo - 0.3, xhi + 0.3, LEFT, RIGHT);
+    let y = Scale::new(
+        ylo.floor().min(ylo - 0.1),
+        yhi.ceil().max(yhi + 0.1),
+        bottom,
+        TOP,
+    );
+    let desc = format!(
+        "{} sizes from {} to {}; latency {} to {} ns.",
+        pts.len(),
+        size_fmt(2f64.powf(xlo)),
+        size_fmt(2f64.powf(xhi)),
+        tidy(&format!("{:.2}", 10f64.powf(ylo))),
+        tidy(&format!("{:.1}", 10f64.powf(yhi))),
+    );
+    let mut out = open(HEIGHT, title, &desc);
+    // y: 1-2-5 per decade.
+    let mut d = y.lo.floor() as i32;
+    while (d as f64) <= y.hi {
+        for m in [1.0, 2.0, 5.0] {
+            let v = m * 10f64.powi(d);
+            let l = v.log10();
+            if l >= y.lo && l <= y.hi {
+                let _ = write!(
+                    out,
+                    r#"<line class="grid" x1="{a}" y1="{p}" x2="{b}" y2="{p}"/><text class="tick" x="{tx}" y="{ty}" text-anchor="end">{v} ns</text>"#,
+                    a = n(LEFT),
+                    b = n(RIGHT),
+                    p = n(y.at(l)),
+                    tx = n(LEFT - 6.0),
+                    ty = n(y.at(l) + 4.0),
+                    v = tidy(&format!("{v:.2}")),
+                );
+            }
+        }
+        d += 1;
+    }
+    let _ = write!(
+        out,
+        r#"<text class="label" x="{x}" y="{y}" text-anchor="middle" transform="rotate(-90 {x} {y})">latency per dependent load (log)</text>"#,
+        x = n(LEFT - 70.0),
+        y = n((TOP + bottom) / 2.0),
+    );
+    let at: Vec<f64> = ((x.lo.ceil() as i64)..=(x.hi.floor() as i64))
+        .filter(|k| k % 2 == 0)
+        .map(|k| k as f64)
+        .collect();
+    x_axis_at(
+        &mut out,
+        &x,
+        bottom,
+        TOP,
+        &|v| size_fmt(2f64.powf(v)),
+        "working set (log)",
+        &at,
+    );
+    for (size, label, fingerprint) in marks {
+        if *size <= 0.0 || !size.is_finite() {
+            continue;
+        }
+        let px = x.at(size.log2());
+        if px < LEFT || px > RIGHT {
+            continue;
+        }
+        let _ = write!(
+            out,
+            r#"<line class="{c}" x1="{x}" y1="{t}" x2="{x}" y2="{b}"><title>{l}</title></line><text class="tick" x="{tx}" y="{ty}">{l}</text>"#,
+            c = if *fingerprint { "round" } else { "changepoint" },
+            x = n(px),
+            t = n(TOP),
+            b = n(bottom),
+            tx = n(px + 3.0),
+            ty = n(if *fingerprint { TOP + 10.0 } else { TOP + 24.0 }),
+            l = escape(label),
+        );
+    }
+    let mut path = String::new();
+    for (i, (s, v)) in pts.iter().enumerate() {
+        let _ = write!(
+            path,
+            "{}{} {}",
+            if i == 0 { "M" } else { " L" },
+            n(x.at(s.log2())),
+            n(y.at(v.log10()))
+        );
+    }
+    if !path.is_empty() {
+        let _ = write!(out, r#"<path class="line" d="{path}"/>"#);
+    }
+    for (s, v) in &pts {
+        let _ = write!(
+            out,
+            r#"<circle class="pt" cx="{x}" cy="{y}" r="2.5"><title>{s}: {v} ns</title></circle>"#,
+            x = n(x.at(s.log2())),
+            y = n(y.at(v.log10())),
+            s = escape(&size_fmt(*s)),
+            v = tidy(&format!("{v:.2}")),
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
 fn short(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_string()

@@ -45,6 +45,7 @@ svg.chart .pt{fill:var(--c1);opacity:.6}
 svg.chart .pt.r1{fill:var(--c2)}
 svg.chart .band{fill:var(--band)}
 svg.chart .changepoint{stroke:var(--reg);stroke-width:2;stroke-dasharray:6 3}
+svg.chart .line{fill:none;stroke:var(--c1);stroke-width:1.5}
 svg.chart .marker{fill:var(--c2);stroke:var(--fg);stroke-width:.5}
 svg.chart .ci-line{stroke-width:3;stroke:var(--none)}
 svg.chart .change{fill:var(--none)}

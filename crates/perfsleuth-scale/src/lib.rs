@@ -10,11 +10,13 @@
 
 mod csv;
 mod diagnose;
+mod html;
 mod render;
 mod stored;
 
 pub use csv::{CsvError, read_csv};
 pub use diagnose::{Diagnosis, DiagnosisKind};
+pub use html::render_html;
 pub use render::{chart, render_terminal, to_json};
 pub use stored::analysis_of;
 

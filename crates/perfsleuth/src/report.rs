@@ -41,11 +41,14 @@ pub fn report(args: ReportArgs) -> Result<i32, Fail> {
     };
     let sides: Vec<Side> = specs
         .iter()
-        .map(|s| selectors::resolve(s, &mut store))
+        .map(|s| resolve(s, &mut store, args.store.store.as_deref()))
         .collect::<Result<_, _>>()?;
     for side in &sides {
         for run in &side.runs {
-            if run.benchmarks.iter().all(|b| b.samples.is_empty()) {
+            let probe = run.mode == perfsleuth_model::Mode::Probe;
+            if (probe && run.probes.is_empty())
+                || (!probe && run.benchmarks.iter().all(|b| b.samples.is_empty()))
+            {
                 return Err(Fail::usage(
                     format!("{} has no samples to report", side.label),
                     "report a run that measured something (`perfsleuth runs` lists them with their sample counts)",
@@ -67,10 +70,28 @@ pub fn report(args: ReportArgs) -> Result<i32, Fail> {
     match &sides[..] {
         [one] => {
             let run = newest(one)?;
-            let analysis = perfsleuth_report::analyze(&run, None);
             title = format!("perfsleuth report: {}", one.label);
             subtitle = machine_line(&run);
-            sections.push(perfsleuth_report::html::run_section(&run, &analysis));
+            sections.push(section(&run, &one.label));
+        }
+        [a, b]
+            if [a, b].iter().any(|s| {
+                s.runs
+                    .iter()
+                    .any(|r| r.mode == perfsleuth_model::Mode::Probe)
+            }) =>
+        {
+            let (ra, rb) = (newest(a)?, newest(b)?);
+            if ra.mode != rb.mode {
+                crate::compare::same_mode(a, b)?;
+            }
+            title = format!("perfsleuth report: {} → {}", a.label, b.label);
+            subtitle = machine_line(&rb);
+            sections.push(perfsleuth_probe::html::render_diff_html(
+                &a.label, &ra, &b.label, &rb,
+            ));
+            sections.push(section(&ra, &a.label));
+            sections.push(section(&rb, &b.label));
         }
         [baseline, candidate] => {
             crate::compare::same_mode(baseline, candidate)?;
@@ -95,11 +116,9 @@ pub fn report(args: ReportArgs) -> Result<i32, Fail> {
             sections.push(perfsleuth_compare::render_html(&comparison));
             for (side, label) in [(&baseline, "baseline"), (candidate, "candidate")] {
                 let run = newest(side)?;
-                let analysis = perfsleuth_report::analyze(&run, None);
-                let section = perfsleuth_report::html::run_section(&run, &analysis);
-                sections.push(section.replacen(
-                    "<h2>Run: ",
-                    &format!("<h2>{} — Run: ", capitalised(label)),
+                sections.push(section(&run, &side.label).replacen(
+                    "<h2>",
+                    &format!("<h2>{} — ", capitalised(label)),
                     1,
                 ));
             }
@@ -126,6 +145,43 @@ fn finish(path: &std::path::Path, html: &str) -> Result<i32, Fail> {
         true,
     );
     Ok(0)
+}
+
+/// A side as `compare` resolves it, or a stored probe run (which
+/// `compare` refuses: it measured the machine, which the report can show).
+fn resolve(spec: &str, store: &mut StoreHandle, url: Option<&str>) -> Result<Side, Fail> {
+    match selectors::resolve(spec, store) {
+        Ok(side) => Ok(side),
+        Err(e) => {
+            use perfsleuth_store::Store as _;
+            let probe = crate::output::open_existing_store(url)
+                .ok()
+                .and_then(|s| {
+                    let id = s.resolve_run(spec).ok()?;
+                    s.load_run(id).ok().flatten()
+                })
+                .filter(|r| r.mode == perfsleuth_model::Mode::Probe);
+            match probe {
+                Some(run) => Ok(Side {
+                    label: run.id.map_or(spec.to_string(), |i| format!("run {i}")),
+                    runs: vec![run],
+                }),
+                None => Err(e),
+            }
+        }
+    }
+}
+
+/// A run's own section: a probe run's, a scale sweep's, or a benchmark run's.
+fn section(run: &Run, label: &str) -> String {
+    if run.mode == perfsleuth_model::Mode::Probe {
+        return perfsleuth_probe::html::render_html(run, label);
+    }
+    if let Some(a) = perfsleuth_scale::analysis_of(run) {
+        return perfsleuth_scale::render_html(&a, label);
+    }
+    let analysis = perfsleuth_report::analyze(run, None);
+    perfsleuth_report::html::run_section(run, &analysis)
 }
 
 fn capitalised(s: &str) -> String {

@@ -37,7 +37,10 @@ fn chromium(page: &Path, args: &[&str]) -> (String, String) {
 fn in_browser(sb: &Sandbox, page: &Path) -> String {
     let (dom, log) = chromium(page, &["--dump-dom"]);
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
-    assert!(console.is_empty(), "console messages from the report: {console:?}");
+    assert!(
+        console.is_empty(),
+        "console messages from the report: {console:?}"
+    );
     let shot = sb.path("shot.png");
     let blank_page = sb.write("blank.html", "<!DOCTYPE html><html><body></body></html>");
     let blank = sb.path("blank.png");
@@ -185,4 +188,50 @@ fn a_history_report_draws_each_series_with_its_change_point() {
     // One dot per run.
     assert_eq!(dom.matches("class=\"pt\"").count(), 11);
     assert!(dom.contains("the code"), "the cause is named");
+}
+
+#[test]
+fn probe_and_scale_reports_draw_the_ladder_the_diff_and_the_curve() {
+    let sb = Sandbox::new();
+    let store = sb.store();
+    for _ in 0..2 {
+        sb.run(["probe", "--store", &store, "--quick", "memory"])
+            .ok();
+    }
+    sb.run([
+        "scale",
+        "--store",
+        &store,
+        "--param",
+        "n=1,2",
+        "--work",
+        "1000",
+        "--",
+        "sh",
+        "-c",
+        "i=0; while [ $i -lt $((1000 * {n})) ]; do i=$((i+1)); done",
+    ])
+    .ok();
+    report(&sb, &["1", "-o", "probe.html"]).ok();
+    report(&sb, &["1", "2", "-o", "pdiff.html"]).ok();
+    report(&sb, &["3", "-o", "scale.html"]).ok();
+    let probe = std::fs::read_to_string(sb.path("probe.html")).unwrap();
+    assert!(probe.contains("Memory ladder") && probe.contains("(fingerprint)"));
+    let diff = std::fs::read_to_string(sb.path("pdiff.html")).unwrap();
+    assert!(diff.contains("Probe diff: run 1 → run 2"));
+    let scale = std::fs::read_to_string(sb.path("scale.html")).unwrap();
+    assert!(scale.contains("Scale: run 3") && scale.contains("efficiency"));
+    if !perfsleuth_testkit::tools_present("probe and scale reports in chromium", &["chromium"]) {
+        return;
+    }
+    let dom = in_browser(&sb, &sb.path("probe.html"));
+    // The ladder: one dot per size, at least the quick ladder's dozen.
+    assert!(dom.matches("class=\"pt\"").count() >= 10, "{dom}");
+    let dom = in_browser(&sb, &sb.path("pdiff.html"));
+    assert!(
+        dom.matches("class=\"change\"").count() >= 3,
+        "one per headline metric"
+    );
+    let dom = in_browser(&sb, &sb.path("scale.html"));
+    assert!(dom.contains("<svg") && dom.contains("efficiency"));
 }
