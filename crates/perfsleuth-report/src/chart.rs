@@ -779,7 +779,7 @@ pub fn ladder(
             continue;
         }
         let px = x.at(size.log2());
-        if px < LEFT || px > RIGHT {
+        if !(LEFT..=RIGHT).contains(&px) {
             continue;
         }
         let _ = write!(
