@@ -27,23 +27,10 @@ pub fn render_html(c: &Comparison) -> String {
     }
     let counts = crate::render::counts_plain(c);
     let _ = write!(out, "<p class=\"sub\">{}</p>", escape(&counts));
-    let mut changes = Vec::new();
+    let changes = change_rows(c);
     let mut rows = Vec::new();
     for r in &c.rows {
         let verdict = r.verdict.as_str().to_string();
-        let label = format!("{} · {}", r.key(), r.metric.name());
-        // Rows too thin to judge stay in the table, off the chart's scale.
-        if let Some(ch) = r.change.as_ref().filter(|_| verdict != "insufficient data") {
-            changes.push(Change {
-                label: label.clone(),
-                change: ch.change,
-                low: ch.ci.lo,
-                high: ch.ci.hi,
-                band: r.band,
-                verdict: verdict.clone(),
-                higher_is_better: r.metric.direction() == perfsleuth_model::Direction::Higher,
-            });
-        }
         rows.push(vec![
             r.key(),
             format!(
@@ -72,10 +59,7 @@ pub fn render_html(c: &Comparison) -> String {
     }
     if !changes.is_empty() {
         out.push_str(&figure(
-            &chart::changes(
-                &format!("{} → {}: change per benchmark and metric", c.baseline, c.candidate),
-                &changes,
-            ),
+            &changes_chart(c),
             "Dot: the change of the median; line: its 95 % interval; shaded: the noise band it must leave to count. Orange: regressed, green: improved, grey: neither.",
             &table(
                 &[
@@ -158,6 +142,38 @@ pub fn render_html(c: &Comparison) -> String {
     }
     out.push_str("</section>");
     out
+}
+
+fn change_rows(c: &Comparison) -> Vec<Change> {
+    c.rows
+        .iter()
+        // Rows too thin to judge stay in the table, off the chart's scale.
+        .filter(|r| r.verdict.as_str() != "insufficient data")
+        .filter_map(|r| {
+            let ch = r.change.as_ref()?;
+            Some(Change {
+                label: format!("{} · {}", r.key(), r.metric.name()),
+                change: ch.change,
+                low: ch.ci.lo,
+                high: ch.ci.hi,
+                band: r.band,
+                verdict: r.verdict.as_str().to_string(),
+                higher_is_better: r.metric.direction() == perfsleuth_model::Direction::Higher,
+            })
+        })
+        .collect()
+}
+
+/// Each change with its interval against the noise band, coloured by
+/// verdict (the report's chart, and `compare --plot`).
+pub fn changes_chart(c: &Comparison) -> String {
+    chart::changes(
+        &format!(
+            "{} → {}: change per benchmark and metric",
+            c.baseline, c.candidate
+        ),
+        &change_rows(c),
+    )
 }
 
 fn value(metric: perfsleuth_model::Metric, v: f64) -> String {

@@ -15,7 +15,7 @@ mod html;
 mod json;
 mod render;
 
-pub use html::render_html;
+pub use html::{changes_chart, render_html};
 pub use json::{SCHEMA, SCHEMA_VERSION, to_json};
 pub use render::{render_markdown, render_terminal};
 

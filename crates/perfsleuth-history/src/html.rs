@@ -3,11 +3,58 @@
 //! its numbers in tables beside it.
 
 use crate::{HistoryDoc, short};
-use perfsleuth_model::schema::HistoryCause;
+use perfsleuth_model::schema::{HistoryCause, HistorySeries};
 use perfsleuth_report::chart::{self, SeriesPoint};
 use perfsleuth_report::format_change;
 use perfsleuth_report::html::{details, escape, figure, notes, table};
 use std::fmt::Write as _;
+
+fn points_of(s: &HistorySeries) -> Vec<SeriesPoint> {
+    s.points
+        .iter()
+        .map(|p| SeriesPoint {
+            value: p.value,
+            ci: p.ci.map(|c| (c[0], c[1])),
+            label: p
+                .commit
+                .as_deref()
+                .map(|c| short(c).to_string())
+                .or_else(|| p.label.clone())
+                .or_else(|| p.run_id.map(|i| format!("run {i}")))
+                .unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// One series as a chart: its points with their intervals, change points
+/// and environment changes (the report's, and `history --plot`).
+pub fn series_chart(s: &HistorySeries) -> String {
+    let markers: Vec<(usize, String)> = s
+        .markers
+        .iter()
+        .map(|m| {
+            (
+                m.index,
+                m.changes
+                    .iter()
+                    .map(|c| c.summary.clone())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })
+        .collect();
+    let cps: Vec<usize> = s.change_points.iter().map(|c| c.index).collect();
+    let title = format!(
+        "{} · {}{}",
+        s.benchmark,
+        s.metric,
+        s.machine_label
+            .as_ref()
+            .map_or(String::new(), |m| format!(" · {m}"))
+    );
+    let fmt = |x: f64| crate::render::value(s, x);
+    chart::series(&title, &s.metric, &fmt, &points_of(s), &cps, &markers)
+}
 
 /// The history section.
 pub fn render_html(doc: &HistoryDoc) -> String {
@@ -23,44 +70,7 @@ pub fn render_html(doc: &HistoryDoc) -> String {
     );
     for s in &doc.series {
         let fmt = |x: f64| crate::render::value(s, x);
-        let points: Vec<SeriesPoint> = s
-            .points
-            .iter()
-            .map(|p| SeriesPoint {
-                value: p.value,
-                ci: p.ci.map(|c| (c[0], c[1])),
-                label: p
-                    .commit
-                    .as_deref()
-                    .map(|c| short(c).to_string())
-                    .or_else(|| p.label.clone())
-                    .or_else(|| p.run_id.map(|i| format!("run {i}")))
-                    .unwrap_or_default(),
-            })
-            .collect();
-        let markers: Vec<(usize, String)> = s
-            .markers
-            .iter()
-            .map(|m| {
-                (
-                    m.index,
-                    m.changes
-                        .iter()
-                        .map(|c| c.summary.clone())
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                )
-            })
-            .collect();
-        let cps: Vec<usize> = s.change_points.iter().map(|c| c.index).collect();
-        let title = format!(
-            "{} · {}{}",
-            s.benchmark,
-            s.metric,
-            s.machine_label
-                .as_ref()
-                .map_or(String::new(), |m| format!(" · {m}"))
-        );
+        let points = points_of(s);
         let rows: Vec<Vec<String>> = s
             .change_points
             .iter()
@@ -122,7 +132,7 @@ pub fn render_html(doc: &HistoryDoc) -> String {
             )
         );
         out.push_str(&figure(
-            &chart::series(&title, &s.metric, &fmt, &points, &cps, &markers),
+            &series_chart(s),
             &format!(
                 "Each dot a run's median with its 95 % interval; dashed red: a change point; triangles: the machine changed (hover for what). Noise ±{} ({}).",
                 format_change(s.noise).trim_start_matches('+'),

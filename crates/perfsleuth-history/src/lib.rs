@@ -21,7 +21,7 @@ mod render;
 
 pub use baseline::stable_default;
 pub use csv::{CsvError, CsvSeries, read_csv};
-pub use html::render_html;
+pub use html::{render_html, series_chart};
 pub use render::{render_markdown, render_terminal, sparkline};
 
 use perfsleuth_compare::benchmark_key;

@@ -161,6 +161,32 @@ fn ns(v: f64) -> String {
     format_duration_ns(v)
 }
 
+/// The distribution chart of a run: every benchmark's samples of wall time
+/// (Ir in simulation) on one axis (the report's first chart, and `run --plot`).
+pub fn distribution_chart(run: &Run, report: &RunReport) -> String {
+    let simulated = run.mode == perfsleuth_model::Mode::Simulation;
+    let lanes: Vec<Lane> = report
+        .order
+        .iter()
+        .filter_map(|&i| Some((run.benchmarks.get(i)?, report.benchmarks.get(i)?)))
+        .map(|(_, r)| Lane {
+            label: r.name.clone(),
+            values: metric_values(run, r, simulated),
+            median_ci: if simulated {
+                None
+            } else {
+                r.wall.as_ref().map(|w| (w.median_ci.lo, w.median_ci.hi))
+            },
+        })
+        .collect();
+    let (label, fmt): (&str, &dyn Fn(f64) -> String) = if simulated {
+        ("instructions (Ir)", &|v| crate::format_count(v))
+    } else {
+        ("wall time", &ns)
+    };
+    chart::distribution(&format!("Distribution of {label}"), label, fmt, &lanes)
+}
+
 /// The run section: per benchmark its distribution and the progression of
 /// its samples, the statistics and counters, several commands side by
 /// side with their ratio, and the environment.
@@ -201,20 +227,6 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
     } else {
         "wall time"
     };
-    let lanes: Vec<Lane> = report
-        .order
-        .iter()
-        .filter_map(|&i| Some((run.benchmarks.get(i)?, report.benchmarks.get(i)?)))
-        .map(|(b, r)| Lane {
-            label: r.name.clone(),
-            values: metric(b),
-            median_ci: if simulated {
-                None
-            } else {
-                r.wall.as_ref().map(|w| (w.median_ci.lo, w.median_ci.hi))
-            },
-        })
-        .collect();
     let rows: Vec<Vec<String>> = report
         .order
         .iter()
@@ -222,7 +234,7 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
         .map(|r| summary_row(r, simulated, &metric_values(run, r, simulated)))
         .collect();
     out.push_str(&figure(
-        &chart::distribution(&format!("Distribution of {label}"), label, fmt, &lanes),
+        &distribution_chart(run, report),
         "Box: quartiles, whiskers at 1.5 × IQR, bar: median; shaded: the median's 95 % interval; dots: every sample (thinned above 400).",
         &table(
             &["benchmark", "runs", "median", "95 % CI", "mean ± σ", "min … max", "peak RSS"],

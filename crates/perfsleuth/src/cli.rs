@@ -232,6 +232,10 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
     pub format: CompareFormat,
+    /// Also write each change with its interval against the noise band as
+    /// an SVG chart (as in `perfsleuth report`).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub verdict: VerdictArgs,
     #[command(flatten)]
@@ -591,6 +595,10 @@ pub struct RunArgs {
     /// for hyperfine's scripts; `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub export_hyperfine: Option<PathBuf>,
+    /// Write the distribution of every benchmark's samples as an SVG chart
+    /// (the first chart of `perfsleuth report`).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// Show every time in this unit (the summary and the table exports).
     #[arg(short = 'u', long, value_enum, value_name = "UNIT")]
     pub time_unit: Option<TimeUnitChoice>,
@@ -787,6 +795,11 @@ pub struct HistoryArgs {
     /// environment change explains.
     #[arg(long)]
     pub check: bool,
+    /// Also write the first series as an SVG chart (points with their
+    /// intervals, change points, environment changes); `perfsleuth report
+    /// --history` draws every series.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
     pub format: CompareFormat,

@@ -11,6 +11,9 @@ use perfsleuth_model::exit::ExitCode;
 
 /// Runs `perfsleuth compare` and returns the exit code.
 pub fn run(args: CompareArgs) -> Result<i32, Fail> {
+    if let Some(plot) = &args.plot {
+        crate::output::check_writable(plot, "--plot", args.store.store.as_deref())?;
+    }
     let mut opts = options(&args.verdict)?;
     let mut store = StoreHandle::new(args.store.store.clone());
     let candidate = selectors::resolve(args.candidate.as_deref().unwrap_or("latest"), &mut store)?;
@@ -42,6 +45,10 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
         .notes
         .extend(probe_notes(&baseline, &candidate, &mut store));
     emit(&render(&comparison, args.format, args.color)?, false);
+    if let Some(plot) = &args.plot {
+        let svg = perfsleuth_compare::changes_chart(&comparison);
+        crate::output::write_file(plot, &perfsleuth_report::chart::standalone(&svg))?;
+    }
     Ok(exit_code(&comparison, &args.verdict))
 }
 

@@ -34,6 +34,9 @@ pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
         );
     }
     let opts = options(&args.detect);
+    if let Some(plot) = &args.plot {
+        crate::output::check_writable(plot, "--plot", args.store.store.as_deref())?;
+    }
     let (mut doc, newest) = build_doc(&args, &opts)?;
     let code = if args.check {
         let c = perfsleuth_history::check(&mut doc, newest, &opts);
@@ -45,6 +48,27 @@ pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
         &render(&doc, args.format, use_color(args.color, false))?,
         false,
     );
+    if let Some(plot) = &args.plot {
+        let Some(first) = doc.series.first() else {
+            return Err(Fail::usage(
+                "--plot: there is no series to draw",
+                "name a benchmark `perfsleuth history` lists",
+            ));
+        };
+        let svg = perfsleuth_history::series_chart(first);
+        crate::output::write_file(plot, &perfsleuth_report::chart::standalone(&svg))?;
+        if doc.series.len() > 1 {
+            emit(
+                &format!(
+                    "note: --plot drew the first of {} series ({} · {}); `perfsleuth report --history -o FILE.html` draws every one\n",
+                    doc.series.len(),
+                    first.benchmark,
+                    first.metric
+                ),
+                true,
+            );
+        }
+    }
     Ok(code)
 }
 

@@ -258,6 +258,11 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
                 emit(&text, to_stderr);
             }
             output::write_exports(&run, c.reference, args)?;
+            if let Some(plot) = &args.plot {
+                let report = perfsleuth_report::analyze(&run, c.reference);
+                let svg = perfsleuth_report::html::distribution_chart(&run, &report);
+                output::write_file(plot, &perfsleuth_report::chart::standalone(&svg))?;
+            }
             if let Some(note) = stored_note {
                 emit(&note, true);
             }
@@ -901,6 +906,15 @@ fn check_exports(args: &RunArgs) -> Result<(), Fail> {
         .into_iter()
         .map(|(format, path)| (output::export_option(format), path))
         .collect();
+    if let Some(plot) = &args.plot {
+        output::check_writable(plot, "--plot", args.store.store.as_deref())?;
+        if exports.iter().any(|(_, p)| *p == plot) {
+            return Err(Fail::usage(
+                format!("--plot and an export both write to {}", plot.display()),
+                "give the chart a file of its own",
+            ));
+        }
+    }
     for (i, (option, path)) in exports.iter().enumerate() {
         output::check_writable(path, option, args.store.store.as_deref())?;
         if let Some((other, _)) = exports[..i].iter().find(|(_, p)| p == path) {

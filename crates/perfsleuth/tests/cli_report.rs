@@ -44,14 +44,22 @@ fn in_browser(sb: &Sandbox, page: &Path) -> String {
     let shot = sb.path("shot.png");
     let blank_page = sb.write("blank.html", "<!DOCTYPE html><html><body></body></html>");
     let blank = sb.path("blank.png");
+    // A lone chart is about 760 × 300: a window of its size.
+    let window = if page.extension().is_some_and(|e| e == "svg") {
+        "--window-size=800,600"
+    } else {
+        "--window-size=1200,1600"
+    };
     for (p, png) in [(page, &shot), (blank_page.as_path(), &blank)] {
         let arg = format!("--screenshot={}", png.display());
-        chromium(p, &["--window-size=1200,1600", &arg]);
+        chromium(p, &[window, &arg]);
     }
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    // A white page compresses to almost nothing; charts, text and tables do not.
+    // A white page compresses to almost nothing (two blank shots come out
+    // the same to the byte); charts, text and tables do not. What is drawn
+    // is counted in the DOM by each test.
     assert!(
-        size(&shot) > 5 * size(&blank).max(1),
+        size(&shot) > 2 * size(&blank).max(1),
         "the screenshot looks blank: {} bytes against {} for an empty page",
         size(&shot),
         size(&blank)
@@ -234,4 +242,49 @@ fn probe_and_scale_reports_draw_the_ladder_the_diff_and_the_curve() {
     );
     let dom = in_browser(&sb, &sb.path("scale.html"));
     assert!(dom.contains("<svg") && dom.contains("efficiency"));
+}
+
+#[test]
+fn plot_writes_the_report_s_chart_as_an_svg_of_its_own() {
+    let sb = Sandbox::new();
+    sb.bench([
+        "--runs",
+        "10",
+        "--plot",
+        "run.svg",
+        "-n",
+        "a",
+        "sleep 0.001",
+    ])
+    .ok();
+    sb.bench(["--runs", "10", "-n", "a", "sleep 0.003"]).ok();
+    let store = sb.store();
+    sb.run(["compare", "--store", &store, "1", "2", "--plot", "cmp.svg"])
+        .ok();
+    sb.run(["history", "--store", &store, "--plot", "hist.svg"])
+        .ok();
+    for (file, needle) in [
+        ("run.svg", "Distribution of wall time"),
+        ("cmp.svg", "change per benchmark and metric"),
+        ("hist.svg", "a · wall"),
+    ] {
+        let svg = std::fs::read_to_string(sb.path(file)).unwrap();
+        assert!(svg.starts_with("<?xml"), "{file}");
+        assert!(
+            svg.contains("<style>") && svg.contains(needle),
+            "{file}: {svg}"
+        );
+        assert!(!svg.contains("NaN"));
+    }
+    // A plot path that is the store is refused before anything runs.
+    let db = sb.db().display().to_string();
+    sb.bench(["--runs", "2", "--plot", &db, "true"])
+        .usage_error("store");
+    if !perfsleuth_testkit::tools_present("plots in chromium", &["chromium"]) {
+        return;
+    }
+    for file in ["run.svg", "cmp.svg", "hist.svg"] {
+        let dom = in_browser(&sb, &sb.path(file));
+        assert!(dom.contains("<circle"), "{file} draws its points");
+    }
 }
