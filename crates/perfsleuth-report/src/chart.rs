@@ -163,6 +163,20 @@ fn x_axis_at(
     );
 }
 
+/// Many dots as one path of zero-length strokes with round caps: a sample
+/// costs about 14 bytes instead of a `<circle>`'s 45, which keeps a report
+/// of 100 benchmarks × 1 000 samples under 2 MB. One `M x y h0` per dot.
+fn dots_path(out: &mut String, class: &str, dots: &[(f64, f64)]) {
+    if dots.is_empty() {
+        return;
+    }
+    let _ = write!(out, r#"<path class="{class}" d=""#);
+    for (x, y) in dots {
+        let _ = write!(out, "M{} {}h0", n(*x), n(*y));
+    }
+    out.push_str(r#""/>"#);
+}
+
 /// Indices of `len` samples to draw: all, or every k-th with the first and
 /// last of `order` (the smallest and largest when sorted) kept.
 pub fn thinned(len: usize) -> Vec<usize> {
@@ -291,16 +305,15 @@ pub fn distribution(
             .collect();
         let mut order: Vec<usize> = (0..values.len()).collect();
         order.sort_by(|a, b| values[*a].total_cmp(&values[*b]));
-        for (k, idx) in thinned(order.len()).into_iter().enumerate() {
-            let v = values[order[idx]];
-            let jitter = ((k * 7919) % 13) as f64 - 6.0;
-            let _ = write!(
-                body,
-                r#"<circle class="pt" cx="{x}" cy="{y}" r="2"/>"#,
-                x = n(s.at(v)),
-                y = n(mid + 11.0 + jitter * 0.8),
-            );
-        }
+        let dots: Vec<(f64, f64)> = thinned(order.len())
+            .into_iter()
+            .enumerate()
+            .map(|(k, idx)| {
+                let jitter = ((k * 7919) % 13) as f64 - 6.0;
+                (s.at(values[order[idx]]), mid + 11.0 + jitter * 0.8)
+            })
+            .collect();
+        dots_path(&mut body, "pts", &dots);
     }
     let mut out = open(height, title, desc.trim_end());
     x_axis(&mut out, &s, bottom, TOP, fmt, axis_label);
@@ -398,20 +411,18 @@ pub fn progression(
             );
         }
     }
+    // Alternate rounds in alternate colours.
+    let mut dots: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
     for i in thinned(values.len()) {
         let v = values[i];
         if !v.is_finite() {
             continue;
         }
-        let round = rounds.get(i).copied().unwrap_or(0);
-        let _ = write!(
-            out,
-            r#"<circle class="pt r{c}" cx="{x}" cy="{y}" r="2.2"/>"#,
-            c = round % 2,
-            x = n(x.at(i as f64)),
-            y = n(y.at(v)),
-        );
+        let round = rounds.get(i).copied().unwrap_or(0) as usize;
+        dots[round % 2].push((x.at(i as f64), y.at(v)));
     }
+    dots_path(&mut out, "pts", &dots[0]);
+    dots_path(&mut out, "pts r1", &dots[1]);
     out.push_str("</svg>");
     out
 }
@@ -888,7 +899,7 @@ mod tests {
         };
         let svg = distribution("t", "time", &|v| format!("{v:.1}"), &[lane]);
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
-        assert_eq!(svg.matches("<circle").count(), 4);
+        assert_eq!(svg.matches("h0").count(), 4);
         assert!(svg.contains("a &lt;b&gt;"));
         let p = progression(
             "p",
@@ -897,7 +908,8 @@ mod tests {
             &[1.0, 2.0, 3.0, 4.0],
             &[0, 0, 1, 1],
         );
-        assert_eq!(p.matches("<circle").count(), 4);
+        assert_eq!(p.matches("h0").count(), 4);
+        assert_eq!(p.matches(r#"class="pts r1""#).count(), 1);
         assert_eq!(p.matches(r#"class="round""#).count(), 1);
         let c = changes(
             "c",

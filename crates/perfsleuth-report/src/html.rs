@@ -42,7 +42,8 @@ svg.chart .whisker{stroke:var(--c1);stroke-width:1.5}
 svg.chart .median{stroke:var(--fg);stroke-width:2.5}
 svg.chart .ci{fill:var(--c2);opacity:.35}
 svg.chart .pt{fill:var(--c1);opacity:.6}
-svg.chart .pt.r1{fill:var(--c2)}
+svg.chart .pts{fill:none;stroke:var(--c1);stroke-width:4;stroke-linecap:round;opacity:.6}
+svg.chart .pts.r1{stroke:var(--c2)}
 svg.chart .band{fill:var(--band)}
 svg.chart .changepoint{stroke:var(--reg);stroke-width:2;stroke-dasharray:6 3}
 svg.chart .line{fill:none;stroke:var(--c1);stroke-width:1.5}

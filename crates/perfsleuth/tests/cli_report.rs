@@ -106,7 +106,7 @@ fn a_run_report_opens_in_chromium_with_every_chart_drawn() {
     // One distribution, one progression per benchmark: 3 charts.
     assert_eq!(dom.matches("<svg class=\"chart\"").count(), 3, "{dom}");
     // Every sample drawn twice (strip and progression): 2 × 60 dots.
-    assert_eq!(dom.matches("class=\"pt").count(), 120);
+    assert_eq!(dom.matches("h0").count(), 120);
     // The rounds are marked: 2 boundaries in each benchmark's progression.
     assert_eq!(dom.matches("class=\"round\"").count(), 4);
     for text in [
@@ -285,6 +285,9 @@ fn plot_writes_the_report_s_chart_as_an_svg_of_its_own() {
     }
     for file in ["run.svg", "cmp.svg", "hist.svg"] {
         let dom = in_browser(&sb, &sb.path(file));
-        assert!(dom.contains("<circle"), "{file} draws its points");
+        assert!(
+            dom.contains("<circle") || dom.contains("h0"),
+            "{file} draws its points"
+        );
     }
 }
