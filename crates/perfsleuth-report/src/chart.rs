@@ -177,6 +177,30 @@ fn dots_path(out: &mut String, class: &str, dots: &[(f64, f64)]) {
     out.push_str(r#""/>"#);
 }
 
+/// The y axis: grid lines with their labels at 1-2-5 ticks, and the
+/// axis label turned along it.
+fn y_axis(out: &mut String, y: &Scale, bottom: f64, fmt: &dyn Fn(f64) -> String, label: &str) {
+    for t in ticks(y.lo, y.hi, 5) {
+        let _ = write!(
+            out,
+            r#"<line class="grid" x1="{l}" y1="{p}" x2="{r}" y2="{p}"/><text class="tick" x="{tx}" y="{ty}" text-anchor="end">{v}</text>"#,
+            l = n(LEFT),
+            r = n(RIGHT),
+            p = n(y.at(t)),
+            tx = n(LEFT - 6.0),
+            ty = n(y.at(t) + 4.0),
+            v = escape(&tidy(&fmt(t))),
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text class="label" x="{x}" y="{y}" text-anchor="middle" transform="rotate(-90 {x} {y})">{t}</text>"#,
+        x = n(LEFT - 70.0),
+        y = n((TOP + bottom) / 2.0),
+        t = escape(label),
+    );
+}
+
 /// Indices of `len` samples to draw: all, or every k-th with the first and
 /// last of `order` (the smallest and largest when sorted) kept.
 pub fn thinned(len: usize) -> Vec<usize> {
@@ -361,25 +385,7 @@ pub fn progression(
         },
     );
     let mut out = open(HEIGHT, title, &desc);
-    for t in ticks(y.lo, y.hi, 5) {
-        let _ = write!(
-            out,
-            r#"<line class="grid" x1="{l}" y1="{p}" x2="{r}" y2="{p}"/><text class="tick" x="{tx}" y="{ty}" text-anchor="end">{v}</text>"#,
-            l = n(LEFT),
-            r = n(RIGHT),
-            p = n(y.at(t)),
-            tx = n(LEFT - 6.0),
-            ty = n(y.at(t) + 4.0),
-            v = escape(&tidy(&fmt(t))),
-        );
-    }
-    let _ = write!(
-        out,
-        r#"<text class="label" x="{x}" y="{y}" text-anchor="middle" transform="rotate(-90 {x} {y})">{t}</text>"#,
-        x = n(LEFT - 70.0),
-        y = n((TOP + bottom) / 2.0),
-        t = escape(axis_label),
-    );
+    y_axis(&mut out, &y, bottom, fmt, axis_label);
     // Whole samples only: no tick between two of them.
     let mut whole: Vec<f64> = ticks(x.lo, x.hi, 6)
         .into_iter()
@@ -606,25 +612,7 @@ pub fn series(
         if markers.len() == 1 { "" } else { "s" },
     );
     let mut out = open(HEIGHT, title, &desc);
-    for t in ticks(y.lo, y.hi, 5) {
-        let _ = write!(
-            out,
-            r#"<line class="grid" x1="{l}" y1="{p}" x2="{r}" y2="{p}"/><text class="tick" x="{tx}" y="{ty}" text-anchor="end">{v}</text>"#,
-            l = n(LEFT),
-            r = n(RIGHT),
-            p = n(y.at(t)),
-            tx = n(LEFT - 6.0),
-            ty = n(y.at(t) + 4.0),
-            v = escape(&tidy(&fmt(t))),
-        );
-    }
-    let _ = write!(
-        out,
-        r#"<text class="label" x="{x}" y="{y}" text-anchor="middle" transform="rotate(-90 {x} {y})">{t}</text>"#,
-        x = n(LEFT - 70.0),
-        y = n((TOP + bottom) / 2.0),
-        t = escape(axis_label),
-    );
+    y_axis(&mut out, &y, bottom, fmt, axis_label);
     let mut at: Vec<f64> = ticks(0.0, points.len().max(1) as f64 - 1.0, 6)
         .into_iter()
         .filter(|t| t.fract() == 0.0)

@@ -207,17 +207,7 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
         escape(&run.tool_version),
     );
     let simulated = run.mode == perfsleuth_model::Mode::Simulation;
-    // Simulation runs time valgrind: their counts are the result.
-    let metric = |b: &perfsleuth_model::Benchmark| -> Vec<f64> {
-        if simulated {
-            b.samples
-                .iter()
-                .filter_map(|s| s.counters.get("Ir").copied())
-                .collect()
-        } else {
-            b.samples.iter().map(|s| s.wall_ns as f64).collect()
-        }
-    };
+    let metric = |b: &perfsleuth_model::Benchmark| sample_values(b, simulated);
     let fmt: &dyn Fn(f64) -> String = if simulated {
         &|v| crate::format_count(v)
     } else {
@@ -332,6 +322,12 @@ fn metric_values(run: &Run, r: &BenchmarkReport, simulated: bool) -> Vec<f64> {
     else {
         return Vec::new();
     };
+    sample_values(b, simulated)
+}
+
+/// What a run's samples measured: wall time, or in simulation (which timed
+/// valgrind) the instruction counts.
+fn sample_values(b: &perfsleuth_model::Benchmark, simulated: bool) -> Vec<f64> {
     if simulated {
         b.samples
             .iter()
