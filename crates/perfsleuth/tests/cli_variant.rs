@@ -460,3 +460,35 @@ fn numa_binds_memory_where_there_are_several_nodes_and_says_so_where_there_is_on
         .usage_error("not a NUMA node number");
     sb.bench(args("n=numa:4000")).usage_error("NUMA node");
 }
+
+#[test]
+fn variables_reach_the_program_under_valgrind_whose_launcher_edits_ld_library_path() {
+    // Debian's /usr/bin/valgrind is a script that appends /usr/lib/debug to
+    // LD_LIBRARY_PATH: that is valgrind's doing, not a variant that failed.
+    // Whether the check reads the script's environment or valgrind's (after
+    // the script's exec) is timing; the rule itself is pinned by the unit
+    // test `the_valgrind_launchers_debug_path_is_not_a_mismatch`.
+    if !perfsleuth_testkit::tools_present("variants under valgrind", &["valgrind"]) {
+        return;
+    }
+    let sb = Sandbox::new();
+    for spec in ["v=unset:LD_LIBRARY_PATH", "v=env:LD_LIBRARY_PATH=/opt/x"] {
+        let out: common::Out = sb
+            .cmd()
+            .args([
+                "run",
+                "--store",
+                &sb.store(),
+                "--mode",
+                "simulation",
+                "--no-portable",
+            ])
+            .args(["--variant", spec, "true"])
+            .env("LD_LIBRARY_PATH", "/tmp")
+            .output()
+            .expect("start perfsleuth")
+            .into();
+        let out = out.ok();
+        assert!(out.stdout.contains("[v]"), "{spec}: {out:?}");
+    }
+}
