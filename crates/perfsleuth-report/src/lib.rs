@@ -165,11 +165,40 @@ impl RunReport {
 pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
     let benchmarks: Vec<BenchmarkReport> = run.benchmarks.iter().map(benchmark_report).collect();
     let reference = reference.filter(|&r| r < run.benchmarks.len()).unwrap_or(0);
-    let comparisons = if run.benchmarks.len() > 1 {
-        (0..run.benchmarks.len())
-            .filter(|&i| i != reference)
-            .map(|i| compare(&run.benchmarks[reference], &run.benchmarks[i], i, reference))
-            .collect()
+    let others: Vec<usize> = (0..run.benchmarks.len())
+        .filter(|&i| i != reference)
+        .collect();
+    // Each comparison bootstraps on its own fixed seed, so splitting them
+    // over the CPUs changes no number, only how long a run of many
+    // benchmarks takes to summarise (docs/PERFORMANCE.md, "report").
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(others.len().max(1));
+    let chunk = others.len().div_ceil(threads).max(1);
+    let comparisons: Vec<Comparison> = if run.benchmarks.len() > 1 {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = others
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|&i| {
+                                compare(
+                                    &run.benchmarks[reference],
+                                    &run.benchmarks[i],
+                                    i,
+                                    reference,
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        })
     } else {
         Vec::new()
     };
