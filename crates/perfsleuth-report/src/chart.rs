@@ -261,7 +261,7 @@ pub fn distribution(
             r#"<text class="lane" x="{x}" y="{y}" text-anchor="end">{l}</text>"#,
             x = n(LEFT - 10.0),
             y = n(mid + 4.0),
-            l = escape(&short(&lane.label, 26)),
+            l = escape(&crate::shortened(&lane.label, 26)),
         );
         let q = |p: f64| perfsleuth_stats::percentile(&sorted, p);
         let (Some(q1), Some(med), Some(q3)) = (q(25.0), q(50.0), q(75.0)) else {
@@ -504,7 +504,7 @@ pub fn changes(title: &str, rows: &[Change]) -> String {
             r#"<text class="lane" x="{x}" y="{y}" text-anchor="end">{l}</text>"#,
             x = n(LEFT - 10.0),
             y = n(mid + 4.0),
-            l = escape(&short(&r.label, 26)),
+            l = escape(&crate::shortened(&r.label, 26)),
         );
         if r.band.is_finite() && r.band > 0.0 {
             let _ = write!(
@@ -621,7 +621,7 @@ pub fn series(
     let label_of = |v: f64| {
         points
             .get(v.round().max(0.0) as usize)
-            .map_or(String::new(), |p| short(&p.label, 12))
+            .map_or(String::new(), |p| crate::shortened(&p.label, 12))
     };
     x_axis_at(
         &mut out,
@@ -818,16 +818,6 @@ pub fn ladder(
     }
     out.push_str("</svg>");
     out
-}
-
-fn short(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max - 1).collect();
-        t.push('…');
-        t
-    }
 }
 
 /// A chart as a file of its own (`--plot`): the report's stylesheet (light

@@ -180,6 +180,25 @@ pub fn format_change(change: f64) -> String {
     }
 }
 
+/// `s` cut to `max` characters, an ellipsis where it was cut.
+pub fn shortened(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// `s` with its first letter upper-case.
+pub fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 /// Fixed-point text of `x`; "n/a" for NaN or infinities, and never "-0.0"
 /// (a rounded tiny negative value would otherwise look like a sign error).
 pub fn format_fixed(x: f64, decimals: usize) -> String {

@@ -277,7 +277,7 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
         let numbers = progression_table(&values, &rounds, fmt);
         out.push_str(&figure(
             &chart::progression(
-                &format!("{}: samples in run order", short_name(&r.name)),
+                &format!("{}: samples in run order", crate::shortened(&r.name, 60)),
                 label,
                 fmt,
                 &values,
@@ -302,16 +302,6 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
     out.push_str(&environment(&run.environment, "Environment"));
     out.push_str("</section>");
     out
-}
-
-fn short_name(s: &str) -> String {
-    if s.chars().count() <= 60 {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(59).collect();
-        t.push('…');
-        t
-    }
 }
 
 fn metric_values(run: &Run, r: &BenchmarkReport, simulated: bool) -> Vec<f64> {

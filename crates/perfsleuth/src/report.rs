@@ -118,7 +118,7 @@ pub fn report(args: ReportArgs) -> Result<i32, Fail> {
                 let run = newest(side)?;
                 sections.push(section(&run, &side.label).replacen(
                     "<h2>",
-                    &format!("<h2>{} — ", capitalised(label)),
+                    &format!("<h2>{} — ", perfsleuth_report::capitalised(label)),
                     1,
                 ));
             }
@@ -182,13 +182,6 @@ fn section(run: &Run, label: &str) -> String {
     }
     let analysis = perfsleuth_report::analyze(run, None);
     perfsleuth_report::html::run_section(run, &analysis)
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 /// "AMD EPYC · 2 CPUs · Linux 6.18 · glibc 2.36": the machine in one line.

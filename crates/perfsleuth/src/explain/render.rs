@@ -5,7 +5,7 @@ use crate::error::Fail;
 use perfsleuth_model::schema::{
     ExplainBenchmark, ExplainDoc, ExplainFinding, ExplainOutcome, ExplainRatio, VerdictLabel,
 };
-use perfsleuth_report::{Align, format_change, format_p, table};
+use perfsleuth_report::{Align, capitalised, format_change, format_p, shortened, table};
 
 /// `doc` in the chosen format.
 pub(crate) fn render(doc: &ExplainDoc, format: CompareFormat) -> Result<String, Fail> {
@@ -164,25 +164,6 @@ fn text(doc: &ExplainDoc, md: bool) -> String {
         }
     }
     out
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect(),
-        None => String::new(),
-    }
-}
-
-/// `s` cut to `max` characters, with an ellipsis where it was cut.
-fn shortened(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max - 1).collect();
-        t.push('…');
-        t
-    }
 }
 
 fn benchmark(out: &mut String, b: &ExplainBenchmark, md: bool, code: &dyn Fn(&str) -> String) {
