@@ -158,7 +158,6 @@ fn change_rows(c: &Comparison) -> Vec<Change> {
                 high: ch.ci.hi,
                 band: r.band,
                 verdict: r.verdict.as_str().to_string(),
-                higher_is_better: r.metric.direction() == perfsleuth_model::Direction::Higher,
             })
         })
         .collect()

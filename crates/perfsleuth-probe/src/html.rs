@@ -127,7 +127,6 @@ pub fn render_diff_html(a_label: &str, a: &Run, b_label: &str, b: &Run) -> Strin
                 (true, false) => "improved".into(),
                 _ => "no change".into(),
             },
-            higher_is_better: false,
         })
         .collect();
     let rows: Vec<Vec<String>> = shown

@@ -448,8 +448,6 @@ pub struct Change {
     pub band: f64,
     /// The verdict, as its CSS class (`regressed`, `improved`, …).
     pub verdict: String,
-    /// Which direction is better: true when higher is better.
-    pub higher_is_better: bool,
 }
 
 /// A change as an axis tick: "+20 %", "0 %", "-5 %".
@@ -898,7 +896,6 @@ mod tests {
                 high: 0.15,
                 band: 0.02,
                 verdict: "regressed".into(),
-                higher_is_better: false,
             }],
         );
         assert!(c.contains("v-regressed") && c.contains(r#"class="band""#));
