@@ -293,8 +293,8 @@ pub struct ExplainArgs {
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
     /// Time to spend on each set-up and benchmark (split between the rounds) [default: 3s].
-    #[arg(long, value_name = "DURATION")]
-    pub time_budget: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    pub time_budget: Option<std::time::Duration>,
     /// Significance level of each verdict, before the Holm adjustment over the experiments.
     #[arg(long, value_name = "ALPHA")]
     pub alpha: Option<f64>,

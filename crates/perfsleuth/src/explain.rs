@@ -634,8 +634,8 @@ fn run_args(
     if let Some(n) = args.runs {
         push("--runs", Some(n.to_string()));
     }
-    if let Some(t) = &args.time_budget {
-        push("--time-budget", Some(t.clone()));
+    if let Some(t) = args.time_budget {
+        push("--time-budget", Some(format!("{}ns", t.as_nanos())));
     }
     if let Some(s) = &args.store.store {
         push("--store", Some(s.clone()));

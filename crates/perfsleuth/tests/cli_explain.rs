@@ -410,6 +410,8 @@ fn bad_input_is_an_error_with_a_hint() {
     explain(&sb, &["1", "2"]).usage_error("share no benchmark");
     // A benchmark that is not there.
     explain(&sb, &["1", "1", "nosuch"]).usage_error("no benchmark `nosuch`");
+    // A budget that is not a duration is the user's to fix, not "please report this".
+    explain(&sb, &["1", "2", "--time-budget", "3x"]).clap_error("unknown unit");
     // Neither side has results.
     explain(&sb, &["current", "current"]).usage_error("has results");
     let env = sb.run(["env", "show", "--json"]).ok();
