@@ -83,6 +83,39 @@ const C_FIT: &str = "#D55E00";
 const C_LINEAR: &str = "#009E73";
 const C_CEILING: &str = "#CC79A7";
 const C_PEAK: &str = "#E69F00";
+const BACKGROUND: &str = "#ffffff";
+const LEGEND_EDGE: &str = "#bbbbbb";
+
+/// Dark-mode replacements of the colours above, as (attribute, light, dark).
+/// The chart keeps its presentation attributes (they are what an image viewer
+/// without CSS shows); a browser in dark mode applies these rules instead, which
+/// select on the attribute values. Scoped to `svg.usl-chart` because a `<style>`
+/// inside inline SVG applies to the whole HTML page.
+const DARK: &[(&str, &str, &str)] = &[
+    ("fill", BACKGROUND, "#1b1b1b"),
+    ("stroke", BACKGROUND, "#1b1b1b"),
+    ("fill", TEXT, "#e8e8e8"),
+    ("stroke", TEXT, "#e8e8e8"),
+    ("stroke", AXIS, "#aaaaaa"),
+    ("stroke", GRID, "#3a3a3a"),
+    ("stroke", LEGEND_EDGE, "#555555"),
+    ("fill", C_MEASURED, "#56B4E9"),
+    ("stroke", C_MEASURED, "#56B4E9"),
+    ("stroke", C_FIT, "#FF8C4A"),
+    ("stroke", C_LINEAR, "#3FD1A6"),
+    ("stroke", C_CEILING, "#E8A5CC"),
+    ("fill", C_PEAK, "#F0E442"),
+];
+
+/// The `<style>` element carrying [`DARK`].
+fn dark_style() -> String {
+    let mut css = String::from("<style>@media (prefers-color-scheme:dark){");
+    for (attr, light, dark) in DARK {
+        let _ = write!(css, r#"svg.usl-chart [{attr}="{light}"]{{{attr}:{dark}}}"#);
+    }
+    css.push_str("}</style>");
+    css
+}
 
 /// Largest magnitude accepted from the input: beyond it, sums and the
 /// headroom factor could overflow to infinity, so such values are skipped
@@ -368,7 +401,7 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
         }
         let _ = writeln!(
             out,
-            r##"<circle cx="{}" cy="{}" r="4" fill="{C_MEASURED}" stroke="#ffffff" stroke-width="1"/>"##,
+            r#"<circle cx="{}" cy="{}" r="4" fill="{C_MEASURED}" stroke="{BACKGROUND}" stroke-width="1"/>"#,
             c(x),
             c(ym)
         );
@@ -464,14 +497,16 @@ fn header(out: &mut String, height: f64, title: &str) {
     out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{0}" height="{1}" viewBox="0 0 {0} {1}" font-family="sans-serif">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{0}" height="{1}" viewBox="0 0 {0} {1}" font-family="sans-serif" class="usl-chart">"#,
         c(WIDTH),
         c(height)
     );
     let _ = writeln!(out, "<title>{}</title>", escape(title));
+    out.push_str(&dark_style());
+    out.push('\n');
     let _ = writeln!(
         out,
-        r##"<rect x="0" y="0" width="{}" height="{}" fill="#ffffff"/>"##,
+        r#"<rect x="0" y="0" width="{}" height="{}" fill="{BACKGROUND}"/>"#,
         c(WIDTH),
         c(height)
     );
@@ -619,7 +654,7 @@ fn write_legend(out: &mut String, legend: &[Legend], rows: &[Vec<usize>]) {
     out.push_str("<g class=\"legend\">\n");
     let _ = writeln!(
         out,
-        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#ffffff" stroke="#bbbbbb" stroke-width="1" rx="3"/>"##,
+        r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{BACKGROUND}" stroke="{LEGEND_EDGE}" stroke-width="1" rx="3"/>"#,
         c(PLOT_LEFT),
         c(LEGEND_TOP),
         c(PLOT_RIGHT - PLOT_LEFT),
@@ -1074,6 +1109,26 @@ mod tests {
         assert!(svg.contains("class=\"fit\""));
         assert!(svg.contains("class=\"linear\""));
         assert!(svg.contains("class=\"ceiling\""));
+    }
+
+    #[test]
+    fn every_colour_drawn_has_a_dark_mode_replacement() {
+        let svg = render_scale_svg(&sample_chart());
+        let mut seen = 0;
+        for attr in ["fill", "stroke"] {
+            let key = format!(" {attr}=\"#");
+            for part in svg.split(key.as_str()).skip(1) {
+                let value = format!("#{}", &part[..6]);
+                assert!(
+                    DARK.iter().any(|(a, l, _)| *a == attr && *l == value),
+                    "{attr}={value} has no dark-mode colour"
+                );
+                seen += 1;
+            }
+        }
+        assert!(seen > 20, "{seen} colour attributes");
+        assert!(svg.contains("svg.usl-chart [fill=\"#ffffff\"]{fill:#1b1b1b}"));
+        assert!(svg.contains(r#"class="usl-chart""#));
     }
 
     #[test]

@@ -244,6 +244,87 @@ fn probe_and_scale_reports_draw_the_ladder_the_diff_and_the_curve() {
     assert!(dom.contains("<svg") && dom.contains("efficiency"));
 }
 
+/// The computed colours of the first chart's first `text` and of the
+/// chart's background, read by a script in a copy of `page` that Chromium
+/// runs with the light or the dark colour scheme.
+fn chart_colours(sb: &Sandbox, page: &Path, chart: &str, dark: bool) -> String {
+    let html = std::fs::read_to_string(page).unwrap();
+    let probe = format!(
+        "<script>var s=document.querySelector('{chart}');\
+         document.title='['+getComputedStyle(s.querySelector('text')).fill+']['\
+         +(s.querySelector('rect[x=\"0\"]')?getComputedStyle(s.querySelector('rect[x=\"0\"]')).fill\
+         :getComputedStyle(s).backgroundColor)+']';</script></body>"
+    );
+    let copy = sb.write(
+        &format!("colours-{dark}.html"),
+        html.replacen("</body>", &probe, 1),
+    );
+    let mut args = vec!["--dump-dom"];
+    if dark {
+        args.push("--force-dark-mode");
+    }
+    let (dom, _) = chromium(&copy, &args);
+    let start = dom.find("<title>[").expect("the script set the title") + 7;
+    dom[start..start + dom[start..].find("</title>").unwrap()].to_string()
+}
+
+/// Mean of the channels of each `rgb(r, g, b)` in `s`, in order.
+fn brightness(s: &str) -> Vec<f64> {
+    s.split("rgb(")
+        .skip(1)
+        .map(|p| {
+            let ch: Vec<f64> = p[..p.find(')').unwrap()]
+                .split(',')
+                .map(|c| c.trim().parse().unwrap())
+                .collect();
+            ch.iter().sum::<f64>() / ch.len() as f64
+        })
+        .collect()
+}
+
+#[test]
+fn charts_switch_to_light_text_on_a_dark_background_in_dark_mode() {
+    let sb = Sandbox::new();
+    sb.bench(["--runs", "5", "true"]).ok();
+    report(&sb, &["1", "-o", "run.html"]).ok();
+    let csv = sb.write("usl.csv", "n,x\n1,100\n2,190\n4,350\n8,500\n16,480\n");
+    sb.run([
+        "scale",
+        "fit",
+        csv.to_str().unwrap(),
+        "--plot",
+        sb.path("usl.svg").to_str().unwrap(),
+    ])
+    .ok();
+    let svg = std::fs::read_to_string(sb.path("usl.svg")).unwrap();
+    let page = sb.write(
+        "usl.html",
+        format!(
+            "<!DOCTYPE html><html><body>{}</body></html>",
+            svg.trim_start_matches(|c| c != '\n')
+        ),
+    );
+    if !perfsleuth_testkit::tools_present("report colours in chromium", &["chromium"]) {
+        return;
+    }
+    for (page, chart) in [(sb.path("run.html"), "svg.chart"), (page, "svg.usl-chart")] {
+        let light = brightness(&chart_colours(&sb, &page, chart, false));
+        let dark = brightness(&chart_colours(&sb, &page, chart, true));
+        assert_eq!(
+            (light.len(), dark.len()),
+            (2, 2),
+            "{chart}: {light:?} {dark:?}"
+        );
+        // [text, background]: dark text on light in the light scheme, the
+        // reverse in the dark one.
+        assert!(
+            light[0] < 100.0 && light[1] > 200.0,
+            "{chart} light: {light:?}"
+        );
+        assert!(dark[0] > 200.0 && dark[1] < 60.0, "{chart} dark: {dark:?}");
+    }
+}
+
 #[test]
 fn plot_writes_the_report_s_chart_as_an_svg_of_its_own() {
     let sb = Sandbox::new();
