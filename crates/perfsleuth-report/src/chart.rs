@@ -73,13 +73,15 @@ fn tidy(label: &str) -> String {
     }
 }
 
-/// A linear map from data to pixels.
+/// A map from data to pixels: linear, or logarithmic (then `lo` and `hi`
+/// are the log10 of the range's ends).
 #[derive(Debug, Clone, Copy)]
 struct Scale {
     lo: f64,
     hi: f64,
     px_lo: f64,
     px_hi: f64,
+    log: bool,
 }
 
 impl Scale {
@@ -95,13 +97,59 @@ impl Scale {
             hi,
             px_lo,
             px_hi,
+            log: false,
+        }
+    }
+
+    /// A log10 scale over `lo..hi` (both above 0), 3 % of the span padded
+    /// on each side.
+    fn log(lo: f64, hi: f64, px_lo: f64, px_hi: f64) -> Scale {
+        let (a, b) = (lo.log10(), hi.log10());
+        let pad = (b - a) * 0.03;
+        Scale {
+            log: true,
+            ..Scale::new(a - pad, b + pad, px_lo, px_hi)
         }
     }
 
     fn at(&self, v: f64) -> f64 {
+        let v = if self.log { v.log10() } else { v };
         self.px_lo + (v - self.lo) / (self.hi - self.lo) * (self.px_hi - self.px_lo)
     }
+
+    /// Where the ticks go, in data values: 1-2-5 steps, on a log scale
+    /// 1, 2 and 5 of each decade.
+    fn ticks(&self, target: usize) -> Vec<f64> {
+        if self.log {
+            decade_ticks(self.lo, self.hi)
+        } else {
+            ticks(self.lo, self.hi, target)
+        }
+    }
 }
+
+/// 1, 2 and 5 times each power of ten whose log10 lies in `lo..=hi`.
+fn decade_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    if !(lo.is_finite() && hi.is_finite()) {
+        return out;
+    }
+    let mut d = lo.floor() as i32;
+    while f64::from(d) <= hi {
+        for m in [1.0, 2.0, 5.0] {
+            let v = m * 10f64.powi(d);
+            if (lo..=hi).contains(&v.log10()) {
+                out.push(v);
+            }
+        }
+        d += 1;
+    }
+    out
+}
+
+/// Lanes whose values span more than this factor get a log axis: on a
+/// linear one, a 1 ms benchmark beside a 150 ms one is a smudge at zero.
+const LOG_SPAN: f64 = 20.0;
 
 /// `lo..hi` with a little room on both sides.
 fn padded(lo: f64, hi: f64) -> (f64, f64) {
@@ -127,7 +175,7 @@ fn open(height: f64, title: &str, desc: &str) -> String {
 
 /// The x axis at `y` with ticks and their labels, and grid lines up to `top`.
 fn x_axis(out: &mut String, s: &Scale, y: f64, top: f64, fmt: &dyn Fn(f64) -> String, label: &str) {
-    x_axis_at(out, s, y, top, fmt, label, &ticks(s.lo, s.hi, 6));
+    x_axis_at(out, s, y, top, fmt, label, &s.ticks(6));
 }
 
 fn x_axis_at(
@@ -243,12 +291,19 @@ pub fn distribution(
     let all: Vec<f64> = lanes.iter().flat_map(|l| finite(&l.values)).collect();
     let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let (lo, hi) = if lo.is_finite() {
-        padded(lo, hi)
+    let s = if lo > 0.0 && hi / lo > LOG_SPAN {
+        Scale::log(lo, hi, LEFT, RIGHT)
+    } else if lo.is_finite() {
+        let (lo, hi) = padded(lo, hi);
+        Scale::new(lo, hi, LEFT, RIGHT)
     } else {
-        (0.0, 1.0)
+        Scale::new(0.0, 1.0, LEFT, RIGHT)
     };
-    let s = Scale::new(lo, hi, LEFT, RIGHT);
+    let axis_label = if s.log {
+        format!("{axis_label} (log scale)")
+    } else {
+        axis_label.to_string()
+    };
     let height = TOP + LANE * lanes.len().max(1) as f64 + AXIS_ROOM;
     let bottom = TOP + LANE * lanes.len().max(1) as f64;
     let mut desc = String::new();
@@ -340,7 +395,7 @@ pub fn distribution(
         dots_path(&mut body, "pts", &dots);
     }
     let mut out = open(height, title, desc.trim_end());
-    x_axis(&mut out, &s, bottom, TOP, fmt, axis_label);
+    x_axis(&mut out, &s, bottom, TOP, fmt, &axis_label);
     out.push_str(&body);
     out.push_str("</svg>");
     out
@@ -732,25 +787,18 @@ pub fn ladder(
     );
     let mut out = open(HEIGHT, title, &desc);
     // y: 1-2-5 per decade.
-    let mut d = y.lo.floor() as i32;
-    while (d as f64) <= y.hi {
-        for m in [1.0, 2.0, 5.0] {
-            let v = m * 10f64.powi(d);
-            let l = v.log10();
-            if l >= y.lo && l <= y.hi {
-                let _ = write!(
-                    out,
-                    r#"<line class="grid" x1="{a}" y1="{p}" x2="{b}" y2="{p}"/><text class="tick" x="{tx}" y="{ty}" text-anchor="end">{v} ns</text>"#,
-                    a = n(LEFT),
-                    b = n(RIGHT),
-                    p = n(y.at(l)),
-                    tx = n(LEFT - 6.0),
-                    ty = n(y.at(l) + 4.0),
-                    v = tidy(&format!("{v:.2}")),
-                );
-            }
-        }
-        d += 1;
+    for v in decade_ticks(y.lo, y.hi) {
+        let l = v.log10();
+        let _ = write!(
+            out,
+            r#"<line class="grid" x1="{a}" y1="{p}" x2="{b}" y2="{p}"/><text class="tick" x="{tx}" y="{ty}" text-anchor="end">{v} ns</text>"#,
+            a = n(LEFT),
+            b = n(RIGHT),
+            p = n(y.at(l)),
+            tx = n(LEFT - 6.0),
+            ty = n(y.at(l) + 4.0),
+            v = tidy(&format!("{v:.2}")),
+        );
     }
     let _ = write!(
         out,
@@ -864,6 +912,39 @@ mod tests {
         assert!(t.len() <= MAX_DRAWN);
         assert_eq!(t.first(), Some(&0));
         assert_eq!(t.last(), Some(&99_999));
+    }
+
+    #[test]
+    fn lanes_far_apart_get_a_log_axis_with_decade_ticks() {
+        let lane = |label: &str, centre: f64| Lane {
+            label: label.into(),
+            values: (0..20).map(|i| centre * (1.0 + i as f64 / 100.0)).collect(),
+            median_ci: None,
+        };
+        let fmt = |v: f64| format!("{v} ms");
+        let far = distribution("t", "wall", &fmt, &[lane("a", 1.5), lane("b", 150.0)]);
+        assert!(far.contains("wall (log scale)"));
+        let ticks: Vec<&str> = far
+            .split(r#"text-anchor="middle">"#)
+            .skip(1)
+            .map(|t| &t[..t.find('<').unwrap()])
+            .collect();
+        for t in ["2 ms", "5 ms", "10 ms", "20 ms", "50 ms", "100 ms"] {
+            assert!(ticks.contains(&t), "{t} not in {ticks:?}");
+        }
+        // Both lanes' medians are well inside the plot, not squashed at an end.
+        let medians: Vec<f64> = far
+            .split(r#"<line class="median" x1=""#)
+            .skip(1)
+            .map(|t| t[..t.find('"').unwrap()].parse().unwrap())
+            .collect();
+        assert_eq!(medians.len(), 2);
+        assert!(
+            medians[1] - medians[0] > (RIGHT - LEFT) * 0.8,
+            "{medians:?}"
+        );
+        let near = distribution("t", "wall", &fmt, &[lane("a", 100.0), lane("b", 150.0)]);
+        assert!(!near.contains("log scale"));
     }
 
     #[test]

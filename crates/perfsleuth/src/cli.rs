@@ -259,6 +259,10 @@ pub struct ReportArgs {
     /// with its change points and environment changes.
     #[arg(long)]
     pub history: bool,
+    /// `latest` and `latest~N` count `perfsleuth probe` runs, not runs of
+    /// commands (`latest~1 latest`: the last two probe runs).
+    #[arg(long, conflicts_with = "history")]
+    pub probes: bool,
     /// The HTML file to write.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,

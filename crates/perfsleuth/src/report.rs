@@ -39,10 +39,7 @@ pub fn report(args: ReportArgs) -> Result<i32, Fail> {
     } else {
         args.runs.iter().map(String::as_str).collect()
     };
-    let sides: Vec<Side> = specs
-        .iter()
-        .map(|s| resolve(s, &mut store, args.store.store.as_deref()))
-        .collect::<Result<_, _>>()?;
+    let sides = resolve_all(&specs, args.probes, &mut store, args.store.store.as_deref())?;
     for side in &sides {
         for run in &side.runs {
             let probe = run.mode == perfsleuth_model::Mode::Probe;
@@ -147,29 +144,51 @@ fn finish(path: &std::path::Path, html: &str) -> Result<i32, Fail> {
     Ok(0)
 }
 
-/// A side as `compare` resolves it, or a stored probe run (which
-/// `compare` refuses: it measured the machine, which the report can show).
-fn resolve(spec: &str, store: &mut StoreHandle, url: Option<&str>) -> Result<Side, Fail> {
-    match selectors::resolve(spec, store) {
-        Ok(side) => Ok(side),
-        Err(e) => {
-            use perfsleuth_store::Store as _;
-            let probe = crate::output::open_existing_store(url)
-                .ok()
-                .and_then(|s| {
-                    let id = s.resolve_run(spec).ok()?;
-                    s.load_run(id).ok().flatten()
-                })
-                .filter(|r| r.mode == perfsleuth_model::Mode::Probe);
-            match probe {
-                Some(run) => Ok(Side {
-                    label: run.id.map_or(spec.to_string(), |i| format!("run {i}")),
-                    runs: vec![run],
-                }),
-                None => Err(e),
-            }
+/// Resolves every selector as `compare` does (`latest` and `latest~N` count
+/// runs of commands) unless `probes` is set; when one of them names nothing
+/// that way, all of them are resolved among the stored probe runs instead.
+/// Deciding once for all keeps the two sides of `latest~1 latest` the same
+/// kind of run: resolving each on its own paired the latest benchmark run
+/// with a probe run before it.
+fn resolve_all(
+    specs: &[&str],
+    probes: bool,
+    store: &mut StoreHandle,
+    url: Option<&str>,
+) -> Result<Vec<Side>, Fail> {
+    let err = if probes {
+        Fail::usage(
+            format!("no probe run matches {}", specs.join(" ")),
+            "`perfsleuth runs` lists the stored runs with their mode; `perfsleuth probe` stores one",
+        )
+    } else {
+        let as_benchmarks: Result<Vec<Side>, Fail> =
+            specs.iter().map(|s| selectors::resolve(s, store)).collect();
+        match as_benchmarks {
+            Ok(sides) => return Ok(sides),
+            Err(e) => e,
         }
+    };
+    use perfsleuth_store::{RunKind, Store as _};
+    let Ok(probes) = crate::output::open_existing_store(url) else {
+        return Err(err);
+    };
+    let mut sides = Vec::new();
+    for spec in specs {
+        let run = probes
+            .resolve_run_of(spec, RunKind::Probes)
+            .ok()
+            .and_then(|id| probes.load_run(id).ok().flatten())
+            .filter(|r| r.mode == perfsleuth_model::Mode::Probe);
+        let Some(run) = run else {
+            return Err(err);
+        };
+        sides.push(Side {
+            label: run.id.map_or(spec.to_string(), |i| format!("run {i}")),
+            runs: vec![run],
+        });
     }
+    Ok(sides)
 }
 
 /// A run's own section: a probe run's, a scale sweep's, or a benchmark run's.

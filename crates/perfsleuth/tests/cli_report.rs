@@ -244,6 +244,38 @@ fn probe_and_scale_reports_draw_the_ladder_the_diff_and_the_curve() {
     assert!(dom.contains("<svg") && dom.contains("efficiency"));
 }
 
+#[test]
+fn latest_selectors_pick_runs_of_one_kind_for_both_sides() {
+    // One benchmark run, then two probe runs: `latest~1` names no second
+    // benchmark run, so both sides are the probe runs (it used to pair the
+    // benchmark run with a probe run and refuse the modes).
+    let sb = Sandbox::new();
+    let store = sb.store();
+    sb.bench(["--runs", "3", "true"]).ok();
+    for _ in 0..2 {
+        sb.run(["probe", "--store", &store, "--quick", "memory"])
+            .ok();
+    }
+    report(&sb, &["latest~1", "latest", "-o", "latest.html"]).ok();
+    let html = std::fs::read_to_string(sb.path("latest.html")).unwrap();
+    assert!(html.contains("Probe diff: run 2 → run 3"), "{html}");
+    // A lone `latest` is still the benchmark run, as for `compare` and `show`.
+    report(&sb, &["latest", "-o", "one.html"]).ok();
+    let one = std::fs::read_to_string(sb.path("one.html")).unwrap();
+    assert!(one.contains("perfsleuth report: run 1"), "{one}");
+    // --probes counts probe runs even where runs of commands would match.
+    report(&sb, &["--probes", "latest", "-o", "probe.html"]).ok();
+    let probe = std::fs::read_to_string(sb.path("probe.html")).unwrap();
+    assert!(probe.contains("perfsleuth report: run 3") && probe.contains("Memory ladder"));
+    let none = report(&sb, &["--probes", "latest~5", "-o", "none.html"]);
+    assert_eq!(none.code, 2);
+    assert!(
+        none.stderr.contains("no probe run matches latest~5"),
+        "{}",
+        none.stderr
+    );
+}
+
 /// The computed colours of the first chart's first `text` and of the
 /// chart's background, read by a script in a copy of `page` that Chromium
 /// runs with the light or the dark colour scheme.
