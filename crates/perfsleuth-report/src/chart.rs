@@ -228,7 +228,7 @@ fn dots_path(out: &mut String, class: &str, dots: &[(f64, f64)]) {
 /// The y axis: grid lines with their labels at 1-2-5 ticks, and the
 /// axis label turned along it.
 fn y_axis(out: &mut String, y: &Scale, bottom: f64, fmt: &dyn Fn(f64) -> String, label: &str) {
-    for t in ticks(y.lo, y.hi, 5) {
+    for t in y.ticks(5) {
         let _ = write!(
             out,
             r#"<line class="grid" x1="{l}" y1="{p}" x2="{r}" y2="{p}"/><text class="tick" x="{tx}" y="{ty}" text-anchor="end">{v}</text>"#,
@@ -771,12 +771,16 @@ pub fn ladder(
         (xlo, xhi, ylo, yhi) = (12.0, 30.0, 0.0, 2.0);
     }
     let x = Scale::new(xlo - 0.3, xhi + 0.3, LEFT, RIGHT);
-    let y = Scale::new(
-        ylo.floor().min(ylo - 0.1),
-        yhi.ceil().max(yhi + 0.1),
-        bottom,
-        TOP,
-    );
+    // Whole decades of latency, on a log scale.
+    let y = Scale {
+        log: true,
+        ..Scale::new(
+            ylo.floor().min(ylo - 0.1),
+            yhi.ceil().max(yhi + 0.1),
+            bottom,
+            TOP,
+        )
+    };
     let desc = format!(
         "{} sizes from {} to {}; latency {} to {} ns.",
         pts.len(),
@@ -786,25 +790,12 @@ pub fn ladder(
         tidy(&format!("{:.1}", 10f64.powf(yhi))),
     );
     let mut out = open(HEIGHT, title, &desc);
-    // y: 1-2-5 per decade.
-    for v in decade_ticks(y.lo, y.hi) {
-        let l = v.log10();
-        let _ = write!(
-            out,
-            r#"<line class="grid" x1="{a}" y1="{p}" x2="{b}" y2="{p}"/><text class="tick" x="{tx}" y="{ty}" text-anchor="end">{v} ns</text>"#,
-            a = n(LEFT),
-            b = n(RIGHT),
-            p = n(y.at(l)),
-            tx = n(LEFT - 6.0),
-            ty = n(y.at(l) + 4.0),
-            v = tidy(&format!("{v:.2}")),
-        );
-    }
-    let _ = write!(
-        out,
-        r#"<text class="label" x="{x}" y="{y}" text-anchor="middle" transform="rotate(-90 {x} {y})">latency per dependent load (log)</text>"#,
-        x = n(LEFT - 70.0),
-        y = n((TOP + bottom) / 2.0),
+    y_axis(
+        &mut out,
+        &y,
+        bottom,
+        &|v| format!("{} ns", tidy(&format!("{v:.2}"))),
+        "latency per dependent load (log)",
     );
     let at: Vec<f64> = ((x.lo.ceil() as i64)..=(x.hi.floor() as i64))
         .filter(|k| k % 2 == 0)
@@ -846,7 +837,7 @@ pub fn ladder(
             "{}{} {}",
             if i == 0 { "M" } else { " L" },
             n(x.at(s.log2())),
-            n(y.at(v.log10()))
+            n(y.at(*v))
         );
     }
     if !path.is_empty() {
@@ -857,7 +848,7 @@ pub fn ladder(
             out,
             r#"<circle class="pt" cx="{x}" cy="{y}" r="2.5"><title>{s}: {v} ns</title></circle>"#,
             x = n(x.at(s.log2())),
-            y = n(y.at(v.log10())),
+            y = n(y.at(*v)),
             s = escape(&size_fmt(*s)),
             v = tidy(&format!("{v:.2}")),
         );
