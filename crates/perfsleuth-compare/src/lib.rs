@@ -654,6 +654,34 @@ fn side_notes(which: &str, side: &Side, notes: &mut Vec<String>) {
     }
 }
 
+/// Where a side's numbers came from: "criterion.rs (imported)" for a run
+/// `perfsleuth import` stored, "perfsleuth" for a measured one.
+fn origin(side: &Side) -> String {
+    let Some(run) = side.runs.first() else {
+        return "perfsleuth".into();
+    };
+    if run.options["kind"] == "import" {
+        let tool = run.options["import"]["tool"]
+            .as_str()
+            .unwrap_or("another tool");
+        format!("{tool} (imported)")
+    } else {
+        "perfsleuth".into()
+    }
+}
+
+/// A note when the two sides were measured by different tools (an
+/// imported criterion run against a measured one): allowed, since the names
+/// match, but what a sample is may differ (an iteration, a process).
+fn origin_note(baseline: &Side, candidate: &Side) -> Option<String> {
+    let (b, c) = (origin(baseline), origin(candidate));
+    (b != c).then(|| {
+        format!(
+            "the sides were measured by different tools (baseline: {b}, candidate: {c}); the benchmarks pair by name, but a sample may not mean the same on both (one iteration, one whole process)"
+        )
+    })
+}
+
 /// "a, b, c, d and 3 more".
 fn list_keys(keys: &[String], max: usize) -> String {
     let shown: Vec<&str> = keys.iter().take(max).map(String::as_str).collect();
@@ -717,7 +745,7 @@ impl CpuShare {
     fn of(base: &[Vec<&Sample>], cand: &[Vec<&Sample>]) -> Option<CpuShare> {
         let side = |groups: &[Vec<&Sample>]| -> Option<(f64, f64, f64)> {
             let samples: Vec<&Sample> = groups.iter().flatten().copied().collect();
-            let wall: f64 = samples.iter().map(|s| s.wall_ns as f64).sum();
+            let wall: f64 = samples.iter().map(|s| Metric::Wall.of(s)).sum();
             let cpus: Vec<f64> = samples
                 .iter()
                 .map(|s| (s.user_ns + s.sys_ns) as f64)
@@ -1353,6 +1381,9 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     let mut notes = Vec::new();
     side_notes("baseline", baseline, &mut notes);
     side_notes("candidate", candidate, &mut notes);
+    if let Some(n) = origin_note(baseline, candidate) {
+        notes.push(n);
+    }
 
     // The environment diff, newest run against newest run.
     let env_changes: Vec<Change> = match (newest(baseline), newest(candidate)) {

@@ -814,6 +814,7 @@ fn sample_from(
         iteration,
         round: 0,
         wall_ns: wall.as_nanos() as u64,
+        wall_exact_ns: None,
         user_ns: timeval_ns(usage.ru_utime),
         sys_ns: timeval_ns(usage.ru_stime),
         // Linux reports ru_maxrss in KiB.

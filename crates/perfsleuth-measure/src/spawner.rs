@@ -897,6 +897,7 @@ fn decode_outcome(body: &[u8]) -> Option<Outcome> {
         iteration,
         round: 0,
         wall_ns: n[0],
+        wall_exact_ns: None,
         user_ns: n[1],
         sys_ns: n[2],
         peak_rss_bytes: n[3],

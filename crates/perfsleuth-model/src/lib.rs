@@ -296,8 +296,8 @@ const fn lower(key: &'static str, unit: &'static str, about: &'static str) -> Co
 
 /// Every counter perfsleuth knows: hardware and software perf_event
 /// counters, tracepoints, callgrind's events (simulation mode) and the
-/// throughput `scale` records.
-pub const COUNTERS: [Counter; 23] = [
+/// throughput `scale` records, and the per-operation metrics imports bring.
+pub const COUNTERS: [Counter; 26] = [
     lower("instructions", "count", "instructions retired (hardware)"),
     lower("cycles", "count", "CPU cycles (hardware)"),
     lower(
@@ -350,6 +350,17 @@ pub const COUNTERS: [Counter; 23] = [
         direction: Direction::Higher,
         about: "units of work per second (scale)",
     },
+    lower("cpu_ns", "ns", "CPU time per iteration (imported)"),
+    lower(
+        "bytes_per_op",
+        "bytes",
+        "bytes allocated per operation (imported)",
+    ),
+    lower(
+        "allocs_per_op",
+        "count",
+        "allocations per operation (imported)",
+    ),
 ];
 
 impl Counter {
@@ -450,7 +461,7 @@ impl Metric {
     /// Reads this metric from a sample; NaN when a counter was not recorded.
     pub fn of(self, s: &Sample) -> f64 {
         match self {
-            Metric::Wall => s.wall_ns as f64,
+            Metric::Wall => s.wall_exact_ns.unwrap_or(s.wall_ns as f64),
             Metric::User => s.user_ns as f64,
             Metric::Sys => s.sys_ns as f64,
             Metric::PeakRss => s.peak_rss_bytes as f64,
@@ -505,6 +516,12 @@ pub struct Sample {
     pub round: u32,
     /// Wall-clock time from spawn to exit, from a monotonic clock.
     pub wall_ns: u64,
+    /// The wall time with its fraction of a nanosecond, where the source
+    /// has one: an imported per-iteration time (criterion, Google
+    /// Benchmark, go test) of a few nanoseconds would lose whole percents
+    /// to rounding. `wall_ns` is it rounded; [`Metric::of`] reads this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_exact_ns: Option<f64>,
     /// User CPU time of this child (from `wait4`).
     pub user_ns: u64,
     /// System CPU time of this child (from `wait4`).

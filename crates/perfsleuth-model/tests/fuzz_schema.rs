@@ -84,6 +84,7 @@ fn sample() -> impl Strategy<Value = Sample> {
                 iteration,
                 round,
                 wall_ns,
+                wall_exact_ns: None,
                 user_ns,
                 sys_ns,
                 peak_rss_bytes: rss,

@@ -73,7 +73,9 @@ fn sample_fields(s: &Sample) -> [String; 11] {
     let opt = |v: Option<i32>| v.map(|v| v.to_string()).unwrap_or_default();
     [
         s.iteration.to_string(),
-        s.wall_ns.to_string(),
+        // An imported per-iteration time keeps its fraction of a nanosecond.
+        s.wall_exact_ns
+            .map_or_else(|| s.wall_ns.to_string(), |v| v.to_string()),
         s.user_ns.to_string(),
         s.sys_ns.to_string(),
         s.peak_rss_bytes.to_string(),

@@ -5,7 +5,7 @@
 
 use crate::chart::{self, Lane};
 use crate::{BenchmarkReport, RunReport, format_bytes, format_duration_ns};
-use perfsleuth_model::{Environment, ImpactClass, Run};
+use perfsleuth_model::{Environment, ImpactClass, Metric, Run};
 use std::fmt::Write as _;
 
 /// Text for HTML and SVG: `& < > " '` escaped.
@@ -324,7 +324,7 @@ fn sample_values(b: &perfsleuth_model::Benchmark, simulated: bool) -> Vec<f64> {
             .filter_map(|s| s.counters.get("Ir").copied())
             .collect()
     } else {
-        b.samples.iter().map(|s| s.wall_ns as f64).collect()
+        b.samples.iter().map(|s| Metric::Wall.of(s)).collect()
     }
 }
 

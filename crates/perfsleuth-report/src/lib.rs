@@ -311,6 +311,7 @@ pub(crate) mod testutil {
             iteration,
             round: 0,
             wall_ns,
+            wall_exact_ns: None,
             user_ns: wall_ns * 8 / 10,
             sys_ns: wall_ns / 10,
             peak_rss_bytes: rss,

@@ -6,7 +6,7 @@ use crate::format::{
 };
 use crate::style::Style;
 use crate::{BenchmarkReport, Comparison, RunReport, enough_runs};
-use perfsleuth_model::{Run, RunStatus};
+use perfsleuth_model::{Metric, Run, RunStatus};
 use perfsleuth_stats::RatioEstimate;
 use std::fmt::Write as _;
 
@@ -58,7 +58,7 @@ pub fn render_terminal(run: &Run, report: &RunReport, style: &Style) -> String {
             .benchmarks
             .get(i)
             .and_then(|b| b.samples.first())
-            .map(|s| s.wall_ns as f64);
+            .map(|s| Metric::Wall.of(s));
         benchmark_block(
             &mut out,
             i,

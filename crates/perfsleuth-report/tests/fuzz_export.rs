@@ -63,6 +63,7 @@ fn sample() -> impl Strategy<Value = Sample> {
                 iteration: 0,
                 round,
                 wall_ns: wall,
+                wall_exact_ns: None,
                 user_ns: user,
                 sys_ns: sys,
                 peak_rss_bytes: rss,

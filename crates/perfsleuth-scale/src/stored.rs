@@ -53,7 +53,7 @@ pub fn analysis_of(run: &Run) -> Option<Analysis> {
                     }
                     Some(RunObservation {
                         throughput,
-                        wall_s: s.wall_ns as f64 / 1e9,
+                        wall_s: perfsleuth_model::Metric::Wall.of(s) / 1e9,
                         work: c.get(WORK).copied().unwrap_or(0.0),
                         cpu,
                         per_cpu_busy: by_cpu,

@@ -19,7 +19,7 @@ pub fn comparability_hash(env: &Environment) -> String {
 }
 
 /// Lowercase hex SHA-256.
-pub(crate) fn sha256_hex(data: &[u8]) -> String {
+pub fn sha256_hex(data: &[u8]) -> String {
     use fmt::Write;
     let digest = Sha256::digest(data);
     let mut out = String::with_capacity(64);

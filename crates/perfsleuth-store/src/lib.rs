@@ -30,7 +30,7 @@ mod schema;
 mod sqlite;
 
 pub use error::StoreError;
-pub use hash::comparability_hash;
+pub use hash::{comparability_hash, sha256_hex};
 pub use migrations::{APPLICATION_ID, STORE_SCHEMA_VERSION};
 pub use sqlite::{BUSY_TIMEOUT, SqliteStore};
 

@@ -24,6 +24,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::PROBE_RESULTS,
     schema::SAMPLE_ROUND,
     schema::METRIC_SUMMARIES,
+    schema::SAMPLE_WALL_EXACT,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

@@ -17,7 +17,7 @@ const INSERT_PROBE_RESULT: &str = "INSERT INTO probe_results (run_id, position, 
 
 const INSERT_SAMPLE: &str = "INSERT INTO samples (benchmark_id, iteration, wall_ns, user_ns, sys_ns, \
     peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, \
-    round) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+    round, wall_exact_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 
 /// The SQL condition on `runs.options` that marks a `perfsleuth scale` sweep.
 const SCALE_SWEEP: &str = "coalesce(json_extract(r.options, '$.kind'), '') = 'scale'";
@@ -163,6 +163,7 @@ impl Store for SqliteStore {
             sample.signal,
             counters,
             sample.round,
+            sample.wall_exact_ns,
         ])
         .at(&self.path)?;
         Ok(())
@@ -615,7 +616,7 @@ impl Store for SqliteStore {
     ) -> Result<Vec<Vec<f64>>, StoreError> {
         let path = &self.path;
         let column = match metric {
-            Metric::Wall => "wall_ns",
+            Metric::Wall => "coalesce(wall_exact_ns, wall_ns)",
             Metric::User => "user_ns",
             Metric::Sys => "sys_ns",
             Metric::PeakRss => "peak_rss_bytes",
@@ -646,6 +647,12 @@ impl Store for SqliteStore {
                             raw.get(c.key).copied().flatten().unwrap_or(f64::NAN)
                         }
                         None => f64::NAN,
+                    },
+                    // SQLite hands back a REAL for a sample with a
+                    // fractional wall time and an INTEGER otherwise.
+                    Metric::Wall => match row.get_ref(0).at(path)? {
+                        rusqlite::types::ValueRef::Real(f) => f,
+                        _ => to_u64(row.get::<_, i64>(0).at(path)?) as f64,
                     },
                     _ => to_u64(row.get::<_, i64>(0).at(path)?) as f64,
                 };
@@ -838,8 +845,8 @@ fn load_samples(conn: &Connection, path: &Path, bench_id: i64) -> Result<Vec<Sam
     let mut stmt = conn
         .prepare_cached(
             "SELECT iteration, wall_ns, user_ns, sys_ns, peak_rss_bytes, minor_faults, \
-             major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, round \
-             FROM samples WHERE benchmark_id = ?1 ORDER BY iteration",
+             major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, round, \
+             wall_exact_ns FROM samples WHERE benchmark_id = ?1 ORDER BY iteration",
         )
         .at(path)?;
     let rows = stmt
@@ -858,6 +865,7 @@ fn load_samples(conn: &Connection, path: &Path, bench_id: i64) -> Result<Vec<Sam
                     exit_code: r.get(9)?,
                     signal: r.get(10)?,
                     round: r.get(12)?,
+                    wall_exact_ns: r.get(13)?,
                     counters: BTreeMap::new(),
                 },
                 r.get::<_, Option<String>>(11)?,

@@ -98,6 +98,10 @@ pub(crate) const METRIC_SUMMARIES: &str = "CREATE TABLE metric_summaries (
         PRIMARY KEY (benchmark_id, metric)
     ) WITHOUT ROWID;";
 
+/// Version 7: the wall time with its fraction of a nanosecond (imported
+/// per-iteration times); NULL for measured samples, whose `wall_ns` is exact.
+pub(crate) const SAMPLE_WALL_EXACT: &str = "ALTER TABLE samples ADD COLUMN wall_exact_ns REAL";
+
 /// Touches the root page of every table of schema `version`, so a damaged
 /// store fails on open rather than halfway through a run, and before
 /// anything is written.

@@ -27,6 +27,8 @@ fn sample(i: u32) -> Sample {
         // Rounds of two samples each, so the column round-trips non-zero values.
         round: i / 2,
         wall_ns: 1_000_000 + u64::from(i),
+        // Odd samples carry a fraction of a nanosecond (an imported time).
+        wall_exact_ns: (i % 2 == 1).then(|| 1_000_000.25 + f64::from(i)),
         user_ns: 600_000,
         sys_ns: 300_000,
         peak_rss_bytes: 4 << 20,
@@ -707,7 +709,8 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
         conn.execute_batch(
             "DROP TABLE metric_summaries; DROP TABLE probe_results; \
              ALTER TABLE benchmarks DROP COLUMN profile; \
-             ALTER TABLE samples DROP COLUMN round; PRAGMA user_version = 2;",
+             ALTER TABLE samples DROP COLUMN round; \
+             ALTER TABLE samples DROP COLUMN wall_exact_ns; PRAGMA user_version = 2;",
         )
         .unwrap();
         drop(conn);
@@ -800,7 +803,8 @@ fn probe_results_round_trip_and_a_schema_3_store_gains_the_table() {
         drop(store);
         conn.execute_batch(
             "DROP TABLE metric_summaries; DROP TABLE probe_results; \
-             ALTER TABLE samples DROP COLUMN round; PRAGMA user_version = 3;",
+             ALTER TABLE samples DROP COLUMN round; \
+             ALTER TABLE samples DROP COLUMN wall_exact_ns; PRAGMA user_version = 3;",
         )
         .unwrap();
         id
@@ -1018,8 +1022,13 @@ fn history_reads_and_a_schema_5_store_gains_the_summary_cache() {
             RunStatus::Running,
         );
         drop(store);
-        conn.execute_batch("DROP TABLE metric_summaries; PRAGMA user_version = 5;")
-            .unwrap();
+        // Back to version 5: without the summaries and the exact wall times
+        // (a version-5 store never had them; sample 1's fraction is lost).
+        conn.execute_batch(
+            "DROP TABLE metric_summaries; ALTER TABLE samples DROP COLUMN wall_exact_ns; \
+             PRAGMA user_version = 5;",
+        )
+        .unwrap();
         (done, running)
     };
     let mut store = SqliteStore::open(&path).unwrap();

@@ -48,6 +48,16 @@ pub const FEATURES: &[(&str, &str)] = &[
         "tracefs",
         "tracepoint counters open: tracefs mounted, or mountable in a private mount namespace (root)",
     ),
+    ("hyperfine", "hyperfine runs (its --export-json, imported)"),
+    (
+        "google_benchmark",
+        "g++ builds a program against Google Benchmark (Debian's libbenchmark-dev)",
+    ),
+    (
+        "pytest_benchmark",
+        "python3 -m pytest runs with the pytest-benchmark plugin",
+    ),
+    ("go", "go test -bench runs (Debian's golang-go)"),
     (
         "hyperfine_scripts",
         "hyperfine's scripts/ in $PERFSLEUTH_HYPERFINE_SCRIPTS (tests/hyperfine-scripts.sh fetches them) and numpy, scipy, matplotlib import",

@@ -43,6 +43,9 @@ pub enum Command {
     /// A self-contained HTML report of a run, or of a comparison of two: distributions,
     /// samples in run order, changes against the noise band, the environment.
     Report(Box<ReportArgs>),
+    /// Read another tool's results (hyperfine, criterion, Google Benchmark, pytest-benchmark,
+    /// go test) into the store, with this machine's environment or the file's own.
+    Import(Box<ImportArgs>),
     /// Which difference between two set-ups causes a result difference: each one this
     /// machine can reproduce is run as an experiment, interleaved, and ranked by the share
     /// of the difference it reproduces.
@@ -270,6 +273,38 @@ pub struct ReportArgs {
     pub verdict: VerdictArgs,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// `perfsleuth import`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Formats: hyperfine (--export-json), criterion (the target/criterion directory, or one benchmark's directory in it), google-benchmark (--benchmark_format=json), pytest-benchmark (--benchmark-json), go (the text of go test -bench). Each becomes one stored run; `runs`, `show`, `compare`, `history` and `report` treat it like a measured one.\n\nExamples:\n  perfsleuth import results.json\n  perfsleuth import --format criterion target/criterion\n  go test -bench . -count 10 | perfsleuth import --format go -"
+)]
+pub struct ImportArgs {
+    /// The results: a file, a criterion directory, or `-` for standard input.
+    #[arg(value_name = "FILE|DIR|-")]
+    pub input: PathBuf,
+    /// The format; `auto` detects it from the contents and says which it chose.
+    #[arg(long, default_value = "auto", value_name = "FORMAT")]
+    pub format: String,
+    /// Whose environment the run records: `here` (this machine, captured now, with the
+    /// file's own machine facts laid over it), `file` (only what the file records), or
+    /// `auto` (`file` when the file names another host, else `here`).
+    #[arg(long, value_enum, default_value_t = ImportMachine::Auto)]
+    pub machine: ImportMachine,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `import --machine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportMachine {
+    /// `file` when the file names another host, else `here`.
+    Auto,
+    /// This machine, captured now, with the file's facts over it.
+    Here,
+    /// Only the facts the file records.
+    File,
 }
 
 /// `perfsleuth explain`.

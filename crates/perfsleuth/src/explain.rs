@@ -759,6 +759,19 @@ fn planned_from(
                 "give that side as one run (an id), or name the benchmark to explain",
             ));
         };
+        // An import's numbers are its tool's per-iteration times: rerunning
+        // the command would time something else. hyperfine's are the
+        // command's own wall times, so those rerun.
+        let imported = &template.options["import"];
+        if template.options["kind"] == "import" && imported["format"] != "hyperfine" {
+            return Err(Fail::usage(
+                format!(
+                    "`{key}` was imported from {} output: explain reruns a benchmark's command, and these numbers are not that command's wall time",
+                    imported["tool"].as_str().unwrap_or("another tool's")
+                ),
+                "run the suite on each set-up and `perfsleuth import` each result, then compare them",
+            ));
+        }
         let argv = if b.argv.is_empty() {
             b.command.split_whitespace().map(String::from).collect()
         } else {

@@ -15,6 +15,7 @@ mod fuzz;
 mod git;
 mod histcmd;
 mod history;
+mod import;
 mod learned;
 mod output;
 mod parse;
@@ -61,6 +62,7 @@ fn main() {
         Command::Compare(args) => compare::run(args),
         Command::Explain(args) => explain::explain(*args, spawner),
         Command::Report(args) => report::report(*args),
+        Command::Import(args) => import::import(*args),
         Command::History(args) => histcmd::history(*args),
         Command::Scale(args) => scale::scale(*args, spawner),
         Command::Probe(args) => probe::probe(args),
