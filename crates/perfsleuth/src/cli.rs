@@ -46,6 +46,9 @@ pub enum Command {
     /// Read another tool's results (hyperfine, criterion, Google Benchmark, pytest-benchmark,
     /// go test) into the store, with this machine's environment or the file's own.
     Import(Box<ImportArgs>),
+    /// Run a benchmark suite (cargo bench, go test -bench, pytest, a Google Benchmark binary)
+    /// and import its results in one step, with the environment captured while it runs.
+    Exec(Box<ExecArgs>),
     /// Which difference between two set-ups causes a result difference: each one this
     /// machine can reproduce is run as an experiment, interleaved, and ranked by the share
     /// of the difference it reproduces.
@@ -294,6 +297,26 @@ pub struct ImportArgs {
     pub machine: ImportMachine,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// `perfsleuth exec`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The suite runs as given (no shell), in this directory. Its results are read from its standard output, or from --output: the file it writes, or for criterion the directory (default target/criterion, under $CARGO_TARGET_DIR when set), of which only the benchmarks this run wrote are imported. The environment is this machine's, captured as the suite starts, with the noise (load, steal, pressure) measured over its run. A suite that fails stores nothing.\n\nExamples:\n  perfsleuth exec --format criterion -- cargo bench\n  perfsleuth exec --format go -- go test -bench . -count 10\n  perfsleuth exec --format pytest-benchmark --output pb.json -- pytest --benchmark-json=pb.json\n  perfsleuth exec -- ./bm --benchmark_format=json --benchmark_repetitions=10"
+)]
+pub struct ExecArgs {
+    /// The results' format; `auto` detects it from the output.
+    #[arg(long, default_value = "auto", value_name = "FORMAT")]
+    pub format: String,
+    /// Where the suite writes its results (a file, or criterion's directory) instead of
+    /// its standard output.
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The suite's command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 /// `import --machine`.

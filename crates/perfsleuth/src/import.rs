@@ -2,7 +2,7 @@
 //! environment (this machine's, or what the file records) and where the
 //! results came from.
 
-use crate::cli::{ImportArgs, ImportMachine};
+use crate::cli::{ExecArgs, ImportArgs, ImportMachine};
 use crate::error::Fail;
 use crate::output;
 use crate::term::emit;
@@ -19,65 +19,229 @@ const MAX_CRITERION_BENCHES: usize = 10_000;
 /// How deep under the given directory criterion's `new/` directories are looked for.
 const MAX_CRITERION_DEPTH: usize = 8;
 
+/// What was read: the results, the bytes hashed, and whether the format
+/// was detected.
+struct Read {
+    imported: Imported,
+    bytes: Vec<u8>,
+    detected: bool,
+}
+
 /// Runs `perfsleuth import`.
 pub fn import(args: ImportArgs) -> Result<i32, Fail> {
-    let chosen = match args.format.as_str() {
-        "auto" => None,
-        name => Some(Format::from_name(name).ok_or_else(|| {
+    let chosen = chosen_format(&args.format)?;
+    let label = args.input.display().to_string();
+    let read = if args.input != Path::new("-") && args.input.is_dir() {
+        read_criterion(&args.input, chosen, None)?
+    } else {
+        parse_text(&label, read_input(&args.input)?, chosen)?
+    };
+    let (environment, machine) = environment(&read.imported, args.machine);
+    let source = if args.input == Path::new("-") {
+        "standard input".to_string()
+    } else {
+        absolute(&args.input)
+    };
+    store(
+        read,
+        environment,
+        machine,
+        &label,
+        &source,
+        args.store.store.as_deref(),
+    )
+}
+
+/// Runs `perfsleuth exec`: the suite, then an import of what it wrote.
+pub fn exec(args: ExecArgs) -> Result<i32, Fail> {
+    let chosen = chosen_format(&args.format)?;
+    let criterion = chosen == Some(Format::Criterion);
+    let dir = match (&args.output, criterion) {
+        (Some(p), true) => Some(p.clone()),
+        (None, true) => Some(
+            std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| PathBuf::from("target"), PathBuf::from)
+                .join("criterion"),
+        ),
+        (_, false) => None,
+    };
+    let from_stdout = args.output.is_none() && !criterion;
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or_else(|| Fail::usage("no command to run", "give the suite after --"))?;
+    let src = perfsleuth_env::Source::live();
+    let mut environment = perfsleuth_runner::capture_environment(&src);
+    let noise = perfsleuth_env::NoiseSnapshot::take(&src);
+    let before = dir.as_deref().map(written);
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(rest);
+    if from_stdout {
+        cmd.stdout(std::process::Stdio::piped());
+    }
+    let shown = args.command.join(" ");
+    let mut child = cmd.spawn().map_err(|e| {
+        Fail::usage(
+            format!("cannot start `{program}`: {e}"),
+            "check the command after -- (it runs without a shell)",
+        )
+    })?;
+    // Read as it comes, so a suite that writes more than a pipe holds
+    // never blocks; beyond the limit the rest is drained and refused.
+    let captured = child.stdout.take().map(|out| {
+        std::thread::spawn(move || {
+            use std::io::Read as _;
+            let mut buf = Vec::new();
+            let mut limited = out.take(MAX_IMPORT_BYTES + 1);
+            let _ = limited.read_to_end(&mut buf);
+            let _ = std::io::copy(&mut limited.into_inner(), &mut std::io::sink());
+            buf
+        })
+    });
+    let status = child.wait().map_err(|e| {
+        Fail::usage(
+            format!("`{shown}` could not be waited for: {e}"),
+            "run it alone to see what happens",
+        )
+    })?;
+    let stdout = captured.map(|t| t.join().unwrap_or_default());
+    if !status.success() {
+        return Err(Fail::usage(
+            format!("`{shown}` failed ({status}): nothing imported"),
+            "run it alone to see why; perfsleuth imports only a suite that finished",
+        ));
+    }
+    noise.since(&src, &mut environment);
+    let read = match (stdout, &dir) {
+        (Some(bytes), _) => {
+            if bytes.len() as u64 > MAX_IMPORT_BYTES {
+                return Err(Fail::usage(
+                    format!("`{shown}` wrote more than 256 MiB to standard output"),
+                    "have it write its results to a file and give that with --output",
+                ));
+            }
+            let text = String::from_utf8(bytes).map_err(|_| {
+                Fail::usage(
+                    format!("`{shown}` wrote output that is not UTF-8 text"),
+                    "check that its standard output holds only the results",
+                )
+            })?;
+            parse_text(&format!("the output of `{shown}`"), text, chosen)?
+        }
+        (None, Some(dir)) => read_criterion(dir, chosen, before.as_ref())?,
+        (None, None) => {
+            let path = args.output.as_deref().unwrap_or(Path::new("-"));
+            parse_text(&path.display().to_string(), read_input(path)?, chosen)?
+        }
+    };
+    let environment = overlay(environment, &read.imported);
+    let (label, source) = match (&args.output, &dir) {
+        (Some(p), _) => (p.display().to_string(), absolute(p)),
+        (None, Some(d)) => (d.display().to_string(), absolute(d)),
+        (None, None) => (
+            format!("the output of `{shown}`"),
+            format!("standard output of `{shown}`"),
+        ),
+    };
+    store(
+        read,
+        environment,
+        "exec",
+        &label,
+        &source,
+        args.store.store.as_deref(),
+    )
+}
+
+/// `--format`: None for `auto`.
+fn chosen_format(name: &str) -> Result<Option<Format>, Fail> {
+    match name {
+        "auto" => Ok(None),
+        name => Format::from_name(name).map(Some).ok_or_else(|| {
             Fail::usage(
                 format!("unknown import format `{name}`"),
                 format!("use auto or one of: {}", format_names()),
             )
-        })?),
-    };
-    let label = args.input.display().to_string();
-    let is_dir = args.input != Path::new("-") && args.input.is_dir();
-    let (imported, bytes, detected) = if is_dir {
-        if chosen.is_some_and(|f| f != Format::Criterion) {
+        }),
+    }
+}
+
+fn absolute(path: &Path) -> String {
+    std::fs::canonicalize(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// A criterion directory's benchmarks (those written since `before`, when
+/// given).
+fn read_criterion(
+    dir: &Path,
+    chosen: Option<Format>,
+    before: Option<&Written>,
+) -> Result<Read, Fail> {
+    let label = dir.display().to_string();
+    if chosen.is_some_and(|f| f != Format::Criterion) {
+        return Err(Fail::usage(
+            format!("{label} is a directory"),
+            "only criterion results are a directory; give the results file",
+        ));
+    }
+    let (benches, bytes) = criterion_tree(dir, before)?;
+    let imported = perfsleuth_import::parse_criterion(&benches)
+        .map_err(|e| import_fail(&label, Format::Criterion, e))?;
+    Ok(Read {
+        imported,
+        bytes,
+        detected: chosen.is_none(),
+    })
+}
+
+/// A results text, in the format chosen or detected.
+fn parse_text(label: &str, text: String, chosen: Option<Format>) -> Result<Read, Fail> {
+    let format = match (chosen, perfsleuth_import::detect(&text)) {
+        (Some(f), Some(d)) if f != d => {
             return Err(Fail::usage(
-                format!("{label} is a directory"),
-                "only criterion results are a directory; give the results file",
+                format!("{label} looks like {} output, not {}", d.tool(), f.tool()),
+                format!("use --format {} (or --format auto)", d.name()),
             ));
         }
-        let (benches, bytes) = criterion_tree(&args.input)?;
-        let imported = perfsleuth_import::parse_criterion(&benches)
-            .map_err(|e| import_fail(&label, Format::Criterion, e))?;
-        (imported, bytes, chosen.is_none())
-    } else {
-        let text = read_input(&args.input)?;
-        let format = match (chosen, perfsleuth_import::detect(&text)) {
-            (Some(f), Some(d)) if f != d => {
-                return Err(Fail::usage(
-                    format!("{label} looks like {} output, not {}", d.tool(), f.tool()),
-                    format!("use --format {} (or --format auto)", d.name()),
-                ));
+        (Some(f), _) => f,
+        (None, Some(d)) => d,
+        (None, None) => {
+            if let Some(e) = perfsleuth_import::broken_json(&text) {
+                return Err(Fail::usage(format!("{label}: {e}"), e.hint));
             }
-            (Some(f), _) => f,
-            (None, Some(d)) => d,
-            (None, None) => {
-                if let Some(e) = perfsleuth_import::broken_json(&text) {
-                    return Err(Fail::usage(format!("{label}: {e}"), e.hint));
-                }
-                return Err(Fail::usage(
-                    format!("{label}: not a results format perfsleuth imports"),
-                    format!("name it with --format ({})", format_names()),
-                ));
-            }
-        };
-        let imported =
-            perfsleuth_import::parse(format, &text).map_err(|e| import_fail(&label, format, e))?;
-        (imported, text.into_bytes(), chosen.is_none())
+            return Err(Fail::usage(
+                format!("{label}: not a results format perfsleuth imports"),
+                format!("name it with --format ({})", format_names()),
+            ));
+        }
     };
-    let (environment, machine) = environment(&imported, args.machine);
+    let imported =
+        perfsleuth_import::parse(format, &text).map_err(|e| import_fail(label, format, e))?;
+    Ok(Read {
+        imported,
+        bytes: text.into_bytes(),
+        detected: chosen.is_none(),
+    })
+}
+
+/// Stores what was read as a complete run and prints what was done.
+fn store(
+    read: Read,
+    environment: Environment,
+    machine: &str,
+    label: &str,
+    source: &str,
+    store_url: Option<&str>,
+) -> Result<i32, Fail> {
+    let Read {
+        imported,
+        bytes,
+        detected,
+    } = read;
     let samples: usize = imported.benchmarks.iter().map(|b| b.samples.len()).sum();
-    let source = if args.input == Path::new("-") {
-        "standard input".to_string()
-    } else {
-        std::fs::canonicalize(&args.input)
-            .unwrap_or_else(|_| args.input.clone())
-            .display()
-            .to_string()
-    };
     let now = perfsleuth_model::rfc3339(std::time::SystemTime::now());
     let options = serde_json::json!({
         "kind": "import",
@@ -97,7 +261,7 @@ pub fn import(args: ImportArgs) -> Result<i32, Fail> {
     if imported.git.is_some() {
         run.git = imported.git.clone();
     }
-    let mut store = output::open_store(args.store.store.as_deref())?;
+    let mut store = output::open_store(store_url)?;
     let id = store.begin_run(&run).map_err(output::store_fail)?;
     for b in &imported.benchmarks {
         let bid = store.add_benchmark(id, b).map_err(output::store_fail)?;
@@ -121,6 +285,7 @@ pub fn import(args: ImportArgs) -> Result<i32, Fail> {
         },
         match machine {
             "file" => "only what the file records",
+            "exec" => "this machine while the suite ran, with the output's own facts over it",
             _ => "this machine, with the file's own facts over it",
         },
     );
@@ -163,15 +328,36 @@ fn read_input(path: &Path) -> Result<String, Fail> {
     })
 }
 
-/// The benchmarks of a criterion directory: every `new/` directory with
-/// `benchmark.json` and `sample.json` under `root` (or `root` itself, or
-/// `root/new`), in path order; and all their bytes, for the hash.
-fn criterion_tree(root: &Path) -> Result<(Vec<CriterionBench>, Vec<u8>), Fail> {
+/// When each criterion benchmark's `sample.json` was last written, by its
+/// `new/` directory: taken before `exec` runs the suite, so that only the
+/// benchmarks it wrote are imported (a file time compared with a file time,
+/// never with the clock).
+type Written = std::collections::HashMap<PathBuf, Option<std::time::SystemTime>>;
+
+fn sample_time(dir: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(dir.join("sample.json"))
+        .and_then(|m| m.modified())
+        .ok()
+}
+
+/// What [`Written`] says of the tree under `root` now.
+fn written(root: &Path) -> Written {
+    new_dirs(root)
+        .into_iter()
+        .map(|d| {
+            let t = sample_time(&d);
+            (d, t)
+        })
+        .collect()
+}
+
+/// Every `new/` directory holding a `benchmark.json` under `root` (or
+/// `root` itself), in path order; at most one past [`MAX_CRITERION_BENCHES`].
+fn new_dirs(root: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     let mut stack = vec![(root.to_path_buf(), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
-        let is_new = dir.file_name().is_some_and(|n| n == "new");
-        if is_new && dir.join("benchmark.json").is_file() {
+        if dir.file_name().is_some_and(|n| n == "new") && dir.join("benchmark.json").is_file() {
             dirs.push(dir);
             continue;
         }
@@ -197,11 +383,33 @@ fn criterion_tree(root: &Path) -> Result<(Vec<CriterionBench>, Vec<u8>), Fail> {
             break;
         }
     }
+    dirs.sort();
+    dirs
+}
+
+/// The benchmarks of a criterion directory: every `new/` directory with
+/// `benchmark.json` and `sample.json` under `root` (or `root` itself, or
+/// `root/new`), in path order; and all their bytes, for the hash.
+fn criterion_tree(
+    root: &Path,
+    before: Option<&Written>,
+) -> Result<(Vec<CriterionBench>, Vec<u8>), Fail> {
+    // Under `exec`, only what this run of the suite wrote: the tree keeps
+    // every benchmark criterion ever ran.
+    let dirs: Vec<PathBuf> = new_dirs(root)
+        .into_iter()
+        .filter(|d| before.is_none_or(|b| b.get(d) != Some(&sample_time(d))))
+        .collect();
     if dirs.is_empty() {
         return Err(Fail::usage(
             format!(
-                "{}: no criterion results (no `new/` directory with benchmark.json)",
-                root.display()
+                "{}: no criterion results (no `new/` directory with benchmark.json{})",
+                root.display(),
+                if before.is_some() {
+                    " written by this run"
+                } else {
+                    ""
+                }
             ),
             "run `cargo bench` first, then give target/criterion or a benchmark's directory in it",
         ));
@@ -215,7 +423,6 @@ fn criterion_tree(root: &Path) -> Result<(Vec<CriterionBench>, Vec<u8>), Fail> {
             "give the directory of the benchmarks to import",
         ));
     }
-    dirs.sort();
     let mut bytes = Vec::new();
     let mut benches = Vec::new();
     for dir in dirs {
@@ -257,11 +464,19 @@ fn environment(imported: &Imported, choice: ImportMachine) -> (Environment, &'st
         ImportMachine::Here => false,
         ImportMachine::Auto => matches!((&file_host, &here_host), (Some(f), Some(h)) if f != h),
     };
-    let mut env = if use_file {
+    let env = if use_file {
         Environment::default()
     } else {
         perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live())
     };
+    (
+        overlay(env, imported),
+        if use_file { "file" } else { "here" },
+    )
+}
+
+/// `env` with the facts the file records laid over it, each saying so.
+fn overlay(mut env: Environment, imported: &Imported) -> Environment {
     for f in &imported.facts {
         env.facts.insert(
             f.key.clone(),
@@ -275,5 +490,5 @@ fn environment(imported: &Imported, choice: ImportMachine) -> (Environment, &'st
             },
         );
     }
-    (env, if use_file { "file" } else { "here" })
+    env
 }

@@ -63,6 +63,7 @@ fn main() {
         Command::Explain(args) => explain::explain(*args, spawner),
         Command::Report(args) => report::report(*args),
         Command::Import(args) => import::import(*args),
+        Command::Exec(args) => import::exec(*args),
         Command::History(args) => histcmd::history(*args),
         Command::Scale(args) => scale::scale(*args, spawner),
         Command::Probe(args) => probe::probe(args),

@@ -177,6 +177,31 @@ fn google_benchmark_repetitions_are_samples_and_its_context_facts() {
         env["kernel.release"]["value"].is_string(),
         "this machine's facts stay"
     );
+    // `exec` runs the suite itself and reads its standard output.
+    let out = sb
+        .run([
+            "exec",
+            "--store",
+            &sb.store(),
+            "--",
+            "./bm",
+            "--benchmark_format=json",
+            "--benchmark_repetitions=3",
+            "--benchmark_min_time=0.01",
+        ])
+        .ok();
+    assert!(
+        out.stdout
+            .contains("2 benchmarks, 6 samples; environment: this machine while the suite ran"),
+        "{}",
+        out.stdout
+    );
+    let (_, options, env) = stored(&sb, "2");
+    assert_eq!(options["import"]["machine"], "exec");
+    assert!(
+        env["noise.run.seconds"]["value"].is_string(),
+        "noise over the suite's run: {env}"
+    );
 }
 
 #[test]
@@ -413,4 +438,69 @@ fn explain_will_not_rerun_an_import_whose_numbers_are_not_process_times() {
     assert!(out.status.success(), "{out:?}");
     sb.run(["explain", "--store", &sb.store(), "1", "2"])
         .usage_error("was imported from criterion.rs output: explain reruns");
+}
+
+#[test]
+fn exec_imports_only_what_the_suite_wrote_and_nothing_when_it_fails() {
+    // The "suite" is a shell that writes criterion's files the way `cargo
+    // bench -- fib/20` would: fib/20 anew, beside a fib/10 from long ago.
+    let sb = Sandbox::new();
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/criterion/fib");
+    let old = sb.path("target/criterion/fib/10/new");
+    std::fs::create_dir_all(&old).unwrap();
+    for f in ["benchmark.json", "sample.json"] {
+        std::fs::copy(format!("{src}/10/new/{f}"), old.join(f)).unwrap();
+    }
+    let touched = Command::new("touch")
+        .args(["-d", "2020-01-01"])
+        .arg(old.join("sample.json"))
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    let script = format!(
+        "mkdir -p target/criterion/fib/20/new && cp {src}/20/new/*.json target/criterion/fib/20/new/"
+    );
+    let out = sb
+        .run([
+            "exec",
+            "--store",
+            &sb.store(),
+            "--format",
+            "criterion",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .ok();
+    assert!(
+        out.stdout
+            .contains("as criterion.rs: 1 benchmark, 100 samples"),
+        "{}",
+        out.stdout
+    );
+    let (benches, _, _) = stored(&sb, "1");
+    assert_eq!(benches[0].0, "fib/20");
+    // A suite that fails stores nothing; nor does one that wrote nothing new.
+    sb.run([
+        "exec",
+        "--store",
+        &sb.store(),
+        "--format",
+        "go",
+        "--",
+        "false",
+    ])
+    .usage_error("`false` failed (exit status: 1): nothing imported");
+    sb.run([
+        "exec",
+        "--store",
+        &sb.store(),
+        "--format",
+        "criterion",
+        "--",
+        "true",
+    ])
+    .usage_error("written by this run");
+    assert_eq!(sb.runs_json().len(), 1);
 }
