@@ -7,6 +7,7 @@
 //! non-negative times, known units, unique names, at least one sample) and
 //! says where in the file a problem is.
 
+mod callgrind;
 mod criterion;
 mod gbench;
 mod gotest;
@@ -32,16 +33,19 @@ pub enum Format {
     PytestBenchmark,
     /// The text `go test -bench` prints.
     GoTest,
+    /// A `callgrind.out` file (valgrind's callgrind): a simulation-mode run.
+    Callgrind,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::Hyperfine,
         Format::Criterion,
         Format::GoogleBenchmark,
         Format::PytestBenchmark,
         Format::GoTest,
+        Format::Callgrind,
     ];
 
     /// The name `--format` takes.
@@ -52,6 +56,7 @@ impl Format {
             Format::GoogleBenchmark => "google-benchmark",
             Format::PytestBenchmark => "pytest-benchmark",
             Format::GoTest => "go",
+            Format::Callgrind => "callgrind",
         }
     }
 
@@ -63,6 +68,7 @@ impl Format {
             Format::GoogleBenchmark => "Google Benchmark",
             Format::PytestBenchmark => "pytest-benchmark",
             Format::GoTest => "go test -bench",
+            Format::Callgrind => "callgrind",
         }
     }
 
@@ -74,6 +80,7 @@ impl Format {
             "google-benchmark" | "googlebenchmark" | "gbench" => Format::GoogleBenchmark,
             "pytest-benchmark" | "pytest" => Format::PytestBenchmark,
             "go" | "go-test" | "gotest" => Format::GoTest,
+            "callgrind" | "callgrind.out" => Format::Callgrind,
             _ => return None,
         })
     }
@@ -138,6 +145,16 @@ impl fmt::Display for ImportError {
 
 impl std::error::Error for ImportError {}
 
+impl Imported {
+    /// The run's mode: simulation for callgrind's counts, walltime for times.
+    pub fn mode(&self) -> perfsleuth_model::Mode {
+        match self.format {
+            Format::Callgrind => perfsleuth_model::Mode::Simulation,
+            _ => perfsleuth_model::Mode::Walltime,
+        }
+    }
+}
+
 impl ImportError {
     fn new(at: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) -> Self {
         ImportError {
@@ -165,6 +182,9 @@ pub fn detect(text: &str) -> Option<Format> {
         }
         return None;
     }
+    if callgrind::looks_like(text) {
+        return Some(Format::Callgrind);
+    }
     gotest::looks_like(text).then_some(Format::GoTest)
 }
 
@@ -191,6 +211,7 @@ pub fn parse(format: Format, text: &str) -> Result<Imported, ImportError> {
         Format::GoogleBenchmark => gbench::parse(text)?,
         Format::PytestBenchmark => pytest::parse(text)?,
         Format::GoTest => gotest::parse(text)?,
+        Format::Callgrind => callgrind::parse(text)?,
         Format::Criterion => {
             return Err(ImportError::new(
                 "",

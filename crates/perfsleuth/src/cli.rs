@@ -295,6 +295,10 @@ pub struct ImportArgs {
     /// `auto` (`file` when the file names another host, else `here`).
     #[arg(long, value_enum, default_value_t = ImportMachine::Auto)]
     pub machine: ImportMachine,
+    /// The benchmark's name, for a file of one benchmark (a callgrind.out names it by its
+    /// command line, which differs between two builds).
+    #[arg(short, long, value_name = "NAME")]
+    pub name: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -8,7 +8,7 @@ use crate::output;
 use crate::term::emit;
 use perfsleuth_import::{CriterionBench, Format, ImportError, Imported};
 use perfsleuth_model::input::Accept;
-use perfsleuth_model::{Environment, Fact, Mode, RunStatus};
+use perfsleuth_model::{Environment, Fact, RunStatus};
 use perfsleuth_store::Store as _;
 use std::path::{Path, PathBuf};
 
@@ -36,6 +36,10 @@ pub fn import(args: ImportArgs) -> Result<i32, Fail> {
     } else {
         parse_text(&label, read_input(&args.input)?, chosen)?
     };
+    let mut read = read;
+    if let Some(name) = &args.name {
+        rename(&mut read.imported, name, &label)?;
+    }
     let (environment, machine) = environment(&read.imported, args.machine);
     let source = if args.input == Path::new("-") {
         "standard input".to_string()
@@ -153,6 +157,23 @@ pub fn exec(args: ExecArgs) -> Result<i32, Fail> {
     )
 }
 
+/// `--name`: the one benchmark's new name.
+fn rename(imported: &mut Imported, name: &str, label: &str) -> Result<(), Fail> {
+    match imported.benchmarks.as_mut_slice() {
+        [one] => {
+            one.name = name.to_string();
+            Ok(())
+        }
+        many => Err(Fail::usage(
+            format!(
+                "--name renames one benchmark, and {label} holds {}",
+                many.len()
+            ),
+            "import it without --name; the tool's own names are kept",
+        )),
+    }
+}
+
 /// `--format`: None for `auto`.
 fn chosen_format(name: &str) -> Result<Option<Format>, Fail> {
     match name {
@@ -257,7 +278,7 @@ fn store(
             "notes": imported.notes,
         }
     });
-    let mut run = output::new_run(Mode::Walltime, options, environment);
+    let mut run = output::new_run(imported.mode(), options, environment);
     if imported.git.is_some() {
         run.git = imported.git.clone();
     }
@@ -267,6 +288,9 @@ fn store(
         let bid = store.add_benchmark(id, b).map_err(output::store_fail)?;
         for s in &b.samples {
             store.add_sample(bid, s).map_err(output::store_fail)?;
+        }
+        if let Some(p) = &b.profile {
+            store.set_profile(bid, p).map_err(output::store_fail)?;
         }
     }
     let ended = perfsleuth_model::rfc3339(std::time::SystemTime::now());

@@ -378,6 +378,7 @@ fn bad_input_is_refused_and_nothing_is_stored() {
         (vec!["crit"], "no criterion results"),
         (vec!["--format", "go", "crit"], "is a directory"),
         (vec!["missing.json"], "cannot read missing.json"),
+        (vec!["--name", "x", "dup.json"], "appears twice"),
         (vec!["/dev/zero"], "cannot read /dev/zero"),
     ] {
         let out = import(&sb, &args).usage_error(needle);
@@ -503,4 +504,74 @@ fn exec_imports_only_what_the_suite_wrote_and_nothing_when_it_fails() {
     ])
     .usage_error("written by this run");
     assert_eq!(sb.runs_json().len(), 1);
+}
+
+#[test]
+fn callgrind_out_files_from_real_valgrind_compare_in_simulation_mode() {
+    let sb = Sandbox::new();
+    sb.write(
+        "work.c",
+        "#include <stdlib.h>\nint main(int c, char **v) { volatile long t = 0;\n\
+         long n = atol(v[1]); for (long i = 0; i < n; i++) t += i; return 0; }\n",
+    );
+    if tool(&sb, "gcc", "gcc", &["-O1", "work.c", "-o", "work"]).is_none() {
+        return;
+    }
+    for (file, n) in [("a.out.cg", "100000"), ("b.out.cg", "150000")] {
+        let out = format!("--callgrind-out-file={file}");
+        let args = ["--tool=callgrind", "--cache-sim=yes", &out, "./work", n];
+        if tool(&sb, "valgrind", "valgrind", &args).is_none() {
+            return;
+        }
+    }
+    let out = import(&sb, &["a.out.cg"]).ok();
+    assert!(
+        out.stdout
+            .contains("as callgrind (detected): 1 benchmark, 1 samples"),
+        "{}",
+        out.stdout
+    );
+    // One name on both sides, as for two builds of one program.
+    import(
+        &sb,
+        &[
+            "--name",
+            "./work 100000",
+            "--format",
+            "callgrind",
+            "b.out.cg",
+        ],
+    )
+    .ok();
+    let doc = sb.show_json("1");
+    assert_eq!(doc["run"]["mode"], "simulation");
+    let bench = &doc["run"]["benchmarks"][0];
+    assert_eq!(bench["name"], "./work 100000");
+    assert!(
+        bench["samples"][0]["counters"]["est_cycles"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(!bench["profile"]["functions"].as_array().unwrap().is_empty());
+    let store = sb.store();
+    let cmp = sb.run([
+        "compare",
+        "--store",
+        &store,
+        "1",
+        "2",
+        "--fail-on",
+        "regressed",
+    ]);
+    assert_eq!(
+        cmp.code, 1,
+        "41 % more instructions is a regression: {}",
+        cmp.stdout
+    );
+    assert!(
+        cmp.stdout.contains("(exact)") && cmp.stdout.contains("in `main`"),
+        "{}",
+        cmp.stdout
+    );
 }
