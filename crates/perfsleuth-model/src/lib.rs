@@ -573,6 +573,33 @@ pub struct Benchmark {
     /// Per-function costs of the last iteration (simulation mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<Profile>,
+    /// What another tool reported where it kept no samples (an import of a
+    /// summary-only format): per metric, its centre and spread.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summaries: Vec<ReportedSummary>,
+}
+
+/// One metric of a benchmark as a tool summarised it, without samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportedSummary {
+    /// The metric's name (`wall`, or a counter key such as `throughput`).
+    pub metric: String,
+    /// What the tool reported as the centre, in the metric's unit (ns for wall).
+    pub value: f64,
+    /// What `value` is: `mean`, `median`, or `value` (a single figure).
+    pub kind: String,
+    /// The tool's lower bound, where it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lower: Option<f64>,
+    /// The tool's upper bound, where it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upper: Option<f64>,
+    /// The standard deviation of the measurements, where given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stddev: Option<f64>,
+    /// How many measurements the summary covers, where given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<u64>,
 }
 
 /// Where the cost of simulated runs went, per function (callgrind): what the
@@ -1088,6 +1115,7 @@ mod tests {
             facts: Default::default(),
             samples: vec![with.clone(), s.clone()],
             profile: None,
+            summaries: Vec::new(),
         };
         assert_eq!(b.values(ir), vec![1234.0]);
         assert!(b.counters().is_empty(), "one sample lacks Ir");

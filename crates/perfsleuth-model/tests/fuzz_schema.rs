@@ -117,6 +117,7 @@ fn benchmark() -> impl Strategy<Value = Benchmark> {
                 facts,
                 samples,
                 profile: None,
+                summaries: Vec::new(),
             },
         )
 }

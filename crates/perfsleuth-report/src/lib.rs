@@ -339,6 +339,7 @@ pub(crate) mod testutil {
                 .map(|(i, &w)| sample(i as u32, w, rss))
                 .collect(),
             profile: None,
+            summaries: Vec::new(),
         }
     }
 

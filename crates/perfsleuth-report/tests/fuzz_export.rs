@@ -108,6 +108,7 @@ fn run() -> impl Strategy<Value = (Run, Option<usize>)> {
                         facts: Default::default(),
                         samples,
                         profile: None,
+                        summaries: Vec::new(),
                     }
                 })
                 .collect();

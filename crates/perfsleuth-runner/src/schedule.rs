@@ -120,6 +120,7 @@ impl Planned {
             facts: facts.clone(),
             samples: samples.to_vec(),
             profile: profile.cloned(),
+            summaries: Vec::new(),
         }
     }
 

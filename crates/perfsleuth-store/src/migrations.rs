@@ -25,6 +25,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::SAMPLE_ROUND,
     schema::METRIC_SUMMARIES,
     schema::SAMPLE_WALL_EXACT,
+    schema::BENCHMARK_SUMMARIES,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

@@ -115,14 +115,19 @@ impl Store for SqliteStore {
             .map(serde_json::to_string)
             .transpose()
             .at(path)?;
+        let summaries = if bench.summaries.is_empty() {
+            None
+        } else {
+            Some(serde_json::to_string(&bench.summaries).at(path)?)
+        };
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .at(path)?;
         let position = next_position(&tx, path, run_id, "benchmarks")?;
         tx.execute(
-            "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile, \
+             summaries) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 run_id,
                 position,
@@ -131,7 +136,8 @@ impl Store for SqliteStore {
                 argv,
                 parameters,
                 facts,
-                profile
+                profile,
+                summaries
             ],
         )
         .at(path)?;
@@ -286,8 +292,8 @@ impl Store for SqliteStore {
         {
             let mut stmt = tx
                 .prepare_cached(
-                    "SELECT id, name, command, argv, parameters, facts, profile FROM benchmarks \
-                     WHERE run_id = ?1 ORDER BY position",
+                    "SELECT id, name, command, argv, parameters, facts, profile, summaries \
+                     FROM benchmarks WHERE run_id = ?1 ORDER BY position",
                 )
                 .at(path)?;
             let rows = stmt
@@ -300,12 +306,13 @@ impl Store for SqliteStore {
                         r.get::<_, String>(4)?,
                         r.get::<_, Option<String>>(5)?,
                         r.get::<_, Option<String>>(6)?,
+                        r.get::<_, Option<String>>(7)?,
                     ))
                 })
                 .at(path)?
                 .collect::<rusqlite::Result<Vec<_>>>()
                 .at(path)?;
-            for (bench_id, name, command, argv, parameters, facts, profile) in rows {
+            for (bench_id, name, command, argv, parameters, facts, profile, summaries) in rows {
                 benchmarks.push(Benchmark {
                     name,
                     command,
@@ -320,6 +327,10 @@ impl Store for SqliteStore {
                         .map(|json| serde_json::from_str(&json))
                         .transpose()
                         .at(path)?,
+                    summaries: match summaries {
+                        Some(json) => serde_json::from_str(&json).at(path)?,
+                        None => Vec::new(),
+                    },
                 });
             }
         }

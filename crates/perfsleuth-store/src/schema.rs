@@ -102,6 +102,10 @@ pub(crate) const METRIC_SUMMARIES: &str = "CREATE TABLE metric_summaries (
 /// per-iteration times); NULL for measured samples, whose `wall_ns` is exact.
 pub(crate) const SAMPLE_WALL_EXACT: &str = "ALTER TABLE samples ADD COLUMN wall_exact_ns REAL";
 
+/// Version 8: what another tool reported for a benchmark it kept no samples
+/// of (summary-only imports), JSON; NULL otherwise.
+pub(crate) const BENCHMARK_SUMMARIES: &str = "ALTER TABLE benchmarks ADD COLUMN summaries TEXT";
+
 /// Touches the root page of every table of schema `version`, so a damaged
 /// store fails on open rather than halfway through a run, and before
 /// anything is written.

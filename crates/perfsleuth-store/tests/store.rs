@@ -60,6 +60,7 @@ fn bench(name: &str, samples: Vec<Sample>) -> Benchmark {
         },
         samples,
         profile: None,
+        summaries: Vec::new(),
     }
 }
 
@@ -710,7 +711,7 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
             "DROP TABLE metric_summaries; DROP TABLE probe_results; \
              ALTER TABLE benchmarks DROP COLUMN profile; \
              ALTER TABLE samples DROP COLUMN round; \
-             ALTER TABLE samples DROP COLUMN wall_exact_ns; PRAGMA user_version = 2;",
+             ALTER TABLE samples DROP COLUMN wall_exact_ns; ALTER TABLE benchmarks DROP COLUMN summaries; PRAGMA user_version = 2;",
         )
         .unwrap();
         drop(conn);
@@ -804,7 +805,7 @@ fn probe_results_round_trip_and_a_schema_3_store_gains_the_table() {
         conn.execute_batch(
             "DROP TABLE metric_summaries; DROP TABLE probe_results; \
              ALTER TABLE samples DROP COLUMN round; \
-             ALTER TABLE samples DROP COLUMN wall_exact_ns; PRAGMA user_version = 3;",
+             ALTER TABLE samples DROP COLUMN wall_exact_ns; ALTER TABLE benchmarks DROP COLUMN summaries; PRAGMA user_version = 3;",
         )
         .unwrap();
         id
@@ -1025,7 +1026,7 @@ fn history_reads_and_a_schema_5_store_gains_the_summary_cache() {
         // Back to version 5: without the summaries and the exact wall times
         // (a version-5 store never had them; sample 1's fraction is lost).
         conn.execute_batch(
-            "DROP TABLE metric_summaries; ALTER TABLE samples DROP COLUMN wall_exact_ns; \
+            "DROP TABLE metric_summaries; ALTER TABLE samples DROP COLUMN wall_exact_ns; ALTER TABLE benchmarks DROP COLUMN summaries; \
              PRAGMA user_version = 5;",
         )
         .unwrap();
@@ -1060,4 +1061,25 @@ fn history_reads_and_a_schema_5_store_gains_the_summary_cache() {
         .environments(&[entries[0].environment_id, 999])
         .unwrap();
     assert_eq!(envs.len(), 1);
+}
+
+#[test]
+fn reported_summaries_round_trip() {
+    use perfsleuth_model::ReportedSummary;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&db_path(&dir)).unwrap();
+    let mut b = bench("bmf", Vec::new());
+    b.summaries = vec![ReportedSummary {
+        metric: "wall".into(),
+        value: 88.5,
+        kind: "value".into(),
+        lower: Some(87.0),
+        upper: Some(90.25),
+        stddev: None,
+        n: None,
+    }];
+    let id = store_run(&mut store, &run("a", vec![b.clone()]), RunStatus::Complete);
+    let loaded = store.load_run(id).unwrap().unwrap();
+    assert_eq!(loaded.benchmarks[0].summaries, b.summaries);
+    assert!(loaded.benchmarks[0].samples.is_empty());
 }

@@ -289,9 +289,6 @@ fn store(
         for s in &b.samples {
             store.add_sample(bid, s).map_err(output::store_fail)?;
         }
-        if let Some(p) = &b.profile {
-            store.set_profile(bid, p).map_err(output::store_fail)?;
-        }
     }
     let ended = perfsleuth_model::rfc3339(std::time::SystemTime::now());
     store
