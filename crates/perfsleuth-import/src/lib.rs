@@ -11,6 +11,7 @@ mod callgrind;
 mod criterion;
 mod gbench;
 mod gotest;
+mod gungraun;
 mod hyperfine;
 mod pytest;
 
@@ -35,17 +36,20 @@ pub enum Format {
     GoTest,
     /// A `callgrind.out` file (valgrind's callgrind): a simulation-mode run.
     Callgrind,
+    /// The text gungraun (iai-callgrind) prints under `cargo bench`: a simulation-mode run.
+    Gungraun,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Hyperfine,
         Format::Criterion,
         Format::GoogleBenchmark,
         Format::PytestBenchmark,
         Format::GoTest,
         Format::Callgrind,
+        Format::Gungraun,
     ];
 
     /// The name `--format` takes.
@@ -57,6 +61,7 @@ impl Format {
             Format::PytestBenchmark => "pytest-benchmark",
             Format::GoTest => "go",
             Format::Callgrind => "callgrind",
+            Format::Gungraun => "gungraun",
         }
     }
 
@@ -69,6 +74,7 @@ impl Format {
             Format::PytestBenchmark => "pytest-benchmark",
             Format::GoTest => "go test -bench",
             Format::Callgrind => "callgrind",
+            Format::Gungraun => "gungraun (iai-callgrind)",
         }
     }
 
@@ -81,6 +87,7 @@ impl Format {
             "pytest-benchmark" | "pytest" => Format::PytestBenchmark,
             "go" | "go-test" | "gotest" => Format::GoTest,
             "callgrind" | "callgrind.out" => Format::Callgrind,
+            "gungraun" | "iai-callgrind" | "iai" => Format::Gungraun,
             _ => return None,
         })
     }
@@ -149,7 +156,7 @@ impl Imported {
     /// The run's mode: simulation for callgrind's counts, walltime for times.
     pub fn mode(&self) -> perfsleuth_model::Mode {
         match self.format {
-            Format::Callgrind => perfsleuth_model::Mode::Simulation,
+            Format::Callgrind | Format::Gungraun => perfsleuth_model::Mode::Simulation,
             _ => perfsleuth_model::Mode::Walltime,
         }
     }
@@ -185,6 +192,9 @@ pub fn detect(text: &str) -> Option<Format> {
     if callgrind::looks_like(text) {
         return Some(Format::Callgrind);
     }
+    if gungraun::looks_like(text) {
+        return Some(Format::Gungraun);
+    }
     gotest::looks_like(text).then_some(Format::GoTest)
 }
 
@@ -212,6 +222,7 @@ pub fn parse(format: Format, text: &str) -> Result<Imported, ImportError> {
         Format::PytestBenchmark => pytest::parse(text)?,
         Format::GoTest => gotest::parse(text)?,
         Format::Callgrind => callgrind::parse(text)?,
+        Format::Gungraun => gungraun::parse(text)?,
         Format::Criterion => {
             return Err(ImportError::new(
                 "",

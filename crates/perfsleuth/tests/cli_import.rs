@@ -575,3 +575,41 @@ fn callgrind_out_files_from_real_valgrind_compare_in_simulation_mode() {
         cmp.stdout
     );
 }
+
+#[test]
+fn gungraun_output_from_real_runs_compares_exactly() {
+    // Written by gungraun 0.20 under `cargo bench`; see
+    // tests/fixtures/gungraun/README.md.
+    let sb = Sandbox::new();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gungraun");
+    let out = import(&sb, &[&format!("{dir}/first-run.txt")]).ok();
+    assert!(
+        out.stdout
+            .contains("as gungraun (iai-callgrind) (detected): 2 benchmarks, 2 samples"),
+        "{}",
+        out.stdout
+    );
+    import(
+        &sb,
+        &[
+            "--format",
+            "iai-callgrind",
+            &format!("{dir}/second-run.txt"),
+        ],
+    )
+    .ok();
+    let doc = sb.show_json("1");
+    assert_eq!(doc["run"]["mode"], "simulation");
+    let long = &doc["run"]["benchmarks"][1];
+    assert_eq!(
+        long["name"],
+        "fib::bench_fibonacci_group::bench_fibonacci long:(20)"
+    );
+    assert_eq!(long["samples"][0]["counters"]["Ir"], 213143.0);
+    let cmp = sb.run(["compare", "--store", &sb.store(), "1", "2"]).ok();
+    assert!(
+        cmp.stdout.contains("±0.0% (exact)") && cmp.stdout.contains("no change"),
+        "{}",
+        cmp.stdout
+    );
+}
