@@ -20,7 +20,9 @@ pub use json::{SCHEMA, SCHEMA_VERSION, to_json};
 pub use render::{render_markdown, render_terminal};
 
 use perfsleuth_env::Change;
-use perfsleuth_model::{Environment, ImpactClass, Metric, Mode, Profile, Run, Sample};
+use perfsleuth_model::{
+    Environment, ImpactClass, Metric, Mode, Profile, ReportedSummary, Run, Sample,
+};
 use perfsleuth_stats::{
     Evidence, Interval, RelativeChange, Verdict, VerdictRule, bh_adjusted, decide, mann_whitney_u,
     median, smallest_p,
@@ -483,6 +485,8 @@ struct Entry<'a> {
     groups: Vec<Vec<&'a Sample>>,
     /// The newest per-function profile (simulation mode).
     profile: Option<&'a Profile>,
+    /// What a tool reported where it kept no samples (summary-only imports).
+    summaries: &'a [perfsleuth_model::ReportedSummary],
     /// Independent stretches of measuring: one per run, more for a run
     /// that measured more rounds than it was asked to (`run --baseline`
     /// extending while inconclusive).
@@ -523,6 +527,7 @@ fn collect(side: &Side) -> Vec<Entry<'_>> {
                         argv: &b.argv,
                         groups: Vec::new(),
                         profile: None,
+                        summaries: &b.summaries,
                         windows: 0.0,
                     });
                     entries.len() - 1
@@ -530,6 +535,9 @@ fn collect(side: &Side) -> Vec<Entry<'_>> {
             };
             if b.profile.is_some() {
                 entries[idx].profile = b.profile.as_ref();
+            }
+            if !b.summaries.is_empty() {
+                entries[idx].summaries = &b.summaries;
             }
             if seen_in_run.contains(&idx) {
                 if let Some(g) = entries[idx].groups.last_mut() {
@@ -950,6 +958,164 @@ fn measure(
             .push("the bootstrap gave no usable interval".to_string());
     }
     m
+}
+
+/// How a row was judged when a side had only a tool's summary.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum SummaryKind {
+    /// From samples on both sides, as usual.
+    None,
+    /// Means, standard deviations and counts on both sides: Welch's t.
+    Welch,
+    /// Lower and upper bounds on both sides: the bands' overlap, whose
+    /// half-widths (relative to each side's value) add up to this.
+    Bands(f64),
+    /// A bare figure on a side: no spread to judge by.
+    Point,
+}
+
+/// Each side's summary of `metric` when at least one side has no samples
+/// of it but a tool's summary: the summary, or for a side with samples
+/// their mean, standard deviation and count.
+fn summary_sides(
+    be: &Entry<'_>,
+    ce: &Entry<'_>,
+    metric: Metric,
+) -> Option<(ReportedSummary, ReportedSummary)> {
+    let values = |e: &Entry<'_>| -> Vec<f64> {
+        e.groups
+            .iter()
+            .flatten()
+            .map(|s| metric.of(s))
+            .filter(|v| v.is_finite())
+            .collect()
+    };
+    let (vb, vc) = (values(be), values(ce));
+    if !vb.is_empty() && !vc.is_empty() {
+        return None;
+    }
+    let side = |e: &Entry<'_>, v: &[f64]| -> Option<ReportedSummary> {
+        if let Some(s) = e.summaries.iter().find(|s| s.metric == metric.name()) {
+            return Some(s.clone());
+        }
+        if v.is_empty() {
+            return None;
+        }
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let sd = if v.len() > 1 {
+            (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        } else {
+            f64::NAN
+        };
+        Some(ReportedSummary {
+            metric: metric.name().to_string(),
+            value: mean,
+            kind: "mean".into(),
+            lower: None,
+            upper: None,
+            stddev: sd.is_finite().then_some(sd),
+            n: Some(v.len() as u64),
+        })
+    };
+    Some((side(be, &vb)?, side(ce, &vc)?))
+}
+
+/// "mean 88.0 ± 1.2 sd (n = 10)" or "value 88.0 [87.0 … 90.2]": a summary as the note shows it.
+fn describe_summary(s: &ReportedSummary, metric: Metric) -> String {
+    let f = |v: f64| perfsleuth_report::format_metric(metric, v);
+    let mut out = format!("{} {}", s.kind, f(s.value));
+    if let Some(sd) = s.stddev {
+        out.push_str(&format!(" ± {} sd", f(sd)));
+    }
+    if let (Some(l), Some(u)) = (s.lower, s.upper) {
+        out.push_str(&format!(" [{} … {}]", f(l), f(u)));
+    }
+    if let Some(n) = s.n {
+        out.push_str(&format!(" (n = {n})"));
+    }
+    out
+}
+
+/// A row from two summaries: Welch's t where both give a mean, spread and
+/// count; the overlap of their bands where both give bounds; else the bare
+/// change, which no rule can judge.
+fn measure_summaries(
+    b: &ReportedSummary,
+    c: &ReportedSummary,
+    metric: Metric,
+    opts: &Options,
+) -> (Measured, SummaryKind) {
+    let mut m = Measured {
+        baseline_median: b.value,
+        candidate_median: c.value,
+        n_baseline: b.n.unwrap_or(1) as usize,
+        n_candidate: c.n.unwrap_or(1) as usize,
+        change: None,
+        p_value: None,
+        notes: vec![format!(
+            "summary only (a side has no samples): baseline {}, candidate {}",
+            describe_summary(b, metric),
+            describe_summary(c, metric)
+        )],
+        exact: false,
+        spread: 0.0,
+        cpu: None,
+    };
+    if !(b.value > 0.0 && c.value.is_finite()) {
+        m.notes
+            .push("baseline value is not above 0: a relative change is undefined".into());
+        return (m, SummaryKind::Point);
+    }
+    let change = c.value / b.value - 1.0;
+    let mean_sd = |s: &ReportedSummary| {
+        Some(perfsleuth_stats::MeanSd {
+            mean: s.value,
+            sd: s.stddev?,
+            n: s.n?,
+        })
+    };
+    if let (Some(mb), Some(mc)) = (mean_sd(b), mean_sd(c))
+        && let Some((est, p)) =
+            perfsleuth_stats::welch_relative_change(mb, mc, 1.0 - opts.rule.alpha)
+    {
+        m.change = Some(est);
+        m.p_value = Some(p);
+        m.notes
+            .push("judged by Welch's t on the reported means and spreads".into());
+        return (m, SummaryKind::Welch);
+    }
+    let half = |s: &ReportedSummary| match (s.lower, s.upper) {
+        (Some(l), Some(u)) if u >= l && s.value > 0.0 => Some((u - l) / 2.0 / s.value),
+        _ => None,
+    };
+    m.change = Some(RelativeChange {
+        change,
+        ci: Interval {
+            lo: change,
+            hi: change,
+        },
+        resamples: 0,
+    });
+    if let (Some(hb), Some(hc)) = (half(b), half(c)) {
+        let band = hb + hc;
+        if let Some(ch) = m.change.as_mut() {
+            ch.ci = Interval {
+                lo: change - band,
+                hi: change + band,
+            };
+        }
+        m.notes.push(format!(
+            "judged by the overlap of the reported bounds (±{:.1} % together)",
+            100.0 * band
+        ));
+        return (m, SummaryKind::Bands(band));
+    }
+    m.notes.push(
+        "no spread reported on a side: the change cannot be told from noise (import results with their samples or bounds)"
+            .into(),
+    );
+    (m, SummaryKind::Point)
 }
 
 fn stats_direction(metric: Metric) -> perfsleuth_stats::Direction {
@@ -1427,6 +1593,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     let mut windows: Vec<(f64, f64)> = Vec::new();
     let mut spreads: Vec<f64> = Vec::new();
     let mut cpu_shares: Vec<Option<CpuShare>> = Vec::new();
+    let mut summary_kinds: Vec<SummaryKind> = Vec::new();
     let mut failed_notes: Vec<String> = Vec::new();
     let mut paired = 0usize;
     for ce in &cand_entries {
@@ -1453,8 +1620,24 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             ));
         }
         for metric in metrics {
+            // A metric neither side recorded at all (a summary-only import
+            // has no user or system time) is no row, unless it gates.
+            let recorded = |e: &Entry<'_>| {
+                e.groups.iter().flatten().next().is_some()
+                    || e.summaries.iter().any(|s| s.metric == metric.name())
+            };
+            if !gating.contains(&metric) && !recorded(be) && !recorded(ce) {
+                continue;
+            }
             let seed = perfsleuth_stats::SEED ^ fnv1a(&[&key, metric.name()]);
-            let m = measure(&be.groups, &ce.groups, metric, opts, seed);
+            let (m, kind) = match summary_sides(be, ce, metric) {
+                Some((bs, cs)) => measure_summaries(&bs, &cs, metric, opts),
+                None => (
+                    measure(&be.groups, &ce.groups, metric, opts, seed),
+                    SummaryKind::None,
+                ),
+            };
+            summary_kinds.push(kind);
             exact.push(m.exact);
             windows.push((be.windows, ce.windows));
             spreads.push(m.spread);
@@ -1511,12 +1694,13 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     let throughput = Metric::parse("throughput");
 
     // Verdicts and attribution.
-    for ((((row, &exact), &(wb, wc)), &spread), cpu) in rows
+    for (((((row, &exact), &(wb, wc)), &spread), cpu), &kind) in rows
         .iter_mut()
         .zip(&exact)
         .zip(&windows)
         .zip(&spreads)
         .zip(&cpu_shares)
+        .zip(&summary_kinds)
     {
         let enough =
             row.n_baseline >= opts.rule.min_samples && row.n_candidate >= opts.rule.min_samples;
@@ -1594,6 +1778,24 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         }
         let direction = stats_direction(row.metric);
         let verdict = match &row.change {
+            // Bounds wider than the threshold that hold the change cannot
+            // show it is absent either: that is not "no change".
+            Some(change)
+                if let SummaryKind::Bands(band) = kind
+                    && band > rule.noise_threshold
+                    && change.change.abs() <= band =>
+            {
+                Verdict::Inconclusive
+            }
+            Some(change) if let SummaryKind::Bands(band) = kind => decide(
+                &rule,
+                &Evidence::Bands {
+                    change: change.change,
+                    band,
+                },
+                direction,
+            ),
+            Some(_) if kind == SummaryKind::Point => Verdict::InsufficientData,
             Some(change) if exact => decide(&rule, &Evidence::Exact(change.change), direction),
             Some(change) => decide(
                 &rule,
@@ -1610,12 +1812,14 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         // With few samples the rank test cannot reach significance at all
         // (3 vs 3: p ≥ 0.10): say so instead of calling a large change "no change".
         let best_p = smallest_p(row.n_baseline, row.n_candidate);
-        if !exact && row.change.is_some() && best_p > rule.alpha {
+        let judged_by_samples = matches!(kind, SummaryKind::None | SummaryKind::Welch);
+        if !exact && judged_by_samples && row.change.is_some() && best_p > rule.alpha {
             row.notes.push(format!(
                 "{} vs {} samples cannot show significance at α = {} (the smallest possible p is {best_p:.2}): measure more runs",
                 row.n_baseline, row.n_candidate, rule.alpha
             ));
         } else if verdict == Verdict::Inconclusive
+            && judged_by_samples
             && let Some(change) = &row.change
         {
             let t = rule.noise_threshold;

@@ -63,11 +63,16 @@ const FIELDS: &[&str] = &[
     "complexity",
 ];
 
+/// A benchmark's mean and stddev aggregates (ns) and its repetitions.
+type Aggregates = (Option<f64>, Option<f64>, Option<u64>);
+
 pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
     let doc: Doc = json(text, Format::GoogleBenchmark)?;
     let mut order: Vec<String> = Vec::new();
     let mut by_name: BTreeMap<String, Benchmark> = BTreeMap::new();
-    let mut aggregates_only = false;
+    // run_name → (mean ns, stddev ns, repetitions), from the aggregates.
+    let mut aggregates: BTreeMap<String, Aggregates> = BTreeMap::new();
+    let mut aggregate_order: Vec<String> = Vec::new();
     let mut notes = Vec::new();
     for (i, e) in doc.benchmarks.iter().enumerate() {
         let at = |field: &str| format!("benchmarks[{i}].{field}");
@@ -81,7 +86,18 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
             ));
         };
         if str_of("run_type") == Some("aggregate") {
-            aggregates_only = true;
+            let scale = unit_ns(str_of("time_unit").unwrap_or("ns"));
+            let value = num_of("real_time").zip(scale).map(|(v, s)| v * s);
+            let entry = aggregates.entry(name.to_string()).or_insert_with(|| {
+                aggregate_order.push(name.to_string());
+                (None, None, None)
+            });
+            entry.2 = e.get("repetitions").and_then(Value::as_u64).or(entry.2);
+            match str_of("aggregate_name") {
+                Some("mean") => entry.0 = value,
+                Some("stddev") => entry.1 = value,
+                _ => {}
+            }
             continue;
         }
         if e.get("error_occurred").and_then(Value::as_bool) == Some(true)
@@ -142,14 +158,45 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
         }
         bench.samples.push(s);
     }
-    if by_name.is_empty() && aggregates_only {
-        return Err(ImportError::new(
-            "benchmarks",
-            "only aggregates (mean, median, stddev), no repetition's own result",
-            "rerun without --benchmark_report_aggregates_only, with --benchmark_repetitions=N for N samples",
+    let mut benchmarks: Vec<Benchmark> = order.iter().filter_map(|n| by_name.remove(n)).collect();
+    // `--benchmark_report_aggregates_only`: the mean and its spread are all
+    // there is of a benchmark.
+    let mut summarised = 0;
+    for name in aggregate_order {
+        if benchmarks.iter().any(|b| b.name == name) {
+            continue;
+        }
+        let (Some(mean), sd, n) = aggregates[&name] else {
+            continue;
+        };
+        if !mean.is_finite() || mean < 0.0 || sd.is_some_and(|s| !s.is_finite() || s < 0.0) {
+            return Err(ImportError::new(
+                format!("benchmark `{name}`"),
+                "its aggregates are not finite, non-negative times",
+                "check the file was written whole",
+            ));
+        }
+        summarised += 1;
+        benchmarks.push(Benchmark {
+            command: name.clone(),
+            summaries: vec![perfsleuth_model::ReportedSummary {
+                metric: "wall".into(),
+                value: mean,
+                kind: "mean".into(),
+                lower: None,
+                upper: None,
+                stddev: sd,
+                n,
+            }],
+            name,
+            ..Benchmark::default()
+        });
+    }
+    if summarised > 0 {
+        notes.push(format!(
+            "{summarised} benchmark(s) only as aggregates (--benchmark_report_aggregates_only): their mean, stddev and repetitions are kept and compared by Welch's t; without that flag every repetition is a sample"
         ));
     }
-    let benchmarks: Vec<Benchmark> = order.iter().filter_map(|n| by_name.remove(n)).collect();
     if benchmarks.iter().any(|b| b.samples.len() == 1) {
         notes.push(
             "one sample per benchmark: run with --benchmark_repetitions=N (N ≥ 5) for an interval and a verdict"
@@ -257,11 +304,16 @@ mod tests {
     }
 
     #[test]
-    fn aggregates_alone_and_unknown_units_are_refused() {
-        let agg = r#"{"context": {}, "benchmarks": [{"name": "BM_a_mean", "run_name": "BM_a",
-            "run_type": "aggregate", "real_time": 1, "time_unit": "ns"}]}"#;
-        let e = crate::parse(Format::GoogleBenchmark, agg).unwrap_err();
-        assert!(e.message.contains("only aggregates"), "{e:?}");
+    fn aggregates_alone_become_a_summary_and_unknown_units_are_refused() {
+        let agg = r#"{"context": {}, "benchmarks": [
+            {"name": "BM_a_mean", "run_name": "BM_a", "run_type": "aggregate", "repetitions": 5,
+             "aggregate_name": "mean", "real_time": 2, "time_unit": "us"},
+            {"name": "BM_a_stddev", "run_name": "BM_a", "run_type": "aggregate", "repetitions": 5,
+             "aggregate_name": "stddev", "real_time": 0.1, "time_unit": "us"}]}"#;
+        let i = crate::parse(Format::GoogleBenchmark, agg).unwrap();
+        let s = &i.benchmarks[0].summaries[0];
+        assert_eq!((s.value, s.stddev, s.n), (2000.0, Some(100.0), Some(5)));
+        assert!(i.benchmarks[0].samples.is_empty());
         let unit = r#"{"context": {}, "benchmarks": [{"name": "BM_a", "run_type": "iteration",
             "real_time": 1, "time_unit": "fortnights"}]}"#;
         let e = crate::parse(Format::GoogleBenchmark, unit).unwrap_err();

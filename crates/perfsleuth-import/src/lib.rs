@@ -7,6 +7,7 @@
 //! non-negative times, known units, unique names, at least one sample) and
 //! says where in the file a problem is.
 
+mod bmf;
 mod callgrind;
 mod criterion;
 mod gbench;
@@ -38,11 +39,13 @@ pub enum Format {
     Callgrind,
     /// The text gungraun (iai-callgrind) prints under `cargo bench`: a simulation-mode run.
     Gungraun,
+    /// Bencher Metric Format JSON: summaries, no samples.
+    Bmf,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Hyperfine,
         Format::Criterion,
         Format::GoogleBenchmark,
@@ -50,6 +53,7 @@ impl Format {
         Format::GoTest,
         Format::Callgrind,
         Format::Gungraun,
+        Format::Bmf,
     ];
 
     /// The name `--format` takes.
@@ -62,6 +66,7 @@ impl Format {
             Format::GoTest => "go",
             Format::Callgrind => "callgrind",
             Format::Gungraun => "gungraun",
+            Format::Bmf => "bmf",
         }
     }
 
@@ -75,6 +80,7 @@ impl Format {
             Format::GoTest => "go test -bench",
             Format::Callgrind => "callgrind",
             Format::Gungraun => "gungraun (iai-callgrind)",
+            Format::Bmf => "Bencher Metric Format",
         }
     }
 
@@ -88,6 +94,7 @@ impl Format {
             "go" | "go-test" | "gotest" => Format::GoTest,
             "callgrind" | "callgrind.out" => Format::Callgrind,
             "gungraun" | "iai-callgrind" | "iai" => Format::Gungraun,
+            "bmf" | "bencher" => Format::Bmf,
             _ => return None,
         })
     }
@@ -187,7 +194,7 @@ pub fn detect(text: &str) -> Option<Format> {
         if o.contains_key("machine_info") && o.contains_key("benchmarks") {
             return Some(Format::PytestBenchmark);
         }
-        return None;
+        return bmf::looks_like(&v).then_some(Format::Bmf);
     }
     if callgrind::looks_like(text) {
         return Some(Format::Callgrind);
@@ -223,6 +230,7 @@ pub fn parse(format: Format, text: &str) -> Result<Imported, ImportError> {
         Format::GoTest => gotest::parse(text)?,
         Format::Callgrind => callgrind::parse(text)?,
         Format::Gungraun => gungraun::parse(text)?,
+        Format::Bmf => bmf::parse(text)?,
         Format::Criterion => {
             return Err(ImportError::new(
                 "",
@@ -306,7 +314,7 @@ fn checked(imported: Imported) -> Result<Imported, ImportError> {
                 "give each benchmark its own name; perfsleuth compares results by name",
             ));
         }
-        if b.samples.is_empty() {
+        if b.samples.is_empty() && b.summaries.is_empty() {
             return Err(ImportError::new(
                 format!("benchmark `{}`", b.name),
                 "no samples",
@@ -333,7 +341,8 @@ mod tests {
         }
         assert_eq!(Format::from_name("gbench"), Some(Format::GoogleBenchmark));
         assert_eq!(Format::from_name("PYTEST"), Some(Format::PytestBenchmark));
-        assert_eq!(Format::from_name("bencher"), None);
+        assert_eq!(Format::from_name("bencher"), Some(Format::Bmf));
+        assert_eq!(Format::from_name("junit"), None);
     }
 
     #[test]
@@ -366,6 +375,10 @@ mod tests {
             Some(Format::GoTest)
         );
         assert_eq!(detect(r#"{"other": 1}"#), None);
+        assert_eq!(
+            detect(r#"{"a": {"latency": {"value": 1}}}"#),
+            Some(Format::Bmf)
+        );
         assert_eq!(detect("hello"), None);
     }
 }

@@ -50,18 +50,42 @@ struct Bench {
 #[derive(Deserialize)]
 struct Stats {
     data: Option<Vec<f64>>,
+    mean: Option<f64>,
+    stddev: Option<f64>,
+    rounds: Option<u64>,
 }
 
 pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
     let doc: Doc = json(text, Format::PytestBenchmark)?;
     let mut benchmarks = Vec::new();
     for (i, b) in doc.benchmarks.into_iter().enumerate() {
-        let Some(data) = b.stats.data else {
-            return Err(ImportError::new(
-                format!("benchmarks[{i}].stats"),
-                "no `data`: only the summary of the rounds",
-                "write the JSON with --benchmark-json (it includes every round's time)",
-            ));
+        let mut summaries = Vec::new();
+        let data = match (b.stats.data, b.stats.mean) {
+            (Some(data), _) => data,
+            // A file saved without the rounds: their mean and spread.
+            (None, Some(mean)) if mean.is_finite() && mean >= 0.0 => {
+                summaries.push(perfsleuth_model::ReportedSummary {
+                    metric: "wall".into(),
+                    value: mean * 1e9,
+                    kind: "mean".into(),
+                    lower: None,
+                    upper: None,
+                    stddev: b
+                        .stats
+                        .stddev
+                        .filter(|s| s.is_finite() && *s >= 0.0)
+                        .map(|s| s * 1e9),
+                    n: b.stats.rounds,
+                });
+                Vec::new()
+            }
+            _ => {
+                return Err(ImportError::new(
+                    format!("benchmarks[{i}].stats"),
+                    "neither `data` nor a finite `mean`",
+                    "write the JSON with --benchmark-json (it includes every round's time)",
+                ));
+            }
         };
         let mut samples = Vec::with_capacity(data.len());
         for (k, t) in data.iter().enumerate() {
@@ -87,6 +111,7 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
             name,
             parameters,
             samples,
+            summaries,
             ..Benchmark::default()
         });
     }
@@ -181,6 +206,13 @@ mod tests {
     fn summaries_without_data_and_unversioned_commits() {
         let text = r#"{"machine_info": {}, "commit_info": {"id": "unversioned", "branch": "(unknown)"},
           "benchmarks": [{"name": "t", "stats": {"median": 1.0}}]}"#;
+        let mean = text.replace(
+            r#""median": 1.0"#,
+            r#""mean": 1.0, "stddev": 0.5, "rounds": 9"#,
+        );
+        let i = crate::parse(Format::PytestBenchmark, &mean).unwrap();
+        let s = &i.benchmarks[0].summaries[0];
+        assert_eq!((s.value, s.stddev, s.n), (1e9, Some(5e8), Some(9)));
         let e = crate::parse(Format::PytestBenchmark, text).unwrap_err();
         assert_eq!(e.at, "benchmarks[0].stats");
         let ok = text.replace(r#""median": 1.0"#, r#""data": [1.0]"#);

@@ -18,6 +18,7 @@ mod fdr;
 mod mann_whitney;
 mod normal;
 mod rng;
+mod summary;
 mod usl;
 mod verdict;
 
@@ -39,6 +40,7 @@ pub use fdr::{benjamini_hochberg, bh_adjusted};
 pub use mann_whitney::{EXACT_MAX_TOTAL, MannWhitney, mann_whitney_u};
 pub use normal::{erfc, normal_cdf, normal_quantile, t_quantile};
 pub use rng::Rng;
+pub use summary::{MeanSd, welch_relative_change};
 pub use usl::{
     UslError, UslFit, UslModel, UslPoint, fit_usl, fit_usl_capped, usl_efficiency, usl_throughput,
 };

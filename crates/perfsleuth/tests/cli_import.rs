@@ -613,3 +613,119 @@ fn gungraun_output_from_real_runs_compares_exactly() {
         cmp.stdout
     );
 }
+
+#[test]
+fn summary_only_results_compare_by_their_reported_spread() {
+    // Bencher Metric Format: a value and its bounds per measure, no samples.
+    let sb = Sandbox::new();
+    let bmf = |sort: f64, hash: f64| {
+        format!(
+            r#"{{"sort": {{"latency": {{"value": {sort}, "lower_value": {}, "upper_value": {}}}}},
+                "hash": {{"latency": {{"value": {hash}, "lower_value": {}, "upper_value": {}}}}}}}"#,
+            sort - 1.0,
+            sort + 1.0,
+            hash - 5.0,
+            hash + 5.0
+        )
+    };
+    sb.write("a.json", bmf(100.0, 50.0));
+    sb.write("b.json", bmf(120.0, 52.0));
+    let out = import(&sb, &["a.json"]).ok();
+    assert!(
+        out.stdout
+            .contains("as Bencher Metric Format (detected): 2 benchmarks, 0 samples"),
+        "{}",
+        out.stdout
+    );
+    import(&sb, &["--format", "bmf", "b.json"]).ok();
+    let doc = sb.show_json("1");
+    let s = &doc["run"]["benchmarks"][0]["summaries"][0];
+    assert_eq!(
+        (s["metric"].as_str(), s["lower"].as_f64()),
+        (Some("wall"), Some(45.0)),
+        "{s}"
+    );
+    let cmp = sb.run([
+        "compare",
+        "--store",
+        &sb.store(),
+        "1",
+        "2",
+        "--format",
+        "json",
+    ]);
+    let doc = common::parse_json(&cmp.stdout);
+    let rows = doc["rows"].as_array().unwrap();
+    let verdict = |bench: &str| {
+        rows.iter()
+            .find(|r| r["benchmark"] == bench && r["metric"] == "wall")
+            .map(|r| r["verdict"].as_str().unwrap().to_string())
+    };
+    // +20 % outside bounds of ±1 %: regressed; +4 % inside ±10 %: not shown either way.
+    assert_eq!(
+        verdict("sort").as_deref(),
+        Some("regressed"),
+        "{}",
+        cmp.stdout
+    );
+    assert_eq!(
+        verdict("hash").as_deref(),
+        Some("inconclusive"),
+        "{}",
+        cmp.stdout
+    );
+    // Nothing but the wall time was reported, so no user/sys/RSS rows.
+    assert!(rows.iter().all(|r| r["metric"] == "wall"), "{}", cmp.stdout);
+    assert!(cmp.stdout.contains("summary only"), "{}", cmp.stdout);
+}
+
+#[test]
+fn google_benchmark_aggregates_only_compare_by_welch() {
+    let sb = Sandbox::new();
+    sb.write(
+        "bm.cc",
+        "#include <benchmark/benchmark.h>\n#include <vector>\n\
+         static void BM_sum(benchmark::State& s) { std::vector<int> v(s.range(0), 1);\n\
+         for (auto _ : s) { long t = 0; for (int x : v) t += x; benchmark::DoNotOptimize(t); } }\n\
+         BENCHMARK(BM_sum)->Arg(4096);\nBENCHMARK_MAIN();\n",
+    );
+    if tool(
+        &sb,
+        "google_benchmark",
+        "g++",
+        &["-O2", "bm.cc", "-o", "bm", "-lbenchmark", "-lpthread"],
+    )
+    .is_none()
+    {
+        return;
+    }
+    for file in ["a.json", "b.json"] {
+        let Some(json) = tool(
+            &sb,
+            "google_benchmark",
+            "./bm",
+            &[
+                "--benchmark_format=json",
+                "--benchmark_repetitions=5",
+                "--benchmark_report_aggregates_only=true",
+                "--benchmark_min_time=0.01",
+            ],
+        ) else {
+            return;
+        };
+        sb.write(file, json);
+        import(&sb, &[file]).ok();
+    }
+    let (benches, _, _) = stored(&sb, "1");
+    assert!(benches[0].1.is_empty(), "aggregates only: no samples");
+    let doc = sb.show_json("1");
+    let s = &doc["run"]["benchmarks"][0]["summaries"][0];
+    assert_eq!(
+        (s["kind"].as_str(), s["n"].as_u64()),
+        (Some("mean"), Some(5)),
+        "{s}"
+    );
+    let cmp = sb.run(["compare", "--store", &sb.store(), "1", "2"]);
+    assert!(cmp.code == 0 || cmp.code == 1, "{}", cmp.stderr);
+    assert!(cmp.stdout.contains("judged by Welch's t"), "{}", cmp.stdout);
+}
