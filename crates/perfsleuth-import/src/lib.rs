@@ -1,4 +1,5 @@
-//! Other tools' benchmark results as perfsleuth benchmarks and samples.
+//! Other tools' benchmark results as perfsleuth benchmarks and samples (or,
+//! for a format that keeps none, the summaries it reports).
 //!
 //! Pure parsing: text in, [`Imported`] out. Reading the files (bounded),
 //! capturing this machine and storing the run are the binary's; a criterion

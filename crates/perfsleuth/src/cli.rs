@@ -44,7 +44,8 @@ pub enum Command {
     /// samples in run order, changes against the noise band, the environment.
     Report(Box<ReportArgs>),
     /// Read another tool's results (hyperfine, criterion, Google Benchmark, pytest-benchmark,
-    /// go test) into the store, with this machine's environment or the file's own.
+    /// go test, callgrind, gungraun, BMF) into the store, with this machine's environment or
+    /// the file's own.
     Import(Box<ImportArgs>),
     /// Run a benchmark suite (cargo bench, go test -bench, pytest, a Google Benchmark binary)
     /// and import its results in one step, with the environment captured while it runs.
@@ -281,7 +282,7 @@ pub struct ReportArgs {
 /// `perfsleuth import`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Formats: hyperfine (--export-json), criterion (the target/criterion directory, or one benchmark's directory in it), google-benchmark (--benchmark_format=json), pytest-benchmark (--benchmark-json), go (the text of go test -bench). Each becomes one stored run; `runs`, `show`, `compare`, `history` and `report` treat it like a measured one.\n\nExamples:\n  perfsleuth import results.json\n  perfsleuth import --format criterion target/criterion\n  go test -bench . -count 10 | perfsleuth import --format go -"
+    after_help = "Formats: hyperfine (--export-json), criterion (the target/criterion directory, or one benchmark's directory in it), google-benchmark (--benchmark_format=json), pytest-benchmark (--benchmark-json), go (the text of go test -bench), callgrind (a callgrind.out file: a simulation run with its profile), gungraun (iai-callgrind's cargo bench output: a simulation run), bmf (Bencher Metric Format: summaries, no samples). Each becomes one stored run; `runs`, `show`, `compare`, `history` and `report` treat it like a measured one.\n\nExamples:\n  perfsleuth import results.json\n  perfsleuth import --format criterion target/criterion\n  go test -bench . -count 10 | perfsleuth import --format go -"
 )]
 pub struct ImportArgs {
     /// The results: a file, a criterion directory, or `-` for standard input.

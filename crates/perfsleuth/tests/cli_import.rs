@@ -372,8 +372,8 @@ fn bad_input_is_refused_and_nothing_is_stored() {
         (vec!["dup.json"], "appears twice"),
         (vec!["log.txt"], "not a results format perfsleuth imports"),
         (
-            vec!["--format", "bencher", "hf.json"],
-            "unknown import format `bencher`",
+            vec!["--format", "junit", "hf.json"],
+            "unknown import format `junit`",
         ),
         (vec!["crit"], "no criterion results"),
         (vec!["--format", "go", "crit"], "is a directory"),
