@@ -43,6 +43,18 @@ pub fn report(args: ReportArgs) -> Result<i32, Fail> {
     for side in &sides {
         for run in &side.runs {
             let probe = run.mode == perfsleuth_model::Mode::Probe;
+            let summaries_only = !probe
+                && run.benchmarks.iter().all(|b| b.samples.is_empty())
+                && run.benchmarks.iter().any(|b| !b.summaries.is_empty());
+            if summaries_only {
+                return Err(Fail::usage(
+                    format!(
+                        "{} has no samples to draw: it holds only the summaries its tool reported",
+                        side.label
+                    ),
+                    "`perfsleuth compare` judges summaries; the report draws samples (import results that keep them)",
+                ));
+            }
             if (probe && run.probes.is_empty())
                 || (!probe && run.benchmarks.iter().all(|b| b.samples.is_empty()))
             {

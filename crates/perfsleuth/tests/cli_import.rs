@@ -389,6 +389,10 @@ fn bad_input_is_refused_and_nothing_is_stored() {
             out.stderr
         );
     }
+    // A file past the reader's bound is refused unread (sparse: no disk used).
+    let huge = std::fs::File::create(sb.path("huge.json")).unwrap();
+    huge.set_len(300 << 20).unwrap();
+    import(&sb, &["huge.json"]).usage_error("cannot read huge.json");
     // A FIFO nobody writes to reads as empty instead of hanging.
     let fifo = sb.path("fifo");
     if Command::new("mkfifo")
@@ -677,6 +681,9 @@ fn summary_only_results_compare_by_their_reported_spread() {
     // Nothing but the wall time was reported, so no user/sys/RSS rows.
     assert!(rows.iter().all(|r| r["metric"] == "wall"), "{}", cmp.stdout);
     assert!(cmp.stdout.contains("summary only"), "{}", cmp.stdout);
+    // The report draws samples, and says why it has none to draw.
+    sb.run(["report", "--store", &sb.store(), "1", "-o", "r.html"])
+        .usage_error("holds only the summaries its tool reported");
 }
 
 #[test]
