@@ -906,14 +906,7 @@ fn measure(
             Some(change) => {
                 m.exact = true;
                 m.p_value = None;
-                m.change = Some(RelativeChange {
-                    change,
-                    ci: Interval {
-                        lo: change,
-                        hi: change,
-                    },
-                    resamples: 0,
-                });
+                m.change = Some(RelativeChange::exact(change));
             }
             None => m
                 .notes
@@ -1089,14 +1082,7 @@ fn measure_summaries(
         (Some(l), Some(u)) if u >= l && s.value > 0.0 => Some((u - l) / 2.0 / s.value),
         _ => None,
     };
-    m.change = Some(RelativeChange {
-        change,
-        ci: Interval {
-            lo: change,
-            hi: change,
-        },
-        resamples: 0,
-    });
+    m.change = Some(RelativeChange::exact(change));
     if let (Some(hb), Some(hc)) = (half(b), half(c)) {
         let band = hb + hc;
         if let Some(ch) = m.change.as_mut() {

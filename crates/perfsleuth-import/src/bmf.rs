@@ -92,18 +92,12 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
             ..Benchmark::default()
         });
     }
-    Ok(Imported {
-        format: Format::Bmf,
-        tool_version: None,
-        benchmarks,
-        facts: Vec::new(),
-        measured_at: None,
-        git: None,
-        notes: vec![
-            "Bencher Metric Format holds a summary per measure, no samples: compare judges it by its bounds"
-                .into(),
-        ],
-    })
+    let mut imported = Imported::of(Format::Bmf, benchmarks);
+    imported.notes.push(
+        "Bencher Metric Format holds a summary per measure, no samples: compare judges it by its bounds"
+            .into(),
+    );
+    Ok(imported)
 }
 
 #[cfg(test)]
@@ -120,6 +114,7 @@ mod tests {
         assert_eq!(b.summaries[0].metric, "throughput");
         assert_eq!(b.summaries[1].metric, "wall");
         assert_eq!(b.summaries[1].lower, Some(87.4));
+        assert!(i.notes[0].contains("no samples"));
     }
 
     #[test]

@@ -60,21 +60,16 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
                 .to_string(),
         );
     }
-    Ok(Imported {
-        format: Format::Callgrind,
-        tool_version: None,
-        benchmarks: vec![Benchmark {
-            command: name.clone(),
-            name,
-            samples: vec![sample],
-            profile: Some(profile),
-            ..Benchmark::default()
-        }],
-        facts: Vec::new(),
-        measured_at: None,
-        git: None,
-        notes,
-    })
+    let bench = Benchmark {
+        command: name.clone(),
+        name,
+        samples: vec![sample],
+        profile: Some(profile),
+        ..Benchmark::default()
+    };
+    let mut imported = Imported::of(Format::Callgrind, vec![bench]);
+    imported.notes = notes;
+    Ok(imported)
 }
 
 #[cfg(test)]

@@ -87,15 +87,7 @@ pub fn parse_criterion(benches: &[CriterionBench]) -> Result<Imported, ImportErr
             ..Benchmark::default()
         });
     }
-    crate::checked(Imported {
-        format: Format::Criterion,
-        tool_version: None,
-        benchmarks,
-        facts: Vec::new(),
-        measured_at: None,
-        git: None,
-        notes: Vec::new(),
-    })
+    crate::checked(Imported::of(Format::Criterion, benchmarks))
 }
 
 #[cfg(test)]

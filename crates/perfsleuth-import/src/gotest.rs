@@ -140,15 +140,10 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
                 .into(),
         );
     }
-    Ok(Imported {
-        format: Format::GoTest,
-        tool_version: None,
-        benchmarks,
-        facts,
-        measured_at: None,
-        git: None,
-        notes,
-    })
+    let mut imported = Imported::of(Format::GoTest, benchmarks);
+    imported.facts = facts;
+    imported.notes = notes;
+    Ok(imported)
 }
 
 #[cfg(test)]

@@ -107,15 +107,7 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
     }
     // A header without metrics was a log line that happened to hold `::`.
     benchmarks.retain(|b| b.samples[0].counters.contains_key("Ir"));
-    Ok(Imported {
-        format: Format::Gungraun,
-        tool_version: None,
-        benchmarks,
-        facts: Vec::new(),
-        measured_at: None,
-        git: None,
-        notes: Vec::new(),
-    })
+    Ok(Imported::of(Format::Gungraun, benchmarks))
 }
 
 #[cfg(test)]

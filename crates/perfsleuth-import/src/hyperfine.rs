@@ -76,15 +76,9 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
                 .to_string(),
         );
     }
-    Ok(Imported {
-        format: Format::Hyperfine,
-        tool_version: None,
-        benchmarks,
-        facts: Vec::new(),
-        measured_at: None,
-        git: None,
-        notes,
-    })
+    let mut imported = Imported::of(Format::Hyperfine, benchmarks);
+    imported.notes = notes;
+    Ok(imported)
 }
 
 #[cfg(test)]

@@ -161,6 +161,19 @@ impl fmt::Display for ImportError {
 impl std::error::Error for ImportError {}
 
 impl Imported {
+    /// The benchmarks read as `format`, with nothing else known yet.
+    fn of(format: Format, benchmarks: Vec<Benchmark>) -> Imported {
+        Imported {
+            format,
+            tool_version: None,
+            benchmarks,
+            facts: Vec::new(),
+            measured_at: None,
+            git: None,
+            notes: Vec::new(),
+        }
+    }
+
     /// The run's mode: simulation for callgrind's counts, walltime for times.
     pub fn mode(&self) -> perfsleuth_model::Mode {
         match self.format {

@@ -32,6 +32,19 @@ pub struct RelativeChange {
 }
 
 impl RelativeChange {
+    /// A change known exactly (counts, or a summary without spread): its
+    /// interval is the point itself, and nothing was resampled.
+    pub fn exact(change: f64) -> RelativeChange {
+        RelativeChange {
+            change,
+            ci: Interval {
+                lo: change,
+                hi: change,
+            },
+            resamples: 0,
+        }
+    }
+
     /// Restates a ratio estimate as a change; subtracting 1 is monotone, so
     /// the percentile CI of the ratio maps onto that of the change.
     fn from_ratio(r: &RatioEstimate) -> RelativeChange {

@@ -66,18 +66,7 @@ pub fn welch_relative_change(
     if vb + vc == 0.0 {
         // No spread on either side: the change is what it is.
         let p = if change == 0.0 { 1.0 } else { 0.0 };
-        let ci = Interval {
-            lo: change,
-            hi: change,
-        };
-        return Some((
-            RelativeChange {
-                change,
-                ci,
-                resamples: 0,
-            },
-            p,
-        ));
+        return Some((RelativeChange::exact(change), p));
     }
     let df = (vb + vc).powi(2)
         / (vb * vb / (baseline.n - 1) as f64 + vc * vc / (candidate.n - 1) as f64);
