@@ -163,7 +163,14 @@ impl RunReport {
 /// regressed or improved: the CI excludes 1.0, the rank test agrees, and both
 /// sides have at least its `min_samples`.
 pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
-    let benchmarks: Vec<BenchmarkReport> = run.benchmarks.iter().map(benchmark_report).collect();
+    // An imported run's tool reported no CPU times: zeros there are not a
+    // measurement, so they are not shown as "User: 0 ns".
+    let imported = run.options["kind"] == "import";
+    let benchmarks: Vec<BenchmarkReport> = run
+        .benchmarks
+        .iter()
+        .map(|b| benchmark_report(b, imported))
+        .collect();
     let reference = reference.filter(|&r| r < run.benchmarks.len()).unwrap_or(0);
     let others: Vec<usize> = (0..run.benchmarks.len())
         .filter(|&i| i != reference)
@@ -213,8 +220,16 @@ pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
 
 /// Summaries of one benchmark. Failed samples stay in the statistics: they
 /// were measured like the others, and the renderers warn about them.
-fn benchmark_report(b: &Benchmark) -> BenchmarkReport {
+fn benchmark_report(b: &Benchmark, imported: bool) -> BenchmarkReport {
     let wall = summarize(&b.values(Metric::Wall));
+    let cpu = |m: Metric| {
+        let v = b.values(m);
+        if imported && v.iter().all(|x| *x == 0.0) {
+            None
+        } else {
+            summarize(&v)
+        }
+    };
     BenchmarkReport {
         name: b.name.clone(),
         command: b.command.clone(),
@@ -223,8 +238,8 @@ fn benchmark_report(b: &Benchmark) -> BenchmarkReport {
         failed_runs: b.samples.iter().filter(|s| !s.succeeded()).count(),
         outliers: wall.as_ref().map_or(0, |s| s.outliers.len()),
         wall,
-        user: summarize(&b.values(Metric::User)),
-        sys: summarize(&b.values(Metric::Sys)),
+        user: cpu(Metric::User),
+        sys: cpu(Metric::Sys),
         peak_rss: summarize(&b.values(Metric::PeakRss)),
         counters: b
             .counters()

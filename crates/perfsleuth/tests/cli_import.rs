@@ -246,6 +246,13 @@ fn pytest_benchmark_rounds_and_parameters() {
             .contains("3."),
         "{env}"
     );
+    // pytest-benchmark records no CPU time: `show` does not print zeros for it.
+    let show = sb.run(["show", "--store", &sb.store(), "1"]).ok();
+    assert!(
+        show.stdout.contains("test_fib") && !show.stdout.contains("User:"),
+        "{}",
+        show.stdout
+    );
 }
 
 #[test]
