@@ -28,7 +28,8 @@ struct Id {
     value_str: Option<String>,
 }
 
-/// `sample.json`: an object since criterion 0.3.4, a pair of arrays before.
+/// `sample.json`: an object (`sampling_mode`, `iters`, `times`; criterion 0.3
+/// and 0.5 write it), or a bare pair of arrays.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum Samples {

@@ -743,3 +743,45 @@ fn google_benchmark_aggregates_only_compare_by_welch() {
     assert!(cmp.code == 0 || cmp.code == 1, "{}", cmp.stderr);
     assert!(cmp.stdout.contains("judged by Welch's t"), "{}", cmp.stdout);
 }
+
+#[test]
+fn other_versions_of_the_tools_import_too() {
+    // Real output of versions the test machines do not run: criterion 0.3,
+    // pytest-benchmark 3.4 and hyperfine 1.20 (see each fixture's README).
+    let sb = Sandbox::new();
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let out = import(&sb, &[&format!("{fixtures}/criterion-0.3")]).ok();
+    assert!(
+        out.stdout
+            .contains("criterion.rs (detected): 2 benchmarks, 200 samples"),
+        "{}",
+        out.stdout
+    );
+    let out = import(&sb, &[&format!("{fixtures}/pytest-benchmark/v3.4.1.json")]).ok();
+    assert!(
+        out.stdout
+            .contains("pytest-benchmark (detected): 2 benchmarks, 111 samples"),
+        "{}",
+        out.stdout
+    );
+    let out = import(&sb, &[&format!("{fixtures}/hyperfine/v1.20.0.json")]).ok();
+    assert!(
+        out.stdout
+            .contains("hyperfine (detected): 2 benchmarks, 12 samples"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("no peak memory"),
+        "1.20 records it: {}",
+        out.stdout
+    );
+    let (benches, _, _) = stored(&sb, "3");
+    assert_eq!(benches[0].1[0]["peak_rss_bytes"], 3158016);
+    let (benches, _, _) = stored(&sb, "1");
+    let per_iter = benches[1].1[0]["wall_ns"].as_u64().unwrap();
+    assert!(
+        per_iter > 1_000,
+        "fib(20) takes microseconds an iteration: {per_iter} ns"
+    );
+}
