@@ -62,6 +62,7 @@ fn machine() -> Environment {
 fn run(id: i64, env: Environment, benchmarks: Vec<Benchmark>) -> Run {
     Run {
         id: Some(id),
+        uuid: None,
         started_at: format!("2025-01-01T00:00:{:02}.000Z", id % 60),
         ended_at: None,
         status: RunStatus::Complete,

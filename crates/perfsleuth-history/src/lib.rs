@@ -10,7 +10,8 @@
 //! see next to the code's (CASES.md, case E). docs/HISTORY.md has the rules.
 //!
 //! Modules: `baseline` (`compare`'s default baseline), `csv` (`history fit`
-//! input), `render` (terminal and Markdown).
+//! input), `render` (terminal and Markdown), `stored` (comparisons of stored
+//! runs, shared by `compare` and the team server).
 
 #![forbid(unsafe_code)]
 
@@ -18,6 +19,7 @@ mod baseline;
 mod csv;
 mod html;
 mod render;
+pub mod stored;
 
 pub use baseline::stable_default;
 pub use csv::{CsvError, CsvSeries, read_csv};

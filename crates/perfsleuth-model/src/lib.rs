@@ -825,6 +825,11 @@ fn is_empty_env(env: &Environment) -> bool {
 pub struct Run {
     /// Store id; `None` when the run was not stored.
     pub id: Option<i64>,
+    /// Universally unique id, given when the run is first stored and kept
+    /// wherever it is copied (exports, pushes to a team server), so the same
+    /// run is recognised everywhere; `None` for a run never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
     /// Start time, RFC 3339 UTC.
     pub started_at: String,
     /// End time, RFC 3339 UTC; `None` while running.

@@ -238,6 +238,7 @@ fn run_export() -> impl Strategy<Value = RunExport> {
                     schema_version: RunExport::VERSION,
                     run: Run {
                         id,
+                        uuid: None,
                         started_at,
                         ended_at,
                         status,

@@ -365,6 +365,7 @@ pub(crate) mod testutil {
         environment.set("cpu.governor", "performance", ImpactClass::Performance);
         Run {
             id: Some(12),
+            uuid: None,
             started_at: "2024-02-29T12:34:56.123Z".to_string(),
             ended_at: Some("2024-02-29T12:35:06.456Z".to_string()),
             status: RunStatus::Complete,

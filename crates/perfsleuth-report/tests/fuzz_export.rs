@@ -114,6 +114,7 @@ fn run() -> impl Strategy<Value = (Run, Option<usize>)> {
                 .collect();
             let run = Run {
                 id: Some(1),
+                uuid: None,
                 started_at: "2026-01-01T00:00:00.000Z".into(),
                 ended_at: Some("2026-01-01T00:00:01.000Z".into()),
                 status,

@@ -9,6 +9,7 @@ fn main() {
     let mut store = SqliteStore::open(std::path::Path::new(&args[1])).unwrap();
     let run = Run {
         id: None,
+        uuid: None,
         started_at: "2026-01-01T00:00:00.000Z".into(),
         ended_at: None,
         status: RunStatus::Running,

@@ -61,8 +61,10 @@ pub enum StoreError {
         /// Where the store was looked for.
         path: PathBuf,
     },
-    /// A `--store` value with a scheme other than `sqlite:`.
-    #[error("unsupported store {url:?}: {reason} (hint: use sqlite:PATH or a bare PATH)")]
+    /// A `--store` value with a scheme other than `sqlite:` or `postgres://`.
+    #[error(
+        "unsupported store {url:?}: {reason} (hint: use sqlite:PATH, a bare PATH or postgres://USER@HOST/DB)"
+    )]
     UnsupportedUrl {
         /// The value as given.
         url: String,
@@ -99,6 +101,34 @@ pub enum StoreError {
         "no stored run matches {0:?} (hint: run `perfsleuth runs` to list stored runs; use an id, latest or latest~N)"
     )]
     NotFound(String),
+    /// A PostgreSQL server could not be reached or refused the login.
+    #[error(
+        "cannot connect to {place}: {detail} (hint: check the URL, that the server runs and that the user may log in, or use --store sqlite:PATH)"
+    )]
+    Unreachable {
+        /// The URL without its password.
+        place: String,
+        /// What the client library said, one line.
+        detail: String,
+    },
+    /// Any other PostgreSQL failure.
+    #[error(
+        "{place}: PostgreSQL error: {detail} (hint: retry; if it persists, check the server's log)"
+    )]
+    Postgres {
+        /// The URL without its password.
+        place: String,
+        /// What the server said, one line.
+        detail: String,
+    },
+    /// A row that must be unique already exists (a run's UUID, a token).
+    #[error("{0} already exists")]
+    Conflict(String),
+    /// No project of that name on this store.
+    #[error(
+        "no project {0:?} on this store (hint: `perfsleuth server token create --project NAME` creates it)"
+    )]
+    NoProject(String),
     /// A JSON column could not be encoded or decoded.
     #[error("{}: stored JSON is malformed: {source} (hint: the store may be damaged; {HINT_OTHER})", path.display())]
     Json {

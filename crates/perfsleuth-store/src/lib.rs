@@ -25,13 +25,17 @@ mod error;
 mod hash;
 mod location;
 mod migrations;
+mod postgres;
 mod queries;
 mod schema;
+mod sql;
 mod sqlite;
 
 pub use error::StoreError;
 pub use hash::{comparability_hash, sha256_hex};
+pub use location::StoreUrl;
 pub use migrations::{APPLICATION_ID, STORE_SCHEMA_VERSION};
+pub use postgres::PgStore;
 pub use sqlite::{BUSY_TIMEOUT, SqliteStore};
 
 use perfsleuth_model::{
@@ -97,11 +101,59 @@ pub enum RunKind {
     },
 }
 
+/// What [`Store::ingest_run`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ingested {
+    /// The run's id in this store.
+    pub id: i64,
+    /// Its UUID (the one sent, or a new one when it had none).
+    pub uuid: String,
+    /// False when a run with this UUID was already stored in the project: nothing was written.
+    pub created: bool,
+}
+
+/// A team server's project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectInfo {
+    /// Its name (the `{project}` of the API's paths).
+    pub name: String,
+    /// Whether reading it needs no token.
+    pub public_read: bool,
+    /// When it was created, RFC 3339 UTC.
+    pub created_at: String,
+    /// How many runs it holds.
+    pub runs: u64,
+}
+
+/// A team server's API token, as stored: only the SHA-256 of its secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRecord {
+    /// Its id (`server token revoke ID`).
+    pub id: i64,
+    /// The project it opens.
+    pub project: String,
+    /// A name for people ("ci", "alice's laptop").
+    pub name: String,
+    /// Hex SHA-256 of the secret.
+    pub hash: String,
+    /// Its scopes: `ingest`, `read`, `admin`.
+    pub scopes: Vec<String>,
+    /// When it was created, RFC 3339 UTC.
+    pub created_at: String,
+    /// When it was revoked; `None` while it is valid.
+    pub revoked_at: Option<String>,
+}
+
 /// The operations perfsleuth performs on stored results, whatever the backend.
 ///
 /// Object safe, so callers that do not care which backend they have can hold
 /// a `&mut dyn Store`. Opening is not part of it: each backend has its own
-/// way to be found and connected to ([`SqliteStore::open`]).
+/// way to be found and connected to ([`SqliteStore::open`], [`PgStore::connect`],
+/// or [`StoreUrl::open`] for either by URL).
+///
+/// Runs belong to a project: "" for a local store, the `{project}` of the
+/// API for a team server. Every operation on runs sees only the handle's
+/// project ([`Store::use_project`]); environments are shared.
 pub trait Store {
     /// Inserts the environment (deduplicated) and a run row with status `running`; `run.benchmarks` are not inserted. Returns the new run id.
     fn begin_run(&mut self, run: &Run) -> Result<i64, StoreError>;
@@ -133,6 +185,15 @@ pub trait Store {
         status: RunStatus,
         ended_at: &str,
     ) -> Result<(), StoreError>;
+
+    /// Stores a whole run (benchmarks, samples, probe results, its own
+    /// status) in one transaction, so it is either wholly stored or not at
+    /// all. Idempotent by UUID: a run whose UUID the project already holds
+    /// is not written again.
+    fn ingest_run(&mut self, run: &Run) -> Result<Ingested, StoreError>;
+
+    /// The id of the project's run with this UUID.
+    fn run_by_uuid(&self, uuid: &str) -> Result<Option<i64>, StoreError>;
 
     /// Loads a whole run: environment merged from its env row and context, benchmarks in insertion order, samples in iteration order, probe results in the order stored; `Ok(None)` if no such id.
     fn load_run(&self, id: i64) -> Result<Option<Run>, StoreError>;
@@ -214,4 +275,35 @@ pub trait Store {
 
     /// The stored environments (identity and performance facts) with these ids.
     fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError>;
+
+    /// Where the store is, as messages name it: the SQLite file, or the
+    /// PostgreSQL URL without its password.
+    fn location(&self) -> &std::path::Path;
+
+    /// The project this handle reads and writes runs of ("" for a local store).
+    fn project(&self) -> &str;
+
+    /// Makes this handle read and write the runs of `project`.
+    fn use_project(&mut self, project: &str);
+
+    /// Every project created on this store, by name.
+    fn projects(&self) -> Result<Vec<ProjectInfo>, StoreError>;
+
+    /// Creates a project (private) unless it exists.
+    fn ensure_project(&mut self, name: &str, created_at: &str) -> Result<(), StoreError>;
+
+    /// Makes a project's reads public (no token) or private again.
+    fn set_public_read(&mut self, name: &str, public: bool) -> Result<(), StoreError>;
+
+    /// Stores a new token (its `id` is ignored) and returns its id.
+    fn add_token(&mut self, token: &TokenRecord) -> Result<i64, StoreError>;
+
+    /// Tokens, of one project or of all, oldest first (revoked ones too).
+    fn tokens(&self, project: Option<&str>) -> Result<Vec<TokenRecord>, StoreError>;
+
+    /// The token whose secret hashes to `hash`, revoked or not.
+    fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError>;
+
+    /// Revokes a token; false when there is no such valid token.
+    fn revoke_token(&mut self, id: i64, revoked_at: &str) -> Result<bool, StoreError>;
 }

@@ -1,10 +1,55 @@
 //! Where a store lives: `--store` values and the default location.
 
-use crate::SqliteStore;
 use crate::error::StoreError;
+use crate::{PgStore, SqliteStore, Store};
 use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// Where a store is, as named by `--store`: a SQLite file or a PostgreSQL database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// `sqlite:PATH` or a bare path.
+    Sqlite(PathBuf),
+    /// `postgres://…` or `postgresql://…`, as given (with any password).
+    Postgres(String),
+}
+
+impl StoreUrl {
+    /// Parses a `--store` value.
+    pub fn parse(url: &str) -> Result<StoreUrl, StoreError> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(StoreUrl::Postgres(url.to_string()));
+        }
+        SqliteStore::path_from_url(url).map(StoreUrl::Sqlite)
+    }
+
+    /// Opens the store, creating it (or its tables) if needed.
+    pub fn open(&self) -> Result<Box<dyn Store + Send>, StoreError> {
+        Ok(match self {
+            StoreUrl::Sqlite(path) => Box::new(SqliteStore::open(path)?),
+            StoreUrl::Postgres(url) => Box::new(PgStore::connect(url)?),
+        })
+    }
+
+    /// Opens a store that must exist already (for reading): a missing
+    /// SQLite file is [`StoreError::NoResults`]; a PostgreSQL database is
+    /// prepared as by [`StoreUrl::open`], since its existence is the server's.
+    pub fn open_existing(&self) -> Result<Box<dyn Store + Send>, StoreError> {
+        Ok(match self {
+            StoreUrl::Sqlite(path) => Box::new(SqliteStore::open_existing(path)?),
+            StoreUrl::Postgres(url) => Box::new(PgStore::connect(url)?),
+        })
+    }
+
+    /// The store as error messages and listings name it (no password).
+    pub fn display(&self) -> String {
+        match self {
+            StoreUrl::Sqlite(path) => path.display().to_string(),
+            StoreUrl::Postgres(url) => crate::postgres::redact(url),
+        }
+    }
+}
 
 impl SqliteStore {
     /// Parses `--store` values: "sqlite:PATH" or a bare PATH. Anything else (e.g. "postgres://…") -> error naming the supported schemes.
@@ -35,7 +80,7 @@ impl SqliteStore {
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
             if looks_like_scheme {
                 return Err(bad(format!(
-                    "scheme `{scheme}` is not supported; the only supported scheme is `sqlite`"
+                    "scheme `{scheme}` is not supported; the supported schemes are `sqlite` and `postgres`"
                 )));
             }
         }

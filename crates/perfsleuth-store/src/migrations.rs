@@ -26,6 +26,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::METRIC_SUMMARIES,
     schema::SAMPLE_WALL_EXACT,
     schema::BENCHMARK_SUMMARIES,
+    schema::PROJECTS_AND_TOKENS,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

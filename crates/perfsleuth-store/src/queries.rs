@@ -1,13 +1,18 @@
-//! The SQLite backend's reads and writes: the [`Store`] trait for [`SqliteStore`].
+//! Every read and write of the store, written once over [`Db`] for both
+//! backends; [`crate::Store`] delegates here (`impl_store!`).
+//!
+//! Every query on runs is scoped to the connection's project, so a team
+//! server's projects never see each other's runs and a local store (project
+//! "") never sees a server's.
 
-use crate::error::{At, StoreError};
+use crate::error::StoreError;
 use crate::hash::{STABLE_CLASSES, comparability_hash, sha256_hex};
-use crate::{HistoryEntry, MetricSummary, RunKind, RunListing, SqliteStore, Store};
+use crate::sql::{Db, Dialect, Row, Val, transaction, vals};
+use crate::{HistoryEntry, Ingested, MetricSummary, ProjectInfo, RunKind, RunListing, TokenRecord};
 use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Profile, Run,
     RunStatus, Sample,
 };
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -15,14 +20,19 @@ const INSERT_PROBE_RESULT: &str = "INSERT INTO probe_results (run_id, position, 
     value, unit, lower_is_better, cycles, spread, stable, headline, note) \
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
 
+const SAMPLE_COLUMNS: &str = "benchmark_id, iteration, wall_ns, user_ns, sys_ns, \
+    peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, \
+    round, wall_exact_ns";
+
 const INSERT_SAMPLE: &str = "INSERT INTO samples (benchmark_id, iteration, wall_ns, user_ns, sys_ns, \
     peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, \
     round, wall_exact_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 
-/// The SQL condition on `runs.options` that marks a `perfsleuth scale` sweep.
-const SCALE_SWEEP: &str = "coalesce(json_extract(r.options, '$.kind'), '') = 'scale'";
+/// Samples per multi-row INSERT when a whole run is ingested: 15 values a
+/// row stays far below both databases' limits on bound parameters.
+const SAMPLES_PER_INSERT: usize = 256;
 
-/// Stores u64 counters in SQLite's i64; the bit pattern round-trips exactly.
+/// Stores u64 counters in the databases' i64; the bit pattern round-trips exactly.
 fn to_i64(v: u64) -> i64 {
     v as i64
 }
@@ -32,396 +42,487 @@ fn to_u64(v: i64) -> u64 {
     v as u64
 }
 
+/// Attaches the store's place to JSON errors.
+fn json<T>(place: &Path, r: Result<T, serde_json::Error>) -> Result<T, StoreError> {
+    r.map_err(|source| StoreError::Json {
+        path: place.to_path_buf(),
+        source,
+    })
+}
+
 impl RunKind {
-    /// The SQL condition on `runs.mode` selecting this kind.
-    fn condition(self) -> String {
+    /// The SQL condition on `runs` (aliased `r`) selecting this kind.
+    fn condition(self, dialect: Dialect) -> String {
         match self {
-            RunKind::Any => "1".into(),
-            RunKind::Benchmarks => "mode <> 'probe'".into(),
-            RunKind::Probes => "mode = 'probe'".into(),
+            RunKind::Any => "1 = 1".into(),
+            RunKind::Benchmarks => "r.mode <> 'probe'".into(),
+            RunKind::Probes => "r.mode = 'probe'".into(),
             RunKind::Like { mode, scale } => format!(
-                "mode = '{}' AND (coalesce(json_extract(options, '$.kind'), '') = '{}') = {}",
+                "r.mode = '{}' AND coalesce({}, '') {} '{}'",
                 mode.as_str(),
+                dialect.json_text("r.options", "kind"),
+                if scale { "=" } else { "<>" },
                 perfsleuth_model::SCALE_KIND,
-                if scale { 1 } else { 0 }
             ),
         }
     }
 }
 
-impl Store for SqliteStore {
-    fn begin_run(&mut self, run: &Run) -> Result<i64, StoreError> {
-        let path = &self.path;
-        let stable = run.environment.only(&STABLE_CLASSES);
-        let context = run.environment.only(&[ImpactClass::Context]);
-        // Environment serialises as a BTreeMap, so this JSON is canonical.
-        let facts = serde_json::to_string(&stable).at(path)?;
-        let context = serde_json::to_string(&context).at(path)?;
-        let options = serde_json::to_string(&run.options).at(path)?;
-        let hash = sha256_hex(facts.as_bytes());
+/// A new random (version 4) UUID.
+pub(crate) fn new_uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
 
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .at(path)?;
-        tx.execute(
-            "INSERT INTO environments (hash, facts) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
-            params![hash, facts],
-        )
-        .at(path)?;
-        let env_id: i64 = tx
-            .query_row(
-                "SELECT id FROM environments WHERE hash = ?1",
-                [&hash],
-                |r| r.get(0),
-            )
-            .at(path)?;
-        let git = run.git.as_ref();
-        tx.execute(
-            "INSERT INTO runs (started_at, ended_at, status, tool_version, git_commit, git_branch, \
-             git_dirty, mode, options, environment_id, context) \
-             VALUES (?1, NULL, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                run.started_at,
-                RunStatus::Running.as_str(),
-                run.tool_version,
-                git.map(|g| &g.commit),
-                git.and_then(|g| g.branch.as_ref()),
-                git.map(|g| g.dirty),
-                run.mode.as_str(),
-                options,
-                env_id,
-                context,
-            ],
-        )
-        .at(path)?;
-        let id = tx.last_insert_rowid();
-        tx.commit().at(path)?;
-        Ok(id)
-    }
+/// Inserts (or finds) the run's environment and its run row with `status`;
+/// returns the run id.
+fn insert_run<D: Db + ?Sized>(
+    db: &D,
+    run: &Run,
+    uuid: &str,
+    status: RunStatus,
+    ended_at: Option<&str>,
+) -> Result<i64, StoreError> {
+    let place = db.place();
+    let stable = run.environment.only(&STABLE_CLASSES);
+    let context = run.environment.only(&[ImpactClass::Context]);
+    // Environment serialises as a BTreeMap, so this JSON is canonical.
+    let facts = json(place, serde_json::to_string(&stable))?;
+    let context = json(place, serde_json::to_string(&context))?;
+    let options = json(place, serde_json::to_string(&run.options))?;
+    let hash = sha256_hex(facts.as_bytes());
+    db.execute(
+        "INSERT INTO environments (hash, facts) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
+        &vals![hash.as_str(), facts],
+    )?;
+    let env_id = db
+        .query(
+            "SELECT id FROM environments WHERE hash = ?1",
+            &vals![hash.as_str()],
+        )?
+        .first()
+        .map(|r| r.int(0))
+        .transpose()?
+        .ok_or_else(|| StoreError::NotFound(format!("environment {hash}")))?;
+    let git = run.git.as_ref();
+    let rows = db.query(
+        "INSERT INTO runs (started_at, ended_at, status, tool_version, git_commit, git_branch, \
+         git_dirty, mode, options, environment_id, context, uuid, project) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id",
+        &vals![
+            run.started_at.as_str(),
+            ended_at,
+            status.as_str(),
+            run.tool_version.as_str(),
+            git.map(|g| g.commit.as_str()),
+            git.and_then(|g| g.branch.as_deref()),
+            git.map(|g| g.dirty),
+            run.mode.as_str(),
+            options,
+            env_id,
+            context,
+            uuid,
+            db.project(),
+        ],
+    )?;
+    first_int(&rows)
+}
 
-    fn add_benchmark(&mut self, run_id: i64, bench: &Benchmark) -> Result<i64, StoreError> {
-        let path = &self.path;
-        let argv = serde_json::to_string(&bench.argv).at(path)?;
-        let parameters = serde_json::to_string(&bench.parameters).at(path)?;
-        let facts = if bench.facts.facts.is_empty() {
-            None
-        } else {
-            Some(serde_json::to_string(&bench.facts).at(path)?)
-        };
-        let profile = bench
+fn first_int(rows: &[Row]) -> Result<i64, StoreError> {
+    rows.first()
+        .ok_or_else(|| StoreError::NotFound("inserted row".into()))?
+        .int(0)
+}
+
+/// Inserts a benchmark row at `position` and returns its id.
+fn insert_benchmark<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    position: i64,
+    bench: &Benchmark,
+) -> Result<i64, StoreError> {
+    let place = db.place();
+    let argv = json(place, serde_json::to_string(&bench.argv))?;
+    let parameters = json(place, serde_json::to_string(&bench.parameters))?;
+    let facts = if bench.facts.facts.is_empty() {
+        None
+    } else {
+        Some(json(place, serde_json::to_string(&bench.facts))?)
+    };
+    let profile = json(
+        place,
+        bench
             .profile
             .as_ref()
             .map(serde_json::to_string)
-            .transpose()
-            .at(path)?;
-        let summaries = if bench.summaries.is_empty() {
-            None
-        } else {
-            Some(serde_json::to_string(&bench.summaries).at(path)?)
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .at(path)?;
-        let position = next_position(&tx, path, run_id, "benchmarks")?;
-        tx.execute(
-            "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile, \
-             summaries) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                run_id,
-                position,
-                bench.name,
-                bench.command,
-                argv,
-                parameters,
-                facts,
-                profile,
-                summaries
-            ],
-        )
-        .at(path)?;
-        let id = tx.last_insert_rowid();
-        tx.commit().at(path)?;
-        Ok(id)
-    }
+            .transpose(),
+    )?;
+    let summaries = if bench.summaries.is_empty() {
+        None
+    } else {
+        Some(json(place, serde_json::to_string(&bench.summaries))?)
+    };
+    let rows = db.query(
+        "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile, \
+         summaries) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+        &vals![
+            run_id,
+            position,
+            bench.name.as_str(),
+            bench.command.as_str(),
+            argv,
+            parameters,
+            facts,
+            profile,
+            summaries
+        ],
+    )?;
+    first_int(&rows)
+}
 
-    fn add_sample(&mut self, benchmark_id: i64, sample: &Sample) -> Result<(), StoreError> {
-        // Hot path: one cached statement, one autocommit insert, JSON only when needed.
-        let counters = if sample.counters.is_empty() {
-            None
-        } else {
-            Some(serde_json::to_string(&sample.counters).at(&self.path)?)
-        };
-        let mut stmt = self.conn.prepare_cached(INSERT_SAMPLE).at(&self.path)?;
-        stmt.execute(params![
-            benchmark_id,
-            sample.iteration,
-            to_i64(sample.wall_ns),
-            to_i64(sample.user_ns),
-            to_i64(sample.sys_ns),
-            to_i64(sample.peak_rss_bytes),
-            to_i64(sample.minor_faults),
-            to_i64(sample.major_faults),
-            to_i64(sample.voluntary_cs),
-            to_i64(sample.involuntary_cs),
-            sample.exit_code,
-            sample.signal,
-            counters,
-            sample.round,
-            sample.wall_exact_ns,
-        ])
-        .at(&self.path)?;
-        Ok(())
-    }
+/// The values of one sample row, in [`SAMPLE_COLUMNS`] order.
+fn sample_values(place: &Path, benchmark_id: i64, s: &Sample) -> Result<Vec<Val>, StoreError> {
+    let counters = if s.counters.is_empty() {
+        None
+    } else {
+        Some(json(place, serde_json::to_string(&s.counters))?)
+    };
+    Ok(Vec::from(vals![
+        benchmark_id,
+        s.iteration,
+        to_i64(s.wall_ns),
+        to_i64(s.user_ns),
+        to_i64(s.sys_ns),
+        to_i64(s.peak_rss_bytes),
+        to_i64(s.minor_faults),
+        to_i64(s.major_faults),
+        to_i64(s.voluntary_cs),
+        to_i64(s.involuntary_cs),
+        s.exit_code,
+        s.signal,
+        counters,
+        s.round,
+        s.wall_exact_ns,
+    ]))
+}
 
-    fn update_context(&mut self, run_id: i64, env: &Environment) -> Result<(), StoreError> {
-        let context = serde_json::to_string(&env.only(&[ImpactClass::Context])).at(&self.path)?;
-        let changed = self
-            .conn
-            .execute(
-                "UPDATE runs SET context = ?1 WHERE id = ?2",
-                params![context, run_id],
-            )
-            .at(&self.path)?;
-        if changed == 0 {
-            return Err(StoreError::NotFound(run_id.to_string()));
+/// Inserts a probe result row.
+fn insert_probe<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    position: i64,
+    p: &ProbeResult,
+) -> Result<(), StoreError> {
+    db.execute(
+        INSERT_PROBE_RESULT,
+        &vals![
+            run_id,
+            position,
+            p.probe.as_str(),
+            p.metric.as_str(),
+            p.value,
+            p.unit.as_str(),
+            p.lower_is_better,
+            p.cycles,
+            p.spread,
+            p.stable,
+            p.headline,
+            p.note.as_deref(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// [`crate::Store::begin_run`].
+pub(crate) fn begin_run<D: Db + ?Sized>(db: &D, run: &Run) -> Result<i64, StoreError> {
+    let uuid = run.uuid.clone().unwrap_or_else(new_uuid);
+    transaction(db, true, || {
+        insert_run(db, run, &uuid, RunStatus::Running, None)
+    })
+}
+
+/// [`crate::Store::add_benchmark`].
+pub(crate) fn add_benchmark<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    bench: &Benchmark,
+) -> Result<i64, StoreError> {
+    transaction(db, true, || {
+        let position = next_position(db, run_id, "benchmarks")?;
+        insert_benchmark(db, run_id, position, bench)
+    })
+}
+
+/// [`crate::Store::add_sample`]: one autocommit insert, a cached statement.
+pub(crate) fn add_sample<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    sample: &Sample,
+) -> Result<(), StoreError> {
+    db.execute(
+        INSERT_SAMPLE,
+        &sample_values(db.place(), benchmark_id, sample)?,
+    )?;
+    Ok(())
+}
+
+/// [`crate::Store::update_context`].
+pub(crate) fn update_context<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    env: &Environment,
+) -> Result<(), StoreError> {
+    let context = json(
+        db.place(),
+        serde_json::to_string(&env.only(&[ImpactClass::Context])),
+    )?;
+    let changed = db.execute(
+        "UPDATE runs SET context = ?1 WHERE id = ?2 AND project = ?3",
+        &vals![context, run_id, db.project()],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(run_id.to_string()));
+    }
+    Ok(())
+}
+
+/// [`crate::Store::set_profile`].
+pub(crate) fn set_profile<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    profile: &Profile,
+) -> Result<(), StoreError> {
+    let text = json(db.place(), serde_json::to_string(profile))?;
+    let changed = db.execute(
+        "UPDATE benchmarks SET profile = ?1 WHERE id = ?2",
+        &vals![text, benchmark_id],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(format!("benchmark {benchmark_id}")));
+    }
+    Ok(())
+}
+
+/// [`crate::Store::add_probe_results`].
+pub(crate) fn add_probe_results<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    results: &[ProbeResult],
+) -> Result<(), StoreError> {
+    transaction(db, true, || {
+        let first = next_position(db, run_id, "probe_results")?;
+        for (i, p) in results.iter().enumerate() {
+            insert_probe(db, run_id, first + i as i64, p)?;
         }
         Ok(())
-    }
+    })
+}
 
-    fn set_profile(&mut self, benchmark_id: i64, profile: &Profile) -> Result<(), StoreError> {
-        let json = serde_json::to_string(profile).at(&self.path)?;
-        let changed = self
-            .conn
-            .execute(
-                "UPDATE benchmarks SET profile = ?1 WHERE id = ?2",
-                params![json, benchmark_id],
-            )
-            .at(&self.path)?;
-        if changed == 0 {
-            return Err(StoreError::NotFound(format!("benchmark {benchmark_id}")));
+/// [`crate::Store::finish_run`].
+pub(crate) fn finish_run<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    status: RunStatus,
+    ended_at: &str,
+) -> Result<(), StoreError> {
+    let changed = db.execute(
+        "UPDATE runs SET status = ?1, ended_at = ?2 WHERE id = ?3 AND project = ?4",
+        &vals![status.as_str(), ended_at, run_id, db.project()],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(run_id.to_string()));
+    }
+    Ok(())
+}
+
+/// [`crate::Store::ingest_run`]: the whole run in one transaction, or nothing.
+pub(crate) fn ingest_run<D: Db + ?Sized>(db: &D, run: &Run) -> Result<Ingested, StoreError> {
+    let uuid = run.uuid.clone().unwrap_or_else(new_uuid);
+    match ingest_once(db, run, &uuid) {
+        // Another connection stored the same run between our look-up and
+        // our insert (PostgreSQL writers do not serialise): it is there now.
+        Err(StoreError::Conflict(what)) => match run_by_uuid(db, &uuid)? {
+            Some(id) => Ok(Ingested {
+                id,
+                uuid,
+                created: false,
+            }),
+            None => Err(StoreError::Conflict(what)),
+        },
+        other => other,
+    }
+}
+
+fn ingest_once<D: Db + ?Sized>(db: &D, run: &Run, uuid: &str) -> Result<Ingested, StoreError> {
+    let place = db.place();
+    transaction(db, true, || {
+        if let Some(id) = run_by_uuid(db, uuid)? {
+            return Ok(Ingested {
+                id,
+                uuid: uuid.to_string(),
+                created: false,
+            });
         }
-        Ok(())
-    }
-
-    fn add_probe_results(
-        &mut self,
-        run_id: i64,
-        results: &[ProbeResult],
-    ) -> Result<(), StoreError> {
-        let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .at(path)?;
-        let first = next_position(&tx, path, run_id, "probe_results")?;
-        {
-            let mut stmt = tx.prepare_cached(INSERT_PROBE_RESULT).at(path)?;
-            for (i, p) in results.iter().enumerate() {
-                stmt.execute(params![
-                    run_id,
-                    first + i as i64,
-                    p.probe,
-                    p.metric,
-                    p.value,
-                    p.unit,
-                    p.lower_is_better,
-                    p.cycles,
-                    p.spread,
-                    p.stable,
-                    p.headline,
-                    p.note,
-                ])
-                .at(path)?;
+        // A run still `running` where it came from is stored as it was sent.
+        let id = insert_run(db, run, uuid, run.status, run.ended_at.as_deref())?;
+        for (position, bench) in run.benchmarks.iter().enumerate() {
+            let bench_id = insert_benchmark(db, id, position as i64, bench)?;
+            for chunk in bench.samples.chunks(SAMPLES_PER_INSERT) {
+                let mut sql = format!("INSERT INTO samples ({SAMPLE_COLUMNS}) VALUES ");
+                let mut params = Vec::with_capacity(chunk.len() * 15);
+                for (i, s) in chunk.iter().enumerate() {
+                    if i > 0 {
+                        sql.push_str(", ");
+                    }
+                    sql.push('(');
+                    for c in 0..15 {
+                        if c > 0 {
+                            sql.push_str(", ");
+                        }
+                        sql.push_str(&format!("?{}", i * 15 + c + 1));
+                    }
+                    sql.push(')');
+                    params.extend(sample_values(place, bench_id, s)?);
+                }
+                db.execute(&sql, &params)?;
             }
         }
-        tx.commit().at(path)
-    }
-
-    fn finish_run(
-        &mut self,
-        run_id: i64,
-        status: RunStatus,
-        ended_at: &str,
-    ) -> Result<(), StoreError> {
-        let changed = self
-            .conn
-            .execute(
-                "UPDATE runs SET status = ?1, ended_at = ?2 WHERE id = ?3",
-                params![status.as_str(), ended_at, run_id],
-            )
-            .at(&self.path)?;
-        if changed == 0 {
-            return Err(StoreError::NotFound(run_id.to_string()));
+        for (position, p) in run.probes.iter().enumerate() {
+            insert_probe(db, id, position as i64, p)?;
         }
-        Ok(())
-    }
+        Ok(Ingested {
+            id,
+            uuid: uuid.to_string(),
+            created: true,
+        })
+    })
+}
 
-    fn load_run(&self, id: i64) -> Result<Option<Run>, StoreError> {
-        let path = &self.path;
-        // One read transaction, so a concurrent writer cannot show us half a state.
-        let tx = self.conn.unchecked_transaction().at(path)?;
-        let row = tx
-            .query_row(
-                "SELECT r.started_at, r.ended_at, r.status, r.tool_version, r.git_commit, \
-                 r.git_branch, r.git_dirty, r.mode, r.options, e.facts, r.context \
-                 FROM runs r JOIN environments e ON e.id = r.environment_id WHERE r.id = ?1",
-                [id],
-                |r| {
-                    Ok(RunRow {
-                        started_at: r.get(0)?,
-                        ended_at: r.get(1)?,
-                        status: r.get(2)?,
-                        tool_version: r.get(3)?,
-                        git_commit: r.get(4)?,
-                        git_branch: r.get(5)?,
-                        git_dirty: r.get(6)?,
-                        mode: r.get(7)?,
-                        options: r.get(8)?,
-                        facts: r.get(9)?,
-                        context: r.get(10)?,
-                    })
-                },
-            )
-            .optional()
-            .at(path)?;
-        let Some(row) = row else { return Ok(None) };
+/// [`crate::Store::run_by_uuid`].
+pub(crate) fn run_by_uuid<D: Db + ?Sized>(db: &D, uuid: &str) -> Result<Option<i64>, StoreError> {
+    db.query(
+        "SELECT id FROM runs WHERE uuid = ?1 AND project = ?2",
+        &vals![uuid, db.project()],
+    )?
+    .first()
+    .map(|r| r.int(0))
+    .transpose()
+}
 
+/// [`crate::Store::load_run`].
+pub(crate) fn load_run<D: Db + ?Sized>(db: &D, id: i64) -> Result<Option<Run>, StoreError> {
+    let place = db.place();
+    // One read transaction, so a concurrent writer cannot show us half a state.
+    transaction(db, false, || {
+        let rows = db.query(
+            "SELECT r.started_at, r.ended_at, r.status, r.tool_version, r.git_commit, \
+             r.git_branch, r.git_dirty, r.mode, r.options, e.facts, r.context, r.uuid \
+             FROM runs r JOIN environments e ON e.id = r.environment_id \
+             WHERE r.id = ?1 AND r.project = ?2",
+            &vals![id, db.project()],
+        )?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
         let mut benchmarks = Vec::new();
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT id, name, command, argv, parameters, facts, profile, summaries \
-                     FROM benchmarks WHERE run_id = ?1 ORDER BY position",
-                )
-                .at(path)?;
-            let rows = stmt
-                .query_map([id], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, Option<String>>(5)?,
-                        r.get::<_, Option<String>>(6)?,
-                        r.get::<_, Option<String>>(7)?,
-                    ))
-                })
-                .at(path)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .at(path)?;
-            for (bench_id, name, command, argv, parameters, facts, profile, summaries) in rows {
-                benchmarks.push(Benchmark {
-                    name,
-                    command,
-                    argv: serde_json::from_str(&argv).at(path)?,
-                    parameters: serde_json::from_str(&parameters).at(path)?,
-                    facts: match facts {
-                        Some(json) => serde_json::from_str(&json).at(path)?,
-                        None => Environment::default(),
-                    },
-                    samples: load_samples(&tx, path, bench_id)?,
-                    profile: profile
-                        .map(|json| serde_json::from_str(&json))
-                        .transpose()
-                        .at(path)?,
-                    summaries: match summaries {
-                        Some(json) => serde_json::from_str(&json).at(path)?,
-                        None => Vec::new(),
-                    },
-                });
-            }
+        let bench_rows = db.query(
+            "SELECT id, name, command, argv, parameters, facts, profile, summaries \
+             FROM benchmarks WHERE run_id = ?1 ORDER BY position",
+            &vals![id],
+        )?;
+        for b in &bench_rows {
+            benchmarks.push(Benchmark {
+                name: b.text(1)?,
+                command: b.text(2)?,
+                argv: json(place, serde_json::from_str(&b.text(3)?))?,
+                parameters: json(place, serde_json::from_str(&b.text(4)?))?,
+                facts: match b.opt_text(5)? {
+                    Some(text) => json(place, serde_json::from_str(&text))?,
+                    None => Environment::default(),
+                },
+                samples: load_samples(db, b.int(0)?)?,
+                profile: match b.opt_text(6)? {
+                    Some(text) => Some(json(place, serde_json::from_str(&text))?),
+                    None => None,
+                },
+                summaries: match b.opt_text(7)? {
+                    Some(text) => json(place, serde_json::from_str(&text))?,
+                    None => Vec::new(),
+                },
+            });
         }
-
-        let probes = load_probe_results(&tx, path, id)?;
-        let run = Run {
+        let probes = load_probe_results(db, id)?;
+        Ok(Some(Run {
             id: Some(id),
-            status: parse_status(path, id, &row.status)?,
-            mode: parse_mode(path, id, &row.mode)?,
-            git: git_info(row.git_commit, row.git_branch, row.git_dirty),
-            options: serde_json::from_str(&row.options).at(path)?,
-            environment: merged_environment(path, &row.facts, &row.context)?,
-            started_at: row.started_at,
-            ended_at: row.ended_at,
-            tool_version: row.tool_version,
+            uuid: row.opt_text(11)?,
+            status: parse_status(place, id, &row.text(2)?)?,
+            mode: parse_mode(place, id, &row.text(7)?)?,
+            git: git_info(row.opt_text(4)?, row.opt_text(5)?, row.opt_bool(6)?),
+            options: json(place, serde_json::from_str(&row.text(8)?))?,
+            environment: merged_environment(place, &row.text(9)?, &row.text(10)?)?,
+            started_at: row.text(0)?,
+            ended_at: row.opt_text(1)?,
+            tool_version: row.text(3)?,
             benchmarks,
             probes,
-        };
-        Ok(Some(run))
-    }
+        }))
+    })
+}
 
-    fn list_runs(&self, limit: Option<usize>) -> Result<Vec<RunListing>, StoreError> {
-        let path = &self.path;
-        // SQLite treats a negative LIMIT as "no limit".
-        let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        let tx = self.conn.unchecked_transaction().at(path)?;
-        let rows = {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT r.id, r.started_at, r.ended_at, r.status, r.mode, r.git_commit, \
-                     r.git_branch, r.git_dirty, e.facts, r.context \
-                     FROM runs r JOIN environments e ON e.id = r.environment_id \
-                     ORDER BY r.id DESC LIMIT ?1",
-                )
-                .at(path)?;
-            stmt.query_map([limit], |r| {
-                Ok(ListRow {
-                    id: r.get(0)?,
-                    started_at: r.get(1)?,
-                    ended_at: r.get(2)?,
-                    status: r.get(3)?,
-                    mode: r.get(4)?,
-                    git_commit: r.get(5)?,
-                    git_branch: r.get(6)?,
-                    git_dirty: r.get(7)?,
-                    facts: r.get(8)?,
-                    context: r.get(9)?,
-                })
-            })
-            .at(path)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .at(path)?
-        };
-        let mut names = tx
-            .prepare_cached("SELECT name FROM benchmarks WHERE run_id = ?1 ORDER BY position")
-            .at(path)?;
-        let mut count = tx
-            .prepare_cached(
-                "SELECT count(*) FROM samples WHERE benchmark_id IN \
-                 (SELECT id FROM benchmarks WHERE run_id = ?1)",
-            )
-            .at(path)?;
-        let mut probe_names = tx
-            .prepare_cached(
-                "SELECT probe FROM probe_results WHERE run_id = ?1 \
-                 GROUP BY probe ORDER BY min(position)",
-            )
-            .at(path)?;
+/// [`crate::Store::list_runs`].
+pub(crate) fn list_runs<D: Db + ?Sized>(
+    db: &D,
+    limit: Option<usize>,
+) -> Result<Vec<RunListing>, StoreError> {
+    let place = db.place();
+    // A number we format ourselves: both databases take a literal LIMIT,
+    // while "no limit" is spelled differently as a parameter.
+    let limit = match limit {
+        Some(n) => format!("LIMIT {}", i64::try_from(n).unwrap_or(i64::MAX)),
+        None => String::new(),
+    };
+    transaction(db, false, || {
+        let rows = db.query(
+            &format!(
+                "SELECT r.id, r.started_at, r.ended_at, r.status, r.mode, r.git_commit, \
+                 r.git_branch, r.git_dirty, e.facts, r.context, r.uuid, \
+                 (SELECT count(*) FROM samples s JOIN benchmarks b ON b.id = s.benchmark_id \
+                  WHERE b.run_id = r.id) \
+                 FROM runs r JOIN environments e ON e.id = r.environment_id \
+                 WHERE r.project = ?1 ORDER BY r.id DESC {limit}"
+            ),
+            &vals![db.project()],
+        )?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            let env = merged_environment(path, &row.facts, &row.context)?;
-            let benchmarks = names
-                .query_map([row.id], |r| r.get::<_, String>(0))
-                .at(path)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .at(path)?;
-            let samples: i64 = count.query_row([row.id], |r| r.get(0)).at(path)?;
-            let probes = probe_names
-                .query_map([row.id], |r| r.get::<_, String>(0))
-                .at(path)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .at(path)?;
+            let id = row.int(0)?;
+            let env = merged_environment(place, &row.text(8)?, &row.text(9)?)?;
+            let benchmarks = db
+                .query(
+                    "SELECT name FROM benchmarks WHERE run_id = ?1 ORDER BY position",
+                    &vals![id],
+                )?
+                .iter()
+                .map(|r| r.text(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            let probes = db
+                .query(
+                    "SELECT probe FROM probe_results WHERE run_id = ?1 \
+                     GROUP BY probe ORDER BY min(position)",
+                    &vals![id],
+                )?
+                .iter()
+                .map(|r| r.text(0))
+                .collect::<Result<Vec<_>, _>>()?;
             out.push(RunListing {
-                id: row.id,
-                status: parse_status(path, row.id, &row.status)?,
-                mode: parse_mode(path, row.id, &row.mode)?,
-                git: git_info(row.git_commit, row.git_branch, row.git_dirty),
-                started_at: row.started_at,
-                ended_at: row.ended_at,
+                id,
+                uuid: row.opt_text(10)?,
+                status: parse_status(place, id, &row.text(3)?)?,
+                mode: parse_mode(place, id, &row.text(4)?)?,
+                git: git_info(row.opt_text(5)?, row.opt_text(6)?, row.opt_bool(7)?),
+                started_at: row.text(1)?,
+                ended_at: row.opt_text(2)?,
                 benchmarks,
-                samples: to_u64(samples),
+                samples: to_u64(row.int(11)?),
                 cpu_model: env.get("cpu.model").map(str::to_string),
                 host: env.get("host.name").map(str::to_string),
                 comparability: comparability_hash(&env),
@@ -429,466 +530,522 @@ impl Store for SqliteStore {
             });
         }
         Ok(out)
-    }
+    })
+}
 
-    fn resolve_run_of(&self, spec: &str, kind: RunKind) -> Result<i64, StoreError> {
-        let path = &self.path;
-        let not_found = || StoreError::NotFound(spec.to_string());
-        let spec_t = spec.trim();
-        let back = if spec_t == "latest" {
-            Some(0)
-        } else if let Some(n) = spec_t.strip_prefix("latest~") {
-            // Like git's HEAD~: a bare `~` means one back.
-            Some(if n.is_empty() {
-                1
-            } else {
-                n.parse::<i64>().map_err(|_| not_found())?
-            })
+/// [`crate::Store::resolve_run_of`].
+pub(crate) fn resolve_run_of<D: Db + ?Sized>(
+    db: &D,
+    spec: &str,
+    kind: RunKind,
+) -> Result<i64, StoreError> {
+    let not_found = || StoreError::NotFound(spec.to_string());
+    let spec_t = spec.trim();
+    let back = if spec_t == "latest" {
+        Some(0)
+    } else if let Some(n) = spec_t.strip_prefix("latest~") {
+        // Like git's HEAD~: a bare `~` means one back.
+        Some(if n.is_empty() {
+            1
         } else {
-            None
-        };
-        let found: Option<i64> = match back {
-            Some(n) if n < 0 => return Err(not_found()),
-            Some(n) => self
-                .conn
-                .query_row(
-                    &format!(
-                        "SELECT id FROM runs WHERE {} ORDER BY id DESC LIMIT 1 OFFSET ?1",
-                        kind.condition()
-                    ),
-                    [n],
-                    |r| r.get(0),
-                )
-                .optional()
-                .at(path)?,
-            None => {
-                let id: i64 = spec_t.parse().map_err(|_| not_found())?;
-                self.conn
-                    .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
-                    .optional()
-                    .at(path)?
-            }
-        };
-        found.ok_or_else(not_found)
-    }
-
-    fn runs_at_commit(&self, commit: &str) -> Result<Vec<i64>, StoreError> {
-        self.ids(
-            "SELECT id FROM runs WHERE git_commit = ?1 AND status = 'complete' \
-             AND mode <> 'probe' ORDER BY id DESC",
-            commit,
-        )
-    }
-
-    fn runs_on_branch(&self, branch: &str) -> Result<Vec<i64>, StoreError> {
-        self.ids(
-            "SELECT id FROM runs WHERE git_branch = ?1 AND status = 'complete' \
-             AND mode <> 'probe' ORDER BY id DESC",
-            branch,
-        )
-    }
-
-    fn run_before_of(&self, id: i64, kind: RunKind) -> Result<Option<i64>, StoreError> {
-        self.conn
-            .query_row(
-                &format!(
-                    "SELECT id FROM runs WHERE id < ?1 AND {} ORDER BY id DESC LIMIT 1",
-                    kind.condition()
-                ),
-                [id],
-                |r| r.get(0),
-            )
-            .optional()
-            .at(&self.path)
-    }
-
-    fn same_binary_runs(
-        &self,
-        hash: &str,
-        argv: &[String],
-        mode: Mode,
-        env: &Environment,
-        limit: usize,
-    ) -> Result<Vec<Run>, StoreError> {
-        let path = &self.path;
-        let wanted = comparability_hash(env);
-        let argv_json = serde_json::to_string(argv).at(path)?;
-        // The hash is matched as text first (an index-free scan of one
-        // column), then checked exactly on the decoded facts.
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT b.run_id, b.facts, e.facts FROM benchmarks b \
-                 JOIN runs r ON r.id = b.run_id JOIN environments e ON e.id = r.environment_id \
-                 WHERE r.status = 'complete' AND r.mode = ?1 AND b.argv = ?2 \
-                 AND b.facts LIKE ?3 ORDER BY b.run_id DESC, b.position",
-            )
-            .at(path)?;
-        let rows = stmt
-            .query_map(
-                params![mode.as_str(), argv_json, format!("%{hash}%")],
-                |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, Option<String>>(1)?,
-                        r.get::<_, String>(2)?,
-                    ))
-                },
-            )
-            .at(path)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .at(path)?;
-        let mut out: Vec<Run> = Vec::new();
-        for (run_id, facts, env_facts) in rows {
-            if out.len() >= limit || out.iter().any(|r| r.id == Some(run_id)) {
-                continue;
-            }
-            let facts: Environment = match facts {
-                Some(f) => serde_json::from_str(&f).at(path)?,
-                None => continue,
-            };
-            if facts.get("binary.sha256") != Some(hash) {
-                continue;
-            }
-            let machine: Environment = serde_json::from_str(&env_facts).at(path)?;
-            if comparability_hash(&machine) != wanted {
-                continue;
-            }
-            let Some(mut run) = self.load_run(run_id)? else {
-                continue;
-            };
-            // Matched again on the loaded run rather than by position, so
-            // nothing depends on how positions are numbered.
-            let Some(bench) = run
-                .benchmarks
-                .iter()
-                .find(|b| b.argv == argv && b.facts.get("binary.sha256") == Some(hash))
-                .cloned()
-            else {
-                continue;
-            };
-            run.benchmarks = vec![bench];
-            out.push(run);
+            n.parse::<i64>().map_err(|_| not_found())?
+        })
+    } else {
+        None
+    };
+    let rows = match back {
+        Some(n) if n < 0 => return Err(not_found()),
+        Some(n) => db.query(
+            &format!(
+                "SELECT r.id FROM runs r WHERE r.project = ?1 AND {} \
+                 ORDER BY r.id DESC LIMIT 1 OFFSET {n}",
+                kind.condition(db.dialect())
+            ),
+            &vals![db.project()],
+        )?,
+        None => {
+            let id: i64 = spec_t.parse().map_err(|_| not_found())?;
+            db.query(
+                "SELECT id FROM runs WHERE id = ?1 AND project = ?2",
+                &vals![id, db.project()],
+            )?
         }
-        Ok(out)
-    }
+    };
+    rows.first()
+        .map(|r| r.int(0))
+        .transpose()?
+        .ok_or_else(not_found)
+}
 
-    fn history_entries(&self) -> Result<Vec<HistoryEntry>, StoreError> {
-        let path = &self.path;
-        let tx = self.conn.unchecked_transaction().at(path)?;
-        let mut stmt = tx
-            .prepare_cached(&format!(
-                "SELECT b.id, b.run_id, r.started_at, r.git_commit, r.git_branch, r.git_dirty, \
-                 r.mode, r.environment_id, b.name, b.parameters FROM runs r \
-                 JOIN benchmarks b ON b.run_id = r.id \
-                 WHERE r.status = 'complete' AND r.mode <> 'probe' AND NOT ({}) \
-                 ORDER BY r.id, b.position",
-                SCALE_SWEEP
-            ))
-            .at(path)?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, Option<bool>>(5)?,
-                    r.get::<_, String>(6)?,
-                    r.get::<_, i64>(7)?,
-                    r.get::<_, String>(8)?,
-                    r.get::<_, String>(9)?,
-                ))
-            })
-            .at(path)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (benchmark_id, run_id, started_at, commit, branch, dirty, mode, env, name, params) =
-                row.at(path)?;
-            out.push(HistoryEntry {
-                benchmark_id,
-                run_id,
-                started_at,
-                git: git_info(commit, branch, dirty),
-                mode: parse_mode(path, run_id, &mode)?,
-                environment_id: env,
-                name,
-                parameters: serde_json::from_str(&params).at(path)?,
-            });
+fn ids<D: Db + ?Sized>(db: &D, sql: &str, params: &[Val]) -> Result<Vec<i64>, StoreError> {
+    db.query(sql, params)?.iter().map(|r| r.int(0)).collect()
+}
+
+/// [`crate::Store::runs_at_commit`].
+pub(crate) fn runs_at_commit<D: Db + ?Sized>(db: &D, commit: &str) -> Result<Vec<i64>, StoreError> {
+    ids(
+        db,
+        "SELECT id FROM runs WHERE git_commit = ?1 AND status = 'complete' \
+         AND mode <> 'probe' AND project = ?2 ORDER BY id DESC",
+        &vals![commit, db.project()],
+    )
+}
+
+/// [`crate::Store::runs_on_branch`].
+pub(crate) fn runs_on_branch<D: Db + ?Sized>(db: &D, branch: &str) -> Result<Vec<i64>, StoreError> {
+    ids(
+        db,
+        "SELECT id FROM runs WHERE git_branch = ?1 AND status = 'complete' \
+         AND mode <> 'probe' AND project = ?2 ORDER BY id DESC",
+        &vals![branch, db.project()],
+    )
+}
+
+/// [`crate::Store::run_before_of`].
+pub(crate) fn run_before_of<D: Db + ?Sized>(
+    db: &D,
+    id: i64,
+    kind: RunKind,
+) -> Result<Option<i64>, StoreError> {
+    Ok(ids(
+        db,
+        &format!(
+            "SELECT r.id FROM runs r WHERE r.id < ?1 AND r.project = ?2 AND {} \
+             ORDER BY r.id DESC LIMIT 1",
+            kind.condition(db.dialect())
+        ),
+        &vals![id, db.project()],
+    )?
+    .first()
+    .copied())
+}
+
+/// [`crate::Store::same_binary_runs`].
+pub(crate) fn same_binary_runs<D: Db + ?Sized>(
+    db: &D,
+    hash: &str,
+    argv: &[String],
+    mode: Mode,
+    env: &Environment,
+    limit: usize,
+) -> Result<Vec<Run>, StoreError> {
+    let place = db.place();
+    let wanted = comparability_hash(env);
+    let argv_json = json(place, serde_json::to_string(argv))?;
+    // The hash is matched as text first (an index-free scan of one
+    // column), then checked exactly on the decoded facts.
+    let rows = db.query(
+        "SELECT b.run_id, b.facts, e.facts FROM benchmarks b \
+         JOIN runs r ON r.id = b.run_id JOIN environments e ON e.id = r.environment_id \
+         WHERE r.status = 'complete' AND r.mode = ?1 AND b.argv = ?2 \
+         AND b.facts LIKE ?3 AND r.project = ?4 ORDER BY b.run_id DESC, b.position",
+        &vals![mode.as_str(), argv_json, format!("%{hash}%"), db.project()],
+    )?;
+    let mut out: Vec<Run> = Vec::new();
+    for row in rows {
+        let run_id = row.int(0)?;
+        if out.len() >= limit || out.iter().any(|r| r.id == Some(run_id)) {
+            continue;
         }
-        Ok(out)
-    }
-
-    fn metric_values(
-        &self,
-        benchmark_ids: &[i64],
-        metric: Metric,
-    ) -> Result<Vec<Vec<f64>>, StoreError> {
-        let path = &self.path;
-        let column = match metric {
-            Metric::Wall => "coalesce(wall_exact_ns, wall_ns)",
-            Metric::User => "user_ns",
-            Metric::Sys => "sys_ns",
-            Metric::PeakRss => "peak_rss_bytes",
-            Metric::MinorFaults => "minor_faults",
-            Metric::MajorFaults => "major_faults",
-            Metric::VoluntaryCs => "voluntary_cs",
-            Metric::InvoluntaryCs => "involuntary_cs",
-            Metric::Counter(_) => "counters",
+        let facts: Environment = match row.opt_text(1)? {
+            Some(f) => json(place, serde_json::from_str(&f))?,
+            None => continue,
         };
-        let tx = self.conn.unchecked_transaction().at(path)?;
-        // The samples table is clustered by (benchmark_id, iteration), so
-        // each benchmark's values are one range read of its primary key.
-        let mut stmt = tx
-            .prepare_cached(&format!(
-                "SELECT {column} FROM samples WHERE benchmark_id = ?1 ORDER BY iteration"
-            ))
-            .at(path)?;
+        if facts.get("binary.sha256") != Some(hash) {
+            continue;
+        }
+        let machine: Environment = json(place, serde_json::from_str(&row.text(2)?))?;
+        if comparability_hash(&machine) != wanted {
+            continue;
+        }
+        let Some(mut run) = load_run(db, run_id)? else {
+            continue;
+        };
+        // Matched again on the loaded run rather than by position, so
+        // nothing depends on how positions are numbered.
+        let Some(bench) = run
+            .benchmarks
+            .iter()
+            .find(|b| b.argv == argv && b.facts.get("binary.sha256") == Some(hash))
+            .cloned()
+        else {
+            continue;
+        };
+        run.benchmarks = vec![bench];
+        out.push(run);
+    }
+    Ok(out)
+}
+
+/// [`crate::Store::history_entries`].
+pub(crate) fn history_entries<D: Db + ?Sized>(db: &D) -> Result<Vec<HistoryEntry>, StoreError> {
+    let place = db.place();
+    let rows = db.query(
+        &format!(
+            "SELECT b.id, b.run_id, r.started_at, r.git_commit, r.git_branch, r.git_dirty, \
+             r.mode, r.environment_id, b.name, b.parameters FROM runs r \
+             JOIN benchmarks b ON b.run_id = r.id \
+             WHERE r.status = 'complete' AND r.mode <> 'probe' \
+             AND coalesce({}, '') <> '{}' AND r.project = ?1 \
+             ORDER BY r.id, b.position",
+            db.dialect().json_text("r.options", "kind"),
+            perfsleuth_model::SCALE_KIND,
+        ),
+        &vals![db.project()],
+    )?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let run_id = row.int(1)?;
+        out.push(HistoryEntry {
+            benchmark_id: row.int(0)?,
+            run_id,
+            started_at: row.text(2)?,
+            git: git_info(row.opt_text(3)?, row.opt_text(4)?, row.opt_bool(5)?),
+            mode: parse_mode(place, run_id, &row.text(6)?)?,
+            environment_id: row.int(7)?,
+            name: row.text(8)?,
+            parameters: json(place, serde_json::from_str(&row.text(9)?))?,
+        });
+    }
+    Ok(out)
+}
+
+/// [`crate::Store::metric_values`].
+pub(crate) fn metric_values<D: Db + ?Sized>(
+    db: &D,
+    benchmark_ids: &[i64],
+    metric: Metric,
+) -> Result<Vec<Vec<f64>>, StoreError> {
+    let place = db.place();
+    let column = match metric {
+        Metric::Wall => "wall_exact_ns, wall_ns",
+        Metric::User => "user_ns",
+        Metric::Sys => "sys_ns",
+        Metric::PeakRss => "peak_rss_bytes",
+        Metric::MinorFaults => "minor_faults",
+        Metric::MajorFaults => "major_faults",
+        Metric::VoluntaryCs => "voluntary_cs",
+        Metric::InvoluntaryCs => "involuntary_cs",
+        Metric::Counter(_) => "counters",
+    };
+    let sql = format!("SELECT {column} FROM samples WHERE benchmark_id = ?1 ORDER BY iteration");
+    transaction(db, false, || {
         let mut out = Vec::with_capacity(benchmark_ids.len());
-        for id in benchmark_ids {
-            let mut rows = stmt.query([id]).at(path)?;
-            let mut values = Vec::new();
-            while let Some(row) = rows.next().at(path)? {
+        for &id in benchmark_ids {
+            // The samples table is clustered by (benchmark_id, iteration), so
+            // each benchmark's values are one range read of its primary key.
+            let rows = db.query(&sql, &vals![id])?;
+            let mut values = Vec::with_capacity(rows.len());
+            for row in rows {
                 let v = match metric {
-                    Metric::Counter(c) => match row.get::<_, Option<String>>(0).at(path)? {
-                        Some(json) => {
+                    Metric::Counter(c) => match row.opt_text(0)? {
+                        Some(text) => {
                             let raw: BTreeMap<String, Option<f64>> =
-                                serde_json::from_str(&json).at(path)?;
+                                json(place, serde_json::from_str(&text))?;
                             raw.get(c.key).copied().flatten().unwrap_or(f64::NAN)
                         }
                         None => f64::NAN,
                     },
-                    // SQLite hands back a REAL for a sample with a
-                    // fractional wall time and an INTEGER otherwise.
-                    Metric::Wall => match row.get_ref(0).at(path)? {
-                        rusqlite::types::ValueRef::Real(f) => f,
-                        _ => to_u64(row.get::<_, i64>(0).at(path)?) as f64,
+                    // The fractional wall time where an import kept one.
+                    Metric::Wall => match row.opt_real(0)? {
+                        Some(exact) => exact,
+                        None => to_u64(row.int(1)?) as f64,
                     },
-                    _ => to_u64(row.get::<_, i64>(0).at(path)?) as f64,
+                    _ => to_u64(row.int(0)?) as f64,
                 };
                 values.push(v);
             }
             out.push(values);
         }
         Ok(out)
-    }
+    })
+}
 
-    fn metric_summaries(
-        &self,
-        benchmark_ids: &[i64],
-        metric: Metric,
-    ) -> Result<Vec<Option<MetricSummary>>, StoreError> {
-        let path = &self.path;
-        let tx = self.conn.unchecked_transaction().at(path)?;
-        let mut stmt = tx
-            .prepare_cached(
+/// [`crate::Store::metric_summaries`].
+pub(crate) fn metric_summaries<D: Db + ?Sized>(
+    db: &D,
+    benchmark_ids: &[i64],
+    metric: Metric,
+) -> Result<Vec<Option<MetricSummary>>, StoreError> {
+    transaction(db, false, || {
+        let mut out = Vec::with_capacity(benchmark_ids.len());
+        for &id in benchmark_ids {
+            let rows = db.query(
                 "SELECT n, median, lo, hi FROM metric_summaries \
                  WHERE benchmark_id = ?1 AND metric = ?2",
-            )
-            .at(path)?;
-        let mut out = Vec::with_capacity(benchmark_ids.len());
-        for id in benchmark_ids {
-            let row = stmt
-                .query_row(params![id, metric.name()], |r| {
-                    // SQLite keeps NaN as NULL.
-                    let f = |v: Option<f64>| v.unwrap_or(f64::NAN);
-                    Ok(MetricSummary {
-                        n: r.get::<_, i64>(0)? as usize,
-                        median: f(r.get(1)?),
-                        lo: f(r.get(2)?),
-                        hi: f(r.get(3)?),
-                    })
-                })
-                .optional()
-                .at(path)?;
-            out.push(row);
+                &vals![id, metric.name()],
+            )?;
+            out.push(match rows.first() {
+                Some(r) => Some(MetricSummary {
+                    n: usize::try_from(r.int(0)?).unwrap_or(0),
+                    median: r.real_or_nan(1)?,
+                    lo: r.real_or_nan(2)?,
+                    hi: r.real_or_nan(3)?,
+                }),
+                None => None,
+            });
         }
         Ok(out)
-    }
+    })
+}
 
-    fn put_metric_summaries(
-        &mut self,
-        metric: Metric,
-        rows: &[(i64, MetricSummary)],
-    ) -> Result<(), StoreError> {
-        let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .at(path)?;
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO metric_summaries (benchmark_id, metric, n, median, lo, hi) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .at(path)?;
-            for (id, s) in rows {
-                stmt.execute(params![id, metric.name(), s.n as i64, s.median, s.lo, s.hi])
-                    .at(path)?;
-            }
+/// [`crate::Store::put_metric_summaries`].
+pub(crate) fn put_metric_summaries<D: Db + ?Sized>(
+    db: &D,
+    metric: Metric,
+    rows: &[(i64, MetricSummary)],
+) -> Result<(), StoreError> {
+    transaction(db, true, || {
+        for (id, s) in rows {
+            db.execute(
+                "INSERT INTO metric_summaries (benchmark_id, metric, n, median, lo, hi) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (benchmark_id, metric) DO UPDATE \
+                 SET n = excluded.n, median = excluded.median, lo = excluded.lo, hi = excluded.hi",
+                &vals![
+                    *id,
+                    metric.name(),
+                    i64::try_from(s.n).unwrap_or(i64::MAX),
+                    s.median,
+                    s.lo,
+                    s.hi
+                ],
+            )?;
         }
-        tx.commit().at(path)
-    }
+        Ok(())
+    })
+}
 
-    fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError> {
-        let path = &self.path;
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT facts FROM environments WHERE id = ?1")
-            .at(path)?;
-        let mut out = BTreeMap::new();
-        for &id in ids {
-            if out.contains_key(&id) {
-                continue;
-            }
-            let facts: Option<String> = stmt.query_row([id], |r| r.get(0)).optional().at(path)?;
-            if let Some(facts) = facts {
-                out.insert(id, serde_json::from_str(&facts).at(path)?);
-            }
+/// [`crate::Store::environments`].
+pub(crate) fn environments<D: Db + ?Sized>(
+    db: &D,
+    ids: &[i64],
+) -> Result<BTreeMap<i64, Environment>, StoreError> {
+    let mut out = BTreeMap::new();
+    for &id in ids {
+        if out.contains_key(&id) {
+            continue;
         }
-        Ok(out)
+        let rows = db.query("SELECT facts FROM environments WHERE id = ?1", &vals![id])?;
+        if let Some(row) = rows.first() {
+            out.insert(id, json(db.place(), serde_json::from_str(&row.text(0)?))?);
+        }
     }
+    Ok(out)
+}
 
-    fn latest_probe_run_for(&self, env: &Environment) -> Result<Option<i64>, StoreError> {
-        let path = &self.path;
-        let stable = serde_json::to_string(&env.only(&STABLE_CLASSES)).at(path)?;
-        let exact = sha256_hex(stable.as_bytes());
-        let wanted = comparability_hash(env);
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT r.id, e.hash, e.facts FROM runs r JOIN environments e ON e.id = r.environment_id \
-                 WHERE EXISTS (SELECT 1 FROM probe_results p WHERE p.run_id = r.id) \
-                 ORDER BY r.id DESC",
-            )
-            .at(path)?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
+/// [`crate::Store::latest_probe_run_for`].
+pub(crate) fn latest_probe_run_for<D: Db + ?Sized>(
+    db: &D,
+    env: &Environment,
+) -> Result<Option<i64>, StoreError> {
+    let place = db.place();
+    let stable = json(place, serde_json::to_string(&env.only(&STABLE_CLASSES)))?;
+    let exact = sha256_hex(stable.as_bytes());
+    let wanted = comparability_hash(env);
+    let rows = db.query(
+        "SELECT r.id, e.hash, e.facts FROM runs r JOIN environments e ON e.id = r.environment_id \
+         WHERE EXISTS (SELECT 1 FROM probe_results p WHERE p.run_id = r.id) AND r.project = ?1 \
+         ORDER BY r.id DESC",
+        &vals![db.project()],
+    )?;
+    for row in &rows {
+        if row.text(1)? == exact {
+            return Ok(Some(row.int(0)?));
+        }
+    }
+    for row in &rows {
+        let facts: Environment = json(place, serde_json::from_str(&row.text(2)?))?;
+        if comparability_hash(&facts) == wanted {
+            return Ok(Some(row.int(0)?));
+        }
+    }
+    Ok(None)
+}
+
+/// [`crate::Store::projects`]: those created and those holding runs.
+pub(crate) fn projects<D: Db + ?Sized>(db: &D) -> Result<Vec<ProjectInfo>, StoreError> {
+    let rows = db.query(
+        "SELECT p.name, p.public_read, p.created_at, \
+         (SELECT count(*) FROM runs r WHERE r.project = p.name) FROM projects p ORDER BY p.name",
+        &[],
+    )?;
+    rows.iter()
+        .map(|r| {
+            Ok(ProjectInfo {
+                name: r.text(0)?,
+                public_read: r.bool(1)?,
+                created_at: r.text(2)?,
+                runs: to_u64(r.int(3)?),
             })
-            .at(path)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .at(path)?;
-        if let Some((id, _, _)) = rows.iter().find(|(_, hash, _)| *hash == exact) {
-            return Ok(Some(*id));
-        }
-        for (id, _, facts) in rows {
-            let facts: Environment = serde_json::from_str(&facts).at(path)?;
-            if comparability_hash(&facts) == wanted {
-                return Ok(Some(id));
-            }
-        }
-        Ok(None)
+        })
+        .collect()
+}
+
+/// [`crate::Store::ensure_project`].
+pub(crate) fn ensure_project<D: Db + ?Sized>(
+    db: &D,
+    name: &str,
+    created_at: &str,
+) -> Result<(), StoreError> {
+    db.execute(
+        "INSERT INTO projects (name, public_read, created_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (name) DO NOTHING",
+        &vals![name, false, created_at],
+    )?;
+    Ok(())
+}
+
+/// [`crate::Store::set_public_read`].
+pub(crate) fn set_public_read<D: Db + ?Sized>(
+    db: &D,
+    name: &str,
+    public: bool,
+) -> Result<(), StoreError> {
+    let changed = db.execute(
+        "UPDATE projects SET public_read = ?1 WHERE name = ?2",
+        &vals![public, name],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::NoProject(name.to_string()));
     }
+    Ok(())
 }
 
-impl SqliteStore {
-    fn ids(&self, sql: &str, arg: &str) -> Result<Vec<i64>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(sql).at(&self.path)?;
-        let rows = stmt.query_map([arg], |r| r.get(0)).at(&self.path)?;
-        rows.collect::<rusqlite::Result<Vec<i64>>>().at(&self.path)
-    }
+/// [`crate::Store::add_token`].
+pub(crate) fn add_token<D: Db + ?Sized>(db: &D, t: &TokenRecord) -> Result<i64, StoreError> {
+    let rows = db.query(
+        "INSERT INTO tokens (project, name, hash, scopes, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+        &vals![
+            t.project.as_str(),
+            t.name.as_str(),
+            t.hash.as_str(),
+            t.scopes.join(","),
+            t.created_at.as_str()
+        ],
+    )?;
+    first_int(&rows)
 }
 
-/// Raw columns of one run, decoded after the query so JSON errors keep their type.
-struct RunRow {
-    started_at: String,
-    ended_at: Option<String>,
-    status: String,
-    tool_version: String,
-    git_commit: Option<String>,
-    git_branch: Option<String>,
-    git_dirty: Option<bool>,
-    mode: String,
-    options: String,
-    facts: String,
-    context: String,
+fn token_from(r: &Row) -> Result<TokenRecord, StoreError> {
+    Ok(TokenRecord {
+        id: r.int(0)?,
+        project: r.text(1)?,
+        name: r.text(2)?,
+        hash: r.text(3)?,
+        scopes: r
+            .text(4)?
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+        created_at: r.text(5)?,
+        revoked_at: r.opt_text(6)?,
+    })
 }
 
-/// Raw columns of one `list_runs` row.
-struct ListRow {
+const TOKEN_COLUMNS: &str = "id, project, name, hash, scopes, created_at, revoked_at";
+
+/// [`crate::Store::tokens`].
+pub(crate) fn tokens<D: Db + ?Sized>(
+    db: &D,
+    project: Option<&str>,
+) -> Result<Vec<TokenRecord>, StoreError> {
+    let rows = match project {
+        Some(p) => db.query(
+            &format!("SELECT {TOKEN_COLUMNS} FROM tokens WHERE project = ?1 ORDER BY id"),
+            &vals![p],
+        )?,
+        None => db.query(
+            &format!("SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY id"),
+            &[],
+        )?,
+    };
+    rows.iter().map(token_from).collect()
+}
+
+/// [`crate::Store::token_by_hash`].
+pub(crate) fn token_by_hash<D: Db + ?Sized>(
+    db: &D,
+    hash: &str,
+) -> Result<Option<TokenRecord>, StoreError> {
+    db.query(
+        &format!("SELECT {TOKEN_COLUMNS} FROM tokens WHERE hash = ?1"),
+        &vals![hash],
+    )?
+    .first()
+    .map(token_from)
+    .transpose()
+}
+
+/// [`crate::Store::revoke_token`]: true when a live token was revoked.
+pub(crate) fn revoke_token<D: Db + ?Sized>(
+    db: &D,
     id: i64,
-    started_at: String,
-    ended_at: Option<String>,
-    status: String,
-    mode: String,
-    git_commit: Option<String>,
-    git_branch: Option<String>,
-    git_dirty: Option<bool>,
-    facts: String,
-    context: String,
+    revoked_at: &str,
+) -> Result<bool, StoreError> {
+    Ok(db.execute(
+        "UPDATE tokens SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL",
+        &vals![revoked_at, id],
+    )? > 0)
 }
 
 /// The next free `position` of run `run_id`'s rows in `table` (one of ours,
-/// never user input); `NotFound` when the run does not exist.
-fn next_position(
-    tx: &rusqlite::Transaction<'_>,
-    path: &Path,
+/// never user input); `NotFound` when the run does not exist in this project.
+fn next_position<D: Db + ?Sized>(
+    db: &D,
     run_id: i64,
     table: &'static str,
 ) -> Result<i64, StoreError> {
-    let exists: bool = tx
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
-            [run_id],
-            |r| r.get(0),
-        )
-        .at(path)?;
-    if !exists {
+    let exists = db.query(
+        "SELECT 1 FROM runs WHERE id = ?1 AND project = ?2",
+        &vals![run_id, db.project()],
+    )?;
+    if exists.is_empty() {
         return Err(StoreError::NotFound(run_id.to_string()));
     }
-    tx.query_row(
+    first_int(&db.query(
         &format!("SELECT coalesce(max(position) + 1, 0) FROM {table} WHERE run_id = ?1"),
-        [run_id],
-        |r| r.get(0),
-    )
-    .at(path)
+        &vals![run_id],
+    )?)
 }
 
 /// Loads one benchmark's samples in iteration order.
-fn load_samples(conn: &Connection, path: &Path, bench_id: i64) -> Result<Vec<Sample>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT iteration, wall_ns, user_ns, sys_ns, peak_rss_bytes, minor_faults, \
-             major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, round, \
-             wall_exact_ns FROM samples WHERE benchmark_id = ?1 ORDER BY iteration",
-        )
-        .at(path)?;
-    let rows = stmt
-        .query_map([bench_id], |r| {
-            Ok((
-                Sample {
-                    iteration: r.get(0)?,
-                    wall_ns: to_u64(r.get(1)?),
-                    user_ns: to_u64(r.get(2)?),
-                    sys_ns: to_u64(r.get(3)?),
-                    peak_rss_bytes: to_u64(r.get(4)?),
-                    minor_faults: to_u64(r.get(5)?),
-                    major_faults: to_u64(r.get(6)?),
-                    voluntary_cs: to_u64(r.get(7)?),
-                    involuntary_cs: to_u64(r.get(8)?),
-                    exit_code: r.get(9)?,
-                    signal: r.get(10)?,
-                    round: r.get(12)?,
-                    wall_exact_ns: r.get(13)?,
-                    counters: BTreeMap::new(),
-                },
-                r.get::<_, Option<String>>(11)?,
-            ))
-        })
-        .at(path)?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (mut sample, counters) = row.at(path)?;
-        if let Some(json) = counters {
+fn load_samples<D: Db + ?Sized>(db: &D, bench_id: i64) -> Result<Vec<Sample>, StoreError> {
+    let place = db.place();
+    let rows = db.query(
+        "SELECT iteration, wall_ns, user_ns, sys_ns, peak_rss_bytes, minor_faults, \
+         major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, round, \
+         wall_exact_ns FROM samples WHERE benchmark_id = ?1 ORDER BY iteration",
+        &vals![bench_id],
+    )?;
+    let small = |r: &Row, i: usize| -> Result<u32, StoreError> {
+        Ok(u32::try_from(r.int(i)?).unwrap_or(u32::MAX))
+    };
+    let opt_i32 = |r: &Row, i: usize| -> Result<Option<i32>, StoreError> {
+        Ok(r.opt_int(i)?.map(|v| v as i32))
+    };
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut sample = Sample {
+            iteration: small(&r, 0)?,
+            wall_ns: to_u64(r.int(1)?),
+            user_ns: to_u64(r.int(2)?),
+            sys_ns: to_u64(r.int(3)?),
+            peak_rss_bytes: to_u64(r.int(4)?),
+            minor_faults: to_u64(r.int(5)?),
+            major_faults: to_u64(r.int(6)?),
+            voluntary_cs: to_u64(r.int(7)?),
+            involuntary_cs: to_u64(r.int(8)?),
+            exit_code: opt_i32(&r, 9)?,
+            signal: opt_i32(&r, 10)?,
+            round: small(&r, 12)?,
+            wall_exact_ns: r.opt_real(13)?,
+            counters: BTreeMap::new(),
+        };
+        if let Some(text) = r.opt_text(11)? {
             // serde_json writes non-finite floats as null; read them back as NaN.
-            let raw: BTreeMap<String, Option<f64>> = serde_json::from_str(&json).at(path)?;
+            let raw: BTreeMap<String, Option<f64>> = json(place, serde_json::from_str(&text))?;
             sample.counters = raw
                 .into_iter()
                 .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
@@ -900,41 +1057,35 @@ fn load_samples(conn: &Connection, path: &Path, bench_id: i64) -> Result<Vec<Sam
 }
 
 /// Loads a run's probe results in the order stored; NULL numbers (NaN when
-/// written) load as NaN.
-fn load_probe_results(
-    conn: &Connection,
-    path: &Path,
-    run_id: i64,
-) -> Result<Vec<ProbeResult>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT probe, metric, value, unit, lower_is_better, cycles, spread, stable, \
-             headline, note FROM probe_results WHERE run_id = ?1 ORDER BY position",
-        )
-        .at(path)?;
-    let rows = stmt
-        .query_map([run_id], |r| {
+/// written to SQLite) load as NaN.
+fn load_probe_results<D: Db + ?Sized>(db: &D, run_id: i64) -> Result<Vec<ProbeResult>, StoreError> {
+    let rows = db.query(
+        "SELECT probe, metric, value, unit, lower_is_better, cycles, spread, stable, \
+         headline, note FROM probe_results WHERE run_id = ?1 ORDER BY position",
+        &vals![run_id],
+    )?;
+    rows.iter()
+        .map(|r| {
             Ok(ProbeResult {
-                probe: r.get(0)?,
-                metric: r.get(1)?,
-                value: r.get::<_, Option<f64>>(2)?.unwrap_or(f64::NAN),
-                unit: r.get(3)?,
-                lower_is_better: r.get(4)?,
-                cycles: r.get(5)?,
-                spread: r.get::<_, Option<f64>>(6)?.unwrap_or(f64::NAN),
-                stable: r.get(7)?,
-                headline: r.get(8)?,
-                note: r.get(9)?,
+                probe: r.text(0)?,
+                metric: r.text(1)?,
+                value: r.real_or_nan(2)?,
+                unit: r.text(3)?,
+                lower_is_better: r.bool(4)?,
+                cycles: r.opt_real(5)?,
+                spread: r.real_or_nan(6)?,
+                stable: r.bool(7)?,
+                headline: r.bool(8)?,
+                note: r.opt_text(9)?,
             })
         })
-        .at(path)?;
-    rows.collect::<rusqlite::Result<Vec<_>>>().at(path)
+        .collect()
 }
 
 /// Rebuilds the full environment from the shared env row and the run's context facts.
-fn merged_environment(path: &Path, facts: &str, context: &str) -> Result<Environment, StoreError> {
-    let mut env: Environment = serde_json::from_str(facts).at(path)?;
-    let context: Environment = serde_json::from_str(context).at(path)?;
+fn merged_environment(place: &Path, facts: &str, context: &str) -> Result<Environment, StoreError> {
+    let mut env: Environment = json(place, serde_json::from_str(facts))?;
+    let context: Environment = json(place, serde_json::from_str(context))?;
     env.merge(context);
     Ok(env)
 }
@@ -951,16 +1102,153 @@ fn git_info(
     })
 }
 
-fn parse_status(path: &Path, id: i64, s: &str) -> Result<RunStatus, StoreError> {
+fn parse_status(place: &Path, id: i64, s: &str) -> Result<RunStatus, StoreError> {
     RunStatus::parse(s).ok_or_else(|| StoreError::Corrupt {
-        path: path.to_path_buf(),
+        path: place.to_path_buf(),
         detail: format!("run {id} has unknown status {s:?}"),
     })
 }
 
-fn parse_mode(path: &Path, id: i64, s: &str) -> Result<Mode, StoreError> {
+fn parse_mode(place: &Path, id: i64, s: &str) -> Result<Mode, StoreError> {
     Mode::parse(s).ok_or_else(|| StoreError::Corrupt {
-        path: path.to_path_buf(),
+        path: place.to_path_buf(),
         detail: format!("run {id} has unknown mode {s:?}"),
     })
 }
+
+/// Implements [`crate::Store`] for a [`Db`] by delegating to this module.
+macro_rules! impl_store {
+    ($t:ty) => {
+        impl $crate::Store for $t {
+            fn begin_run(&mut self, run: &Run) -> Result<i64, StoreError> {
+                queries::begin_run(self, run)
+            }
+            fn add_benchmark(&mut self, run_id: i64, bench: &Benchmark) -> Result<i64, StoreError> {
+                queries::add_benchmark(self, run_id, bench)
+            }
+            fn add_sample(&mut self, benchmark_id: i64, sample: &Sample) -> Result<(), StoreError> {
+                queries::add_sample(self, benchmark_id, sample)
+            }
+            fn update_context(&mut self, run_id: i64, env: &Environment) -> Result<(), StoreError> {
+                queries::update_context(self, run_id, env)
+            }
+            fn set_profile(
+                &mut self,
+                benchmark_id: i64,
+                profile: &Profile,
+            ) -> Result<(), StoreError> {
+                queries::set_profile(self, benchmark_id, profile)
+            }
+            fn add_probe_results(
+                &mut self,
+                run_id: i64,
+                results: &[ProbeResult],
+            ) -> Result<(), StoreError> {
+                queries::add_probe_results(self, run_id, results)
+            }
+            fn finish_run(
+                &mut self,
+                run_id: i64,
+                status: RunStatus,
+                ended_at: &str,
+            ) -> Result<(), StoreError> {
+                queries::finish_run(self, run_id, status, ended_at)
+            }
+            fn ingest_run(&mut self, run: &Run) -> Result<Ingested, StoreError> {
+                queries::ingest_run(self, run)
+            }
+            fn run_by_uuid(&self, uuid: &str) -> Result<Option<i64>, StoreError> {
+                queries::run_by_uuid(self, uuid)
+            }
+            fn load_run(&self, id: i64) -> Result<Option<Run>, StoreError> {
+                queries::load_run(self, id)
+            }
+            fn list_runs(&self, limit: Option<usize>) -> Result<Vec<RunListing>, StoreError> {
+                queries::list_runs(self, limit)
+            }
+            fn resolve_run_of(&self, spec: &str, kind: RunKind) -> Result<i64, StoreError> {
+                queries::resolve_run_of(self, spec, kind)
+            }
+            fn runs_at_commit(&self, commit: &str) -> Result<Vec<i64>, StoreError> {
+                queries::runs_at_commit(self, commit)
+            }
+            fn runs_on_branch(&self, branch: &str) -> Result<Vec<i64>, StoreError> {
+                queries::runs_on_branch(self, branch)
+            }
+            fn run_before_of(&self, id: i64, kind: RunKind) -> Result<Option<i64>, StoreError> {
+                queries::run_before_of(self, id, kind)
+            }
+            fn same_binary_runs(
+                &self,
+                hash: &str,
+                argv: &[String],
+                mode: Mode,
+                env: &Environment,
+                limit: usize,
+            ) -> Result<Vec<Run>, StoreError> {
+                queries::same_binary_runs(self, hash, argv, mode, env, limit)
+            }
+            fn latest_probe_run_for(&self, env: &Environment) -> Result<Option<i64>, StoreError> {
+                queries::latest_probe_run_for(self, env)
+            }
+            fn history_entries(&self) -> Result<Vec<HistoryEntry>, StoreError> {
+                queries::history_entries(self)
+            }
+            fn metric_values(
+                &self,
+                benchmark_ids: &[i64],
+                metric: Metric,
+            ) -> Result<Vec<Vec<f64>>, StoreError> {
+                queries::metric_values(self, benchmark_ids, metric)
+            }
+            fn metric_summaries(
+                &self,
+                benchmark_ids: &[i64],
+                metric: Metric,
+            ) -> Result<Vec<Option<MetricSummary>>, StoreError> {
+                queries::metric_summaries(self, benchmark_ids, metric)
+            }
+            fn put_metric_summaries(
+                &mut self,
+                metric: Metric,
+                rows: &[(i64, MetricSummary)],
+            ) -> Result<(), StoreError> {
+                queries::put_metric_summaries(self, metric, rows)
+            }
+            fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError> {
+                queries::environments(self, ids)
+            }
+            fn location(&self) -> &std::path::Path {
+                $crate::sql::Db::place(self)
+            }
+            fn project(&self) -> &str {
+                $crate::sql::Db::project(self)
+            }
+            fn use_project(&mut self, project: &str) {
+                self.project = project.to_string();
+            }
+            fn projects(&self) -> Result<Vec<ProjectInfo>, StoreError> {
+                queries::projects(self)
+            }
+            fn ensure_project(&mut self, name: &str, created_at: &str) -> Result<(), StoreError> {
+                queries::ensure_project(self, name, created_at)
+            }
+            fn set_public_read(&mut self, name: &str, public: bool) -> Result<(), StoreError> {
+                queries::set_public_read(self, name, public)
+            }
+            fn add_token(&mut self, token: &TokenRecord) -> Result<i64, StoreError> {
+                queries::add_token(self, token)
+            }
+            fn tokens(&self, project: Option<&str>) -> Result<Vec<TokenRecord>, StoreError> {
+                queries::tokens(self, project)
+            }
+            fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+                queries::token_by_hash(self, hash)
+            }
+            fn revoke_token(&mut self, id: i64, revoked_at: &str) -> Result<bool, StoreError> {
+                queries::revoke_token(self, id, revoked_at)
+            }
+        }
+    };
+}
+pub(crate) use impl_store;

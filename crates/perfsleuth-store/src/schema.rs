@@ -106,12 +106,41 @@ pub(crate) const SAMPLE_WALL_EXACT: &str = "ALTER TABLE samples ADD COLUMN wall_
 /// of (summary-only imports), JSON; NULL otherwise.
 pub(crate) const BENCHMARK_SUMMARIES: &str = "ALTER TABLE benchmarks ADD COLUMN summaries TEXT";
 
+/// Version 9: each run's UUID (kept wherever the run is copied; existing
+/// runs get a random one) and project ("" in a local store), and a team
+/// server's projects and API tokens (only the SHA-256 of a secret is kept).
+pub(crate) const PROJECTS_AND_TOKENS: &str = "ALTER TABLE runs ADD COLUMN uuid TEXT;
+    UPDATE runs SET uuid = lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' ||
+        substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + abs(random() % 4), 1) ||
+        substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)));
+    ALTER TABLE runs ADD COLUMN project TEXT NOT NULL DEFAULT '';
+    CREATE UNIQUE INDEX runs_project_uuid ON runs(project, uuid);
+    CREATE INDEX runs_project ON runs(project, id);
+    CREATE TABLE projects (
+        name TEXT PRIMARY KEY,
+        public_read INTEGER NOT NULL,
+        created_at TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE tokens (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        project TEXT NOT NULL,
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        scopes TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+    );";
+
 /// Touches the root page of every table of schema `version`, so a damaged
 /// store fails on open rather than halfway through a run, and before
 /// anything is written.
 pub(crate) fn probe(conn: &Connection, path: &Path, version: u32) -> Result<(), StoreError> {
     let since_4 = ["SELECT 1 FROM probe_results LIMIT 1"];
     let since_6 = ["SELECT 1 FROM metric_summaries LIMIT 1"];
+    let since_9 = [
+        "SELECT 1 FROM projects LIMIT 1",
+        "SELECT 1 FROM tokens LIMIT 1",
+    ];
     for sql in [
         "SELECT 1 FROM environments LIMIT 1",
         "SELECT max(id) FROM runs",
@@ -121,6 +150,7 @@ pub(crate) fn probe(conn: &Connection, path: &Path, version: u32) -> Result<(), 
     .into_iter()
     .chain(since_4.into_iter().filter(|_| version >= 4))
     .chain(since_6.into_iter().filter(|_| version >= 6))
+    .chain(since_9.into_iter().filter(|_| version >= 9))
     {
         conn.query_row(sql, [], |_| Ok(())).optional().at(path)?;
     }

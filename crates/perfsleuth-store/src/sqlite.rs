@@ -4,8 +4,17 @@
 use crate::error::{At, StoreError, sql_err};
 use crate::location::ensure_gitignore;
 use crate::migrations::{FileState, Identity, STORE_SCHEMA_VERSION, migrate, precheck};
+use crate::queries::{self, impl_store};
 use crate::schema;
+use crate::sql::{Db, Dialect, Row, TxOp, Val};
+use crate::{HistoryEntry, Ingested, MetricSummary, ProjectInfo, RunKind, RunListing, TokenRecord};
+use perfsleuth_model::{
+    Benchmark, Environment, Metric, Mode, ProbeResult, Profile, Run, RunStatus, Sample,
+};
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
+use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -17,6 +26,8 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct SqliteStore {
     pub(crate) conn: Connection,
     pub(crate) path: PathBuf,
+    pub(crate) depth: Cell<u32>,
+    pub(crate) project: String,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -89,6 +100,8 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn,
             path: path.to_path_buf(),
+            depth: Cell::new(0),
+            project: String::new(),
         })
     }
 
@@ -122,3 +135,92 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
     )
 }
+
+impl rusqlite::ToSql for Val {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Owned(match self {
+            Val::Null => Value::Null,
+            Val::Int(v) => Value::Integer(*v),
+            Val::Real(v) => Value::Real(*v),
+            Val::Text(v) => Value::Text(v.clone()),
+            Val::Bool(v) => Value::Integer(i64::from(*v)),
+        }))
+    }
+}
+
+impl Db for SqliteStore {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn place(&self) -> &Path {
+        &self.path
+    }
+
+    fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
+        let path = &self.path;
+        let mut stmt = self.conn.prepare_cached(sql).at(path)?;
+        let n = stmt.column_count();
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(params.iter()))
+            .map_err(|e| conflict_or(path, e))?;
+        let mut out = Vec::new();
+        // An INSERT … RETURNING fails on its first step.
+        while let Some(r) = rows.next().map_err(|e| conflict_or(path, e))? {
+            let mut row = Vec::with_capacity(n);
+            for i in 0..n {
+                row.push(match r.get_ref(i).at(path)? {
+                    ValueRef::Null => Val::Null,
+                    ValueRef::Integer(v) => Val::Int(v),
+                    ValueRef::Real(v) => Val::Real(v),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Val::Text(String::from_utf8_lossy(t).into_owned())
+                    }
+                });
+            }
+            out.push(Row(row));
+        }
+        Ok(out)
+    }
+
+    fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        let mut stmt = self.conn.prepare_cached(sql).at(&self.path)?;
+        let n = stmt
+            .execute(rusqlite::params_from_iter(params.iter()))
+            .map_err(|e| conflict_or(&self.path, e))?;
+        Ok(n as u64)
+    }
+
+    fn control(&self, op: TxOp) -> Result<(), StoreError> {
+        self.conn
+            .execute_batch(match op {
+                // IMMEDIATE takes the write lock now, so a writer waits for
+                // another here (busy timeout) rather than failing mid-way.
+                TxOp::BeginWrite => "BEGIN IMMEDIATE",
+                TxOp::BeginRead => "BEGIN",
+                TxOp::Commit => "COMMIT",
+                TxOp::Rollback => "ROLLBACK",
+            })
+            .at(&self.path)
+    }
+
+    fn depth(&self) -> &Cell<u32> {
+        &self.depth
+    }
+
+    fn project(&self) -> &str {
+        &self.project
+    }
+}
+
+/// A unique-constraint failure is a [`StoreError::Conflict`]; anything else as usual.
+fn conflict_or(path: &Path, e: rusqlite::Error) -> StoreError {
+    if let rusqlite::Error::SqliteFailure(f, msg) = &e
+        && f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+    {
+        return StoreError::Conflict(msg.clone().unwrap_or_else(|| "a unique row".into()));
+    }
+    crate::error::sql_err(path, e)
+}
+
+impl_store!(SqliteStore);

@@ -67,6 +67,7 @@ fn bench(name: &str, samples: Vec<Sample>) -> Benchmark {
 fn run(host: &str, benchmarks: Vec<Benchmark>) -> Run {
     Run {
         id: None,
+        uuid: None,
         started_at: "2024-02-29T12:34:56.123Z".into(),
         ended_at: None,
         status: RunStatus::Running,
@@ -146,6 +147,9 @@ fn a_run_round_trips_with_everything_it_holds() {
     let loaded = store.load_run(id).unwrap().expect("stored run");
     let mut expected = original.clone();
     expected.id = Some(id);
+    let uuid = loaded.uuid.clone().expect("a stored run has a UUID");
+    assert_eq!(uuid.len(), 36, "a UUID: {uuid}");
+    expected.uuid = Some(uuid);
     expected.status = RunStatus::Complete;
     expected.ended_at = Some("2024-02-29T12:35:00.000Z".into());
     assert_eq!(loaded, expected);
@@ -711,7 +715,8 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
             "DROP TABLE metric_summaries; DROP TABLE probe_results; \
              ALTER TABLE benchmarks DROP COLUMN profile; \
              ALTER TABLE samples DROP COLUMN round; \
-             ALTER TABLE samples DROP COLUMN wall_exact_ns; ALTER TABLE benchmarks DROP COLUMN summaries; PRAGMA user_version = 2;",
+             ALTER TABLE samples DROP COLUMN wall_exact_ns; ALTER TABLE benchmarks DROP COLUMN summaries; \
+             DROP INDEX runs_project_uuid; DROP INDEX runs_project; ALTER TABLE runs DROP COLUMN uuid; ALTER TABLE runs DROP COLUMN project; DROP TABLE projects; DROP TABLE tokens; PRAGMA user_version = 2;",
         )
         .unwrap();
         drop(conn);
@@ -805,7 +810,8 @@ fn probe_results_round_trip_and_a_schema_3_store_gains_the_table() {
         conn.execute_batch(
             "DROP TABLE metric_summaries; DROP TABLE probe_results; \
              ALTER TABLE samples DROP COLUMN round; \
-             ALTER TABLE samples DROP COLUMN wall_exact_ns; ALTER TABLE benchmarks DROP COLUMN summaries; PRAGMA user_version = 3;",
+             ALTER TABLE samples DROP COLUMN wall_exact_ns; ALTER TABLE benchmarks DROP COLUMN summaries; \
+             DROP INDEX runs_project_uuid; DROP INDEX runs_project; ALTER TABLE runs DROP COLUMN uuid; ALTER TABLE runs DROP COLUMN project; DROP TABLE projects; DROP TABLE tokens; PRAGMA user_version = 3;",
         )
         .unwrap();
         id
@@ -1027,7 +1033,7 @@ fn history_reads_and_a_schema_5_store_gains_the_summary_cache() {
         // (a version-5 store never had them; sample 1's fraction is lost).
         conn.execute_batch(
             "DROP TABLE metric_summaries; ALTER TABLE samples DROP COLUMN wall_exact_ns; ALTER TABLE benchmarks DROP COLUMN summaries; \
-             PRAGMA user_version = 5;",
+             DROP INDEX runs_project_uuid; DROP INDEX runs_project; ALTER TABLE runs DROP COLUMN uuid; ALTER TABLE runs DROP COLUMN project; DROP TABLE projects; DROP TABLE tokens; PRAGMA user_version = 5;",
         )
         .unwrap();
         (done, running)

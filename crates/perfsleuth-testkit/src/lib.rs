@@ -15,6 +15,9 @@
 #![forbid(unsafe_code)]
 
 pub mod fuzz;
+mod pg;
+
+pub use pg::{POSTGRES_VAR, fresh_postgres};
 
 use std::ffi::OsString;
 use std::fmt::Display;
@@ -58,6 +61,10 @@ pub const FEATURES: &[(&str, &str)] = &[
         "python3 -m pytest runs with the pytest-benchmark plugin",
     ),
     ("go", "go test -bench runs (Debian's golang-go)"),
+    (
+        "postgres",
+        "a PostgreSQL server at $PERFSLEUTH_TEST_POSTGRES (a URL whose user may create databases; .ci/run starts one)",
+    ),
     (
         "hyperfine_scripts",
         "hyperfine's scripts/ in $PERFSLEUTH_HYPERFINE_SCRIPTS (tests/hyperfine-scripts.sh fetches them) and numpy, scipy, matplotlib import",

@@ -14,67 +14,36 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
     if let Some(plot) = &args.plot {
         crate::output::check_writable(plot, "--plot", args.store.store.as_deref())?;
     }
-    let mut opts = options(&args.verdict)?;
+    let opts = options(&args.verdict)?;
     let mut store = StoreHandle::new(args.store.store.clone());
     let candidate = selectors::resolve(args.candidate.as_deref().unwrap_or("latest"), &mut store)?;
-    let mut baseline_notes = Vec::new();
-    let mut baseline = match &args.baseline {
-        Some(spec) => selectors::resolve(spec, &mut store)?,
-        None => {
-            let mut side = selectors::default_baseline(&candidate, &mut store)?;
-            stable_baseline(&candidate, &mut side, &mut store, &mut baseline_notes)?;
-            side
+    let baseline = match &args.baseline {
+        Some(spec) => Some(selectors::resolve(spec, &mut store)?),
+        None => None,
+    };
+    let history = !args.verdict.no_history;
+    // Two exported files compare without a store: no history, no probes.
+    let comparison = match (baseline, selectors::existing_store(&mut store)) {
+        (Some(baseline), None) => {
+            same_mode(&baseline, &candidate)?;
+            compare(&baseline, &candidate, &opts)
+        }
+        (baseline, _) => {
+            let store = store.get()?;
+            perfsleuth_history::stored::compare_stored(store, baseline, candidate, opts, history)
+                .map_err(selectors::select_fail)?
+                .comparison
         }
     };
-    same_mode(&baseline, &candidate)?;
-    let exclude: Vec<i64> = candidate.runs.iter().filter_map(|r| r.id).collect();
-    let history_notes = history(
-        &args.verdict,
-        &mut store,
-        &mut baseline,
-        &exclude,
-        &mut opts,
-    );
-    let mut comparison = compare(&baseline, &candidate, &opts);
     if args.verdict.require_same_env && comparison.identity_changed {
         return Err(env_mismatch(&comparison));
     }
-    comparison.notes.extend(baseline_notes);
-    comparison.notes.extend(history_notes);
-    comparison
-        .notes
-        .extend(probe_notes(&baseline, &candidate, &mut store));
     emit(&render(&comparison, args.format, args.color)?, false);
     if let Some(plot) = &args.plot {
         let svg = perfsleuth_compare::changes_chart(&comparison);
         crate::output::write_file(plot, &perfsleuth_report::chart::standalone(&svg))?;
     }
     Ok(exit_code(&comparison, &args.verdict))
-}
-
-/// Moves a default baseline to the last run of the latest stable segment
-/// of the stored history when there is one (see
-/// [`perfsleuth_history::stable_default`]), adding its notes.
-fn stable_baseline(
-    candidate: &Side,
-    baseline: &mut Side,
-    store: &mut StoreHandle,
-    notes: &mut Vec<String>,
-) -> Result<(), Fail> {
-    let (Some(cand), Some(chosen)) = (candidate.runs.first(), baseline.runs.first()) else {
-        return Ok(());
-    };
-    let Some(s) = selectors::existing_store(store) else {
-        return Ok(());
-    };
-    let Some((id, mut more)) = perfsleuth_history::stable_default(s, cand, chosen) else {
-        return Ok(());
-    };
-    if Some(id) != chosen.id {
-        *baseline = selectors::resolve(&id.to_string(), store)?;
-    }
-    notes.append(&mut more);
-    Ok(())
 }
 
 /// The verdict options of a comparison within one measurement (`ab`'s two
@@ -113,7 +82,7 @@ pub(crate) fn json_text(doc: &perfsleuth_model::schema::CompareDoc) -> Result<St
 }
 
 /// Adds the same-binary history from the store to `opts` and `baseline`
-/// unless `--no-history` (see [`crate::learned::add_history`]); returns its
+/// unless `--no-history` (see [`perfsleuth_history::stored::add_history`]); returns its
 /// notes.
 pub fn history(
     verdict: &VerdictArgs,
@@ -126,7 +95,7 @@ pub fn history(
         return Vec::new();
     }
     match selectors::existing_store(store) {
-        Some(store) => crate::learned::add_history(store, baseline, exclude, opts),
+        Some(store) => perfsleuth_history::stored::add_history(store, baseline, exclude, opts),
         None => Vec::new(),
     }
 }
@@ -214,19 +183,6 @@ fn mode_fail(mismatch: Option<String>) -> Result<(), Fail> {
             why,
             "compare runs of one mode (`perfsleuth runs` shows each run's mode); for simulation, run both sides with --mode simulation",
         )),
-    }
-}
-
-/// What the machines' probe results say about the difference between the
-/// sides' machines, when both have been probed (see `probe::compare_notes`).
-fn probe_notes(baseline: &Side, candidate: &Side, store: &mut StoreHandle) -> Vec<String> {
-    let newest = |s: &Side| perfsleuth_compare::newest(s).map(|r| r.environment.clone());
-    let (Some(a), Some(b)) = (newest(baseline), newest(candidate)) else {
-        return Vec::new();
-    };
-    match selectors::existing_store(store) {
-        Some(store) => crate::probe::compare_notes(store, &a, &b),
-        None => Vec::new(),
     }
 }
 

@@ -7,12 +7,9 @@ use crate::output::{open_existing_store, store_fail};
 use crate::term::emit;
 use perfsleuth_env::{Severity, Source, check, diff, has_problems, significant};
 use perfsleuth_model::exit::ExitCode;
-use perfsleuth_model::schema::{
-    self, ComparabilityPair, Document, EnvCheckDoc, EnvDiffChange, EnvDiffDoc, EnvironmentDoc,
-    ProbeDoc, RunExport,
-};
+use perfsleuth_model::schema::{self, Document, EnvCheckDoc, EnvironmentDoc, ProbeDoc, RunExport};
 use perfsleuth_model::{Environment, Fact, ImpactClass, UNKNOWN};
-use perfsleuth_store::{Store as _, comparability_hash};
+use perfsleuth_store::comparability_hash;
 use std::path::Path;
 
 /// Runs an `env` subcommand and returns the exit code.
@@ -51,35 +48,15 @@ pub fn env(args: EnvArgs) -> Result<i32, Fail> {
         } => {
             let (la, ea) = resolve(&a, &source, store.store.as_deref())?;
             let (lb, eb) = resolve(&b, &source, store.store.as_deref())?;
-            let changes = diff(&ea, &eb);
-            let differs = significant(&changes).next().is_some();
+            let doc = perfsleuth_history::stored::env_diff_doc((&la, &ea), (&lb, &eb), all);
+            let differs = !doc.identical;
             if json {
-                let changes = changes
-                    .iter()
-                    .filter(|c| all || c.class != ImpactClass::Context)
-                    .map(|c| EnvDiffChange {
-                        key: c.key.clone(),
-                        class: c.class,
-                        a: c.before.clone(),
-                        b: c.after.clone(),
-                        summary: c.summary.clone(),
-                        why: c.why.to_string(),
-                    })
-                    .collect();
-                print_json(&EnvDiffDoc {
-                    schema: EnvDiffDoc::SCHEMA.to_string(),
-                    schema_version: EnvDiffDoc::VERSION,
-                    comparability: ComparabilityPair {
-                        a: comparability_hash(&ea),
-                        b: comparability_hash(&eb),
-                    },
-                    a: la,
-                    b: lb,
-                    identical: !differs,
-                    changes,
-                })?;
+                print_json(&doc)?;
             } else {
-                emit(&render_diff(&la, &lb, &ea, &eb, &changes, all), false);
+                emit(
+                    &render_diff(&la, &lb, &ea, &eb, &diff(&ea, &eb), all),
+                    false,
+                );
             }
             Ok(ExitCode::gate(differs))
         }

@@ -830,7 +830,7 @@ fn probe_notes(
         return Vec::new();
     }
     match selectors::existing_store(store) {
-        Some(s) => crate::probe::compare_notes(s, from, to),
+        Some(s) => perfsleuth_history::stored::probe_notes(s, from, to),
         None => Vec::new(),
     }
 }

@@ -9,7 +9,6 @@ use perfsleuth_history::{Filter, HistoryError, Options, Order};
 use perfsleuth_model::Metric;
 use perfsleuth_model::input::Accept;
 use perfsleuth_model::schema::{HistoryDoc, to_json_pretty};
-use perfsleuth_store::Store;
 use std::path::Path;
 
 /// Largest CSV `history fit` reads.
@@ -118,21 +117,16 @@ pub(crate) fn build_doc(
     let selected =
         perfsleuth_history::select(entries, &filter, &order).map_err(|e| history_fail(&e))?;
     let newest = selected.iter().map(|e| e.run_id).max();
-    let env_ids: Vec<i64> = selected.iter().map(|e| e.environment_id).collect();
-    let envs = store.environments(&env_ids).map_err(store_fail)?;
-    let mut docs = Vec::new();
-    for metric in metrics {
-        let perfsleuth_history::Loaded { points, fresh } =
-            perfsleuth_history::load(&store, selected.clone(), metric).map_err(store_fail)?;
-        // The cache is an aid: a store this user may only read still answers.
-        if !fresh.is_empty() {
-            let _ = store.put_metric_summaries(metric, &fresh);
-        }
-        docs.push(perfsleuth_history::build(
-            points, &envs, metric, &order, &filter, opts,
-        ));
-    }
-    let Some(mut doc) = perfsleuth_history::join(docs) else {
+    let doc = perfsleuth_history::stored::history_doc(
+        &mut *store,
+        selected,
+        &metrics,
+        &order,
+        &filter,
+        opts,
+    )
+    .map_err(store_fail)?;
+    let Some(mut doc) = doc else {
         return Err(Fail::usage("no metric to show", "give --metric"));
     };
     notes.append(&mut doc.notes);

@@ -7,7 +7,6 @@ use crate::term::emit;
 use perfsleuth_model::Mode;
 use perfsleuth_model::schema::{Document, RunsDoc, to_json_pretty};
 use perfsleuth_report::{Align, Exporter, JsonExporter, analyze, table};
-use perfsleuth_store::Store as _;
 
 /// Lists stored runs, newest first.
 pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
@@ -60,10 +59,10 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
         let text = if filtered {
             format!(
                 "No stored run in {} matches the filters.\n",
-                store.path().display()
+                store.location().display()
             )
         } else {
-            format!("No runs stored in {} yet.\n", store.path().display())
+            format!("No runs stored in {} yet.\n", store.location().display())
         };
         emit(&text, false);
         return Ok(0);
@@ -201,7 +200,7 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
     let id = store.resolve_run(&args.run).map_err(store_fail)?;
     let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
         Fail::usage(
-            format!("run {id} not found in {}", store.path().display()),
+            format!("run {id} not found in {}", store.location().display()),
             "list the stored runs with `perfsleuth runs`",
         )
     })?;

@@ -9,7 +9,6 @@ use crate::term::emit;
 use perfsleuth_import::{CriterionBench, Format, ImportError, Imported};
 use perfsleuth_model::input::Accept;
 use perfsleuth_model::{Environment, Fact, RunStatus};
-use perfsleuth_store::Store as _;
 use std::path::{Path, PathBuf};
 
 /// The most a results file may hold; a larger one is refused unread.
@@ -315,7 +314,7 @@ fn store(
     }
     out.push_str(&format!(
         "Stored as run {id} in {}\n",
-        store.path().display()
+        store.location().display()
     ));
     emit(&out, false);
     Ok(0)

@@ -16,7 +16,6 @@ mod git;
 mod histcmd;
 mod history;
 mod import;
-mod learned;
 mod output;
 mod parse;
 mod plan;

@@ -7,29 +7,17 @@ use crate::term::{emit, use_color};
 use perfsleuth_model::Run;
 use perfsleuth_model::input::Accept;
 use perfsleuth_report::{ExportFormat, Style, analyze, render_terminal};
-use perfsleuth_store::{SqliteStore, StoreError};
+use perfsleuth_store::{SqliteStore, Store, StoreError, StoreUrl};
 use std::path::{Path, PathBuf};
 
-/// The store path from `--store`, else `PERFSLEUTH_STORE`, else the default
+/// The store from `--store`, else `PERFSLEUTH_STORE`, else the default
 /// location. (The variable is read here, not by clap, so that `--no-store`
 /// conflicts only with an explicit `--store`.)
-pub fn store_path(url: Option<&str>) -> Result<PathBuf, Fail> {
+pub fn store_url(url: Option<&str>) -> Result<StoreUrl, Fail> {
     // Not silently the default store when the variable cannot be read.
-    let from_env = match std::env::var("PERFSLEUTH_STORE") {
-        Ok(v) => Some(v).filter(|v| !v.is_empty()),
-        Err(std::env::VarError::NotPresent) => None,
-        Err(std::env::VarError::NotUnicode(v)) => {
-            return Err(Fail::usage(
-                format!(
-                    "PERFSLEUTH_STORE is not valid UTF-8: {}",
-                    v.to_string_lossy()
-                ),
-                "give a store path in UTF-8, or unset PERFSLEUTH_STORE",
-            ));
-        }
-    };
+    let from_env = utf8_var("PERFSLEUTH_STORE", "give a store path in UTF-8")?;
     match url.or(from_env.as_deref()) {
-        Some(url) => SqliteStore::path_from_url(url).map_err(store_fail),
+        Some(url) => StoreUrl::parse(url).map_err(store_fail),
         None => {
             let cwd = std::env::current_dir().map_err(|e| {
                 Fail::usage(
@@ -38,19 +26,56 @@ pub fn store_path(url: Option<&str>) -> Result<PathBuf, Fail> {
                 )
             })?;
             SqliteStore::default_path(&cwd, std::env::var_os("XDG_DATA_HOME").as_deref(), std::env::var_os("HOME").as_deref())
+                .map(StoreUrl::Sqlite)
                 .ok_or_else(|| Fail::usage("no default store location: not in a git repository and neither XDG_DATA_HOME nor HOME is set", "pass --store sqlite:PATH"))
         }
     }
 }
 
+/// A variable's value; `None` when unset or empty, an error when not UTF-8.
+fn utf8_var(name: &str, hint: &str) -> Result<Option<String>, Fail> {
+    match std::env::var(name) {
+        Ok(v) => Ok(Some(v).filter(|v| !v.is_empty())),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(Fail::usage(
+            format!("{name} is not valid UTF-8: {}", v.to_string_lossy()),
+            format!("{hint}, or unset {name}"),
+        )),
+    }
+}
+
+/// The SQLite file of the store, when the store is one (output paths are
+/// checked against it).
+pub fn store_path(url: Option<&str>) -> Result<PathBuf, Fail> {
+    match store_url(url)? {
+        StoreUrl::Sqlite(path) => Ok(path),
+        StoreUrl::Postgres(url) => Err(Fail::usage(
+            format!("{} is not a file", StoreUrl::Postgres(url).display()),
+            "use a sqlite: store",
+        )),
+    }
+}
+
+/// A store handle of either backend.
+pub type AnyStore = Box<dyn Store + Send>;
+
+/// Selects the project `PERFSLEUTH_STORE_PROJECT` names, if any: how the CLI reads
+/// a team server's database directly (the server writes every run into a project).
+fn with_project(mut store: AnyStore) -> Result<AnyStore, Fail> {
+    if let Some(project) = utf8_var("PERFSLEUTH_STORE_PROJECT", "give the project name in UTF-8")? {
+        store.use_project(&project);
+    }
+    Ok(store)
+}
+
 /// Opens (creating if needed) the store for writing.
-pub fn open_store(url: Option<&str>) -> Result<SqliteStore, Fail> {
-    SqliteStore::open(&store_path(url)?).map_err(store_fail)
+pub fn open_store(url: Option<&str>) -> Result<AnyStore, Fail> {
+    with_project(store_url(url)?.open().map_err(store_fail)?)
 }
 
 /// Opens an existing store for reading.
-pub fn open_existing_store(url: Option<&str>) -> Result<SqliteStore, Fail> {
-    SqliteStore::open_existing(&store_path(url)?).map_err(store_fail)
+pub fn open_existing_store(url: Option<&str>) -> Result<AnyStore, Fail> {
+    with_project(store_url(url)?.open_existing().map_err(store_fail)?)
 }
 
 /// Store errors carry the path and a hint in one line; the hint goes on its
@@ -410,6 +435,7 @@ pub fn new_run(
     let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
     Run {
         id: None,
+        uuid: None,
         started_at: perfsleuth_model::rfc3339(std::time::SystemTime::now()),
         ended_at: None,
         status: perfsleuth_model::RunStatus::Running,

@@ -12,9 +12,9 @@ use crate::sink::StoreSink;
 use crate::term::{ProgressLine, emit, use_color};
 use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::schema::{self, Document, ProbeDoc, RunExport};
-use perfsleuth_model::{Environment, Mode, Run, RunStatus};
+use perfsleuth_model::{Mode, Run, RunStatus};
 use perfsleuth_probe::{CacheSizes, PROBES, ProbeOptions, ProbeReport, ProbeSide, clock_line};
-use perfsleuth_store::{RunKind, SqliteStore, Store as _, comparability_hash};
+use perfsleuth_store::{RunKind, Store, comparability_hash};
 use std::path::Path;
 
 /// Runs `perfsleuth probe` or `perfsleuth probe diff` and returns the exit code.
@@ -96,7 +96,7 @@ fn suite(args: ProbeArgs) -> Result<i32, Fail> {
         )),
         _ => {
             if let (Some(id), Some(store)) = (run.id, measured.store.as_ref()) {
-                let note = format!("Stored as run {id} in {}\n", store.path().display());
+                let note = format!("Stored as run {id} in {}\n", store.location().display());
                 emit(&output::dim(&note, use_color(args.color, true)), true);
             }
             Ok(0)
@@ -111,7 +111,7 @@ struct Measured {
     /// Each probe's full report (messages, duration, clock).
     reports: Vec<ProbeReport>,
     /// The store the run went to, if any.
-    store: Option<SqliteStore>,
+    store: Option<crate::output::AnyStore>,
 }
 
 /// Captures the environment, sets the probes' options from it and hands the
@@ -121,7 +121,7 @@ struct Measured {
 fn measure(
     names: &[&'static str],
     quick: bool,
-    mut store: Option<SqliteStore>,
+    mut store: Option<crate::output::AnyStore>,
     each: impl FnMut(&ProbeReport),
 ) -> Result<Measured, Fail> {
     let environment = perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live());
@@ -144,7 +144,12 @@ fn measure(
         .unwrap_or_default(),
         environment,
     );
-    let mut sink = StoreSink::begin(store.as_mut(), &mut run, &[], ProgressLine::new(false))?;
+    let mut sink = StoreSink::begin(
+        store.as_deref_mut().map(|s| s as &mut dyn Store),
+        &mut run,
+        &[],
+        ProgressLine::new(false),
+    )?;
     perfsleuth_measure::install_interrupt_handler().map_err(|e| {
         Fail::usage(
             format!("cannot install the Ctrl-C handler: {e}"),
@@ -191,7 +196,7 @@ const SIDE_HINT: &str = "give a run id, latest, latest~N (probe runs), current, 
 
 /// `perfsleuth probe diff A B`.
 fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
-    let mut store: Option<SqliteStore> = None;
+    let mut store: Option<crate::output::AnyStore> = None;
     let store_url = args.store.store.clone();
     let is_current = |s: &str| s == "current";
     // Resolve stored and file sides first: `current` runs the probes the other side has.
@@ -260,7 +265,7 @@ const NOISE_RUNS: usize = 20;
 fn learned_noise(
     a: &ProbeSide,
     b: &ProbeSide,
-    store: &mut Option<SqliteStore>,
+    store: &mut Option<crate::output::AnyStore>,
     url: Option<&str>,
 ) -> perfsleuth_probe::NoiseBands {
     let assumed = perfsleuth_probe::NoiseBands::assumed();
@@ -293,7 +298,7 @@ fn learned_noise(
 /// A stored run or a file as a `probe diff` side.
 fn resolve_side(
     spec: &str,
-    store: &mut Option<SqliteStore>,
+    store: &mut Option<crate::output::AnyStore>,
     url: Option<&str>,
 ) -> Result<ProbeSide, Fail> {
     let path = Path::new(spec);
@@ -433,28 +438,3 @@ fn from_file(path: &Path) -> Result<ProbeSide, Fail> {
 }
 
 // ---------------------------------------------------------------- compare
-
-/// Notes for `compare` when both sides' machines have been probed: the newest
-/// probe run matching each side's environment, looked up here and handed to
-/// [`perfsleuth_probe::compare_notes`]. Empty when
-/// either machine has no probe run, both map to the same one, or nothing
-/// differs; lookup errors are not the comparison's concern and yield nothing.
-pub fn compare_notes(
-    store: &SqliteStore,
-    baseline: &Environment,
-    candidate: &Environment,
-) -> Vec<String> {
-    let (Ok(Some(ia)), Ok(Some(ib))) = (
-        store.latest_probe_run_for(baseline),
-        store.latest_probe_run_for(candidate),
-    ) else {
-        return Vec::new();
-    };
-    if ia == ib {
-        return Vec::new();
-    }
-    let (Ok(Some(ra)), Ok(Some(rb))) = (store.load_run(ia), store.load_run(ib)) else {
-        return Vec::new();
-    };
-    perfsleuth_probe::compare_notes(ia, &ra, ib, &rb)
-}

@@ -181,7 +181,7 @@ fn resolve_all(
             Err(e) => e,
         }
     };
-    use perfsleuth_store::{RunKind, Store as _};
+    use perfsleuth_store::RunKind;
     let Ok(probes) = crate::output::open_existing_store(url) else {
         return Err(err);
     };

@@ -178,7 +178,6 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
 /// After `--repeat`: per benchmark of the newest run, the noise learned from
 /// its same-binary runs on this machine class.
 fn report_repeats(args: &RunArgs) -> Result<(), Fail> {
-    use perfsleuth_store::Store as _;
     let store = output::open_existing_store(args.store.store.as_deref())?;
     let id = store.resolve_run("latest").map_err(output::store_fail)?;
     let Some(latest) = store.load_run(id).map_err(output::store_fail)? else {
@@ -187,14 +186,15 @@ fn report_repeats(args: &RunArgs) -> Result<(), Fail> {
     let mut out = String::from("\n");
     for b in &latest.benchmarks {
         let key = perfsleuth_compare::benchmark_key(&b.name, &b.parameters);
-        let runs = crate::learned::same_binary(&store, &latest, b).map_err(output::store_fail)?;
+        let runs = perfsleuth_history::stored::same_binary(&*store, &latest, b)
+            .map_err(output::store_fail)?;
         if runs.is_empty() {
             out.push_str(&format!(
                 "`{key}`: no binary hash, so no same-binary history\n"
             ));
             continue;
         }
-        let samples = crate::learned::samples_of(runs.iter());
+        let samples = perfsleuth_history::stored::samples_of(runs.iter());
         match perfsleuth_compare::learned_noise(&samples, perfsleuth_model::Metric::Wall) {
             Some(n) => out.push_str(&format!(
                 "noise for `{key}` on this machine class: ±{:.1} % wall time ({})\n",
@@ -399,7 +399,9 @@ pub(crate) fn measure(
         .map(|(r, range)| (r, &empty[range.clone()]))
         .collect();
     let mut sink = StoreSink::begin_runs(
-        store.as_mut(),
+        store
+            .as_deref_mut()
+            .map(|s| s as &mut dyn perfsleuth_store::Store),
         &mut slices,
         // Forced on only where the commands do not write to the terminal
         // themselves (`--style full --show-output` would interleave them).

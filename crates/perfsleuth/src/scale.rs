@@ -120,7 +120,14 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         &mut run.environment,
     );
     let empty: Vec<_> = levels.iter().map(|l| l.to_benchmark(false)).collect();
-    let mut sink = StoreSink::begin(store.as_mut(), &mut run, &empty, ProgressLine::new(false))?;
+    let mut sink = StoreSink::begin(
+        store
+            .as_deref_mut()
+            .map(|s| s as &mut dyn perfsleuth_store::Store),
+        &mut run,
+        &empty,
+        ProgressLine::new(false),
+    )?;
     install_interrupt_handler().map_err(|e| {
         Fail::usage(
             format!("cannot install the Ctrl-C handler: {e}"),

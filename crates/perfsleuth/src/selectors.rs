@@ -5,9 +5,10 @@
 use crate::error::Fail;
 use crate::output::store_fail;
 use perfsleuth_compare::Side;
+use perfsleuth_history::stored::{SelectError, load_side_run, stored_side};
 use perfsleuth_model::Run;
 use perfsleuth_model::schema::{self, Document, ReadError, RunExport};
-use perfsleuth_store::{RunKind, SqliteStore, Store as _};
+use perfsleuth_store::Store;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -30,20 +31,8 @@ pub fn resolve(spec: &str, store: &mut StoreHandle) -> Result<Side, Fail> {
         return Err(Fail::usage(format!("{spec}: no such file"), SELECTOR_HINT));
     }
     let store = store.get()?;
-    // `latest` and `latest~N` count runs of commands: a `perfsleuth probe`
-    // run in between has no benchmarks to compare.
-    if let Ok(id) = store.resolve_run_of(spec, RunKind::Benchmarks) {
-        return Ok(Side {
-            label: format!("run {id}"),
-            runs: vec![load(store, id)?],
-        });
-    }
-    let on_branch = store.runs_on_branch(spec).map_err(store_fail)?;
-    if let Some(&id) = on_branch.first() {
-        return Ok(Side {
-            label: format!("{spec} (run {id})"),
-            runs: vec![load(store, id)?],
-        });
+    if let Some(side) = stored_side(store, spec).map_err(select_fail)? {
+        return Ok(side);
     }
     if let Some(commit) = git_commit(spec) {
         let ids = store.runs_at_commit(&commit).map_err(store_fail)?;
@@ -59,8 +48,9 @@ pub fn resolve(spec: &str, store: &mut StoreHandle) -> Result<Side, Fail> {
         let runs = ids
             .iter()
             .take(MAX_RUNS_PER_SIDE)
-            .map(|&id| load(store, id))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|&id| load_side_run(store, id))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(select_fail)?;
         let label = match runs.len() {
             1 => format!("{spec} (run {})", ids[0]),
             n => format!("{spec} ({n} runs)"),
@@ -84,7 +74,7 @@ const SELECTOR_HINT: &str = "give a run id, latest, latest~N, a branch, a git re
 /// The store, opened when a selector first needs it.
 pub struct StoreHandle {
     url: Option<String>,
-    store: Option<SqliteStore>,
+    store: Option<crate::output::AnyStore>,
 }
 
 impl StoreHandle {
@@ -94,114 +84,32 @@ impl StoreHandle {
     }
 
     /// Opens the store on first use.
-    pub fn get(&mut self) -> Result<&SqliteStore, Fail> {
+    pub fn get(&mut self) -> Result<&dyn Store, Fail> {
         if self.store.is_none() {
             self.store = Some(crate::output::open_existing_store(self.url.as_deref())?);
         }
-        self.store
-            .as_ref()
-            .ok_or_else(|| Fail::usage("the store could not be opened", "check --store"))
+        match &self.store {
+            Some(store) => Ok(&**store),
+            None => Err(Fail::usage(
+                "the store could not be opened",
+                "check --store",
+            )),
+        }
     }
 }
 
-/// The baseline when none is given: the latest earlier run measured the same
-/// way (mode; sweeps with sweeps) with the same benchmark names, on the
-/// candidate's branch, else on any branch. Never simply "the run before": a
-/// run of other commands would pair nothing, and a gate would pass without
-/// looking.
-pub fn default_baseline(candidate: &Side, store: &mut StoreHandle) -> Result<Side, Fail> {
-    let store = store.get()?;
-    let first = candidate.runs.first();
-    let kind = first.map_or(RunKind::Benchmarks, |r| RunKind::Like {
-        mode: r.mode,
-        scale: r.is_scale_sweep(),
-    });
-    let names = |it: &mut dyn Iterator<Item = &String>| {
-        let mut v: Vec<String> = it.cloned().collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let wanted = first.map(|r| names(&mut r.benchmarks.iter().map(|b| &b.name)));
-    let branch = first.and_then(|r| r.git.as_ref()?.branch.clone());
-    // Earlier runs of the same kind, newest first.
-    let mut earlier = Vec::new();
-    let mut cursor = match first.and_then(|r| r.id) {
-        Some(id) => store.run_before_of(id, kind).map_err(store_fail)?,
-        // An exported file: every stored run is earlier.
-        None => store.resolve_run_of("latest", kind).ok(),
-    };
-    while let Some(id) = cursor {
-        earlier.push(id);
-        cursor = store.run_before_of(id, kind).map_err(store_fail)?;
+/// The comparison of stored runs failed to choose its sides: the message
+/// and hint of [`SelectError`].
+pub fn select_fail(e: SelectError) -> Fail {
+    match e {
+        SelectError::Store(e) => store_fail(e),
+        e => Fail::usage(e.to_string(), e.hint()),
     }
-    let listings: std::collections::HashMap<i64, perfsleuth_store::RunListing> = store
-        .list_runs(None)
-        .map_err(store_fail)?
-        .into_iter()
-        .map(|l| (l.id, l))
-        .collect();
-    let same_names = |id: &i64| match (&wanted, listings.get(id)) {
-        (Some(w), Some(l)) => names(&mut l.benchmarks.iter()) == *w,
-        (None, _) => true,
-        (Some(_), None) => false,
-    };
-    let on_branch = |id: &i64| {
-        branch.is_some()
-            && listings
-                .get(id)
-                .and_then(|l| l.git.as_ref()?.branch.as_ref())
-                == branch.as_ref()
-    };
-    let chosen = earlier
-        .iter()
-        .find(|id| same_names(id) && on_branch(id))
-        .or_else(|| earlier.iter().find(|id| same_names(id)));
-    let id = match (chosen, earlier.is_empty()) {
-        (Some(id), _) => *id,
-        (None, true) => {
-            return Err(Fail::usage(
-                "there is no earlier run to compare with",
-                "run `perfsleuth run` twice, or name both sides: perfsleuth compare BASELINE CANDIDATE",
-            ));
-        }
-        (None, false) => {
-            return Err(Fail::usage(
-                format!(
-                    "no earlier run measured the same benchmarks ({})",
-                    wanted.map(|w| w.join(", ")).unwrap_or_default()
-                ),
-                "name the baseline: perfsleuth compare BASELINE CANDIDATE (`perfsleuth runs` lists them)",
-            ));
-        }
-    };
-    Ok(Side {
-        label: format!("run {id}"),
-        runs: vec![load(store, id)?],
-    })
-}
-
-fn load(store: &SqliteStore, id: i64) -> Result<Run, Fail> {
-    let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
-        Fail::usage(
-            format!("run {id} not found"),
-            "list the stored runs with `perfsleuth runs`",
-        )
-    })?;
-    if run.mode == perfsleuth_model::Mode::Probe {
-        return Err(Fail::usage(
-            format!("run {id} is a `perfsleuth probe` run: it measured the machine, not commands"),
-            format!(
-                "compare probe runs with `perfsleuth probe diff OTHER_RUN {id}` (or `… current {id}`); `perfsleuth compare` compares runs of commands"
-            ),
-        ));
-    }
-    Ok(run)
 }
 
 /// The store, if a selector opened it (or it can be opened now); `None`
 /// when there is none, e.g. when two exported files are compared.
-pub fn existing_store(store: &mut StoreHandle) -> Option<&SqliteStore> {
+pub fn existing_store(store: &mut StoreHandle) -> Option<&dyn Store> {
     store.get().ok()
 }
 

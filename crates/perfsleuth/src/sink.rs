@@ -5,7 +5,7 @@ use crate::output;
 use crate::term::{ProgressLine, Watchdog};
 use perfsleuth_model::{Benchmark, ProbeResult, Profile, Run, Sample};
 use perfsleuth_runner::{Progress, Sink, SinkError};
-use perfsleuth_store::{SqliteStore, Store};
+use perfsleuth_store::Store;
 
 /// Commits each sample to the store as it is measured and draws progress.
 pub struct StoreSink<'a> {
@@ -28,7 +28,7 @@ impl<'a> StoreSink<'a> {
     /// Begins the run in the store (when there is one) with its benchmarks,
     /// so that every sample can be committed as it is measured.
     pub fn begin(
-        store: Option<&'a mut SqliteStore>,
+        store: Option<&'a mut dyn Store>,
         run: &mut Run,
         benchmarks: &[Benchmark],
         progress: ProgressLine,
@@ -39,11 +39,11 @@ impl<'a> StoreSink<'a> {
     /// [`StoreSink::begin`] for several runs measured together (`ab`: one
     /// per side): the plan's benchmarks are the runs' benchmarks in order.
     pub fn begin_runs(
-        store: Option<&'a mut SqliteStore>,
+        store: Option<&'a mut dyn Store>,
         runs: &mut [(&mut Run, &[Benchmark])],
         progress: ProgressLine,
     ) -> Result<StoreSink<'a>, Fail> {
-        let path = store.as_ref().map(|s| s.path().to_path_buf());
+        let path = store.as_ref().map(|s| s.location().to_path_buf());
         let mut store: Option<&'a mut dyn Store> = store.map(|s| s as &mut dyn Store);
         let mut ids = Vec::new();
         let mut run_ids = Vec::new();

@@ -31,6 +31,7 @@ fn seed(
     for i in 0..n {
         let run = Run {
             id: None,
+            uuid: None,
             started_at: format!("2026-11-{:02}T{:02}:00:00Z", 1 + i / 24, i % 24),
             ended_at: None,
             status: RunStatus::Running,

@@ -414,6 +414,7 @@ fn compare_mentions_probe_differences_between_the_machines() {
     let cand_run: Run = serde_json::from_value(cand["run"].clone()).unwrap();
     let mut after = Run {
         id: None,
+        uuid: None,
         mode: Mode::Probe,
         status: RunStatus::Running,
         environment: cand_run.environment.clone(),

@@ -60,11 +60,58 @@ fn store_accepts_sqlite_urls_and_bare_paths() {
 #[test]
 fn store_rejects_other_schemes_and_empty_values() {
     let sb = Sandbox::new();
-    quick(&sb, "postgres://localhost/db", "2", &["true"]).usage_error("hint:");
-    let out = quick(&sb, "postgres://localhost/db", "2", &["true"]);
-    assert!(out.stderr.contains("sqlite"), "{out:?}");
+    let out = quick(&sb, "mysql://localhost/db", "2", &["true"]).usage_error("hint:");
+    assert!(out.stderr.contains("`sqlite` and `postgres`"), "{out:?}");
+    // A PostgreSQL store that cannot be reached: one line, the hint, no password.
+    let out = quick(&sb, "postgres://u:hunter2@127.0.0.1:1/db", "2", &["true"])
+        .usage_error("cannot connect to postgres://u@127.0.0.1:1/db");
+    assert!(!out.stderr.contains("hunter2"), "{out:?}");
     quick(&sb, "sqlite:", "2", &["true"]).usage_error("no path after `sqlite:`");
     quick(&sb, "", "2", &["true"]).usage_error("empty");
+}
+
+/// The CLI on a PostgreSQL store: runs stored, listed, shown and compared
+/// there, as in a SQLite file; a project's runs only with
+/// `PERFSLEUTH_STORE_PROJECT`.
+#[test]
+fn a_postgres_store_serves_every_command_like_a_sqlite_file() {
+    let Some(url) = perfsleuth_testkit::fresh_postgres("cli_store") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    quick(&sb, &url, "3", &["true"]).ok();
+    quick(&sb, &url, "3", &["true"]).ok();
+    let out = sb.run(["runs", "--json", "--store", &url]).ok();
+    let runs = parse_json(&out.stdout);
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 2, "{runs}");
+    assert_eq!(runs["runs"][0]["samples"], 3);
+    let shown = sb.run(["show", "latest", "--json", "--store", &url]).ok();
+    let doc = parse_json(&shown.stdout);
+    assert_eq!(doc["run"]["uuid"].as_str().map(str::len), Some(36), "{doc}");
+    let out = sb
+        .run([
+            "compare", "latest~1", "latest", "--format", "json", "--store", &url,
+        ])
+        .ok();
+    assert_eq!(
+        parse_json(&out.stdout)["rows"][0]["metric"],
+        "wall",
+        "{}",
+        out.stdout
+    );
+    // Another project of the same database holds none of them.
+    let out: Out = sb
+        .cmd()
+        .env("PERFSLEUTH_STORE_PROJECT", "elsewhere")
+        .args(["runs", "--json", "--store", &url])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(
+        parse_json(&out.stdout)["runs"].as_array().map(Vec::len),
+        Some(0),
+        "{out:?}"
+    );
 }
 
 #[test]

@@ -351,6 +351,7 @@ fn an_interrupt_stops_without_cleanup_and_keeps_the_samples() {
 
     let mut run = Run {
         id: None,
+        uuid: None,
         started_at: String::new(),
         ended_at: None,
         status: RunStatus::Running,

@@ -1,0 +1,416 @@
+//! Comparing stored runs: choosing the sides, the default baseline, the
+//! same-binary history that teaches the verdict the between-run noise, and
+//! what the machines' probes say. `perfsleuth compare` and the team server's
+//! `compare` endpoint both call [`compare_stored`], so they cannot disagree.
+
+use perfsleuth_compare::{Comparison, Options, Side, benchmark_key, compare, newest};
+use perfsleuth_model::{Benchmark, Environment, Mode, Run, Sample};
+use perfsleuth_store::{RunKind, RunListing, Store, StoreError};
+use std::collections::HashMap;
+
+/// Same-binary runs looked at per benchmark, newest first.
+const HISTORY_LIMIT: usize = 30;
+
+/// Why sides could not be chosen; each says what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    /// No stored run has this id or spec.
+    #[error("run {0} not found")]
+    NoRun(String),
+    /// The run measured the machine, not commands.
+    #[error("run {0} is a `perfsleuth probe` run: it measured the machine, not commands")]
+    ProbeRun(i64),
+    /// No earlier run at all.
+    #[error("there is no earlier run to compare with")]
+    NoEarlier,
+    /// Earlier runs exist, none of the same benchmarks.
+    #[error("no earlier run measured the same benchmarks ({0})")]
+    NoSameBenchmarks(String),
+    /// The sides were measured in different modes.
+    #[error("{0}")]
+    Modes(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl SelectError {
+    /// What the user can do about it, for the binary's hint line and the API's error document.
+    pub fn hint(&self) -> String {
+        match self {
+            SelectError::NoRun(_) => "list the stored runs with `perfsleuth runs`".into(),
+            SelectError::ProbeRun(id) => format!(
+                "compare probe runs with `perfsleuth probe diff OTHER_RUN {id}` (or `… current {id}`); `perfsleuth compare` compares runs of commands"
+            ),
+            SelectError::NoEarlier => "run `perfsleuth run` twice, or name both sides: perfsleuth compare BASELINE CANDIDATE".into(),
+            SelectError::NoSameBenchmarks(_) => "name the baseline: perfsleuth compare BASELINE CANDIDATE (`perfsleuth runs` lists them)".into(),
+            SelectError::Modes(_) => "compare runs of one mode (`perfsleuth runs` shows each run's mode); for simulation, run both sides with --mode simulation".into(),
+            SelectError::Store(e) => e
+                .to_string()
+                .split_once(" (hint: ")
+                .map(|(_, h)| h.trim_end_matches(')').to_string())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Loads a stored run of commands.
+pub fn load_side_run(store: &dyn Store, id: i64) -> Result<Run, SelectError> {
+    let run = store
+        .load_run(id)?
+        .ok_or_else(|| SelectError::NoRun(id.to_string()))?;
+    if run.mode == Mode::Probe {
+        return Err(SelectError::ProbeRun(id));
+    }
+    Ok(run)
+}
+
+/// The side a stored-run selector names: a run id, `latest`, `latest~N`
+/// (counting runs of commands) or a branch (its latest complete run);
+/// `None` when it names none of these (the CLI goes on to git revisions
+/// and files).
+pub fn stored_side(store: &dyn Store, spec: &str) -> Result<Option<Side>, SelectError> {
+    // `latest` and `latest~N` count runs of commands: a `perfsleuth probe`
+    // run in between has no benchmarks to compare.
+    if let Ok(id) = store.resolve_run_of(spec, RunKind::Benchmarks) {
+        return Ok(Some(Side {
+            label: format!("run {id}"),
+            runs: vec![load_side_run(store, id)?],
+        }));
+    }
+    if let Some(&id) = store.runs_on_branch(spec)?.first() {
+        return Ok(Some(Side {
+            label: format!("{spec} (run {id})"),
+            runs: vec![load_side_run(store, id)?],
+        }));
+    }
+    Ok(None)
+}
+
+/// The baseline when none is given: the latest earlier run measured the same
+/// way (mode; sweeps with sweeps) with the same benchmark names, on the
+/// candidate's branch, else on any branch. Never simply "the run before": a
+/// run of other commands would pair nothing, and a gate would pass without
+/// looking.
+pub fn default_baseline(store: &dyn Store, candidate: &Side) -> Result<Side, SelectError> {
+    let first = candidate.runs.first();
+    let kind = first.map_or(RunKind::Benchmarks, |r| RunKind::Like {
+        mode: r.mode,
+        scale: r.is_scale_sweep(),
+    });
+    let names = |it: &mut dyn Iterator<Item = &String>| {
+        let mut v: Vec<String> = it.cloned().collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let wanted = first.map(|r| names(&mut r.benchmarks.iter().map(|b| &b.name)));
+    let branch = first.and_then(|r| r.git.as_ref()?.branch.clone());
+    // Earlier runs of the same kind, newest first.
+    let mut earlier = Vec::new();
+    let mut cursor = match first.and_then(|r| r.id) {
+        Some(id) => store.run_before_of(id, kind)?,
+        // An exported file: every stored run is earlier.
+        None => store.resolve_run_of("latest", kind).ok(),
+    };
+    while let Some(id) = cursor {
+        earlier.push(id);
+        cursor = store.run_before_of(id, kind)?;
+    }
+    let listings: HashMap<i64, RunListing> = store
+        .list_runs(None)?
+        .into_iter()
+        .map(|l| (l.id, l))
+        .collect();
+    let same_names = |id: &i64| match (&wanted, listings.get(id)) {
+        (Some(w), Some(l)) => names(&mut l.benchmarks.iter()) == *w,
+        (None, _) => true,
+        (Some(_), None) => false,
+    };
+    let on_branch = |id: &i64| {
+        branch.is_some()
+            && listings
+                .get(id)
+                .and_then(|l| l.git.as_ref()?.branch.as_ref())
+                == branch.as_ref()
+    };
+    let chosen = earlier
+        .iter()
+        .find(|id| same_names(id) && on_branch(id))
+        .or_else(|| earlier.iter().find(|id| same_names(id)));
+    let id = match (chosen, earlier.is_empty()) {
+        (Some(id), _) => *id,
+        (None, true) => return Err(SelectError::NoEarlier),
+        (None, false) => {
+            return Err(SelectError::NoSameBenchmarks(
+                wanted.map(|w| w.join(", ")).unwrap_or_default(),
+            ));
+        }
+    };
+    Ok(Side {
+        label: format!("run {id}"),
+        runs: vec![load_side_run(store, id)?],
+    })
+}
+
+/// Moves a default baseline to the last run of the latest stable segment
+/// of the stored history when there is one (see [`crate::stable_default`]);
+/// returns its notes.
+pub fn stable_baseline(
+    store: &dyn Store,
+    candidate: &Side,
+    baseline: &mut Side,
+) -> Result<Vec<String>, SelectError> {
+    let (Some(cand), Some(chosen)) = (candidate.runs.first(), baseline.runs.first()) else {
+        return Ok(Vec::new());
+    };
+    let Some((id, notes)) = crate::stable_default(store, cand, chosen) else {
+        return Ok(Vec::new());
+    };
+    if Some(id) != chosen.id {
+        *baseline = Side {
+            label: format!("run {id}"),
+            runs: vec![load_side_run(store, id)?],
+        };
+    }
+    Ok(notes)
+}
+
+/// Fills `opts.history` for every benchmark of the newest baseline run from
+/// `store`, leaving out the runs in `exclude` (the candidate's), and adds to
+/// `baseline` the same-binary runs made at the baseline run's commit from a
+/// clean tree (each with that benchmark only). Returns the notes saying what
+/// was added. Store errors leave the comparison without history: it is an
+/// aid, and the verdict says which noise it used.
+pub fn add_history(
+    store: &dyn Store,
+    baseline: &mut Side,
+    exclude: &[i64],
+    opts: &mut Options,
+) -> Vec<String> {
+    let Some(newest) = newest(baseline).cloned() else {
+        return Vec::new();
+    };
+    let in_side: Vec<i64> = baseline.runs.iter().filter_map(|r| r.id).collect();
+    let mut notes = Vec::new();
+    let mut pooled: Vec<Run> = Vec::new();
+    for bench in &newest.benchmarks {
+        let Ok(runs) = same_binary(store, &newest, bench) else {
+            continue;
+        };
+        let key = benchmark_key(&bench.name, &bench.parameters);
+        let others: Vec<&Run> = runs
+            .iter()
+            .filter(|r| r.id.is_some_and(|id| !exclude.contains(&id)))
+            .collect();
+        let samples = samples_of(others.iter().copied());
+        if !samples.is_empty() {
+            opts.history.insert(key.clone(), samples);
+        }
+        let same_commit: Vec<&Run> = others
+            .iter()
+            .copied()
+            .filter(|r| {
+                r.id.is_some_and(|id| !in_side.contains(&id)) && at_clean_commit_of(r, &newest)
+            })
+            .collect();
+        if same_commit.is_empty() {
+            continue;
+        }
+        let ids: Vec<String> = same_commit
+            .iter()
+            .filter_map(|r| r.id.map(|id| id.to_string()))
+            .collect();
+        notes.push(format!(
+            "baseline for `{key}` includes {} more run{} of the same binary at the same commit (run{} {})",
+            ids.len(),
+            if ids.len() == 1 { "" } else { "s" },
+            if ids.len() == 1 { "" } else { "s" },
+            ids.join(", ")
+        ));
+        for r in same_commit {
+            // Each added run keeps only this benchmark, renamed to the
+            // baseline's, so it pairs with the candidate's.
+            let mut r = r.clone();
+            for b in &mut r.benchmarks {
+                b.name = bench.name.clone();
+                b.parameters = bench.parameters.clone();
+            }
+            pooled.push(r);
+        }
+    }
+    baseline.runs.extend(pooled);
+    notes
+}
+
+/// The stored runs of exactly the program `bench` of `run` ran (see
+/// [`Store::same_binary_runs`]), newest first, each with that benchmark
+/// only; none when its binary hash is unknown.
+pub fn same_binary(
+    store: &dyn Store,
+    run: &Run,
+    bench: &Benchmark,
+) -> Result<Vec<Run>, StoreError> {
+    match bench
+        .facts
+        .get("binary.sha256")
+        .filter(|h| !h.is_empty() && *h != perfsleuth_model::UNKNOWN)
+    {
+        Some(hash) => {
+            store.same_binary_runs(hash, &bench.argv, run.mode, &run.environment, HISTORY_LIMIT)
+        }
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Each run's samples of its one benchmark.
+pub fn samples_of<'a>(runs: impl Iterator<Item = &'a Run>) -> Vec<Vec<Sample>> {
+    runs.filter_map(|r| r.benchmarks.first().map(|b| b.samples.clone()))
+        .collect()
+}
+
+/// Whether `run` was made at `baseline`'s git commit, both from clean trees.
+fn at_clean_commit_of(run: &Run, baseline: &Run) -> bool {
+    match (&run.git, &baseline.git) {
+        (Some(a), Some(b)) => a.commit == b.commit && !a.dirty && !b.dirty,
+        _ => false,
+    }
+}
+
+/// What the newest probe runs of two machines say about their difference
+/// (see [`perfsleuth_probe::compare_notes`]). Empty when either machine has
+/// no probe run, both map to the same one, or nothing differs; lookup errors
+/// are not the comparison's concern and yield nothing.
+pub fn probe_notes(
+    store: &dyn Store,
+    baseline: &Environment,
+    candidate: &Environment,
+) -> Vec<String> {
+    let (Ok(Some(ia)), Ok(Some(ib))) = (
+        store.latest_probe_run_for(baseline),
+        store.latest_probe_run_for(candidate),
+    ) else {
+        return Vec::new();
+    };
+    if ia == ib {
+        return Vec::new();
+    }
+    let (Ok(Some(ra)), Ok(Some(rb))) = (store.load_run(ia), store.load_run(ib)) else {
+        return Vec::new();
+    };
+    perfsleuth_probe::compare_notes(ia, &ra, ib, &rb)
+}
+
+/// A comparison of stored runs, as `perfsleuth compare` makes it.
+#[derive(Debug)]
+pub struct StoredComparison {
+    /// The baseline side as compared (with same-commit runs pooled in).
+    pub baseline: Side,
+    /// The candidate side.
+    pub candidate: Side,
+    /// The comparison, its notes included.
+    pub comparison: Comparison,
+}
+
+/// Compares `candidate` with `baseline` (or, when `None`, the default
+/// baseline moved to the stable segment's end) the way `perfsleuth compare`
+/// does: the same-binary history of the store joins the verdict unless
+/// `history` is false, and the notes say what the baseline's choice, the
+/// history and the machines' probes add. Sides measured in different modes
+/// are refused ([`perfsleuth_compare::mode_mismatch`]).
+pub fn compare_stored(
+    store: &dyn Store,
+    baseline: Option<Side>,
+    candidate: Side,
+    mut opts: Options,
+    history: bool,
+) -> Result<StoredComparison, SelectError> {
+    let mut notes = Vec::new();
+    let mut baseline = match baseline {
+        Some(side) => side,
+        None => {
+            let mut side = default_baseline(store, &candidate)?;
+            notes.extend(stable_baseline(store, &candidate, &mut side)?);
+            side
+        }
+    };
+    if let Some(why) = perfsleuth_compare::mode_mismatch(&baseline, &candidate) {
+        return Err(SelectError::Modes(why));
+    }
+    if history {
+        let exclude: Vec<i64> = candidate.runs.iter().filter_map(|r| r.id).collect();
+        notes.extend(add_history(store, &mut baseline, &exclude, &mut opts));
+    }
+    let mut comparison = compare(&baseline, &candidate, &opts);
+    comparison.notes.extend(notes);
+    let env = |s: &Side| newest(s).map(|r| r.environment.clone());
+    if let (Some(a), Some(b)) = (env(&baseline), env(&candidate)) {
+        comparison.notes.extend(probe_notes(store, &a, &b));
+    }
+    Ok(StoredComparison {
+        baseline,
+        candidate,
+        comparison,
+    })
+}
+
+/// The `perfsleuth/env-diff` document of two environments (`env diff
+/// --json`, the server's `env/diff`): context facts only with `all`.
+pub fn env_diff_doc(
+    a: (&str, &Environment),
+    b: (&str, &Environment),
+    all: bool,
+) -> perfsleuth_model::schema::EnvDiffDoc {
+    use perfsleuth_model::ImpactClass;
+    use perfsleuth_model::schema::{ComparabilityPair, Document, EnvDiffChange, EnvDiffDoc};
+    let changes = perfsleuth_env::diff(a.1, b.1);
+    let identical = perfsleuth_env::significant(&changes).next().is_none();
+    EnvDiffDoc {
+        schema: EnvDiffDoc::SCHEMA.to_string(),
+        schema_version: EnvDiffDoc::VERSION,
+        comparability: ComparabilityPair {
+            a: perfsleuth_store::comparability_hash(a.1),
+            b: perfsleuth_store::comparability_hash(b.1),
+        },
+        a: a.0.to_string(),
+        b: b.0.to_string(),
+        identical,
+        changes: changes
+            .iter()
+            .filter(|c| all || c.class != ImpactClass::Context)
+            .map(|c| EnvDiffChange {
+                key: c.key.clone(),
+                class: c.class,
+                a: c.before.clone(),
+                b: c.after.clone(),
+                summary: c.summary.clone(),
+                why: c.why.to_string(),
+            })
+            .collect(),
+    }
+}
+
+/// The history of the selected entries for each metric, joined into one
+/// document (`perfsleuth history`, the server's `history`). Newly computed
+/// summaries are cached when the store allows it; a store this user may
+/// only read still answers. `None` when `metrics` is empty.
+pub fn history_doc(
+    store: &mut dyn Store,
+    selected: Vec<perfsleuth_store::HistoryEntry>,
+    metrics: &[perfsleuth_model::Metric],
+    order: &crate::Order,
+    filter: &crate::Filter,
+    opts: &crate::Options,
+) -> Result<Option<perfsleuth_model::schema::HistoryDoc>, StoreError> {
+    let env_ids: Vec<i64> = selected.iter().map(|e| e.environment_id).collect();
+    let envs = store.environments(&env_ids)?;
+    let mut docs = Vec::new();
+    for &metric in metrics {
+        let crate::Loaded { points, fresh } = crate::load(&*store, selected.clone(), metric)?;
+        if !fresh.is_empty() {
+            let _ = store.put_metric_summaries(metric, &fresh);
+        }
+        docs.push(crate::build(points, &envs, metric, order, filter, opts));
+    }
+    Ok(crate::join(docs))
+}

@@ -1,0 +1,450 @@
+//! The same behaviour from both backends: every test runs against a real
+//! SQLite file and a real PostgreSQL database (a fresh one per test, on the
+//! server `$PERFSLEUTH_TEST_POSTGRES` names; `.ci/run` starts one).
+
+use perfsleuth_model::{
+    Benchmark, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Run, RunStatus, Sample,
+};
+use perfsleuth_store::{MetricSummary, PgStore, RunKind, Store, StoreError, StoreUrl, TokenRecord};
+use std::collections::BTreeMap;
+
+/// Each backend with a fresh store; PostgreSQL only where a server is configured.
+fn backends(test: &str) -> Vec<(String, Box<dyn Store + Send>, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = StoreUrl::Sqlite(dir.path().join("results.db"))
+        .open()
+        .unwrap();
+    let mut out = vec![("sqlite".to_string(), sqlite, Some(dir))];
+    if let Some(url) = perfsleuth_testkit::fresh_postgres(test) {
+        let store = StoreUrl::parse(&url).unwrap().open().unwrap();
+        out.push(("postgres".to_string(), store, None));
+    }
+    out
+}
+
+fn env(host: &str) -> Environment {
+    let mut env = Environment::default();
+    env.set("cpu.model", "Test CPU 9000", ImpactClass::Identity);
+    env.set("kernel.release", "6.1.0-test", ImpactClass::Identity);
+    env.set("cpu.governor", "performance", ImpactClass::Performance);
+    env.set("host.name", host, ImpactClass::Context);
+    env
+}
+
+fn sample(i: u32) -> Sample {
+    Sample {
+        iteration: i,
+        round: i / 3,
+        wall_ns: 1_000_000 + u64::from(i) * 7,
+        wall_exact_ns: (i % 4 == 1).then(|| 1_000_000.5 + f64::from(i)),
+        user_ns: 600_000,
+        sys_ns: 300_000 + u64::from(i),
+        peak_rss_bytes: 4 << 20,
+        minor_faults: 120,
+        major_faults: 0,
+        voluntary_cs: 3,
+        involuntary_cs: 1,
+        exit_code: Some(0),
+        signal: None,
+        counters: if i % 2 == 0 {
+            BTreeMap::from([("instructions".to_string(), 1.5e9 + f64::from(i))])
+        } else {
+            BTreeMap::new()
+        },
+    }
+}
+
+fn bench(name: &str, n: u32) -> Benchmark {
+    let mut facts = Environment::default();
+    facts.set(
+        "binary.sha256",
+        format!("{name:0>64}"),
+        ImpactClass::Identity,
+    );
+    Benchmark {
+        name: name.to_string(),
+        command: format!("sleep {name}"),
+        argv: vec!["sleep".into(), name.into()],
+        parameters: BTreeMap::from([("N".to_string(), name.to_string())]),
+        facts,
+        samples: (0..n).map(sample).collect(),
+        profile: None,
+        summaries: Vec::new(),
+    }
+}
+
+fn run(branch: &str, benchmarks: Vec<Benchmark>) -> Run {
+    Run {
+        id: None,
+        uuid: None,
+        started_at: "2026-12-03T08:00:00.000Z".into(),
+        ended_at: Some("2026-12-03T08:00:05.000Z".into()),
+        status: RunStatus::Complete,
+        tool_version: "0.1.0".into(),
+        git: Some(GitInfo {
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            branch: Some(branch.into()),
+            dirty: false,
+        }),
+        mode: Mode::Walltime,
+        options: serde_json::json!({"runs": 10}),
+        environment: env("box-1"),
+        benchmarks,
+        probes: Vec::new(),
+    }
+}
+
+/// Stores a run the way the runner does: begin, benchmarks, samples, finish.
+fn measure(store: &mut dyn Store, run: &Run) -> i64 {
+    let id = store.begin_run(run).unwrap();
+    for b in &run.benchmarks {
+        let bid = store.add_benchmark(id, b).unwrap();
+        for s in &b.samples {
+            store.add_sample(bid, s).unwrap();
+        }
+    }
+    store
+        .finish_run(id, RunStatus::Complete, "2026-12-03T08:00:05.000Z")
+        .unwrap();
+    id
+}
+
+#[test]
+fn a_measured_run_and_an_ingested_run_load_back_identically() {
+    for (name, mut store, _dir) in backends("round_trip") {
+        let original = run("main", vec![bench("b", 9), bench("a", 2)]);
+        let id = measure(store.as_mut(), &original);
+        let loaded = store.load_run(id).unwrap().expect("stored");
+        let mut expected = original.clone();
+        expected.id = Some(id);
+        expected.uuid = loaded.uuid.clone();
+        assert_eq!(loaded, expected, "{name}");
+
+        // The same run ingested whole into another project: equal but for its id.
+        store.use_project("team");
+        let got = store.ingest_run(&loaded).unwrap();
+        assert!(got.created, "{name}");
+        assert_eq!(
+            Some(got.uuid.clone()),
+            loaded.uuid,
+            "{name}: the UUID is kept"
+        );
+        let copy = store.load_run(got.id).unwrap().expect("ingested");
+        let mut again = loaded.clone();
+        again.id = Some(got.id);
+        assert_eq!(copy, again, "{name}");
+    }
+}
+
+#[test]
+fn ingest_is_idempotent_by_uuid_and_atomic() {
+    for (name, mut store, _dir) in backends("ingest") {
+        store.use_project("p");
+        let mut r = run("main", vec![bench("x", 300)]);
+        r.uuid = Some("5b0f4a9e-0000-4000-8000-000000000001".into());
+        let first = store.ingest_run(&r).unwrap();
+        let second = store.ingest_run(&r).unwrap();
+        assert!(first.created && !second.created, "{name}");
+        assert_eq!(first.id, second.id, "{name}");
+        assert_eq!(
+            store.list_runs(None).unwrap().len(),
+            1,
+            "{name}: not duplicated"
+        );
+        let loaded = store.load_run(first.id).unwrap().unwrap();
+        assert_eq!(loaded.benchmarks[0].samples.len(), 300, "{name}");
+
+        // Two benchmarks at the same position cannot both be stored: the
+        // second insert fails and nothing of the run is left behind.
+        let mut bad = run("main", vec![bench("y", 3)]);
+        bad.uuid = Some("5b0f4a9e-0000-4000-8000-000000000002".into());
+        bad.benchmarks[0].samples[1].iteration = 0; // duplicate primary key
+        assert!(store.ingest_run(&bad).is_err(), "{name}");
+        assert_eq!(
+            store.run_by_uuid(bad.uuid.as_deref().unwrap()).unwrap(),
+            None,
+            "{name}: a failed ingest leaves nothing"
+        );
+        assert_eq!(store.list_runs(None).unwrap().len(), 1, "{name}");
+    }
+}
+
+#[test]
+fn projects_never_see_each_other_runs() {
+    for (name, mut store, _dir) in backends("projects") {
+        let local = measure(store.as_mut(), &run("main", vec![bench("a", 2)]));
+        store.use_project("alpha");
+        let alpha = store
+            .ingest_run(&run("main", vec![bench("a", 2)]))
+            .unwrap()
+            .id;
+        assert_eq!(store.load_run(local).unwrap(), None, "{name}");
+        assert_eq!(store.resolve_run("latest").unwrap(), alpha, "{name}");
+        assert!(store.resolve_run(&local.to_string()).is_err(), "{name}");
+        assert_eq!(store.history_entries().unwrap().len(), 1, "{name}");
+        store.use_project("beta");
+        assert!(store.list_runs(None).unwrap().is_empty(), "{name}");
+        assert!(matches!(
+            store.resolve_run("latest"),
+            Err(StoreError::NotFound(_))
+        ));
+        assert!(store.runs_on_branch("main").unwrap().is_empty(), "{name}");
+        store.use_project("");
+        assert_eq!(store.resolve_run("latest").unwrap(), local, "{name}");
+    }
+}
+
+#[test]
+fn queries_answer_the_same_on_both_backends() {
+    let mut answers: Vec<(String, String)> = Vec::new();
+    for (name, mut store, _dir) in backends("same_answers") {
+        let mut probe_run = run("main", vec![]);
+        probe_run.mode = Mode::Probe;
+        let mut scale = run("main", vec![bench("s", 3)]);
+        scale.options = serde_json::json!({"kind": "scale"});
+        let a = measure(
+            store.as_mut(),
+            &run("main", vec![bench("a", 5), bench("b", 6)]),
+        );
+        let p = measure(store.as_mut(), &probe_run);
+        store
+            .add_probe_results(
+                p,
+                &[ProbeResult {
+                    probe: "memory".into(),
+                    metric: "l1_latency".into(),
+                    value: f64::NAN,
+                    unit: "ns".into(),
+                    lower_is_better: true,
+                    cycles: Some(4.0),
+                    spread: 0.01,
+                    stable: true,
+                    headline: true,
+                    note: Some("it's \"quoted\"; DROP TABLE runs; --".into()),
+                }],
+            )
+            .unwrap();
+        let s = measure(store.as_mut(), &scale);
+        let b = measure(store.as_mut(), &run("feature", vec![bench("a", 4)]));
+        let entries = store.history_entries().unwrap();
+        let ids: Vec<i64> = entries.iter().map(|e| e.benchmark_id).collect();
+        let walls = store.metric_values(&ids, Metric::Wall).unwrap();
+        let sys = store.metric_values(&ids, Metric::Sys).unwrap();
+        let summary = MetricSummary {
+            n: 5,
+            median: 1.5,
+            lo: f64::NAN,
+            hi: 2.0,
+        };
+        store
+            .put_metric_summaries(Metric::Wall, &[(ids[0], summary)])
+            .unwrap();
+        store
+            .put_metric_summaries(Metric::Wall, &[(ids[0], summary)])
+            .unwrap();
+        let cached = store.metric_summaries(&ids[..2], Metric::Wall).unwrap();
+        let same = store
+            .same_binary_runs(
+                &format!("{:0>64}", "a"),
+                &["sleep".to_string(), "a".to_string()],
+                Mode::Walltime,
+                &env("other-host"),
+                10,
+            )
+            .unwrap();
+        let probes = store.load_run(p).unwrap().unwrap().probes;
+        let listing = store.list_runs(Some(3)).unwrap();
+        let answer = format!(
+            "ids={:?} kinds={:?} entries={} walls={walls:?} sys={sys:?} cached={:?}/{:?} same={:?} \
+             probe_value_nan={} note={:?} latest_probe={:?} listing={:?} branch={:?} before={:?}",
+            [a, p, s, b].map(|i| i - a),
+            [
+                store.resolve_run_of("latest", RunKind::Benchmarks).unwrap() - a,
+                store.resolve_run_of("latest", RunKind::Probes).unwrap() - a,
+                store
+                    .resolve_run_of(
+                        "latest",
+                        RunKind::Like {
+                            mode: Mode::Walltime,
+                            scale: true
+                        }
+                    )
+                    .unwrap()
+                    - a,
+                store
+                    .resolve_run_of(
+                        "latest~1",
+                        RunKind::Like {
+                            mode: Mode::Walltime,
+                            scale: false
+                        }
+                    )
+                    .unwrap()
+                    - a,
+            ],
+            entries.len(),
+            cached[0].map(|c| (c.n, c.median, c.lo.is_nan(), c.hi)),
+            cached[1],
+            same.iter().map(|r| r.id.unwrap() - a).collect::<Vec<_>>(),
+            probes[0].value.is_nan(),
+            probes[0].note,
+            store
+                .latest_probe_run_for(&env("x"))
+                .unwrap()
+                .map(|i| i - a),
+            listing
+                .iter()
+                .map(|l| (l.id - a, l.samples, l.benchmarks.clone(), l.probes.clone()))
+                .collect::<Vec<_>>(),
+            store
+                .runs_on_branch("feature")
+                .unwrap()
+                .iter()
+                .map(|i| i - a)
+                .collect::<Vec<_>>(),
+            store
+                .run_before_of(b, RunKind::Benchmarks)
+                .unwrap()
+                .map(|i| i - a),
+        );
+        answers.push((name, answer));
+    }
+    for (name, answer) in &answers[1..] {
+        assert_eq!(
+            answer, &answers[0].1,
+            "{name} answers differently from sqlite"
+        );
+    }
+    assert!(
+        answers[0].1.contains("probe_value_nan=true"),
+        "{}",
+        answers[0].1
+    );
+}
+
+#[test]
+fn tokens_and_projects_are_stored_and_revoked() {
+    for (name, mut store, _dir) in backends("tokens") {
+        store
+            .ensure_project("alpha", "2026-12-03T08:00:00Z")
+            .unwrap();
+        store
+            .ensure_project("alpha", "2026-12-03T09:00:00Z")
+            .unwrap();
+        assert!(matches!(
+            store.set_public_read("nope", true),
+            Err(StoreError::NoProject(_))
+        ));
+        store.set_public_read("alpha", true).unwrap();
+        let projects = store.projects().unwrap();
+        assert_eq!(projects.len(), 1, "{name}");
+        assert!(projects[0].public_read, "{name}");
+        assert_eq!(
+            projects[0].created_at, "2026-12-03T08:00:00Z",
+            "{name}: created once"
+        );
+        let token = TokenRecord {
+            id: 0,
+            project: "alpha".into(),
+            name: "ci".into(),
+            hash: "ab".repeat(32),
+            scopes: vec!["ingest".into(), "read".into()],
+            created_at: "2026-12-03T08:00:00Z".into(),
+            revoked_at: None,
+        };
+        let id = store.add_token(&token).unwrap();
+        assert!(
+            matches!(store.add_token(&token), Err(StoreError::Conflict(_))),
+            "{name}"
+        );
+        let found = store.token_by_hash(&token.hash).unwrap().unwrap();
+        assert_eq!(
+            found,
+            TokenRecord {
+                id,
+                ..token.clone()
+            },
+            "{name}"
+        );
+        assert!(
+            store.revoke_token(id, "2026-12-03T10:00:00Z").unwrap(),
+            "{name}"
+        );
+        assert!(
+            !store.revoke_token(id, "2026-12-03T11:00:00Z").unwrap(),
+            "{name}"
+        );
+        let listed = store.tokens(Some("alpha")).unwrap();
+        assert_eq!(
+            listed[0].revoked_at.as_deref(),
+            Some("2026-12-03T10:00:00Z")
+        );
+        assert!(store.tokens(Some("beta")).unwrap().is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn a_postgres_database_of_another_application_is_refused_untouched() {
+    let Some(url) = perfsleuth_testkit::fresh_postgres("foreign") else {
+        return;
+    };
+    {
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        c.batch_execute("CREATE TABLE invoices (id int); INSERT INTO invoices VALUES (1)")
+            .unwrap();
+    }
+    let err = PgStore::connect(&url).unwrap_err();
+    assert!(matches!(err, StoreError::NotADatabase { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        !msg.contains("perfsleuth@") || !msg.contains(":perfsleuth@"),
+        "no password: {msg}"
+    );
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let tables: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 1, "nothing was created beside it");
+}
+
+#[test]
+fn an_unreachable_server_is_one_line_with_a_hint_and_no_password() {
+    // Port 1 on loopback: nothing listens there.
+    let err = PgStore::connect("postgres://u:hunter2@127.0.0.1:1/db").unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, StoreError::Unreachable { .. }), "{err:?}");
+    assert!(!msg.contains('\n') && msg.contains("hint"), "{msg}");
+    assert!(!msg.contains("hunter2"), "{msg}");
+    assert!(msg.contains("127.0.0.1:1"), "{msg}");
+}
+
+#[test]
+fn concurrent_connections_ingesting_the_same_run_store_it_once() {
+    let Some(url) = perfsleuth_testkit::fresh_postgres("race") else {
+        return;
+    };
+    let mut r = run("main", vec![bench("x", 50)]);
+    r.uuid = Some("5b0f4a9e-0000-4000-8000-0000000000ff".into());
+    let handles: Vec<_> = (0..6)
+        .map(|_| {
+            let url = url.clone();
+            let r = r.clone();
+            std::thread::spawn(move || {
+                let mut s = PgStore::connect(&url).unwrap();
+                s.use_project("p");
+                s.ingest_run(&r).unwrap()
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(
+        results.iter().filter(|i| i.created).count(),
+        1,
+        "{results:?}"
+    );
+    assert!(results.iter().all(|i| i.id == results[0].id), "{results:?}");
+}
