@@ -61,6 +61,14 @@ pub enum Command {
     /// Machine microbenchmarks (calls, syscalls, memory ladder, bandwidth, coherency, clocks,
     /// spawn), stored with the environment; `probe diff` explains what differs.
     Probe(ProbeArgs),
+    /// The team server: a JSON API (upload runs, list, compare, history, environment
+    /// diff) and a dashboard over a store, PostgreSQL for a team or SQLite for one machine.
+    Serve(ServeArgs),
+    /// Send stored runs to a team server; a run the server already holds is not sent
+    /// again, and network errors are retried with backoff.
+    Push(PushArgs),
+    /// A team server's API tokens and projects, managed on its store.
+    Server(ServerArgs),
     /// Print a shell completion script: `source <(perfsleuth completions bash)`.
     Completions(CompletionsArgs),
     /// Print a man page (roff): `perfsleuth man run | man -l -`, or `perfsleuth man > perfsleuth.1`.
@@ -503,7 +511,8 @@ pub enum ColorChoice {
 /// Options shared by every command that reads or writes the store.
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
-    /// Where results are stored: `sqlite:PATH` or a path [default: $PERFSLEUTH_STORE, else
+    /// Where results are stored: `sqlite:PATH`, a path, or `postgres://USER@HOST/DB`
+    /// [default: $PERFSLEUTH_STORE, else
     /// .perfsleuth/results.db in the enclosing git repository, else
     /// $XDG_DATA_HOME/perfsleuth/results.db]
     #[arg(long, value_name = "URL")]
@@ -521,6 +530,143 @@ pub struct RunCommand {
     /// After measuring, compare with this run (id, latest, branch, revision or export file).
     #[arg(long, value_name = "REF")]
     pub baseline: Option<String>,
+    /// After storing the run, send it to a team server (`perfsleuth push`).
+    #[command(flatten)]
+    pub push: RunPushArgs,
+}
+
+/// `run --push`.
+#[derive(Debug, Args)]
+pub struct RunPushArgs {
+    /// After the run is stored, push it to --server's --project (token from
+    /// $PERFSLEUTH_TOKEN); a failed push exits 2 after the results, which stay stored.
+    #[arg(long, requires_all = ["server", "project"])]
+    pub push: bool,
+    #[command(flatten)]
+    pub target: PushTarget,
+}
+
+/// The team server and project runs are pushed to.
+#[derive(Debug, Clone, Args)]
+pub struct PushTarget {
+    /// The team server's base URL, e.g. http://perf.example:8080.
+    #[arg(long, value_name = "URL", env = "PERFSLEUTH_SERVER")]
+    pub server: Option<String>,
+    /// The project on the server.
+    #[arg(long, value_name = "NAME", env = "PERFSLEUTH_PROJECT")]
+    pub project: Option<String>,
+    /// HTTP attempts per request before giving up (network errors, 5xx), with
+    /// a doubling wait from 0.25 s to 8 s between them.
+    #[arg(long, value_name = "N", default_value_t = perfsleuth_server::client::DEFAULT_ATTEMPTS,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub attempts: u32,
+}
+
+/// `perfsleuth push`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The token is read from $PERFSLEUTH_TOKEN (create one with `perfsleuth server token create --scope ingest`).\n\nExamples:\n  perfsleuth push --server http://perf.example:8080 --project app\n  PERFSLEUTH_SERVER=http://perf.example:8080 PERFSLEUTH_PROJECT=app perfsleuth push latest~2 latest~1 latest"
+)]
+pub struct PushArgs {
+    /// Stored runs to send: ids, latest, latest~N [default: latest].
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub target: PushTarget,
+    /// Print a perfsleuth/push JSON document instead of a line per run.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `perfsleuth serve`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The store is created (or migrated) if needed. Requests need a project token (`perfsleuth server token create`), except reads of a project made public.\n\nExamples:\n  perfsleuth serve --store sqlite:team.db\n  perfsleuth serve --store postgres://perfsleuth:secret@db.example/perfsleuth --listen 0.0.0.0:8080"
+)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Address and port to listen on (port 0: any free port, printed on start).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// Largest request body accepted, in bytes or with a unit (KiB, MiB); larger uploads get 413.
+    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = crate::parse::byte_size)]
+    pub body_limit: u64,
+}
+
+/// `perfsleuth server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    #[command(subcommand)]
+    pub command: ServerCommand,
+}
+
+/// `perfsleuth server …`.
+#[derive(Debug, Subcommand)]
+pub enum ServerCommand {
+    /// API tokens: create (the secret is printed once), list, revoke.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Create a project, or make its reads public (no token) or private again.
+    Project(ProjectArgs),
+}
+
+/// `perfsleuth server token …`.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token for a project (creating the project if needed); its secret
+    /// is printed once and only its SHA-256 is stored.
+    Create {
+        /// The project the token opens.
+        #[arg(long, value_name = "NAME")]
+        project: String,
+        /// What it may do, comma-separated: ingest (upload runs), read, admin (everything).
+        #[arg(long, value_name = "SCOPES", default_value = "ingest,read")]
+        scope: String,
+        /// A name for people ("ci", "alice's laptop").
+        #[arg(long, value_name = "TEXT", default_value = "token")]
+        name: String,
+        /// Print a perfsleuth/tokens JSON document.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// List tokens (never their secrets).
+    List {
+        /// Only this project's.
+        #[arg(long, value_name = "NAME")]
+        project: Option<String>,
+        /// Print a perfsleuth/tokens JSON document.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Revoke a token: requests with it get 401 from then on.
+    Revoke {
+        /// The token's id (`server token list`).
+        id: i64,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// `perfsleuth server project`.
+#[derive(Debug, Args)]
+pub struct ProjectArgs {
+    /// The project.
+    pub name: String,
+    /// Anyone may read it without a token (the dashboard and read endpoints).
+    #[arg(long, conflicts_with = "private")]
+    pub public: bool,
+    /// Reads need a token again.
+    #[arg(long)]
+    pub private: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// `perfsleuth ab`.
@@ -736,6 +882,9 @@ pub struct RunArgs {
     /// `run --baseline` (see [`RunCommand`]); never an option of its own here.
     #[arg(skip)]
     pub baseline: Option<String>,
+    /// `run --push` (see [`RunCommand`]): where to push the run once stored.
+    #[arg(skip)]
+    pub push: Option<PushTarget>,
     /// The progress line forced on or off (`--style`); `None`: on a terminal.
     #[arg(skip)]
     pub progress: Option<bool>,

@@ -24,6 +24,7 @@ mod report;
 mod run;
 mod scale;
 mod selectors;
+mod server;
 mod sink;
 mod term;
 mod variant;
@@ -50,8 +51,13 @@ fn main() {
     };
     let result = match cli.command {
         Command::Run(cmd) => {
-            let RunCommand { mut args, baseline } = *cmd;
+            let RunCommand {
+                mut args,
+                baseline,
+                push,
+            } = *cmd;
             args.baseline = baseline;
+            args.push = push.push.then_some(push.target);
             run::settle(&mut args).and_then(|()| run::run(args, spawner))
         }
         Command::Ab(args) => ab::ab(*args, spawner),
@@ -66,6 +72,9 @@ fn main() {
         Command::History(args) => histcmd::history(*args),
         Command::Scale(args) => scale::scale(*args, spawner),
         Command::Probe(args) => probe::probe(args),
+        Command::Serve(args) => server::serve(args),
+        Command::Push(args) => server::push(args),
+        Command::Server(args) => server::server(args),
         Command::Completions(args) => docs::completions(args.shell),
         Command::Man(args) => docs::man(args.command.as_deref()),
     };

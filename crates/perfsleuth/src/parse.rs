@@ -231,6 +231,13 @@ pub fn scan_values(min: &str, max: &str, step: Option<&str>) -> Result<Vec<Strin
     Ok(values)
 }
 
+/// A byte size for options such as `--body-limit`: "32MiB", "512 KiB", "1048576".
+pub fn byte_size(s: &str) -> Result<u64, String> {
+    perfsleuth_probe::parse_size(s).ok_or_else(|| {
+        format!("`{s}` is not a size: give bytes or a number with KiB, MiB or GiB (e.g. 32MiB)")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

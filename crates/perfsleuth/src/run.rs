@@ -235,6 +235,7 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
         rounds,
         elapsed,
         stored_note,
+        ids,
         ..
     } = m;
     let to_stderr = output::summary_to_stderr(args);
@@ -297,10 +298,23 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
             if c.simulation.is_none() {
                 warn_if_unfit(&run.environment);
             }
-            match &c.baseline {
-                Some(b) => crate::compare::after_run(b, &run, &args.verdict, args.color, to_stderr),
-                None => Ok(0),
+            let code = match &c.baseline {
+                Some(b) => {
+                    crate::compare::after_run(b, &run, &args.verdict, args.color, to_stderr)?
+                }
+                None => 0,
+            };
+            if let Some(target) = &args.push {
+                let ids: Vec<i64> = ids.iter().flatten().copied().collect();
+                if ids.is_empty() {
+                    return Err(Fail::usage(
+                        "--push has no stored run to send (--no-store)",
+                        "drop --no-store, or push later with `perfsleuth push`",
+                    ));
+                }
+                crate::server::push_after_run(args.store.store.as_deref(), &ids, target)?;
             }
+            Ok(code)
         }
     }
 }

@@ -1,0 +1,546 @@
+//! The versioned JSON API, `/api/v1/…`. Every body is a typed document of
+//! `perfsleuth_model::schema`; every error a `perfsleuth/error`.
+
+use crate::auth::{Scope, authorize};
+use crate::{API_PREFIX, ApiError, State};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, Request};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use perfsleuth_compare::Side;
+use perfsleuth_history::stored::{self, SelectError};
+use perfsleuth_model::schema::{self, Document, HealthDoc, IngestDoc, RunExport, RunsDoc};
+use perfsleuth_model::{Metric, Run, RunStatus};
+use perfsleuth_store::{STORE_SCHEMA_VERSION, Store};
+use serde::Deserialize;
+use std::sync::Arc;
+
+/// Most runs one listing returns.
+const MAX_LIST: usize = 1000;
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_vec(&self.doc()).unwrap_or_default();
+        let mut response = (
+            self.status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// A JSON response of a typed document.
+fn json<T: serde::Serialize>(status: StatusCode, doc: &T) -> Response {
+    match serde_json::to_vec(doc) {
+        Ok(body) => (status, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            error: format!("cannot serialise the answer: {e}"),
+            hint: None,
+        }
+        .into_response(),
+    }
+}
+
+type Shared = axum::extract::State<Arc<State>>;
+
+pub(crate) fn routes(state: Arc<State>) -> Router {
+    let p = |rest: &str| format!("{API_PREFIX}/projects/{{project}}{rest}");
+    Router::new()
+        .route(&format!("{API_PREFIX}/health"), get(health))
+        .route(&p("/runs"), get(list_runs).post(ingest))
+        .route(&p("/runs/{run}"), get(get_run).head(head_run))
+        .route(&p("/compare"), get(compare_json))
+        .route(&p("/compare.md"), get(compare_md))
+        .route(&p("/history"), get(history))
+        .route(&p("/env/diff"), get(env_diff))
+        .with_state(state)
+}
+
+/// The `Authorization: Bearer` secret; a malformed header is refused.
+pub(crate) fn bearer(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| ApiError::unauthorized("the Authorization header is not ASCII"))?;
+    match text.split_once(' ') {
+        Some((scheme, secret))
+            if scheme.eq_ignore_ascii_case("bearer") && !secret.trim().is_empty() =>
+        {
+            Ok(Some(secret.trim().to_string()))
+        }
+        _ => Err(ApiError::unauthorized(
+            "the Authorization header is not `Bearer TOKEN`",
+        )),
+    }
+}
+
+fn path_err(e: PathRejection) -> ApiError {
+    ApiError::bad_request(
+        format!("bad path: {}", e.body_text()),
+        "see docs/SERVER.md for the API's paths",
+    )
+}
+
+fn query_err(e: QueryRejection) -> ApiError {
+    ApiError::bad_request(
+        format!("bad query: {}", e.body_text()),
+        "see docs/SERVER.md for each endpoint's parameters",
+    )
+}
+
+async fn health(axum::extract::State(state): Shared) -> Response {
+    let backend = state.backend;
+    let up = state
+        .with_store("", |s| Ok(s.projects().map(|_| ())?))
+        .await;
+    let doc = HealthDoc {
+        schema: HealthDoc::SCHEMA.to_string(),
+        schema_version: HealthDoc::VERSION,
+        status: if up.is_ok() { "ok" } else { "unavailable" }.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        store: backend.into(),
+        store_schema_version: STORE_SCHEMA_VERSION,
+    };
+    let status = if up.is_ok() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    json(status, &doc)
+}
+
+/// Authorizes the request for `scope` on `project` (on the blocking pool).
+async fn allow(
+    state: &Arc<State>,
+    project: &str,
+    headers: &HeaderMap,
+    scope: Scope,
+) -> Result<(), ApiError> {
+    let secret = bearer(headers)?;
+    let name = project.to_string();
+    state
+        .with_store(project, move |s| {
+            authorize(s, &name, secret.as_deref(), scope).map(|_| ())
+        })
+        .await
+}
+
+/// Whether `s` is a UUID in its usual text form.
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// The project's run a path or query names: an id, a UUID, `latest` or `latest~N`.
+fn run_id(store: &dyn Store, spec: &str) -> Result<i64, ApiError> {
+    let missing = || {
+        ApiError::not_found(
+            format!("no run {spec:?} in this project"),
+            "give a run id, a run UUID, latest or latest~N (GET …/runs lists them)",
+        )
+    };
+    if spec.len() > 100 {
+        return Err(missing());
+    }
+    if is_uuid(spec) {
+        return store
+            .run_by_uuid(&spec.to_ascii_lowercase())?
+            .ok_or_else(missing);
+    }
+    store.resolve_run(spec).map_err(|_| missing())
+}
+
+fn load(store: &dyn Store, id: i64) -> Result<Run, ApiError> {
+    store
+        .load_run(id)?
+        .ok_or_else(|| ApiError::not_found(format!("run {id} is gone"), "list the runs again"))
+}
+
+async fn ingest(
+    axum::extract::State(state): Shared,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let Path(project) = path.map_err(path_err)?;
+    // Authorized before the body is read: no one without a token makes the
+    // server buffer 32 MiB.
+    allow(&state, &project, &headers, Scope::Ingest).await?;
+    let body: Bytes = axum::body::to_bytes(request.into_body(), state.body_limit)
+        .await
+        .map_err(|e| {
+            // http-body-util's LengthLimitError, somewhere down the chain.
+            let mut cause: Option<&dyn std::error::Error> = Some(&e);
+            let mut too_big = false;
+            while let Some(c) = cause {
+                too_big |= c.to_string().contains("length limit exceeded");
+                cause = c.source();
+            }
+            if too_big {
+                ApiError {
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    error: format!("the body is larger than {} bytes", state.body_limit),
+                    hint: Some("start the server with a larger --body-limit".into()),
+                }
+            } else {
+                ApiError::bad_request(format!("cannot read the body: {e}"), "send the run again")
+            }
+        })?;
+    let text = std::str::from_utf8(&body).map_err(|_| {
+        ApiError::bad_request(
+            "the body is not UTF-8",
+            "send the run export document (perfsleuth show --json RUN)",
+        )
+    })?;
+    let export: RunExport = schema::read_document(text).map_err(|e| {
+        ApiError::bad_request(
+            format!("the body is not a perfsleuth/run document: {e}"),
+            "send the run export document (perfsleuth show --json RUN, or run --export-json)",
+        )
+    })?;
+    let mut run = export.run;
+    if run.status == RunStatus::Running {
+        return Err(ApiError::unprocessable(
+            "the run is still running",
+            "push runs once they have finished",
+        ));
+    }
+    if let Some(uuid) = &run.uuid {
+        if !is_uuid(uuid) {
+            return Err(ApiError::bad_request(
+                format!("run.uuid {uuid:?} is not a UUID"),
+                "leave run.uuid out to have the server give one",
+            ));
+        }
+        run.uuid = Some(uuid.to_ascii_lowercase());
+    }
+    let name = project.clone();
+    let done = state
+        .with_store(&project, move |s| Ok(s.ingest_run(&run)?))
+        .await?;
+    let url = format!("{API_PREFIX}/projects/{name}/runs/{}", done.id);
+    let status = if done.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let mut response = json(
+        status,
+        &IngestDoc {
+            schema: IngestDoc::SCHEMA.to_string(),
+            schema_version: IngestDoc::VERSION,
+            id: done.id,
+            uuid: done.uuid,
+            created: done.created,
+            url: url.clone(),
+        },
+    );
+    if let Ok(v) = HeaderValue::from_str(&url) {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(response)
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    limit: Option<usize>,
+}
+
+async fn list_runs(
+    axum::extract::State(state): Shared,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Path(project) = path.map_err(path_err)?;
+    let Query(q) = query.map_err(query_err)?;
+    let secret = bearer(&headers)?;
+    let name = project.clone();
+    let limit = q.limit.unwrap_or(100).min(MAX_LIST);
+    let runs = state
+        .with_store(&project, move |s| {
+            authorize(s, &name, secret.as_deref(), Scope::Read)?;
+            Ok(s.list_runs(Some(limit))?)
+        })
+        .await?;
+    Ok(json(
+        StatusCode::OK,
+        &RunsDoc {
+            schema: RunsDoc::SCHEMA.to_string(),
+            schema_version: RunsDoc::VERSION,
+            runs,
+        },
+    ))
+}
+
+async fn get_run(
+    axum::extract::State(state): Shared,
+    path: Result<Path<(String, String)>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Path((project, spec)) = path.map_err(path_err)?;
+    let secret = bearer(&headers)?;
+    let name = project.clone();
+    let run = state
+        .with_store(&project, move |s| {
+            authorize(s, &name, secret.as_deref(), Scope::Read)?;
+            let id = run_id(s, &spec)?;
+            load(s, id)
+        })
+        .await?;
+    let report = perfsleuth_report::analyze(&run, None);
+    Ok(json(
+        StatusCode::OK,
+        &perfsleuth_report::export_json(&run, &report),
+    ))
+}
+
+/// Whether a run is on the server, for a pushing client whose token may
+/// only ingest: 200 or 404, no body.
+async fn head_run(
+    axum::extract::State(state): Shared,
+    path: Result<Path<(String, String)>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<StatusCode, ApiError> {
+    let Path((project, spec)) = path.map_err(path_err)?;
+    let secret = bearer(&headers)?;
+    let name = project.clone();
+    state
+        .with_store(&project, move |s| {
+            if authorize(s, &name, secret.as_deref(), Scope::Ingest).is_err() {
+                authorize(s, &name, secret.as_deref(), Scope::Read)?;
+            }
+            run_id(s, &spec).map(|_| StatusCode::OK)
+        })
+        .await
+}
+
+#[derive(Deserialize)]
+struct CompareQuery {
+    baseline: Option<String>,
+    candidate: Option<String>,
+    /// `false`: judge the two runs alone, without the same-binary history.
+    history: Option<bool>,
+}
+
+/// A side named by a query parameter: an id, a UUID, `latest~N` or a branch.
+fn side(store: &dyn Store, spec: &str) -> Result<Side, ApiError> {
+    if is_uuid(spec) {
+        let id = run_id(store, spec)?;
+        return Ok(Side {
+            label: format!("run {id}"),
+            runs: vec![stored::load_side_run(store, id).map_err(select_err)?],
+        });
+    }
+    stored::stored_side(store, spec)
+        .map_err(select_err)?
+        .ok_or_else(|| {
+            ApiError::not_found(
+                format!("no run or branch {spec:?} in this project"),
+                "give a run id, a run UUID, latest, latest~N or a branch with runs",
+            )
+        })
+}
+
+fn select_err(e: SelectError) -> ApiError {
+    let hint = e.hint();
+    match e {
+        SelectError::Store(e) => e.into(),
+        SelectError::NoRun(_) | SelectError::NoEarlier | SelectError::NoSameBenchmarks(_) => {
+            ApiError::not_found(e.to_string(), hint)
+        }
+        SelectError::ProbeRun(_) | SelectError::Modes(_) => {
+            ApiError::unprocessable(e.to_string(), hint)
+        }
+    }
+}
+
+async fn comparison(
+    state: Arc<State>,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<CompareQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<perfsleuth_compare::Comparison, ApiError> {
+    let Path(project) = path.map_err(path_err)?;
+    let Query(q) = query.map_err(query_err)?;
+    let secret = bearer(&headers)?;
+    let name = project.clone();
+    state
+        .with_store(&project, move |s| {
+            authorize(s, &name, secret.as_deref(), Scope::Read)?;
+            let candidate = side(s, q.candidate.as_deref().unwrap_or("latest"))?;
+            let baseline = match &q.baseline {
+                Some(spec) => Some(side(s, spec)?),
+                None => None,
+            };
+            let done = stored::compare_stored(
+                s,
+                baseline,
+                candidate,
+                perfsleuth_compare::Options::default(),
+                q.history.unwrap_or(true),
+            )
+            .map_err(select_err)?;
+            Ok(done.comparison)
+        })
+        .await
+}
+
+async fn compare_json(
+    axum::extract::State(state): Shared,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<CompareQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let c = comparison(state, path, query, headers).await?;
+    Ok(json(StatusCode::OK, &perfsleuth_compare::to_json(&c)))
+}
+
+async fn compare_md(
+    axum::extract::State(state): Shared,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<CompareQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let c = comparison(state, path, query, headers).await?;
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/markdown; charset=utf-8")],
+        perfsleuth_compare::render_markdown(&c),
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+struct HistoryQuery {
+    bench: Option<String>,
+    metric: Option<String>,
+    branch: Option<String>,
+    last: Option<usize>,
+}
+
+async fn history(
+    axum::extract::State(state): Shared,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<HistoryQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Path(project) = path.map_err(path_err)?;
+    let Query(q) = query.map_err(query_err)?;
+    let metric = match q.metric.as_deref() {
+        None => Metric::Wall,
+        Some(m) => Metric::parse(m).ok_or_else(|| {
+            ApiError::bad_request(
+                format!("unknown metric {m:?}"),
+                format!("metrics are: {}", Metric::names().join(", ")),
+            )
+        })?,
+    };
+    let secret = bearer(&headers)?;
+    let name = project.clone();
+    let doc = state
+        .with_store(&project, move |s| {
+            authorize(s, &name, secret.as_deref(), Scope::Read)?;
+            let filter = perfsleuth_history::Filter {
+                benchmarks: q.bench.into_iter().collect(),
+                branch: q.branch,
+                last: q.last,
+                ..Default::default()
+            };
+            let order = perfsleuth_history::Order::Time;
+            let selected = perfsleuth_history::select(s.history_entries()?, &filter, &order)
+                .map_err(|e| {
+                    ApiError::not_found(e.to_string(), "list the project's runs: GET …/runs")
+                })?;
+            stored::history_doc(
+                s,
+                selected,
+                &[metric],
+                &order,
+                &filter,
+                &perfsleuth_history::Options::default(),
+            )?
+            .ok_or_else(|| ApiError::bad_request("no metric to show", "give ?metric="))
+        })
+        .await?;
+    Ok(json(StatusCode::OK, &doc))
+}
+
+#[derive(Deserialize)]
+struct EnvDiffQuery {
+    a: String,
+    b: String,
+    /// Include the context facts (host name, load) that differ every run.
+    all: Option<bool>,
+}
+
+async fn env_diff(
+    axum::extract::State(state): Shared,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<EnvDiffQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Path(project) = path.map_err(path_err)?;
+    let Query(q) = query.map_err(query_err)?;
+    let secret = bearer(&headers)?;
+    let name = project.clone();
+    let doc = state
+        .with_store(&project, move |s| {
+            authorize(s, &name, secret.as_deref(), Scope::Read)?;
+            let a = load(s, run_id(s, &q.a)?)?;
+            let b = load(s, run_id(s, &q.b)?)?;
+            let label = |r: &Run| format!("run {}", r.id.unwrap_or_default());
+            Ok(stored::env_diff_doc(
+                (&label(&a), &a.environment),
+                (&label(&b), &b.environment),
+                q.all.unwrap_or(false),
+            ))
+        })
+        .await?;
+    Ok(json(StatusCode::OK, &doc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_are_recognised_exactly() {
+        assert!(is_uuid("5b0f4a9e-0000-4000-8000-000000000001"));
+        assert!(!is_uuid("5b0f4a9e-0000-4000-8000-00000000000"));
+        assert!(!is_uuid("5b0f4a9e_0000-4000-8000-000000000001"));
+        assert!(!is_uuid("latest"));
+    }
+
+    #[test]
+    fn bearer_tokens_are_read_and_malformed_headers_refused() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h).unwrap(), None);
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer pst_abc"),
+        );
+        assert_eq!(bearer(&h).unwrap().as_deref(), Some("pst_abc"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Basic dXNlcjpwdw=="),
+        );
+        assert_eq!(bearer(&h).unwrap_err().status, StatusCode::UNAUTHORIZED);
+    }
+}

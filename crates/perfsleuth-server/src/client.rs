@@ -1,0 +1,270 @@
+//! The push client: sends stored runs to a team server, skipping those it
+//! already holds, retrying with backoff through network errors and 5xx.
+//!
+//! A retried upload can never duplicate a run: the server stores runs by
+//! UUID, and the client asks (`HEAD …/runs/{uuid}`) before sending one.
+
+use crate::API_PREFIX;
+use crate::auth::valid_project;
+use perfsleuth_model::schema::{ApiErrorDoc, IngestDoc, RunExport};
+use std::time::Duration;
+
+/// Attempts per request by default: with the backoff below, about half a
+/// minute of waiting for a server that restarts or a network that recovers.
+pub const DEFAULT_ATTEMPTS: u32 = 8;
+
+/// The first wait before a retry; it doubles each time, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+
+/// The longest wait between two attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(8);
+
+/// How long one request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where and as whom to push.
+#[derive(Debug, Clone)]
+pub struct Client {
+    base: String,
+    project: String,
+    token: Option<String>,
+    attempts: u32,
+    agent: ureq::Agent,
+}
+
+/// What happened to one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pushed {
+    /// Stored by this push, with its server id.
+    Sent(i64),
+    /// Already on the server (found before sending, or the server said so); its id when known.
+    Present(Option<i64>),
+}
+
+/// A push that failed: the server refused it (`status` set), or every attempt failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct PushError {
+    /// What went wrong, one line.
+    pub message: String,
+    /// What to do about it.
+    pub hint: String,
+    /// The HTTP status of a refusal; `None` for network failures.
+    pub status: Option<u16>,
+    /// Whether it is the user's to fix (a refusal such as 401, 403, 413),
+    /// rather than the network's or the server's.
+    pub usage: bool,
+}
+
+/// One request's answer: status and body.
+struct Answer {
+    status: u16,
+    body: String,
+}
+
+impl Client {
+    /// A client of the server at `server` (`http://HOST:PORT` or `https://…`)
+    /// for `project`; `token` is the `pst_…` secret (`PERFSLEUTH_TOKEN`).
+    pub fn new(
+        server: &str,
+        project: &str,
+        token: Option<String>,
+        attempts: u32,
+    ) -> Result<Client, PushError> {
+        let usage = |message: String, hint: &str| PushError {
+            message,
+            hint: hint.into(),
+            status: None,
+            usage: true,
+        };
+        let base = server.trim_end_matches('/').to_string();
+        let valid = ["http://", "https://"]
+            .iter()
+            .any(|s| base.starts_with(s) && base.len() > s.len());
+        if !valid {
+            return Err(usage(
+                format!("--server {server:?} is not an http:// or https:// URL"),
+                "give the server's base URL, e.g. --server http://perf.example:8080",
+            ));
+        }
+        if !valid_project(project) {
+            return Err(usage(
+                format!("--project {project:?} is not a project name"),
+                "project names are 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            ));
+        }
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(REQUEST_TIMEOUT))
+            .user_agent(concat!("perfsleuth/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        Ok(Client {
+            base,
+            project: project.to_string(),
+            token,
+            attempts: attempts.max(1),
+            agent,
+        })
+    }
+
+    fn runs_url(&self) -> String {
+        format!("{}{API_PREFIX}/projects/{}/runs", self.base, self.project)
+    }
+
+    /// Sends `export`'s run unless the server holds it already. Returns what
+    /// happened and how many HTTP attempts it took.
+    pub fn push(&self, export: &RunExport) -> (Result<Pushed, PushError>, u32) {
+        let mut attempts = 0;
+        if let Some(uuid) = &export.run.uuid {
+            let url = format!("{}/{uuid}", self.runs_url());
+            match self.with_retries(&mut attempts, || self.send("HEAD", &url, None)) {
+                Ok(a) if a.status == 200 => return (Ok(Pushed::Present(None)), attempts),
+                Ok(a) if a.status == 404 => {}
+                Ok(a) => return (Err(refusal(&a, &self.project)), attempts),
+                Err(e) => return (Err(e), attempts),
+            }
+        }
+        let body = match serde_json::to_vec(export) {
+            Ok(b) => b,
+            Err(e) => {
+                return (
+                    Err(PushError {
+                        message: format!("cannot serialise the run: {e}"),
+                        hint: "please report this".into(),
+                        status: None,
+                        usage: true,
+                    }),
+                    attempts,
+                );
+            }
+        };
+        let url = self.runs_url();
+        let answer = self.with_retries(&mut attempts, || self.send("POST", &url, Some(&body)));
+        let result = match answer {
+            Ok(a) if a.status == 200 || a.status == 201 => {
+                match serde_json::from_str::<IngestDoc>(&a.body) {
+                    Ok(doc) if doc.created => Ok(Pushed::Sent(doc.id)),
+                    Ok(doc) => Ok(Pushed::Present(Some(doc.id))),
+                    Err(e) => Err(PushError {
+                        message: format!(
+                            "the server's answer is not a perfsleuth/ingest document: {e}"
+                        ),
+                        hint: "check that --server names a perfsleuth server".into(),
+                        status: Some(a.status),
+                        usage: true,
+                    }),
+                }
+            }
+            Ok(a) => Err(refusal(&a, &self.project)),
+            Err(e) => Err(e),
+        };
+        (result, attempts)
+    }
+
+    /// Repeats `request` while it fails on the network or with a 5xx, 408
+    /// or 429, waiting longer each time; counts attempts in `attempts`.
+    fn with_retries(
+        &self,
+        attempts: &mut u32,
+        request: impl Fn() -> Result<Answer, String>,
+    ) -> Result<Answer, PushError> {
+        let mut wait = FIRST_BACKOFF;
+        let mut last = String::new();
+        for i in 0..self.attempts {
+            if i > 0 {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(MAX_BACKOFF);
+            }
+            *attempts += 1;
+            match request() {
+                Ok(a) if a.status >= 500 || a.status == 408 || a.status == 429 => {
+                    last = format!("HTTP {}: {}", a.status, error_text(&a));
+                }
+                Ok(a) => return Ok(a),
+                Err(e) => last = e,
+            }
+        }
+        Err(PushError {
+            message: format!(
+                "{} did not answer after {} attempts: {last}",
+                self.base, self.attempts
+            ),
+            hint: "check that the server runs and --server is right; push again later (runs already sent are not sent twice)".into(),
+            status: None,
+            usage: false,
+        })
+    }
+
+    fn send(&self, method: &str, url: &str, body: Option<&[u8]>) -> Result<Answer, String> {
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let response = match (method, body) {
+            ("HEAD", _) => {
+                let mut req = self.agent.head(url);
+                if let Some(a) = &auth {
+                    req = req.header("Authorization", a);
+                }
+                req.call()
+            }
+            (_, body) => {
+                let mut req = self
+                    .agent
+                    .post(url)
+                    .header("Content-Type", "application/json");
+                if let Some(a) = &auth {
+                    req = req.header("Authorization", a);
+                }
+                req.send(body.unwrap_or_default())
+            }
+        };
+        let mut response = response.map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        let body = if method == "HEAD" {
+            String::new()
+        } else {
+            response
+                .body_mut()
+                .read_to_string()
+                .map_err(|e| e.to_string())?
+        };
+        Ok(Answer { status, body })
+    }
+}
+
+/// The server's own message where it sent a `perfsleuth/error`, else the body's start.
+fn error_text(a: &Answer) -> String {
+    match serde_json::from_str::<ApiErrorDoc>(&a.body) {
+        Ok(doc) => doc.error,
+        Err(_) => a.body.chars().take(200).collect(),
+    }
+}
+
+/// A 4xx answer as an error the user can act on; a body-less answer (to
+/// `HEAD`) is explained by its status.
+fn refusal(a: &Answer, project: &str) -> PushError {
+    let (message, hint) = match serde_json::from_str::<ApiErrorDoc>(&a.body) {
+        Ok(doc) => (doc.error, doc.hint.unwrap_or_default()),
+        Err(_) => match a.status {
+            401 => (
+                "the server needs a valid token".to_string(),
+                format!(
+                    "set PERFSLEUTH_TOKEN to a token of project {project} (perfsleuth server token create --project {project} --scope ingest)"
+                ),
+            ),
+            403 => (
+                format!("the token may not upload to project {project}"),
+                format!("use a token of project {project} with the ingest scope"),
+            ),
+            _ => (
+                format!("{}", a.body.chars().take(200).collect::<String>()),
+                "check that --server names a perfsleuth server".to_string(),
+            ),
+        },
+    };
+    PushError {
+        message: format!("the server refused the run (HTTP {}): {message}", a.status),
+        hint,
+        status: Some(a.status),
+        usage: true,
+    }
+}

@@ -1,0 +1,293 @@
+//! perfsleuth's team server (`perfsleuth serve`) and the client that pushes
+//! to it (`perfsleuth push`).
+//!
+//! The server is a thin HTTP layer: every answer comes from the same
+//! library calls the CLI makes (`perfsleuth_history::stored` for
+//! comparisons, history and environment diffs, `perfsleuth_report` for run
+//! exports), so the server and the CLI cannot disagree. The store is any
+//! [`perfsleuth_store::Store`]: PostgreSQL for a team, SQLite for one
+//! machine. Its calls are synchronous; each request runs them on tokio's
+//! blocking pool with a connection from a small pool of store handles.
+//!
+//! Modules: `auth` (tokens and scopes), `api` (the JSON API), `client`
+//! (push with retries).
+
+#![forbid(unsafe_code)]
+
+mod api;
+pub mod auth;
+pub mod client;
+
+use axum::http::StatusCode;
+use perfsleuth_model::schema::{ApiErrorDoc, Document};
+use perfsleuth_store::{Store, StoreError, StoreUrl};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The API's version prefix.
+pub const API_PREFIX: &str = "/api/v1";
+
+/// Default cap on a request body: a run of 100 benchmarks × 10 000 samples
+/// exports to about 30 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 32 << 20;
+
+/// Most store connections in use at once.
+const MAX_CONNECTIONS: usize = 16;
+
+/// How `perfsleuth serve` is set up.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The store.
+    pub store: StoreUrl,
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Largest request body accepted (413 above it).
+    pub body_limit: usize,
+}
+
+/// A failed request: its status, message and hint, sent as `perfsleuth/error`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// What went wrong.
+    pub error: String,
+    /// What to do about it.
+    pub hint: Option<String>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, error: impl Into<String>, hint: Option<String>) -> ApiError {
+        ApiError {
+            status,
+            error: error.into(),
+            hint,
+        }
+    }
+
+    /// 400: the request is malformed.
+    pub fn bad_request(error: impl Into<String>, hint: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, error, Some(hint.into()))
+    }
+
+    /// 401: no valid token.
+    pub fn unauthorized(error: impl Into<String>) -> ApiError {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            error,
+            Some(
+                "send a project token as `Authorization: Bearer pst_…` (perfsleuth server token create)"
+                    .into(),
+            ),
+        )
+    }
+
+    /// 403: a valid token that does not allow this.
+    pub fn forbidden(error: impl Into<String>, hint: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, error, Some(hint.into()))
+    }
+
+    /// 404: nothing there.
+    pub fn not_found(error: impl Into<String>, hint: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, error, Some(hint.into()))
+    }
+
+    /// 422: well-formed, but not something the server can store or answer.
+    pub fn unprocessable(error: impl Into<String>, hint: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, error, Some(hint.into()))
+    }
+
+    /// The `perfsleuth/error` document.
+    pub fn doc(&self) -> ApiErrorDoc {
+        ApiErrorDoc {
+            schema: ApiErrorDoc::SCHEMA.to_string(),
+            schema_version: ApiErrorDoc::VERSION,
+            status: self.status.as_u16(),
+            error: self.error.clone(),
+            hint: self.hint.clone(),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        let (status, hint) = match &e {
+            StoreError::NotFound(_) => {
+                (StatusCode::NOT_FOUND, "list the project's runs: GET …/runs")
+            }
+            StoreError::Unreachable { .. } | StoreError::Postgres { .. } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server cannot reach its store; retry later",
+            ),
+            StoreError::Conflict(_) => (StatusCode::CONFLICT, "retry the request"),
+            _ => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the server's store failed; see its log",
+            ),
+        };
+        // The store's own message names the database, never a password.
+        let text = e.to_string();
+        let error = text.split(" (hint: ").next().unwrap_or(&text).to_string();
+        ApiError::new(status, error, Some(hint.into()))
+    }
+}
+
+/// Store handles kept open between requests.
+struct Pool {
+    url: StoreUrl,
+    idle: Mutex<Vec<Box<dyn Store + Send>>>,
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl Pool {
+    fn take(&self) -> Result<Box<dyn Store + Send>, StoreError> {
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match idle {
+            Some(store) => Ok(store),
+            None => self.url.open(),
+        }
+    }
+
+    fn give(&self, store: Box<dyn Store + Send>) {
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(store);
+    }
+}
+
+/// What every request handler shares.
+pub(crate) struct State {
+    pool: Pool,
+    pub(crate) backend: &'static str,
+    pub(crate) body_limit: usize,
+}
+
+impl State {
+    /// Runs `f` with a store handle scoped to `project` on the blocking pool.
+    /// A handle whose connection failed is dropped, not returned to the pool,
+    /// so the next request connects afresh (a restarted database heals).
+    pub(crate) async fn with_store<T, F>(
+        self: &Arc<State>,
+        project: &str,
+        f: F,
+    ) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Store) -> Result<T, ApiError> + Send + 'static,
+    {
+        let permit =
+            self.pool.slots.clone().acquire_owned().await.map_err(|_| {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting down", None)
+            })?;
+        let state = Arc::clone(self);
+        let project = project.to_string();
+        let joined = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let mut store = state.pool.take()?;
+            store.use_project(&project);
+            let result = f(&mut *store);
+            let broken = matches!(
+                &result,
+                Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE
+            );
+            if !broken {
+                state.pool.give(store);
+            }
+            result
+        })
+        .await;
+        match joined {
+            Ok(r) => r,
+            Err(e) => Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the request failed inside the server: {e}"),
+                Some("this is a bug in perfsleuth; please report it".into()),
+            )),
+        }
+    }
+}
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The store could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {detail}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        detail: String,
+    },
+    /// The runtime failed.
+    #[error("the server failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The server's router over `config.store` (opened and migrated here, so a
+/// bad store fails before anything listens).
+pub fn router(config: &ServerConfig) -> Result<axum::Router, StoreError> {
+    let first = config.store.open()?;
+    let backend = match config.store {
+        StoreUrl::Sqlite(_) => "sqlite",
+        StoreUrl::Postgres(_) => "postgres",
+    };
+    let state = Arc::new(State {
+        pool: Pool {
+            url: config.store.clone(),
+            idle: Mutex::new(vec![first]),
+            slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
+        },
+        backend,
+        body_limit: config.body_limit,
+    });
+    Ok(api::routes(state))
+}
+
+/// Serves until SIGINT or SIGTERM, then finishes the requests in flight.
+/// `ready` is called with the bound address once the server listens (port
+/// 0 picks a free one).
+pub fn serve(config: ServerConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
+    let app = router(&config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_io()
+        .enable_time()
+        .thread_name("perfsleuth-server")
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| ServerError::Listen {
+                addr: config.listen,
+                detail: e.to_string(),
+            })?;
+        ready(listener.local_addr()?);
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown_signal())
+            .await?;
+        Ok::<(), ServerError>(())
+    })?;
+    // Requests still blocked on the store get a moment, not forever.
+    runtime.shutdown_timeout(Duration::from_secs(10));
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // Without signal handlers the server runs until killed.
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = int.recv() => {},
+        _ = term.recv() => {},
+    }
+}

@@ -1,0 +1,561 @@
+//! The JSON API over real HTTP on loopback, against a real SQLite file and
+//! a real PostgreSQL database (`$PERFSLEUTH_TEST_POSTGRES`; `.ci/run` starts
+//! one): every endpoint, every answer validated against its committed JSON
+//! Schema, and the security cases (tokens, scopes, projects, injection,
+//! traversal, oversized and malformed bodies).
+
+use perfsleuth_model::{
+    Benchmark, Environment, GitInfo, ImpactClass, Mode, Run, RunStatus, Sample,
+};
+use perfsleuth_server::auth::{hash_secret, new_secret};
+use perfsleuth_server::{ServerConfig, serve};
+use perfsleuth_store::{Store, StoreUrl, TokenRecord};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// A server on a free loopback port over `store`; it lives as long as the test process.
+fn start(store: StoreUrl, body_limit: usize) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let config = ServerConfig {
+            store,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            body_limit,
+        };
+        serve(config, |addr| tx.send(addr).unwrap()).expect("the server runs");
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the server starts");
+    format!("http://{addr}")
+}
+
+/// Each backend's fresh store, its URL kept so tokens can be made on it.
+struct Backend {
+    name: &'static str,
+    url: StoreUrl,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn backends(test: &str) -> Vec<Backend> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut out = vec![Backend {
+        name: "sqlite",
+        url: StoreUrl::Sqlite(dir.path().join("team.db")),
+        _dir: Some(dir),
+    }];
+    if let Some(url) = perfsleuth_testkit::fresh_postgres(test) {
+        out.push(Backend {
+            name: "postgres",
+            url: StoreUrl::parse(&url).unwrap(),
+            _dir: None,
+        });
+    }
+    out
+}
+
+/// A new token of `project` with `scopes`; returns its secret.
+fn token(store: &mut dyn Store, project: &str, scopes: &[&str]) -> (i64, String) {
+    store
+        .ensure_project(project, "2026-12-03T08:00:00Z")
+        .unwrap();
+    let secret = new_secret().unwrap();
+    let id = store
+        .add_token(&TokenRecord {
+            id: 0,
+            project: project.into(),
+            name: "test".into(),
+            hash: hash_secret(&secret),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            created_at: "2026-12-03T08:00:00Z".into(),
+            revoked_at: None,
+        })
+        .unwrap();
+    (id, secret)
+}
+
+fn env() -> Environment {
+    let mut env = Environment::default();
+    env.set("cpu.model", "Test CPU 9000", ImpactClass::Identity);
+    env.set("kernel.release", "6.1.0-test", ImpactClass::Identity);
+    env.set("host.name", "ci-runner-7", ImpactClass::Context);
+    env
+}
+
+fn run(name: &str, base_ns: u64, samples: u32) -> Run {
+    Run {
+        id: None,
+        uuid: None,
+        started_at: "2026-12-03T08:00:00.000Z".into(),
+        ended_at: Some("2026-12-03T08:00:05.000Z".into()),
+        status: RunStatus::Complete,
+        tool_version: "0.1.0".into(),
+        git: Some(GitInfo {
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            branch: Some("main".into()),
+            dirty: false,
+        }),
+        mode: Mode::Walltime,
+        options: serde_json::json!({"runs": samples}),
+        environment: env(),
+        benchmarks: vec![Benchmark {
+            name: name.into(),
+            command: name.into(),
+            argv: vec![name.into()],
+            parameters: BTreeMap::new(),
+            facts: Environment::default(),
+            samples: (0..samples)
+                .map(|i| Sample {
+                    iteration: i,
+                    round: i % 5,
+                    wall_ns: base_ns + u64::from(i % 7) * 1000,
+                    wall_exact_ns: None,
+                    user_ns: 1,
+                    sys_ns: 1,
+                    peak_rss_bytes: 1 << 20,
+                    minor_faults: 0,
+                    major_faults: 0,
+                    voluntary_cs: 0,
+                    involuntary_cs: 0,
+                    exit_code: Some(0),
+                    signal: None,
+                    counters: BTreeMap::new(),
+                })
+                .collect(),
+            profile: None,
+            summaries: Vec::new(),
+        }],
+        probes: Vec::new(),
+    }
+}
+
+fn export(run: &Run) -> Vec<u8> {
+    let doc = perfsleuth_report::export_json(run, &perfsleuth_report::analyze(run, None));
+    serde_json::to_vec(&doc).unwrap()
+}
+
+struct Http {
+    agent: ureq::Agent,
+}
+
+struct Reply {
+    status: u16,
+    body: String,
+    headers: Vec<(String, String)>,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl Http {
+    fn new() -> Http {
+        Http {
+            agent: ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(60)))
+                .build()
+                .into(),
+        }
+    }
+
+    fn call(&self, method: &str, url: &str, token: Option<&str>, body: Option<&[u8]>) -> Reply {
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let result = match method {
+            "GET" => {
+                let mut r = self.agent.get(url);
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.call()
+            }
+            "HEAD" => {
+                let mut r = self.agent.head(url);
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.call()
+            }
+            _ => {
+                let mut r = self
+                    .agent
+                    .post(url)
+                    .header("Content-Type", "application/json");
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.send(body.unwrap_or_default())
+            }
+        };
+        let mut resp = result.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        let headers = resp
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect();
+        let status = resp.status().as_u16();
+        let body = if method == "HEAD" {
+            String::new()
+        } else {
+            resp.body_mut()
+                .with_config()
+                .limit(64 << 20)
+                .read_to_string()
+                .unwrap()
+        };
+        Reply {
+            status,
+            body,
+            headers,
+        }
+    }
+}
+
+/// Validates `doc` against `docs/schema/<stem>.schema.json`.
+#[track_caller]
+fn assert_valid(stem: &str, doc: &Value) {
+    let path = format!(
+        "{}/../../docs/schema/{stem}.schema.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{stem}: {errors:?}\n{doc:#}");
+}
+
+/// An error answer: the status, a `perfsleuth/error` document, a hint.
+#[track_caller]
+fn assert_error(r: &Reply, status: u16) -> Value {
+    assert_eq!(r.status, status, "{}", r.body);
+    let doc = r.json();
+    assert_valid("error", &doc);
+    assert_eq!(doc["status"], status);
+    assert!(doc["hint"].as_str().is_some_and(|h| !h.is_empty()), "{doc}");
+    doc
+}
+
+#[test]
+fn every_endpoint_answers_with_its_typed_document() {
+    let http = Http::new();
+    for b in backends("endpoints") {
+        let name = b.name;
+        let mut store = b.url.open().unwrap();
+        let (_, secret) = token(&mut *store, "app", &["ingest", "read"]);
+        let base = start(b.url.clone(), 1 << 20);
+        let health = http.call("GET", &format!("{base}/api/v1/health"), None, None);
+        assert_eq!(health.status, 200, "{name}");
+        assert_valid("health", &health.json());
+        assert_eq!(health.json()["store"], name);
+
+        let runs = format!("{base}/api/v1/projects/app/runs");
+        let mut first = run("parse", 1_000_000, 30);
+        first.uuid = Some("0e9f6a4c-1111-4aaa-8bbb-000000000001".into());
+        let r = http.call("POST", &runs, Some(&secret), Some(&export(&first)));
+        assert_eq!(r.status, 201, "{name}: {}", r.body);
+        let ingest = r.json();
+        assert_valid("ingest", &ingest);
+        assert_eq!(ingest["uuid"], "0e9f6a4c-1111-4aaa-8bbb-000000000001");
+        let id = ingest["id"].as_i64().unwrap();
+        assert_eq!(r.header("location"), ingest["url"].as_str());
+        // A retried upload stores nothing new.
+        let again = http.call("POST", &runs, Some(&secret), Some(&export(&first)));
+        assert_eq!(again.status, 200, "{name}");
+        assert_eq!(again.json()["created"], false);
+        assert_eq!(again.json()["id"], id);
+        // The candidate: 30 % slower.
+        let slow = run("parse", 1_300_000, 30);
+        let r = http.call("POST", &runs, Some(&secret), Some(&export(&slow)));
+        assert_eq!(r.status, 201, "{name}");
+
+        let list = http.call("GET", &format!("{runs}?limit=10"), Some(&secret), None);
+        assert_eq!(list.status, 200);
+        assert_valid("runs", &list.json());
+        assert_eq!(list.json()["runs"].as_array().unwrap().len(), 2, "{name}");
+
+        for spec in [
+            id.to_string(),
+            "0e9f6a4c-1111-4aaa-8bbb-000000000001".into(),
+            "latest~1".into(),
+        ] {
+            let got = http.call("GET", &format!("{runs}/{spec}"), Some(&secret), None);
+            assert_eq!(got.status, 200, "{name} {spec}: {}", got.body);
+            let doc = got.json();
+            assert_valid("run", &doc);
+            assert_eq!(
+                doc["run"]["benchmarks"][0]["samples"]
+                    .as_array()
+                    .unwrap()
+                    .len(),
+                30
+            );
+        }
+        let head = http.call(
+            "HEAD",
+            &format!("{runs}/0e9f6a4c-1111-4aaa-8bbb-000000000001"),
+            Some(&secret),
+            None,
+        );
+        assert_eq!(head.status, 200);
+        let head = http.call(
+            "HEAD",
+            &format!("{runs}/0e9f6a4c-1111-4aaa-8bbb-00000000ffff"),
+            Some(&secret),
+            None,
+        );
+        assert_eq!(head.status, 404);
+
+        let project = format!("{base}/api/v1/projects/app");
+        let cmp = http.call(
+            "GET",
+            &format!("{project}/compare?baseline=latest~1&candidate=latest"),
+            Some(&secret),
+            None,
+        );
+        assert_eq!(cmp.status, 200, "{name}: {}", cmp.body);
+        let doc = cmp.json();
+        assert_valid("compare", &doc);
+        let wall = doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["metric"] == "wall")
+            .unwrap();
+        assert_eq!(wall["verdict"], "regressed", "{name}: {wall}");
+        // The default baseline is the earlier run, as in `perfsleuth compare`.
+        let default = http.call("GET", &format!("{project}/compare"), Some(&secret), None);
+        assert_eq!(default.json()["baseline"], doc["baseline"], "{name}");
+        let md = http.call(
+            "GET",
+            &format!("{project}/compare.md?baseline={id}"),
+            Some(&secret),
+            None,
+        );
+        assert_eq!(md.status, 200);
+        assert!(
+            md.header("content-type")
+                .unwrap()
+                .starts_with("text/markdown")
+        );
+        assert!(
+            md.body.contains("| `parse` | wall (gating)") && md.body.contains("regressed"),
+            "{}",
+            md.body
+        );
+
+        let hist = http.call(
+            "GET",
+            &format!("{project}/history?bench=parse&metric=wall&branch=main"),
+            Some(&secret),
+            None,
+        );
+        assert_eq!(hist.status, 200, "{name}: {}", hist.body);
+        assert_valid("history", &hist.json());
+        assert_eq!(
+            hist.json()["series"][0]["points"].as_array().unwrap().len(),
+            2
+        );
+
+        let diff = http.call(
+            "GET",
+            &format!("{project}/env/diff?a={id}&b=latest&all=true"),
+            Some(&secret),
+            None,
+        );
+        assert_eq!(diff.status, 200, "{name}: {}", diff.body);
+        assert_valid("env-diff", &diff.json());
+        assert_eq!(diff.json()["identical"], true);
+    }
+}
+
+#[test]
+fn tokens_scopes_and_projects_are_enforced() {
+    let http = Http::new();
+    for b in backends("auth") {
+        let name = b.name;
+        let mut store = b.url.open().unwrap();
+        let (_, ingest_only) = token(&mut *store, "app", &["ingest"]);
+        let (_, read_only) = token(&mut *store, "app", &["read"]);
+        let (revoked_id, revoked) = token(&mut *store, "app", &["admin"]);
+        let (_, admin) = token(&mut *store, "app", &["admin"]);
+        let (_, other) = token(&mut *store, "other", &["admin"]);
+        store
+            .revoke_token(revoked_id, "2026-12-03T09:00:00Z")
+            .unwrap();
+        let base = start(b.url.clone(), 1 << 20);
+        let runs = format!("{base}/api/v1/projects/app/runs");
+        let body = export(&run("x", 1000, 5));
+
+        let r = http.call("POST", &runs, None, Some(&body));
+        assert_error(&r, 401);
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"), "{name}");
+        assert_error(
+            &http.call("POST", &runs, Some("pst_0000"), Some(&body)),
+            401,
+        );
+        assert_error(&http.call("POST", &runs, Some(&revoked), Some(&body)), 401);
+        assert_error(
+            &http.call("POST", &runs, Some(&read_only), Some(&body)),
+            403,
+        );
+        assert_error(&http.call("POST", &runs, Some(&other), Some(&body)), 403);
+        assert_error(&http.call("GET", &runs, Some(&ingest_only), None), 403);
+        assert_error(&http.call("GET", &runs, Some(&other), None), 403);
+        assert_eq!(
+            http.call("POST", &runs, Some(&ingest_only), Some(&body))
+                .status,
+            201
+        );
+        assert_eq!(http.call("GET", &runs, Some(&read_only), None).status, 200);
+        assert_eq!(http.call("GET", &runs, Some(&admin), None).status, 200);
+        // A project that does not exist: no token can open it.
+        let ghost = format!("{base}/api/v1/projects/ghost/runs");
+        assert_error(&http.call("GET", &ghost, Some(&admin), None), 403);
+        assert_error(&http.call("GET", &ghost, None, None), 401);
+
+        // Public reads: no token to read, still one to write.
+        assert_error(&http.call("GET", &runs, None, None), 401);
+        store.set_public_read("app", true).unwrap();
+        assert_eq!(http.call("GET", &runs, None, None).status, 200, "{name}");
+        assert_eq!(
+            http.call(
+                "GET",
+                &format!("{base}/api/v1/projects/app/compare?baseline=latest&candidate=latest"),
+                None,
+                None
+            )
+            .status,
+            200
+        );
+        assert_error(&http.call("POST", &runs, None, Some(&body)), 401);
+        // A malformed header is refused, not ignored.
+        let r = http
+            .agent
+            .get(&runs)
+            .header("Authorization", "Basic YTpi")
+            .call()
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 401, "{name}");
+    }
+}
+
+#[test]
+fn injection_traversal_and_bad_bodies_are_refused_or_stored_verbatim() {
+    let http = Http::new();
+    let evil = "x'); DROP TABLE runs; --";
+    for b in backends("hostile") {
+        let name = b.name;
+        let mut store = b.url.open().unwrap();
+        let (_, secret) = token(&mut *store, "app", &["admin"]);
+        let base = start(b.url.clone(), 64 << 10);
+        let runs = format!("{base}/api/v1/projects/app/runs");
+        // Stored verbatim: a benchmark named like an injection.
+        let r = http.call(
+            "POST",
+            &runs,
+            Some(&secret),
+            Some(&export(&run(evil, 1000, 5))),
+        );
+        assert_eq!(r.status, 201, "{name}: {}", r.body);
+        let id = r.json()["id"].as_i64().unwrap();
+        let got = http.call("GET", &format!("{runs}/{id}"), Some(&secret), None);
+        assert_eq!(got.json()["run"]["benchmarks"][0]["name"], evil);
+
+        let q = |s: &str| {
+            s.bytes()
+                .map(|c| match c {
+                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                        (c as char).to_string()
+                    }
+                    _ => format!("%{c:02X}"),
+                })
+                .collect::<String>()
+        };
+        let project = format!("{base}/api/v1/projects/app");
+        for (path, status) in [
+            (format!("{runs}/{}", q(evil)), 404),
+            (format!("{runs}/1%20OR%201=1"), 404),
+            (format!("{project}/compare?baseline={}", q(evil)), 404),
+            (
+                format!("{project}/compare?candidate={}", q("latest' --")),
+                404,
+            ),
+            (
+                format!("{project}/history?bench={}", q("1' OR '1'='1")),
+                404,
+            ),
+            (format!("{project}/history?metric={}", q(evil)), 400),
+            (format!("{project}/history?branch={}", q(evil)), 404),
+            (format!("{project}/env/diff?a={}&b=1", q(evil)), 404),
+            (format!("{project}/env/diff?a=1"), 400),
+            (format!("{runs}?limit=-1"), 400),
+            (format!("{base}/api/v1/projects/{}/runs", q(evil)), 400),
+            (format!("{base}/api/v1/projects/..%2F..%2Fetc/runs"), 400),
+            (format!("{base}/api/v1/projects/%2e%2e/runs"), 400),
+            (format!("{base}/api/v1/projects/.hidden/runs"), 400),
+        ] {
+            let r = http.call("GET", &path, Some(&secret), None);
+            assert_error(&r, status);
+        }
+        // The evil name is a benchmark like any other.
+        let h = http.call(
+            "GET",
+            &format!("{project}/history?bench={}", q(evil)),
+            Some(&secret),
+            None,
+        );
+        assert_eq!(h.json()["series"][0]["benchmark"], evil, "{name}");
+        // Nothing was executed: the table and its run are still there.
+        let list = http.call("GET", &runs, Some(&secret), None);
+        assert_eq!(list.json()["runs"].as_array().unwrap().len(), 1, "{name}");
+
+        // Bodies: too large, not JSON, not UTF-8, another document, a running run, a bad UUID.
+        let big = export(&run("big", 1000, 2000));
+        assert!(big.len() > 64 << 10);
+        assert_error(&http.call("POST", &runs, Some(&secret), Some(&big)), 413);
+        assert_error(
+            &http.call("POST", &runs, Some(&secret), Some(b"{not json")),
+            400,
+        );
+        assert_error(
+            &http.call("POST", &runs, Some(&secret), Some(&[0xff, 0xfe, 0x00])),
+            400,
+        );
+        assert_error(
+            &http.call(
+                "POST",
+                &runs,
+                Some(&secret),
+                Some(br#"{"schema":"perfsleuth/compare","schema_version":2}"#),
+            ),
+            400,
+        );
+        let mut running = run("r", 1000, 3);
+        running.status = RunStatus::Running;
+        assert_error(
+            &http.call("POST", &runs, Some(&secret), Some(&export(&running))),
+            422,
+        );
+        let mut bad = run("u", 1000, 3);
+        bad.uuid = Some("'; DROP TABLE runs; --".into());
+        assert_error(
+            &http.call("POST", &runs, Some(&secret), Some(&export(&bad))),
+            400,
+        );
+        let list = http.call("GET", &runs, Some(&secret), None);
+        assert_eq!(
+            list.json()["runs"].as_array().unwrap().len(),
+            1,
+            "{name}: refused bodies store nothing"
+        );
+    }
+}

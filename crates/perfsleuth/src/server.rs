@@ -1,0 +1,400 @@
+//! `perfsleuth serve`, `push` and `server token|project`: the team server's
+//! commands. The server and the client are `perfsleuth-server`'s; this
+//! module parses, opens the store and prints.
+
+use crate::cli::{
+    ProjectArgs, PushArgs, PushTarget, ServeArgs, ServerArgs, ServerCommand, TokenCommand,
+};
+use crate::error::Fail;
+use crate::output::{open_existing_store, open_store, store_fail, store_url};
+use crate::term::emit;
+use perfsleuth_model::exit::ExitCode;
+use perfsleuth_model::schema::{Document, PushDoc, PushedRun, TokenInfo, TokensDoc};
+use perfsleuth_server::auth::{Scope, hash_secret, new_secret, valid_project};
+use perfsleuth_server::client::{Client, Pushed};
+use perfsleuth_store::{Store, TokenRecord};
+
+/// `perfsleuth serve`.
+pub fn serve(args: ServeArgs) -> Result<i32, Fail> {
+    let store = store_url(args.store.store.as_deref())?;
+    let shown = store.display();
+    let config = perfsleuth_server::ServerConfig {
+        store,
+        listen: args.listen,
+        body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
+    };
+    perfsleuth_server::serve(config, |addr| {
+        emit(
+            &format!(
+                "perfsleuth server listening on http://{addr} (store: {shown}); Ctrl-C stops it\n"
+            ),
+            true,
+        );
+    })
+    .map_err(|e| match e {
+        perfsleuth_server::ServerError::Store(e) => store_fail(e),
+        e => Fail::usage(
+            e.to_string(),
+            "choose another --listen address (port 0 picks a free one)",
+        ),
+    })?;
+    emit("perfsleuth server stopped\n", true);
+    Ok(ExitCode::OK)
+}
+
+/// `perfsleuth server …`.
+pub fn server(args: ServerArgs) -> Result<i32, Fail> {
+    match args.command {
+        ServerCommand::Token(TokenCommand::Create {
+            project,
+            scope,
+            name,
+            json,
+            store,
+        }) => token_create(&project, &scope, &name, json, store.store.as_deref()),
+        ServerCommand::Token(TokenCommand::List {
+            project,
+            json,
+            store,
+        }) => token_list(project.as_deref(), json, store.store.as_deref()),
+        ServerCommand::Token(TokenCommand::Revoke { id, store }) => {
+            let mut s = open_existing_store(store.store.as_deref())?;
+            let now = perfsleuth_model::rfc3339(std::time::SystemTime::now());
+            if !s.revoke_token(id, &now).map_err(store_fail)? {
+                return Err(Fail::usage(
+                    format!("no valid token {id} in {}", s.location().display()),
+                    "list the tokens with `perfsleuth server token list`",
+                ));
+            }
+            emit(&format!("Token {id} revoked.\n"), false);
+            Ok(ExitCode::OK)
+        }
+        ServerCommand::Project(args) => project(args),
+    }
+}
+
+fn check_project(name: &str) -> Result<(), Fail> {
+    if valid_project(name) {
+        Ok(())
+    } else {
+        Err(Fail::usage(
+            format!("{name:?} is not a project name"),
+            "project names are 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+        ))
+    }
+}
+
+fn info(t: &TokenRecord, secret: Option<String>) -> TokenInfo {
+    TokenInfo {
+        id: t.id,
+        project: t.project.clone(),
+        name: t.name.clone(),
+        scopes: t.scopes.clone(),
+        created_at: t.created_at.clone(),
+        revoked_at: t.revoked_at.clone(),
+        secret,
+    }
+}
+
+fn tokens_json(tokens: Vec<TokenInfo>) -> Result<String, Fail> {
+    perfsleuth_model::schema::to_json_pretty(&TokensDoc {
+        schema: TokensDoc::SCHEMA.to_string(),
+        schema_version: TokensDoc::VERSION,
+        tokens,
+    })
+    .map_err(|e| Fail::usage(format!("cannot serialise JSON: {e}"), "please report this"))
+}
+
+fn token_create(
+    project: &str,
+    scope: &str,
+    name: &str,
+    json: bool,
+    store: Option<&str>,
+) -> Result<i32, Fail> {
+    check_project(project)?;
+    let mut scopes: Vec<String> = Vec::new();
+    for s in scope.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let parsed = Scope::parse(s).ok_or_else(|| {
+            Fail::usage(
+                format!("unknown scope `{s}`"),
+                "scopes are ingest, read and admin, comma-separated",
+            )
+        })?;
+        if !scopes.iter().any(|x| x == parsed.name()) {
+            scopes.push(parsed.name().to_string());
+        }
+    }
+    if scopes.is_empty() {
+        return Err(Fail::usage(
+            "--scope names no scope",
+            "give --scope ingest, read, admin or a comma-separated list",
+        ));
+    }
+    if name.trim().is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+        return Err(Fail::usage(
+            "--name must be 1-200 printable characters",
+            "name the token after its user, e.g. --name ci",
+        ));
+    }
+    let secret = new_secret().map_err(|e| {
+        Fail::usage(
+            format!("cannot draw a random token: {e}"),
+            "the system's random source failed; retry",
+        )
+    })?;
+    let mut s = open_store(store)?;
+    let now = perfsleuth_model::rfc3339(std::time::SystemTime::now());
+    s.ensure_project(project, &now).map_err(store_fail)?;
+    let mut record = TokenRecord {
+        id: 0,
+        project: project.to_string(),
+        name: name.to_string(),
+        hash: hash_secret(&secret),
+        scopes,
+        created_at: now,
+        revoked_at: None,
+    };
+    record.id = s.add_token(&record).map_err(store_fail)?;
+    if json {
+        emit(&tokens_json(vec![info(&record, Some(secret))])?, false);
+    } else {
+        emit(
+            &format!(
+                "Token {} for project {project} ({}), named {name:?}:\n\n  {secret}\n\nIt is shown only now; the store keeps its SHA-256. Give it to clients as PERFSLEUTH_TOKEN.\n",
+                record.id,
+                record.scopes.join(", ")
+            ),
+            false,
+        );
+    }
+    Ok(ExitCode::OK)
+}
+
+fn token_list(project: Option<&str>, json: bool, store: Option<&str>) -> Result<i32, Fail> {
+    if let Some(p) = project {
+        check_project(p)?;
+    }
+    let s = open_existing_store(store)?;
+    let tokens = s.tokens(project).map_err(store_fail)?;
+    if json {
+        emit(
+            &tokens_json(tokens.iter().map(|t| info(t, None)).collect())?,
+            false,
+        );
+        return Ok(ExitCode::OK);
+    }
+    if tokens.is_empty() {
+        emit(
+            "No tokens (create one with `perfsleuth server token create --project NAME`).\n",
+            false,
+        );
+        return Ok(ExitCode::OK);
+    }
+    let mut rows = vec![vec![
+        "ID".to_string(),
+        "PROJECT".into(),
+        "NAME".into(),
+        "SCOPES".into(),
+        "CREATED".into(),
+        "REVOKED".into(),
+    ]];
+    for t in &tokens {
+        rows.push(vec![
+            t.id.to_string(),
+            t.project.clone(),
+            t.name.clone(),
+            t.scopes.join(","),
+            t.created_at.clone(),
+            t.revoked_at.clone().unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    emit(
+        &perfsleuth_report::table(&rows, |_| perfsleuth_report::Align::Left),
+        false,
+    );
+    Ok(ExitCode::OK)
+}
+
+fn project(args: ProjectArgs) -> Result<i32, Fail> {
+    check_project(&args.name)?;
+    let mut s = open_store(args.store.store.as_deref())?;
+    let now = perfsleuth_model::rfc3339(std::time::SystemTime::now());
+    s.ensure_project(&args.name, &now).map_err(store_fail)?;
+    if args.public || args.private {
+        s.set_public_read(&args.name, args.public)
+            .map_err(store_fail)?;
+    }
+    let projects = s.projects().map_err(store_fail)?;
+    let p = projects
+        .iter()
+        .find(|p| p.name == args.name)
+        .ok_or_else(|| Fail::usage(format!("project {} vanished", args.name), "retry"))?;
+    emit(
+        &format!(
+            "Project {}: {} run{}, reads {}.\n",
+            p.name,
+            p.runs,
+            if p.runs == 1 { "" } else { "s" },
+            if p.public_read {
+                "public (no token needed)"
+            } else {
+                "need a token"
+            }
+        ),
+        false,
+    );
+    Ok(ExitCode::OK)
+}
+
+/// The client for `--server` and `--project`, with the token from `PERFSLEUTH_TOKEN`.
+fn client(target: &PushTarget) -> Result<Client, Fail> {
+    let server = target.server.as_deref().ok_or_else(|| {
+        Fail::usage(
+            "no team server given",
+            "pass --server URL or set PERFSLEUTH_SERVER",
+        )
+    })?;
+    let project = target.project.as_deref().ok_or_else(|| {
+        Fail::usage(
+            "no project given",
+            "pass --project NAME or set PERFSLEUTH_PROJECT",
+        )
+    })?;
+    let token = match std::env::var("PERFSLEUTH_TOKEN") {
+        Ok(t) if !t.trim().is_empty() => Some(t.trim().to_string()),
+        Ok(_) | Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err(Fail::usage(
+                "PERFSLEUTH_TOKEN is not valid UTF-8",
+                "set it to the pst_… secret `perfsleuth server token create` printed",
+            ));
+        }
+    };
+    Client::new(server, project, token, target.attempts).map_err(|e| Fail::usage(e.message, e.hint))
+}
+
+/// `perfsleuth push`.
+pub fn push(args: PushArgs) -> Result<i32, Fail> {
+    let client = client(&args.target)?;
+    let store = open_existing_store(args.store.store.as_deref())?;
+    let specs = if args.runs.is_empty() {
+        vec!["latest".to_string()]
+    } else {
+        args.runs.clone()
+    };
+    let mut ids = Vec::new();
+    for spec in &specs {
+        ids.push(store.resolve_run(spec).map_err(store_fail)?);
+    }
+    push_ids(&*store, &client, &ids, &args.target, args.json)
+}
+
+/// `run --push`: the runs just stored.
+pub fn push_after_run(
+    store_url: Option<&str>,
+    ids: &[i64],
+    target: &PushTarget,
+) -> Result<i32, Fail> {
+    let client = client(target)?;
+    let store = open_existing_store(store_url)?;
+    push_ids(&*store, &client, ids, target, false)
+}
+
+fn push_ids(
+    store: &dyn Store,
+    client: &Client,
+    ids: &[i64],
+    target: &PushTarget,
+    json: bool,
+) -> Result<i32, Fail> {
+    let mut doc = PushDoc {
+        schema: PushDoc::SCHEMA.to_string(),
+        schema_version: PushDoc::VERSION,
+        server: target.server.clone().unwrap_or_default(),
+        project: target.project.clone().unwrap_or_default(),
+        runs: Vec::new(),
+    };
+    let mut first_failure = None;
+    for &id in ids {
+        let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
+            Fail::usage(
+                format!("run {id} not found"),
+                "list the stored runs with `perfsleuth runs`",
+            )
+        })?;
+        if run.status == perfsleuth_model::RunStatus::Running {
+            return Err(Fail::usage(
+                format!("run {id} is still running"),
+                "push it once it has finished",
+            ));
+        }
+        let export = perfsleuth_report::export_json(&run, &perfsleuth_report::analyze(&run, None));
+        let (result, attempts) = client.push(&export);
+        let uuid = run.uuid.clone().unwrap_or_default();
+        let entry = match result {
+            Ok(Pushed::Sent(server_id)) => PushedRun {
+                local_id: id,
+                uuid,
+                outcome: "sent".into(),
+                server_id: Some(server_id),
+                attempts,
+                error: None,
+            },
+            Ok(Pushed::Present(server_id)) => PushedRun {
+                local_id: id,
+                uuid,
+                outcome: "present".into(),
+                server_id,
+                attempts,
+                error: None,
+            },
+            Err(e) => {
+                let entry = PushedRun {
+                    local_id: id,
+                    uuid,
+                    outcome: "failed".into(),
+                    server_id: None,
+                    attempts,
+                    error: Some(e.message.clone()),
+                };
+                first_failure.get_or_insert(e);
+                entry
+            }
+        };
+        if !json {
+            let line = match entry.outcome.as_str() {
+                "sent" => format!(
+                    "Run {id} sent to {} project {} (server run {}).\n",
+                    doc.server,
+                    doc.project,
+                    entry.server_id.unwrap_or_default()
+                ),
+                "present" => format!(
+                    "Run {id} is already on {} project {}: not sent again.\n",
+                    doc.server, doc.project
+                ),
+                _ => String::new(),
+            };
+            emit(&line, false);
+        }
+        let failed = entry.outcome == "failed";
+        doc.runs.push(entry);
+        if failed {
+            // The server refused or is away: the next runs would fare the same.
+            break;
+        }
+    }
+    if json {
+        emit(
+            &perfsleuth_model::schema::to_json_pretty(&doc).map_err(|e| {
+                Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
+            })?,
+            false,
+        );
+    }
+    match first_failure {
+        None => Ok(ExitCode::OK),
+        Some(e) => Err(Fail::usage(e.message, e.hint)),
+    }
+}
