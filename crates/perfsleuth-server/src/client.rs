@@ -256,7 +256,7 @@ fn refusal(a: &Answer, project: &str) -> PushError {
                 format!("use a token of project {project} with the ingest scope"),
             ),
             _ => (
-                format!("{}", a.body.chars().take(200).collect::<String>()),
+                a.body.chars().take(200).collect::<String>(),
                 "check that --server names a perfsleuth server".to_string(),
             ),
         },
