@@ -1,0 +1,414 @@
+//! The team server as users run it: `perfsleuth serve` as a real process,
+//! tokens made with `perfsleuth server token`, runs sent with `run --push`
+//! and `push` from one "machine" (a store of its own) and read from another;
+//! the server killed and restarted under 8 concurrent pushers without a run
+//! lost or duplicated.
+
+mod common;
+
+use common::{Out, Sandbox, parse_json};
+use perfsleuth_store::StoreUrl;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `perfsleuth serve` child; killed when dropped.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `perfsleuth serve --store STORE --listen ADDR` and waits for its
+/// "listening on" line.
+fn serve(sb: &Sandbox, store: &str, listen: &str) -> Server {
+    let mut child = sb
+        .std_cmd()
+        .args(["serve", "--store", store, "--listen", listen])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("perfsleuth serve starts");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                let addr = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                let _ = tx.send(addr);
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the server says where it listens");
+    Server {
+        child,
+        base: format!("http://{addr}"),
+    }
+}
+
+/// A free loopback port (bound and released), for a server restarted on the same address.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn token(sb: &Sandbox, store: &str, project: &str, scope: &str) -> String {
+    let out = sb
+        .run([
+            "server",
+            "token",
+            "create",
+            "--project",
+            project,
+            "--scope",
+            scope,
+            "--name",
+            "ci",
+            "--json",
+            "--store",
+            store,
+        ])
+        .ok();
+    parse_json(&out.stdout)["tokens"][0]["secret"]
+        .as_str()
+        .expect("the secret is printed once")
+        .to_string()
+}
+
+fn get(url: &str, token: Option<&str>) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut req = agent.get(url);
+    if let Some(t) = token {
+        req = req.header("Authorization", &format!("Bearer {t}"));
+    }
+    let mut resp = req.call().expect("the server answers");
+    let status = resp.status().as_u16();
+    (status, resp.body_mut().read_to_string().unwrap())
+}
+
+/// `perfsleuth` with the push environment set.
+fn with_push_env(sb: &Sandbox, server: &str, token: &str, args: &[&str]) -> Out {
+    sb.cmd()
+        .env("PERFSLEUTH_SERVER", server)
+        .env("PERFSLEUTH_PROJECT", "app")
+        .env("PERFSLEUTH_TOKEN", token)
+        .args(args)
+        .output()
+        .unwrap()
+        .into()
+}
+
+#[test]
+fn a_ci_job_pushes_and_another_machine_reads_the_comparison() {
+    let server_box = Sandbox::new();
+    let ci = Sandbox::new();
+    let team = format!("sqlite:{}", server_box.path("team.db").display());
+    let secret = token(&server_box, &team, "app", "ingest,read");
+    let server = serve(&server_box, &team, "127.0.0.1:0");
+
+    // The CI job: two runs, each pushed as it is stored; a retry sends nothing twice.
+    for _ in 0..2 {
+        let out = with_push_env(
+            &ci,
+            &server.base,
+            &secret,
+            &["run", "--warmup", "0", "--runs", "5", "--push", "true"],
+        )
+        .ok();
+        assert!(out.stdout.contains("sent to"), "{out:?}");
+    }
+    let again = with_push_env(
+        &ci,
+        &server.base,
+        &secret,
+        &["push", "latest~1", "latest", "--json"],
+    )
+    .ok();
+    let doc = parse_json(&again.stdout);
+    assert_eq!(doc["schema"], "perfsleuth/push");
+    assert!(
+        doc["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["outcome"] == "present"),
+        "{doc}"
+    );
+
+    // Another machine reads it: the API's Markdown for a PR comment …
+    let (status, md) = get(
+        &format!("{}/api/v1/projects/app/compare.md", server.base),
+        Some(&secret),
+    );
+    assert_eq!(status, 200, "{md}");
+    assert!(md.contains("`true`") && md.contains("wall"), "{md}");
+    // … and the CLI on the server's store, in the project.
+    let out: Out = ci
+        .cmd()
+        .env("PERFSLEUTH_STORE_PROJECT", "app")
+        .args(["runs", "--json", "--store", &team])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(
+        parse_json(&out.stdout)["runs"].as_array().unwrap().len(),
+        2,
+        "{out:?}"
+    );
+    let listed = server_box
+        .run(["server", "token", "list", "--store", &team])
+        .ok();
+    assert!(
+        listed.stdout.contains("ingest,read") && !listed.stdout.contains(&secret),
+        "{listed:?}"
+    );
+}
+
+#[test]
+fn push_and_token_mistakes_are_one_line_errors_with_a_hint() {
+    let sb = Sandbox::new();
+    let team = format!("sqlite:{}", sb.path("team.db").display());
+    let secret = token(&sb, &team, "app", "read");
+    let server = serve(&sb, &team, "127.0.0.1:0");
+    sb.run(["run", "--warmup", "0", "--runs", "2", "true"]).ok();
+
+    // A read-only token cannot upload; no token at all is told how to get one.
+    with_push_env(&sb, &server.base, &secret, &["push"]).usage_error("HTTP 403");
+    with_push_env(&sb, &server.base, "", &["push"]).usage_error("needs a valid token");
+    // Nothing listens there: retried, then given up, and the run stays stored.
+    let gone = format!("http://127.0.0.1:{}", free_port());
+    let start = Instant::now();
+    with_push_env(&sb, &gone, &secret, &["push", "--attempts", "2"])
+        .usage_error("did not answer after 2 attempts");
+    assert!(start.elapsed() < Duration::from_secs(30));
+    with_push_env(&sb, "ftp://x", &secret, &["push"]).usage_error("not an http:// or https:// URL");
+    sb.run(["push", "--server", &server.base, "--project", "../etc"])
+        .usage_error("not a project name");
+    sb.run(["push", "--project", "app"])
+        .usage_error("no team server given");
+    sb.run([
+        "server",
+        "token",
+        "create",
+        "--project",
+        "app",
+        "--scope",
+        "root",
+        "--store",
+        &team,
+    ])
+    .usage_error("unknown scope `root`");
+    sb.run(["server", "token", "revoke", "999", "--store", &team])
+        .usage_error("no valid token 999");
+    sb.run(["run", "--warmup", "0", "--runs", "2", "--push", "true"])
+        .clap_error("--server");
+    // The port is taken: the second server says so and exits 2.
+    let addr = server.base.trim_start_matches("http://").to_string();
+    sb.run(["serve", "--store", &team, "--listen", &addr])
+        .usage_error("cannot listen on");
+    sb.run(["serve", "--store", &team, "--body-limit", "lots"])
+        .clap_error("not a size");
+}
+
+#[test]
+fn revoking_a_token_and_making_a_project_public_take_effect_at_once() {
+    let sb = Sandbox::new();
+    let team = format!("sqlite:{}", sb.path("team.db").display());
+    let secret = token(&sb, &team, "app", "read");
+    let server = serve(&sb, &team, "127.0.0.1:0");
+    let runs = format!("{}/api/v1/projects/app/runs", server.base);
+    assert_eq!(get(&runs, Some(&secret)).0, 200);
+    assert_eq!(get(&runs, None).0, 401);
+    let out = sb
+        .run(["server", "project", "app", "--public", "--store", &team])
+        .ok();
+    assert!(out.stdout.contains("public"), "{out:?}");
+    assert_eq!(get(&runs, None).0, 200);
+    sb.run(["server", "project", "app", "--private", "--store", &team])
+        .ok();
+    assert_eq!(get(&runs, None).0, 401);
+    let list = parse_json(
+        &sb.run(["server", "token", "list", "--json", "--store", &team])
+            .ok()
+            .stdout,
+    );
+    let id = list["tokens"][0]["id"].as_i64().unwrap().to_string();
+    sb.run(["server", "token", "revoke", &id, "--store", &team])
+        .ok();
+    assert_eq!(get(&runs, Some(&secret)).0, 401);
+}
+
+/// Pushers × runs each, and the samples per run: the load case.
+const PUSHERS: usize = 8;
+const RUNS_EACH: usize = 250;
+const SAMPLES: u32 = 100;
+
+fn synthetic_run(pusher: usize, i: usize) -> perfsleuth_model::schema::RunExport {
+    use perfsleuth_model::{Benchmark, Environment, ImpactClass, Mode, Run, RunStatus, Sample};
+    let mut env = Environment::default();
+    env.set(
+        "cpu.model",
+        format!("Runner CPU {pusher}"),
+        ImpactClass::Identity,
+    );
+    env.set(
+        "host.name",
+        format!("runner-{pusher}"),
+        ImpactClass::Context,
+    );
+    let run = Run {
+        id: None,
+        uuid: Some(format!("00000000-0000-4000-8000-{:06}{:06}", pusher, i)),
+        started_at: format!("2026-12-03T09:{:02}:{:02}.000Z", i / 60 % 60, i % 60),
+        ended_at: Some("2026-12-03T10:00:00.000Z".into()),
+        status: RunStatus::Complete,
+        tool_version: "0.1.0".into(),
+        git: None,
+        mode: Mode::Walltime,
+        options: serde_json::json!({}),
+        environment: env,
+        benchmarks: vec![Benchmark {
+            name: format!("bench-{pusher}"),
+            command: "true".into(),
+            argv: vec!["true".into()],
+            parameters: Default::default(),
+            facts: Environment::default(),
+            samples: (0..SAMPLES)
+                .map(|k| Sample {
+                    iteration: k,
+                    round: k % 5,
+                    wall_ns: 1_000_000 + u64::from(k) * 37 + i as u64,
+                    wall_exact_ns: None,
+                    user_ns: 400_000,
+                    sys_ns: 100_000,
+                    peak_rss_bytes: 2 << 20,
+                    minor_faults: 90,
+                    major_faults: 0,
+                    voluntary_cs: 1,
+                    involuntary_cs: 0,
+                    exit_code: Some(0),
+                    signal: None,
+                    counters: Default::default(),
+                })
+                .collect(),
+            profile: None,
+            summaries: Vec::new(),
+        }],
+        probes: Vec::new(),
+    };
+    perfsleuth_report::export_json(&run, &perfsleuth_report::analyze(&run, None))
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// The load case against PostgreSQL: 8 concurrent pushers × 250
+/// runs of 100 samples, the server killed (SIGKILL) and restarted on the same
+/// port in the middle. Every run must be on the server exactly once. The
+/// latency percentiles and the throughput are printed (docs/PERFORMANCE.md
+/// records them from a release build); no timing is asserted.
+#[test]
+fn eight_pushers_survive_a_server_restart_with_nothing_lost_or_duplicated() {
+    let Some(url) = perfsleuth_testkit::fresh_postgres("server_load") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let secret = token(&sb, &url, "load", "ingest");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let server = std::sync::Arc::new(std::sync::Mutex::new(Some(serve(&sb, &url, &listen))));
+    let base = server.lock().unwrap().as_ref().unwrap().base.clone();
+    let exports: Vec<Vec<_>> = (0..PUSHERS)
+        .map(|p| (0..RUNS_EACH).map(|i| synthetic_run(p, i)).collect())
+        .collect();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let start = Instant::now();
+    let handles: Vec<_> = exports
+        .into_iter()
+        .map(|runs| {
+            let client =
+                perfsleuth_server::client::Client::new(&base, "load", Some(secret.clone()), 10)
+                    .unwrap();
+            let done = std::sync::Arc::clone(&done);
+            std::thread::spawn(move || {
+                let mut latencies = Vec::new();
+                let mut retried = 0;
+                for export in &runs {
+                    let t = Instant::now();
+                    let (result, attempts) = client.push(export);
+                    result.unwrap_or_else(|e| panic!("push failed: {e} ({})", e.hint));
+                    latencies.push(t.elapsed());
+                    retried += usize::from(attempts > 2);
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                (latencies, retried)
+            })
+        })
+        .collect();
+    // Kill the server once a third of the runs are in, and bring it back.
+    while done.load(std::sync::atomic::Ordering::Relaxed) < PUSHERS * RUNS_EACH / 3 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed_at = done.load(std::sync::atomic::Ordering::Relaxed);
+    drop(server.lock().unwrap().take());
+    std::thread::sleep(Duration::from_millis(500));
+    *server.lock().unwrap() = Some(serve(&sb, &url, &listen));
+    let mut latencies = Vec::new();
+    let mut retried = 0;
+    for h in handles {
+        let (l, r) = h.join().expect("a pusher finished");
+        latencies.extend(l);
+        retried += r;
+    }
+    let elapsed = start.elapsed();
+    latencies.sort();
+
+    let mut store = StoreUrl::parse(&url).unwrap().open().unwrap();
+    store.use_project("load");
+    let runs = store.list_runs(None).unwrap();
+    let mut uuids: Vec<String> = runs.iter().filter_map(|r| r.uuid.clone()).collect();
+    uuids.sort();
+    uuids.dedup();
+    assert_eq!(
+        runs.len(),
+        PUSHERS * RUNS_EACH,
+        "every run stored once: none lost, none duplicated"
+    );
+    assert_eq!(uuids.len(), PUSHERS * RUNS_EACH, "distinct UUIDs");
+    assert!(
+        runs.iter().all(|r| r.samples == u64::from(SAMPLES)),
+        "every run whole"
+    );
+    assert!(
+        retried > 0,
+        "the restart was noticed by some pusher (killed after {killed_at} runs)"
+    );
+    eprintln!(
+        "load: {} runs of {SAMPLES} samples by {PUSHERS} pushers in {:.2} s = {:.0} runs/s (restart included, after {killed_at} runs; {retried} pushes retried); latency p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        PUSHERS * RUNS_EACH,
+        elapsed.as_secs_f64(),
+        (PUSHERS * RUNS_EACH) as f64 / elapsed.as_secs_f64(),
+        percentile(&latencies, 0.5).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.9).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        latencies.last().unwrap().as_secs_f64() * 1e3,
+    );
+}
