@@ -24,7 +24,7 @@ pub mod stored;
 pub use baseline::stable_default;
 pub use csv::{CsvError, CsvSeries, read_csv};
 pub use html::{render_html, series_chart};
-pub use render::{render_markdown, render_terminal, sparkline};
+pub use render::{render_markdown, render_terminal, sparkline, value as format_value};
 
 use perfsleuth_compare::benchmark_key;
 use perfsleuth_model::schema::{

@@ -10,8 +10,8 @@ use perfsleuth_report::{Align, Style, format_change, format_count, format_metric
 /// Widest sparkline, in characters; longer series are averaged into buckets.
 const SPARK_WIDTH: usize = 60;
 
-/// A value in the document's unit.
-pub(crate) fn value(s: &HistorySeries, x: f64) -> String {
+/// A value of series `s` in its unit ("1.23 ms").
+pub fn value(s: &HistorySeries, x: f64) -> String {
     match Metric::parse(&s.metric).filter(|_| !s.unit.is_empty()) {
         Some(m) => format_metric(m, x),
         None => format_count(x),

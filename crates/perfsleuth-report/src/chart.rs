@@ -857,6 +857,52 @@ pub fn ladder(
     out
 }
 
+/// A trend line small enough for a table cell (the dashboard's benchmark
+/// list): the values in order, scaled between their smallest and largest,
+/// the last one dotted; `label` is its accessible name.
+pub fn sparkline(label: &str, values: &[f64]) -> String {
+    const W: f64 = 120.0;
+    const H: f64 = 24.0;
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let mut out = format!(
+        "<svg class=\"chart spark\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\">",
+        escape(label)
+    );
+    if let (Some(lo), Some(hi)) = (
+        finite.iter().copied().reduce(f64::min),
+        finite.iter().copied().reduce(f64::max),
+    ) {
+        let span = if hi > lo { hi - lo } else { 1.0 };
+        let x = |i: usize| {
+            if finite.len() > 1 {
+                2.0 + (W - 4.0) * i as f64 / (finite.len() - 1) as f64
+            } else {
+                W / 2.0
+            }
+        };
+        let y = |v: f64| H - 3.0 - (H - 6.0) * (v - lo) / span;
+        let pts: Vec<String> = finite
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| format!("{},{}", n(x(i)), n(y(v))))
+            .collect();
+        let _ = write!(
+            out,
+            "<polyline class=\"line\" points=\"{}\"/>",
+            pts.join(" ")
+        );
+        let last = finite.len() - 1;
+        let _ = write!(
+            out,
+            "<circle class=\"pt\" cx=\"{}\" cy=\"{}\" r=\"2.5\"/>",
+            n(x(last)),
+            n(y(finite[last]))
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
 /// A chart as a file of its own (`--plot`): the report's stylesheet (light
 /// theme, dark under `prefers-color-scheme`) inlined.
 pub fn standalone(svg: &str) -> String {

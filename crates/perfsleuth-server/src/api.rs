@@ -358,7 +358,7 @@ fn side(store: &dyn Store, spec: &str) -> Result<Side, ApiError> {
         })
 }
 
-fn select_err(e: SelectError) -> ApiError {
+pub(crate) fn select_err(e: SelectError) -> ApiError {
     let hint = e.hint();
     match e {
         SelectError::Store(e) => e.into(),

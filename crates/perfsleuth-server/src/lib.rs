@@ -9,14 +9,15 @@
 //! machine. Its calls are synchronous; each request runs them on tokio's
 //! blocking pool with a connection from a small pool of store handles.
 //!
-//! Modules: `auth` (tokens and scopes), `api` (the JSON API), `client`
-//! (push with retries).
+//! Modules: `auth` (tokens and scopes), `api` (the JSON API), `dashboard`
+//! (the server-rendered pages), `client` (push with retries).
 
 #![forbid(unsafe_code)]
 
 mod api;
 pub mod auth;
 pub mod client;
+mod dashboard;
 
 use axum::http::StatusCode;
 use perfsleuth_model::schema::{ApiErrorDoc, Document};
@@ -245,7 +246,7 @@ pub fn router(config: &ServerConfig) -> Result<axum::Router, StoreError> {
         backend,
         body_limit: config.body_limit,
     });
-    Ok(api::routes(state))
+    Ok(api::routes(Arc::clone(&state)).merge(dashboard::routes(state)))
 }
 
 /// Serves until SIGINT or SIGTERM, then finishes the requests in flight.

@@ -412,3 +412,191 @@ fn eight_pushers_survive_a_server_restart_with_nothing_lost_or_duplicated() {
         latencies.last().unwrap().as_secs_f64() * 1e3,
     );
 }
+
+/// Headless Chromium on `url`: the DOM it built and its log.
+fn chromium(url: &str, args: &[&str]) -> (String, String) {
+    let out = std::process::Command::new("chromium")
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("chromium starts");
+    assert!(out.status.success(), "chromium failed: {out:?}");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The `href`s of a page that stay on the server.
+fn local_links(html: &str) -> Vec<String> {
+    html.split("href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .filter(|h| h.starts_with('/'))
+        .map(|h| h.replace("&amp;", "&"))
+        .collect()
+}
+
+/// A run of the dashboard's project: `parse` 30 % slower from the 7th
+/// run on, the kernel updated at the 10th (an environment marker).
+fn dashboard_run(i: usize) -> perfsleuth_model::schema::RunExport {
+    let mut export = synthetic_run(0, i);
+    let run = &mut export.run;
+    run.uuid = None;
+    run.git = Some(perfsleuth_model::GitInfo {
+        commit: format!("{:040x}", 0xc0ffee00 + i),
+        branch: Some("main".into()),
+        dirty: false,
+    });
+    run.environment.set(
+        "kernel.release",
+        if i < 9 { "6.1.0-26" } else { "6.1.0-27" },
+        perfsleuth_model::ImpactClass::Identity,
+    );
+    let bench = &mut run.benchmarks[0];
+    bench.name = "parse".into();
+    for s in &mut bench.samples {
+        s.wall_ns = if i < 6 {
+            s.wall_ns
+        } else {
+            s.wall_ns * 13 / 10
+        };
+    }
+    perfsleuth_report::export_json(run, &perfsleuth_report::analyze(run, None))
+}
+
+/// The dashboard in a real browser: every page of a public project renders
+/// without script, with its charts, and every link on every page leads to
+/// a page that answers; a private project asks for a login, and logging in
+/// with the form's cookie opens it.
+#[test]
+fn the_dashboard_opens_in_chromium_and_every_link_leads_somewhere() {
+    let sb = Sandbox::new();
+    let team = format!("sqlite:{}", sb.path("team.db").display());
+    let secret = token(&sb, &team, "app", "ingest,read");
+    let server = serve(&sb, &team, "127.0.0.1:0");
+    let client =
+        perfsleuth_server::client::Client::new(&server.base, "app", Some(secret.clone()), 3)
+            .unwrap();
+    for i in 0..12 {
+        client.push(&dashboard_run(i)).0.expect("pushed");
+    }
+    // Private: a login link, not the data.
+    let (status, page) = get(&format!("{}/p/app", server.base), None);
+    assert_eq!(status, 401);
+    assert!(
+        page.contains("/login?project=app") && !page.contains("parse"),
+        "{page}"
+    );
+    // The login form's cookie opens it.
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let resp = agent
+        .post(&format!("{}/login", server.base))
+        .content_type("application/x-www-form-urlencoded")
+        .send(format!("project=app&token={secret}"))
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 303);
+    let cookie = resp.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let mut resp = agent
+        .get(&format!("{}/p/app", server.base))
+        .header("Cookie", cookie.split(';').next().unwrap())
+        .call()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(resp.body_mut().read_to_string().unwrap().contains("parse"));
+    let bad = agent
+        .post(&format!("{}/login", server.base))
+        .content_type("application/x-www-form-urlencoded")
+        .send("project=app&token=pst_nope")
+        .unwrap();
+    assert_eq!(bad.status().as_u16(), 401);
+
+    // Public from here on: what a browser shows without a token.
+    sb.run(["server", "project", "app", "--public", "--store", &team])
+        .ok();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut queue = vec!["/".to_string()];
+    while let Some(path) = queue.pop() {
+        if !seen.insert(path.clone()) || seen.len() > 60 {
+            continue;
+        }
+        let (status, html) = get(&format!("{}{path}", server.base), None);
+        assert_eq!(status, 200, "{path}: {html}");
+        assert!(!html.contains("<script"), "{path} has a script");
+        queue.extend(local_links(&html).into_iter().filter(|l| l != "/logout"));
+    }
+    for wanted in [
+        "/p/app",
+        "/p/app/bench?key=parse",
+        "/p/app/runs/12",
+        "/p/app/compare?candidate=12",
+        "/p/app/env?a=11&b=12",
+    ] {
+        assert!(
+            seen.contains(wanted),
+            "{wanted} is not linked from the pages: {seen:?}"
+        );
+    }
+    if !perfsleuth_testkit::tools_present("dashboard in chromium", &["chromium"]) {
+        return;
+    }
+    let check = |path: &str, texts: &[&str]| {
+        let (dom, log) = chromium(&format!("{}{path}", server.base), &["--dump-dom"]);
+        let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+        assert!(console.is_empty(), "{path}: console messages {console:?}");
+        for t in texts {
+            assert!(dom.contains(t), "{path}: {t:?} missing from the DOM");
+        }
+        dom
+    };
+    check("/", &["Projects", "href=\"/p/app\""]);
+    let dom = check(
+        "/p/app",
+        &["Benchmarks", "Recent runs", "class=\"l regressed\""],
+    );
+    assert_eq!(
+        dom.matches("class=\"chart spark\"").count(),
+        1,
+        "one trend line"
+    );
+    let dom = check(
+        "/p/app/bench?key=parse",
+        &["History", "changepoint", "class=\"marker\""],
+    );
+    assert!(dom.matches("<svg class=\"chart\"").count() >= 1);
+    check(
+        "/p/app/runs/12",
+        &["Distribution of wall time", "Environment"],
+    );
+    check(
+        "/p/app/compare?baseline=1&candidate=12",
+        &["Comparison: run 1 → run 12", "v-regressed"],
+    );
+    check("/p/app/env?a=1&b=12", &["kernel.release", "6.1.0-27"]);
+    // Drawn, not blank.
+    let shot = sb.path("dash.png");
+    chromium(
+        &format!("{}/p/app/bench?key=parse", server.base),
+        &[
+            "--window-size=1200,1400",
+            &format!("--screenshot={}", shot.display()),
+        ],
+    );
+    assert!(std::fs::metadata(&shot).unwrap().len() > 20_000);
+}

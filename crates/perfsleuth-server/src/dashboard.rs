@@ -1,0 +1,685 @@
+//! The dashboard: server-rendered pages with the report's charts and no
+//! script. Projects → a project's benchmarks (latest value, trend, open
+//! alert) and recent runs → one benchmark's history (change points,
+//! environment markers) → a run → a comparison → an environment diff.
+//!
+//! A browser cannot send `Authorization: Bearer` without script, so a token
+//! typed into the login form is kept in an HttpOnly, SameSite=Strict cookie
+//! and read like the header. Public projects need neither.
+
+use crate::api::bearer;
+use crate::auth::{Scope, authorize, valid_project};
+use crate::{ApiError, State};
+use axum::Router;
+use axum::extract::rejection::{FormRejection, PathRejection, QueryRejection};
+use axum::extract::{Form, Path, Query};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use perfsleuth_history::stored;
+use perfsleuth_model::schema::HistoryDoc;
+use perfsleuth_model::{Metric, Run};
+use perfsleuth_report::html::{self, escape, page, table};
+use perfsleuth_store::{RunKind, Store};
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+/// The cookie that carries a dashboard login.
+const COOKIE: &str = "perfsleuth_token";
+
+/// Runs listed on a project's page.
+const RECENT_RUNS: usize = 20;
+
+type Shared = axum::extract::State<Arc<State>>;
+
+pub(crate) fn routes(state: Arc<State>) -> Router {
+    Router::new()
+        .route("/", get(home))
+        .route("/login", get(login_form).post(login))
+        .route("/logout", post(logout))
+        .route("/p/{project}", get(project_page))
+        .route("/p/{project}/bench", get(bench_page))
+        .route("/p/{project}/runs/{run}", get(run_page))
+        .route("/p/{project}/compare", get(compare_page))
+        .route("/p/{project}/env", get(env_page))
+        .with_state(state)
+}
+
+/// A page that failed: its status and an HTML explanation.
+struct PageError(ApiError, Option<String>);
+
+impl From<ApiError> for PageError {
+    fn from(e: ApiError) -> PageError {
+        PageError(e, None)
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let PageError(e, project) = self;
+        let mut body = format!("<p class=\"regressed\">{}</p>", escape(&e.error));
+        if let Some(h) = &e.hint {
+            let _ = write!(body, "<p class=\"note\">{}</p>", escape(h));
+        }
+        if e.status == StatusCode::UNAUTHORIZED || e.status == StatusCode::FORBIDDEN {
+            let target = project
+                .filter(|p| valid_project(p))
+                .map_or(String::from("/login"), |p| format!("/login?project={p}"));
+            let _ = write!(
+                body,
+                "<p><a href=\"{target}\">Log in with a token of the project</a></p>"
+            );
+        }
+        let html = page(
+            &format!(
+                "{} — perfsleuth",
+                e.status.canonical_reason().unwrap_or("Error")
+            ),
+            &format!("HTTP {}", e.status.as_u16()),
+            &[nav(&[]), body],
+        );
+        (e.status, Html(html)).into_response()
+    }
+}
+
+/// The token of a request: the Authorization header, else the login cookie.
+fn credential(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    if let Some(t) = bearer(headers)? {
+        return Ok(Some(t));
+    }
+    Ok(headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v.to_string())
+        .filter(|v| !v.is_empty()))
+}
+
+/// Percent-encodes a query value.
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The breadcrumb: `(label, href)` after the root.
+fn nav(trail: &[(String, String)]) -> String {
+    let mut out = String::from("<nav class=\"sub\"><a href=\"/\">projects</a>");
+    for (label, href) in trail {
+        if href.is_empty() {
+            let _ = write!(out, " › {}", escape(label));
+        } else {
+            let _ = write!(out, " › <a href=\"{}\">{}</a>", escape(href), escape(label));
+        }
+    }
+    out.push_str("</nav>");
+    out
+}
+
+fn link(href: &str, text: &str) -> String {
+    format!("<a href=\"{}\">{}</a>", escape(href), escape(text))
+}
+
+/// Checks the path's project and runs `f` with a store authorized to read it.
+async fn read_page<F>(
+    state: &Arc<State>,
+    project: &str,
+    headers: &HeaderMap,
+    f: F,
+) -> Result<Html<String>, PageError>
+where
+    F: FnOnce(&mut dyn Store) -> Result<String, ApiError> + Send + 'static,
+{
+    let secret = credential(headers).map_err(|e| PageError(e, Some(project.to_string())))?;
+    let name = project.to_string();
+    state
+        .with_store(project, move |s| {
+            authorize(s, &name, secret.as_deref(), Scope::Read)?;
+            f(s)
+        })
+        .await
+        .map(Html)
+        .map_err(|e| PageError(e, Some(project.to_string())))
+}
+
+fn bad_path(e: PathRejection) -> PageError {
+    PageError(
+        ApiError::bad_request(
+            format!("bad path: {}", e.body_text()),
+            "start again from the project list",
+        ),
+        None,
+    )
+}
+
+fn bad_query(e: QueryRejection) -> PageError {
+    PageError(
+        ApiError::bad_request(
+            format!("bad query: {}", e.body_text()),
+            "start again from the project list",
+        ),
+        None,
+    )
+}
+
+async fn home(
+    axum::extract::State(state): Shared,
+    headers: HeaderMap,
+) -> Result<Html<String>, PageError> {
+    let secret = credential(&headers)?;
+    let projects = state
+        .with_store("", move |s| {
+            let mine = match &secret {
+                Some(t) => s
+                    .token_by_hash(&crate::auth::hash_secret(t))?
+                    .filter(|t| t.revoked_at.is_none())
+                    .map(|t| t.project),
+                None => None,
+            };
+            Ok((s.projects()?, mine))
+        })
+        .await?;
+    let (all, mine) = projects;
+    let rows: Vec<String> = all
+        .iter()
+        .filter(|p| p.public_read || mine.as_deref() == Some(p.name.as_str()))
+        .map(|p| {
+            format!(
+                "<tr><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+                link(&format!("/p/{}", p.name), &p.name),
+                p.runs,
+                if p.public_read {
+                    "public"
+                } else {
+                    "your token"
+                }
+            )
+        })
+        .collect();
+    let mut body = String::from("<section><h2>Projects</h2>");
+    if rows.is_empty() {
+        body.push_str("<p class=\"note\">No project you can read. Projects made public (<code>perfsleuth server project NAME --public</code>) are listed here; others after logging in with one of their tokens.</p>");
+    } else {
+        body.push_str(
+            "<table><thead><tr><th>project</th><th>runs</th><th>access</th></tr></thead><tbody>",
+        );
+        for r in rows {
+            body.push_str(&r);
+        }
+        body.push_str("</tbody></table>");
+    }
+    body.push_str("<p><a href=\"/login\">Log in with a project token</a></p></section>");
+    Ok(Html(page(
+        "perfsleuth",
+        "The team's benchmark results",
+        &[nav(&[]), body],
+    )))
+}
+
+#[derive(Deserialize)]
+struct LoginQuery {
+    project: Option<String>,
+}
+
+async fn login_form(
+    query: Result<Query<LoginQuery>, QueryRejection>,
+) -> Result<Html<String>, PageError> {
+    let Query(q) = query.map_err(bad_query)?;
+    let project = q.project.filter(|p| valid_project(p)).unwrap_or_default();
+    let body = format!(
+        "<section><h2>Log in</h2><form method=\"post\" action=\"/login\">\
+         <p><label>Project <input name=\"project\" value=\"{}\" required></label></p>\
+         <p><label>Token <input name=\"token\" type=\"password\" autocomplete=\"off\" required></label></p>\
+         <p><button type=\"submit\">Log in</button></p></form>\
+         <p class=\"note\">A token with the read (or admin) scope, from <code>perfsleuth server token create</code>. It is kept in a cookie only this server reads.</p></section>",
+        escape(&project)
+    );
+    Ok(Html(page("Log in — perfsleuth", "", &[nav(&[]), body])))
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    project: String,
+    token: String,
+}
+
+async fn login(
+    axum::extract::State(state): Shared,
+    form: Result<Form<LoginForm>, FormRejection>,
+) -> Result<Response, PageError> {
+    let Form(f) = form.map_err(|e| {
+        PageError(
+            ApiError::bad_request(
+                format!("bad form: {}", e.body_text()),
+                "fill in the project and the token",
+            ),
+            None,
+        )
+    })?;
+    let token = f.token.trim().to_string();
+    // Only a token's own characters: nothing that could end the cookie.
+    if token.is_empty() || !token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(PageError(
+            ApiError::unauthorized("this token is not valid"),
+            Some(f.project),
+        ));
+    }
+    let project = f.project.trim().to_string();
+    let name = project.clone();
+    let secret = token.clone();
+    state
+        .with_store(&project, move |s| {
+            authorize(s, &name, Some(&secret), Scope::Read).map(|_| ())
+        })
+        .await
+        .map_err(|e| PageError(e, Some(project.clone())))?;
+    let mut response = Redirect::to(&format!("/p/{project}")).into_response();
+    let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000");
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    Ok(response)
+}
+
+async fn logout() -> Response {
+    let mut response = Redirect::to("/").into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("perfsleuth_token=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+    );
+    response
+}
+
+/// Every benchmark's wall-time history in the project, on every branch.
+fn project_history(s: &mut dyn Store, bench: Option<&str>) -> Result<Option<HistoryDoc>, ApiError> {
+    let filter = perfsleuth_history::Filter {
+        benchmarks: bench.map(str::to_string).into_iter().collect(),
+        ..Default::default()
+    };
+    let order = perfsleuth_history::Order::Time;
+    let entries = s.history_entries()?;
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let selected = perfsleuth_history::select(entries, &filter, &order).map_err(|e| {
+        ApiError::not_found(e.to_string(), "pick a benchmark from the project's page")
+    })?;
+    Ok(stored::history_doc(
+        s,
+        selected,
+        &[Metric::Wall],
+        &order,
+        &filter,
+        &perfsleuth_history::Options::default(),
+    )?)
+}
+
+fn short_commit(run: &perfsleuth_store::RunListing) -> String {
+    match &run.git {
+        Some(g) => format!(
+            "{}{}",
+            g.branch
+                .as_deref()
+                .map_or(String::new(), |b| format!("{b} @ ")),
+            perfsleuth_history::short(&g.commit)
+        ),
+        None => "-".into(),
+    }
+}
+
+async fn project_page(
+    axum::extract::State(state): Shared,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<Html<String>, PageError> {
+    let Path(project) = path.map_err(bad_path)?;
+    let p = project.clone();
+    read_page(&state, &project, &headers, move |s| {
+        let doc = project_history(s, None)?;
+        let runs = s.list_runs(Some(RECENT_RUNS))?;
+        let mut body = String::from("<section><h2>Benchmarks</h2>");
+        match &doc {
+            None => body.push_str(
+                "<p class=\"note\">No complete runs yet. Push some: <code>perfsleuth push --server URL --project NAME</code>.</p>",
+            ),
+            Some(doc) => {
+                body.push_str("<table><thead><tr><th>benchmark</th><th>machine</th><th>latest</th><th>trend</th><th>points</th><th>alert</th></tr></thead><tbody>");
+                for series in &doc.series {
+                    let values: Vec<f64> = series.points.iter().map(|pt| pt.value).collect();
+                    let latest = values
+                        .last()
+                        .map_or("-".to_string(), |v| perfsleuth_history::format_value(series, *v));
+                    let alert = series
+                        .change_points
+                        .last()
+                        .filter(|c| c.regression == Some(true))
+                        .map_or(String::from("<td class=\"l\">-</td>"), |c| {
+                            format!("<td class=\"l regressed\">{}</td>", escape(&c.summary))
+                        });
+                    let _ = write!(
+                        body,
+                        "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>{alert}</tr>",
+                        link(&format!("/p/{p}/bench?key={}", enc(&series.benchmark)), &series.benchmark),
+                        escape(series.machine_label.as_deref().unwrap_or("-")),
+                        escape(&latest),
+                        perfsleuth_report::chart::sparkline(
+                            &format!("{} over {} runs", series.benchmark, values.len()),
+                            &values
+                        ),
+                        values.len(),
+                    );
+                }
+                body.push_str("</tbody></table>");
+            }
+        }
+        body.push_str("</section><section><h2>Recent runs</h2>");
+        if runs.len() >= 2 {
+            let _ = write!(
+                body,
+                "<p>{}</p>",
+                link(&format!("/p/{p}/compare"), "Compare the latest run with its baseline")
+            );
+        }
+        body.push_str("<table><thead><tr><th>run</th><th>started</th><th>status</th><th>revision</th><th>benchmarks</th><th>samples</th><th>machine</th><th></th></tr></thead><tbody>");
+        for r in &runs {
+            // The first run has nothing before it to compare with.
+            let compare = match s.run_before_of(r.id, RunKind::Benchmarks)? {
+                Some(_) => link(&format!("/p/{p}/compare?candidate={}", r.id), "compare"),
+                None => String::new(),
+            };
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td></tr>",
+                link(&format!("/p/{p}/runs/{}", r.id), &r.id.to_string()),
+                escape(&r.started_at),
+                escape(r.status.as_str()),
+                escape(&short_commit(r)),
+                escape(&perfsleuth_report::shortened(&r.benchmarks.join(", "), 60)),
+                r.samples,
+                escape(r.cpu_model.as_deref().unwrap_or("-")),
+                compare,
+            );
+        }
+        body.push_str("</tbody></table></section>");
+        Ok(page(
+            &format!("{p} — perfsleuth"),
+            &format!("{} recent runs", runs.len()),
+            &[nav(&[(p.clone(), format!("/p/{p}"))]), body],
+        ))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct BenchQuery {
+    key: String,
+}
+
+async fn bench_page(
+    axum::extract::State(state): Shared,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<BenchQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Html<String>, PageError> {
+    let Path(project) = path.map_err(bad_path)?;
+    let Query(q) = query.map_err(bad_query)?;
+    let p = project.clone();
+    read_page(&state, &project, &headers, move |s| {
+        let doc = project_history(s, Some(&q.key))?
+            .ok_or_else(|| ApiError::not_found("no complete runs yet", "push some runs first"))?;
+        let mut body = perfsleuth_history::render_html(&doc);
+        body.push_str("<section><h2>Runs in this history</h2><table><thead><tr><th>run</th><th>value</th><th>machine</th><th></th></tr></thead><tbody>");
+        for series in &doc.series {
+            let mut previous: Option<i64> = None;
+            for pt in &series.points {
+                let Some(id) = pt.run_id else { continue };
+                let cmp = previous.map_or(String::new(), |b| {
+                    link(&format!("/p/{p}/compare?baseline={b}&candidate={id}"), "compare with the point before")
+                });
+                let _ = write!(
+                    body,
+                    "<tr><td>{}</td><td>{}</td><td class=\"l\">{}</td><td>{cmp}</td></tr>",
+                    link(&format!("/p/{p}/runs/{id}"), &id.to_string()),
+                    escape(&perfsleuth_history::format_value(series, pt.value)),
+                    escape(series.machine_label.as_deref().unwrap_or("-")),
+                );
+                previous = Some(id);
+            }
+        }
+        body.push_str("</tbody></table></section>");
+        Ok(page(
+            &format!("{} — {p}", q.key),
+            "wall time per run, change points and environment changes marked",
+            &[
+                nav(&[
+                    (p.clone(), format!("/p/{p}")),
+                    (q.key.clone(), format!("/p/{p}/bench?key={}", enc(&q.key))),
+                ]),
+                body,
+            ],
+        ))
+    })
+    .await
+}
+
+/// A run of the project by its path segment: an id, `latest` or `latest~N`.
+fn stored_run(s: &dyn Store, spec: &str) -> Result<Run, ApiError> {
+    let missing = || {
+        ApiError::not_found(
+            format!("no run {spec:?} in this project"),
+            "pick one from the project's page",
+        )
+    };
+    let id = s.resolve_run(spec).map_err(|_| missing())?;
+    s.load_run(id)?.ok_or_else(missing)
+}
+
+async fn run_page(
+    axum::extract::State(state): Shared,
+    path: Result<Path<(String, String)>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<Html<String>, PageError> {
+    let Path((project, spec)) = path.map_err(bad_path)?;
+    let p = project.clone();
+    read_page(&state, &project, &headers, move |s| {
+        let run = stored_run(s, &spec)?;
+        let id = run.id.unwrap_or_default();
+        let before = s.run_before_of(id, RunKind::Benchmarks)?;
+        let mut links = Vec::new();
+        if let Some(b) = before {
+            links.push(link(
+                &format!("/p/{p}/compare?candidate={id}"),
+                "Compare with its baseline",
+            ));
+            links.push(link(
+                &format!("/p/{p}/env?a={b}&b={id}"),
+                &format!("Environment diff with run {b}"),
+            ));
+        }
+        let analysis = perfsleuth_report::analyze(&run, None);
+        let body = format!(
+            "<p>{}</p>{}{}",
+            links.join(" · "),
+            html::run_section(&run, &analysis),
+            html::environment(&run.environment, "Environment")
+        );
+        Ok(page(
+            &format!("Run {id} — {p}"),
+            &format!(
+                "{} · {} · {}",
+                run.started_at,
+                run.mode.as_str(),
+                run.uuid.as_deref().unwrap_or("")
+            ),
+            &[
+                nav(&[
+                    (p.clone(), format!("/p/{p}")),
+                    (format!("run {id}"), format!("/p/{p}/runs/{id}")),
+                ]),
+                body,
+            ],
+        ))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct CompareQuery {
+    baseline: Option<String>,
+    candidate: Option<String>,
+}
+
+async fn compare_page(
+    axum::extract::State(state): Shared,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<CompareQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Html<String>, PageError> {
+    let Path(project) = path.map_err(bad_path)?;
+    let Query(q) = query.map_err(bad_query)?;
+    let p = project.clone();
+    read_page(&state, &project, &headers, move |s| {
+        let side = |spec: &str| {
+            stored::stored_side(s, spec)
+                .map_err(crate::api::select_err)?
+                .ok_or_else(|| {
+                    ApiError::not_found(
+                        format!("no run or branch {spec:?} in this project"),
+                        "pick runs from the project's page",
+                    )
+                })
+        };
+        let candidate = side(q.candidate.as_deref().unwrap_or("latest"))?;
+        let baseline = match &q.baseline {
+            Some(b) => Some(side(b)?),
+            None => None,
+        };
+        let done = stored::compare_stored(
+            s,
+            baseline,
+            candidate,
+            perfsleuth_compare::Options::default(),
+            true,
+        )
+        .map_err(crate::api::select_err)?;
+        let ids =
+            |side: &perfsleuth_compare::Side| perfsleuth_compare::newest(side).and_then(|r| r.id);
+        let mut links = Vec::new();
+        if let (Some(a), Some(b)) = (ids(&done.baseline), ids(&done.candidate)) {
+            links.push(link(&format!("/p/{p}/runs/{a}"), &format!("run {a}")));
+            links.push(link(&format!("/p/{p}/runs/{b}"), &format!("run {b}")));
+            links.push(link(&format!("/p/{p}/env?a={a}&b={b}"), "environment diff"));
+        }
+        let body = format!(
+            "<p>{}</p>{}",
+            links.join(" · "),
+            perfsleuth_compare::render_html(&done.comparison)
+        );
+        Ok(page(
+            &format!(
+                "{} → {} — {p}",
+                done.comparison.baseline, done.comparison.candidate
+            ),
+            "each change with its 95 % interval against the noise band",
+            &[
+                nav(&[
+                    (p.clone(), format!("/p/{p}")),
+                    ("comparison".into(), String::new()),
+                ]),
+                body,
+            ],
+        ))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct EnvQuery {
+    a: String,
+    b: String,
+}
+
+async fn env_page(
+    axum::extract::State(state): Shared,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<EnvQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Html<String>, PageError> {
+    let Path(project) = path.map_err(bad_path)?;
+    let Query(q) = query.map_err(bad_query)?;
+    let p = project.clone();
+    read_page(&state, &project, &headers, move |s| {
+        let a = stored_run(s, &q.a)?;
+        let b = stored_run(s, &q.b)?;
+        let la = format!("run {}", a.id.unwrap_or_default());
+        let lb = format!("run {}", b.id.unwrap_or_default());
+        let doc = stored::env_diff_doc((&la, &a.environment), (&lb, &b.environment), false);
+        let mut body = format!(
+            "<section><h2>{}</h2><p class=\"sub\">comparability {} → {}</p>",
+            escape(&format!("Environment: {la} → {lb}")),
+            escape(&doc.comparability.a),
+            escape(&doc.comparability.b)
+        );
+        if doc.changes.is_empty() {
+            body.push_str("<p>No identity or performance fact differs: the machines are the same kind, set up the same way.</p>");
+        } else {
+            let rows: Vec<Vec<String>> = doc
+                .changes
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.key.clone(),
+                        c.class.as_str().to_string(),
+                        c.a.clone().unwrap_or_else(|| "(absent)".into()),
+                        c.b.clone().unwrap_or_else(|| "(absent)".into()),
+                        c.why.clone(),
+                    ]
+                })
+                .collect();
+            body.push_str(&table(&["fact", "class", &la, &lb, "why it matters"], &rows).replace("<td>", "<td class=\"l\">"));
+        }
+        body.push_str("</section>");
+        Ok(page(
+            &format!("Environment diff — {p}"),
+            if doc.identical { "identical where it matters" } else { "the machines differ" },
+            &[nav(&[(p.clone(), format!("/p/{p}")), ("environment diff".into(), String::new())]), body],
+        ))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_come_from_the_header_or_the_cookie() {
+        let mut h = HeaderMap::new();
+        assert_eq!(credential(&h).unwrap(), None);
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=b; perfsleuth_token=pst_1; c=d"),
+        );
+        assert_eq!(credential(&h).unwrap().as_deref(), Some("pst_1"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer pst_2"),
+        );
+        assert_eq!(credential(&h).unwrap().as_deref(), Some("pst_2"));
+    }
+
+    #[test]
+    fn query_values_are_percent_encoded() {
+        assert_eq!(enc("sort -n <x>&y"), "sort%20-n%20%3Cx%3E%26y");
+        assert_eq!(enc("a.b_c-d~"), "a.b_c-d~");
+    }
+}
