@@ -129,12 +129,8 @@ async fn allow(
     headers: &HeaderMap,
     scope: Scope,
 ) -> Result<(), ApiError> {
-    let secret = bearer(headers)?;
-    let name = project.to_string();
     state
-        .with_store(project, move |s| {
-            authorize(s, &name, secret.as_deref(), scope).map(|_| ())
-        })
+        .authorized(project, bearer(headers)?, scope, |_| Ok(()))
         .await
 }
 
@@ -270,12 +266,9 @@ async fn list_runs(
 ) -> Result<Response, ApiError> {
     let Path(project) = path.map_err(path_err)?;
     let Query(q) = query.map_err(query_err)?;
-    let secret = bearer(&headers)?;
-    let name = project.clone();
     let limit = q.limit.unwrap_or(100).min(MAX_LIST);
     let runs = state
-        .with_store(&project, move |s| {
-            authorize(s, &name, secret.as_deref(), Scope::Read)?;
+        .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
             Ok(s.list_runs(Some(limit))?)
         })
         .await?;
@@ -295,11 +288,8 @@ async fn get_run(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let Path((project, spec)) = path.map_err(path_err)?;
-    let secret = bearer(&headers)?;
-    let name = project.clone();
     let run = state
-        .with_store(&project, move |s| {
-            authorize(s, &name, secret.as_deref(), Scope::Read)?;
+        .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
             let id = run_id(s, &spec)?;
             load(s, id)
         })
@@ -379,11 +369,8 @@ async fn comparison(
 ) -> Result<perfsleuth_compare::Comparison, ApiError> {
     let Path(project) = path.map_err(path_err)?;
     let Query(q) = query.map_err(query_err)?;
-    let secret = bearer(&headers)?;
-    let name = project.clone();
     state
-        .with_store(&project, move |s| {
-            authorize(s, &name, secret.as_deref(), Scope::Read)?;
+        .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
             let candidate = side(s, q.candidate.as_deref().unwrap_or("latest"))?;
             let baseline = match &q.baseline {
                 Some(spec) => Some(side(s, spec)?),
@@ -452,11 +439,8 @@ async fn history(
             )
         })?,
     };
-    let secret = bearer(&headers)?;
-    let name = project.clone();
     let doc = state
-        .with_store(&project, move |s| {
-            authorize(s, &name, secret.as_deref(), Scope::Read)?;
+        .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
             let filter = perfsleuth_history::Filter {
                 benchmarks: q.bench.into_iter().collect(),
                 branch: q.branch,
@@ -498,11 +482,8 @@ async fn env_diff(
 ) -> Result<Response, ApiError> {
     let Path(project) = path.map_err(path_err)?;
     let Query(q) = query.map_err(query_err)?;
-    let secret = bearer(&headers)?;
-    let name = project.clone();
     let doc = state
-        .with_store(&project, move |s| {
-            authorize(s, &name, secret.as_deref(), Scope::Read)?;
+        .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
             let a = load(s, run_id(s, &q.a)?)?;
             let b = load(s, run_id(s, &q.b)?)?;
             let label = |r: &Run| format!("run {}", r.id.unwrap_or_default());

@@ -8,7 +8,7 @@
 //! and read like the header. Public projects need neither.
 
 use crate::api::bearer;
-use crate::auth::{Scope, authorize, valid_project};
+use crate::auth::{Scope, valid_project};
 use crate::{ApiError, State};
 use axum::Router;
 use axum::extract::rejection::{FormRejection, PathRejection, QueryRejection};
@@ -140,12 +140,8 @@ where
     F: FnOnce(&mut dyn Store) -> Result<String, ApiError> + Send + 'static,
 {
     let secret = credential(headers).map_err(|e| PageError(e, Some(project.to_string())))?;
-    let name = project.to_string();
     state
-        .with_store(project, move |s| {
-            authorize(s, &name, secret.as_deref(), Scope::Read)?;
-            f(s)
-        })
+        .authorized(project, secret, Scope::Read, f)
         .await
         .map(Html)
         .map_err(|e| PageError(e, Some(project.to_string())))
@@ -274,12 +270,8 @@ async fn login(
         ));
     }
     let project = f.project.trim().to_string();
-    let name = project.clone();
-    let secret = token.clone();
     state
-        .with_store(&project, move |s| {
-            authorize(s, &name, Some(&secret), Scope::Read).map(|_| ())
-        })
+        .authorized(&project, Some(token.clone()), Scope::Read, |_| Ok(()))
         .await
         .map_err(|e| PageError(e, Some(project.clone())))?;
     let mut response = Redirect::to(&format!("/p/{project}")).into_response();

@@ -210,6 +210,29 @@ impl State {
     }
 }
 
+impl State {
+    /// Runs `f` for a request with credential `secret` once it is
+    /// authorized for `scope` on `project` (see [`auth::authorize`]).
+    pub(crate) async fn authorized<T, F>(
+        self: &Arc<State>,
+        project: &str,
+        secret: Option<String>,
+        scope: auth::Scope,
+        f: F,
+    ) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Store) -> Result<T, ApiError> + Send + 'static,
+    {
+        let name = project.to_string();
+        self.with_store(project, move |s| {
+            auth::authorize(s, &name, secret.as_deref(), scope)?;
+            f(s)
+        })
+        .await
+    }
+}
+
 /// Why the server could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

@@ -7,28 +7,10 @@ mod common;
 
 use common::Sandbox;
 use std::path::Path;
-use std::process::Command;
 
 /// Runs headless Chromium on `page` with `args`; its stdout and stderr.
 fn chromium(page: &Path, args: &[&str]) -> (String, String) {
-    let out = Command::new("chromium")
-        .args([
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("chromium starts");
-    assert!(out.status.success(), "chromium failed: {out:?}");
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::chromium(&format!("file://{}", page.display()), args)
 }
 
 /// What the browser made of `page`: the DOM it parsed, checked for console

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Out, Sandbox, parse_json};
+use common::{Out, Sandbox, chromium, parse_json};
 use perfsleuth_store::StoreUrl;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
@@ -411,28 +411,6 @@ fn eight_pushers_survive_a_server_restart_with_nothing_lost_or_duplicated() {
         percentile(&latencies, 0.99).as_secs_f64() * 1e3,
         latencies.last().unwrap().as_secs_f64() * 1e3,
     );
-}
-
-/// Headless Chromium on `url`: the DOM it built and its log.
-fn chromium(url: &str, args: &[&str]) -> (String, String) {
-    let out = std::process::Command::new("chromium")
-        .args([
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .args(args)
-        .arg(url)
-        .output()
-        .expect("chromium starts");
-    assert!(out.status.success(), "chromium failed: {out:?}");
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// The `href`s of a page that stay on the server.

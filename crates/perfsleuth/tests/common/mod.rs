@@ -334,3 +334,26 @@ pub fn own_sleep(sb: &Sandbox) -> PathBuf {
     std::os::unix::fs::symlink(target, &link).unwrap();
     link
 }
+
+/// Headless Chromium on `url` (a `file://` page or a served one) with
+/// `args`: the standard output (`--dump-dom`'s DOM) and its log.
+pub fn chromium(url: &str, args: &[&str]) -> (String, String) {
+    let out = std::process::Command::new("chromium")
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("chromium starts");
+    assert!(out.status.success(), "chromium failed: {out:?}");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
