@@ -339,6 +339,27 @@ fn eight_pushers_survive_a_server_restart_with_nothing_lost_or_duplicated() {
     let exports: Vec<Vec<_>> = (0..PUSHERS)
         .map(|p| (0..RUNS_EACH).map(|i| synthetic_run(p, i)).collect())
         .collect();
+    // The floor to compare with: the same runs written by `ingest_run`
+    // straight into PostgreSQL from 8 threads, no HTTP and no JSON.
+    let direct_start = Instant::now();
+    let direct: Vec<_> = exports
+        .iter()
+        .map(|runs| {
+            let runs: Vec<perfsleuth_model::Run> = runs.iter().map(|e| e.run.clone()).collect();
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let mut store = StoreUrl::parse(&url).unwrap().open().unwrap();
+                store.use_project("direct");
+                for r in &runs {
+                    assert!(store.ingest_run(r).unwrap().created);
+                }
+            })
+        })
+        .collect();
+    for h in direct {
+        h.join().expect("a direct writer finished");
+    }
+    let direct_rate = (PUSHERS * RUNS_EACH) as f64 / direct_start.elapsed().as_secs_f64();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let start = Instant::now();
     let handles: Vec<_> = exports
@@ -402,7 +423,7 @@ fn eight_pushers_survive_a_server_restart_with_nothing_lost_or_duplicated() {
         "the restart was noticed by some pusher (killed after {killed_at} runs)"
     );
     eprintln!(
-        "load: {} runs of {SAMPLES} samples by {PUSHERS} pushers in {:.2} s = {:.0} runs/s (restart included, after {killed_at} runs; {retried} pushes retried); latency p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "load: {} runs of {SAMPLES} samples by {PUSHERS} pushers in {:.2} s = {:.0} runs/s (restart included, after {killed_at} runs; {retried} pushes retried); latency p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms; the same runs by ingest_run straight into PostgreSQL: {direct_rate:.0} runs/s",
         PUSHERS * RUNS_EACH,
         elapsed.as_secs_f64(),
         (PUSHERS * RUNS_EACH) as f64 / elapsed.as_secs_f64(),
