@@ -599,3 +599,32 @@ fn the_dashboard_opens_in_chromium_and_every_link_leads_somewhere() {
     );
     assert!(std::fs::metadata(&shot).unwrap().len() > 20_000);
 }
+
+/// SIGTERM (and Ctrl-C) stop the server cleanly: exit 0, a last line.
+#[test]
+fn sigterm_stops_the_server_with_exit_0() {
+    let sb = Sandbox::new();
+    let team = format!("sqlite:{}", sb.path("team.db").display());
+    let mut child = sb
+        .std_cmd()
+        .args(["serve", "--store", &team, "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("listening on http://127.0.0.1:"), "{first}");
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(
+        rest.iter().any(|l| l.contains("server stopped")),
+        "{rest:?}"
+    );
+}
