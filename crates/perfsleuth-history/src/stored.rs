@@ -391,9 +391,9 @@ pub fn env_diff_doc(
 }
 
 /// The history of the selected entries for each metric, joined into one
-/// document (`perfsleuth history`, the server's `history`). Newly computed
-/// summaries are cached when the store allows it; a store this user may
-/// only read still answers. `None` when `metrics` is empty.
+/// document (`perfsleuth history`, the server's `history`). With `cache`,
+/// newly computed summaries are cached when the store allows it (a store
+/// this user may only read still answers). `None` when `metrics` is empty.
 pub fn history_doc(
     store: &mut dyn Store,
     selected: Vec<perfsleuth_store::HistoryEntry>,
@@ -401,13 +401,14 @@ pub fn history_doc(
     order: &crate::Order,
     filter: &crate::Filter,
     opts: &crate::Options,
+    cache: bool,
 ) -> Result<Option<perfsleuth_model::schema::HistoryDoc>, StoreError> {
     let env_ids: Vec<i64> = selected.iter().map(|e| e.environment_id).collect();
     let envs = store.environments(&env_ids)?;
     let mut docs = Vec::new();
     for &metric in metrics {
         let crate::Loaded { points, fresh } = crate::load(&*store, selected.clone(), metric)?;
-        if !fresh.is_empty() {
+        if cache && !fresh.is_empty() {
             let _ = store.put_metric_summaries(metric, &fresh);
         }
         docs.push(crate::build(points, &envs, metric, order, filter, opts));

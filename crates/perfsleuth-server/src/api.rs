@@ -226,9 +226,25 @@ async fn ingest(
         }
         run.uuid = Some(uuid.to_ascii_lowercase());
     }
+    for b in &run.benchmarks {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = b.samples.iter().find(|x| !seen.insert(x.iteration)) {
+            return Err(ApiError::unprocessable(
+                format!(
+                    "benchmark {:?} has two samples of iteration {}",
+                    b.name, dup.iteration
+                ),
+                "send each iteration once, as perfsleuth writes them",
+            ));
+        }
+    }
     let name = project.clone();
+    // Authorized again with the body in hand: a token revoked while a
+    // large upload was on its way stores nothing.
     let done = state
-        .with_store(&project, move |s| Ok(s.ingest_run(&run)?))
+        .authorized(&project, bearer(&headers)?, Scope::Ingest, move |s| {
+            Ok(s.ingest_run(&run)?)
+        })
         .await?;
     let url = format!("{API_PREFIX}/projects/{name}/runs/{}", done.id);
     let status = if done.created {
@@ -452,6 +468,7 @@ async fn history(
                 .map_err(|e| {
                     ApiError::not_found(e.to_string(), "list the project's runs: GET …/runs")
                 })?;
+            // Reads never write: the summary cache is the CLI's to fill.
             stored::history_doc(
                 s,
                 selected,
@@ -459,6 +476,7 @@ async fn history(
                 &order,
                 &filter,
                 &perfsleuth_history::Options::default(),
+                false,
             )?
             .ok_or_else(|| ApiError::bad_request("no metric to show", "give ?metric="))
         })

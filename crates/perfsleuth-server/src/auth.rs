@@ -74,11 +74,13 @@ pub fn valid_project(name: &str) -> bool {
 }
 
 /// Decides whether a request with `bearer` (the `Authorization: Bearer`
-/// secret, if any) may act with `scope` on `project`. Reads of a public
-/// project need no token; everything else needs a valid token of that
-/// project with the scope (or `admin`). 401 without a valid token, 403 with
-/// a valid one that does not allow it, 404 for a project that does not
-/// exist, asked with a token that could open it.
+/// secret or the dashboard's cookie, if any) may act with `scope` on
+/// `project`. Reads of a public project are open to everyone, whatever
+/// token came along (a token of another project included); everything else
+/// needs a valid, unrevoked token of that project with the scope (or
+/// `admin`): 401 without one, 403 with a valid token that does not allow
+/// it. A project that does not exist is answered like a private one, so
+/// names cannot be probed.
 pub fn authorize(
     store: &dyn Store,
     project: &str,
@@ -95,28 +97,18 @@ pub fn authorize(
         Some(secret) => store.token_by_hash(&hash_secret(secret))?,
         None => None,
     };
+    if scope == Scope::Read && store.public_read(project)? == Some(true) {
+        return Ok(token.filter(|t| t.revoked_at.is_none() && t.project == project));
+    }
     let token = match token {
-        Some(t) if t.revoked_at.is_none() => Some(t),
-        Some(_) => {
-            return Err(ApiError::unauthorized("this token was revoked"));
+        Some(t) if t.revoked_at.is_none() => t,
+        Some(_) => return Err(ApiError::unauthorized("this token was revoked")),
+        None if bearer.is_some() => return Err(ApiError::unauthorized("this token is not valid")),
+        None => {
+            return Err(ApiError::unauthorized(
+                "this request needs a token (Authorization: Bearer …)",
+            ));
         }
-        None if bearer.is_some() => {
-            return Err(ApiError::unauthorized("this token is not valid"));
-        }
-        None => None,
-    };
-    let Some(token) = token else {
-        if scope == Scope::Read
-            && store
-                .projects()?
-                .iter()
-                .any(|p| p.name == project && p.public_read)
-        {
-            return Ok(None);
-        }
-        return Err(ApiError::unauthorized(
-            "this request needs a token (Authorization: Bearer …)",
-        ));
     };
     if token.project != project {
         return Err(ApiError::forbidden(

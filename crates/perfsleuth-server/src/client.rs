@@ -19,8 +19,14 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// The longest wait between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
 
-/// How long one request may take.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long asking whether a run is there may take.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long sending a run may take (up to the server's 32 MiB limit over a slow link).
+const POST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where and as whom to push.
 #[derive(Debug, Clone)]
@@ -95,7 +101,8 @@ impl Client {
         }
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(REQUEST_TIMEOUT))
+            .timeout_global(Some(HEAD_TIMEOUT))
+            .timeout_connect(Some(CONNECT_TIMEOUT))
             .user_agent(concat!("perfsleuth/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
@@ -173,7 +180,14 @@ impl Client {
         let mut last = String::new();
         for i in 0..self.attempts {
             if i > 0 {
-                std::thread::sleep(wait);
+                // ±25 % jitter: pushers that lost the same server do not
+                // all come back in the same instant.
+                let mut byte = [0u8; 1];
+                let jitter = match getrandom::fill(&mut byte) {
+                    Ok(()) => 0.75 + f64::from(byte[0]) / 510.0,
+                    Err(_) => 1.0,
+                };
+                std::thread::sleep(wait.mul_f64(jitter));
                 wait = (wait * 2).min(MAX_BACKOFF);
             }
             *attempts += 1;
@@ -210,6 +224,9 @@ impl Client {
                 let mut req = self
                     .agent
                     .post(url)
+                    .config()
+                    .timeout_global(Some(POST_TIMEOUT))
+                    .build()
                     .header("Content-Type", "application/json");
                 if let Some(a) = &auth {
                     req = req.header("Authorization", a);

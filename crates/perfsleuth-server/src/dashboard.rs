@@ -113,7 +113,9 @@ fn enc(s: &str) -> String {
 
 /// The breadcrumb: `(label, href)` after the root.
 fn nav(trail: &[(String, String)]) -> String {
-    let mut out = String::from("<nav class=\"sub\"><a href=\"/\">projects</a>");
+    let mut out = String::from(
+        "<nav class=\"sub\"><form method=\"post\" action=\"/logout\" style=\"float:right;margin:0\"><button type=\"submit\">Log out</button></form><a href=\"/\">projects</a>",
+    );
     for (label, href) in trail {
         if href.is_empty() {
             let _ = write!(out, " › {}", escape(label));
@@ -312,6 +314,7 @@ fn project_history(s: &mut dyn Store, bench: Option<&str>) -> Result<Option<Hist
         &order,
         &filter,
         &perfsleuth_history::Options::default(),
+        false,
     )?)
 }
 

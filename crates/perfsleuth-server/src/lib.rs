@@ -113,25 +113,54 @@ impl ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
-        let (status, hint) = match &e {
-            StoreError::NotFound(_) => {
-                (StatusCode::NOT_FOUND, "list the project's runs: GET …/runs")
-            }
-            StoreError::Unreachable { .. } | StoreError::Postgres { .. } => (
+        let unavailable = |error: String| {
+            ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "the server cannot reach its store; retry later",
-            ),
-            StoreError::Conflict(_) => (StatusCode::CONFLICT, "retry the request"),
-            _ => (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the server's store failed; see its log",
-            ),
+                error,
+                Some("the server cannot reach its store; retry later".into()),
+            )
         };
-        // The store's own message names the database, never a password.
-        let text = e.to_string();
-        let error = text.split(" (hint: ").next().unwrap_or(&text).to_string();
-        ApiError::new(status, error, Some(hint.into()))
+        match &e {
+            StoreError::NotFound(_) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                e.to_string()
+                    .split(" (hint: ")
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+                Some("list the project's runs: GET …/runs".into()),
+            ),
+            StoreError::Unreachable { .. } => {
+                log_store_error(&e);
+                unavailable("the server cannot reach its database".into())
+            }
+            StoreError::Rejected { detail, .. } => ApiError::unprocessable(
+                format!("the database refused the run: {detail}"),
+                "check the run for text PostgreSQL cannot store (a NUL character)",
+            ),
+            StoreError::Conflict(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                "another request changed the same rows",
+                Some("retry the request".into()),
+            ),
+            // The detail names the server's files and database: it goes to
+            // the server's log, and the client gets what it can act on.
+            _ => {
+                log_store_error(&e);
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the server's store failed",
+                    Some("retry later; the server's log has the details".into()),
+                )
+            }
+        }
     }
+}
+
+/// The server's log is its standard error: a store failure's full text,
+/// which the client is not shown.
+fn log_store_error(e: &StoreError) {
+    eprintln!("perfsleuth server: store error: {e}");
 }
 
 /// Store handles kept open between requests.

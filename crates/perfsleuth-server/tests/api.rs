@@ -437,6 +437,43 @@ fn tokens_scopes_and_projects_are_enforced() {
             200
         );
         assert_error(&http.call("POST", &runs, None, Some(&body)), 401);
+        // Public means public: a token of another project, or a revoked
+        // one, does not shut a reader out (a dashboard cookie of project
+        // `other` must not hide project `app`).
+        assert_eq!(
+            http.call("GET", &runs, Some(&other), None).status,
+            200,
+            "{name}"
+        );
+        assert_eq!(
+            http.call("GET", &runs, Some(&revoked), None).status,
+            200,
+            "{name}"
+        );
+        assert_error(&http.call("POST", &runs, Some(&other), Some(&body)), 403);
+        // Reads never write, not even the history's summary cache.
+        let hist = http.call(
+            "GET",
+            &format!("{base}/api/v1/projects/app/history"),
+            None,
+            None,
+        );
+        assert_eq!(hist.status, 200, "{name}: {}", hist.body);
+        store.use_project("app");
+        let ids: Vec<i64> = store
+            .history_entries()
+            .unwrap()
+            .iter()
+            .map(|e| e.benchmark_id)
+            .collect();
+        assert!(!ids.is_empty());
+        let cached = store
+            .metric_summaries(&ids, perfsleuth_model::Metric::Wall)
+            .unwrap();
+        assert!(
+            cached.iter().all(Option::is_none),
+            "{name}: an anonymous read cached summaries"
+        );
         // A malformed header is refused, not ignored.
         let r = http
             .agent
@@ -551,11 +588,32 @@ fn injection_traversal_and_bad_bodies_are_refused_or_stored_verbatim() {
             &http.call("POST", &runs, Some(&secret), Some(&export(&bad))),
             400,
         );
+        // Two samples of one iteration: the same 422 on both backends, never a retryable 5xx.
+        let mut dup = run("d", 1000, 3);
+        dup.benchmarks[0].samples[1].iteration = 0;
+        assert_error(
+            &http.call("POST", &runs, Some(&secret), Some(&export(&dup))),
+            422,
+        );
         let list = http.call("GET", &runs, Some(&secret), None);
         assert_eq!(
             list.json()["runs"].as_array().unwrap().len(),
             1,
             "{name}: refused bodies store nothing"
         );
+        // Text PostgreSQL cannot store is the run's fault (422), not the
+        // server's (a 5xx the client would retry); SQLite stores it.
+        let nul = http.call(
+            "POST",
+            &runs,
+            Some(&secret),
+            Some(&export(&run("a\u{0}b", 1000, 3))),
+        );
+        match name {
+            "postgres" => {
+                assert_error(&nul, 422);
+            }
+            _ => assert_eq!(nul.status, 201, "{}", nul.body),
+        }
     }
 }

@@ -121,6 +121,18 @@ pub enum StoreError {
         /// What the server said, one line.
         detail: String,
     },
+    /// The database refused a value of the run (PostgreSQL's data and
+    /// integrity errors, e.g. a NUL character in a text): sending it again
+    /// will not help.
+    #[error(
+        "{place}: the database refused the data: {detail} (hint: check the run for text PostgreSQL cannot store, such as NUL characters)"
+    )]
+    Rejected {
+        /// The URL without its password.
+        place: String,
+        /// What the server said.
+        detail: String,
+    },
     /// A row that must be unique already exists (a run's UUID, a token).
     #[error("{0} already exists")]
     Conflict(String),

@@ -36,6 +36,7 @@ pub use hash::{comparability_hash, sha256_hex};
 pub use location::StoreUrl;
 pub use migrations::{APPLICATION_ID, STORE_SCHEMA_VERSION};
 pub use postgres::PgStore;
+pub use queries::new_uuid as new_run_uuid;
 pub use sqlite::{BUSY_TIMEOUT, SqliteStore};
 
 use perfsleuth_model::{
@@ -285,6 +286,9 @@ pub trait Store {
 
     /// Makes this handle read and write the runs of `project`.
     fn use_project(&mut self, project: &str);
+
+    /// Whether a project's reads are public; `None` when there is no such project.
+    fn public_read(&self, name: &str) -> Result<Option<bool>, StoreError>;
 
     /// Every project created on this store, by name.
     fn projects(&self) -> Result<Vec<ProjectInfo>, StoreError>;

@@ -227,8 +227,24 @@ impl PgStore {
     fn err(&self, e: postgres::Error) -> StoreError {
         let place = self.place.display().to_string();
         if let Some(db) = e.as_db_error() {
+            let code = db.code().code();
             if db.code() == &SqlState::UNIQUE_VIOLATION {
                 return StoreError::Conflict(db.message().to_string());
+            }
+            // Classes 22 (data exception) and 23 (integrity): the values
+            // are at fault, not the server; class 08, 53 and 57P0x: the
+            // connection or the server is.
+            if code.starts_with("22") || code.starts_with("23") {
+                return StoreError::Rejected {
+                    place,
+                    detail: db.message().to_string(),
+                };
+            }
+            if code.starts_with("08") || code.starts_with("53") || code.starts_with("57P0") {
+                return StoreError::Unreachable {
+                    place,
+                    detail: db.message().to_string(),
+                };
             }
             return StoreError::Postgres {
                 place,

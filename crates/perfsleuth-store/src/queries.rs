@@ -68,8 +68,10 @@ impl RunKind {
     }
 }
 
-/// A new random (version 4) UUID.
-pub(crate) fn new_uuid() -> String {
+/// A new random (version 4) UUID for a run: callers that keep the run in
+/// memory (its exports) set it before [`crate::Store::begin_run`], so the
+/// export and the store agree.
+pub fn new_uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
@@ -881,6 +883,17 @@ pub(crate) fn projects<D: Db + ?Sized>(db: &D) -> Result<Vec<ProjectInfo>, Store
         .collect()
 }
 
+/// [`crate::Store::public_read`].
+pub(crate) fn public_read<D: Db + ?Sized>(db: &D, name: &str) -> Result<Option<bool>, StoreError> {
+    db.query(
+        "SELECT public_read FROM projects WHERE name = ?1",
+        &vals![name],
+    )?
+    .first()
+    .map(|r| r.bool(0))
+    .transpose()
+}
+
 /// [`crate::Store::ensure_project`].
 pub(crate) fn ensure_project<D: Db + ?Sized>(
     db: &D,
@@ -1226,6 +1239,9 @@ macro_rules! impl_store {
             }
             fn use_project(&mut self, project: &str) {
                 self.project = project.to_string();
+            }
+            fn public_read(&self, name: &str) -> Result<Option<bool>, StoreError> {
+                queries::public_read(self, name)
             }
             fn projects(&self) -> Result<Vec<ProjectInfo>, StoreError> {
                 queries::projects(self)

@@ -216,7 +216,8 @@ impl Db for SqliteStore {
 /// A unique-constraint failure is a [`StoreError::Conflict`]; anything else as usual.
 fn conflict_or(path: &Path, e: rusqlite::Error) -> StoreError {
     if let rusqlite::Error::SqliteFailure(f, msg) = &e
-        && f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+        && (f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+            || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
     {
         return StoreError::Conflict(msg.clone().unwrap_or_else(|| "a unique row".into()));
     }

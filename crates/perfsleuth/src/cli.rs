@@ -540,7 +540,7 @@ pub struct RunCommand {
 pub struct RunPushArgs {
     /// After the run is stored, push it to --server's --project (token from
     /// $PERFSLEUTH_TOKEN); a failed push exits 2 after the results, which stay stored.
-    #[arg(long, requires_all = ["server", "project"])]
+    #[arg(long, requires_all = ["server", "project"], conflicts_with = "no_store")]
     pub push: bool,
     #[command(flatten)]
     pub target: PushTarget,

@@ -124,6 +124,7 @@ pub(crate) fn build_doc(
         &order,
         &filter,
         opts,
+        true,
     )
     .map_err(store_fail)?;
     let Some(mut doc) = doc else {

@@ -282,6 +282,7 @@ fn store(
         run.git = imported.git.clone();
     }
     let mut store = output::open_store(store_url)?;
+    run.uuid.get_or_insert_with(perfsleuth_store::new_run_uuid);
     let id = store.begin_run(&run).map_err(output::store_fail)?;
     for b in &imported.benchmarks {
         let bid = store.add_benchmark(id, b).map_err(output::store_fail)?;

@@ -425,6 +425,7 @@ pub(crate) fn measure(
         ),
     )?;
     run.id = stored.first().and_then(|r| r.id);
+    run.uuid = stored.first().and_then(|r| r.uuid.clone());
     sink.sides = parts
         .iter()
         .zip(&ranges)

@@ -49,6 +49,8 @@ impl<'a> StoreSink<'a> {
         let mut run_ids = Vec::new();
         if let Some(store) = store.as_deref_mut() {
             for (run, benchmarks) in runs.iter_mut() {
+                // Given here, so the run's exports carry the UUID the store keeps.
+                run.uuid.get_or_insert_with(perfsleuth_store::new_run_uuid);
                 let id = store.begin_run(run).map_err(output::store_fail)?;
                 run.id = Some(id);
                 run_ids.push(id);

@@ -135,6 +135,30 @@ fn a_ci_job_pushes_and_another_machine_reads_the_comparison() {
         .ok();
         assert!(out.stdout.contains("sent to"), "{out:?}");
     }
+    // An export of a stored run carries the UUID the store keeps, so
+    // uploading the file is as idempotent as pushing the run.
+    let out = with_push_env(
+        &ci,
+        &server.base,
+        &secret,
+        &[
+            "run",
+            "--warmup",
+            "0",
+            "--runs",
+            "3",
+            "--export-json",
+            "run.json",
+            "--push",
+            "true",
+        ],
+    )
+    .ok();
+    assert!(out.stdout.contains("sent to"), "{out:?}");
+    let exported = parse_json(&std::fs::read_to_string(ci.path("run.json")).unwrap());
+    let shown = parse_json(&ci.run(["show", "--json", "latest"]).ok().stdout);
+    assert!(exported["run"]["uuid"].is_string(), "{exported}");
+    assert_eq!(exported["run"]["uuid"], shown["run"]["uuid"]);
     let again = with_push_env(
         &ci,
         &server.base,
@@ -170,7 +194,7 @@ fn a_ci_job_pushes_and_another_machine_reads_the_comparison() {
         .into();
     assert_eq!(
         parse_json(&out.stdout)["runs"].as_array().unwrap().len(),
-        2,
+        3,
         "{out:?}"
     );
     let listed = server_box
@@ -220,6 +244,18 @@ fn push_and_token_mistakes_are_one_line_errors_with_a_hint() {
         .usage_error("no valid token 999");
     sb.run(["run", "--warmup", "0", "--runs", "2", "--push", "true"])
         .clap_error("--server");
+    // Refused before measuring: there would be nothing stored to push.
+    let out = with_push_env(
+        &sb,
+        &server.base,
+        &secret,
+        &["run", "--no-store", "--push", "--runs", "2", "true"],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("--no-store") && !out.stdout.contains("Time"),
+        "{out:?}"
+    );
     // The port is taken: the second server says so and exits 2.
     let addr = server.base.trim_start_matches("http://").to_string();
     sb.run(["serve", "--store", &team, "--listen", &addr])
