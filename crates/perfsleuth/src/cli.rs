@@ -583,7 +583,7 @@ pub struct PushArgs {
 /// `perfsleuth serve`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "The store is created (or migrated) if needed. Requests need a project token (`perfsleuth server token create`), except reads of a project made public.\n\nExamples:\n  perfsleuth serve --store sqlite:team.db\n  perfsleuth serve --store postgres://perfsleuth:secret@db.example/perfsleuth --listen 0.0.0.0:8080"
+    after_help = "The store is created (or migrated) if needed. Requests need a project token (`perfsleuth server token create`), except reads of a project made public.\n\nExamples:\n  perfsleuth serve --store sqlite:team.db\n  PERFSLEUTH_STORE=postgres://perfsleuth:secret@db.example/perfsleuth perfsleuth serve --listen 0.0.0.0:8080"
 )]
 pub struct ServeArgs {
     #[command(flatten)]
