@@ -5,8 +5,7 @@
 
 use perfsleuth_compare::{Comparison, Options, Side, benchmark_key, compare, newest};
 use perfsleuth_model::{Benchmark, Environment, Mode, Run, Sample};
-use perfsleuth_store::{RunKind, RunListing, Store, StoreError};
-use std::collections::HashMap;
+use perfsleuth_store::{RunKind, Store, StoreError};
 
 /// Same-binary runs looked at per benchmark, newest first.
 const HISTORY_LIMIT: usize = 30;
@@ -106,40 +105,22 @@ pub fn default_baseline(store: &dyn Store, candidate: &Side) -> Result<Side, Sel
     };
     let wanted = first.map(|r| names(&mut r.benchmarks.iter().map(|b| &b.name)));
     let branch = first.and_then(|r| r.git.as_ref()?.branch.clone());
-    // Earlier runs of the same kind, newest first.
-    let mut earlier = Vec::new();
-    let mut cursor = match first.and_then(|r| r.id) {
-        Some(id) => store.run_before_of(id, kind)?,
-        // An exported file: every stored run is earlier.
-        None => store.resolve_run_of("latest", kind).ok(),
+    // Earlier runs of the same kind, newest first (an exported file: every
+    // stored run is earlier).
+    let earlier = store.earlier_runs(first.and_then(|r| r.id), kind)?;
+    let same_names = |r: &&perfsleuth_store::EarlierRun| match &wanted {
+        Some(w) => names(&mut r.benchmarks.iter()) == *w,
+        None => true,
     };
-    while let Some(id) = cursor {
-        earlier.push(id);
-        cursor = store.run_before_of(id, kind)?;
-    }
-    let listings: HashMap<i64, RunListing> = store
-        .list_runs(None)?
-        .into_iter()
-        .map(|l| (l.id, l))
-        .collect();
-    let same_names = |id: &i64| match (&wanted, listings.get(id)) {
-        (Some(w), Some(l)) => names(&mut l.benchmarks.iter()) == *w,
-        (None, _) => true,
-        (Some(_), None) => false,
-    };
-    let on_branch = |id: &i64| {
-        branch.is_some()
-            && listings
-                .get(id)
-                .and_then(|l| l.git.as_ref()?.branch.as_ref())
-                == branch.as_ref()
+    let on_branch = |r: &&perfsleuth_store::EarlierRun| {
+        branch.is_some() && r.branch.as_ref() == branch.as_ref()
     };
     let chosen = earlier
         .iter()
-        .find(|id| same_names(id) && on_branch(id))
-        .or_else(|| earlier.iter().find(|id| same_names(id)));
+        .find(|r| same_names(r) && on_branch(r))
+        .or_else(|| earlier.iter().find(|r| same_names(r)));
     let id = match (chosen, earlier.is_empty()) {
-        (Some(id), _) => *id,
+        (Some(r), _) => r.id,
         (None, true) => return Err(SelectError::NoEarlier),
         (None, false) => {
             return Err(SelectError::NoSameBenchmarks(

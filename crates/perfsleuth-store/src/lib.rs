@@ -102,6 +102,17 @@ pub enum RunKind {
     },
 }
 
+/// A run as [`Store::earlier_runs`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EarlierRun {
+    /// Its id.
+    pub id: i64,
+    /// Its git branch.
+    pub branch: Option<String>,
+    /// Its benchmarks' names, in display order.
+    pub benchmarks: Vec<String>,
+}
+
 /// What [`Store::ingest_run`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ingested {
@@ -225,6 +236,15 @@ pub trait Store {
 
     /// The newest run of `kind` stored before run `id`, if any.
     fn run_before_of(&self, id: i64, kind: RunKind) -> Result<Option<i64>, StoreError>;
+
+    /// Every run of `kind` stored before run `before` (all of them with
+    /// `None`), newest first, with its branch and benchmark names: what the
+    /// default baseline is chosen from, in one query.
+    fn earlier_runs(
+        &self,
+        before: Option<i64>,
+        kind: RunKind,
+    ) -> Result<Vec<EarlierRun>, StoreError>;
 
     /// Runs that measured the same program on the same kind of machine: the
     /// newest (at most `limit`) complete runs in `mode` on a machine with

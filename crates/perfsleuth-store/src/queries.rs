@@ -295,8 +295,9 @@ pub(crate) fn set_profile<D: Db + ?Sized>(
 ) -> Result<(), StoreError> {
     let text = json(db.place(), serde_json::to_string(profile))?;
     let changed = db.execute(
-        "UPDATE benchmarks SET profile = ?1 WHERE id = ?2",
-        &vals![text, benchmark_id],
+        "UPDATE benchmarks SET profile = ?1 WHERE id = ?2 AND run_id IN \
+         (SELECT id FROM runs WHERE project = ?3)",
+        &vals![text, benchmark_id, db.project()],
     )?;
     if changed == 0 {
         return Err(StoreError::NotFound(format!("benchmark {benchmark_id}")));
@@ -579,6 +580,41 @@ pub(crate) fn resolve_run_of<D: Db + ?Sized>(
         .ok_or_else(not_found)
 }
 
+/// [`crate::Store::earlier_runs`]: one query, however many runs there are.
+pub(crate) fn earlier_runs<D: Db + ?Sized>(
+    db: &D,
+    before: Option<i64>,
+    kind: RunKind,
+) -> Result<Vec<crate::EarlierRun>, StoreError> {
+    let below = match before {
+        Some(id) => format!("AND r.id < {id}"),
+        None => String::new(),
+    };
+    let rows = db.query(
+        &format!(
+            "SELECT r.id, r.git_branch, b.name FROM runs r LEFT JOIN benchmarks b ON b.run_id = r.id \
+             WHERE r.project = ?1 AND {} {below} ORDER BY r.id DESC, b.position",
+            kind.condition(db.dialect())
+        ),
+        &vals![db.project()],
+    )?;
+    let mut out: Vec<crate::EarlierRun> = Vec::new();
+    for row in rows {
+        let id = row.int(0)?;
+        if out.last().is_none_or(|r| r.id != id) {
+            out.push(crate::EarlierRun {
+                id,
+                branch: row.opt_text(1)?,
+                benchmarks: Vec::new(),
+            });
+        }
+        if let (Some(last), Some(name)) = (out.last_mut(), row.opt_text(2)?) {
+            last.benchmarks.push(name);
+        }
+    }
+    Ok(out)
+}
+
 fn ids<D: Db + ?Sized>(db: &D, sql: &str, params: &[Val]) -> Result<Vec<i64>, StoreError> {
     db.query(sql, params)?.iter().map(|r| r.int(0)).collect()
 }
@@ -730,13 +766,18 @@ pub(crate) fn metric_values<D: Db + ?Sized>(
         Metric::InvoluntaryCs => "involuntary_cs",
         Metric::Counter(_) => "counters",
     };
-    let sql = format!("SELECT {column} FROM samples WHERE benchmark_id = ?1 ORDER BY iteration");
+    // Only the project's benchmarks: ids are never taken on trust.
+    let sql = format!(
+        "SELECT {column} FROM samples WHERE benchmark_id = ?1 AND EXISTS (SELECT 1 FROM \
+         benchmarks b JOIN runs r ON r.id = b.run_id WHERE b.id = ?1 AND r.project = ?2) \
+         ORDER BY iteration"
+    );
     transaction(db, false, || {
         let mut out = Vec::with_capacity(benchmark_ids.len());
         for &id in benchmark_ids {
             // The samples table is clustered by (benchmark_id, iteration), so
             // each benchmark's values are one range read of its primary key.
-            let rows = db.query(&sql, &vals![id])?;
+            let rows = db.query(&sql, &vals![id, db.project()])?;
             let mut values = Vec::with_capacity(rows.len());
             for row in rows {
                 let v = match metric {
@@ -774,8 +815,9 @@ pub(crate) fn metric_summaries<D: Db + ?Sized>(
         for &id in benchmark_ids {
             let rows = db.query(
                 "SELECT n, median, lo, hi FROM metric_summaries \
-                 WHERE benchmark_id = ?1 AND metric = ?2",
-                &vals![id, metric.name()],
+                 WHERE benchmark_id = ?1 AND metric = ?2 AND EXISTS (SELECT 1 FROM benchmarks b \
+                 JOIN runs r ON r.id = b.run_id WHERE b.id = ?1 AND r.project = ?3)",
+                &vals![id, metric.name(), db.project()],
             )?;
             out.push(match rows.first() {
                 Some(r) => Some(MetricSummary {
@@ -1190,6 +1232,13 @@ macro_rules! impl_store {
             }
             fn run_before_of(&self, id: i64, kind: RunKind) -> Result<Option<i64>, StoreError> {
                 queries::run_before_of(self, id, kind)
+            }
+            fn earlier_runs(
+                &self,
+                before: Option<i64>,
+                kind: RunKind,
+            ) -> Result<Vec<$crate::EarlierRun>, StoreError> {
+                queries::earlier_runs(self, before, kind)
             }
             fn same_binary_runs(
                 &self,
