@@ -5,7 +5,7 @@
 
 use perfsleuth_compare::{Comparison, Options, Side, benchmark_key, compare, newest};
 use perfsleuth_model::{Benchmark, Environment, Mode, Run, Sample};
-use perfsleuth_store::{RunKind, Store, StoreError};
+use perfsleuth_store::{EarlierRun, RunKind, Store, StoreError};
 
 /// Same-binary runs looked at per benchmark, newest first.
 const HISTORY_LIMIT: usize = 30;
@@ -97,30 +97,16 @@ pub fn default_baseline(store: &dyn Store, candidate: &Side) -> Result<Side, Sel
         mode: r.mode,
         scale: r.is_scale_sweep(),
     });
-    let names = |it: &mut dyn Iterator<Item = &String>| {
-        let mut v: Vec<String> = it.cloned().collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let wanted = first.map(|r| names(&mut r.benchmarks.iter().map(|b| &b.name)));
+    let wanted = first.map(|r| sorted_names(r.benchmarks.iter().map(|b| b.name.as_str())));
     let branch = first.and_then(|r| r.git.as_ref()?.branch.clone());
     // Earlier runs of the same kind, newest first (an exported file: every
     // stored run is earlier).
     let earlier = store.earlier_runs(first.and_then(|r| r.id), kind)?;
-    let same_names = |r: &&perfsleuth_store::EarlierRun| match &wanted {
-        Some(w) => names(&mut r.benchmarks.iter()) == *w,
-        None => true,
-    };
-    let on_branch = |r: &&perfsleuth_store::EarlierRun| {
-        branch.is_some() && r.branch.as_ref() == branch.as_ref()
-    };
-    let chosen = earlier
-        .iter()
-        .find(|r| same_names(r) && on_branch(r))
-        .or_else(|| earlier.iter().find(|r| same_names(r)));
-    let id = match (chosen, earlier.is_empty()) {
-        (Some(r), _) => r.id,
+    let id = match (
+        pick(&earlier, wanted.as_deref(), branch.as_deref()),
+        earlier.is_empty(),
+    ) {
+        (Some(id), _) => id,
         (None, true) => return Err(SelectError::NoEarlier),
         (None, false) => {
             return Err(SelectError::NoSameBenchmarks(
@@ -132,6 +118,47 @@ pub fn default_baseline(store: &dyn Store, candidate: &Side) -> Result<Side, Sel
         label: format!("run {id}"),
         runs: vec![load_side_run(store, id)?],
     })
+}
+
+/// A benchmark set as compared: names sorted, each once.
+fn sorted_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut v: Vec<String> = names.map(str::to_string).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The newest of `earlier` with the `wanted` benchmarks (any, when `None`),
+/// on `branch` if one is, else on any branch.
+fn pick(earlier: &[EarlierRun], wanted: Option<&[String]>, branch: Option<&str>) -> Option<i64> {
+    let same_names = |r: &&EarlierRun| {
+        wanted.is_none_or(|w| sorted_names(r.benchmarks.iter().map(String::as_str)) == w)
+    };
+    let on_branch = |r: &&EarlierRun| branch.is_some() && r.branch.as_deref() == branch;
+    earlier
+        .iter()
+        .find(|r| same_names(r) && on_branch(r))
+        .or_else(|| earlier.iter().find(same_names))
+        .map(|r| r.id)
+}
+
+/// Whether a listed run has a default baseline (the dashboard links only
+/// comparisons that can be made). Probe runs have none; a scale sweep is
+/// taken for a plain run here, which can only hide a link, never show a
+/// broken one.
+pub fn has_default_baseline(store: &dyn Store, run: &perfsleuth_store::RunListing) -> bool {
+    if run.mode == Mode::Probe || run.benchmarks.is_empty() {
+        return false;
+    }
+    let kind = RunKind::Like {
+        mode: run.mode,
+        scale: false,
+    };
+    let wanted = sorted_names(run.benchmarks.iter().map(String::as_str));
+    let branch = run.git.as_ref().and_then(|g| g.branch.as_deref());
+    store
+        .earlier_runs(Some(run.id), kind)
+        .is_ok_and(|earlier| pick(&earlier, Some(&wanted), branch).is_some())
 }
 
 /// Moves a default baseline to the last run of the latest stable segment

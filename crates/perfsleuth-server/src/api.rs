@@ -359,8 +359,21 @@ struct CompareQuery {
     history: Option<bool>,
 }
 
+/// A query parameter's value; an empty one is the same as none (a form left blank).
+pub(crate) fn given(v: &Option<String>) -> Option<String> {
+    v.as_deref()
+        .filter(|v| !v.trim().is_empty())
+        .map(str::to_string)
+}
+
 /// A side named by a query parameter: an id, a UUID, `latest~N` or a branch.
-fn side(store: &dyn Store, spec: &str) -> Result<Side, ApiError> {
+pub(crate) fn side(store: &dyn Store, spec: &str) -> Result<Side, ApiError> {
+    if store.list_runs(Some(1))?.is_empty() {
+        return Err(ApiError::not_found(
+            "this project has no runs yet",
+            "push some: perfsleuth push --server URL --project NAME",
+        ));
+    }
     if is_uuid(spec) {
         let id = run_id(store, spec)?;
         return Ok(Side {
@@ -378,16 +391,25 @@ fn side(store: &dyn Store, spec: &str) -> Result<Side, ApiError> {
         })
 }
 
+/// A side that could not be chosen, with hints for a server's user (the
+/// CLI's speak of its arguments).
 pub(crate) fn select_err(e: SelectError) -> ApiError {
-    let hint = e.hint();
+    let text = e.to_string();
     match e {
         SelectError::Store(e) => e.into(),
-        SelectError::NoRun(_) | SelectError::NoEarlier | SelectError::NoSameBenchmarks(_) => {
-            ApiError::not_found(e.to_string(), hint)
-        }
-        SelectError::ProbeRun(_) | SelectError::Modes(_) => {
-            ApiError::unprocessable(e.to_string(), hint)
-        }
+        SelectError::NoRun(_) => ApiError::not_found(text, "list the project's runs: GET …/runs"),
+        SelectError::NoEarlier | SelectError::NoSameBenchmarks(_) => ApiError::not_found(
+            text,
+            "name the baseline: ?baseline=RUN (a run id, UUID, latest~N or branch; GET …/runs lists them)",
+        ),
+        SelectError::ProbeRun(_) => ApiError::unprocessable(
+            text,
+            "compare runs of commands; probe runs are compared with `perfsleuth probe diff`",
+        ),
+        SelectError::Modes(_) => ApiError::unprocessable(
+            text,
+            "compare runs of one mode (each run's mode is in GET …/runs)",
+        ),
     }
 }
 
@@ -401,9 +423,9 @@ async fn comparison(
     let Query(q) = query.map_err(query_err)?;
     state
         .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
-            let candidate = side(s, q.candidate.as_deref().unwrap_or("latest"))?;
-            let baseline = match &q.baseline {
-                Some(spec) => Some(side(s, spec)?),
+            let candidate = side(s, given(&q.candidate).as_deref().unwrap_or("latest"))?;
+            let baseline = match given(&q.baseline) {
+                Some(spec) => Some(side(s, &spec)?),
                 None => None,
             };
             let done = stored::compare_stored(

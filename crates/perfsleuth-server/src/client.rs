@@ -93,6 +93,12 @@ impl Client {
                 "give the server's base URL, e.g. --server http://perf.example:8080",
             ));
         }
+        if base.parse::<ureq::http::Uri>().is_err() || base.contains(char::is_whitespace) {
+            return Err(usage(
+                format!("--server {server:?} is not a valid URL"),
+                "give the server's base URL, e.g. --server http://perf.example:8080",
+            ));
+        }
         if !valid_project(project) {
             return Err(usage(
                 format!("--project {project:?} is not a project name"),
@@ -174,7 +180,7 @@ impl Client {
     fn with_retries(
         &self,
         attempts: &mut u32,
-        request: impl Fn() -> Result<Answer, String>,
+        request: impl Fn() -> Result<Answer, Transport>,
     ) -> Result<Answer, PushError> {
         let mut wait = FIRST_BACKOFF;
         let mut last = String::new();
@@ -196,7 +202,15 @@ impl Client {
                     last = format!("HTTP {}: {}", a.status, error_text(&a));
                 }
                 Ok(a) => return Ok(a),
-                Err(e) => last = e,
+                Err(Transport::Fatal(message, hint)) => {
+                    return Err(PushError {
+                        message: format!("cannot talk to {}: {message}", self.base),
+                        hint,
+                        status: None,
+                        usage: true,
+                    });
+                }
+                Err(Transport::Retry(e)) => last = e,
             }
         }
         Err(PushError {
@@ -210,7 +224,7 @@ impl Client {
         })
     }
 
-    fn send(&self, method: &str, url: &str, body: Option<&[u8]>) -> Result<Answer, String> {
+    fn send(&self, method: &str, url: &str, body: Option<&[u8]>) -> Result<Answer, Transport> {
         let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let response = match (method, body) {
             ("HEAD", _) => {
@@ -234,18 +248,49 @@ impl Client {
                 req.send(body.unwrap_or_default())
             }
         };
-        let mut response = response.map_err(|e| e.to_string())?;
+        let mut response = response.map_err(transport)?;
         let status = response.status().as_u16();
         let body = if method == "HEAD" {
             String::new()
         } else {
-            response
-                .body_mut()
-                .read_to_string()
-                .map_err(|e| e.to_string())?
+            response.body_mut().read_to_string().map_err(transport)?
         };
         Ok(Answer { status, body })
     }
+}
+
+/// Why a request got no answer.
+enum Transport {
+    /// The network or the server may recover: try again.
+    Retry(String),
+    /// Trying again cannot help (a TLS mismatch, a bad URL): message and hint.
+    Fatal(String, String),
+}
+
+/// Sorts a client error into one to retry and one to report at once.
+fn transport(e: ureq::Error) -> Transport {
+    let text = e.to_string();
+    let tls = matches!(
+        e,
+        ureq::Error::Tls(_)
+            | ureq::Error::Rustls(_)
+            | ureq::Error::Pem(_)
+            | ureq::Error::TlsRequired
+    ) || text.contains("corrupt message")
+        || text.contains("InvalidContentType");
+    if tls {
+        return Transport::Fatal(
+            text,
+            "the server may speak plain HTTP (then use an http:// URL), or its certificate is not trusted".into(),
+        );
+    }
+    if matches!(e, ureq::Error::BadUri(_) | ureq::Error::Http(_)) {
+        return Transport::Fatal(
+            text,
+            "give the server's base URL, e.g. --server http://perf.example:8080".into(),
+        );
+    }
+    Transport::Retry(text)
 }
 
 /// The server's own message where it sent a `perfsleuth/error`, else the body's start.
@@ -271,6 +316,11 @@ fn refusal(a: &Answer, project: &str) -> PushError {
             403 => (
                 format!("the token may not upload to project {project}"),
                 format!("use a token of project {project} with the ingest scope"),
+            ),
+            404 => (
+                "no perfsleuth API at this URL".to_string(),
+                "give the server's base URL, without /api/v1 (e.g. --server http://perf.example:8080)"
+                    .to_string(),
             ),
             _ => (
                 a.body.chars().take(200).collect::<String>(),

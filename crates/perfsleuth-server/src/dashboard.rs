@@ -83,6 +83,15 @@ impl IntoResponse for PageError {
     }
 }
 
+/// A page for a path that is not one.
+pub(crate) fn not_found_page(path: &str) -> Response {
+    PageError(
+        ApiError::not_found(format!("no page {path}"), "start from the project list"),
+        None,
+    )
+    .into_response()
+}
+
 /// The token of a request: the Authorization header, else the login cookie.
 fn credential(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     if let Some(t) = bearer(headers)? {
@@ -377,7 +386,7 @@ async fn project_page(
             }
         }
         body.push_str("</section><section><h2>Recent runs</h2>");
-        if runs.len() >= 2 {
+        if runs.first().is_some_and(|r| stored::has_default_baseline(s, r)) {
             let _ = write!(
                 body,
                 "<p>{}</p>",
@@ -387,9 +396,10 @@ async fn project_page(
         body.push_str("<table><thead><tr><th>run</th><th>started</th><th>status</th><th>revision</th><th>benchmarks</th><th>samples</th><th>machine</th><th></th></tr></thead><tbody>");
         for r in &runs {
             // The first run has nothing before it to compare with.
-            let compare = match s.run_before_of(r.id, RunKind::Benchmarks)? {
-                Some(_) => link(&format!("/p/{p}/compare?candidate={}", r.id), "compare"),
-                None => String::new(),
+            let compare = if stored::has_default_baseline(s, r) {
+                link(&format!("/p/{p}/compare?candidate={}", r.id), "compare")
+            } else {
+                String::new()
             };
             let _ = write!(
                 body,
@@ -490,11 +500,14 @@ async fn run_page(
         let id = run.id.unwrap_or_default();
         let before = s.run_before_of(id, RunKind::Benchmarks)?;
         let mut links = Vec::new();
-        if let Some(b) = before {
+        let listed = s.run_listing(id)?;
+        if listed.is_some_and(|l| stored::has_default_baseline(s, &l)) {
             links.push(link(
                 &format!("/p/{p}/compare?candidate={id}"),
                 "Compare with its baseline",
             ));
+        }
+        if let Some(b) = before {
             links.push(link(
                 &format!("/p/{p}/env?a={b}&b={id}"),
                 &format!("Environment diff with run {b}"),
@@ -502,10 +515,9 @@ async fn run_page(
         }
         let analysis = perfsleuth_report::analyze(&run, None);
         let body = format!(
-            "<p>{}</p>{}{}",
+            "<p>{}</p>{}",
             links.join(" · "),
-            html::run_section(&run, &analysis),
-            html::environment(&run.environment, "Environment")
+            html::run_section(&run, &analysis)
         );
         Ok(page(
             &format!("Run {id} — {p}"),
@@ -543,19 +555,10 @@ async fn compare_page(
     let Query(q) = query.map_err(bad_query)?;
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
-        let side = |spec: &str| {
-            stored::stored_side(s, spec)
-                .map_err(crate::api::select_err)?
-                .ok_or_else(|| {
-                    ApiError::not_found(
-                        format!("no run or branch {spec:?} in this project"),
-                        "pick runs from the project's page",
-                    )
-                })
-        };
-        let candidate = side(q.candidate.as_deref().unwrap_or("latest"))?;
-        let baseline = match &q.baseline {
-            Some(b) => Some(side(b)?),
+        let given = crate::api::given;
+        let candidate = crate::api::side(s, given(&q.candidate).as_deref().unwrap_or("latest"))?;
+        let baseline = match given(&q.baseline) {
+            Some(b) => Some(crate::api::side(s, &b)?),
             None => None,
         };
         let done = stored::compare_stored(

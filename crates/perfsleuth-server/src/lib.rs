@@ -284,6 +284,13 @@ pub enum ServerError {
 /// The server's router over `config.store` (opened and migrated here, so a
 /// bad store fails before anything listens).
 pub fn router(config: &ServerConfig) -> Result<axum::Router, StoreError> {
+    build(config).map(|(router, _)| router)
+}
+
+/// The router and the state it shares, which the caller keeps so the store
+/// handles are closed outside the async runtime: the synchronous PostgreSQL
+/// client runs a runtime of its own and may not be dropped inside another.
+fn build(config: &ServerConfig) -> Result<(axum::Router, Arc<State>), StoreError> {
     let first = config.store.open()?;
     let backend = match config.store {
         StoreUrl::Sqlite(_) => "sqlite",
@@ -298,14 +305,52 @@ pub fn router(config: &ServerConfig) -> Result<axum::Router, StoreError> {
         backend,
         body_limit: config.body_limit,
     });
-    Ok(api::routes(Arc::clone(&state)).merge(dashboard::routes(state)))
+    let router = api::routes(Arc::clone(&state))
+        .merge(dashboard::routes(Arc::clone(&state)))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn(access_log));
+    Ok((router, state))
+}
+
+/// No such route: a `perfsleuth/error` under `/api/`, a page elsewhere.
+async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    if uri.path().starts_with("/api/") {
+        ApiError::not_found(
+            format!("no endpoint {}", uri.path()),
+            "the API's paths start with /api/v1/projects/{project}/ (docs/SERVER.md); --server takes the server's base URL, without /api/v1",
+        )
+        .into_response()
+    } else {
+        dashboard::not_found_page(uri.path())
+    }
+}
+
+/// One line per request on the server's standard error (its log): time,
+/// method, path (no query: it may name runs, never secrets, but stays
+/// short), status, duration. Tokens travel in headers and are never logged.
+async fn access_log(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let start = std::time::Instant::now();
+    let response = next.run(request).await;
+    eprintln!(
+        "{} {method} {path} {} {:.1} ms",
+        perfsleuth_model::rfc3339(std::time::SystemTime::now()),
+        response.status().as_u16(),
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    response
 }
 
 /// Serves until SIGINT or SIGTERM, then finishes the requests in flight.
 /// `ready` is called with the bound address once the server listens (port
 /// 0 picks a free one).
 pub fn serve(config: ServerConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
-    let app = router(&config)?;
+    let (app, state) = build(&config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_io()
         .enable_time()
@@ -326,6 +371,8 @@ pub fn serve(config: ServerConfig, ready: impl FnOnce(SocketAddr)) -> Result<(),
     })?;
     // Requests still blocked on the store get a moment, not forever.
     runtime.shutdown_timeout(Duration::from_secs(10));
+    // Outside the runtime: the pooled PostgreSQL clients close here.
+    drop(state);
     Ok(())
 }
 

@@ -267,6 +267,23 @@ fn every_endpoint_answers_with_its_typed_document() {
         assert_eq!(ingest["uuid"], "0e9f6a4c-1111-4aaa-8bbb-000000000001");
         let id = ingest["id"].as_i64().unwrap();
         assert_eq!(r.header("location"), ingest["url"].as_str());
+        // The first run alone: no baseline, and the hint speaks of the API.
+        let none = http.call(
+            "GET",
+            &format!("{base}/api/v1/projects/app/compare"),
+            Some(&secret),
+            None,
+        );
+        let doc = assert_error(&none, 404);
+        assert!(
+            doc["hint"].as_str().unwrap().contains("?baseline="),
+            "{doc}"
+        );
+        // No such endpoint: a perfsleuth/error too.
+        assert_error(
+            &http.call("GET", &format!("{base}/api/v1/nope"), None, None),
+            404,
+        );
         // A retried upload stores nothing new.
         let again = http.call("POST", &runs, Some(&secret), Some(&export(&first)));
         assert_eq!(again.status, 200, "{name}");

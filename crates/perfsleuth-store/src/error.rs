@@ -101,6 +101,14 @@ pub enum StoreError {
         "no stored run matches {0:?} (hint: run `perfsleuth runs` to list stored runs; use an id, latest or latest~N)"
     )]
     NotFound(String),
+    /// A PostgreSQL database that holds another application's tables.
+    #[error(
+        "{place}: not a perfsleuth database: it holds other tables and no perfsleuth_meta; it was left untouched (hint: give an empty database, e.g. one made with createdb, or one perfsleuth set up)"
+    )]
+    ForeignDatabase {
+        /// The URL without its password.
+        place: String,
+    },
     /// A PostgreSQL server could not be reached or refused the login.
     #[error(
         "cannot connect to {place}: {detail} (hint: check the URL, that the server runs and that the user may log in, or use --store sqlite:PATH)"

@@ -213,6 +213,9 @@ pub trait Store {
     /// Lists runs newest first, at most `limit` of them.
     fn list_runs(&self, limit: Option<usize>) -> Result<Vec<RunListing>, StoreError>;
 
+    /// The listing of one run of the project.
+    fn run_listing(&self, id: i64) -> Result<Option<RunListing>, StoreError>;
+
     /// Resolves "latest", "latest~N" (the N-th run before the latest) or a numeric id to a run id.
     fn resolve_run(&self, spec: &str) -> Result<i64, StoreError> {
         self.resolve_run_of(spec, RunKind::Any)

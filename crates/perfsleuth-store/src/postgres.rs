@@ -155,28 +155,25 @@ impl fmt::Debug for PgStore {
     }
 }
 
-/// The URL as messages may show it: scheme, user, hosts, database; no password.
+/// The URL as messages may show it: scheme, user, hosts, database; no
+/// password and no query (it may hold `password=`). Done on the text, by the
+/// URL rule that user information ends at the authority's last `@`, so a
+/// password holding an `@` is not half shown.
 pub(crate) fn redact(url: &str) -> String {
-    match Config::from_str(url) {
-        Ok(c) => {
-            let hosts: Vec<String> = c
-                .get_hosts()
-                .iter()
-                .zip(c.get_ports().iter().chain(std::iter::repeat(&5432)))
-                .map(|(h, p)| match h {
-                    postgres::config::Host::Tcp(h) => format!("{h}:{p}"),
-                    postgres::config::Host::Unix(path) => path.display().to_string(),
-                })
-                .collect();
-            format!(
-                "postgres://{}{}/{}",
-                c.get_user().map(|u| format!("{u}@")).unwrap_or_default(),
-                hosts.join(","),
-                c.get_dbname().unwrap_or("")
-            )
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "postgres://…".into();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let path = tail.split(['?', '#']).next().unwrap_or("");
+    let shown = match authority.rfind('@') {
+        Some(at) => {
+            let user = authority[..at].split(':').next().unwrap_or("");
+            format!("{user}@{}", &authority[at + 1..])
         }
-        Err(_) => "postgres://…".into(),
-    }
+        None => authority.to_string(),
+    };
+    format!("{scheme}://{shown}{path}")
 }
 
 fn one_line(e: &dyn fmt::Display) -> String {
@@ -192,6 +189,15 @@ impl PgStore {
             place: place.clone(),
             detail,
         };
+        let authority = url.split_once("://").map_or("", |(_, rest)| {
+            rest.split(['/', '?', '#']).next().unwrap_or("")
+        });
+        if authority.matches('@').count() > 1 {
+            return Err(StoreError::UnsupportedUrl {
+                url: place,
+                reason: "the user or password holds an `@`: percent-encode it as %40".into(),
+            });
+        }
         let mut config = Config::from_str(url).map_err(|e| StoreError::UnsupportedUrl {
             url: place.clone(),
             reason: one_line(&e),
@@ -295,7 +301,9 @@ impl PgStore {
                 .map_err(|e| self.err(e))?
                 .get(0);
             if tables > 0 {
-                return Err(StoreError::NotADatabase { path: place });
+                return Err(StoreError::ForeignDatabase {
+                    place: place.display().to_string(),
+                });
             }
             tx.batch_execute(
                 "CREATE TABLE perfsleuth_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -475,5 +483,14 @@ mod tests {
         let shown = redact("postgres://ci:s3cret@db.example:5433/perf");
         assert_eq!(shown, "postgres://ci@db.example:5433/perf");
         assert!(!redact("postgresql://u:pw@h/d").contains("pw"));
+        // A password with an `@` (unencoded) is not half shown, nor one in the query.
+        assert_eq!(
+            redact("postgres://u:Tr0ub@dor@10.0.0.1/db"),
+            "postgres://u@10.0.0.1/db"
+        );
+        assert_eq!(
+            redact("postgres://h/db?password=hunter2"),
+            "postgres://h/db"
+        );
     }
 }

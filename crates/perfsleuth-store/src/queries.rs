@@ -476,13 +476,32 @@ pub(crate) fn list_runs<D: Db + ?Sized>(
     db: &D,
     limit: Option<usize>,
 ) -> Result<Vec<RunListing>, StoreError> {
-    let place = db.place();
     // A number we format ourselves: both databases take a literal LIMIT,
     // while "no limit" is spelled differently as a parameter.
     let limit = match limit {
         Some(n) => format!("LIMIT {}", i64::try_from(n).unwrap_or(i64::MAX)),
         None => String::new(),
     };
+    listings(db, None, &limit)
+}
+
+/// [`crate::Store::run_listing`].
+pub(crate) fn run_listing<D: Db + ?Sized>(
+    db: &D,
+    id: i64,
+) -> Result<Option<RunListing>, StoreError> {
+    Ok(listings(db, Some(id), "")?.pop())
+}
+
+/// The listings of the project's runs (of run `only`), newest first.
+fn listings<D: Db + ?Sized>(
+    db: &D,
+    only: Option<i64>,
+    limit: &str,
+) -> Result<Vec<RunListing>, StoreError> {
+    let place = db.place();
+    // An id we hold as an integer: formatted, it cannot be anything else.
+    let only = only.map_or(String::new(), |id| format!("AND r.id = {id}"));
     transaction(db, false, || {
         let rows = db.query(
             &format!(
@@ -491,7 +510,7 @@ pub(crate) fn list_runs<D: Db + ?Sized>(
                  (SELECT count(*) FROM samples s JOIN benchmarks b ON b.id = s.benchmark_id \
                   WHERE b.run_id = r.id) \
                  FROM runs r JOIN environments e ON e.id = r.environment_id \
-                 WHERE r.project = ?1 ORDER BY r.id DESC {limit}"
+                 WHERE r.project = ?1 {only} ORDER BY r.id DESC {limit}"
             ),
             &vals![db.project()],
         )?;
@@ -1220,6 +1239,9 @@ macro_rules! impl_store {
             }
             fn list_runs(&self, limit: Option<usize>) -> Result<Vec<RunListing>, StoreError> {
                 queries::list_runs(self, limit)
+            }
+            fn run_listing(&self, id: i64) -> Result<Option<RunListing>, StoreError> {
+                queries::run_listing(self, id)
             }
             fn resolve_run_of(&self, spec: &str, kind: RunKind) -> Result<i64, StoreError> {
                 queries::resolve_run_of(self, spec, kind)

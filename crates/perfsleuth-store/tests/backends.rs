@@ -394,7 +394,8 @@ fn a_postgres_database_of_another_application_is_refused_untouched() {
             .unwrap();
     }
     let err = PgStore::connect(&url).unwrap_err();
-    assert!(matches!(err, StoreError::NotADatabase { .. }), "{err:?}");
+    assert!(matches!(err, StoreError::ForeignDatabase { .. }), "{err:?}");
+    assert!(err.to_string().contains("createdb"), "{err}");
     let msg = err.to_string();
     assert!(
         !msg.contains("perfsleuth@") || !msg.contains(":perfsleuth@"),
@@ -447,4 +448,14 @@ fn concurrent_connections_ingesting_the_same_run_store_it_once() {
         "{results:?}"
     );
     assert!(results.iter().all(|i| i.id == results[0].id), "{results:?}");
+}
+
+#[test]
+fn a_password_with_an_unencoded_at_sign_is_refused_without_showing_it() {
+    let err = PgStore::connect("postgres://u:Tr0ub@dor@127.0.0.1:1/db").unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("%40") && !msg.contains("Tr0ub") && !msg.contains("dor@"),
+        "{msg}"
+    );
 }

@@ -555,8 +555,8 @@ pub struct PushTarget {
     /// The project on the server.
     #[arg(long, value_name = "NAME", env = "PERFSLEUTH_PROJECT")]
     pub project: Option<String>,
-    /// HTTP attempts per request before giving up (network errors, 5xx), with
-    /// a doubling wait from 0.25 s to 8 s between them.
+    /// HTTP attempts per request before giving up (network errors, 5xx, 408,
+    /// 429), with a doubling, jittered wait from 0.25 s to 8 s between them.
     #[arg(long, value_name = "N", default_value_t = perfsleuth_server::client::DEFAULT_ATTEMPTS,
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub attempts: u32,
@@ -589,7 +589,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// Address and port to listen on (port 0: any free port, printed on start).
-    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080", value_parser = crate::parse::listen_addr)]
     pub listen: std::net::SocketAddr,
     /// Largest request body accepted, in bytes or with a unit (KiB, MiB); larger uploads get 413.
     #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = crate::parse::byte_size)]

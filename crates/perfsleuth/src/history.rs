@@ -62,7 +62,22 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
                 store.location().display()
             )
         } else {
-            format!("No runs stored in {} yet.\n", store.location().display())
+            let mut text = format!("No runs stored in {} yet.\n", store.location().display());
+            // A team server's store keeps its runs in projects: say where they are.
+            let elsewhere: Vec<String> = store
+                .projects()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|p| p.runs > 0 && p.name != store.project())
+                .map(|p| format!("{} ({} runs)", p.name, p.runs))
+                .collect();
+            if !elsewhere.is_empty() {
+                text.push_str(&format!(
+                    "Its projects hold runs: {}; read one with PERFSLEUTH_STORE_PROJECT=NAME.\n",
+                    elsewhere.join(", ")
+                ));
+            }
+            text
         };
         emit(&text, false);
         return Ok(0);

@@ -63,6 +63,12 @@ pub type AnyStore = Box<dyn Store + Send>;
 /// a team server's database directly (the server writes every run into a project).
 fn with_project(mut store: AnyStore) -> Result<AnyStore, Fail> {
     if let Some(project) = utf8_var("PERFSLEUTH_STORE_PROJECT", "give the project name in UTF-8")? {
+        if !perfsleuth_server::auth::valid_project(&project) {
+            return Err(Fail::usage(
+                format!("PERFSLEUTH_STORE_PROJECT={project:?} is not a project name"),
+                "project names are 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            ));
+        }
         store.use_project(&project);
     }
     Ok(store)

@@ -238,6 +238,28 @@ pub fn byte_size(s: &str) -> Result<u64, String> {
     })
 }
 
+/// `--listen`: an address and port, a host name resolved to its first
+/// address ("localhost:8080"), or a bare port on loopback (":8080").
+pub fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs as _;
+    let bad = || {
+        format!(
+            "`{s}` is not an address and port: give e.g. 127.0.0.1:8080, 0.0.0.0:8080 or localhost:8080"
+        )
+    };
+    let text = match s.strip_prefix(':') {
+        Some(port) => format!("127.0.0.1:{port}"),
+        None => s.to_string(),
+    };
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    text.to_socket_addrs()
+        .map_err(|_| bad())?
+        .next()
+        .ok_or_else(bad)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

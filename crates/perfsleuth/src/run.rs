@@ -159,6 +159,9 @@ pub fn run(args: RunArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             );
         }
     }
+    if let Some(target) = &args.push {
+        crate::server::check_push_target(target)?;
+    }
     let mut spawner = spawner_or_start(spawner)?;
     for i in 1..=repeat {
         if repeat > 1 {

@@ -61,9 +61,18 @@ pub fn server(args: ServerArgs) -> Result<i32, Fail> {
             let mut s = open_existing_store(store.store.as_deref())?;
             let now = perfsleuth_model::rfc3339(std::time::SystemTime::now());
             if !s.revoke_token(id, &now).map_err(store_fail)? {
+                let known = s
+                    .tokens(None)
+                    .map_err(store_fail)?
+                    .into_iter()
+                    .find(|t| t.id == id);
+                let message = match known.and_then(|t| t.revoked_at) {
+                    Some(when) => format!("token {id} was already revoked at {when}"),
+                    None => format!("no token {id} in {}", s.location().display()),
+                };
                 return Err(Fail::usage(
-                    format!("no valid token {id} in {}", s.location().display()),
-                    "list the tokens with `perfsleuth server token list`",
+                    message,
+                    "list the tokens with `perfsleuth server token list --store URL`",
                 ));
             }
             emit(&format!("Token {id} revoked.\n"), false);
@@ -175,8 +184,12 @@ fn token_list(project: Option<&str>, json: bool, store: Option<&str>) -> Result<
     if let Some(p) = project {
         check_project(p)?;
     }
-    let s = open_existing_store(store)?;
-    let tokens = s.tokens(project).map_err(store_fail)?;
+    // A store not made yet holds no tokens; listing does not create it.
+    let tokens = match open_existing_store(store) {
+        Ok(s) => s.tokens(project).map_err(store_fail)?,
+        Err(f) if f.message.starts_with("no results stored yet") => Vec::new(),
+        Err(f) => return Err(f),
+    };
     if json {
         emit(
             &tokens_json(tokens.iter().map(|t| info(t, None)).collect())?,
@@ -272,6 +285,11 @@ fn client(target: &PushTarget) -> Result<Client, Fail> {
         }
     };
     Client::new(server, project, token, target.attempts).map_err(|e| Fail::usage(e.message, e.hint))
+}
+
+/// Checks `run --push`'s server and project before anything is measured.
+pub fn check_push_target(target: &PushTarget) -> Result<(), Fail> {
+    client(target).map(|_| ())
 }
 
 /// `perfsleuth push`.

@@ -241,9 +241,53 @@ fn push_and_token_mistakes_are_one_line_errors_with_a_hint() {
     ])
     .usage_error("unknown scope `root`");
     sb.run(["server", "token", "revoke", "999", "--store", &team])
-        .usage_error("no valid token 999");
+        .usage_error("no token 999");
     sb.run(["run", "--warmup", "0", "--runs", "2", "--push", "true"])
         .clap_error("--server");
+    // Checked before measuring: a bad project or server wastes no run.
+    let out = with_push_env(
+        &sb,
+        &server.base,
+        &secret,
+        &["run", "--push", "--project", "a/b", "--runs", "2", "true"],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("not a project name") && !out.stdout.contains("Time"),
+        "{out:?}"
+    );
+    // The API's path given as the server: said so, not an empty message.
+    with_push_env(&sb, &format!("{}/api/v1", server.base), &secret, &["push"])
+        .usage_error("without /api/v1");
+    // https against a plain-HTTP server: at once, with the way out.
+    let start = Instant::now();
+    let out = with_push_env(
+        &sb,
+        &server.base.replace("http://", "https://"),
+        &secret,
+        &["push"],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("plain HTTP"), "{out:?}");
+    assert!(start.elapsed() < Duration::from_secs(10), "not retried");
+    with_push_env(&sb, &format!("{}/ x", server.base), &secret, &["push"])
+        .usage_error("not a valid URL");
+    // Tokens: revoked twice, and listed where no store exists yet.
+    let list = parse_json(
+        &sb.run(["server", "token", "list", "--json", "--store", &team])
+            .ok()
+            .stdout,
+    );
+    let id = list["tokens"][0]["id"].as_i64().unwrap().to_string();
+    sb.run(["server", "token", "revoke", &id, "--store", &team])
+        .ok();
+    sb.run(["server", "token", "revoke", &id, "--store", &team])
+        .usage_error("already revoked");
+    let none = sb
+        .run(["server", "token", "list", "--store", "sqlite:nowhere.db"])
+        .ok();
+    assert!(none.stdout.contains("No tokens"), "{none:?}");
+    assert!(!sb.path("nowhere.db").exists());
     // Refused before measuring: there would be nothing stored to push.
     let out = with_push_env(
         &sb,
@@ -524,6 +568,15 @@ fn the_dashboard_opens_in_chromium_and_every_link_leads_somewhere() {
     for i in 0..12 {
         client.push(&dashboard_run(i)).0.expect("pushed");
     }
+    // Runs with nothing to compare with: a benchmark seen once, and a
+    // probe run. Their pages must not link a comparison that cannot be made.
+    let mut fresh = dashboard_run(12);
+    fresh.run.benchmarks[0].name = "fresh".into();
+    client.push(&fresh).0.expect("pushed");
+    let mut probe = dashboard_run(13);
+    probe.run.mode = perfsleuth_model::Mode::Probe;
+    probe.run.benchmarks.clear();
+    client.push(&probe).0.expect("pushed");
     // Private: a login link, not the data.
     let (status, page) = get(&format!("{}/p/app", server.base), None);
     assert_eq!(status, 401);
@@ -576,6 +629,23 @@ fn the_dashboard_opens_in_chromium_and_every_link_leads_somewhere() {
         assert!(!html.contains("<script"), "{path} has a script");
         queue.extend(local_links(&html).into_iter().filter(|l| l != "/logout"));
     }
+    let (status, page) = get(&format!("{}/no/such/page", server.base), None);
+    assert_eq!(status, 404);
+    assert!(page.contains("<!DOCTYPE html>"), "{page}");
+    let (_, run_page) = get(&format!("{}/p/app/runs/12", server.base), None);
+    assert_eq!(
+        run_page.matches("<summary>Environment").count(),
+        1,
+        "one environment section"
+    );
+    assert!(
+        !seen.contains("/p/app/compare?candidate=13"),
+        "the lone `fresh` run links no comparison"
+    );
+    assert!(
+        !seen.contains("/p/app/compare?candidate=14"),
+        "the probe run links no comparison"
+    );
     for wanted in [
         "/p/app",
         "/p/app/bench?key=parse",
@@ -607,8 +677,8 @@ fn the_dashboard_opens_in_chromium_and_every_link_leads_somewhere() {
     );
     assert_eq!(
         dom.matches("class=\"chart spark\"").count(),
-        1,
-        "one trend line"
+        2,
+        "a trend line per benchmark (parse, fresh)"
     );
     let dom = check(
         "/p/app/bench?key=parse",
@@ -640,10 +710,19 @@ fn the_dashboard_opens_in_chromium_and_every_link_leads_somewhere() {
 #[test]
 fn sigterm_stops_the_server_with_exit_0() {
     let sb = Sandbox::new();
-    let team = format!("sqlite:{}", sb.path("team.db").display());
+    let mut stores = vec![format!("sqlite:{}", sb.path("team.db").display())];
+    // PostgreSQL too: its pooled clients must close outside the server's
+    // runtime (they panicked there, exit 101, before the fix).
+    stores.extend(perfsleuth_testkit::fresh_postgres("sigterm"));
+    for team in &stores {
+        stop_with_sigterm(&sb, team);
+    }
+}
+
+fn stop_with_sigterm(sb: &Sandbox, team: &str) {
     let mut child = sb
         .std_cmd()
-        .args(["serve", "--store", &team, "--listen", "127.0.0.1:0"])
+        .args(["serve", "--store", team, "--listen", "localhost:0"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -651,6 +730,18 @@ fn sigterm_stops_the_server_with_exit_0() {
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     assert!(first.contains("listening on http://127.0.0.1:"), "{first}");
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    // One access-log line per request; the token is never written.
+    let (status, _) = get(
+        &format!("http://{addr}/api/v1/projects/app/runs?limit=3"),
+        Some("pst_secret123"),
+    );
+    assert_eq!(status, 401);
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -661,6 +752,15 @@ fn sigterm_stops_the_server_with_exit_0() {
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(
         rest.iter().any(|l| l.contains("server stopped")),
+        "{rest:?}"
+    );
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("GET /api/v1/projects/app/runs 401 ")),
+        "{rest:?}"
+    );
+    assert!(
+        !rest.iter().any(|l| l.contains("pst_secret123")),
         "{rest:?}"
     );
 }

@@ -112,6 +112,39 @@ fn a_postgres_store_serves_every_command_like_a_sqlite_file() {
         Some(0),
         "{out:?}"
     );
+    // Where the runs are, when the project read holds none; a bad name refused.
+    sb.run(["server", "project", "app", "--store", &url]).ok();
+    let out: Out = sb
+        .cmd()
+        .env("PERFSLEUTH_STORE_PROJECT", "app")
+        .args([
+            "run", "--warmup", "0", "--runs", "2", "--store", &url, "true",
+        ])
+        .output()
+        .unwrap()
+        .into();
+    out.ok();
+    let out: Out = sb
+        .cmd()
+        .env("PERFSLEUTH_STORE_PROJECT", "elsewhere")
+        .args(["runs", "--store", &url])
+        .output()
+        .unwrap()
+        .into();
+    assert!(
+        out.stdout.contains("No runs stored")
+            && out.stdout.contains("app (1 runs)")
+            && out.stdout.contains("PERFSLEUTH_STORE_PROJECT"),
+        "{out:?}"
+    );
+    let out: Out = sb
+        .cmd()
+        .env("PERFSLEUTH_STORE_PROJECT", "team/app")
+        .args(["runs", "--store", &url])
+        .output()
+        .unwrap()
+        .into();
+    out.usage_error("not a project name");
 }
 
 #[test]
