@@ -2,10 +2,10 @@
 //! `perfsleuth_model::schema`; every error a `perfsleuth/error`.
 
 use crate::auth::{Scope, authorize};
+use crate::extract::{ApiPath, ApiQuery};
 use crate::{API_PREFIX, ApiError, State};
 use axum::Router;
-use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, Request};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -84,20 +84,6 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
             "the Authorization header is not `Bearer TOKEN`",
         )),
     }
-}
-
-fn path_err(e: PathRejection) -> ApiError {
-    ApiError::bad_request(
-        format!("bad path: {}", e.body_text()),
-        "see docs/SERVER.md for the API's paths",
-    )
-}
-
-fn query_err(e: QueryRejection) -> ApiError {
-    ApiError::bad_request(
-        format!("bad query: {}", e.body_text()),
-        "see docs/SERVER.md for each endpoint's parameters",
-    )
 }
 
 async fn health(axum::extract::State(state): Shared) -> Response {
@@ -203,11 +189,10 @@ fn load(store: &dyn Store, id: i64) -> Result<Run, ApiError> {
 
 async fn ingest(
     axum::extract::State(state): Shared,
-    path: Result<Path<String>, PathRejection>,
+    ApiPath(project): ApiPath<String>,
     headers: HeaderMap,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let Path(project) = path.map_err(path_err)?;
     // Authorized before the body is read: no one without a token makes the
     // server buffer 32 MiB.
     allow(&state, &project, &headers, Scope::Ingest).await?;
@@ -290,12 +275,10 @@ struct ListQuery {
 
 async fn list_runs(
     axum::extract::State(state): Shared,
-    path: Result<Path<String>, PathRejection>,
-    query: Result<Query<ListQuery>, QueryRejection>,
+    ApiPath(project): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ListQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let Path(project) = path.map_err(path_err)?;
-    let Query(q) = query.map_err(query_err)?;
     let limit = q.limit.unwrap_or(100).min(MAX_LIST);
     let runs = state
         .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
@@ -314,10 +297,9 @@ async fn list_runs(
 
 async fn get_run(
     axum::extract::State(state): Shared,
-    path: Result<Path<(String, String)>, PathRejection>,
+    ApiPath((project, spec)): ApiPath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let Path((project, spec)) = path.map_err(path_err)?;
     let run = state
         .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
             let id = run_id(s, &spec)?;
@@ -335,10 +317,9 @@ async fn get_run(
 /// only ingest: 200 or 404, no body.
 async fn head_run(
     axum::extract::State(state): Shared,
-    path: Result<Path<(String, String)>, PathRejection>,
+    ApiPath((project, spec)): ApiPath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<StatusCode, ApiError> {
-    let Path((project, spec)) = path.map_err(path_err)?;
     let secret = bearer(&headers)?;
     let name = project.clone();
     state
@@ -415,12 +396,10 @@ pub(crate) fn select_err(e: SelectError) -> ApiError {
 
 async fn comparison(
     state: Arc<State>,
-    path: Result<Path<String>, PathRejection>,
-    query: Result<Query<CompareQuery>, QueryRejection>,
+    project: String,
+    q: CompareQuery,
     headers: HeaderMap,
 ) -> Result<perfsleuth_compare::Comparison, ApiError> {
-    let Path(project) = path.map_err(path_err)?;
-    let Query(q) = query.map_err(query_err)?;
     state
         .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
             let candidate = side(s, given(&q.candidate).as_deref().unwrap_or("latest"))?;
@@ -443,21 +422,21 @@ async fn comparison(
 
 async fn compare_json(
     axum::extract::State(state): Shared,
-    path: Result<Path<String>, PathRejection>,
-    query: Result<Query<CompareQuery>, QueryRejection>,
+    ApiPath(project): ApiPath<String>,
+    ApiQuery(q): ApiQuery<CompareQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let c = comparison(state, path, query, headers).await?;
+    let c = comparison(state, project, q, headers).await?;
     Ok(json(StatusCode::OK, &perfsleuth_compare::to_json(&c)))
 }
 
 async fn compare_md(
     axum::extract::State(state): Shared,
-    path: Result<Path<String>, PathRejection>,
-    query: Result<Query<CompareQuery>, QueryRejection>,
+    ApiPath(project): ApiPath<String>,
+    ApiQuery(q): ApiQuery<CompareQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let c = comparison(state, path, query, headers).await?;
+    let c = comparison(state, project, q, headers).await?;
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/markdown; charset=utf-8")],
@@ -476,12 +455,10 @@ struct HistoryQuery {
 
 async fn history(
     axum::extract::State(state): Shared,
-    path: Result<Path<String>, PathRejection>,
-    query: Result<Query<HistoryQuery>, QueryRejection>,
+    ApiPath(project): ApiPath<String>,
+    ApiQuery(q): ApiQuery<HistoryQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let Path(project) = path.map_err(path_err)?;
-    let Query(q) = query.map_err(query_err)?;
     let metric = match q.metric.as_deref() {
         None => Metric::Wall,
         Some(m) => Metric::parse(m).ok_or_else(|| {
@@ -530,12 +507,10 @@ struct EnvDiffQuery {
 
 async fn env_diff(
     axum::extract::State(state): Shared,
-    path: Result<Path<String>, PathRejection>,
-    query: Result<Query<EnvDiffQuery>, QueryRejection>,
+    ApiPath(project): ApiPath<String>,
+    ApiQuery(q): ApiQuery<EnvDiffQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let Path(project) = path.map_err(path_err)?;
-    let Query(q) = query.map_err(query_err)?;
     let doc = state
         .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
             let a = load(s, run_id(s, &q.a)?)?;

@@ -9,10 +9,11 @@
 
 use crate::api::bearer;
 use crate::auth::{Scope, valid_project};
+use crate::extract::{PagePath, PageQuery};
 use crate::{ApiError, State};
 use axum::Router;
-use axum::extract::rejection::{FormRejection, PathRejection, QueryRejection};
-use axum::extract::{Form, Path, Query};
+use axum::extract::Form;
+use axum::extract::rejection::FormRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -47,7 +48,7 @@ pub(crate) fn routes(state: Arc<State>) -> Router {
 }
 
 /// A page that failed: its status and an HTML explanation.
-struct PageError(ApiError, Option<String>);
+pub(crate) struct PageError(ApiError, Option<String>);
 
 impl From<ApiError> for PageError {
     fn from(e: ApiError) -> PageError {
@@ -158,26 +159,6 @@ where
         .map_err(|e| PageError(e, Some(project.to_string())))
 }
 
-fn bad_path(e: PathRejection) -> PageError {
-    PageError(
-        ApiError::bad_request(
-            format!("bad path: {}", e.body_text()),
-            "start again from the project list",
-        ),
-        None,
-    )
-}
-
-fn bad_query(e: QueryRejection) -> PageError {
-    PageError(
-        ApiError::bad_request(
-            format!("bad query: {}", e.body_text()),
-            "start again from the project list",
-        ),
-        None,
-    )
-}
-
 async fn home(
     axum::extract::State(state): Shared,
     headers: HeaderMap,
@@ -237,10 +218,7 @@ struct LoginQuery {
     project: Option<String>,
 }
 
-async fn login_form(
-    query: Result<Query<LoginQuery>, QueryRejection>,
-) -> Result<Html<String>, PageError> {
-    let Query(q) = query.map_err(bad_query)?;
+async fn login_form(PageQuery(q): PageQuery<LoginQuery>) -> Result<Html<String>, PageError> {
     let project = q.project.filter(|p| valid_project(p)).unwrap_or_default();
     let body = format!(
         "<section><h2>Log in</h2><form method=\"post\" action=\"/login\">\
@@ -342,10 +320,9 @@ fn short_commit(run: &perfsleuth_store::RunListing) -> String {
 
 async fn project_page(
     axum::extract::State(state): Shared,
-    path: Result<Path<String>, PathRejection>,
+    PagePath(project): PagePath<String>,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
-    let Path(project) = path.map_err(bad_path)?;
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
         let doc = project_history(s, None)?;
@@ -431,12 +408,10 @@ struct BenchQuery {
 
 async fn bench_page(
     axum::extract::State(state): Shared,
-    path: Result<Path<String>, PathRejection>,
-    query: Result<Query<BenchQuery>, QueryRejection>,
+    PagePath(project): PagePath<String>,
+    PageQuery(q): PageQuery<BenchQuery>,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
-    let Path(project) = path.map_err(bad_path)?;
-    let Query(q) = query.map_err(bad_query)?;
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
         let doc = project_history(s, Some(&q.key))?
@@ -490,10 +465,9 @@ fn stored_run(s: &dyn Store, spec: &str) -> Result<Run, ApiError> {
 
 async fn run_page(
     axum::extract::State(state): Shared,
-    path: Result<Path<(String, String)>, PathRejection>,
+    PagePath((project, spec)): PagePath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
-    let Path((project, spec)) = path.map_err(bad_path)?;
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
         let run = stored_run(s, &spec)?;
@@ -547,12 +521,10 @@ struct CompareQuery {
 
 async fn compare_page(
     axum::extract::State(state): Shared,
-    path: Result<Path<String>, PathRejection>,
-    query: Result<Query<CompareQuery>, QueryRejection>,
+    PagePath(project): PagePath<String>,
+    PageQuery(q): PageQuery<CompareQuery>,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
-    let Path(project) = path.map_err(bad_path)?;
-    let Query(q) = query.map_err(bad_query)?;
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
         let given = crate::api::given;
@@ -608,12 +580,10 @@ struct EnvQuery {
 
 async fn env_page(
     axum::extract::State(state): Shared,
-    path: Result<Path<String>, PathRejection>,
-    query: Result<Query<EnvQuery>, QueryRejection>,
+    PagePath(project): PagePath<String>,
+    PageQuery(q): PageQuery<EnvQuery>,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
-    let Path(project) = path.map_err(bad_path)?;
-    let Query(q) = query.map_err(bad_query)?;
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
         let a = stored_run(s, &q.a)?;

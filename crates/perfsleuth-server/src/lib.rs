@@ -18,6 +18,7 @@ mod api;
 pub mod auth;
 pub mod client;
 mod dashboard;
+mod extract;
 
 use axum::http::StatusCode;
 use perfsleuth_model::schema::{ApiErrorDoc, Document};
