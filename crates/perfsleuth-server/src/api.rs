@@ -349,12 +349,6 @@ pub(crate) fn given(v: &Option<String>) -> Option<String> {
 
 /// A side named by a query parameter: an id, a UUID, `latest~N` or a branch.
 pub(crate) fn side(store: &dyn Store, spec: &str) -> Result<Side, ApiError> {
-    if store.list_runs(Some(1))?.is_empty() {
-        return Err(ApiError::not_found(
-            "this project has no runs yet",
-            "push some: perfsleuth push --server URL --project NAME",
-        ));
-    }
     if is_uuid(spec) {
         let id = run_id(store, spec)?;
         return Ok(Side {
@@ -362,14 +356,20 @@ pub(crate) fn side(store: &dyn Store, spec: &str) -> Result<Side, ApiError> {
             runs: vec![stored::load_side_run(store, id).map_err(select_err)?],
         });
     }
-    stored::stored_side(store, spec)
-        .map_err(select_err)?
-        .ok_or_else(|| {
-            ApiError::not_found(
-                format!("no run or branch {spec:?} in this project"),
-                "give a run id, a run UUID, latest, latest~N or a branch with runs",
-            )
-        })
+    if let Some(side) = stored::stored_side(store, spec).map_err(select_err)? {
+        return Ok(side);
+    }
+    // Only when nothing matched: an empty project says so, not "no `latest`".
+    if store.resolve_run("latest").is_err() {
+        return Err(ApiError::not_found(
+            "this project has no runs yet",
+            "push some: perfsleuth push --server URL --project NAME",
+        ));
+    }
+    Err(ApiError::not_found(
+        format!("no run or branch {spec:?} in this project"),
+        "give a run id, a run UUID, latest, latest~N or a branch with runs",
+    ))
 }
 
 /// A side that could not be chosen, with hints for a server's user (the

@@ -257,6 +257,15 @@ fn every_endpoint_answers_with_its_typed_document() {
         assert_valid("health", &health.json());
         assert_eq!(health.json()["store"], name);
 
+        // Nothing pushed yet: said as such.
+        let empty = http.call(
+            "GET",
+            &format!("{base}/api/v1/projects/app/compare"),
+            Some(&secret),
+            None,
+        );
+        let doc = assert_error(&empty, 404);
+        assert_eq!(doc["error"], "this project has no runs yet", "{name}");
         let runs = format!("{base}/api/v1/projects/app/runs");
         let mut first = run("parse", 1_000_000, 30);
         first.uuid = Some("0e9f6a4c-1111-4aaa-8bbb-000000000001".into());
