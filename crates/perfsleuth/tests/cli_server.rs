@@ -90,6 +90,19 @@ fn token(sb: &Sandbox, store: &str, project: &str, scope: &str) -> String {
         .to_string()
 }
 
+/// Revokes the store's first token with `server token revoke`; its id.
+fn revoke_first_token(sb: &Sandbox, store: &str) -> String {
+    let list = parse_json(
+        &sb.run(["server", "token", "list", "--json", "--store", store])
+            .ok()
+            .stdout,
+    );
+    let id = list["tokens"][0]["id"].as_i64().unwrap().to_string();
+    sb.run(["server", "token", "revoke", &id, "--store", store])
+        .ok();
+    id
+}
+
 fn get(url: &str, token: Option<&str>) -> (u16, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -273,14 +286,7 @@ fn push_and_token_mistakes_are_one_line_errors_with_a_hint() {
     with_push_env(&sb, &format!("{}/ x", server.base), &secret, &["push"])
         .usage_error("not a valid URL");
     // Tokens: revoked twice, and listed where no store exists yet.
-    let list = parse_json(
-        &sb.run(["server", "token", "list", "--json", "--store", &team])
-            .ok()
-            .stdout,
-    );
-    let id = list["tokens"][0]["id"].as_i64().unwrap().to_string();
-    sb.run(["server", "token", "revoke", &id, "--store", &team])
-        .ok();
+    let id = revoke_first_token(&sb, &team);
     sb.run(["server", "token", "revoke", &id, "--store", &team])
         .usage_error("already revoked");
     let none = sb
@@ -325,14 +331,7 @@ fn revoking_a_token_and_making_a_project_public_take_effect_at_once() {
     sb.run(["server", "project", "app", "--private", "--store", &team])
         .ok();
     assert_eq!(get(&runs, None).0, 401);
-    let list = parse_json(
-        &sb.run(["server", "token", "list", "--json", "--store", &team])
-            .ok()
-            .stdout,
-    );
-    let id = list["tokens"][0]["id"].as_i64().unwrap().to_string();
-    sb.run(["server", "token", "revoke", &id, "--store", &team])
-        .ok();
+    revoke_first_token(&sb, &team);
     assert_eq!(get(&runs, Some(&secret)).0, 401);
 }
 
