@@ -283,13 +283,8 @@ pub enum ServerError {
 }
 
 /// The server's router over `config.store` (opened and migrated here, so a
-/// bad store fails before anything listens).
-pub fn router(config: &ServerConfig) -> Result<axum::Router, StoreError> {
-    build(config).map(|(router, _)| router)
-}
-
-/// The router and the state it shares, which the caller keeps so the store
-/// handles are closed outside the async runtime: the synchronous PostgreSQL
+/// bad store fails before anything listens) and the state it shares, which
+/// the caller keeps so the store handles are closed outside the async runtime: the synchronous PostgreSQL
 /// client runs a runtime of its own and may not be dropped inside another.
 fn build(config: &ServerConfig) -> Result<(axum::Router, Arc<State>), StoreError> {
     let first = config.store.open()?;

@@ -225,11 +225,6 @@ impl PgStore {
         Ok(store)
     }
 
-    /// The database as messages name it.
-    pub fn place(&self) -> &Path {
-        &self.place
-    }
-
     fn err(&self, e: postgres::Error) -> StoreError {
         let place = self.place.display().to_string();
         if let Some(db) = e.as_db_error() {
