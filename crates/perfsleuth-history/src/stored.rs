@@ -142,23 +142,39 @@ fn pick(earlier: &[EarlierRun], wanted: Option<&[String]>, branch: Option<&str>)
         .map(|r| r.id)
 }
 
-/// Whether a listed run has a default baseline (the dashboard links only
-/// comparisons that can be made). Probe runs have none; a scale sweep is
-/// taken for a plain run here, which can only hide a link, never show a
-/// broken one.
-pub fn has_default_baseline(store: &dyn Store, run: &perfsleuth_store::RunListing) -> bool {
-    if run.mode == Mode::Probe || run.benchmarks.is_empty() {
-        return false;
-    }
-    let kind = RunKind::Like {
-        mode: run.mode,
-        scale: false,
-    };
-    let wanted = sorted_names(run.benchmarks.iter().map(String::as_str));
-    let branch = run.git.as_ref().and_then(|g| g.branch.as_deref());
-    store
-        .earlier_runs(Some(run.id), kind)
-        .is_ok_and(|earlier| pick(&earlier, Some(&wanted), branch).is_some())
+/// Whether each listed run has a default baseline (the dashboard links
+/// only comparisons that can be made). Probe runs have none; a scale sweep
+/// is taken for a plain run here, which can only hide a link, never show a
+/// broken one. One query per mode among `runs`, however many runs.
+pub fn default_baselines_exist(
+    store: &dyn Store,
+    runs: &[perfsleuth_store::RunListing],
+) -> Vec<bool> {
+    let mut by_mode: Vec<(Mode, Vec<EarlierRun>)> = Vec::new();
+    runs.iter()
+        .map(|run| {
+            if run.mode == Mode::Probe || run.benchmarks.is_empty() {
+                return false;
+            }
+            let i = match by_mode.iter().position(|(m, _)| *m == run.mode) {
+                Some(i) => i,
+                None => {
+                    let kind = RunKind::Like {
+                        mode: run.mode,
+                        scale: false,
+                    };
+                    by_mode.push((run.mode, store.earlier_runs(None, kind).unwrap_or_default()));
+                    by_mode.len() - 1
+                }
+            };
+            // Newest first: the runs before this one are a suffix.
+            let all = &by_mode[i].1;
+            let before = all.iter().position(|r| r.id < run.id).unwrap_or(all.len());
+            let wanted = sorted_names(run.benchmarks.iter().map(String::as_str));
+            let branch = run.git.as_ref().and_then(|g| g.branch.as_deref());
+            pick(&all[before..], Some(&wanted), branch).is_some()
+        })
+        .collect()
 }
 
 /// Moves a default baseline to the last run of the latest stable segment

@@ -363,7 +363,8 @@ async fn project_page(
             }
         }
         body.push_str("</section><section><h2>Recent runs</h2>");
-        if runs.first().is_some_and(|r| stored::has_default_baseline(s, r)) {
+        let comparable = stored::default_baselines_exist(s, &runs);
+        if comparable.first() == Some(&true) {
             let _ = write!(
                 body,
                 "<p>{}</p>",
@@ -371,9 +372,9 @@ async fn project_page(
             );
         }
         body.push_str("<table><thead><tr><th>run</th><th>started</th><th>status</th><th>revision</th><th>benchmarks</th><th>samples</th><th>machine</th><th></th></tr></thead><tbody>");
-        for r in &runs {
+        for (i, r) in runs.iter().enumerate() {
             // The first run has nothing before it to compare with.
-            let compare = if stored::has_default_baseline(s, r) {
+            let compare = if comparable[i] {
                 link(&format!("/p/{p}/compare?candidate={}", r.id), "compare")
             } else {
                 String::new()
@@ -474,8 +475,8 @@ async fn run_page(
         let id = run.id.unwrap_or_default();
         let before = s.run_before_of(id, RunKind::Benchmarks)?;
         let mut links = Vec::new();
-        let listed = s.run_listing(id)?;
-        if listed.is_some_and(|l| stored::has_default_baseline(s, &l)) {
+        let listed: Vec<_> = s.run_listing(id)?.into_iter().collect();
+        if stored::default_baselines_exist(s, &listed) == [true] {
             links.push(link(
                 &format!("/p/{p}/compare?candidate={id}"),
                 "Compare with its baseline",
