@@ -8,7 +8,8 @@ The store is a real perfsleuth SQLite file: one `perfsleuth run` makes it
 (schema, environment), then its run is copied RUNS times with seeded
 samples and a +5 % step half-way. Usage:
   python3 bench/history_speed.py [RUNS] [SAMPLES] [POINTS] [REPS]
-(default 10000 100 10000 5; target/release/perfsleuth, built first).
+(default 10000 100 10000 5; target/release/perfsleuth, built first, or
+the binary $PERFSLEUTH names).
 """
 import os
 import random
@@ -20,7 +21,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXE = os.path.join(ROOT, "target/release/perfsleuth")
+# PERFSLEUTH names another binary (e.g. an older build) to time instead.
+EXE = os.environ.get("PERFSLEUTH") or os.path.join(ROOT, "target/release/perfsleuth")
 
 
 def timed(cmd, reps):

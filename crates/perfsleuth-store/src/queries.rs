@@ -829,26 +829,44 @@ pub(crate) fn metric_summaries<D: Db + ?Sized>(
     benchmark_ids: &[i64],
     metric: Metric,
 ) -> Result<Vec<Option<MetricSummary>>, StoreError> {
+    let summary = |r: &Row| -> Result<(i64, MetricSummary), StoreError> {
+        Ok((
+            r.int(0)?,
+            MetricSummary {
+                n: usize::try_from(r.int(1)?).unwrap_or(0),
+                median: r.real_or_nan(2)?,
+                lo: r.real_or_nan(3)?,
+                hi: r.real_or_nan(4)?,
+            },
+        ))
+    };
+    // Only the project's benchmarks: ids are never taken on trust.
+    const SCOPED: &str = "SELECT m.benchmark_id, m.n, m.median, m.lo, m.hi FROM metric_summaries m \
+         JOIN benchmarks b ON b.id = m.benchmark_id JOIN runs r ON r.id = b.run_id \
+         WHERE m.metric = ?1 AND r.project = ?2";
     transaction(db, false, || {
-        let mut out = Vec::with_capacity(benchmark_ids.len());
-        for &id in benchmark_ids {
-            let rows = db.query(
-                "SELECT n, median, lo, hi FROM metric_summaries \
-                 WHERE benchmark_id = ?1 AND metric = ?2 AND EXISTS (SELECT 1 FROM benchmarks b \
-                 JOIN runs r ON r.id = b.run_id WHERE b.id = ?1 AND r.project = ?3)",
-                &vals![id, metric.name(), db.project()],
-            )?;
-            out.push(match rows.first() {
-                Some(r) => Some(MetricSummary {
-                    n: usize::try_from(r.int(0)?).unwrap_or(0),
-                    median: r.real_or_nan(1)?,
-                    lo: r.real_or_nan(2)?,
-                    hi: r.real_or_nan(3)?,
-                }),
-                None => None,
-            });
-        }
-        Ok(out)
+        // A whole history asks for thousands: one pass over the project's
+        // summaries beats a query each. A few are looked up one by one.
+        let found: BTreeMap<i64, MetricSummary> = if benchmark_ids.len() > 64 {
+            db.query(SCOPED, &vals![metric.name(), db.project()])?
+                .iter()
+                .map(summary)
+                .collect::<Result<_, _>>()?
+        } else {
+            let one = format!("{SCOPED} AND m.benchmark_id = ?3");
+            let mut found = BTreeMap::new();
+            for &id in benchmark_ids {
+                for r in db.query(&one, &vals![metric.name(), db.project(), id])? {
+                    let (id, s) = summary(&r)?;
+                    found.insert(id, s);
+                }
+            }
+            found
+        };
+        Ok(benchmark_ids
+            .iter()
+            .map(|id| found.get(id).copied())
+            .collect())
     })
 }
 
