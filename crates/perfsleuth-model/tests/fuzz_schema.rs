@@ -110,6 +110,7 @@ fn benchmark() -> impl Strategy<Value = Benchmark> {
     )
         .prop_map(
             |(name, command, argv, parameters, facts, samples)| Benchmark {
+                locks: None,
                 name,
                 command,
                 argv,

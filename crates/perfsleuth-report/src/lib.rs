@@ -343,6 +343,7 @@ pub(crate) mod testutil {
     /// A benchmark whose samples have the given wall times and a constant RSS.
     pub fn bench(name: &str, walls: &[u64], rss: u64) -> Benchmark {
         Benchmark {
+            locks: None,
             name: name.to_string(),
             command: name.to_string(),
             argv: name.split(' ').map(str::to_string).collect(),

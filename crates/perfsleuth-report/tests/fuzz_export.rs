@@ -101,6 +101,7 @@ fn run() -> impl Strategy<Value = (Run, Option<usize>)> {
                         s.iteration = i as u32;
                     }
                     Benchmark {
+                        locks: None,
                         name: name.clone(),
                         command: name.clone(),
                         argv: name.split(' ').map(str::to_string).collect(),

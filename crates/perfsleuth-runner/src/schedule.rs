@@ -113,6 +113,7 @@ impl Planned {
         profile: Option<&Profile>,
     ) -> Benchmark {
         Benchmark {
+            locks: None,
             name: self.name.clone(),
             command: self.command.clone(),
             argv: self.argv.clone(),

@@ -100,6 +100,7 @@ fn run(name: &str, base_ns: u64, samples: u32) -> Run {
         options: serde_json::json!({"runs": samples}),
         environment: env(),
         benchmarks: vec![Benchmark {
+            locks: None,
             name: name.into(),
             command: name.into(),
             argv: vec![name.into()],

@@ -185,6 +185,14 @@ pub trait Store {
     /// its runs are done.
     fn set_profile(&mut self, benchmark_id: i64, profile: &Profile) -> Result<(), StoreError>;
 
+    /// Records where a benchmark's threads waited for locks (`--locks`),
+    /// once its runs are done.
+    fn set_locks(
+        &mut self,
+        benchmark_id: i64,
+        locks: &perfsleuth_model::LockReport,
+    ) -> Result<(), StoreError>;
+
     /// Appends probe results to a run in one transaction (after any stored
     /// before), so each probe's numbers are kept as soon as it finishes.
     fn add_probe_results(&mut self, run_id: i64, results: &[ProbeResult])

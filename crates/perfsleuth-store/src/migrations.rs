@@ -27,6 +27,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::SAMPLE_WALL_EXACT,
     schema::BENCHMARK_SUMMARIES,
     schema::PROJECTS_AND_TOKENS,
+    schema::BENCHMARK_LOCKS,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

@@ -135,6 +135,7 @@ pub(crate) const PG_MIGRATIONS: &[&str] = &[
         created_at TEXT NOT NULL,
         revoked_at TEXT
     );",
+    "ALTER TABLE benchmarks ADD COLUMN locks TEXT",
 ];
 
 /// A perfsleuth store in a PostgreSQL database; its operations are the [`crate::Store`] trait's.

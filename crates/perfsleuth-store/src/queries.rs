@@ -10,8 +10,8 @@ use crate::hash::{STABLE_CLASSES, comparability_hash, sha256_hex};
 use crate::sql::{Db, Dialect, Row, Val, transaction, vals};
 use crate::{HistoryEntry, Ingested, MetricSummary, ProjectInfo, RunKind, RunListing, TokenRecord};
 use perfsleuth_model::{
-    Benchmark, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Profile, Run,
-    RunStatus, Sample,
+    Benchmark, Environment, GitInfo, ImpactClass, LockReport, Metric, Mode, ProbeResult, Profile,
+    Run, RunStatus, Sample,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -163,9 +163,13 @@ fn insert_benchmark<D: Db + ?Sized>(
     } else {
         Some(json(place, serde_json::to_string(&bench.summaries))?)
     };
+    let locks = json(
+        place,
+        bench.locks.as_ref().map(serde_json::to_string).transpose(),
+    )?;
     let rows = db.query(
         "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile, \
-         summaries) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+         summaries, locks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
         &vals![
             run_id,
             position,
@@ -175,7 +179,8 @@ fn insert_benchmark<D: Db + ?Sized>(
             parameters,
             facts,
             profile,
-            summaries
+            summaries,
+            locks
         ],
     )?;
     first_int(&rows)
@@ -283,6 +288,24 @@ pub(crate) fn update_context<D: Db + ?Sized>(
     )?;
     if changed == 0 {
         return Err(StoreError::NotFound(run_id.to_string()));
+    }
+    Ok(())
+}
+
+/// [`crate::Store::set_locks`].
+pub(crate) fn set_locks<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    locks: &LockReport,
+) -> Result<(), StoreError> {
+    let text = json(db.place(), serde_json::to_string(locks))?;
+    let changed = db.execute(
+        "UPDATE benchmarks SET locks = ?1 WHERE id = ?2 AND run_id IN \
+         (SELECT id FROM runs WHERE project = ?3)",
+        &vals![text, benchmark_id, db.project()],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(format!("benchmark {benchmark_id}")));
     }
     Ok(())
 }
@@ -428,7 +451,7 @@ pub(crate) fn load_run<D: Db + ?Sized>(db: &D, id: i64) -> Result<Option<Run>, S
         };
         let mut benchmarks = Vec::new();
         let bench_rows = db.query(
-            "SELECT id, name, command, argv, parameters, facts, profile, summaries \
+            "SELECT id, name, command, argv, parameters, facts, profile, summaries, locks \
              FROM benchmarks WHERE run_id = ?1 ORDER BY position",
             &vals![id],
         )?;
@@ -450,6 +473,10 @@ pub(crate) fn load_run<D: Db + ?Sized>(db: &D, id: i64) -> Result<Option<Run>, S
                 summaries: match b.opt_text(7)? {
                     Some(text) => json(place, serde_json::from_str(&text))?,
                     None => Vec::new(),
+                },
+                locks: match b.opt_text(8)? {
+                    Some(text) => Some(json(place, serde_json::from_str(&text))?),
+                    None => None,
                 },
             });
         }
@@ -1223,6 +1250,13 @@ macro_rules! impl_store {
             }
             fn update_context(&mut self, run_id: i64, env: &Environment) -> Result<(), StoreError> {
                 queries::update_context(self, run_id, env)
+            }
+            fn set_locks(
+                &mut self,
+                benchmark_id: i64,
+                locks: &perfsleuth_model::LockReport,
+            ) -> Result<(), StoreError> {
+                queries::set_locks(self, benchmark_id, locks)
             }
             fn set_profile(
                 &mut self,

@@ -106,6 +106,10 @@ pub(crate) const SAMPLE_WALL_EXACT: &str = "ALTER TABLE samples ADD COLUMN wall_
 /// of (summary-only imports), JSON; NULL otherwise.
 pub(crate) const BENCHMARK_SUMMARIES: &str = "ALTER TABLE benchmarks ADD COLUMN summaries TEXT";
 
+/// Version 10: where a benchmark's threads waited for locks (`--locks`),
+/// a `LockReport` as JSON; NULL when not traced.
+pub(crate) const BENCHMARK_LOCKS: &str = "ALTER TABLE benchmarks ADD COLUMN locks TEXT";
+
 /// Version 9: each run's UUID (kept wherever the run is copied; existing
 /// runs get a random one) and project ("" in a local store), and a team
 /// server's projects and API tokens (only the SHA-256 of a secret is kept).

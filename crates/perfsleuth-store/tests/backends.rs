@@ -62,6 +62,7 @@ fn bench(name: &str, n: u32) -> Benchmark {
         ImpactClass::Identity,
     );
     Benchmark {
+        locks: None,
         name: name.to_string(),
         command: format!("sleep {name}"),
         argv: vec!["sleep".into(), name.into()],

@@ -44,6 +44,7 @@ fn sample(i: u32) -> Sample {
 
 fn bench(name: &str, samples: Vec<Sample>) -> Benchmark {
     Benchmark {
+        locks: None,
         name: name.to_string(),
         command: format!("sleep {name}"),
         argv: vec!["sleep".into(), name.into()],

@@ -365,6 +365,7 @@ fn synthetic_run(pusher: usize, i: usize) -> perfsleuth_model::schema::RunExport
         options: serde_json::json!({}),
         environment: env,
         benchmarks: vec![Benchmark {
+            locks: None,
             name: format!("bench-{pusher}"),
             command: "true".into(),
             argv: vec!["true".into()],

@@ -1,0 +1,289 @@
+//! The control plane: loading and attaching the kernel programs
+//! (`bpf/locks.bpf.c`), draining the ring buffer while the runs go on, and
+//! reading the in-kernel aggregates at the end.
+
+use crate::LockError;
+use crate::maps::Maps;
+use aya::maps::{Array, HashMap, MapData, RingBuf};
+use aya::programs::RawTracePoint;
+use aya::{Btf, Ebpf, EbpfLoader};
+use std::collections::BTreeMap;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+/// The compiled kernel side (`bpf/build.sh` rebuilds it; the `bpf_object`
+/// test checks it matches the source where clang is installed).
+static OBJECT: &[u8] = aya::include_bytes_aligned!("../bpf/locks.bpf.o");
+
+/// The programs and the raw tracepoints they attach to.
+const PROGRAMS: [(&str, &str); 5] = [
+    ("on_fork", "sched_process_fork"),
+    ("on_process_exit", "sched_process_exit"),
+    ("on_enter", "sys_enter"),
+    ("on_exit", "sys_exit"),
+    ("on_switch", "sched_switch"),
+];
+
+/// Indices of the kernel's `stats` array (the enum in locks.bpf.c).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stat {
+    Waits = 0,
+    WaitDrops,
+    StackFails,
+    Samples,
+    SampleDrops,
+    Switches,
+    OffCpuDrops,
+    Processes,
+    ProcessDrops,
+}
+
+/// Size of a sample's fixed header before the stack bytes.
+const SAMPLE_HEADER: usize = 4 * 4 + 8 * 6;
+
+/// One stack sample from the kernel, with the memory map of its process
+/// read while the process was still there.
+#[derive(Debug, Clone)]
+pub(crate) struct Sample {
+    pub seq: u32,
+    pub tgid: u32,
+    pub uaddr: u64,
+    pub stack_id: i64,
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+    /// The value the futex was expected to hold (a thread id for a join).
+    pub val: u32,
+    /// The waiting thread.
+    pub tid: u32,
+    pub stack: Vec<u8>,
+    pub maps: Option<Arc<Maps>>,
+}
+
+impl Sample {
+    fn parse(b: &[u8]) -> Option<Sample> {
+        let u32_at = |i: usize| Some(u32::from_ne_bytes(b.get(i..i + 4)?.try_into().ok()?));
+        let u64_at = |i: usize| Some(u64::from_ne_bytes(b.get(i..i + 8)?.try_into().ok()?));
+        let len = (u32_at(12)? as usize).min(b.len().saturating_sub(SAMPLE_HEADER));
+        Some(Sample {
+            seq: u32_at(0)?,
+            tgid: u32_at(4)?,
+            uaddr: u64_at(16)?,
+            stack_id: u64_at(24)? as i64,
+            ip: u64_at(32)?,
+            sp: u64_at(40)?,
+            bp: u64_at(48)?,
+            val: u64_at(56)? as u32,
+            tid: u32_at(8)?,
+            stack: b.get(SAMPLE_HEADER..SAMPLE_HEADER + len)?.to_vec(),
+            maps: None,
+        })
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct WaitKey {
+    uaddr: u64,
+    stack: i64,
+    seq: u32,
+    pad: u32,
+}
+// SAFETY: plain integers, the layout of `struct key` in locks.bpf.c.
+unsafe impl aya::Pod for WaitKey {}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct WaitVal {
+    wait_ns: u64,
+    count: u64,
+}
+// SAFETY: plain integers, the layout of `struct val`.
+unsafe impl aya::Pod for WaitVal {}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct ThreadKey {
+    seq: u32,
+    tid: u32,
+}
+// SAFETY: plain integers, the layout of `struct tkey`.
+unsafe impl aya::Pod for ThreadKey {}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct ThreadVal {
+    blocked_ns: u64,
+    preempted_ns: u64,
+}
+// SAFETY: plain integers, the layout of `struct tval`.
+unsafe impl aya::Pod for ThreadVal {}
+
+/// One (run, futex address, stack) aggregate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct WaitAt {
+    pub seq: u32,
+    pub uaddr: u64,
+    pub stack_id: i64,
+}
+
+/// What the kernel summed, read once at the end.
+#[derive(Debug, Default)]
+pub(crate) struct Aggregates {
+    /// (wait ns, count) per (run, address, stack).
+    pub waits: BTreeMap<WaitAt, (u64, u64)>,
+    /// (blocked ns, preempted ns) per (run, thread).
+    pub off_cpu: BTreeMap<(u32, u32), (u64, u64)>,
+    /// The `stats` array.
+    pub stats: [u64; 9],
+    pub samples: Vec<Sample>,
+}
+
+/// The loaded, attached programs and the thread draining their ring buffer.
+pub(crate) struct Loaded {
+    ebpf: Ebpf,
+    stop: Arc<AtomicBool>,
+    drain: Option<JoinHandle<Vec<Sample>>>,
+}
+
+impl Loaded {
+    /// Loads and attaches everything, with `root` (the spawner) as the
+    /// process whose children are followed.
+    pub fn start(root: u32) -> Result<Loaded, LockError> {
+        let btf = Btf::from_sys_fs().map_err(|e| LockError::NoBtf(e.to_string()))?;
+        let mut ebpf = EbpfLoader::new()
+            .btf(Some(&btf))
+            .load(OBJECT)
+            .map_err(|e| LockError::Load(crate::chain(&e)))?;
+        for (name, tracepoint) in PROGRAMS {
+            let program: &mut RawTracePoint = ebpf
+                .program_mut(name)
+                .ok_or_else(|| LockError::Load(format!("program {name} missing from the object")))?
+                .try_into()
+                .map_err(|e| LockError::Load(crate::chain(&e)))?;
+            program
+                .load()
+                .map_err(|e| LockError::Load(format!("{name}: {}", crate::chain(&e))))?;
+            program
+                .attach(tracepoint)
+                .map_err(|e| LockError::Load(format!("{tracepoint}: {}", crate::chain(&e))))?;
+        }
+        {
+            let map = ebpf.map_mut("roots").ok_or_else(|| missing("roots"))?;
+            let mut roots: HashMap<_, u32, u8> =
+                HashMap::try_from(map).map_err(|e| LockError::Load(crate::chain(&e)))?;
+            roots
+                .insert(root, 1, 0)
+                .map_err(|e| LockError::Load(crate::chain(&e)))?;
+        }
+        let ring = RingBuf::try_from(ebpf.take_map("samples").ok_or_else(|| missing("samples"))?)
+            .map_err(|e| LockError::Load(crate::chain(&e)))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let drain = std::thread::Builder::new()
+            .name("perfsleuth-locks".into())
+            .spawn(move || drain(ring, &flag))
+            .map_err(|e| LockError::Load(format!("cannot start the ring-buffer reader: {e}")))?;
+        Ok(Loaded {
+            ebpf,
+            stop,
+            drain: Some(drain),
+        })
+    }
+
+    /// Stops the reader, reads the aggregates; dropping `self` afterwards
+    /// detaches the programs and frees the maps.
+    pub fn finish(mut self) -> Result<Aggregates, LockError> {
+        self.stop.store(true, Ordering::Release);
+        let samples = self
+            .drain
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let mut out = Aggregates {
+            samples,
+            ..Aggregates::default()
+        };
+        let read = |e: aya::maps::MapError| LockError::Read(crate::chain(&e));
+        let waits: HashMap<_, WaitKey, WaitVal> =
+            HashMap::try_from(self.ebpf.map("waits").ok_or_else(|| missing("waits"))?)
+                .map_err(read)?;
+        for (k, v) in waits.iter().filter_map(Result::ok) {
+            // Entries are created when a wait starts; one still in progress
+            // when a run ended has no count.
+            if v.count > 0 {
+                let at = WaitAt {
+                    seq: k.seq,
+                    uaddr: k.uaddr,
+                    stack_id: k.stack,
+                };
+                out.waits.insert(at, (v.wait_ns, v.count));
+            }
+        }
+        let off: HashMap<_, ThreadKey, ThreadVal> =
+            HashMap::try_from(self.ebpf.map("offcpu").ok_or_else(|| missing("offcpu"))?)
+                .map_err(read)?;
+        for (k, v) in off.iter().filter_map(Result::ok) {
+            out.off_cpu
+                .insert((k.seq, k.tid), (v.blocked_ns, v.preempted_ns));
+        }
+        let stats: Array<_, u64> =
+            Array::try_from(self.ebpf.map("stats").ok_or_else(|| missing("stats"))?)
+                .map_err(read)?;
+        for (i, slot) in out.stats.iter_mut().enumerate() {
+            *slot = stats.get(&(i as u32), 0).unwrap_or(0);
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.drain.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn missing(map: &str) -> LockError {
+    LockError::Load(format!("map {map} missing from the object"))
+}
+
+/// Reads samples as they come, and each new process's memory map at once:
+/// the process is blocked in the wait that produced the sample, so it is
+/// still there to read.
+fn drain(mut ring: RingBuf<MapData>, stop: &AtomicBool) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    let mut maps: std::collections::HashMap<(u32, u32), Arc<Maps>> =
+        std::collections::HashMap::new();
+    let fd = ring.as_raw_fd();
+    loop {
+        let stopping = stop.load(Ordering::Acquire);
+        while let Some(item) = ring.next() {
+            if let Some(mut s) = Sample::parse(&item) {
+                // Keyed by run too: a later run may reuse the pid.
+                let key = (s.seq, s.tgid);
+                s.maps = match maps.get(&key) {
+                    Some(m) if m.covers(s.ip) => Some(Arc::clone(m)),
+                    _ => Maps::read(s.tgid).map(Arc::new).inspect(|m| {
+                        maps.insert(key, Arc::clone(m));
+                    }),
+                };
+                samples.push(s);
+            }
+        }
+        if stopping {
+            return samples;
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; a timeout so that `stop` is seen.
+        unsafe { libc::poll(&mut pfd, 1, 50) };
+    }
+}

@@ -1,0 +1,255 @@
+//! One mapped ELF file: its load segments (file offset → address), its call
+//! frame information (to unwind), its symbols and its line tables (to name).
+
+use gimli::{
+    BaseAddresses, CfaRule, EhFrame, EndianRcSlice, RegisterRule, RunTimeEndian, UnwindContext,
+    UnwindSection, X86_64,
+};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+type Slice = EndianRcSlice<RunTimeEndian>;
+
+/// The largest file read whole (debug-info-heavy binaries stay well under).
+const MAX_FILE: u64 = 1 << 30;
+
+/// A symbol: start address, size, name (demangled).
+#[derive(Debug, Clone)]
+struct Symbol {
+    addr: u64,
+    size: u64,
+    name: String,
+}
+
+/// A frame as named from one file.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Named {
+    pub function: String,
+    /// `file:line`, where the line tables have it.
+    pub line: Option<String>,
+}
+
+/// How to find the caller's frame from a frame of this file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Step {
+    /// CFA = register (`rsp` or `rbp`) + offset; the return address and the
+    /// saved `rbp` at these offsets from the CFA, where saved.
+    Cfa {
+        rbp_based: bool,
+        offset: i64,
+        ra: i64,
+        rbp: Option<i64>,
+    },
+}
+
+/// A parsed file.
+pub(crate) struct Module {
+    pub path: PathBuf,
+    /// (file offset, size in file, address) of each loadable segment.
+    segments: Vec<(u64, u64, u64)>,
+    functions: Vec<Symbol>,
+    objects: Vec<Symbol>,
+    eh_frame: Option<(EhFrame<Slice>, BaseAddresses)>,
+    lines: Option<addr2line::Context<Slice>>,
+}
+
+impl Module {
+    /// Reads and parses `path`; `None` if it is not a readable ELF file.
+    pub fn load(path: &Path) -> Option<Module> {
+        let meta = std::fs::metadata(path).ok()?;
+        if !meta.is_file() || meta.len() > MAX_FILE {
+            return None;
+        }
+        let data = std::fs::read(path).ok()?;
+        let file = object::File::parse(&*data).ok()?;
+        let endian = if file.is_little_endian() {
+            RunTimeEndian::Little
+        } else {
+            RunTimeEndian::Big
+        };
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (off, size, s.address())
+            })
+            .collect();
+        let (mut functions, mut objects) = (Vec::new(), Vec::new());
+        // .symtab where the file kept it, else the dynamic symbols.
+        let symbols: Vec<_> = if file.symbols().next().is_some() {
+            file.symbols().collect()
+        } else {
+            file.dynamic_symbols().collect()
+        };
+        for s in symbols {
+            let Ok(name) = s.name() else { continue };
+            if name.is_empty() || s.address() == 0 || s.is_undefined() {
+                continue;
+            }
+            let sym = Symbol {
+                addr: s.address(),
+                size: s.size(),
+                name: demangle(name),
+            };
+            match s.kind() {
+                SymbolKind::Text => functions.push(sym),
+                SymbolKind::Data | SymbolKind::Tls => objects.push(sym),
+                _ => {}
+            }
+        }
+        functions.sort_by_key(|s| (s.addr, std::cmp::Reverse(s.size)));
+        objects.sort_by_key(|s| s.addr);
+        let section = |name: &str| -> Slice {
+            let bytes = file
+                .section_by_name(name)
+                .and_then(|s| s.uncompressed_data().ok())
+                .map(|d| d.into_owned())
+                .unwrap_or_default();
+            EndianRcSlice::new(Rc::from(bytes), endian)
+        };
+        let eh_frame = file.section_by_name(".eh_frame").map(|s| {
+            let mut bases = BaseAddresses::default().set_eh_frame(s.address());
+            if let Some(text) = file.section_by_name(".text") {
+                bases = bases.set_text(text.address());
+            }
+            if let Some(got) = file.section_by_name(".got") {
+                bases = bases.set_got(got.address());
+            }
+            let mut frame = EhFrame::from(section(".eh_frame"));
+            frame.set_address_size(8);
+            (frame, bases)
+        });
+        let lines = if file.section_by_name(".debug_info").is_some() {
+            gimli::Dwarf::load(|id| Ok::<_, gimli::Error>(section(id.name())))
+                .ok()
+                .and_then(|dwarf| addr2line::Context::from_dwarf(dwarf).ok())
+        } else {
+            None
+        };
+        Some(Module {
+            path: path.to_path_buf(),
+            segments,
+            functions,
+            objects,
+            eh_frame,
+            lines,
+        })
+    }
+
+    /// The address in the file's own terms of a byte at `file_offset`.
+    pub fn address_of_offset(&self, file_offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(off, size, _)| file_offset >= *off && file_offset < off + size)
+            .map(|(off, _, addr)| file_offset - off + addr)
+    }
+
+    /// How to step from a frame executing at `addr` (file address) to its caller.
+    pub fn step(&self, addr: u64) -> Option<Step> {
+        let (frame, bases) = self.eh_frame.as_ref()?;
+        let mut ctx = UnwindContext::new();
+        let row = frame
+            .unwind_info_for_address(bases, &mut ctx, addr, EhFrame::cie_from_offset)
+            .ok()?;
+        let (rbp_based, offset) = match *row.cfa() {
+            CfaRule::RegisterAndOffset { register, offset } if register == X86_64::RSP => {
+                (false, offset)
+            }
+            CfaRule::RegisterAndOffset { register, offset } if register == X86_64::RBP => {
+                (true, offset)
+            }
+            _ => return None,
+        };
+        let ra = match row.register(X86_64::RA) {
+            RegisterRule::Offset(n) => n,
+            _ => return None,
+        };
+        let rbp = match row.register(X86_64::RBP) {
+            RegisterRule::Offset(n) => Some(n),
+            _ => None,
+        };
+        Some(Step::Cfa {
+            rbp_based,
+            offset,
+            ra,
+            rbp,
+        })
+    }
+
+    /// The function at `addr` (innermost inlined one first), with `file:line`.
+    pub fn name(&self, addr: u64) -> Vec<Named> {
+        let mut out = Vec::new();
+        if let Some(ctx) = &self.lines
+            && let Ok(mut frames) = ctx.find_frames(addr).skip_all_loads()
+        {
+            while let Ok(Some(f)) = frames.next() {
+                let function = f
+                    .function
+                    .as_ref()
+                    .and_then(|n| n.raw_name().ok().map(|r| demangle(&r)));
+                let line = f.location.as_ref().and_then(|l| {
+                    let file = Path::new(l.file?)
+                        .file_name()?
+                        .to_string_lossy()
+                        .into_owned();
+                    Some(match l.line {
+                        Some(n) => format!("{file}:{n}"),
+                        None => file,
+                    })
+                });
+                match function {
+                    Some(function) => out.push(Named { function, line }),
+                    None if out.is_empty() => {
+                        if let Some(s) = self.function_at(addr) {
+                            out.push(Named {
+                                function: s.to_string(),
+                                line,
+                            });
+                        }
+                    }
+                    None => {}
+                }
+            }
+        }
+        if out.is_empty()
+            && let Some(s) = self.function_at(addr)
+        {
+            out.push(Named {
+                function: s.to_string(),
+                line: None,
+            });
+        }
+        out
+    }
+
+    fn function_at(&self, addr: u64) -> Option<&str> {
+        let i = self.functions.partition_point(|s| s.addr <= addr);
+        // The nearest start below; a sized symbol must contain the address.
+        let s = self.functions.get(i.checked_sub(1)?)?;
+        (s.size == 0 || addr < s.addr + s.size).then_some(s.name.as_str())
+    }
+
+    /// The data symbol (a static variable) containing `addr`.
+    pub fn object_at(&self, addr: u64) -> Option<&str> {
+        let i = self.objects.partition_point(|s| s.addr <= addr);
+        let s = self.objects.get(i.checked_sub(1)?)?;
+        (addr < s.addr + s.size.max(1)).then_some(s.name.as_str())
+    }
+
+    /// The file's name, for frames without line information.
+    pub fn file_name(&self) -> String {
+        self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    }
+}
+
+/// Rust names without their hash; other names as they are.
+fn demangle(name: &str) -> String {
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => name.to_string(),
+    }
+}

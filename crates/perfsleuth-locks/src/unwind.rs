@@ -1,0 +1,176 @@
+//! Unwinding a sampled user stack with the files' DWARF call frame
+//! information (`.eh_frame`), falling back to frame pointers, and naming
+//! each frame.
+//!
+//! Why not the kernel's frame-pointer stack alone: glibc and most programs
+//! are built without frame pointers, so the kernel's walk skips exactly the
+//! frame that matters (the function that took the lock) or stops at once.
+//! The sample carries the registers and the top of the stack instead, and
+//! `.eh_frame` is in every binary, stripped or not.
+
+use crate::bpf::Sample;
+use crate::elf::{Module, Step};
+use crate::maps::Maps;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+/// The deepest stack unwound.
+const MAX_FRAMES: usize = 48;
+
+/// One named frame.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Frame {
+    pub function: String,
+    /// `file:line` where known.
+    pub line: Option<String>,
+    /// The binary or library's file name.
+    pub file: String,
+    /// In a system library (libc, libstdc++…), not the program's own code.
+    pub system: bool,
+}
+
+impl Frame {
+    /// `function (file:line)` or `function (library)`.
+    pub fn display(&self) -> String {
+        format!("{} ({})", self.function, self.where_())
+    }
+
+    /// `file:line`, else the file the code is in.
+    pub fn where_(&self) -> String {
+        self.line.clone().unwrap_or_else(|| self.file.clone())
+    }
+}
+
+/// Parsed files, each read once per trace.
+#[derive(Default)]
+pub(crate) struct Symbolizer {
+    modules: HashMap<PathBuf, Option<Rc<Module>>>,
+}
+
+impl Symbolizer {
+    fn module(&mut self, path: &PathBuf) -> Option<Rc<Module>> {
+        self.modules
+            .entry(path.clone())
+            .or_insert_with(|| Module::load(path).map(Rc::new))
+            .clone()
+    }
+
+    /// The module and file address of a code address.
+    fn locate(&mut self, maps: &Maps, pc: u64) -> Option<(Rc<Module>, u64)> {
+        let m = maps.find(pc).filter(|m| m.executable)?;
+        let module = self.module(m.path.as_ref().filter(|p| p.is_absolute())?)?;
+        let addr = module.address_of_offset(pc - m.start + m.offset)?;
+        Some((module, addr))
+    }
+
+    /// The sample's stack, innermost first; empty when nothing could be read.
+    pub fn unwind(&mut self, s: &Sample) -> Vec<Frame> {
+        let Some(maps) = s.maps.as_deref() else {
+            return Vec::new();
+        };
+        let read = |addr: u64| -> Option<u64> {
+            let at = usize::try_from(addr.checked_sub(s.sp)?).ok()?;
+            Some(u64::from_ne_bytes(
+                s.stack.get(at..at + 8)?.try_into().ok()?,
+            ))
+        };
+        let mut frames = Vec::new();
+        let (mut pc, mut sp, mut bp) = (s.ip, s.sp, s.bp);
+        for depth in 0..MAX_FRAMES {
+            // A return address points after the call: look up the call itself.
+            let probe = if depth == 0 { pc } else { pc.wrapping_sub(1) };
+            let Some((module, addr)) = self.locate(maps, probe) else {
+                break;
+            };
+            let system = is_system(&module.path);
+            let file = module.file_name();
+            let named = module.name(addr);
+            if named.is_empty() {
+                frames.push(Frame {
+                    function: format!("{file}+{addr:#x}"),
+                    line: None,
+                    file: file.clone(),
+                    system,
+                });
+            }
+            for n in named {
+                frames.push(Frame {
+                    function: n.function,
+                    line: n.line,
+                    file: file.clone(),
+                    system,
+                });
+            }
+            let next = match module.step(addr) {
+                Some(Step::Cfa {
+                    rbp_based,
+                    offset,
+                    ra,
+                    rbp,
+                }) => {
+                    let cfa = (if rbp_based { bp } else { sp }).wrapping_add_signed(offset);
+                    let ret = read(cfa.wrapping_add_signed(ra));
+                    if let Some(o) = rbp {
+                        bp = read(cfa.wrapping_add_signed(o)).unwrap_or(0);
+                    }
+                    sp = cfa;
+                    ret
+                }
+                // No CFI for this code: try the frame-pointer chain.
+                None => {
+                    let ret = read(bp.wrapping_add(8));
+                    let saved = read(bp);
+                    sp = bp.wrapping_add(16);
+                    bp = saved.unwrap_or(0);
+                    ret
+                }
+            };
+            match next {
+                Some(ret) if ret != 0 => pc = ret,
+                _ => break,
+            }
+        }
+        frames
+    }
+
+    /// The static variable at `addr` in any file of `maps`, as
+    /// `name (file)`. A zero-initialised lock lives in `.bss`, which is
+    /// mapped anonymously right after the file: every file's load bias is
+    /// tried.
+    pub fn object(&mut self, maps: &Maps, addr: u64) -> Option<String> {
+        for path in maps.files() {
+            let Some(m) = maps
+                .mappings
+                .iter()
+                .find(|m| m.path.as_ref() == Some(path) && m.executable)
+            else {
+                continue;
+            };
+            let Some(module) = self.module(path) else {
+                continue;
+            };
+            let Some(exec_addr) = module.address_of_offset(m.offset) else {
+                continue;
+            };
+            let bias = m.start.wrapping_sub(exec_addr);
+            if let Some(name) = module.object_at(addr.wrapping_sub(bias)) {
+                return Some(name.to_string());
+            }
+        }
+        None
+    }
+}
+
+/// Whether `path` is a system library rather than the program's own code.
+fn is_system(path: &std::path::Path) -> bool {
+    [
+        "/lib/",
+        "/lib64/",
+        "/usr/lib/",
+        "/usr/lib64/",
+        "/usr/libexec/",
+    ]
+    .iter()
+    .any(|p| path.starts_with(p))
+}
