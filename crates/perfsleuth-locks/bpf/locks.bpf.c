@@ -195,8 +195,13 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx) {
     __u64 pt = bpf_get_current_pid_tgid();
     __u32 tgid = pt >> 32, tid = (__u32)pt;
     __u32 *seqp = bpf_map_lookup_elem(&tgids, &tgid);
-    if (seqp) {
-        struct off o = { .ts = now, .seq = *seqp, .preempted = ctx->args[0] ? 1 : 0 };
+    // prev_state (the fourth argument since Linux 5.18): 0 is still
+    // runnable, so the thread now waits for a CPU (the `preempt` argument
+    // only marks kernel preemption, not the usual return-to-user switch);
+    // TASK_DEAD is a thread's last switch, which has no switch back.
+    unsigned int prev_state = ctx->args[3];
+    if (seqp && !(prev_state & 0x80)) {
+        struct off o = { .ts = now, .seq = *seqp, .preempted = prev_state == 0 };
         if (bpf_map_update_elem(&offstart, &tid, &o, BPF_ANY)) bump(S_OFFCPU_DROPS);
     }
     struct task_struct *next = (struct task_struct *)ctx->args[2];

@@ -28,6 +28,8 @@ pub(crate) struct Named {
     pub function: String,
     /// `file:line`, where the line tables have it.
     pub line: Option<String>,
+    /// The source file's full path, where the line tables have it.
+    pub source: Option<String>,
 }
 
 /// How to find the caller's frame from a frame of this file.
@@ -188,6 +190,7 @@ impl Module {
                     .function
                     .as_ref()
                     .and_then(|n| n.raw_name().ok().map(|r| demangle(&r)));
+                let source = f.location.as_ref().and_then(|l| l.file).map(str::to_string);
                 let line = f.location.as_ref().and_then(|l| {
                     let file = Path::new(l.file?)
                         .file_name()?
@@ -198,28 +201,26 @@ impl Module {
                         None => file,
                     })
                 });
-                match function {
-                    Some(function) => out.push(Named { function, line }),
-                    None if out.is_empty() => {
-                        if let Some(s) = self.function_at(addr) {
-                            out.push(Named {
-                                function: s.to_string(),
-                                line,
-                            });
-                        }
-                    }
-                    None => {}
-                }
+                out.push(Named {
+                    function: function.unwrap_or_default(),
+                    line,
+                    source,
+                });
             }
         }
-        if out.is_empty()
-            && let Some(s) = self.function_at(addr)
-        {
-            out.push(Named {
+        // The outermost frame is the real function: the symbol table names it
+        // in full (line-tables-only debug info has bare names like `lock`).
+        let symbol = self.function_at(addr);
+        match (out.last_mut(), symbol) {
+            (Some(last), Some(s)) => last.function = s.to_string(),
+            (None, Some(s)) => out.push(Named {
                 function: s.to_string(),
                 line: None,
-            });
+                source: None,
+            }),
+            _ => {}
         }
+        out.retain(|n| !n.function.is_empty());
         out
     }
 

@@ -111,7 +111,7 @@ struct SiteKey {
     kind: String,
     function: String,
     location: String,
-    caller: Option<String>,
+    caller: Option<(String, String)>,
     object: Option<String>,
 }
 
@@ -126,18 +126,19 @@ pub struct Traced {
     agg: Aggregates,
     /// (run, address, stack) → the site, where a sample named it.
     sites: HashMap<WaitAt, (SiteKey, Vec<String>)>,
-    unresolved: u64,
+    /// The runs of the samples that could not be unwound.
+    unresolved: Vec<u32>,
 }
 
 impl Traced {
     fn name(agg: Aggregates) -> Traced {
         let mut sym = Symbolizer::default();
         let mut sites = HashMap::new();
-        let mut unresolved = 0;
+        let mut unresolved = Vec::new();
         for s in &agg.samples {
             let frames = sym.unwind(s);
             if frames.is_empty() {
-                unresolved += 1;
+                unresolved.push(s.seq);
                 continue;
             }
             let object = s.maps.as_deref().and_then(|m| sym.object(m, s.uaddr));
@@ -208,7 +209,8 @@ impl Traced {
                 kind: k.kind,
                 function: k.function,
                 location: k.location,
-                caller: k.caller,
+                caller_location: k.caller.as_ref().map(|c| c.1.clone()),
+                caller: k.caller.map(|c| c.0),
                 object: k.object,
                 stack,
                 wait_ns,
@@ -243,11 +245,20 @@ impl Traced {
                 .max()
                 .unwrap_or(0),
             events: LockEvents {
-                waits: st(Stat::Waits),
+                waits: sites.iter().map(|s| s.waits).sum(),
                 dropped_waits: st(Stat::WaitDrops),
-                samples: st(Stat::Samples),
+                samples: self
+                    .agg
+                    .samples
+                    .iter()
+                    .filter(|s| wanted.contains(&s.seq))
+                    .count() as u64,
                 dropped_samples: st(Stat::SampleDrops),
-                unresolved_samples: self.unresolved,
+                unresolved_samples: self
+                    .unresolved
+                    .iter()
+                    .filter(|s| wanted.contains(s))
+                    .count() as u64,
                 processes: st(Stat::Processes),
                 dropped_processes: st(Stat::ProcessDrops),
                 switches: st(Stat::Switches),
@@ -306,8 +317,24 @@ const MACHINERY: [&str; 12] = [
     "__pthread",
 ];
 
+/// Source paths of the same machinery, for inlined frames, which
+/// line-tables-only debug info names without their module (`lock`).
+const MACHINERY_SOURCES: [&str; 6] = [
+    "/rustc/",
+    "/library/std/",
+    "/library/core/",
+    "/library/alloc/",
+    "/parking_lot",
+    "/lock_api",
+];
+
 fn is_machinery(f: &Frame) -> bool {
-    f.system || MACHINERY.iter().any(|p| f.function.starts_with(p)) || f.function == "syscall"
+    f.system
+        || MACHINERY.iter().any(|p| f.function.starts_with(p))
+        || f.function == "syscall"
+        || f.source
+            .as_deref()
+            .is_some_and(|s| MACHINERY_SOURCES.iter().any(|p| s.contains(p)))
 }
 
 /// The kind of wait, from the names on the stack.
@@ -360,7 +387,7 @@ fn site_of(frames: &[Frame], object: Option<String>) -> SiteKey {
             .iter()
             .find(|c| !is_machinery(c))
             .or_else(|| frames.get(at + 1))
-            .map(|c| c.function.clone()),
+            .map(|c| (c.function.clone(), c.where_())),
         object,
     }
 }
@@ -374,6 +401,7 @@ mod tests {
             function: function.into(),
             line: (!system).then(|| "two.c:7".into()),
             file: if system { "libc.so.6" } else { "two" }.into(),
+            source: None,
             system,
         }
     }
@@ -389,7 +417,7 @@ mod tests {
         let s = site_of(&frames, Some("hot".into()));
         assert_eq!((s.kind.as_str(), s.function.as_str()), ("mutex", "hot_add"));
         assert_eq!(s.location, "two.c:7");
-        assert_eq!(s.caller.as_deref(), Some("worker"));
+        assert_eq!(s.caller, Some(("worker".into(), "two.c:7".into())));
         let rust = [
             frame("syscall", true),
             frame("std::sys::sync::mutex::futex::Mutex::lock_contended", false),

@@ -12,7 +12,7 @@ use crate::bpf::Sample;
 use crate::elf::{Module, Step};
 use crate::maps::Maps;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 /// The deepest stack unwound.
@@ -26,6 +26,8 @@ pub(crate) struct Frame {
     pub line: Option<String>,
     /// The binary or library's file name.
     pub file: String,
+    /// The source file's full path, where the line tables have it.
+    pub source: Option<String>,
     /// In a system library (libc, libstdc++…), not the program's own code.
     pub system: bool,
 }
@@ -49,9 +51,9 @@ pub(crate) struct Symbolizer {
 }
 
 impl Symbolizer {
-    fn module(&mut self, path: &PathBuf) -> Option<Rc<Module>> {
+    fn module(&mut self, path: &Path) -> Option<Rc<Module>> {
         self.modules
-            .entry(path.clone())
+            .entry(path.to_path_buf())
             .or_insert_with(|| Module::load(path).map(Rc::new))
             .clone()
     }
@@ -90,6 +92,7 @@ impl Symbolizer {
                 frames.push(Frame {
                     function: format!("{file}+{addr:#x}"),
                     line: None,
+                    source: None,
                     file: file.clone(),
                     system,
                 });
@@ -98,6 +101,7 @@ impl Symbolizer {
                 frames.push(Frame {
                     function: n.function,
                     line: n.line,
+                    source: n.source,
                     file: file.clone(),
                     system,
                 });

@@ -139,6 +139,12 @@ impl Spawner {
         })
     }
 
+    /// The spawner's process id: the benchmarked commands are its children
+    /// (lock tracing follows them from it).
+    pub fn pid(&self) -> u32 {
+        self.pid as u32
+    }
+
     /// The spawner's own peak RSS so far: children report at least this much,
     /// because `exec` folds it into their `ru_maxrss` (see the module docs).
     /// `None` if `/proc` cannot tell.

@@ -627,9 +627,13 @@ pub struct LockSite {
     /// `file:line` of that frame where debug info exists, else the binary
     /// or library it is in.
     pub location: String,
-    /// Its caller, where the stack had one.
+    /// Its caller (in the program's own code where there is one), where the
+    /// stack had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
+    /// The caller's `file:line` or binary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller_location: Option<String>,
     /// The lock's own name where it is a static variable with a symbol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object: Option<String>,
@@ -654,7 +658,10 @@ impl LockSite {
     }
 }
 
-/// The tracer's own accounting: every loss is counted and reported.
+/// The tracer's own accounting: every loss is counted and reported. The
+/// waits and samples are this benchmark's; the losses and the processes and
+/// switches are the whole trace's (the kernel cannot tell whose a lost
+/// event was).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LockEvents {
     /// Futex waits timed in the kernel.

@@ -1072,6 +1072,9 @@ pub struct ScalePoint {
     pub migrations_per_kop: Option<f64>,
     /// Fitted throughput at N.
     pub fitted: Option<f64>,
+    /// Where the level's threads waited for locks (`scale --locks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locks: Option<crate::LockReport>,
 }
 
 /// Which scalability model the fit chose.

@@ -17,6 +17,7 @@ mod format;
 pub mod html;
 mod hyperfine;
 mod json;
+mod locks;
 mod markdown;
 mod simulation;
 pub mod style;
@@ -41,6 +42,7 @@ pub use format::{
 };
 pub use hyperfine::export_hyperfine;
 pub use json::export_json;
+pub use locks::{lock_events, lock_headline, lock_losses, site_text};
 pub use markdown::{TableDialect, render_markdown, render_table};
 pub use perfsleuth_model::schema::{HyperfineDoc, HyperfineResult};
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};

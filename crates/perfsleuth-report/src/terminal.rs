@@ -68,6 +68,10 @@ pub fn render_terminal(run: &Run, report: &RunReport, style: &Style) -> String {
             report.time_unit,
             style,
         );
+        if let Some(locks) = run.benchmarks.get(i).and_then(|b| b.locks.as_ref()) {
+            labelled(&mut out, "Locks:", &crate::lock_headline(locks));
+            labelled(&mut out, "", &style.dim(&crate::lock_events(locks)));
+        }
     }
     if !report.comparisons.is_empty() {
         out.push('\n');

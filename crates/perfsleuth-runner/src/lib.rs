@@ -13,6 +13,7 @@
 mod check;
 pub mod counters;
 mod error;
+pub mod locks;
 mod probes;
 mod schedule;
 mod scratch;

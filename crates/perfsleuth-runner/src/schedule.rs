@@ -190,6 +190,11 @@ pub struct Bench {
 }
 
 impl Bench {
+    /// Its command's handle in the spawner (lock tracing attributes runs by it).
+    pub fn main_id(&self) -> CommandId {
+        self.main
+    }
+
     /// A benchmark whose commands are already prepared in the spawner.
     pub fn new(
         plan: Planned,

@@ -60,6 +60,11 @@ pub struct Level {
 }
 
 impl Level {
+    /// Its command's handle in the spawner (lock tracing attributes runs by it).
+    pub fn id(&self) -> CommandId {
+        self.id
+    }
+
     /// The timed samples so far.
     pub fn samples(&self) -> &[Sample] {
         &self.samples

@@ -98,7 +98,11 @@ pub fn read_csv(text: &str) -> Result<Vec<Observation>, CsvError> {
             Entry::Occupied(i) => obs[*i.get()].runs.push(run),
             Entry::Vacant(slot) => {
                 slot.insert(obs.len());
-                obs.push(Observation { n, runs: vec![run] });
+                obs.push(Observation {
+                    n,
+                    runs: vec![run],
+                    locks: None,
+                });
             }
         }
         rows += 1;

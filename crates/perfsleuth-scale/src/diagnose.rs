@@ -4,6 +4,7 @@
 
 use crate::{Analysis, Point};
 pub use perfsleuth_model::schema::{Diagnosis, DiagnosisKind};
+use perfsleuth_model::{LockReport, LockSite};
 use perfsleuth_report::format_count;
 use perfsleuth_report::format_si;
 
@@ -237,6 +238,23 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         }
         evidence.extend(blocking.clone());
     }
+    // The traced lock, where one dominates: the contention has a name.
+    let mut headline = headline;
+    if let Some((p, report, top)) = named_lock(a) {
+        if kind == DiagnosisKind::Coherency {
+            headline = headline.replacen(
+                "coherency/contention:",
+                &format!("coherency/contention at `{}`'s {}:", top.function, top.kind),
+                1,
+            );
+            headline = headline.replace("; look for a shared lock or cache line", "");
+        }
+        evidence.push(format!(
+            "at N = {}, {}",
+            format_count(p.n),
+            perfsleuth_report::lock_headline(report)
+        ));
+    }
     // A machine busy at every level measured the other load as much as the
     // command: the story above may be the neighbours'.
     if a.points.len() > 1 && crate::busy_levels(a).len() == a.points.len() {
@@ -250,6 +268,20 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         headline,
         evidence,
     }]
+}
+
+/// The level whose threads waited longest for locks (per run), with its
+/// report and its main lock site, where that site holds at least half of
+/// the level's lock wait.
+fn named_lock(a: &Analysis) -> Option<(&Point, &LockReport, &LockSite)> {
+    let per_run = |l: &LockReport| l.lock_wait_ns as f64 / f64::from(l.runs.max(1));
+    let (p, report) = a
+        .points
+        .iter()
+        .filter_map(|p| Some((p, p.locks.as_ref().filter(|l| l.lock_wait_ns > 0)?)))
+        .max_by(|x, y| per_run(x.1).total_cmp(&per_run(y.1)))?;
+    let top = report.locks().next()?;
+    (top.wait_ns * 2 >= report.lock_wait_ns).then_some((p, report, top))
 }
 
 /// "CPUs 50 % idle at N = 2" when the machine's idle time was measured at

@@ -72,6 +72,8 @@ pub struct Observation {
     pub n: f64,
     /// The runs.
     pub runs: Vec<RunObservation>,
+    /// Where the level's threads waited for locks (`scale --locks`).
+    pub locks: Option<perfsleuth_model::LockReport>,
 }
 
 /// Summarises the observations, fits the USL (capacity-aware when N
@@ -288,6 +290,7 @@ fn summarize(o: &Observation, machine: &Machine) -> Point {
         futex_per_kop: per_kop(|r| r.futex_calls),
         migrations_per_kop: per_kop(|r| r.cpu_migrations),
         fitted: None,
+        locks: o.locks.clone(),
     }
 }
 

@@ -75,6 +75,37 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
     }
     let mut out = table(&rows, |c| if c == 0 { Align::Left } else { Align::Right });
     out.push('\n');
+    // Where each level's threads waited (`--locks`), and what the tracer lost.
+    if a.points.iter().any(|p| p.locks.is_some()) {
+        out.push_str("Locks (eBPF):\n");
+        for p in &a.points {
+            if let Some(l) = &p.locks {
+                out.push_str(&format!(
+                    "  {} = {}: {}\n",
+                    a.parameter,
+                    format_count(p.n),
+                    perfsleuth_report::lock_headline(l)
+                ));
+            }
+        }
+        let traced: Vec<&perfsleuth_model::LockReport> =
+            a.points.iter().filter_map(|p| p.locks.as_ref()).collect();
+        if let Some(first) = traced.first() {
+            let waits: u64 = traced.iter().map(|l| l.events.waits).sum();
+            let samples: u64 = traced.iter().map(|l| l.events.samples).sum();
+            // The losses are the whole trace's: said once.
+            out.push_str(&format!(
+                "  {}\n",
+                style.dim(&format!(
+                    "{} futex waits traced, {} stack samples, {}",
+                    format_count(waits as f64),
+                    format_count(samples as f64),
+                    perfsleuth_report::lock_losses(first)
+                ))
+            ));
+        }
+        out.push('\n');
+    }
 
     match (&a.fit, &a.fit_error) {
         (Some(f), _) => {

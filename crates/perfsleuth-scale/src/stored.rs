@@ -65,7 +65,11 @@ pub fn analysis_of(run: &Run) -> Option<Analysis> {
                     })
                 })
                 .collect::<Vec<_>>();
-            (!runs.is_empty()).then_some(Observation { n, runs })
+            (!runs.is_empty()).then_some(Observation {
+                n,
+                runs,
+                locks: b.locks.clone(),
+            })
         })
         .collect();
     if observations.is_empty() {

@@ -26,6 +26,7 @@ fn curve(
     ns.iter()
         .map(|&n| Observation {
             n,
+            locks: None,
             runs: [0.995, 1.0, 1.005]
                 .iter()
                 .map(|w| {

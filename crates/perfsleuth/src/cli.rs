@@ -879,6 +879,20 @@ pub struct RunArgs {
     /// Count hardware events in kernel mode too (default: user space only).
     #[arg(long)]
     pub counters_kernel: bool,
+    /// Trace lock waits with eBPF (as root): which futexes the command's threads
+    /// wait on, for how long, and where in its code (docs/LOCKS.md).
+    /// `--locks` is `--locks=on`, an error where the kernel or privileges do not
+    /// allow it; `--locks=auto` falls back to saying why.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = LockChoice::Off,
+        default_missing_value = "on"
+    )]
+    pub locks: LockChoice,
     /// `run --baseline` (see [`RunCommand`]); never an option of its own here.
     #[arg(skip)]
     pub baseline: Option<String>,
@@ -1120,6 +1134,19 @@ pub struct ScaleArgs {
     /// sched_switch tracepoints, the lock-contention signal) or all (+ hardware events).
     #[arg(long, value_enum, value_name = "WHICH", default_value_t = CounterChoice::Software)]
     pub counters: CounterChoice,
+    /// Trace lock waits per level with eBPF and name the contended lock
+    /// (docs/LOCKS.md): auto (where the kernel and privileges allow it, else the
+    /// futex counts alone), on (an error where it cannot), off.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = LockChoice::Auto,
+        default_missing_value = "on"
+    )]
+    pub locks: LockChoice,
     /// Do not store the results (also when PERFSLEUTH_STORE is set).
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
@@ -1145,6 +1172,28 @@ pub enum ModeChoice {
     Walltime,
     /// Each run under callgrind with a fixed cache model: instruction and miss counts.
     Simulation,
+}
+
+/// When to trace lock waits (`--locks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LockChoice {
+    /// Not traced.
+    Off,
+    /// Traced where the kernel and privileges allow it; otherwise a note.
+    Auto,
+    /// Traced; an error where it cannot be.
+    On,
+}
+
+impl LockChoice {
+    /// In the runner's terms.
+    pub fn runner(self) -> perfsleuth_runner::locks::LockChoice {
+        match self {
+            LockChoice::Off => perfsleuth_runner::locks::LockChoice::Off,
+            LockChoice::Auto => perfsleuth_runner::locks::LockChoice::Auto,
+            LockChoice::On => perfsleuth_runner::locks::LockChoice::On,
+        }
+    }
 }
 
 /// Which counters to read per run.

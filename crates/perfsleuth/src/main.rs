@@ -16,6 +16,7 @@ mod git;
 mod histcmd;
 mod history;
 mod import;
+mod locks;
 mod output;
 mod parse;
 mod plan;

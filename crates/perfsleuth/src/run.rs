@@ -3,7 +3,7 @@
 //! and the terminal to it), then summarise. Every check that can fail on
 //! user input happens before the first timed iteration.
 
-use crate::cli::{CounterChoice, ModeChoice, RunArgs};
+use crate::cli::{CounterChoice, LockChoice, ModeChoice, RunArgs};
 use crate::error::Fail;
 use crate::output;
 use crate::parse;
@@ -456,12 +456,27 @@ pub(crate) fn measure(
         sink.watchdog = Some(crate::term::Watchdog::start(after));
     }
 
+    if c.simulation.is_some() && args.locks == LockChoice::On {
+        return Err(Fail::usage(
+            "--locks traces the threads of real runs; simulation mode runs the command under valgrind",
+            "drop --locks, or use --mode walltime",
+        ));
+    }
+    let lock_choice = if c.simulation.is_some() {
+        LockChoice::Off
+    } else {
+        args.locks
+    };
+    let (tracer, lock_note) = crate::locks::start(lock_choice, spawner.pid())?;
+    counter_notes.extend(lock_note);
+
     let started = std::time::Instant::now();
     let noise = perfsleuth_env::NoiseSnapshot::take(&perfsleuth_env::Source::live());
     // With a comparison to follow, rounds are added while it is inconclusive.
     let template = run.clone();
+    let mut following = perfsleuth_runner::locks::Following::new(spawner);
     let (measured, rounds) = c.schedule.measure_until(
-        spawner,
+        &mut following,
         &mut sink,
         &mut benches,
         c.simulation.as_ref(),
@@ -469,6 +484,11 @@ pub(crate) fn measure(
         c.max_time,
         |benches| undecided(&template, benches),
     );
+    let lock_runs: Vec<Vec<u32>> = benches
+        .iter()
+        .map(|b| following.runs_of(b.main_id()))
+        .collect();
+    let lock_reports = crate::locks::finish(tracer, &lock_runs, &mut counter_notes);
     sink.watchdog = None;
     sink.progress.clear();
     counter_notes.extend(measured.notes);
@@ -476,6 +496,7 @@ pub(crate) fn measure(
     // The warning after the run judges the run, not the minutes before it.
     noise.since(&perfsleuth_env::Source::live(), &mut run.environment);
     run.benchmarks = perfsleuth_runner::benchmarks(&benches);
+    crate::locks::attach(&mut run, lock_reports, &mut sink)?;
     let mut warnings = Vec::new();
     if let Some(sim) = &c.simulation {
         // Variants with caches of their own are not simulated with the fixed model.

@@ -142,10 +142,16 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         warmup: args.warmup,
         runs: args.runs,
     };
-    let result = sweep.measure(&mut spawner, &mut sink, &mut levels);
+    let (tracer, lock_note) = crate::locks::start(args.locks, spawner.pid())?;
+    let mut lock_notes: Vec<String> = lock_note.into_iter().collect();
+    let mut following = perfsleuth_runner::locks::Following::new(&mut spawner);
+    let result = sweep.measure(&mut following, &mut sink, &mut levels);
+    let lock_runs: Vec<Vec<u32>> = levels.iter().map(|l| following.runs_of(l.id())).collect();
+    let lock_reports = crate::locks::finish(tracer, &lock_runs, &mut lock_notes);
     sink.progress.clear();
 
     run.benchmarks = levels.iter().map(|l| l.to_benchmark(true)).collect();
+    crate::locks::attach(&mut run, lock_reports, &mut sink)?;
     conclude(&mut run, &result, &spawner, &mut sink).map_err(runner_fail)?;
     let stored_note = |what: &str| {
         run.id.map_or(String::new(), |id| {
@@ -186,7 +192,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                 args.color,
             )?;
             // After the results, so they never stand between the user and an error.
-            for note in &counter_notes {
+            for note in counter_notes.iter().chain(&lock_notes) {
                 emit(&format!("note: {note}\n"), true);
             }
             if let Some(note) = sink.stored_note(use_color(args.color, true)) {

@@ -98,6 +98,20 @@ fn sides_phase(
 
 impl StoreSink<'_> {
     /// The dimmed "Stored as run N in PATH" line, when the run was stored.
+    /// Stores benchmark `bench`'s lock report (`--locks`), once its runs are done.
+    pub fn set_locks(
+        &mut self,
+        bench: usize,
+        locks: &perfsleuth_model::LockReport,
+    ) -> Result<(), crate::error::Fail> {
+        if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
+            store
+                .set_locks(id, locks)
+                .map_err(crate::output::store_fail)?;
+        }
+        Ok(())
+    }
+
     pub fn stored_note(&self, color: bool) -> Option<String> {
         let path = self.path.as_ref()?;
         let runs = match self.run_ids.as_slice() {
