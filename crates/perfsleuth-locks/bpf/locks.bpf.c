@@ -10,6 +10,8 @@
 //  - sends user space, through a ring buffer, one sample of the user
 //    registers and stack for each new (run, address, stack), which user
 //    space unwinds with the binaries' DWARF CFI and symbolises.
+// The programs' names start with psl_ (perfsleuth), so that `bpftool prog`
+// shows whose they are.
 // Nothing here depends on libbpf's headers: the few helpers are declared
 // below, and task_struct fields are read with CO-RE relocations against the
 // running kernel's BTF, which the loader (aya) applies.
@@ -85,7 +87,7 @@ static __attribute__((always_inline)) void bump(__u32 i) {
 }
 
 SEC("raw_tracepoint/sched_process_fork")
-int on_fork(struct bpf_raw_tracepoint_args *ctx) {
+int psl_fork(struct bpf_raw_tracepoint_args *ctx) {
     struct task_struct *child = (struct task_struct *)ctx->args[1];
     int pid = 0, tgid = 0;
     bpf_probe_read_kernel(&pid, sizeof(pid), __builtin_preserve_access_index(&child->pid));
@@ -108,7 +110,7 @@ int on_fork(struct bpf_raw_tracepoint_args *ctx) {
 }
 
 SEC("raw_tracepoint/sched_process_exit")
-int on_process_exit(struct bpf_raw_tracepoint_args *ctx) {
+int psl_proc_exit(struct bpf_raw_tracepoint_args *ctx) {
     __u64 pt = bpf_get_current_pid_tgid();
     __u32 tgid = pt >> 32, tid = (__u32)pt;
     bpf_map_delete_elem(&inflight, &tid);
@@ -125,7 +127,7 @@ static __attribute__((always_inline)) int is_wait(unsigned long op) {
 }
 
 SEC("raw_tracepoint/sys_enter")
-int on_enter(struct bpf_raw_tracepoint_args *ctx) {
+int psl_sys_enter(struct bpf_raw_tracepoint_args *ctx) {
     if (ctx->args[1] != NR_FUTEX) return 0;
     __u64 pt = bpf_get_current_pid_tgid();
     __u32 tgid = pt >> 32, tid = (__u32)pt;
@@ -169,7 +171,7 @@ int on_enter(struct bpf_raw_tracepoint_args *ctx) {
 }
 
 SEC("raw_tracepoint/sys_exit")
-int on_exit(struct bpf_raw_tracepoint_args *ctx) {
+int psl_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     struct start *s = bpf_map_lookup_elem(&inflight, &tid);
     if (!s) return 0;
@@ -189,7 +191,7 @@ int on_exit(struct bpf_raw_tracepoint_args *ctx) {
 }
 
 SEC("raw_tracepoint/sched_switch")
-int on_switch(struct bpf_raw_tracepoint_args *ctx) {
+int psl_switch(struct bpf_raw_tracepoint_args *ctx) {
     __u64 now = bpf_ktime_get_ns();
     // Runs in the outgoing task's context: `prev` is the current task.
     __u64 pt = bpf_get_current_pid_tgid();

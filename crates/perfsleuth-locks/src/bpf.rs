@@ -18,12 +18,12 @@ use std::thread::JoinHandle;
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../bpf/locks.bpf.o");
 
 /// The programs and the raw tracepoints they attach to.
-const PROGRAMS: [(&str, &str); 5] = [
-    ("on_fork", "sched_process_fork"),
-    ("on_process_exit", "sched_process_exit"),
-    ("on_enter", "sys_enter"),
-    ("on_exit", "sys_exit"),
-    ("on_switch", "sched_switch"),
+pub const PROGRAMS: [(&str, &str); 5] = [
+    ("psl_fork", "sched_process_fork"),
+    ("psl_proc_exit", "sched_process_exit"),
+    ("psl_sys_enter", "sys_enter"),
+    ("psl_sys_exit", "sys_exit"),
+    ("psl_switch", "sched_switch"),
 ];
 
 /// Indices of the kernel's `stats` array (the enum in locks.bpf.c).

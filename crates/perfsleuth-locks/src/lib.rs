@@ -36,6 +36,20 @@ pub enum LockError {
     Read(String),
 }
 
+/// The names of the kernel programs (as `bpftool prog` lists them).
+pub fn program_names() -> impl Iterator<Item = &'static str> {
+    bpf::PROGRAMS.iter().map(|(name, _)| *name)
+}
+
+/// The names of the BPF programs loaded in the kernel now, anyone's (what
+/// `bpftool prog` lists); the tests check that none of ours stay behind.
+pub fn loaded_programs() -> Vec<String> {
+    aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .filter_map(|p| p.name_as_str().map(str::to_string))
+        .collect()
+}
+
 /// Whether this process may trace locks: the cheap checks, before loading.
 pub fn check() -> Result<(), LockError> {
     if !privileged() {

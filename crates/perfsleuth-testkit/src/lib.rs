@@ -66,6 +66,18 @@ pub const FEATURES: &[(&str, &str)] = &[
         "a PostgreSQL server at $PERFSLEUTH_TEST_POSTGRES (a URL whose user may create databases; .ci/run starts one)",
     ),
     (
+        "bpf",
+        "eBPF lock tracing loads: root (or CAP_BPF and CAP_PERFMON), BTF, raw tracepoints, ring buffers",
+    ),
+    (
+        "clang",
+        "clang compiles the BPF program (the committed object is checked against it)",
+    ),
+    (
+        "bpftool",
+        "bpftool lists the loaded BPF programs (nothing left after --locks)",
+    ),
+    (
         "hyperfine_scripts",
         "hyperfine's scripts/ in $PERFSLEUTH_HYPERFINE_SCRIPTS (tests/hyperfine-scripts.sh fetches them) and numpy, scipy, matplotlib import",
     ),
