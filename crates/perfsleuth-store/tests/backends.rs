@@ -99,9 +99,17 @@ fn run(branch: &str, benchmarks: Vec<Benchmark>) -> Run {
 fn measure(store: &mut dyn Store, run: &Run) -> i64 {
     let id = store.begin_run(run).unwrap();
     for b in &run.benchmarks {
-        let bid = store.add_benchmark(id, b).unwrap();
+        // As `run --locks` does: the lock report once the runs are done.
+        let plain = Benchmark {
+            locks: None,
+            ..b.clone()
+        };
+        let bid = store.add_benchmark(id, &plain).unwrap();
         for s in &b.samples {
             store.add_sample(bid, s).unwrap();
+        }
+        if let Some(locks) = &b.locks {
+            store.set_locks(bid, locks).unwrap();
         }
     }
     store
@@ -113,7 +121,25 @@ fn measure(store: &mut dyn Store, run: &Run) -> i64 {
 #[test]
 fn a_measured_run_and_an_ingested_run_load_back_identically() {
     for (name, mut store, _dir) in backends("round_trip") {
-        let original = run("main", vec![bench("b", 9), bench("a", 2)]);
+        let mut traced = bench("b", 9);
+        traced.locks = Some(perfsleuth_model::LockReport {
+            runs: 9,
+            lock_wait_ns: 1_000,
+            lock_waits: 3,
+            futexes: 1,
+            sites: vec![perfsleuth_model::LockSite {
+                kind: "mutex".into(),
+                function: "hot_add".into(),
+                location: "two_locks.c:27".into(),
+                caller: Some("worker".into()),
+                object: Some("hot".into()),
+                wait_ns: 1_000,
+                waits: 3,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let original = run("main", vec![traced, bench("a", 2)]);
         let id = measure(store.as_mut(), &original);
         let loaded = store.load_run(id).unwrap().expect("stored");
         let mut expected = original.clone();
