@@ -49,6 +49,19 @@ def run(cmd):
     return wall, p.stdout, p.stderr
 
 
+def perfsleuth_run(cmd, locks, rounds):
+    """Per-run wall times of `perfsleuth run` (its own measurement)."""
+    out = os.path.join(tempfile.mkdtemp(), "run.json")
+    args = ["target/release/perfsleuth", "run", "--no-store", "--runs", "5", "--warmup", "1",
+            "--export-json", out, " ".join(cmd)]
+    if locks:
+        args.insert(2, "--locks")
+    run(args)
+    doc = json.load(open(out))
+    b = doc["run"]["benchmarks"][0]
+    return [s["wall_ns"] / 1e9 for s in b["samples"]], b.get("locks")
+
+
 def own_seconds(stdout):
     m = re.search(r'"seconds":([0-9.]+)', stdout)
     return float(m.group(1)) if m else None
@@ -76,10 +89,13 @@ def named_by_strace(path):
     return f"futex: {m.group(2)} calls, {m.group(3) or 0} errors; no address, no caller"
 
 
-def named_by_perf(stderr, stdout):
-    text = stdout + stderr
-    lines = [l for l in text.splitlines() if re.search(r"\d+\s+\d", l) and ("+" in l or "0x" in l)]
-    return lines[0].strip() if lines else text.strip().splitlines()[-1][:120]
+def named_by_perf(stderr):
+    """The first row of `perf lock contention`: a kernel lock and its caller."""
+    rows = [l.split() for l in stderr.splitlines() if re.match(r"\s*\d+\s+[0-9.]+ [mun]?s", l)]
+    if not rows:
+        return "no contention rows"
+    r = rows[0]
+    return f"{len(rows)} kernel lock(s); first: {r[-2]} at {r[-1]} ({r[0]}×, {r[1]} {r[2]}); no user lock"
 
 
 def main():
@@ -97,17 +113,20 @@ def main():
         "untraced": lambda c: c,
         "perfsleuth (eBPF)": lambda c: [TRACE] + c,
         "strace -f -c -e trace=futex": lambda c: ["strace", "-f", "-c", "-e", "trace=futex", "-o", strace_out] + c,
-        "perf lock contention": lambda c: [
+        # perf 6.1 as Debian builds it has no BPF mode (-b): it records the
+        # kernel's lock tracepoints, then reports from the file.
+        "perf lock record + contention": lambda c: [
             "unshare", "-m", "sh", "-c",
-            'mount -t tracefs nodev /sys/kernel/tracing && exec perf lock contention -- "$@"',
-            "perf",
+            'mount -t tracefs nodev /sys/kernel/tracing && perf lock record -q -o "$0" -- "$@" '
+            '&& perf lock contention -i "$0" >&2',
+            perf_data,
         ] + c,
     }
     have = {n for n in configs if n == "untraced" or n.startswith("perfsleuth")}
     if shutil.which("strace"):
         have.add("strace -f -c -e trace=futex")
     if shutil.which("perf"):
-        have.add("perf lock contention")
+        have.add("perf lock record + contention")
     results = {(p, c): {"prog": [], "wall": [], "named": None} for p in programs for c in configs if c in have}
     for r in range(ROUNDS):
         for pname, cmd in programs.items():
@@ -125,7 +144,16 @@ def main():
                 elif cname.startswith("strace"):
                     res["named"] = named_by_strace(strace_out)
                 elif cname.startswith("perf"):
-                    res["named"] = named_by_perf(err, out)
+                    res["named"] = named_by_perf(err)
+    # Through perfsleuth itself: the same program timed by `run`, with and
+    # without --locks, alternating.
+    through = {False: [], True: []}
+    report = None
+    for r in range(max(2, ROUNDS // 2)):
+        for locks in ((False, True) if r % 2 == 0 else (True, False)):
+            walls, rep = perfsleuth_run(programs["counters --mode mutex, 4 threads"], locks, r)
+            through[locks].extend(walls)
+            report = rep or report
     print(f"{ROUNDS} interleaved rounds; program time = its own `seconds` where printed, else the command's wall time\n")
     for pname in programs:
         base = statistics.median(results[(pname, "untraced")]["prog"])
@@ -144,6 +172,16 @@ def main():
                 named = f"{names} — {waits} waits, {samples} samples, {lost} lost"
             print(f"| {cname} | {prog * 1e3:.1f} ms | {prog / base:.2f}× | {wall * 1e3:.1f} ms | {named or ''} |")
         print()
+    off, on = statistics.median(through[False]), statistics.median(through[True])
+    print("## counters --mode mutex through `perfsleuth run` (5 runs + 1 warmup a round)")
+    print("| | per-run wall (median) | runs | × without |")
+    print("|-|----------------------:|-----:|----------:|")
+    print(f"| run | {off * 1e3:.1f} ms | {len(through[False])} | 1.00× |")
+    print(f"| run --locks | {on * 1e3:.1f} ms | {len(through[True])} | {on / off:.2f}× |")
+    if report:
+        e = report["events"]
+        print(f"\nlast --locks report: {e['waits']} waits, {e['samples']} samples, "
+              f"{e['dropped_waits'] + e['dropped_samples']} dropped")
 
 
 if __name__ == "__main__":

@@ -178,6 +178,9 @@ int psl_sys_exit(struct bpf_raw_tracepoint_args *ctx) {
     __u64 d = bpf_ktime_get_ns() - s->ts;
     struct key k = { .uaddr = s->uaddr, .stack = s->stack, .seq = s->seq };
     bpf_map_delete_elem(&inflight, &tid);
+    // EAGAIN: the futex no longer held the expected value, so the thread
+    // never slept (the lock was released meanwhile): not a wait.
+    if ((long)ctx->args[1] == -11) return 0;
     bump(S_WAITS);
     struct val *v = bpf_map_lookup_elem(&waits, &k);
     if (v) {

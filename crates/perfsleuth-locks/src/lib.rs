@@ -381,7 +381,12 @@ fn kind_of(frames: &[Frame]) -> &'static str {
 
 fn site_of(frames: &[Frame], object: Option<String>) -> SiteKey {
     let mut kind = kind_of(frames).to_string();
-    let user = frames.iter().position(|f| !is_machinery(f));
+    // Rust's C `main` is the runtime's shim: a wait in the runtime's own
+    // start or clean-up (`std::rt::…`) sits right below it.
+    let runtime_main = |i: usize| {
+        frames[i].function == "main" && i > 0 && frames[i - 1].function.starts_with("std::rt::")
+    };
+    let user = (0..frames.len()).find(|&i| !is_machinery(&frames[i]) && !runtime_main(i));
     // No frame of the program's own at all: the C library's or runtime's
     // internal lock (thread start and exit, the stack cache), not a lock
     // the program takes.
@@ -454,6 +459,24 @@ mod tests {
         let s = site_of(&frames, None);
         assert_eq!(s.kind, "runtime");
         assert!(!s.is_lock());
+    }
+
+    #[test]
+    fn the_rust_runtime_s_own_lock_below_its_main_shim_is_the_runtime_s() {
+        let frames = [
+            frame("syscall", true),
+            frame(
+                "std::sys::pal::unix::stack_overflow::thread_info::delete_current_info",
+                false,
+            ),
+            frame("std::rt::lang_start_internal", false),
+            frame("main", false),
+            frame("__libc_start_main", true),
+        ];
+        assert_eq!(site_of(&frames, None).kind, "runtime");
+        // A C program's own main is the program's.
+        let c = [frame("pthread_mutex_lock", true), frame("main", false)];
+        assert_eq!(site_of(&c, None).function, "main");
     }
 
     #[test]

@@ -589,7 +589,8 @@ pub struct LockReport {
     /// Runs of the command traced (warmups included).
     pub runs: u32,
     /// Time threads spent waiting for locks (mutexes, rwlocks, unknown
-    /// futexes), summed over threads and runs.
+    /// futexes), summed over threads and runs. A futex wait that returned at
+    /// once (EAGAIN: the lock changed before the thread slept) is not a wait.
     pub lock_wait_ns: u64,
     /// Lock waits (futex wait calls on locks).
     pub lock_waits: u64,

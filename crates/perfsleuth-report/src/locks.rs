@@ -57,13 +57,11 @@ pub fn lock_headline(r: &LockReport) -> String {
         .lock_share_of_off_cpu()
         .map(|s| {
             // More threads than CPUs: say where the rest of the time went.
+            let base = r.off_cpu_ns().saturating_sub(r.other_wait_ns);
             let cpu = if r.preempted_ns > r.lock_wait_ns {
                 format!(
                     "; {} of it waiting for a CPU",
-                    percent(
-                        r.preempted_ns,
-                        r.off_cpu_ns().saturating_sub(r.other_wait_ns)
-                    )
+                    percent(r.preempted_ns.min(base), base)
                 )
             } else {
                 String::new()

@@ -71,10 +71,11 @@ int main(int argc, char **argv) {
     if (argc > 1) ops = atol(argv[1]);
     if (argc > 2) hold_us = atol(argv[2]);
     pthread_t h, w;
+    double start = now_us();
     pthread_create(&h, 0, holder, 0);
     pthread_create(&w, 0, worker, 0);
     pthread_join(w, 0);
     pthread_join(h, 0);
-    printf("hot %ld cold %ld\n", hot_count, cold_count);
+    printf("hot %ld cold %ld\n{\"seconds\":%.6f}\n", hot_count, cold_count, (now_us() - start) / 1e6);
     return hot_count + cold_count == ops ? 0 : 1;
 }
