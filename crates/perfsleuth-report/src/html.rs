@@ -298,10 +298,68 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
                 false,
             ));
         }
+        if let Some(locks) = &b.locks {
+            out.push_str(&lock_section(locks));
+        }
     }
     out.push_str(&environment(&run.environment, "Environment"));
     out.push_str("</section>");
     out
+}
+
+/// A benchmark's lock waits (`--locks`): the headline, every site with
+/// its share and stack, and what the tracer saw and lost.
+pub fn lock_section(r: &perfsleuth_model::LockReport) -> String {
+    let runs = f64::from(r.runs.max(1));
+    let rows: Vec<Vec<String>> = r
+        .sites
+        .iter()
+        .map(|s| {
+            let share = if s.is_lock() && r.lock_wait_ns > 0 {
+                format!("{:.0} %", 100.0 * s.wait_ns as f64 / r.lock_wait_ns as f64)
+            } else {
+                "–".to_string()
+            };
+            vec![
+                s.kind.clone(),
+                s.function.clone(),
+                s.location.clone(),
+                s.caller.clone().unwrap_or_default(),
+                s.object.clone().unwrap_or_default(),
+                ns(s.wait_ns as f64 / runs),
+                crate::format_count(s.waits as f64 / runs),
+                share,
+            ]
+        })
+        .collect();
+    let mut inner = format!("<p>{}</p>", escape(&crate::lock_headline(r)));
+    if !rows.is_empty() {
+        inner.push_str(&table(
+            &[
+                "kind",
+                "function",
+                "where",
+                "caller",
+                "lock",
+                "wait a run",
+                "waits a run",
+                "share of lock wait",
+            ],
+            &rows,
+        ));
+    }
+    for s in r.sites.iter().filter(|s| !s.stack.is_empty()) {
+        inner.push_str(&details(
+            &format!("Stack at {} ({})", s.function, s.kind),
+            &format!("<pre>{}</pre>", escape(&s.stack.join("\n"))),
+            false,
+        ));
+    }
+    inner.push_str(&format!(
+        "<p class=\"note\">{}</p>",
+        escape(&crate::lock_events(r))
+    ));
+    details("Lock waits (eBPF)", &inner, true)
 }
 
 fn metric_values(run: &Run, r: &BenchmarkReport, simulated: bool) -> Vec<f64> {

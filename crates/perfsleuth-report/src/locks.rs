@@ -176,6 +176,31 @@ mod tests {
     }
 
     #[test]
+    fn the_html_section_escapes_names_and_lists_every_site() {
+        let r = LockReport {
+            runs: 2,
+            lock_wait_ns: 4_000,
+            futexes: 1,
+            sites: vec![
+                LockSite {
+                    stack: vec!["<T as Lock>::take (a.rs:3)".into()],
+                    ..site("mutex", "<T as Lock>::take", 4_000)
+                },
+                site("join", "main", 1_000),
+            ],
+            ..LockReport::default()
+        };
+        let html = crate::html::lock_section(&r);
+        assert!(html.contains("<td>&lt;T as Lock&gt;::take</td>"), "{html}");
+        assert!(
+            html.contains("<td>100 %</td>") && html.contains("<td>–</td>"),
+            "{html}"
+        );
+        assert!(html.contains("<td>2.0 µs</td>"), "per run: {html}");
+        assert!(!html.contains("<T as"), "unescaped: {html}");
+    }
+
+    #[test]
     fn no_lock_waits_and_losses_are_said() {
         let mut r = LockReport {
             runs: 2,

@@ -81,6 +81,17 @@ pub fn render_html(a: &Analysis, title: &str) -> String {
         out.push_str("<h3>Diagnosis</h3>");
         out.push_str(&notes(&diagnosis));
     }
+    // Each traced level's lock waits (`--locks`), with its sites and stacks.
+    for p in &a.points {
+        if let Some(locks) = &p.locks {
+            out.push_str(&format!(
+                "<h3>Lock waits at {} = {}</h3>",
+                perfsleuth_report::html::escape(&a.parameter),
+                format_count(p.n)
+            ));
+            out.push_str(&perfsleuth_report::html::lock_section(locks));
+        }
+    }
     out.push_str("</section>");
     out
 }

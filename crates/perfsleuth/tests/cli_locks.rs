@@ -108,6 +108,17 @@ fn run_locks_names_the_mutex_and_the_padded_design_has_no_lock_waits() {
     );
     assert!(out.stdout.contains("no lock waits"), "{out:?}");
     assert!(out.stdout.contains("none lost"), "{out:?}");
+    // In the HTML report, with its sites and stacks.
+    let store = sb.store();
+    sb.run(["report", "--store", &store, "latest", "-o", "locks.html"])
+        .ok();
+    let html = std::fs::read_to_string(sb.path("locks.html")).unwrap();
+    assert!(html.contains("Lock waits (eBPF)"), "no lock section");
+    assert!(
+        html.contains("<td>counters::count_locked</td>"),
+        "no site row"
+    );
+    assert!(html.contains("Stack at counters::count_locked (mutex)"));
     // Stored with the run.
     let shown = sb.show_json("latest");
     assert_eq!(
