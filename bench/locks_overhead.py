@@ -62,6 +62,17 @@ def perfsleuth_run(cmd, locks, rounds):
     return [s["wall_ns"] / 1e9 for s in b["samples"]], b.get("locks")
 
 
+def ratio_ci(num, den, resamples=2000):
+    """Bootstrap 95 % interval of median(num) / median(den)."""
+    import random
+    rng = random.Random(7)
+    ratios = sorted(
+        statistics.median(rng.choices(num, k=len(num))) / statistics.median(rng.choices(den, k=len(den)))
+        for _ in range(resamples)
+    )
+    return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+
+
 def own_seconds(stdout):
     m = re.search(r'"seconds":([0-9.]+)', stdout)
     return float(m.group(1)) if m else None
@@ -158,8 +169,8 @@ def main():
     for pname in programs:
         base = statistics.median(results[(pname, "untraced")]["prog"])
         print(f"## {pname}")
-        print("| tool | program time (median) | × untraced | whole command (median) | names |")
-        print("|------|----------------------:|-----------:|-----------------------:|-------|")
+        print("| tool | program time (median) | × untraced [95 % CI] | whole command (median) | names |")
+        print("|------|----------------------:|---------------------:|-----------------------:|-------|")
         for cname in configs:
             if (pname, cname) not in results:
                 continue
@@ -170,14 +181,16 @@ def main():
             if isinstance(named, tuple):
                 names, waits, samples, lost = named
                 named = f"{names} — {waits} waits, {samples} samples, {lost} lost"
-            print(f"| {cname} | {prog * 1e3:.1f} ms | {prog / base:.2f}× | {wall * 1e3:.1f} ms | {named or ''} |")
+            lo, hi = ratio_ci(res["prog"], results[(pname, "untraced")]["prog"])
+            print(f"| {cname} | {prog * 1e3:.1f} ms | {prog / base:.2f}× [{lo:.2f}–{hi:.2f}] | {wall * 1e3:.1f} ms | {named or ''} |")
         print()
     off, on = statistics.median(through[False]), statistics.median(through[True])
     print("## counters --mode mutex through `perfsleuth run` (5 runs + 1 warmup a round)")
-    print("| | per-run wall (median) | runs | × without |")
-    print("|-|----------------------:|-----:|----------:|")
+    lo, hi = ratio_ci(through[True], through[False])
+    print("| | per-run wall (median) | runs | × without [95 % CI] |")
+    print("|-|----------------------:|-----:|--------------------:|")
     print(f"| run | {off * 1e3:.1f} ms | {len(through[False])} | 1.00× |")
-    print(f"| run --locks | {on * 1e3:.1f} ms | {len(through[True])} | {on / off:.2f}× |")
+    print(f"| run --locks | {on * 1e3:.1f} ms | {len(through[True])} | {on / off:.2f}× [{lo:.2f}–{hi:.2f}] |")
     if report:
         e = report["events"]
         print(f"\nlast --locks report: {e['waits']} waits, {e['samples']} samples, "
