@@ -60,14 +60,14 @@ struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key
 
 struct key { __u64 uaddr; __s64 stack; __u32 seq; __u32 pad; };
 struct val { __u64 wait_ns; __u64 count; };
-struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, struct key); __type(value, struct val); } waits SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 65536); __type(key, struct key); __type(value, struct val); } waits SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_STACK_TRACE); __uint(max_entries, 8192); __uint(key_size, 4); __uint(value_size, 127 * 8); } stacks SEC(".maps");
 
 struct off { __u64 ts; __u32 seq; __u32 preempted; };
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, struct off); } offstart SEC(".maps");
 struct tkey { __u32 seq; __u32 tid; };
 struct tval { __u64 blocked_ns; __u64 preempted_ns; };
-struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, struct tkey); __type(value, struct tval); } offcpu SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 65536); __type(key, struct tkey); __type(value, struct tval); } offcpu SEC(".maps");
 
 struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, S_MAX); __type(key, __u32); __type(value, __u64); } stats SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4 << 20); } samples SEC(".maps");
@@ -92,7 +92,7 @@ int psl_fork(struct bpf_raw_tracepoint_args *ctx) {
     int pid = 0, tgid = 0;
     bpf_probe_read_kernel(&pid, sizeof(pid), __builtin_preserve_access_index(&child->pid));
     bpf_probe_read_kernel(&tgid, sizeof(tgid), __builtin_preserve_access_index(&child->tgid));
-    if (pid != tgid) return 0; // a new thread: its process is already followed (or not)
+    if (pid == 0 || pid != tgid) return 0; // unreadable, or a new thread: its process is followed (or not) already
     __u32 parent = bpf_get_current_pid_tgid() >> 32, child_tgid = tgid, seq;
     if (bpf_map_lookup_elem(&roots, &parent)) {
         __u32 zero = 0;
@@ -134,6 +134,11 @@ int psl_sys_enter(struct bpf_raw_tracepoint_args *ctx) {
     __u32 *seqp = bpf_map_lookup_elem(&tgids, &tgid);
     if (!seqp) return 0;
     struct regs *r = (struct regs *)ctx->args[0];
+    // Only 64-bit code: a 32-bit task's syscall 202 is another call (its
+    // code segment is __USER32_CS, not __USER_CS = 0x33).
+    unsigned long cs = 0;
+    bpf_probe_read_kernel(&cs, sizeof(cs), &r->cs);
+    if (cs != 0x33) return 0;
     unsigned long uaddr = 0, op = 0;
     bpf_probe_read_kernel(&uaddr, sizeof(uaddr), &r->di);
     bpf_probe_read_kernel(&op, sizeof(op), &r->si);
@@ -206,7 +211,7 @@ int psl_switch(struct bpf_raw_tracepoint_args *ctx) {
     // TASK_DEAD is a thread's last switch, which has no switch back.
     unsigned int prev_state = ctx->args[3];
     if (seqp && !(prev_state & 0x80)) {
-        struct off o = { .ts = now, .seq = *seqp, .preempted = prev_state == 0 };
+        struct off o = { .ts = now, .seq = *seqp, .preempted = ctx->args[0] || prev_state == 0 };
         if (bpf_map_update_elem(&offstart, &tid, &o, BPF_ANY)) bump(S_OFFCPU_DROPS);
     }
     struct task_struct *next = (struct task_struct *)ctx->args[2];

@@ -138,6 +138,8 @@ pub(crate) struct Aggregates {
     pub off_cpu: BTreeMap<(u32, u32), (u64, u64)>,
     /// The `stats` array.
     pub stats: [u64; 9],
+    /// Runs the kernel saw start (processes the spawner forked).
+    pub runs: u32,
     pub samples: Vec<Sample>,
 }
 
@@ -156,19 +158,15 @@ impl Loaded {
         let mut ebpf = EbpfLoader::new()
             .btf(Some(&btf))
             .load(OBJECT)
-            .map_err(|e| LockError::Load(crate::chain(&e)))?;
+            .map_err(|e| refused(&e))?;
         for (name, tracepoint) in PROGRAMS {
             let program: &mut RawTracePoint = ebpf
                 .program_mut(name)
                 .ok_or_else(|| LockError::Load(format!("program {name} missing from the object")))?
                 .try_into()
-                .map_err(|e| LockError::Load(crate::chain(&e)))?;
-            program
-                .load()
-                .map_err(|e| LockError::Load(format!("{name}: {}", crate::chain(&e))))?;
-            program
-                .attach(tracepoint)
-                .map_err(|e| LockError::Load(format!("{tracepoint}: {}", crate::chain(&e))))?;
+                .map_err(|e| refused(&e))?;
+            program.load().map_err(|e| refused(&e))?;
+            program.attach(tracepoint).map_err(|e| refused(&e))?;
         }
         {
             let map = ebpf.map_mut("roots").ok_or_else(|| missing("roots"))?;
@@ -229,6 +227,13 @@ impl Loaded {
             out.off_cpu
                 .insert((k.seq, k.tid), (v.blocked_ns, v.preempted_ns));
         }
+        let seq: Array<_, u32> = Array::try_from(
+            self.ebpf
+                .map("next_seq")
+                .ok_or_else(|| missing("next_seq"))?,
+        )
+        .map_err(read)?;
+        out.runs = seq.get(&0, 0).unwrap_or(0);
         let stats: Array<_, u64> =
             Array::try_from(self.ebpf.map("stats").ok_or_else(|| missing("stats"))?)
                 .map_err(read)?;
@@ -246,6 +251,30 @@ impl Drop for Loaded {
             let _ = h.join();
         }
     }
+}
+
+/// The kernel's refusal as one line: EPERM is a matter of privileges, and
+/// of a verifier log (hundreds of lines) the first and last lines say why.
+fn refused(e: &dyn std::error::Error) -> LockError {
+    let text = crate::chain(e);
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("operation not permitted") || lower.contains("permission denied") {
+        return LockError::NotPermitted;
+    }
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut one = match lines.as_slice() {
+        [] => String::new(),
+        [only] => (*only).to_string(),
+        [first, .., last] => format!("{first} … {last} ({} lines of verifier log)", lines.len()),
+    };
+    if one.chars().count() > 400 {
+        one = one.chars().take(400).collect::<String>() + "…";
+    }
+    LockError::Load(one)
 }
 
 fn missing(map: &str) -> LockError {

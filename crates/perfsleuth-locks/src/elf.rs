@@ -35,6 +35,9 @@ pub(crate) struct Named {
 /// How to find the caller's frame from a frame of this file.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Step {
+    /// The outermost frame (`_start`, a thread's start): its CFI marks the
+    /// return address undefined.
+    End,
     /// CFA = register (`rsp` or `rbp`) + offset; the return address and the
     /// saved `rbp` at these offsets from the CFA, where saved.
     Cfa {
@@ -48,8 +51,8 @@ pub(crate) enum Step {
 /// A parsed file.
 pub(crate) struct Module {
     pub path: PathBuf,
-    /// (file offset, size in file, address) of each loadable segment.
-    segments: Vec<(u64, u64, u64)>,
+    /// (file offset, size in file, address, executable) of each loadable segment.
+    segments: Vec<(u64, u64, u64, bool)>,
     functions: Vec<Symbol>,
     objects: Vec<Symbol>,
     eh_frame: Option<(EhFrame<Slice>, BaseAddresses)>,
@@ -74,7 +77,9 @@ impl Module {
             .segments()
             .map(|s| {
                 let (off, size) = s.file_range();
-                (off, size, s.address())
+                let exec =
+                    matches!(s.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & 1 != 0);
+                (off, size, s.address(), exec)
             })
             .collect();
         let (mut functions, mut objects) = (Vec::new(), Vec::new());
@@ -143,8 +148,20 @@ impl Module {
     pub fn address_of_offset(&self, file_offset: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|(off, size, _)| file_offset >= *off && file_offset < off + size)
-            .map(|(off, _, addr)| file_offset - off + addr)
+            .find(|(off, size, _, _)| file_offset >= *off && file_offset - off < *size)
+            .map(|(off, _, addr, _)| (file_offset - off).wrapping_add(*addr))
+    }
+
+    /// The load bias of an executable mapping (`start`, `len` bytes from
+    /// file offset `offset`): its executable segment's address subtracted.
+    /// The mapping's offset is page-aligned and may fall in the segment
+    /// before (lld puts read-only data and code in one file page), so the
+    /// segment is the executable one whose own offset the mapping covers.
+    pub fn bias(&self, start: u64, len: u64, offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(off, _, _, exec)| *exec && *off >= offset && *off - offset < len)
+            .map(|(off, _, addr, _)| start.wrapping_add(off - offset).wrapping_sub(*addr))
     }
 
     /// How to step from a frame executing at `addr` (file address) to its caller.
@@ -165,6 +182,7 @@ impl Module {
         };
         let ra = match row.register(X86_64::RA) {
             RegisterRule::Offset(n) => n,
+            RegisterRule::Undefined => return Some(Step::End),
             _ => return None,
         };
         let rbp = match row.register(X86_64::RBP) {
@@ -228,14 +246,14 @@ impl Module {
         let i = self.functions.partition_point(|s| s.addr <= addr);
         // The nearest start below; a sized symbol must contain the address.
         let s = self.functions.get(i.checked_sub(1)?)?;
-        (s.size == 0 || addr < s.addr + s.size).then_some(s.name.as_str())
+        (s.size == 0 || addr - s.addr < s.size).then_some(s.name.as_str())
     }
 
     /// The data symbol (a static variable) containing `addr`.
     pub fn object_at(&self, addr: u64) -> Option<&str> {
         let i = self.objects.partition_point(|s| s.addr <= addr);
         let s = self.objects.get(i.checked_sub(1)?)?;
-        (addr < s.addr + s.size.max(1)).then_some(s.name.as_str())
+        (addr - s.addr < s.size.max(1)).then_some(s.name.as_str())
     }
 
     /// The file's name, for frames without line information.

@@ -22,6 +22,9 @@ use unwind::{Frame, Symbolizer};
 /// Why locks cannot be traced here.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
+    /// Not x86-64: the program reads x86-64 registers and syscall numbers.
+    #[error("lock tracing supports x86-64 only; this machine is {0}")]
+    Unsupported(&'static str),
     /// Neither root nor CAP_BPF and CAP_PERFMON.
     #[error("tracing locks needs root (or CAP_BPF and CAP_PERFMON); this process has neither")]
     NotPermitted,
@@ -52,6 +55,9 @@ pub fn loaded_programs() -> Vec<String> {
 
 /// Whether this process may trace locks: the cheap checks, before loading.
 pub fn check() -> Result<(), LockError> {
+    if !cfg!(target_arch = "x86_64") {
+        return Err(LockError::Unsupported(std::env::consts::ARCH));
+    }
     if !privileged() {
         return Err(LockError::NotPermitted);
     }
@@ -268,6 +274,7 @@ impl Traced {
                     .filter(|s| wanted.contains(&s.seq))
                     .count() as u64,
                 dropped_samples: st(Stat::SampleDrops),
+                stack_failures: st(Stat::StackFails),
                 unresolved_samples: self
                     .unresolved
                     .iter()
@@ -282,15 +289,14 @@ impl Traced {
         }
     }
 
-    /// Kernel stacks that could not be taken (frame-pointer walk failures;
-    /// the sampled stack is what names the sites).
-    pub fn stack_failures(&self) -> u64 {
-        self.agg.stats[Stat::StackFails as usize]
-    }
-
     /// Samples taken, for tests and diagnostics.
     pub fn samples(&self) -> usize {
         self.agg.samples.len()
+    }
+
+    /// Runs the kernel saw start: processes the root forked while attached.
+    pub fn runs_seen(&self) -> u32 {
+        self.agg.runs
     }
 }
 

@@ -44,10 +44,15 @@ impl Frame {
     }
 }
 
-/// Parsed files, each read once per trace.
+/// What one code address of a file says: how to step past it, its names.
+type Known = (Option<Step>, Vec<crate::elf::Named>);
+
+/// Parsed files, each read once per trace, and what each code address
+/// said, so that many samples of one call path cost one lookup.
 #[derive(Default)]
 pub(crate) struct Symbolizer {
     modules: HashMap<PathBuf, Option<Rc<Module>>>,
+    known: HashMap<(PathBuf, u64), Rc<Known>>,
 }
 
 impl Symbolizer {
@@ -87,7 +92,12 @@ impl Symbolizer {
             };
             let system = is_system(&module.path);
             let file = module.file_name();
-            let named = module.name(addr);
+            let known = Rc::clone(
+                self.known
+                    .entry((module.path.clone(), addr))
+                    .or_insert_with(|| Rc::new((module.step(addr), module.name(addr)))),
+            );
+            let named = known.1.clone();
             if named.is_empty() {
                 frames.push(Frame {
                     function: format!("{file}+{addr:#x}"),
@@ -106,7 +116,8 @@ impl Symbolizer {
                     system,
                 });
             }
-            let next = match module.step(addr) {
+            let next = match known.0 {
+                Some(Step::End) => break,
                 Some(Step::Cfa {
                     rbp_based,
                     offset,
@@ -154,10 +165,9 @@ impl Symbolizer {
             let Some(module) = self.module(path) else {
                 continue;
             };
-            let Some(exec_addr) = module.address_of_offset(m.offset) else {
+            let Some(bias) = module.bias(m.start, m.end - m.start, m.offset) else {
                 continue;
             };
-            let bias = m.start.wrapping_sub(exec_addr);
             if let Some(name) = module.object_at(addr.wrapping_sub(bias)) {
                 return Some(name.to_string());
             }

@@ -119,6 +119,40 @@ fn two_mutexes_are_named_ranked_and_shared_nine_to_one() {
 }
 
 #[test]
+fn a_static_rust_mutex_is_named_in_an_lld_linked_binary() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !traceable("a_static_rust_mutex_is_named_in_an_lld_linked_binary") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("static_mutex");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/static_mutex.rs");
+    let built = Command::new(rustc)
+        .args(["-O", "-g", "-o"])
+        .arg(&exe)
+        .arg(source)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let r = trace(&exe, &[]);
+    let top = r
+        .locks()
+        .next()
+        .unwrap_or_else(|| panic!("no lock: {r:#?}"));
+    assert_eq!(top.function, "static_mutex::bump", "{r:#?}");
+    assert_eq!(top.kind, "mutex");
+    // The static's own symbol, found with the executable segment's bias
+    // (lld's layout put the mapping's page offset in the read-only segment).
+    assert_eq!(top.object.as_deref(), Some("static_mutex::HOT"), "{r:#?}");
+    assert!(top.location.starts_with("static_mutex.rs:"), "{top:?}");
+}
+
+#[test]
 fn a_command_that_forks_and_execs_is_followed() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let test = "a_command_that_forks_and_execs_is_followed";

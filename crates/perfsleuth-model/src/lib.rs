@@ -673,6 +673,11 @@ pub struct LockEvents {
     pub samples: u64,
     /// Stack samples lost because the ring buffer was full.
     pub dropped_samples: u64,
+    /// Waits whose kernel stack id could not be taken (a stack map bucket
+    /// taken by another stack, or an unreadable stack): they are summed
+    /// without one, named by their own sample.
+    #[serde(default)]
+    pub stack_failures: u64,
     /// Samples whose stack could not be unwound or symbolised.
     pub unresolved_samples: u64,
     /// Processes followed (the command and what it forked).
@@ -688,7 +693,7 @@ pub struct LockEvents {
 impl LockReport {
     /// The threads' off-CPU time (blocked and preempted).
     pub fn off_cpu_ns(&self) -> u64 {
-        self.blocked_ns + self.preempted_ns
+        self.blocked_ns.saturating_add(self.preempted_ns)
     }
 
     /// The lock waits' share of the off-CPU time not spent in joins,
@@ -706,7 +711,10 @@ impl LockReport {
     /// Whether the tracer lost anything.
     pub fn lost_anything(&self) -> bool {
         let e = &self.events;
-        e.dropped_waits + e.dropped_samples + e.dropped_processes + e.dropped_switches > 0
+        e.dropped_waits > 0
+            || e.dropped_samples > 0
+            || e.dropped_processes > 0
+            || e.dropped_switches > 0
     }
 }
 

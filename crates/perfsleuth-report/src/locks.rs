@@ -104,9 +104,15 @@ pub fn lock_events(r: &LockReport) -> String {
         format_count(e.samples as f64),
         lock_losses(r)
     );
+    if e.stack_failures > 0 {
+        t.push_str(&format!(
+            "; {} kernel stack walks failed (those waits are grouped without a stack)",
+            e.stack_failures
+        ));
+    }
     if e.unresolved_samples > 0 {
         t.push_str(&format!(
-            "; {} samples not symbolised (the process was gone before its memory map was read)",
+            "; {} samples not symbolised (the process was gone before its memory map was read, or its files were)",
             e.unresolved_samples
         ));
     }

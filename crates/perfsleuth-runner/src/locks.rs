@@ -61,6 +61,11 @@ impl<'a, S: Spawn> Following<'a, S> {
         }
     }
 
+    /// Runs forked so far (the kernel numbers them 1..=this).
+    pub fn forked(&self) -> usize {
+        self.forked.len()
+    }
+
     /// The kernel's numbers of the runs of command `id`.
     pub fn runs_of(&self, id: CommandId) -> Vec<u32> {
         (1u32..)
@@ -107,9 +112,16 @@ impl<S: Spawn> Spawn for Following<'_, S> {
     }
     fn try_finish(&mut self) -> Result<Option<Outcome>, MeasureError> {
         let outcome = self.inner.try_finish();
-        if let Ok(Some(o)) = &outcome {
-            let id = self.queued.pop_front();
-            self.done(id, o);
+        match &outcome {
+            Ok(Some(o)) => {
+                let id = self.queued.pop_front();
+                self.done(id, o);
+            }
+            // The oldest run is answered, with an error: as in `finish`.
+            Err(_) => {
+                self.queued.pop_front();
+            }
+            Ok(None) => {}
         }
         outcome
     }
@@ -129,14 +141,33 @@ impl<S: Spawn> Spawn for Following<'_, S> {
 }
 
 /// Detaches the tracer and reports each benchmark's runs (`runs[i]`, from
-/// [`Following::runs_of`]); an error reading the trace is a note, since
-/// the timings stand without it.
-pub fn finish(tracer: Tracer, runs: &[Vec<u32>]) -> (Vec<Option<LockReport>>, Option<String>) {
+/// [`Following::runs_of`]) when the kernel saw as many runs start as were
+/// `forked`; otherwise (a run that failed to start, an interrupted queue,
+/// another PID namespace) the numbers cannot be matched to benchmarks, and a
+/// note says so rather than attribute waits to the wrong one. An error
+/// reading the trace is a note too: the timings stand without it.
+pub fn finish(
+    tracer: Tracer,
+    runs: &[Vec<u32>],
+    forked: usize,
+) -> (Vec<Option<LockReport>>, Option<String>) {
+    let none = || vec![None; runs.len()];
     match tracer.finish() {
-        Ok(traced) => (runs.iter().map(|r| Some(traced.report(r))).collect(), None),
-        Err(e) => (
-            vec![None; runs.len()],
-            Some(format!("locks not reported: {e}")),
-        ),
+        Ok(traced) if traced.runs_seen() as usize == forked => {
+            (runs.iter().map(|r| Some(traced.report(r))).collect(), None)
+        }
+        Ok(traced) => {
+            let why = if traced.runs_seen() == 0 && forked > 0 {
+                "the tracer followed no process: perfsleuth may run in a PID namespace of its own (a container), whose pids the kernel does not see"
+                    .to_string()
+            } else {
+                format!(
+                    "the kernel saw {} runs start and perfsleuth {forked}, so their waits cannot be matched to benchmarks (a run that failed to start, or an interrupted queue)",
+                    traced.runs_seen()
+                )
+            };
+            (none(), Some(format!("locks not reported: {why}")))
+        }
+        Err(e) => (none(), Some(format!("locks not reported: {e}"))),
     }
 }

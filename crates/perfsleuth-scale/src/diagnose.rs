@@ -280,8 +280,8 @@ fn named_lock(a: &Analysis) -> Option<(&Point, &LockReport, &LockSite)> {
         .iter()
         .filter_map(|p| Some((p, p.locks.as_ref().filter(|l| l.lock_wait_ns > 0)?)))
         .max_by(|x, y| per_run(x.1).total_cmp(&per_run(y.1)))?;
-    let top = report.locks().next()?;
-    (top.wait_ns * 2 >= report.lock_wait_ns).then_some((p, report, top))
+    let top = report.locks().next().filter(|s| s.kind != "unknown")?;
+    (top.wait_ns as f64 * 2.0 >= report.lock_wait_ns as f64).then_some((p, report, top))
 }
 
 /// "CPUs 50 % idle at N = 2" when the machine's idle time was measured at

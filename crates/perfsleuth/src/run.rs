@@ -389,6 +389,20 @@ pub(crate) fn measure(
                 .to_string(),
         );
     }
+    if c.simulation.is_some() && args.locks == LockChoice::On {
+        return Err(Fail::usage(
+            "--locks traces the threads of real runs; simulation mode runs the command under valgrind",
+            "drop --locks, or use --mode walltime",
+        ));
+    }
+    let lock_choice = if c.simulation.is_some() {
+        LockChoice::Off
+    } else {
+        args.locks
+    };
+    // Before anything is stored: a refusal must leave no run behind.
+    let (tracer, lock_note) = crate::locks::start(lock_choice, spawner.pid())?;
+    counter_notes.extend(lock_note);
     let empty: Vec<_> = benches.iter().map(|b| b.to_benchmark(false)).collect();
     // Each part's runs row and its share of the plan's benchmarks.
     let mut ranges = Vec::with_capacity(parts.len());
@@ -456,20 +470,6 @@ pub(crate) fn measure(
         sink.watchdog = Some(crate::term::Watchdog::start(after));
     }
 
-    if c.simulation.is_some() && args.locks == LockChoice::On {
-        return Err(Fail::usage(
-            "--locks traces the threads of real runs; simulation mode runs the command under valgrind",
-            "drop --locks, or use --mode walltime",
-        ));
-    }
-    let lock_choice = if c.simulation.is_some() {
-        LockChoice::Off
-    } else {
-        args.locks
-    };
-    let (tracer, lock_note) = crate::locks::start(lock_choice, spawner.pid())?;
-    counter_notes.extend(lock_note);
-
     let started = std::time::Instant::now();
     let noise = perfsleuth_env::NoiseSnapshot::take(&perfsleuth_env::Source::live());
     // With a comparison to follow, rounds are added while it is inconclusive.
@@ -488,7 +488,8 @@ pub(crate) fn measure(
         .iter()
         .map(|b| following.runs_of(b.main_id()))
         .collect();
-    let lock_reports = crate::locks::finish(tracer, &lock_runs, &mut counter_notes);
+    let forked = following.forked();
+    let lock_reports = crate::locks::finish(tracer, &lock_runs, forked, &mut counter_notes);
     sink.watchdog = None;
     sink.progress.clear();
     counter_notes.extend(measured.notes);

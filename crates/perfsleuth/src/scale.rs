@@ -119,6 +119,9 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         true,
         &mut run.environment,
     );
+    // Before anything is stored: a refusal must leave no run behind.
+    let (tracer, lock_note) = crate::locks::start(args.locks, spawner.pid())?;
+    let mut lock_notes: Vec<String> = lock_note.into_iter().collect();
     let empty: Vec<_> = levels.iter().map(|l| l.to_benchmark(false)).collect();
     let mut sink = StoreSink::begin(
         store
@@ -142,12 +145,11 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         warmup: args.warmup,
         runs: args.runs,
     };
-    let (tracer, lock_note) = crate::locks::start(args.locks, spawner.pid())?;
-    let mut lock_notes: Vec<String> = lock_note.into_iter().collect();
     let mut following = perfsleuth_runner::locks::Following::new(&mut spawner);
     let result = sweep.measure(&mut following, &mut sink, &mut levels);
     let lock_runs: Vec<Vec<u32>> = levels.iter().map(|l| following.runs_of(l.id())).collect();
-    let lock_reports = crate::locks::finish(tracer, &lock_runs, &mut lock_notes);
+    let forked = following.forked();
+    let lock_reports = crate::locks::finish(tracer, &lock_runs, forked, &mut lock_notes);
     sink.progress.clear();
 
     run.benchmarks = levels.iter().map(|l| l.to_benchmark(true)).collect();

@@ -97,7 +97,6 @@ fn sides_phase(
 }
 
 impl StoreSink<'_> {
-    /// The dimmed "Stored as run N in PATH" line, when the run was stored.
     /// Stores benchmark `bench`'s lock report (`--locks`), once its runs are done.
     pub fn set_locks(
         &mut self,
@@ -112,6 +111,7 @@ impl StoreSink<'_> {
         Ok(())
     }
 
+    /// The dimmed "Stored as run N in PATH" line, when the run was stored.
     pub fn stored_note(&self, color: bool) -> Option<String> {
         let path = self.path.as_ref()?;
         let runs = match self.run_ids.as_slice() {

@@ -211,6 +211,28 @@ fn without_privileges_locks_is_an_error_and_auto_a_note() {
     }
     as_nobody(&["run", "--locks", "--no-store", "--runs", "2", "true"])
         .usage_error("cannot trace locks: tracing locks needs root");
+    // Refused before anything is stored: no run is left behind.
+    let shared = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        shared.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let store = format!("sqlite:{}/r.db", shared.path().display());
+    as_nobody(&["run", "--locks", "--store", &store, "--runs", "2", "true"])
+        .usage_error("cannot trace locks");
+    let listed = Command::new(BIN)
+        .args(["runs", "--json", "--store", &store])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        !listed.status.success()
+            || parse_json(&text)["runs"]
+                .as_array()
+                .is_some_and(Vec::is_empty),
+        "a refused --locks stored a run: {text}"
+    );
     let out = as_nobody(&[
         "scale",
         "--no-store",
