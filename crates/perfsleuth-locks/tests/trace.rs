@@ -164,7 +164,7 @@ fn a_command_that_forks_and_execs_is_followed() {
     };
     // `; true` keeps the shell from exec'ing the program in its own place:
     // it forks a child, which execs.
-    let script = format!("{} 100 200; true", exe.display());
+    let script = format!("{} 200 200; true", exe.display());
     let r = trace(Path::new("sh"), &["-c", &script]);
     assert!(
         r.events.processes >= 2,
@@ -176,7 +176,10 @@ fn a_command_that_forks_and_execs_is_followed() {
         Some("hot_add"),
         "{r:#?}"
     );
-    assert!(site(&r, "cold_add").waits >= 10);
+    // 20 of the 200 operations take the cold mutex; nearly all of them wait
+    // (one whose worker was descheduled past the hold time finds it free).
+    let cold = site(&r, "cold_add").waits;
+    assert!((10..=20).contains(&cold), "{cold} cold waits: {r:#?}");
 }
 
 #[test]
