@@ -123,10 +123,20 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
             )),
             None => {
                 if let Some(i) = last.idle_of_usable {
-                    evidence.push(format!(
-                        "CPUs stay busy ({}): the time goes to moving the contended cache line, not to sleeping",
-                        idle_words(last, i, usable)
-                    ));
+                    // Traced lock waits at that level: threads do sleep on
+                    // the lock, while others take their CPUs.
+                    let sleeps = last.locks.as_ref().is_some_and(|l| l.lock_wait_ns > 0);
+                    evidence.push(if sleeps {
+                        format!(
+                            "CPUs stay busy ({}) although threads sleep on the lock: runnable threads take the CPUs the waiting ones leave",
+                            idle_words(last, i, usable)
+                        )
+                    } else {
+                        format!(
+                            "CPUs stay busy ({}): the time goes to moving the contended cache line, not to sleeping",
+                            idle_words(last, i, usable)
+                        )
+                    });
                 }
             }
         }

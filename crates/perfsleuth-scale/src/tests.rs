@@ -117,6 +117,82 @@ fn contention_on_busy_cpus_points_at_the_cache_line() {
     );
 }
 
+/// A traced level's lock report: `sites` as (function, wait ns).
+fn locks(sites: &[(&str, u64)]) -> perfsleuth_model::LockReport {
+    perfsleuth_model::LockReport {
+        runs: 3,
+        lock_wait_ns: sites.iter().map(|s| s.1).sum(),
+        lock_waits: 30,
+        blocked_ns: 3_000_000,
+        futexes: 1,
+        sites: sites
+            .iter()
+            .map(|&(function, wait_ns)| perfsleuth_model::LockSite {
+                kind: "mutex".into(),
+                function: function.into(),
+                location: "c.rs:7".into(),
+                wait_ns,
+                waits: 10,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_traced_lock_is_named_in_the_contention_diagnosis() {
+    let mut obs = curve(
+        &NS,
+        usl(0.02, 0.01, 1e5),
+        |n| (n / 24.0).min(1.0),
+        |_| 0.001,
+    );
+    let last = obs.len() - 1;
+    obs[last].locks = Some(locks(&[("count_locked", 900), ("other", 100)]));
+    obs[1].locks = Some(locks(&[("count_locked", 10)]));
+    let a = analyze("threads", &obs, &machine(24));
+    let d = &a.diagnosis[0];
+    assert_eq!(d.kind, DiagnosisKind::Coherency, "{a:#?}");
+    assert!(
+        d.headline
+            .starts_with("coherency/contention at `count_locked`'s mutex:"),
+        "{}",
+        d.headline
+    );
+    assert!(
+        !d.headline.contains("look for a shared lock"),
+        "{}",
+        d.headline
+    );
+    assert!(
+        d.evidence.iter().any(|e| e.starts_with("at N = 24, lock wait:")
+            && e.contains("90 % at `count_locked`")),
+        "the level that waited most: {:?}",
+        d.evidence
+    );
+    assert!(
+        d.evidence
+            .iter()
+            .any(|e| e.contains("although threads sleep on the lock")),
+        "{:?}",
+        d.evidence
+    );
+    // No site with half of the wait: nothing is named.
+    obs[last].locks = Some(locks(&[("a", 400), ("b", 300), ("c", 300)]));
+    let a = analyze("threads", &obs, &machine(24));
+    assert!(
+        a.diagnosis[0].headline.contains("look for a shared lock"),
+        "{a:#?}"
+    );
+    // The level table shows the lock per level.
+    let text = crate::render_terminal(&a, false);
+    assert!(
+        text.contains("Locks (eBPF):") && text.contains("threads = 24: lock wait"),
+        "{text}"
+    );
+}
+
 #[test]
 fn amdahl_curve_is_serialised_with_its_ceiling() {
     let obs = curve(&NS, usl(0.05, 0.0, 1000.0), |n| n / 24.0, |_| 0.001);
