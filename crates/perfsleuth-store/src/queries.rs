@@ -298,16 +298,7 @@ pub(crate) fn set_locks<D: Db + ?Sized>(
     benchmark_id: i64,
     locks: &LockReport,
 ) -> Result<(), StoreError> {
-    let text = json(db.place(), serde_json::to_string(locks))?;
-    let changed = db.execute(
-        "UPDATE benchmarks SET locks = ?1 WHERE id = ?2 AND run_id IN \
-         (SELECT id FROM runs WHERE project = ?3)",
-        &vals![text, benchmark_id, db.project()],
-    )?;
-    if changed == 0 {
-        return Err(StoreError::NotFound(format!("benchmark {benchmark_id}")));
-    }
-    Ok(())
+    set_benchmark_json(db, benchmark_id, "locks", serde_json::to_string(locks))
 }
 
 /// [`crate::Store::set_profile`].
@@ -316,10 +307,23 @@ pub(crate) fn set_profile<D: Db + ?Sized>(
     benchmark_id: i64,
     profile: &Profile,
 ) -> Result<(), StoreError> {
-    let text = json(db.place(), serde_json::to_string(profile))?;
+    set_benchmark_json(db, benchmark_id, "profile", serde_json::to_string(profile))
+}
+
+/// Sets one JSON column of a benchmark of this handle's project, once its
+/// runs are done; `column` is one of ours, never user input.
+fn set_benchmark_json<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    column: &'static str,
+    text: serde_json::Result<String>,
+) -> Result<(), StoreError> {
+    let text = json(db.place(), text)?;
     let changed = db.execute(
-        "UPDATE benchmarks SET profile = ?1 WHERE id = ?2 AND run_id IN \
-         (SELECT id FROM runs WHERE project = ?3)",
+        &format!(
+            "UPDATE benchmarks SET {column} = ?1 WHERE id = ?2 AND run_id IN \
+             (SELECT id FROM runs WHERE project = ?3)"
+        ),
         &vals![text, benchmark_id, db.project()],
     )?;
     if changed == 0 {
