@@ -16,7 +16,7 @@ mod unwind;
 
 use bpf::{Aggregates, Loaded, Stat, WaitAt};
 use perfsleuth_model::{LockEvents, LockReport, LockSite};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use unwind::{Frame, Symbolizer};
 
 /// Why locks cannot be traced here.
@@ -146,6 +146,8 @@ pub struct Traced {
     agg: Aggregates,
     /// (run, address, stack) → the site, where a sample named it.
     sites: HashMap<WaitAt, (SiteKey, Vec<String>)>,
+    /// The named aggregates by kernel stack id, for waits without a sample.
+    by_stack: HashMap<i64, Vec<WaitAt>>,
     /// The runs of the samples that could not be unwound.
     unresolved: Vec<u32>,
 }
@@ -154,7 +156,15 @@ impl Traced {
     fn name(agg: Aggregates) -> Traced {
         let mut sym = Symbolizer::default();
         let mut sites = HashMap::new();
+        let mut by_stack: HashMap<i64, Vec<WaitAt>> = HashMap::new();
         let mut unresolved = Vec::new();
+        // Every (run, thread) seen: off CPU, or waiting in a sample.
+        let threads: HashSet<(u32, u32)> = agg
+            .off_cpu
+            .keys()
+            .copied()
+            .chain(agg.samples.iter().map(|s| (s.seq, s.tid)))
+            .collect();
         for s in &agg.samples {
             let frames = sym.unwind(s);
             if frames.is_empty() {
@@ -172,14 +182,16 @@ impl Traced {
             // glibc's join waits for the thread's id to clear, and its
             // own symbols may be stripped: a wait for a value that is a
             // thread of the same run is a join.
-            if site.kind == "futex" && joins(&agg, s) {
+            if site.kind == "futex" && joins(&threads, s) {
                 site.kind = "join".into();
             }
             sites.insert(at, (site, stack));
+            by_stack.entry(at.stack_id).or_default().push(at);
         }
         Traced {
             agg,
             sites,
+            by_stack,
             unresolved,
         }
     }
@@ -189,15 +201,12 @@ impl Traced {
     /// before its run's first sample was taken).
     fn site(&self, at: &WaitAt) -> Option<&(SiteKey, Vec<String>)> {
         self.sites.get(at).or_else(|| {
-            (at.stack_id >= 0)
-                .then(|| {
-                    self.sites
-                        .iter()
-                        .filter(|(k, _)| k.stack_id == at.stack_id)
-                        .min_by_key(|(k, _)| (k.uaddr != at.uaddr, k.seq))
-                        .map(|(_, v)| v)
-                })
-                .flatten()
+            let named = self
+                .by_stack
+                .get(&at.stack_id)
+                .filter(|_| at.stack_id >= 0)?;
+            let other = named.iter().min_by_key(|k| (k.uaddr != at.uaddr, k.seq))?;
+            self.sites.get(other)
         })
     }
 
@@ -302,11 +311,8 @@ impl Traced {
 
 /// Whether the sample waits for a futex holding the id of another thread
 /// of its run (how `pthread_join` waits).
-fn joins(agg: &Aggregates, s: &bpf::Sample) -> bool {
-    s.val != 0
-        && s.val != s.tid
-        && (agg.off_cpu.contains_key(&(s.seq, s.val))
-            || agg.samples.iter().any(|o| o.seq == s.seq && o.tid == s.val))
+fn joins(threads: &HashSet<(u32, u32)>, s: &bpf::Sample) -> bool {
+    s.val != 0 && s.val != s.tid && threads.contains(&(s.seq, s.val))
 }
 
 fn unknown_site() -> SiteKey {

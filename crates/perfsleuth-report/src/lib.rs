@@ -42,7 +42,7 @@ pub use format::{
 };
 pub use hyperfine::export_hyperfine;
 pub use json::export_json;
-pub use locks::{lock_events, lock_headline, lock_losses, site_text};
+pub use locks::{lock_events, lock_headline, lock_losses};
 pub use markdown::{TableDialect, render_markdown, render_table};
 pub use perfsleuth_model::schema::{HyperfineDoc, HyperfineResult};
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};

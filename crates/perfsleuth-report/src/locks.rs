@@ -8,7 +8,7 @@ use perfsleuth_model::{LockReport, LockSite};
 const NAMED: usize = 3;
 
 /// "`hot_add` (two.c:27) ← `worker`, mutex `hot`".
-pub fn site_text(s: &LockSite) -> String {
+fn site_text(s: &LockSite) -> String {
     let mut t = format!("`{}` ({})", s.function, s.location);
     if let Some(c) = &s.caller {
         t.push_str(&format!(" ← `{c}`"));
