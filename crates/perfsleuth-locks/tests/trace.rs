@@ -7,7 +7,7 @@ use perfsleuth_locks::{Tracer, check, loaded_programs, program_names};
 use perfsleuth_model::{LockReport, LockSite};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The tracer follows every child of this process: one test at a time.
@@ -15,12 +15,14 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/two_locks.c");
 
-fn traceable(test: &str) -> bool {
+/// This test's turn, where the tracer can load here (else the skip).
+fn traceable(test: &str) -> Option<MutexGuard<'static, ()>> {
+    let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     match check() {
-        Ok(()) => true,
+        Ok(()) => Some(turn),
         Err(e) => {
             perfsleuth_testkit::skip("bpf", format!("{test}: {e}"));
-            false
+            None
         }
     }
 }
@@ -67,11 +69,10 @@ fn site<'a>(r: &'a LockReport, function: &str) -> &'a LockSite {
 
 #[test]
 fn two_mutexes_are_named_ranked_and_shared_nine_to_one() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let test = "two_mutexes_are_named_ranked_and_shared_nine_to_one";
-    if !traceable(test) {
+    let Some(_turn) = traceable(test) else {
         return;
-    }
+    };
     let Some((_dir, exe)) = two_locks(test) else {
         return;
     };
@@ -120,10 +121,9 @@ fn two_mutexes_are_named_ranked_and_shared_nine_to_one() {
 
 #[test]
 fn a_static_rust_mutex_is_named_in_an_lld_linked_binary() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !traceable("a_static_rust_mutex_is_named_in_an_lld_linked_binary") {
+    let Some(_turn) = traceable("a_static_rust_mutex_is_named_in_an_lld_linked_binary") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("static_mutex");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
@@ -154,11 +154,10 @@ fn a_static_rust_mutex_is_named_in_an_lld_linked_binary() {
 
 #[test]
 fn a_command_that_forks_and_execs_is_followed() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let test = "a_command_that_forks_and_execs_is_followed";
-    if !traceable(test) {
+    let Some(_turn) = traceable(test) else {
         return;
-    }
+    };
     let Some((_dir, exe)) = two_locks(test) else {
         return;
     };
@@ -184,11 +183,10 @@ fn a_command_that_forks_and_execs_is_followed() {
 
 #[test]
 fn a_command_that_exits_at_once_has_no_waits() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let test = "a_command_that_exits_at_once_has_no_waits";
-    if !traceable(test) {
+    let Some(_turn) = traceable(test) else {
         return;
-    }
+    };
     let r = trace(Path::new("true"), &[]);
     assert_eq!(
         (r.lock_waits, r.lock_wait_ns, r.futexes),
@@ -201,10 +199,9 @@ fn a_command_that_exits_at_once_has_no_waits() {
 
 #[test]
 fn nothing_stays_loaded_after_the_tracer_is_dropped() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !traceable("nothing_stays_loaded_after_the_tracer_is_dropped") {
+    let Some(_turn) = traceable("nothing_stays_loaded_after_the_tracer_is_dropped") else {
         return;
-    }
+    };
     let ours = || {
         loaded_programs()
             .iter()

@@ -22,15 +22,17 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn traceable(test: &str) -> bool {
+/// This test's turn, where the tracer can load here: root and BTF (else the skip).
+fn traceable(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    let turn = one_at_a_time();
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
     if !(root && btf) {
         perfsleuth_testkit::skip("bpf", format!("{test}: needs root and BTF"));
-        return false;
+        return None;
     }
-    true
+    Some(turn)
 }
 
 /// The `counters` example next to this test binary (target/<profile>/examples).
@@ -53,10 +55,11 @@ fn locks_of(doc: &Value, bench: usize) -> &Value {
 
 #[test]
 fn run_locks_names_the_mutex_and_the_padded_design_has_no_lock_waits() {
-    let _one = one_at_a_time();
-    if !traceable("run_locks_names_the_mutex_and_the_padded_design_has_no_lock_waits") {
+    let Some(_turn) =
+        traceable("run_locks_names_the_mutex_and_the_padded_design_has_no_lock_waits")
+    else {
         return;
-    }
+    };
     let sb = Sandbox::new();
     let c = counters();
     let mutex = format!("{} --mode mutex --threads 4 --ops 100000", c.display());
@@ -129,10 +132,9 @@ fn run_locks_names_the_mutex_and_the_padded_design_has_no_lock_waits() {
 
 #[test]
 fn scale_names_the_lock_at_each_level_and_in_the_diagnosis() {
-    let _one = one_at_a_time();
-    if !traceable("scale_names_the_lock_at_each_level_and_in_the_diagnosis") {
+    let Some(_turn) = traceable("scale_names_the_lock_at_each_level_and_in_the_diagnosis") else {
         return;
-    }
+    };
     let sb = Sandbox::new();
     let c = counters();
     let store = sb.store();
@@ -205,10 +207,9 @@ fn as_nobody(args: &[&str]) -> Out {
 
 #[test]
 fn without_privileges_locks_is_an_error_and_auto_a_note() {
-    let _one = one_at_a_time();
-    if !traceable("without_privileges_locks_is_an_error_and_auto_a_note") {
+    let Some(_turn) = traceable("without_privileges_locks_is_an_error_and_auto_a_note") else {
         return;
-    }
+    };
     as_nobody(&["run", "--locks", "--no-store", "--runs", "2", "true"])
         .usage_error("cannot trace locks: tracing locks needs root");
     // Refused before anything is stored: no run is left behind.
@@ -300,9 +301,11 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn ctrl_c_while_attached_leaves_nothing_loaded() {
-    let _one = one_at_a_time();
     let test = "ctrl_c_while_attached_leaves_nothing_loaded";
-    if !traceable(test) || !perfsleuth_testkit::tools_present(test, &["bpftool"]) {
+    let Some(_turn) = traceable(test) else {
+        return;
+    };
+    if !perfsleuth_testkit::tools_present(test, &["bpftool"]) {
         return;
     }
     // The kernel frees detached programs after an RCU grace period.
