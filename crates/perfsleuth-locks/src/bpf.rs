@@ -8,9 +8,8 @@ use aya::maps::{Array, HashMap, MapData, RingBuf};
 use aya::programs::RawTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 use std::collections::BTreeMap;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 /// The compiled kernel side (`bpf/build.sh` rebuilds it; the `bpf_object`
@@ -146,7 +145,8 @@ pub(crate) struct Aggregates {
 /// The loaded, attached programs and the thread draining their ring buffer.
 pub(crate) struct Loaded {
     ebpf: Ebpf,
-    stop: Arc<AtomicBool>,
+    /// An eventfd the reader blocks on with the ring buffer: written to stop it.
+    stop: Arc<OwnedFd>,
     drain: Option<JoinHandle<Vec<Sample>>>,
 }
 
@@ -178,7 +178,16 @@ impl Loaded {
         }
         let ring = RingBuf::try_from(ebpf.take_map("samples").ok_or_else(|| missing("samples"))?)
             .map_err(|e| LockError::Load(crate::chain(&e)))?;
-        let stop = Arc::new(AtomicBool::new(false));
+        // SAFETY: eventfd has no memory preconditions; the result is checked.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(LockError::Load(format!(
+                "cannot create an eventfd: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        // SAFETY: a new descriptor, owned only here.
+        let stop = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
         let flag = Arc::clone(&stop);
         let drain = std::thread::Builder::new()
             .name("perfsleuth-locks".into())
@@ -194,7 +203,7 @@ impl Loaded {
     /// Stops the reader, reads the aggregates; dropping `self` afterwards
     /// detaches the programs and frees the maps.
     pub fn finish(mut self) -> Result<Aggregates, LockError> {
-        self.stop.store(true, Ordering::Release);
+        wake(&self.stop);
         let samples = self
             .drain
             .take()
@@ -246,7 +255,7 @@ impl Loaded {
 
 impl Drop for Loaded {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
+        wake(&self.stop);
         if let Some(h) = self.drain.take() {
             let _ = h.join();
         }
@@ -281,16 +290,36 @@ fn missing(map: &str) -> LockError {
     LockError::Load(format!("map {map} missing from the object"))
 }
 
+/// Stops the reader: its poll wakes on the eventfd.
+fn wake(stop: &OwnedFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a valid u64 to an eventfd we own.
+    unsafe { libc::write(stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+}
+
 /// Reads samples as they come, and each new process's memory map at once:
-/// the process is blocked in the wait that produced the sample, so it is
-/// still there to read.
-fn drain(mut ring: RingBuf<MapData>, stop: &AtomicBool) -> Vec<Sample> {
+/// the process is normally still blocked in the wait that produced the
+/// sample. Between samples the thread sleeps in poll, on the ring buffer
+/// and the stop eventfd, so it never wakes during the runs for nothing.
+fn drain(mut ring: RingBuf<MapData>, stop: &OwnedFd) -> Vec<Sample> {
     let mut samples = Vec::new();
     let mut maps: std::collections::HashMap<(u32, u32), Arc<Maps>> =
         std::collections::HashMap::new();
-    let fd = ring.as_raw_fd();
+    let mut fds = [
+        libc::pollfd {
+            fd: ring.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: stop.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
     loop {
-        let stopping = stop.load(Ordering::Acquire);
+        // Checked before draining, so what arrived before the stop is read.
+        let stopping = fds[1].revents & libc::POLLIN != 0;
         while let Some(item) = ring.next() {
             if let Some(mut s) = Sample::parse(&item) {
                 // Keyed by run too: a later run may reuse the pid.
@@ -307,12 +336,14 @@ fn drain(mut ring: RingBuf<MapData>, stop: &AtomicBool) -> Vec<Sample> {
         if stopping {
             return samples;
         }
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd; a timeout so that `stop` is seen.
-        unsafe { libc::poll(&mut pfd, 1, 50) };
+        for f in &mut fds {
+            f.revents = 0;
+        }
+        // SAFETY: two valid pollfds; no timeout, the eventfd ends the wait.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if rc < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            // Poll itself failed: read what is there and stop.
+            fds[1].revents = libc::POLLIN;
+        }
     }
 }
