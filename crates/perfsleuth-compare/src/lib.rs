@@ -55,9 +55,14 @@ pub struct BenchmarkOptions {
 pub struct Options {
     /// The verdict rule: alpha 0.05, noise threshold 1 %, at least 3 samples per side.
     pub rule: VerdictRule,
-    /// Metrics whose regression fails a CI gate (default: wall time).
+    /// Metrics whose regression fails a CI gate (default: wall time). Wall
+    /// time stands for the judged time: a benchmark that keeps one CPU busy
+    /// without waiting is judged on CPU time instead
+    /// ([`perfsleuth_model::judged_time`]).
     pub gating: Vec<Metric>,
-    /// Metrics shown, in this order (default: wall, user, sys, peak RSS); gating metrics are always shown.
+    /// Metrics shown, in this order (default: wall, CPU time, peak RSS);
+    /// gating metrics are always shown. User and system time are shown on
+    /// request: the kernel splits the exact CPU time between them in ticks.
     pub metrics: Vec<Metric>,
     /// Overrides keyed by benchmark name.
     pub per_benchmark: BTreeMap<String, BenchmarkOptions>,
@@ -77,11 +82,16 @@ pub struct Options {
     /// fingerprint says about the machine ([`prior_noise`]); off only in
     /// tests of the rule itself.
     pub prior: bool,
-    /// The sides' groups are paired by round (`ab`: both measured in the
-    /// same rounds, interleaved): judged on the round-by-round ratios
-    /// ([`perfsleuth_stats::estimate_paired`]), which cancel the drift
-    /// between rounds.
+    /// The sides were measured interleaved (`ab`, `run --variant`,
+    /// `explain`'s experiments): judged on the adjacent runs of both sides
+    /// ([`perfsleuth_stats::estimate_pairs`]), which cancel the drift
+    /// between runs, rounds and moments.
     pub paired: bool,
+    /// Wall time in `gating` stands for the judged time: CPU time for a
+    /// benchmark that keeps one CPU busy without waiting
+    /// ([`perfsleuth_model::judged_time`]). Default on; off when the user
+    /// named the gating metrics, who then gets exactly those.
+    pub judge_time: bool,
     /// Rows of sides whose identity facts differ get the verdict
     /// `environment changed` instead of the rule's (default). Off only for
     /// `explain`, which needs the rule's verdict on a difference between
@@ -94,13 +104,14 @@ impl Default for Options {
         Options {
             rule: VerdictRule::default(),
             gating: vec![Metric::Wall],
-            metrics: vec![Metric::Wall, Metric::User, Metric::Sys, Metric::PeakRss],
+            metrics: vec![Metric::Wall, Metric::Cpu, Metric::PeakRss],
             per_benchmark: BTreeMap::new(),
             fdr_q: Some(0.05),
             resamples: perfsleuth_stats::RESAMPLES,
             history: BTreeMap::new(),
             prior: true,
             paired: false,
+            judge_time: true,
             machine_override: true,
         }
     }
@@ -560,17 +571,14 @@ fn collect(side: &Side) -> Vec<Entry<'_>> {
     entries
 }
 
-/// Samples grouped by their round, rounds ascending; one group for a run
-/// measured in one round.
+/// Samples grouped by their round ([`perfsleuth_model::by_round`]); one
+/// empty group for a run without samples.
 fn by_round(samples: Vec<&Sample>) -> Vec<Vec<&Sample>> {
-    let mut rounds: BTreeMap<u32, Vec<&Sample>> = BTreeMap::new();
-    for s in samples {
-        rounds.entry(s.round).or_default().push(s);
-    }
+    let rounds = perfsleuth_model::by_round(samples);
     if rounds.is_empty() {
         return vec![Vec::new()];
     }
-    rounds.into_values().collect()
+    rounds
 }
 
 fn binary_hash(b: &Environment) -> Option<&str> {
@@ -729,6 +737,8 @@ struct Measured {
     spread: f64,
     /// For wall time: how the CPU time and the waiting moved beside it.
     cpu: Option<CpuShare>,
+    /// Adjacent pairs of runs the paired estimate came from.
+    pairs: Option<usize>,
 }
 
 /// What a wall-time change did to the CPU time: a program that got slower
@@ -865,6 +875,7 @@ fn measure(
         cpu: (metric == Metric::Wall)
             .then(|| CpuShare::of(base, cand))
             .flatten(),
+        pairs: None,
     };
     if bp.is_empty() || cp.is_empty() {
         let which = match (bp.is_empty(), cp.is_empty()) {
@@ -939,10 +950,31 @@ fn measure(
         }
         return m;
     }
-    m.change = if opts.paired && bg.len() == cg.len() && bg.len() > 1 {
-        let est = perfsleuth_stats::estimate_paired(&bg, &cg, opts.resamples, seed);
-        m.p_value = est.p_value;
-        est.change
+    m.change = if opts.paired {
+        // The adjacent runs of both sides, each pair a few milliseconds
+        // apart: the estimate and its test come from their ratios.
+        let pairs: Vec<(f64, f64)> = perfsleuth_model::adjacent_pairs(base, cand)
+            .into_iter()
+            .map(|(b, c)| (metric.of(b), metric.of(c)))
+            .collect();
+        match perfsleuth_stats::estimate_pairs(&pairs, opts.resamples, seed) {
+            Some(est) => {
+                m.p_value = est.estimate.p_value;
+                m.pairs = Some(est.pairs);
+                est.estimate.change
+            }
+            None => {
+                m.notes.push(format!(
+                    "only {} adjacent pairs of runs with a usable value (at least {} needed to judge them paired): judged unpaired",
+                    pairs
+                        .iter()
+                        .filter(|(b, c)| *b > 0.0 && *c > 0.0 && b.is_finite() && c.is_finite())
+                        .count(),
+                    perfsleuth_stats::MIN_PAIRS
+                ));
+                perfsleuth_stats::estimate(&bg, &cg, opts.resamples, seed).change
+            }
+        }
     } else {
         perfsleuth_stats::estimate(&bg, &cg, opts.resamples, seed).change
     };
@@ -1054,6 +1086,7 @@ fn measure_summaries(
         exact: false,
         spread: 0.0,
         cpu: None,
+        pairs: None,
     };
     if !(b.value > 0.0 && c.value.is_finite()) {
         m.notes
@@ -1331,7 +1364,7 @@ fn simulation_options(opts: &Options) -> Options {
                         push_unique(&mut out, cycles);
                     }
                 }
-                Metric::User | Metric::Sys | Metric::PeakRss => {}
+                Metric::Cpu | Metric::User | Metric::Sys | Metric::PeakRss => {}
                 other => push_unique(&mut out, other),
             }
         }
@@ -1514,12 +1547,46 @@ fn function_attribution(
     )
 }
 
+/// Whether the two sides are the two halves of one interleaved
+/// measurement (`ab` stores its baseline and candidate as two runs of one
+/// measurement): one run each, both marked `ab`, started together. Such
+/// sides are judged paired, as `ab` judged them, whatever command asks.
+pub fn measured_together(baseline: &Side, candidate: &Side) -> bool {
+    match (baseline.runs.as_slice(), candidate.runs.as_slice()) {
+        ([b], [c]) => {
+            let ab = |r: &Run| {
+                r.options
+                    .get("ab")
+                    .is_some_and(serde_json::Value::is_object)
+            };
+            ab(b) && ab(c) && b.started_at == c.started_at && b.id != c.id
+        }
+        _ => false,
+    }
+}
+
+/// The verdict options for sides measured interleaved: paired by adjacent
+/// runs, with no between-run band (no history, no prior): the drift that
+/// separates runs is what the pairing cancels.
+pub fn paired(opts: &Options) -> Options {
+    Options {
+        history: BTreeMap::new(),
+        prior: false,
+        paired: true,
+        ..opts.clone()
+    }
+}
+
 /// Compares `candidate` against `baseline`: pairs benchmarks by name and
 /// parameters, computes a row per paired benchmark and metric, and
 /// attributes changes to the environment where the machines differ.
 pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> Comparison {
     let sim_opts;
-    let opts = if simulated(baseline) && simulated(candidate) {
+    let together = !opts.paired && measured_together(baseline, candidate);
+    let opts = if together {
+        sim_opts = paired(opts);
+        &sim_opts
+    } else if simulated(baseline) && simulated(candidate) {
         sim_opts = simulation_options(opts);
         &sim_opts
     } else if scale_sweep(baseline) && scale_sweep(candidate) {
@@ -1535,6 +1602,12 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     side_notes("candidate", candidate, &mut notes);
     if let Some(n) = origin_note(baseline, candidate) {
         notes.push(n);
+    }
+    if together {
+        notes.push(
+            "the two runs were measured interleaved (one `perfsleuth ab`): judged paired by adjacent runs, as `ab` judged them, without the between-run noise band"
+                .to_string(),
+        );
     }
 
     // The environment diff, newest run against newest run.
@@ -1590,9 +1663,20 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         paired += 1;
         let key = benchmark_key(ce.name, ce.parameters);
         let overrides = opts.per_benchmark.get(ce.name);
-        let gating: &[Metric] = overrides
-            .and_then(|o| o.metrics.as_deref())
-            .unwrap_or(&opts.gating);
+        let named = overrides.and_then(|o| o.metrics.as_deref());
+        let mut gating: Vec<Metric> = named.unwrap_or(&opts.gating).to_vec();
+        let mut judged_note = None;
+        if opts.judge_time && named.is_none() && gating.contains(&Metric::Wall) {
+            let flat = |e: &Entry<'a>| e.groups.iter().flatten().copied().collect::<Vec<_>>();
+            let judged = perfsleuth_model::judged_time(&flat(be), &flat(ce));
+            if judged.metric == Metric::Cpu {
+                for m in gating.iter_mut().filter(|m| **m == Metric::Wall) {
+                    *m = Metric::Cpu;
+                }
+            }
+            judged_note = Some((judged.metric, judged.sentence()));
+        }
+        let gating = gating.as_slice();
         let mut metrics: Vec<Metric> = Vec::new();
         for &m in opts.metrics.iter().chain(gating) {
             push_unique(&mut metrics, m);
@@ -1628,6 +1712,25 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             windows.push((be.windows, ce.windows));
             spreads.push(m.spread);
             cpu_shares.push(m.cpu);
+            let mut m = m;
+            if let Some((judged, sentence)) = &judged_note {
+                if metric == *judged {
+                    m.notes.insert(0, sentence.clone());
+                } else if metric == Metric::Wall {
+                    m.notes.insert(
+                        0,
+                        "shown beside the judged CPU time; wall time does not gate this benchmark"
+                            .to_string(),
+                    );
+                }
+            }
+            if let Some(n) = m.pairs
+                && gating.contains(&metric)
+            {
+                m.notes.push(format!(
+                    "paired: the change is the median of the {n} adjacent runs' ratios, its interval a block bootstrap of them"
+                ));
+            }
             rows.push(Row {
                 benchmark: ce.name.to_string(),
                 parameters: ce.parameters.clone(),
@@ -1720,8 +1823,10 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         if !exact {
             let key = row.key();
             let history = opts.history.get(&key);
-            let drifts = matches!(row.metric, Metric::Wall | Metric::User | Metric::Sys)
-                || Some(row.metric) == throughput;
+            let drifts = matches!(
+                row.metric,
+                Metric::Wall | Metric::Cpu | Metric::User | Metric::Sys
+            ) || Some(row.metric) == throughput;
             let noise = history
                 .and_then(|h| learned_noise(h, row.metric))
                 .or_else(|| {

@@ -113,13 +113,16 @@ fn in_rounds(name: &str, levels: &[f64], spread: f64, n: usize) -> Benchmark {
     b
 }
 
-/// Options with fewer resamples, so debug-build tests stay quick, and no
-/// assumed between-run noise: these tests are about the rule itself (the
-/// prior and learned noise have their own tests).
+/// Options with fewer resamples, so debug-build tests stay quick, no
+/// assumed between-run noise and wall time judged as named: these tests
+/// are about the rule itself (the prior, learned noise and the judged time
+/// have their own tests).
 fn opts() -> Options {
     Options {
         resamples: 2_000,
         prior: false,
+        judge_time: false,
+        metrics: vec![Metric::Wall, Metric::User, Metric::Sys, Metric::PeakRss],
         ..Options::default()
     }
 }
@@ -148,10 +151,8 @@ fn defaults_match_the_spec() {
     let o = Options::default();
     assert_eq!(o.rule, VerdictRule::default());
     assert_eq!(o.gating, vec![Metric::Wall]);
-    assert_eq!(
-        o.metrics,
-        vec![Metric::Wall, Metric::User, Metric::Sys, Metric::PeakRss]
-    );
+    assert_eq!(o.metrics, vec![Metric::Wall, Metric::Cpu, Metric::PeakRss]);
+    assert!(o.judge_time);
     assert_eq!(o.fdr_q, Some(0.05));
     assert_eq!(o.resamples, 10_000);
     assert_eq!(
@@ -1590,4 +1591,170 @@ fn a_program_kept_from_the_cpu_is_the_machine_not_the_code() {
     }
     let r = one(vec![base], vec![sleeps]);
     assert_eq!(row(&r, "h", Metric::Wall).verdict, stat(Verdict::Regressed));
+}
+
+/// Two benchmarks as an interleaved run measures them: `pairs` adjacent
+/// runs in 5 rounds, the machine's speed swinging ±25 % between moments
+/// (both runs of a pair alike), the candidate `factor` slower.
+fn interleaved(pairs: usize, factor: f64) -> (Benchmark, Benchmark) {
+    let (mut b, mut c) = (bench("p", &[]), bench("p", &[]));
+    for i in 0..pairs {
+        let speed = 1.0 + 0.25 * (i as f64 / 3.0).sin();
+        let jitter = 1.0 + 0.004 * ((i * 7 % 11) as f64 - 5.0) / 5.0;
+        let mut sb = sample(i, 20.0 * MS * speed * jitter);
+        let mut sc = sample(i, 20.0 * MS * speed * factor / jitter);
+        sb.round = (i * 5 / pairs) as u32;
+        sc.round = sb.round;
+        b.samples.push(sb);
+        c.samples.push(sc);
+    }
+    (b, c)
+}
+
+#[test]
+fn interleaved_sides_are_judged_on_their_adjacent_pairs() {
+    let (b, c) = interleaved(60, 1.03);
+    let o = Options {
+        paired: true,
+        ..opts()
+    };
+    let cmp = compare(
+        &side("base", vec![run(1, machine(), vec![b.clone()])]),
+        &side("cand", vec![run(2, machine(), vec![c.clone()])]),
+        &o,
+    );
+    let r = row(&cmp, "p", Metric::Wall);
+    let ch = r.change.as_ref().unwrap();
+    assert!((ch.change - 0.03).abs() < 0.003, "{r:#?}");
+    assert!(ch.ci.lo > 0.02 && ch.ci.hi < 0.04, "{r:#?}");
+    assert_eq!(r.verdict, stat(Verdict::Regressed), "{r:#?}");
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("median of the 60 adjacent runs' ratios")),
+        "{r:#?}"
+    );
+    // The same samples unpaired: the swing hides the change.
+    let unpaired = compare(
+        &side("base", vec![run(1, machine(), vec![b])]),
+        &side("cand", vec![run(2, machine(), vec![c])]),
+        &opts(),
+    );
+    let u = row(&unpaired, "p", Metric::Wall);
+    assert_ne!(u.verdict, stat(Verdict::Regressed), "{u:#?}");
+}
+
+#[test]
+fn the_two_runs_of_one_ab_are_paired_whatever_command_compares_them() {
+    // `compare 35 36` on the runs `ab` stored: judged as `ab` judged them,
+    // not with a between-run band around an unpaired estimate.
+    let (b, c) = interleaved(60, 1.03);
+    let mut rb = run(1, machine(), vec![b]);
+    let mut rc = run(2, machine(), vec![c]);
+    rb.options = serde_json::json!({"ab": {"side": "baseline"}});
+    rc.options = serde_json::json!({"ab": {"side": "candidate"}});
+    rc.started_at = rb.started_at.clone();
+    let (sb, sc) = (side("base", vec![rb]), side("cand", vec![rc]));
+    assert!(measured_together(&sb, &sc));
+    let o = Options {
+        prior: true,
+        ..opts()
+    };
+    let cmp = compare(&sb, &sc, &o);
+    let r = row(&cmp, "p", Metric::Wall);
+    assert_eq!(r.verdict, stat(Verdict::Regressed), "{r:#?}");
+    assert_eq!(r.band, 0.0, "{r:#?}");
+    assert!(cmp.notes.iter().any(|n| n.contains("measured interleaved")));
+    // Two separate runs are not.
+    let mut later = sc.clone();
+    later.runs[0].started_at = "2025-01-01T00:01:00.000Z".into();
+    assert!(!measured_together(&sb, &later));
+}
+
+#[test]
+fn a_busy_program_is_judged_on_cpu_time_and_a_sleeping_one_on_wall_time() {
+    // `sample` gives 95 % of the wall time as CPU time, no waits: CPU time
+    // gates, wall time is shown beside it.
+    let o = Options {
+        judge_time: true,
+        metrics: Options::default().metrics,
+        ..opts()
+    };
+    let c = compare(
+        &side(
+            "base",
+            vec![run(
+                1,
+                machine(),
+                vec![bench("busy", &around(20.0 * MS, 0.01, 30))],
+            )],
+        ),
+        &side(
+            "cand",
+            vec![run(
+                2,
+                machine(),
+                vec![bench("busy", &around(20.0 * MS, 0.01, 30))],
+            )],
+        ),
+        &o,
+    );
+    let cpu = row(&c, "busy", Metric::Cpu);
+    assert!(cpu.gating, "{cpu:#?}");
+    assert!(
+        cpu.notes[0].starts_with("judged on CPU time: keeps 0.95 CPUs busy"),
+        "{cpu:#?}"
+    );
+    let wall = row(&c, "busy", Metric::Wall);
+    assert!(
+        !wall.gating && wall.notes[0].contains("does not gate"),
+        "{wall:#?}"
+    );
+    // A sleeping program: a tenth of a CPU, so wall time gates.
+    let sleepy = |name: &str| {
+        let mut b = bench(name, &around(20.0 * MS, 0.01, 30));
+        for s in &mut b.samples {
+            s.user_ns /= 10;
+            s.sys_ns /= 10;
+            s.voluntary_cs = 1;
+        }
+        b
+    };
+    let c = compare(
+        &side("base", vec![run(1, machine(), vec![sleepy("nap")])]),
+        &side("cand", vec![run(2, machine(), vec![sleepy("nap")])]),
+        &o,
+    );
+    let wall = row(&c, "nap", Metric::Wall);
+    assert!(wall.gating, "{wall:#?}");
+    assert!(
+        wall.notes[0].starts_with("judged on wall time: the program waits"),
+        "{wall:#?}"
+    );
+    assert!(!row(&c, "nap", Metric::Cpu).gating);
+    // A metric the user named gates as named.
+    let named = Options {
+        judge_time: false,
+        ..opts()
+    };
+    let c = compare(
+        &side(
+            "base",
+            vec![run(
+                1,
+                machine(),
+                vec![bench("busy", &around(20.0 * MS, 0.01, 30))],
+            )],
+        ),
+        &side(
+            "cand",
+            vec![run(
+                2,
+                machine(),
+                vec![bench("busy", &around(20.0 * MS, 0.01, 30))],
+            )],
+        ),
+        &named,
+    );
+    assert!(row(&c, "busy", Metric::Wall).gating);
 }

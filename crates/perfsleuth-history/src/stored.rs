@@ -361,7 +361,9 @@ pub fn compare_stored(
     if let Some(why) = perfsleuth_compare::mode_mismatch(&baseline, &candidate) {
         return Err(SelectError::Modes(why));
     }
-    if history {
+    // Two halves of one interleaved measurement need no history: their
+    // pairs cancel the drift a history would stand for.
+    if history && !perfsleuth_compare::measured_together(&baseline, &candidate) {
         let exclude: Vec<i64> = candidate.runs.iter().filter_map(|r| r.id).collect();
         notes.extend(add_history(store, &mut baseline, &exclude, &mut opts));
     }

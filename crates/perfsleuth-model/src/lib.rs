@@ -13,7 +13,10 @@ use std::fmt;
 
 pub mod exit;
 pub mod input;
+mod judged;
 pub mod schema;
+
+pub use judged::{BUSY_MAX, BUSY_MIN, JudgedTime, WAITS_MAX, judged_time};
 
 /// Version of the JSON export schema and of the model as a whole.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -247,6 +250,11 @@ pub enum Direction {
 pub enum Metric {
     /// Wall-clock time from spawn to exit.
     Wall,
+    /// CPU time of the child's process tree: user + system. The kernel
+    /// charges it from the scheduler's runtime, from which the hypervisor's
+    /// stolen time is subtracted, and splits it into user and system by
+    /// ticks: the split is coarse, the sum exact.
+    Cpu,
     /// User CPU time of the child.
     User,
     /// System CPU time of the child.
@@ -378,8 +386,9 @@ impl Counter {
 
 impl Metric {
     /// Every built-in metric, in display order.
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 9] = [
         Metric::Wall,
+        Metric::Cpu,
         Metric::User,
         Metric::Sys,
         Metric::PeakRss,
@@ -394,6 +403,7 @@ impl Metric {
     pub fn name(self) -> &'static str {
         match self {
             Metric::Wall => "wall",
+            Metric::Cpu => "cpu",
             Metric::User => "user",
             Metric::Sys => "sys",
             Metric::PeakRss => "peak_rss",
@@ -425,7 +435,7 @@ impl Metric {
     /// Unit of the raw values.
     pub fn unit(self) -> &'static str {
         match self {
-            Metric::Wall | Metric::User | Metric::Sys => "ns",
+            Metric::Wall | Metric::Cpu | Metric::User | Metric::Sys => "ns",
             Metric::PeakRss => "bytes",
             Metric::Counter(c) => c.unit,
             _ => "count",
@@ -454,7 +464,7 @@ impl Metric {
             | Metric::MajorFaults
             | Metric::VoluntaryCs
             | Metric::InvoluntaryCs => Some(1.0),
-            Metric::Wall | Metric::Counter(_) => None,
+            Metric::Wall | Metric::Cpu | Metric::Counter(_) => None,
         }
     }
 
@@ -462,6 +472,7 @@ impl Metric {
     pub fn of(self, s: &Sample) -> f64 {
         match self {
             Metric::Wall => s.wall_exact_ns.unwrap_or(s.wall_ns as f64),
+            Metric::Cpu => s.user_ns.saturating_add(s.sys_ns) as f64,
             Metric::User => s.user_ns as f64,
             Metric::Sys => s.sys_ns as f64,
             Metric::PeakRss => s.peak_rss_bytes as f64,
@@ -488,7 +499,7 @@ impl JsonSchema for Metric {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "A metric's stable name: wall, user, sys, peak_rss, minor_faults, major_faults, voluntary_cs, involuntary_cs, or a counter key (perfsleuth_model::COUNTERS)"
+            "description": "A metric's stable name: wall, cpu, user, sys, peak_rss, minor_faults, major_faults, voluntary_cs, involuntary_cs, or a counter key (perfsleuth_model::COUNTERS)"
         })
     }
 }
@@ -550,6 +561,39 @@ impl Sample {
     pub fn succeeded(&self) -> bool {
         self.exit_code == Some(0) && self.signal.is_none()
     }
+}
+
+/// Samples grouped by their round, rounds ascending, each in the order
+/// measured; no groups for no samples.
+pub fn by_round<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Vec<Vec<&'a Sample>> {
+    let mut rounds: BTreeMap<u32, Vec<&Sample>> = BTreeMap::new();
+    for s in samples {
+        rounds.entry(s.round).or_default().push(s);
+    }
+    rounds.into_values().collect()
+}
+
+/// The runs of two benchmarks measured interleaved, paired as they ran:
+/// round k of one with round k of the other, and within a round the i-th
+/// run of each (the schedule takes them round-robin, so they ran next to
+/// each other and share the machine's state of that moment). In measuring
+/// order; the runs of a side without a partner are left out. Each side's
+/// groups hold one round each ([`by_round`]).
+pub fn adjacent_pairs<'a>(
+    base: &[Vec<&'a Sample>],
+    cand: &[Vec<&'a Sample>],
+) -> Vec<(&'a Sample, &'a Sample)> {
+    let round = |g: &Vec<&Sample>| g.first().map(|s| s.round);
+    base.iter()
+        .filter_map(|b| {
+            Some((
+                b,
+                cand.iter()
+                    .find(|c| round(c) == round(b) && round(b).is_some())?,
+            ))
+        })
+        .flat_map(|(b, c)| b.iter().copied().zip(c.iter().copied()))
+        .collect()
 }
 
 /// One benchmarked command (after parameter substitution) and its samples.

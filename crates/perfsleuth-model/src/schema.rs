@@ -326,9 +326,19 @@ pub struct TimeRatio {
     pub ratio: Ratio,
     /// Two-sided Mann–Whitney U p-value.
     pub p_value: Option<f64>,
-    /// The bootstrap interval and the rank test disagree.
+    /// The bootstrap interval and the rank test disagree (unpaired estimates only).
     #[serde(default)]
     pub inconclusive: bool,
+    /// The time judged: `wall`, or `cpu` for a benchmark that keeps one CPU
+    /// busy without waiting (absent in documents before it: wall).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<crate::Metric>,
+    /// Why that time was judged, in one clause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<String>,
+    /// Adjacent pairs of runs the estimate came from (interleaved runs); absent when unpaired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<usize>,
 }
 
 // ---------------------------------------------------------------- history

@@ -81,6 +81,9 @@ fn comparison_summary(c: &Comparison) -> ComparisonSummary {
             ratio: ratio(e),
             p_value: c.time_p_value,
             inconclusive: c.time_inconclusive,
+            metric: Some(c.judged.metric),
+            judged: Some(c.judged.why.clone()),
+            pairs: c.pairs,
         }),
         peak_rss: c.peak_rss.as_ref().map(ratio),
     }

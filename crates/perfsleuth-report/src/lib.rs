@@ -24,7 +24,7 @@ pub mod style;
 pub mod svg;
 mod terminal;
 
-use perfsleuth_model::{Benchmark, Metric, Run};
+use perfsleuth_model::{Benchmark, JudgedTime, Metric, Run, Sample};
 use perfsleuth_stats::{
     Direction, Evidence, RESAMPLES, SEED, Verdict, VerdictRule, decide, estimate, summarize,
 };
@@ -97,8 +97,14 @@ pub struct Comparison {
     /// Two-sided Mann-Whitney U p-value for wall time.
     pub time_p_value: Option<f64>,
     /// The bootstrap CI and the rank test disagree about wall time (one says
-    /// different, the other not): no claim either way.
+    /// different, the other not): no claim either way. Never for a paired
+    /// estimate, whose interval and test are one.
     pub time_inconclusive: bool,
+    /// The judged time and why ([`perfsleuth_model::judged_time`]).
+    pub judged: JudgedTime,
+    /// Adjacent pairs of runs the time estimate came from; `None` when
+    /// too few were paired and the sides were judged unpaired.
+    pub pairs: Option<usize>,
 }
 
 /// Everything the renderers need: per-benchmark summaries and comparisons.
@@ -256,16 +262,33 @@ fn benchmark_report(b: &Benchmark, imported: bool) -> BenchmarkReport {
 }
 
 /// Compares `candidate` (at `index`) with `reference` (at `ref_index`) with
-/// the one verdict of `perfsleuth-stats`, under its in-run rule.
+/// the one verdict of `perfsleuth-stats`, under its in-run rule. The two
+/// were measured interleaved, so the estimate pairs their adjacent runs
+/// ([`perfsleuth_stats::estimate_pairs`]); the time judged is CPU time for a
+/// program that keeps one CPU busy without waiting, wall time otherwise.
 fn compare(
     reference: &Benchmark,
     candidate: &Benchmark,
     index: usize,
     ref_index: usize,
 ) -> Comparison {
+    let (rounds_r, rounds_c) = (
+        perfsleuth_model::by_round(&reference.samples),
+        perfsleuth_model::by_round(&candidate.samples),
+    );
+    let pairs = perfsleuth_model::adjacent_pairs(&rounds_r, &rounds_c);
     let judge = |metric: Metric| {
-        let (base, cand) = (reference.values(metric), candidate.values(metric));
-        let est = estimate(&[base], &[cand], RESAMPLES, SEED);
+        let values: Vec<(f64, f64)> = pairs
+            .iter()
+            .map(|(b, c)| (metric.of(b), metric.of(c)))
+            .collect();
+        let (est, n_pairs) = match perfsleuth_stats::estimate_pairs(&values, RESAMPLES, SEED) {
+            Some(p) => (p.estimate, Some(p.pairs)),
+            None => {
+                let (base, cand) = (reference.values(metric), candidate.values(metric));
+                (estimate(&[base], &[cand], RESAMPLES, SEED), None)
+            }
+        };
         let verdict = est.change.as_ref().map(|change| {
             decide(
                 &VerdictRule::IN_RUN,
@@ -287,14 +310,20 @@ fn compare(
             significant: matches!(verdict, Some(Verdict::Regressed | Verdict::Improved)),
             resamples: c.resamples,
         });
-        (ratio, est.p_value, verdict)
+        (ratio, est.p_value, verdict, n_pairs)
     };
+    let (all_r, all_c): (Vec<&Sample>, Vec<&Sample>) = (
+        reference.samples.iter().collect(),
+        candidate.samples.iter().collect(),
+    );
+    let judged = perfsleuth_model::judged_time(&all_r, &all_c);
     // One seed for both, as the summary always had: a rerun prints the same intervals.
-    let (time, time_p_value, time_verdict) = judge(Metric::Wall);
-    let (peak_rss, _, _) = judge(Metric::PeakRss);
+    let (time, time_p_value, time_verdict, pairs) = judge(judged.metric);
+    let (peak_rss, _, _, _) = judge(Metric::PeakRss);
     // Under the in-run rule (zero threshold) "inconclusive" covers two cases
     // the summary words differently: the CI spans no change while the test
-    // agrees (no significant difference), or the CI and the test disagree.
+    // agrees (no significant difference), or the CI and the test disagree
+    // (unpaired estimates only).
     let disagree = match (&time, time_p_value) {
         (Some(t), Some(p)) => (t.ci.lo > 1.0 || t.ci.hi < 1.0) != (p < VerdictRule::IN_RUN.alpha),
         _ => false,
@@ -306,6 +335,8 @@ fn compare(
         peak_rss,
         time_p_value,
         time_inconclusive: time_verdict == Some(Verdict::Inconclusive) && disagree,
+        judged,
+        pairs,
     }
 }
 

@@ -217,7 +217,7 @@ mod tests {
 | Command | Median [ms] | Mean [ms] | Min [ms] | Max [ms] | Peak RSS [MiB] | Relative |
 |:---|---:|---:|---:|---:|---:|---:|
 | `./janet-x64 words.janet` | 10.000 | 10.000 ± 0.062 | 9.900 | 10.100 | 8.0 | 1.00 |
-| `./janet-x32 words.janet` | 12.000 | 12.000 ± 0.062 | 11.900 | 12.100 | 6.0 | 1.20 ± 0.01 |
+| `./janet-x32 words.janet` | 12.000 | 12.000 ± 0.062 | 11.900 | 12.100 | 6.0 | 1.20 ± 0.00 |
 | `never ran` | no samples | n/a | n/a | n/a | n/a | n/a |
 ";
         assert_eq!(text, expected);

@@ -384,12 +384,25 @@ fn comparison_rows(
                 statement(est, Quantity::Time, reference.runs, cand.runs)
             };
             let p = c.time_p_value.map(|p| format!(" ({})", format_p(p)));
+            let label = if c.judged.metric == Metric::Cpu {
+                "cpu time"
+            } else {
+                "time    "
+            };
             let _ = writeln!(
                 out,
-                "    time      {}  {}{}",
+                "    {label}  {}  {}{}",
                 pad_right(&estimate_text(est), est_width),
                 toned(style, tone, &text),
                 p.unwrap_or_default()
+            );
+            let paired = c
+                .pairs
+                .map_or(String::new(), |n| format!("; {n} adjacent pairs"));
+            let _ = writeln!(
+                out,
+                "              {}",
+                style.dim(&format!("{}{paired}", c.judged.sentence()))
             );
         }
         None => out.push_str("    time      n/a (the reference's median time is 0)\n"),
@@ -595,10 +608,12 @@ Benchmark 1: ./janet-x64 words.janet
         let expected = "\
 Comparison with `base`:
   slower
-    time      1.20× [1.19× … 1.21×]  20% slower — significant (p < 0.001)
+    cpu time  1.20× [1.20× … 1.20×]  20% slower — significant (p < 0.001)
+              judged on CPU time: keeps 0.90 CPUs busy without waiting; wall time includes 10 % off the CPU (stolen or taken by other processes); 20 adjacent pairs
     peak RSS  1.00× [1.00× … 1.00×]  no significant difference
   smaller
-    time      1.00× [0.99× … 1.01×]  no significant difference (p = 1.00)
+    cpu time  1.00× [1.00× … 1.00×]  no significant difference (p = 1.00)
+              judged on CPU time: keeps 0.90 CPUs busy without waiting; wall time includes 10 % off the CPU (stolen or taken by other processes); 20 adjacent pairs
     peak RSS  0.50× [0.50× … 0.50×]  50% less memory — significant
 ";
         assert_eq!(comparison, expected);

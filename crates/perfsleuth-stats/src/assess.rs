@@ -2,10 +2,7 @@
 //! change of the median with its bootstrap CI, and the rank test, with one
 //! set of constants, so that every command states differences alike.
 
-use crate::bootstrap::{
-    RelativeChange, bootstrap_relative_change, bootstrap_relative_change_paired,
-    bootstrap_relative_change_runs,
-};
+use crate::bootstrap::{RelativeChange, bootstrap_relative_change, bootstrap_relative_change_runs};
 use crate::describe::DEFAULT_CONFIDENCE;
 use crate::mann_whitney::mann_whitney_u;
 use crate::normal::{normal_cdf, t_quantile};
@@ -61,66 +58,6 @@ pub fn estimate(
     }
 }
 
-/// [`estimate`] for sides whose groups are paired by index (round k of
-/// each measured in the same round, interleaved): the change is the
-/// geometric mean of the round-median ratios, its CI from a bootstrap that
-/// draws the same rounds for both sides, widened for the few rounds as
-/// [`expanded_confidence`] does (G rounds, G − 1 degrees of freedom). The
-/// p-value is the paired t-test of the round log-ratios (a rank test on
-/// pooled samples would see the drift, not the change). Unequal group
-/// counts fall back to [`estimate`].
-pub fn estimate_paired(
-    baseline: &[Vec<f64>],
-    candidate: &[Vec<f64>],
-    resamples: usize,
-    seed: u64,
-) -> Estimate {
-    if baseline.len() != candidate.len() || baseline.len() < 2 {
-        return estimate(baseline, candidate, resamples, seed);
-    }
-    let (bp, cp) = (baseline.concat(), candidate.concat());
-    let confidence = expanded_confidence(DEFAULT_CONFIDENCE, baseline.len(), 1);
-    Estimate {
-        change: bootstrap_relative_change_paired(baseline, candidate, confidence, resamples, seed),
-        p_value: paired_t_p(baseline, candidate),
-        n_baseline: bp.len(),
-        n_candidate: cp.len(),
-    }
-}
-
-/// Two-sided p of the one-sample t-test that the mean log-ratio of the
-/// paired round medians is 0; None when a baseline median is not above 0.
-fn paired_t_p(baseline: &[Vec<f64>], candidate: &[Vec<f64>]) -> Option<f64> {
-    let median = |g: &Vec<f64>| crate::describe::median(g);
-    let logs: Vec<f64> = baseline
-        .iter()
-        .zip(candidate)
-        .map(|(b, c)| {
-            let (mb, mc) = (median(b)?, median(c)?);
-            (mb > 0.0 && mc > 0.0).then(|| (mc / mb).ln())
-        })
-        .collect::<Option<_>>()?;
-    let n = logs.len() as f64;
-    let mean = logs.iter().sum::<f64>() / n;
-    let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    if var == 0.0 {
-        return Some(if mean == 0.0 { 1.0 } else { 0.0 });
-    }
-    let t = (mean / (var / n).sqrt()).abs();
-    // The t CDF by bisection on its quantile function.
-    let df = n - 1.0;
-    let (mut lo, mut hi) = (0.5f64, 1.0f64);
-    for _ in 0..100 {
-        let mid = (lo + hi) / 2.0;
-        if t_quantile(mid, df) < t {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Some((2.0 * (1.0 - lo)).clamp(0.0, 1.0))
-}
-
 /// The percentile level that gives `confidence` coverage when a side's
 /// spread is learned from only a few groups (Hesterberg's expanded
 /// percentile interval): a bootstrap of G group means sees their variance
@@ -154,21 +91,6 @@ pub fn expanded_confidence(confidence: f64, base_groups: usize, cand_groups: usi
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn the_paired_p_is_the_t_test_of_round_log_ratios() {
-        let e = |r: f64| vec![100.0 * r.exp()];
-        let base = vec![vec![100.0]; 3];
-        let cand = vec![e(0.01), e(0.02), e(0.03)];
-        // t = 0.02 / (0.01 / sqrt 3) = 3.464 with 2 degrees of freedom.
-        let p = paired_t_p(&base, &cand).unwrap();
-        assert!((p - 0.0742).abs() < 0.001, "{p}");
-        let same = paired_t_p(&base, &base).unwrap();
-        assert_eq!(same, 1.0);
-        let est = estimate_paired(&base, &cand, 1000, 1);
-        assert_eq!(est.p_value, Some(p));
-        assert!((est.change.unwrap().change - 0.0202).abs() < 0.001);
-    }
 
     use super::*;
 

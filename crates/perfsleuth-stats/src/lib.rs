@@ -17,16 +17,17 @@ mod describe;
 mod fdr;
 mod mann_whitney;
 mod normal;
+mod paired;
 mod rng;
 mod summary;
 mod usl;
 mod verdict;
 
-pub use assess::{Estimate, RESAMPLES, SEED, estimate, estimate_paired, expanded_confidence};
+pub use assess::{Estimate, RESAMPLES, SEED, estimate, expanded_confidence};
 pub use binomial::median_ci_rank;
 pub use bootstrap::{
     RatioEstimate, RelativeChange, bootstrap_median_ratio, bootstrap_relative_change,
-    bootstrap_relative_change_paired, bootstrap_relative_change_runs,
+    bootstrap_relative_change_runs,
 };
 pub use changepoint::{
     ChangeOptions, ChangePoint, DEFAULT_MAX_P, DEFAULT_WINDOW, FLOOR_SIGMAS, change_points,
@@ -39,6 +40,7 @@ pub use describe::{
 pub use fdr::{benjamini_hochberg, bh_adjusted};
 pub use mann_whitney::{EXACT_MAX_TOTAL, MannWhitney, mann_whitney_u};
 pub use normal::{erfc, normal_cdf, normal_quantile, t_quantile};
+pub use paired::{MAX_UNITS, MIN_PAIRS, PairedEstimate, block_length, estimate_pairs};
 pub use rng::Rng;
 pub use summary::{MeanSd, welch_relative_change};
 pub use usl::{

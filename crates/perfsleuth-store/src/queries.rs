@@ -807,6 +807,7 @@ pub(crate) fn metric_values<D: Db + ?Sized>(
     let place = db.place();
     let column = match metric {
         Metric::Wall => "wall_exact_ns, wall_ns",
+        Metric::Cpu => "user_ns + sys_ns",
         Metric::User => "user_ns",
         Metric::Sys => "sys_ns",
         Metric::PeakRss => "peak_rss_bytes",

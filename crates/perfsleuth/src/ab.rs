@@ -285,11 +285,12 @@ fn report(
     for warning in &m.warnings {
         emit(&format!("warning: {warning}\n"), true);
     }
-    // Identical programs cannot have regressed: their rows do not gate.
-    if !identical.is_empty() {
-        comparison
-            .rows
-            .retain(|r| !identical.contains(&r.benchmark));
+    // Identical programs cannot have regressed: their rows do not gate,
+    // but they were compared, so a gate over them alone passes.
+    for row in &mut comparison.rows {
+        if identical.contains(&row.benchmark) {
+            row.gating = false;
+        }
     }
     Ok(crate::compare::exit_code(&comparison, verdict))
 }

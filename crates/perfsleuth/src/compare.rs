@@ -53,11 +53,7 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
 /// of one side is paired with round k of the other. No stored history joins
 /// in (other runs were not measured in these rounds).
 pub(crate) fn paired_options(verdict: &VerdictArgs) -> Result<perfsleuth_compare::Options, Fail> {
-    let mut opts = options(verdict)?;
-    opts.history.clear();
-    opts.prior = false;
-    opts.paired = true;
-    Ok(opts)
+    Ok(perfsleuth_compare::paired(&options(verdict)?))
 }
 
 /// The comparison in the chosen format (`compare` and `ab`).
@@ -233,6 +229,7 @@ pub fn options(args: &VerdictArgs) -> Result<Options, Fail> {
         }
         if let Some(g) = c.gating {
             opts.gating = metrics(&g)?;
+            opts.judge_time = false;
         }
         for (name, b) in c.benchmark {
             let alpha = b
@@ -259,6 +256,8 @@ pub fn options(args: &VerdictArgs) -> Result<Options, Fail> {
     }
     if !args.metric.is_empty() {
         opts.gating = metrics(&args.metric)?;
+        // Named metrics gate as named: no judged-time substitution.
+        opts.judge_time = false;
     }
     for m in &opts.gating {
         if !opts.metrics.contains(m) {

@@ -168,6 +168,16 @@ fn identical_programs_and_an_explicit_a_a_pair_are_said_first() {
             .contains("identical binaries on both sides (./bench.sh)"),
         "{out:?}"
     );
+    // Identical binaries pass the gate: they were compared, and cannot
+    // have regressed (a docs-only pull request). Before, their rows were
+    // dropped and the gate failed with "the two sides share no benchmark".
+    let out = ab(
+        &sb,
+        &dir,
+        &["--baseline", "HEAD", "--fail-on", "regressed", "./bench.sh"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stderr.contains("gate failed"), "{out:?}");
     // {root} is each side's worktree; the name stays the template.
     let out = ab(&sb, &dir, &["--format", "json", "{root}/bench.sh"]).ok();
     let doc = common::parse_json(&out.stdout);
