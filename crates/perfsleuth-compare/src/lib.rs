@@ -985,6 +985,30 @@ fn measure(
     m
 }
 
+/// `f` over `items` on up to all CPUs, results in order. Worth it where
+/// each item is a bootstrap of many samples; the work is pure, so only the
+/// time changes.
+fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
 /// How a row was judged when a side had only a tool's summary.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum SummaryKind {
@@ -1184,6 +1208,77 @@ fn what_would_decide(change: &RelativeChange, p: f64, rule: VerdictRule, n: usiz
         pct(half),
         pct(t),
         perfsleuth_report::format_count(more)
+    )
+}
+
+/// What would decide a benchmark that two separate runs cannot: both sides
+/// measured interleaved in one job (`ab` between the two commits, or one
+/// `run` of both commands while the baseline's program is still on disk),
+/// with about how many adjacent pairs and how long that takes: enough
+/// pairs for an 80 % chance at α = 0.05 to see a change the size of the
+/// threshold (at least 1 %), from the spread
+/// of single runs inside the candidate's rounds (a pair's log-ratio varies
+/// √2 times that; a median needs π/2 the samples of a mean).
+fn interleave_advice(
+    baseline: &Side,
+    candidate: &Side,
+    be: &Entry<'_>,
+    ce: &Entry<'_>,
+    threshold: f64,
+) -> String {
+    let commit = |s: &Side| {
+        newest(s)
+            .and_then(|r| r.git.as_ref())
+            .map(|g| g.commit.chars().take(12).collect::<String>())
+    };
+    let command = ce.argv.join(" ");
+    let how = match (commit(baseline), commit(candidate)) {
+        (Some(b), Some(c)) if b != c => format!(
+            "`perfsleuth ab --baseline {b} --candidate {c} --build '…' -- '{command}'` measures both in one job, paired run by run"
+        ),
+        _ if be.argv != ce.argv => format!(
+            "`perfsleuth run '{}' '{command}'` measures both in one run, paired run by run",
+            be.argv.join(" ")
+        ),
+        _ => "keep a copy of the baseline's program and measure both in one `perfsleuth run` (or `perfsleuth ab` between their commits), paired run by run".to_string(),
+    };
+    let wall = |e: &Entry<'_>| {
+        let v: Vec<f64> = e
+            .groups
+            .iter()
+            .flatten()
+            .map(|s| Metric::Wall.of(s))
+            .collect();
+        median(&v)
+    };
+    // The relative spread of single runs within a round (MAD, scaled to an sd).
+    let spread = {
+        let rel: Vec<f64> = ce
+            .groups
+            .iter()
+            .filter_map(|g| {
+                let v: Vec<f64> = g.iter().map(|s| Metric::Wall.of(s)).collect();
+                let m = median(&v)?;
+                let mad = perfsleuth_stats::mad(&v)?;
+                (m > 0.0).then(|| 1.4826 * mad / m)
+            })
+            .collect();
+        median(&rel)
+    };
+    let (Some(b), Some(c), Some(sd)) = (wall(be), wall(ce), spread) else {
+        return format!("{how}.");
+    };
+    let effect = threshold.max(0.01);
+    let pair_sd = std::f64::consts::SQRT_2 * sd.max(0.002);
+    let z = 1.959_964 + 0.841_621;
+    let pairs = ((std::f64::consts::FRAC_PI_2 * (z * pair_sd / effect).powi(2)).ceil() as usize)
+        .max(perfsleuth_stats::MIN_PAIRS * 4);
+    format!(
+        "{how}: about {} pairs (≈ {} of measuring) would decide a change of ±{:.0} % at this run-to-run spread (±{:.1} % a run).",
+        perfsleuth_report::format_count(pairs as f64),
+        perfsleuth_report::format_duration_ns(pairs as f64 * (b + c)),
+        100.0 * effect,
+        100.0 * sd
     )
 }
 
@@ -1689,24 +1784,29 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                 "{key}: {fb} baseline and {fc} candidate samples exited unsuccessfully and are included"
             ));
         }
-        for metric in metrics {
-            // A metric neither side recorded at all (a summary-only import
-            // has no user or system time) is no row, unless it gates.
-            let recorded = |e: &Entry<'_>| {
-                e.groups.iter().flatten().next().is_some()
-                    || e.summaries.iter().any(|s| s.metric == metric.name())
-            };
-            if !gating.contains(&metric) && !recorded(be) && !recorded(ce) {
-                continue;
-            }
+        // A metric neither side recorded at all (a summary-only import
+        // has no user or system time) is no row, unless it gates.
+        let recorded = |e: &Entry<'_>, metric: Metric| {
+            e.groups.iter().flatten().next().is_some()
+                || e.summaries.iter().any(|s| s.metric == metric.name())
+        };
+        let metrics: Vec<Metric> = metrics
+            .into_iter()
+            .filter(|&m| gating.contains(&m) || recorded(be, m) || recorded(ce, m))
+            .collect();
+        // Each metric bootstraps on its own seed: measured on all CPUs, the
+        // numbers are those of one (docs/PERFORMANCE.md, "compare").
+        let measured = par_map(&metrics, |&metric| {
             let seed = perfsleuth_stats::SEED ^ fnv1a(&[&key, metric.name()]);
-            let (m, kind) = match summary_sides(be, ce, metric) {
+            match summary_sides(be, ce, metric) {
                 Some((bs, cs)) => measure_summaries(&bs, &cs, metric, opts),
                 None => (
                     measure(&be.groups, &ce.groups, metric, opts, seed),
                     SummaryKind::None,
                 ),
-            };
+            }
+        });
+        for (metric, (m, kind)) in metrics.into_iter().zip(measured) {
             summary_kinds.push(kind);
             exact.push(m.exact);
             windows.push((be.windows, ce.windows));
@@ -1752,6 +1852,22 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         }
     }
     notes.extend(failed_notes);
+
+    // For separate runs: what would decide each benchmark, measured interleaved.
+    let advice: BTreeMap<String, String> = if opts.paired {
+        BTreeMap::new()
+    } else {
+        cand_entries
+            .iter()
+            .filter_map(|ce| {
+                let be = &base_entries[find(&base_entries, ce)?];
+                Some((
+                    benchmark_key(ce.name, ce.parameters),
+                    interleave_advice(baseline, candidate, be, ce, opts.rule.noise_threshold),
+                ))
+            })
+            .collect()
+    };
 
     // Benjamini–Hochberg over the gating p-values of all paired benchmarks.
     let fdr_applied = opts.fdr_q.is_some() && paired > 1;
@@ -1916,15 +2032,32 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             let t = rule.noise_threshold;
             let decided_by_samples =
                 sampled_ci.is_some_and(|ci| ci.lo > t || ci.hi < -t || (ci.lo >= -t && ci.hi <= t));
-            if decided_by_samples {
+            // The between-run band does not narrow with more runs of one
+            // invocation: where it alone reaches across the threshold edge
+            // nearest the change, only measuring both sides interleaved decides.
+            let room = (change.change.abs() - t).abs();
+            if row.band > 0.0 && row.band >= room {
+                let advice = advice.get(&row.key()).cloned().unwrap_or_default();
+                row.notes.push(format!(
+                    "inconclusive: two separate runs of one program differ by up to ±{:.1} % here, more than the change ({:+.1} %) lies from the ±{:.1} % threshold, and no number of runs in one invocation narrows that; {advice}",
+                    100.0 * row.band,
+                    100.0 * change.change,
+                    100.0 * t
+                ));
+            } else if decided_by_samples {
                 row.notes.push(format!(
                     "inconclusive: the samples alone would decide, but the change ({:+.1} %) is within the ±{:.1} % two such runs differ by on their own; more runs of each side (or same-binary runs of the baseline, `perfsleuth run --repeat 5`) decide it",
                     100.0 * change.change,
                     100.0 * row.band
                 ));
             } else {
+                // More runs narrow the sampled interval, not the band.
+                let sampled = RelativeChange {
+                    ci: sampled_ci.unwrap_or(change.ci),
+                    ..change.clone()
+                };
                 row.notes.push(what_would_decide(
-                    change,
+                    &sampled,
                     p,
                     rule,
                     row.n_baseline.min(row.n_candidate),
@@ -1969,7 +2102,37 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         .iter()
         .map(|r| r.gating && changed(r.verdict) && same_binary(r))
         .collect();
+    // Several byte-identical programs that all moved the same way by a
+    // similar amount: one step of the machine, not of the code.
+    let steps: Vec<f64> = rows
+        .iter()
+        .zip(&flags)
+        .filter(|(_, same)| **same)
+        .filter_map(|(r, _)| r.change.as_ref().map(|c| c.change))
+        .collect();
+    let (lo, hi) = steps
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+            (l.min(x), h.max(x))
+        });
+    let common_step =
+        steps.len() >= 2 && lo * hi > 0.0 && hi.abs().max(lo.abs()) <= 2.0 * hi.abs().min(lo.abs());
+    if common_step {
+        notes.push(format!(
+            "{} benchmarks whose programs are byte-identical on both sides all moved {:+.1} % … {:+.1} %: one common step — the machine, not the code; not judged",
+            steps.len(),
+            100.0 * lo,
+            100.0 * hi
+        ));
+    }
     for (row, same) in rows.iter_mut().zip(flags) {
+        if same && common_step {
+            row.verdict = RowVerdict::Stat(Verdict::Inconclusive);
+            row.notes.push(
+                "moved with the other byte-identical benchmarks: the machine's step (see the notes)"
+                    .to_string(),
+            );
+        }
         if same {
             row.notes.push(SAME_BINARY_NOTE.to_string());
         }

@@ -1368,9 +1368,8 @@ fn without_history_a_virtual_machine_gets_the_assumed_noise() {
         "{ci:?}"
     );
     assert!(
-        r.notes
-            .iter()
-            .any(|n| n.starts_with("inconclusive: the samples alone would decide")),
+        r.notes.iter().any(|n| n
+            .starts_with("inconclusive: two separate runs of one program differ by up to ±6.9 %")),
         "{:?}",
         r.notes
     );
@@ -1757,4 +1756,71 @@ fn a_busy_program_is_judged_on_cpu_time_and_a_sleeping_one_on_wall_time() {
         &named,
     );
     assert!(row(&c, "busy", Metric::Wall).gating);
+}
+
+#[test]
+fn byte_identical_programs_that_moved_together_are_the_machines_step() {
+    let base = around(100.0 * MS, 0.02, 20);
+    let slower = |f: f64| base.iter().map(|v| v * f).collect::<Vec<f64>>();
+    let c = one(
+        vec![
+            with_hash(bench("x", &base), "abc"),
+            with_hash(bench("y", &base), "def"),
+        ],
+        vec![
+            with_hash(bench("x", &slower(1.10)), "abc"),
+            with_hash(bench("y", &slower(1.12)), "def"),
+        ],
+    );
+    for key in ["x", "y"] {
+        let r = row(&c, key, Metric::Wall);
+        assert_eq!(r.verdict, stat(Verdict::Inconclusive), "{r:#?}");
+    }
+    assert!(
+        c.notes.iter().any(
+            |n| n.contains("2 benchmarks whose programs are byte-identical")
+                && n.contains("the machine, not the code")
+        ),
+        "{:?}",
+        c.notes
+    );
+    assert!(!gate(&c, false).fails());
+}
+
+#[test]
+fn separate_runs_that_cannot_decide_name_what_would() {
+    // Two separate runs with the assumed noise of a VM: a 4 % change is
+    // inside the between-run band, and no number of runs in one invocation
+    // decides it; the note names the interleaved command and its cost.
+    let mut vm = machine();
+    vm.set("virt.hypervisor", "kvm", ImpactClass::Performance);
+    vm.set("noise.steal_pct", "8.0", ImpactClass::Context);
+    let base = in_rounds("./prog", &[20.0; 5], 0.04, 20);
+    let mut cand = in_rounds("./prog", &[20.8; 5], 0.04, 20);
+    cand.argv = vec!["./prog-new".into()];
+    let o = Options {
+        prior: true,
+        ..opts()
+    };
+    let c = compare(
+        &side("b", vec![run(1, vm.clone(), vec![base])]),
+        &side("c", vec![run(2, vm, vec![cand])]),
+        &o,
+    );
+    let r = row(&c, "./prog", Metric::Wall);
+    assert_eq!(r.verdict, stat(Verdict::Inconclusive), "{r:#?}");
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.contains("no number of runs in one invocation"))
+        .unwrap_or_else(|| panic!("{r:#?}"));
+    assert!(
+        note.contains("`perfsleuth run './prog' './prog-new'`"),
+        "{note}"
+    );
+    assert!(note.contains("pairs (≈"), "{note}");
+    assert!(
+        !r.notes.iter().any(|n| n.contains("more runs per side")),
+        "{r:#?}"
+    );
 }
