@@ -135,17 +135,17 @@ impl OrderStats {
         OrderStats { values, groups }
     }
 
-    /// Values of group `g` within `[values[a], values[b]]`.
-    fn count(&self, g: usize, a: usize, b: usize) -> u64 {
-        let s = &self.groups[g];
-        let (va, vb) = (self.values[a], self.values[b]);
-        (s.partition_point(|&x| x <= vb) - s.partition_point(|&x| x < va)) as u64
-    }
-
     /// Finds the `m`-th smallest (1-based) of the draws in `[values[lo],
     /// values[hi]]` (`draws[g]` of them from group g). Returns its value index
     /// and its rank among the draws equal to it; `draws` ends as the counts at
     /// that value. Intervals passed over on the right go to `pending`.
+    ///
+    /// Each group's values inside the current interval are kept as a range of
+    /// its sorted slice, so a bisection step costs one binary search within
+    /// that range per drawing group (not four over the whole group), and no
+    /// allocation: 200 000 samples a side, 1.08 → 0.81 s a compare
+    /// (docs/PERFORMANCE.md). The random draws are the same as before, so
+    /// every interval is unchanged.
     fn select(
         &self,
         rng: &mut Rng,
@@ -154,16 +154,29 @@ impl OrderStats {
         draws: &mut [u64],
         mut pending: Option<&mut Vec<Pending>>,
     ) -> (usize, u64) {
+        let (va, vb) = (self.values[lo], self.values[hi]);
+        let mut ranges: Vec<(usize, usize)> = self
+            .groups
+            .iter()
+            .map(|s| (s.partition_point(|&x| x < va), s.partition_point(|&x| x <= vb)))
+            .collect();
+        let mut left = vec![0u64; draws.len()];
+        let mut splits = vec![0usize; draws.len()];
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
+            let vm = self.values[mid];
             let mut left_total = 0u64;
-            let mut left = vec![0u64; draws.len()];
             for (g, k) in draws.iter().enumerate() {
+                left[g] = 0;
+                // A group not drawn stays undrawn on both sides: its range
+                // is never needed again.
                 if *k == 0 {
                     continue;
                 }
-                let all = self.count(g, lo, hi);
-                let below = self.count(g, lo, mid);
+                let (a, b) = ranges[g];
+                let below = self.groups[g][a..b].partition_point(|&x| x <= vm);
+                splits[g] = a + below;
+                let all = b - a;
                 let l = if all == 0 {
                     0
                 } else {
@@ -172,6 +185,7 @@ impl OrderStats {
                 left[g] = l;
                 left_total += l;
             }
+            let drawn = |g: usize, draws: &[u64]| draws[g] > 0;
             if m <= left_total {
                 if let Some(p) = pending.as_deref_mut() {
                     p.push(Pending {
@@ -180,10 +194,20 @@ impl OrderStats {
                         draws: draws.iter().zip(&left).map(|(k, l)| k - l).collect(),
                     });
                 }
+                for g in 0..draws.len() {
+                    if drawn(g, draws) {
+                        ranges[g].1 = splits[g];
+                    }
+                }
                 draws.copy_from_slice(&left);
                 hi = mid;
             } else {
                 m -= left_total;
+                for g in 0..draws.len() {
+                    if drawn(g, draws) {
+                        ranges[g].0 = splits[g];
+                    }
+                }
                 for (k, l) in draws.iter_mut().zip(&left) {
                     *k -= l;
                 }
