@@ -78,6 +78,9 @@ pub struct Options {
     /// finds them). With [`MIN_HISTORY`] or more, their spread is the
     /// between-run noise a change must exceed.
     pub history: BTreeMap<String, Vec<Vec<Sample>>>,
+    /// The user declined the same-binary history (`--no-history`): the
+    /// notes say so instead of "no same-binary runs stored".
+    pub history_declined: bool,
     /// Without enough history, assume a between-run noise from what the
     /// fingerprint says about the machine ([`prior_noise`]); off only in
     /// tests of the rule itself.
@@ -109,6 +112,7 @@ impl Default for Options {
             fdr_q: Some(0.05),
             resamples: perfsleuth_stats::RESAMPLES,
             history: BTreeMap::new(),
+            history_declined: false,
             prior: true,
             paired: false,
             judge_time: true,
@@ -1290,7 +1294,13 @@ fn interleave_advice(
 /// "noise for `w` on this machine class: ±2.4 % (12 same-binary runs); …":
 /// one run's band, where it comes from, and that of this difference.
 /// what the row's band comes from, for the report.
-fn noise_note(key: &str, noise: &Noise, history: usize, band: f64, (wb, wc): (f64, f64)) -> String {
+fn noise_note(
+    key: &str,
+    noise: &Noise,
+    (history, declined): (usize, bool),
+    band: f64,
+    (wb, wc): (f64, f64),
+) -> String {
     let pct = |x: f64| format!("{:.1} %", 100.0 * x);
     let mut s = format!(
         "noise for `{key}` on this machine class: ±{} ({})",
@@ -1303,6 +1313,8 @@ fn noise_note(key: &str, noise: &Noise, history: usize, band: f64, (wb, wc): (f6
                 "; only {history} same-binary run{} stored, {MIN_HISTORY} are needed to learn it",
                 if history == 1 { " is" } else { "s are" }
             ));
+        } else if declined {
+            s.push_str("; same-binary runs not consulted (--no-history)");
         } else {
             s.push_str("; no same-binary runs stored to learn it from (`perfsleuth run --repeat 5` on the baseline does)");
         }
@@ -1962,7 +1974,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                     row.notes.push(noise_note(
                         &key,
                         &noise,
-                        history.map_or(0, Vec::len),
+                        (history.map_or(0, Vec::len), opts.history_declined),
                         band,
                         (wb, wc),
                     ));

@@ -1679,25 +1679,15 @@ fn a_busy_program_is_judged_on_cpu_time_and_a_sleeping_one_on_wall_time() {
         metrics: Options::default().metrics,
         ..opts()
     };
-    let c = compare(
-        &side(
-            "base",
-            vec![run(
-                1,
-                machine(),
-                vec![bench("busy", &around(20.0 * MS, 0.01, 30))],
-            )],
-        ),
-        &side(
-            "cand",
-            vec![run(
-                2,
-                machine(),
-                vec![bench("busy", &around(20.0 * MS, 0.01, 30))],
-            )],
-        ),
-        &o,
-    );
+    let busy = |o: &Options| {
+        let b = || vec![bench("busy", &around(20.0 * MS, 0.01, 30))];
+        compare(
+            &side("base", vec![run(1, machine(), b())]),
+            &side("cand", vec![run(2, machine(), b())]),
+            o,
+        )
+    };
+    let c = busy(&o);
     let cpu = row(&c, "busy", Metric::Cpu);
     assert!(cpu.gating, "{cpu:#?}");
     assert!(
@@ -1736,25 +1726,7 @@ fn a_busy_program_is_judged_on_cpu_time_and_a_sleeping_one_on_wall_time() {
         judge_time: false,
         ..opts()
     };
-    let c = compare(
-        &side(
-            "base",
-            vec![run(
-                1,
-                machine(),
-                vec![bench("busy", &around(20.0 * MS, 0.01, 30))],
-            )],
-        ),
-        &side(
-            "cand",
-            vec![run(
-                2,
-                machine(),
-                vec![bench("busy", &around(20.0 * MS, 0.01, 30))],
-            )],
-        ),
-        &named,
-    );
+    let c = busy(&named);
     assert!(row(&c, "busy", Metric::Wall).gating);
 }
 

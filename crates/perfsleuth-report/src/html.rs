@@ -253,13 +253,17 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
                     Some(_) => "within noise".into(),
                     None => "–".into(),
                 },
+                c.judged.sentence(),
             ]);
         }
         let _ = write!(
             out,
             "<h3>Side by side, against {}</h3>{}",
             escape(&reference),
-            table(&["benchmark", "wall ratio", "95 % CI", "verdict"], &rows)
+            table(
+                &["benchmark", "time ratio", "95 % CI", "verdict", "judged"],
+                &rows
+            )
         );
     }
     for &i in &report.order {

@@ -530,6 +530,52 @@ mod tests {
     }
 
     #[test]
+    fn in_run_comparisons_pair_adjacent_runs_and_say_which_time_they_judge() {
+        // Unequal counts (a side stopped early): the runs without a partner
+        // are left out; the pairs decide.
+        let r = run(vec![
+            bench("a", &spread(30, 1_000_000, 10_000), 1),
+            bench("b", &spread(20, 1_100_000, 10_000), 1),
+        ]);
+        let c = &analyze(&r, None).comparisons[0];
+        assert_eq!(c.pairs, Some(20));
+        assert_eq!(c.judged.metric, Metric::Cpu, "{c:?}");
+        assert!(c.time.as_ref().unwrap().significant);
+        // Fewer than 5 pairs: the unpaired estimate, which says nothing here.
+        let r = run(vec![
+            bench("a", &[100, 110, 120], 1),
+            bench("b", &[200, 210, 220], 1),
+        ]);
+        let c = &analyze(&r, None).comparisons[0];
+        assert_eq!(c.pairs, None);
+        assert!(!c.time.as_ref().unwrap().significant);
+        // A program that only sleeps has no CPU time: judged on wall time.
+        let asleep = |name: &str, center: u64| {
+            let mut b = bench(name, &spread(20, center, 10_000), 1);
+            for s in &mut b.samples {
+                (s.user_ns, s.sys_ns) = (0, 0);
+            }
+            b
+        };
+        let r = run(vec![asleep("a", 1_000_000), asleep("b", 1_200_000)]);
+        let c = &analyze(&r, None).comparisons[0];
+        assert_eq!(c.judged.metric, Metric::Wall, "{c:?}");
+        assert!((c.time.as_ref().unwrap().ratio - 1.2).abs() < 0.01);
+        // Two busy threads (CPU time above wall time): wall time.
+        let threads = |name: &str| {
+            let mut b = bench(name, &spread(20, 1_000_000, 10_000), 1);
+            for s in &mut b.samples {
+                s.user_ns = 2 * s.wall_ns;
+            }
+            b
+        };
+        let r = run(vec![threads("a"), threads("b")]);
+        let c = &analyze(&r, None).comparisons[0];
+        assert_eq!(c.judged.metric, Metric::Wall);
+        assert!(c.judged.why.contains("runs in parallel"), "{c:?}");
+    }
+
+    #[test]
     fn too_few_runs_are_never_significant() {
         let r = run(vec![bench("a", &[100], 1000), bench("b", &[200], 2000)]);
         let rep = analyze(&r, None);

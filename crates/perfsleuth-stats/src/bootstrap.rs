@@ -158,7 +158,12 @@ impl OrderStats {
         let mut ranges: Vec<(usize, usize)> = self
             .groups
             .iter()
-            .map(|s| (s.partition_point(|&x| x < va), s.partition_point(|&x| x <= vb)))
+            .map(|s| {
+                (
+                    s.partition_point(|&x| x < va),
+                    s.partition_point(|&x| x <= vb),
+                )
+            })
             .collect();
         let mut left = vec![0u64; draws.len()];
         let mut splits = vec![0usize; draws.len()];

@@ -209,7 +209,7 @@ pub struct VerdictArgs {
     /// Changes within ±PERCENT are noise, not regressions [default: 1%, or the config file's].
     #[arg(long, value_name = "PERCENT", value_parser = crate::parse::percent)]
     pub threshold: Option<f64>,
-    /// A metric that gates --fail-on (repeatable): wall, user, sys, peak_rss, … [default: wall].
+    /// A metric that gates --fail-on (repeatable): wall, cpu, user, sys, peak_rss, … [default: the judged time: CPU time for a program that keeps one CPU busy without waiting, wall time otherwise; the report says which].
     #[arg(long = "metric", value_name = "NAME")]
     pub metric: Vec<String>,
     /// Per-benchmark settings [default: perfsleuth.toml at the repository top, if present].
@@ -346,7 +346,7 @@ pub enum ImportMachine {
 /// `perfsleuth explain`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Each side is a stored run (id, latest, a branch, a revision), a --export-json file, a fingerprint from `perfsleuth env show --json`, or `current` (this machine as it is, measured now). The benchmarks of the stored run are rerun here: the set-up of the side this machine stands for as the base, and one experiment per difference it can reproduce for one process (a glibc hwcaps mask for another CPU's features, glibc's cache sizes, GLIBC_TUNABLES entries, environment variables, the CPU set, THP and ASLR off; in simulation the other machine's caches), measured interleaved and compared with the base by the rule of `compare`, paired round by round. Differences no setting of one process can change (kernel, mitigations, the CPU itself) are listed as not tested, with what the probes say about them.\n\nExamples:\n  perfsleuth explain 12 13\n  perfsleuth explain intel-runner.json current\n  perfsleuth explain latest~1 latest 'sort big.txt' --format markdown"
+    after_help = "Each side is a stored run (id, latest, a branch, a revision), a --export-json file, a fingerprint from `perfsleuth env show --json`, or `current` (this machine as it is, measured now). The benchmarks of the stored run are rerun here: the set-up of the side this machine stands for as the base, and one experiment per difference it can reproduce for one process (a glibc hwcaps mask for another CPU's features, glibc's cache sizes, GLIBC_TUNABLES entries, environment variables, the CPU set, THP and ASLR off; in simulation the other machine's caches), measured interleaved and compared with the base by the rule of `compare`, paired run by run. Differences no setting of one process can change (kernel, mitigations, the CPU itself) are listed as not tested, with what the probes say about them.\n\nExamples:\n  perfsleuth explain 12 13\n  perfsleuth explain intel-runner.json current\n  perfsleuth explain latest~1 latest 'sort big.txt' --format markdown"
 )]
 pub struct ExplainArgs {
     /// The baseline side.
@@ -672,7 +672,7 @@ pub struct ProjectArgs {
 /// `perfsleuth ab`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Each revision is checked out into a temporary git worktree (your tree is never touched), built with --build there, and its commands run with the worktree as the working directory ({root}: its absolute path, {rev}: its commit). Both sides are measured interleaved, each round starting with the other side, and stored as two linked runs. The run options below apply to both sides, except --export-*, --repeat, --reference and --no-interleave, which belong to `run` and are refused here.\n\nExamples:\n  perfsleuth ab --build 'cargo build --release' -- target/release/app input.txt\n  perfsleuth ab --baseline v1.2 --candidate HEAD --build make -- ./bench\n  perfsleuth ab --build make --format markdown --fail-on regressed -- ./bench >> \"$GITHUB_STEP_SUMMARY\""
+    after_help = "Each revision is checked out into a temporary git worktree (your tree is never touched), built with --build there, and its commands run with the worktree as the working directory ({root}: its absolute path, {rev}: its commit). Both sides are measured interleaved run by run, each round starting with the other side, judged on the adjacent pairs of runs (on CPU time for a program that keeps one CPU busy without waiting, else wall time; the report says which) and stored as two linked runs; identical binaries never fail --fail-on. The run options below apply to both sides, except --export-*, --repeat, --reference and --no-interleave, which belong to `run` and are refused here.\n\nExamples:\n  perfsleuth ab --build 'cargo build --release' -- target/release/app input.txt\n  perfsleuth ab --baseline v1.2 --candidate HEAD --build make -- ./bench\n  perfsleuth ab --build make --format markdown --fail-on regressed -- ./bench >> \"$GITHUB_STEP_SUMMARY\""
 )]
 pub struct AbArgs {
     /// The baseline revision [default: the merge base of HEAD with the default branch:

@@ -218,7 +218,10 @@ fn env_mismatch(c: &Comparison) -> Fail {
 
 /// The verdict options: built-in defaults, then the config file, then the command line.
 pub fn options(args: &VerdictArgs) -> Result<Options, Fail> {
-    let mut opts = Options::default();
+    let mut opts = Options {
+        history_declined: args.no_history,
+        ..Options::default()
+    };
     let config = crate::config::load(args.config.as_deref())?;
     if let Some(c) = config.and_then(|(_, c)| c.compare) {
         if let Some(a) = c.alpha {

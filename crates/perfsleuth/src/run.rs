@@ -115,9 +115,9 @@ fn rounds(args: &RunArgs, simulated: bool) -> u32 {
     match args.rounds {
         Some(k) => k,
         None if simulated => 1,
-        // ab judges round by round: ten rounds give the paired estimate
-        // nine degrees of freedom (t = 2.26, not 2.78 with five), and no
-        // more runs than --min-runs asks anyway (one a round at least).
+        // ab judges adjacent pairs of runs; ten rounds, each starting with
+        // the other side, alternate who goes first ten times, and ask no
+        // more runs than --min-runs anyway (one a round at least).
         None if args.sides => AB_ROUNDS,
         None if args.runs.is_some() => 1,
         None => DEFAULT_ROUNDS,
@@ -684,7 +684,7 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
             (
                 args.no_interleave,
                 "--no-interleave",
-                "the variants are compared round by round, which needs them interleaved",
+                "the variants are compared run by run, which needs them interleaved",
             ),
         ] {
             if given {

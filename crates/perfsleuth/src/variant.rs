@@ -429,7 +429,7 @@ pub(crate) fn side_run(run: &perfsleuth_model::Run, variant: &str) -> perfsleuth
 }
 
 /// Each variant of a `run --variant` against `base`, with the verdict rule
-/// of `compare` on the paired rounds, rendered for the terminal; `None`
+/// of `compare` on the adjacent pairs of runs, rendered for the terminal; `None`
 /// when the run has no variants.
 pub(crate) fn against_base(
     run: &perfsleuth_model::Run,

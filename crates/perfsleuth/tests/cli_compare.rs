@@ -1793,6 +1793,19 @@ fn same_binary_history_teaches_the_noise_and_joins_the_baseline() {
         !top.iter().any(|n| n.starts_with("baseline for")),
         "{top:?}"
     );
+    // Six same-binary runs are stored: declined, not missing.
+    let said = notes(wall);
+    assert!(
+        said.iter()
+            .any(|n| n.contains("same-binary runs not consulted (--no-history)")),
+        "{wall:#}"
+    );
+    assert!(
+        !said
+            .iter()
+            .any(|n| n.contains("no same-binary runs stored")),
+        "{wall:#}"
+    );
 
     // A baseline from a dirty tree learns from the history but is not
     // joined by it: the same binary may have read other inputs there.
