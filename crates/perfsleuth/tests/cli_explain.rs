@@ -21,18 +21,7 @@ fn build(
     if !perfsleuth_testkit::tools_present(test, tools) {
         return None;
     }
-    let file = sb.write(&format!("{name}.c"), src);
-    let prog = sb.path(name);
-    let ok = std::process::Command::new("gcc")
-        .args(["-O2", "-o"])
-        .arg(&prog)
-        .arg(&file)
-        .args(extra)
-        .status()
-        .expect("gcc runs")
-        .success();
-    assert!(ok, "gcc builds {name}.c");
-    Some(prog.display().to_string())
+    Some(sb.gcc(name, src, extra).display().to_string())
 }
 
 /// `bench/explain/memops.c` built, as the command that runs it briefly.

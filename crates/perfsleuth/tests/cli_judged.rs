@@ -12,19 +12,11 @@ fn a_change_that_adds_a_sleep_is_judged_on_wall_time_and_caught() {
     if !perfsleuth_testkit::tools_present("judged time", &["gcc"]) {
         return;
     }
-    let src = sb.write(
-        "wait.c",
+    let prog = sb.gcc(
+        "wait",
         include_str!("../../../bench/validation/progs/wait.c"),
+        &[],
     );
-    let prog = sb.path("wait");
-    let built = std::process::Command::new("gcc")
-        .args(["-O2", "-o"])
-        .arg(&prog)
-        .arg(&src)
-        .status()
-        .expect("gcc runs")
-        .success();
-    assert!(built, "gcc builds wait.c");
     let p = prog.display().to_string();
     let export = sb.path("run.json");
     sb.run([

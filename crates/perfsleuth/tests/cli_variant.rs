@@ -31,19 +31,11 @@ fn strings(test: &str) -> Option<(Sandbox, String)> {
         return None;
     }
     let sb = Sandbox::new();
-    let src = sb.write(
-        "strings.c",
+    let prog = sb.gcc(
+        "strings",
         include_str!("../../../bench/simulation/strings.c"),
+        &[],
     );
-    let prog = sb.path("strings");
-    let ok = std::process::Command::new("gcc")
-        .args(["-O2", "-o"])
-        .arg(&prog)
-        .arg(&src)
-        .status()
-        .expect("gcc runs")
-        .success();
-    assert!(ok, "gcc builds strings.c");
     let cmd = format!("{} 20", prog.display());
     Some((sb, cmd))
 }

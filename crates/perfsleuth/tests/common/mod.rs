@@ -250,6 +250,24 @@ impl Sandbox {
         path
     }
 
+    /// Builds `src` as the C program `name` in the sandbox with `gcc -O2`
+    /// (and `extra` flags); returns its path. The caller checks for gcc.
+    #[track_caller]
+    pub fn gcc(&self, name: &str, src: &str, extra: &[&str]) -> PathBuf {
+        let file = self.write(&format!("{name}.c"), src);
+        let prog = self.path(name);
+        let ok = std::process::Command::new("gcc")
+            .args(["-O2", "-o"])
+            .arg(&prog)
+            .arg(&file)
+            .args(extra)
+            .status()
+            .expect("gcc runs")
+            .success();
+        assert!(ok, "gcc builds {name}.c");
+        prog
+    }
+
     /// Every file below the sandbox whose name contains `needle`.
     pub fn files_named(&self, needle: &str) -> Vec<PathBuf> {
         fn walk(dir: &Path, needle: &str, found: &mut Vec<PathBuf>) {
