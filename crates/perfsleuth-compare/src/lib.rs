@@ -575,6 +575,13 @@ fn collect(side: &Side) -> Vec<Entry<'_>> {
     entries
 }
 
+/// The entry of a row's benchmark on one side.
+fn entry_of<'e, 'a>(entries: &'e [Entry<'a>], row: &Row) -> Option<&'e Entry<'a>> {
+    entries
+        .iter()
+        .find(|e| e.name == row.benchmark && *e.parameters == row.parameters)
+}
+
 /// Samples grouped by their round ([`perfsleuth_model::by_round`]); one
 /// empty group for a run without samples.
 fn by_round(samples: Vec<&Sample>) -> Vec<Vec<&Sample>> {
@@ -1870,22 +1877,6 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     }
     notes.extend(failed_notes);
 
-    // For separate runs: what would decide each benchmark, measured interleaved.
-    let advice: BTreeMap<String, String> = if opts.paired {
-        BTreeMap::new()
-    } else {
-        cand_entries
-            .iter()
-            .filter_map(|ce| {
-                let be = &base_entries[find(&base_entries, ce)?];
-                Some((
-                    benchmark_key(ce.name, ce.parameters),
-                    interleave_advice(baseline, candidate, be, ce, opts.rule.noise_threshold),
-                ))
-            })
-            .collect()
-    };
-
     // Benjamini–Hochberg over the gating p-values of all paired benchmarks.
     let fdr_applied = opts.fdr_q.is_some() && paired > 1;
     if fdr_applied {
@@ -2054,7 +2045,13 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             // nearest the change, only measuring both sides interleaved decides.
             let room = (change.change.abs() - t).abs();
             if row.band > 0.0 && row.band >= room {
-                let advice = advice.get(&row.key()).cloned().unwrap_or_default();
+                // Worked out only for the rows that need it: it reads every sample.
+                let advice = match (entry_of(&base_entries, row), entry_of(&cand_entries, row)) {
+                    (Some(be), Some(ce)) => {
+                        interleave_advice(baseline, candidate, be, ce, rule.noise_threshold)
+                    }
+                    _ => String::new(),
+                };
                 row.notes.push(format!(
                     "inconclusive: two separate runs of one program differ by up to ±{:.1} % here, more than the change ({:+.1} %) lies from the ±{:.1} % threshold, and no number of runs in one invocation narrows that; {advice}",
                     100.0 * row.band,
@@ -2094,12 +2091,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     // Same binary on both sides: a change cannot come from the code. Judged
     // per benchmark on its gating verdicts, before any environment override.
     let same_binary = |row: &Row| -> bool {
-        let b = base_entries
-            .iter()
-            .find(|e| e.name == row.benchmark && *e.parameters == row.parameters);
-        let c = cand_entries
-            .iter()
-            .find(|e| e.name == row.benchmark && *e.parameters == row.parameters);
+        let (b, c) = (entry_of(&base_entries, row), entry_of(&cand_entries, row));
         let same_args = matches!((b, c), (Some(x), Some(y)) if x.argv == y.argv);
         match (
             b.and_then(|e| binary_hash(e.facts)),
@@ -2177,12 +2169,8 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         if !c.is_simulated() || change.change == 0.0 || c.key == "est_cycles" {
             continue;
         }
-        let profile = |entries: &[Entry<'a>]| -> Option<&'a Profile> {
-            entries
-                .iter()
-                .find(|e| e.name == row.benchmark && *e.parameters == row.parameters)
-                .and_then(|e| e.profile)
-        };
+        let profile =
+            |entries: &[Entry<'a>]| -> Option<&'a Profile> { entry_of(entries, row)?.profile };
         if let (Some(b), Some(cp)) = (profile(&base_entries), profile(&cand_entries))
             && let Some((total, mut moved)) = function_moves(b, cp, c.key)
         {
