@@ -249,8 +249,9 @@ impl OrderStats {
     /// The median of one two-stage resample.
     fn resample_median(&self, rng: &mut Rng) -> f64 {
         if self.groups.len() == 1 && self.groups[0].len() > DIRECT_MAX {
-            // Below DIRECT_MAX only `bootstrap_relative_change_paired` gets
-            // here; it keeps the bisection so its intervals stay as published.
+            // A single group at or below DIRECT_MAX (the small side of an
+            // unbalanced comparison) keeps the bisection below, so its
+            // intervals stay as published.
             return self.plain_resample_median(rng);
         }
         let n_groups = self.groups.len();
