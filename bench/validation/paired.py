@@ -26,7 +26,7 @@ p < 0.05; reimplemented in study.py) on the same runs' samples: the two
 commands of an in-run job, or the two separate runs.
 
 Usage: python3 bench/validation/paired.py [--k 30] [--programs cpu,alloc,io]
-       [--perfsleuth PATH] [--out FILE] [--seed N]
+       [--perfsleuth PATH] [--out FILE] [--seed N] [--only in-run]
 Writes Markdown (default bench/validation/results-paired.md) and the raw
 records as JSON next to it. Needs gcc; Python standard library only.
 """
@@ -143,6 +143,8 @@ def main():
     ap.add_argument("--perfsleuth")
     ap.add_argument("--target-ms", type=float, default=25.0)
     ap.add_argument("--seed", type=int, default=34)
+    ap.add_argument("--only", choices=["in-run"],
+                    help="only the in-run conditions (no separate runs, no calibration history)")
     ap.add_argument("--out", default=os.path.join(HERE, "results-paired.md"))
     a = ap.parse_args()
     programs = a.programs.split(",")
@@ -158,7 +160,7 @@ def main():
     bases = {p: study.calibrate(binaries[p], p, a.target_ms, env) for p in programs}
     log("programs: " + ", ".join("%s BASE=%d" % kv for kv in bases.items()))
     calib = {}
-    for p in programs:
+    for p in programs if a.only != "in-run" else []:
         t0 = time.perf_counter()
         r = subprocess.run([ps, "run", "--store", "sqlite:" + db, "--color", "never", "-n", p,
                             "--repeat", "5", "%s 1.0 %d" % (binaries[p], bases[p])],
@@ -166,7 +168,8 @@ def main():
         calib[p] = {"seconds": time.perf_counter() - t0, "rc": r.returncode}
     records = []
     for k in range(a.k):
-        jobs = [(p, j) for p in programs for j in [c[0] for c in IN_RUN] + ["SEP"]]
+        sep = [] if a.only == "in-run" else ["SEP"]
+        jobs = [(p, j) for p in programs for j in [c[0] for c in IN_RUN] + sep]
         rng.shuffle(jobs)
         for p, j in jobs:
             s0 = steal_ticks()

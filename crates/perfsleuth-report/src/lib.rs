@@ -516,9 +516,11 @@ mod tests {
             let est = c.time.as_ref().unwrap();
             let p = c.time_p_value.unwrap();
             let ci_excludes = !est.ci.contains(1.0);
+            let floor = VerdictRule::IN_RUN.noise_threshold;
+            let beyond_floor = est.ci.lo > 1.0 + floor || est.ci.hi < 1.0 - floor;
             assert_eq!(
                 est.significant,
-                ci_excludes && p < VerdictRule::IN_RUN.alpha,
+                beyond_floor && p < VerdictRule::IN_RUN.alpha,
                 "shift {shift}"
             );
             assert_eq!(

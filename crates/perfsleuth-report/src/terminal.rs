@@ -283,7 +283,17 @@ pub(crate) fn statement(
         );
     }
     if !est.significant {
-        return ("no significant difference".to_string(), Tone::Neutral);
+        let floor = perfsleuth_stats::VerdictRule::IN_RUN.noise_threshold;
+        // The interval excludes no change but not the in-run floor.
+        let text = if (est.ci.lo > 1.0 || est.ci.hi < 1.0) && floor > 0.0 {
+            format!(
+                "no significant difference beyond ±{}",
+                format_percent(1.0 + floor)
+            )
+        } else {
+            "no significant difference".to_string()
+        };
+        return (text, Tone::Neutral);
     }
     let higher = est.ci.lo > 1.0;
     // The point estimate can, in rare discrete cases, fall on the other side
@@ -538,6 +548,15 @@ mod tests {
         assert_eq!(
             say(&est(1.1, 1.0, 1.2), Quantity::Time),
             "no significant difference"
+        );
+        // One that excludes it but not the in-run floor says which floor.
+        let inside = RatioEstimate {
+            significant: false,
+            ..est(0.998, 0.9965, 0.9995)
+        };
+        assert_eq!(
+            say(&inside, Quantity::Time),
+            "no significant difference beyond ±0.2%"
         );
     }
 

@@ -65,7 +65,7 @@ fn benches_with(spawner: &mut impl Spawn, plans: Vec<Planned>) -> Vec<Bench> {
 }
 
 #[test]
-fn timed_runs_interleave_round_robin_after_the_warmups() {
+fn timed_runs_interleave_in_sweeps_that_alternate_direction_after_the_warmups() {
     for overlap in [false, true] {
         let mut sp = FakeSpawner::new(|_, _| ok(1_000_000));
         let mut b = benches(&mut sp, vec![planned("a"), planned("b")]);
@@ -74,7 +74,7 @@ fn timed_runs_interleave_round_robin_after_the_warmups() {
         assert!(m.result.is_ok(), "{:?}", m.result);
         assert_eq!(
             sp.trace(),
-            ["a~0", "b~0", "a#0", "b#0", "a#1", "b#1", "a#2", "b#2"],
+            ["a~0", "b~0", "a#0", "b#0", "b#1", "a#1", "a#2", "b#2"],
             "overlap {overlap}"
         );
         // Every sample reached the sink once, in the order measured.
@@ -83,7 +83,7 @@ fn timed_runs_interleave_round_robin_after_the_warmups() {
             .iter()
             .map(|(i, s)| (*i, s.iteration))
             .collect();
-        assert_eq!(order, [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
+        assert_eq!(order, [(0, 0), (1, 0), (1, 1), (0, 1), (0, 2), (1, 2)]);
         assert_eq!(b[0].samples().len(), 3);
         assert_eq!(sp.queued(), 0);
         assert_eq!(sink.progress, 6);
@@ -142,9 +142,9 @@ fn conclude_runs_after_every_warmup_and_timed_run_and_must_succeed() {
                 "a#0",
                 "after-a~0",
                 "b#0",
+                "b#1",
                 "a#1",
-                "after-a~0",
-                "b#1"
+                "after-a~0"
             ],
             "overlap {overlap}"
         );
@@ -449,9 +449,9 @@ fn short_runs_are_polled_with_a_deep_queue_and_every_sample_still_arrives() {
     assert!(sp.max_queued > 2, "queued {} ahead", sp.max_queued);
     assert_eq!(sink.samples.len(), 60);
     assert_eq!(sp.queued(), 0);
-    // Round-robin order survives the deep queue.
+    // The interleaved order survives the deep queue.
     let timed: Vec<String> = sp.trace().into_iter().filter(|r| r.contains('#')).collect();
-    assert_eq!(&timed[..4], ["a#0", "b#0", "a#1", "b#1"]);
+    assert_eq!(&timed[..4], ["a#0", "b#0", "b#1", "a#1"]);
 }
 
 #[test]
@@ -595,4 +595,17 @@ fn a_sink_that_keeps_nothing_still_leaves_every_sample_in_the_benchmarks() {
     let m = schedule(exact(4), 0, true).measure(&mut sp, &mut crate::Discard, &mut b, None);
     assert!(m.result.is_ok());
     assert_eq!(b[0].samples().len(), 4);
+}
+
+#[test]
+fn every_other_sweep_runs_backwards_so_each_side_of_a_pair_goes_first_as_often() {
+    let order = |start, n, len| -> Vec<usize> {
+        let s = super::Serpentine::new(start);
+        (0..len).map(|k| s.at(k, n)).collect()
+    };
+    assert_eq!(order(0, 2, 8), [0, 1, 1, 0, 0, 1, 1, 0]);
+    assert_eq!(order(1, 2, 4), [1, 0, 0, 1]);
+    assert_eq!(order(0, 3, 9), [0, 1, 2, 2, 1, 0, 0, 1, 2]);
+    assert_eq!(order(2, 3, 6), [2, 0, 1, 1, 0, 2]);
+    assert_eq!(order(0, 1, 3), [0, 0, 0]);
 }
