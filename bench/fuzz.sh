@@ -26,6 +26,8 @@ targets=(
   "perfsleuth-scale --test fuzz_csv"
   "perfsleuth-probe --test fuzz_probe"
   "perfsleuth-report --test fuzz_export"
+  "perfsleuth-store --test fuzz_columns"
+  "perfsleuth-import --test fuzz_import"
   "perfsleuth --bin perfsleuth"
 )
 

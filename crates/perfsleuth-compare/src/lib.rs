@@ -27,7 +27,7 @@ use perfsleuth_stats::{
     Evidence, Interval, RelativeChange, Verdict, VerdictRule, bh_adjusted, decide, mann_whitney_u,
     median, smallest_p,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// One side of a comparison: a label and the runs it consists of.
 #[derive(Debug, Clone, PartialEq)]
@@ -171,12 +171,68 @@ impl Noise {
     }
 }
 
-/// The between-run noise learned from same-binary runs: the relative
-/// standard deviation of their medians (each run's samples of `metric`), or
-/// `None` with fewer than [`MIN_HISTORY`] usable runs.
-pub fn learned_noise(runs: &[Vec<Sample>], metric: Metric) -> Option<Noise> {
+/// One common step of the machine: two or more relative changes of
+/// byte-identical programs, all the same way, the largest at most twice the
+/// smallest. Returns their range, or `None` when they are not one step.
+/// `compare` applies it to the rows of two runs, `history` to the change
+/// points of its series at one run.
+pub fn common_step(changes: &[f64]) -> Option<(f64, f64)> {
+    let (lo, hi) = changes
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+            (l.min(x), h.max(x))
+        });
+    let one = changes.len() >= 2
+        && lo * hi > 0.0
+        && hi.abs().max(lo.abs()) <= 2.0 * hi.abs().min(lo.abs());
+    one.then_some((lo, hi))
+}
+
+/// Points from which a series' own noise is trusted alone: below it, at
+/// least the machine's assumed noise ([`prior_noise`]) counts, since a
+/// spread estimated from a handful of runs is often far too small and would
+/// let noise through (docs/HISTORY.md, "Validation on this machine").
+pub const LEARN_POINTS: usize = 20;
+
+/// The one rule for a benchmark's between-run noise, applied by `compare`,
+/// `history` and `run --repeat` alike: from [`MIN_HISTORY`] run medians
+/// (oldest first) on, the robust spread of consecutive ones
+/// ([`perfsleuth_stats::relative_noise`], which a step in the series barely
+/// moves), raised to `prior` below [`LEARN_POINTS`]; with fewer, `prior`.
+/// `what` names the medians in the source ("same-binary runs", "points").
+pub fn series_noise(medians: &[f64], prior: Option<Noise>, what: &str) -> Option<Noise> {
+    let n = medians.len();
+    let learned = if n >= MIN_HISTORY {
+        perfsleuth_stats::relative_noise(medians)
+    } else {
+        None
+    };
+    match (learned, prior) {
+        (Some(l), Some(p)) if n < LEARN_POINTS && p.sd > l => Some(Noise {
+            runs: n,
+            source: format!(
+                "{}, above the {} the {n} {what} show",
+                p.source,
+                percent_text(l)
+            ),
+            ..p
+        }),
+        (Some(l), _) => Some(Noise {
+            sd: l,
+            q: perfsleuth_stats::t_quantile(0.975, (n - 1) as f64),
+            runs: n,
+            source: format!("learned from {n} {what}"),
+        }),
+        (None, p) => p,
+    }
+}
+
+/// The noise learned from same-binary runs (each run's samples, newest
+/// first, as the store returns them) by [`series_noise`].
+pub fn history_noise(runs: &[Vec<Sample>], metric: Metric, prior: Option<Noise>) -> Option<Noise> {
     let medians: Vec<f64> = runs
         .iter()
+        .rev()
         .filter_map(|r| {
             let v: Vec<f64> = r
                 .iter()
@@ -186,21 +242,17 @@ pub fn learned_noise(runs: &[Vec<Sample>], metric: Metric) -> Option<Noise> {
             median(&v)
         })
         .collect();
-    let n = medians.len();
-    if n < MIN_HISTORY {
-        return None;
-    }
-    let mean = medians.iter().sum::<f64>() / n as f64;
-    if mean <= 0.0 {
-        return None;
-    }
-    let var = medians.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    Some(Noise {
-        sd: var.sqrt() / mean,
-        q: perfsleuth_stats::t_quantile(0.975, (n - 1) as f64),
-        runs: n,
-        source: format!("{n} same-binary runs"),
-    })
+    series_noise(&medians, prior, "same-binary runs")
+}
+
+/// "±2.5 % per run (σ, assumed for a virtual machine)": one noise figure,
+/// worded the same wherever it is shown.
+pub fn noise_text(sd: f64, source: &str) -> String {
+    format!("±{} per run (σ, {source})", percent_text(sd))
+}
+
+fn percent_text(x: f64) -> String {
+    format!("{:.1} %", 100.0 * x)
 }
 
 /// The between-run noise assumed without history, from the machine's
@@ -521,21 +573,43 @@ fn windows_of(run: &Run, samples: &[Sample]) -> f64 {
     (f64::from(measured) / asked as f64).max(1.0)
 }
 
+/// A side's benchmarks keyed by (name, parameters), in order of first
+/// appearance, with an index: found by key in constant time, so comparing
+/// 100 000 benchmarks stays linear (it was quadratic, issue 37).
+struct Entries<'a> {
+    list: Vec<Entry<'a>>,
+    index: HashMap<(&'a str, &'a BTreeMap<String, String>), usize>,
+}
+
+impl<'a> Entries<'a> {
+    /// The position of the benchmark `name` with `parameters`.
+    fn find(&self, name: &str, parameters: &BTreeMap<String, String>) -> Option<usize> {
+        self.index.get(&(name, parameters)).copied()
+    }
+
+    /// The entry of a row's benchmark.
+    fn of(&self, row: &Row) -> Option<&Entry<'a>> {
+        self.find(&row.benchmark, &row.parameters)
+            .map(|i| &self.list[i])
+    }
+}
+
 /// The benchmarks of a side keyed by (name, parameters), in order of first appearance.
-fn collect(side: &Side) -> Vec<Entry<'_>> {
-    let mut entries: Vec<Entry<'_>> = Vec::new();
+fn collect(side: &Side) -> Entries<'_> {
+    let mut entries = Entries {
+        list: Vec::new(),
+        index: HashMap::new(),
+    };
     for run in &side.runs {
         // Positions of entries already given a group from this run, so a
         // benchmark listed twice in one run adds to the same group.
         let mut seen_in_run: Vec<usize> = Vec::new();
+        let mut seen: HashSet<usize> = HashSet::new();
         for b in &run.benchmarks {
-            let found = entries
-                .iter()
-                .position(|e| e.name == b.name && *e.parameters == b.parameters);
-            let idx = match found {
+            let idx = match entries.find(&b.name, &b.parameters) {
                 Some(i) => i,
                 None => {
-                    entries.push(Entry {
+                    entries.list.push(Entry {
                         name: &b.name,
                         parameters: &b.parameters,
                         facts: &b.facts,
@@ -545,41 +619,35 @@ fn collect(side: &Side) -> Vec<Entry<'_>> {
                         summaries: &b.summaries,
                         windows: 0.0,
                     });
-                    entries.len() - 1
+                    let i = entries.list.len() - 1;
+                    entries.index.insert((&b.name, &b.parameters), i);
+                    i
                 }
             };
+            let entry = &mut entries.list[idx];
             if b.profile.is_some() {
-                entries[idx].profile = b.profile.as_ref();
+                entry.profile = b.profile.as_ref();
             }
             if !b.summaries.is_empty() {
-                entries[idx].summaries = &b.summaries;
+                entry.summaries = &b.summaries;
             }
-            if seen_in_run.contains(&idx) {
-                if let Some(g) = entries[idx].groups.last_mut() {
-                    g.extend(b.samples.iter());
-                }
-            } else {
+            if seen.insert(idx) {
                 seen_in_run.push(idx);
-                entries[idx].groups.push(b.samples.iter().collect());
-                entries[idx].windows += windows_of(run, &b.samples);
+                entry.groups.push(b.samples.iter().collect());
+                entry.windows += windows_of(run, &b.samples);
+            } else if let Some(g) = entry.groups.last_mut() {
+                g.extend(b.samples.iter());
             }
         }
         // A run's samples, split by round: rounds lie at different times,
         // and the machine's speed wanders between them (STATISTICS.md §4.3).
         for &idx in &seen_in_run {
-            if let Some(g) = entries[idx].groups.pop() {
-                entries[idx].groups.extend(by_round(g));
+            if let Some(g) = entries.list[idx].groups.pop() {
+                entries.list[idx].groups.extend(by_round(g));
             }
         }
     }
     entries
-}
-
-/// The entry of a row's benchmark on one side.
-fn entry_of<'e, 'a>(entries: &'e [Entry<'a>], row: &Row) -> Option<&'e Entry<'a>> {
-    entries
-        .iter()
-        .find(|e| e.name == row.benchmark && *e.parameters == row.parameters)
 }
 
 /// Samples grouped by their round ([`perfsleuth_model::by_round`]); one
@@ -1298,9 +1366,9 @@ fn interleave_advice(
     )
 }
 
-/// "noise for `w` on this machine class: ±2.4 % (12 same-binary runs); …":
-/// one run's band, where it comes from, and that of this difference.
-/// what the row's band comes from, for the report.
+/// "noise for `w` on this machine class: ±1.2 % per run (σ, learned from 12
+/// same-binary runs); …": where the row's band comes from, and that of this
+/// difference.
 fn noise_note(
     key: &str,
     noise: &Noise,
@@ -1308,23 +1376,20 @@ fn noise_note(
     band: f64,
     (wb, wc): (f64, f64),
 ) -> String {
-    let pct = |x: f64| format!("{:.1} %", 100.0 * x);
+    let pct = percent_text;
     let mut s = format!(
-        "noise for `{key}` on this machine class: ±{} ({})",
-        pct(noise.one_run()),
-        noise.source
+        "noise for `{key}` on this machine class: {}",
+        noise_text(noise.sd, &noise.source)
     );
-    if noise.runs == 0 {
-        if history > 0 {
-            s.push_str(&format!(
-                "; only {history} same-binary run{} stored, {MIN_HISTORY} are needed to learn it",
-                if history == 1 { " is" } else { "s are" }
-            ));
-        } else if declined {
-            s.push_str("; same-binary runs not consulted (--no-history)");
-        } else {
-            s.push_str("; no same-binary runs stored to learn it from (`perfsleuth run --repeat 5` on the baseline does)");
-        }
+    if history == 0 && declined {
+        s.push_str("; same-binary runs not consulted (--no-history)");
+    } else if history == 0 {
+        s.push_str("; no same-binary runs stored to learn it from (`perfsleuth run --repeat 5` on the baseline does)");
+    } else if history < MIN_HISTORY {
+        s.push_str(&format!(
+            "; only {history} same-binary run{} stored, {MIN_HISTORY} are needed to learn it",
+            if history == 1 { " is" } else { "s are" }
+        ));
     }
     let stretches = |w: f64| match w {
         1.0 => "1 run".to_string(),
@@ -1748,19 +1813,16 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         .map(|c| c.key.clone())
         .collect();
 
-    let find = |entries: &[Entry<'_>], e: &Entry<'_>| {
-        entries
-            .iter()
-            .position(|o| o.name == e.name && o.parameters == e.parameters)
-    };
     let unpaired_baseline: Vec<String> = base_entries
+        .list
         .iter()
-        .filter(|e| find(&cand_entries, e).is_none())
+        .filter(|e| cand_entries.find(e.name, e.parameters).is_none())
         .map(|e| benchmark_key(e.name, e.parameters))
         .collect();
     let unpaired_candidate: Vec<String> = cand_entries
+        .list
         .iter()
-        .filter(|e| find(&base_entries, e).is_none())
+        .filter(|e| base_entries.find(e.name, e.parameters).is_none())
         .map(|e| benchmark_key(e.name, e.parameters))
         .collect();
 
@@ -1774,11 +1836,11 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     let mut summary_kinds: Vec<SummaryKind> = Vec::new();
     let mut failed_notes: Vec<String> = Vec::new();
     let mut paired = 0usize;
-    for ce in &cand_entries {
-        let Some(bi) = find(&base_entries, ce) else {
+    for ce in &cand_entries.list {
+        let Some(bi) = base_entries.find(ce.name, ce.parameters) else {
             continue;
         };
-        let be = &base_entries[bi];
+        let be = &base_entries.list[bi];
         paired += 1;
         let key = benchmark_key(ce.name, ce.parameters);
         let overrides = opts.per_benchmark.get(ce.name);
@@ -1951,14 +2013,12 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                 row.metric,
                 Metric::Wall | Metric::Cpu | Metric::User | Metric::Sys
             ) || Some(row.metric) == throughput;
-            let noise = history
-                .and_then(|h| learned_noise(h, row.metric))
-                .or_else(|| {
-                    prior
-                        .clone()
-                        .filter(|_| opts.prior && drifts)
-                        .map(|p| p.at_least(spread))
-                });
+            let assumed = prior
+                .clone()
+                .filter(|_| opts.prior && drifts)
+                .map(|p| p.at_least(spread));
+            let runs: &[Vec<Sample>] = history.map(Vec::as_slice).unwrap_or_default();
+            let noise = history_noise(runs, row.metric, assumed);
             if let Some(noise) = noise {
                 let band = noise.band(wb, wc);
                 if row.gating {
@@ -2046,7 +2106,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             let room = (change.change.abs() - t).abs();
             if row.band > 0.0 && row.band >= room {
                 // Worked out only for the rows that need it: it reads every sample.
-                let advice = match (entry_of(&base_entries, row), entry_of(&cand_entries, row)) {
+                let advice = match (base_entries.of(row), cand_entries.of(row)) {
                     (Some(be), Some(ce)) => {
                         interleave_advice(baseline, candidate, be, ce, rule.noise_threshold)
                     }
@@ -2091,7 +2151,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     // Same binary on both sides: a change cannot come from the code. Judged
     // per benchmark on its gating verdicts, before any environment override.
     let same_binary = |row: &Row| -> bool {
-        let (b, c) = (entry_of(&base_entries, row), entry_of(&cand_entries, row));
+        let (b, c) = (base_entries.of(row), cand_entries.of(row));
         let same_args = matches!((b, c), (Some(x), Some(y)) if x.argv == y.argv);
         match (
             b.and_then(|e| binary_hash(e.facts)),
@@ -2119,14 +2179,9 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         .filter(|(_, same)| **same)
         .filter_map(|(r, _)| r.change.as_ref().map(|c| c.change))
         .collect();
-    let (lo, hi) = steps
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
-            (l.min(x), h.max(x))
-        });
-    let common_step =
-        steps.len() >= 2 && lo * hi > 0.0 && hi.abs().max(lo.abs()) <= 2.0 * hi.abs().min(lo.abs());
-    if common_step {
+    let common = common_step(&steps);
+    let common_step = common.is_some();
+    if let Some((lo, hi)) = common {
         notes.push(format!(
             "{} benchmarks whose programs are byte-identical on both sides all moved {:+.1} % … {:+.1} %: one common step — the machine, not the code; not judged",
             steps.len(),
@@ -2169,8 +2224,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         if !c.is_simulated() || change.change == 0.0 || c.key == "est_cycles" {
             continue;
         }
-        let profile =
-            |entries: &[Entry<'a>]| -> Option<&'a Profile> { entry_of(entries, row)?.profile };
+        let profile = |entries: &Entries<'a>| -> Option<&'a Profile> { entries.of(row)?.profile };
         if let (Some(b), Some(cp)) = (profile(&base_entries), profile(&cand_entries))
             && let Some((total, mut moved)) = function_moves(b, cp, c.key)
         {

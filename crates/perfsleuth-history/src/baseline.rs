@@ -39,10 +39,14 @@ pub fn stable_default(
     let class = crate::machine_class(&chosen.environment);
     let env_ids: Vec<i64> = entries.iter().map(|e| e.environment_id).collect();
     let envs = store.environments(&env_ids).ok()?;
+    let runs = store
+        .run_environments(&crate::newest_runs(&entries))
+        .unwrap_or_default();
     let points = crate::load(store, entries, Metric::Wall).ok()?.points;
     let doc = crate::build(
         points,
         &envs,
+        &runs,
         Metric::Wall,
         &Order::Time,
         &Filter::default(),

@@ -29,6 +29,9 @@ fn cells(line: &str, sep: char) -> Vec<String> {
             }
             '"' => quoted = !quoted,
             c if c == sep && !quoted => out.push(std::mem::take(&mut cur).trim().to_string()),
+            // Names and labels are printed to a terminal: a file's escape
+            // sequences must not reach it (issue 37).
+            c if c.is_control() => cur.push('\u{FFFD}'),
             c => cur.push(c),
         }
     }
@@ -182,6 +185,13 @@ mod tests {
         let s = read_csv("v\n1\n2\n", None).unwrap();
         assert!(s.labels.is_none());
         assert_eq!(s.columns[0].1, [1.0, 2.0]);
+    }
+
+    #[test]
+    fn control_characters_in_names_and_labels_never_reach_the_terminal() {
+        let s = read_csv("label,\u{1b}]0;owned\u{7}v\na\u{1b}[2J,1\nb,2\n", None).unwrap();
+        assert_eq!(s.columns[0].0, "\u{FFFD}]0;owned\u{FFFD}v");
+        assert_eq!(s.labels.unwrap()[0], "a\u{FFFD}[2J");
     }
 
     #[test]

@@ -90,6 +90,7 @@ pub fn render_html(doc: &HistoryDoc) -> String {
                     perfsleuth_report::format_p(c.p),
                     match c.cause {
                         HistoryCause::Environment => "the machine".into(),
+                        HistoryCause::Machine => "the machine (a common step)".into(),
                         HistoryCause::Code => "the code".into(),
                     },
                     c.environment.join("; "),
@@ -134,9 +135,12 @@ pub fn render_html(doc: &HistoryDoc) -> String {
         out.push_str(&figure(
             &series_chart(s),
             &format!(
-                "Each dot a run's median with its 95 % interval; dashed red: a change point; triangles: the machine changed (hover for what). Noise ±{} ({}).",
-                format_change(s.noise).trim_start_matches('+'),
-                s.noise_source
+                "Each dot a run's median with its 95 % interval; dashed red: a change point; triangles: the machine changed (hover for what). Noise {}.",
+                if s.noise.is_finite() {
+                    perfsleuth_compare::noise_text(s.noise, &s.noise_source)
+                } else {
+                    s.noise_source.clone()
+                }
             ),
             &numbers,
         ));

@@ -32,15 +32,14 @@ use perfsleuth_model::schema::{
     HistoryMarker, HistoryMethod, HistoryPoint, HistorySeries,
 };
 use perfsleuth_model::{Direction, Environment, ImpactClass, Metric, Mode};
-use perfsleuth_stats::{ChangeOptions, change_points, median_ci, noise_floor, relative_noise};
+use perfsleuth_stats::{ChangeOptions, change_points, median_ci, noise_floor};
 use perfsleuth_store::{HistoryEntry, MetricSummary, Store, comparability_hash};
 use std::collections::{BTreeMap, HashMap};
 
 /// Fewest points a change-point search is run on.
 pub const MIN_POINTS: usize = 4;
 
-/// Points from which a series' own noise estimate is trusted alone.
-pub const LEARN_POINTS: usize = 20;
+pub use perfsleuth_compare::LEARN_POINTS;
 
 /// Identity facts describing the machine's software, not its hardware: a
 /// change is a marker on the series, not a new series.
@@ -271,10 +270,31 @@ pub fn load(
     Ok(Loaded { points, fresh })
 }
 
-/// Builds the history document of `metric` from stored points.
+/// The run ids whose whole environment [`build`] takes its series' assumed
+/// noise from: the newest run of each benchmark, mode and stored machine.
+pub fn newest_runs(entries: &[HistoryEntry]) -> Vec<i64> {
+    type Key<'e> = (&'e str, &'e BTreeMap<String, String>, &'static str, i64);
+    let mut newest: HashMap<Key<'_>, i64> = HashMap::new();
+    for e in entries {
+        let at = newest
+            .entry((&e.name, &e.parameters, e.mode.as_str(), e.environment_id))
+            .or_insert(e.run_id);
+        *at = (*at).max(e.run_id);
+    }
+    let mut ids: Vec<i64> = newest.into_values().collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Builds the history document of `metric` from stored points. `envs` are
+/// the stored machines by environment id; `runs` the whole environments of
+/// the runs [`newest_runs`] names (context included: the stolen time behind
+/// the assumed noise), where the store gave them.
 pub fn build(
     points: Vec<Stored>,
     envs: &BTreeMap<i64, Environment>,
+    runs: &BTreeMap<i64, Environment>,
     metric: Metric,
     order: &Order,
     filter: &Filter,
@@ -333,6 +353,7 @@ pub fn build(
             .push((p, pos));
     }
     let mut series = Vec::new();
+    let mut programs: Vec<Vec<Option<String>>> = Vec::new();
     for ((key, mode, machine), mut pts) in groups {
         pts.sort_by(|a, b| {
             a.1.cmp(&b.1)
@@ -343,12 +364,21 @@ pub fn build(
             let drop = pts.len().saturating_sub(n);
             pts.drain(..drop);
         }
-        // Environment ids of the points kept, so markers index the points.
+        // Environment ids of the points kept, so markers index the points,
+        // and each point's program (hash and arguments) for machine steps.
+        let mut program = Vec::new();
         let (env_ids, points): (Vec<i64>, Vec<HistoryPoint>) = pts
             .into_iter()
             .filter_map(|(p, _)| {
                 let env = p.entry.environment_id;
-                point(p, &machine_of(env).comparability).map(|pt| (env, pt))
+                let id = p
+                    .entry
+                    .binary_sha256
+                    .as_ref()
+                    .map(|h| format!("{h} {}", p.entry.argv));
+                let pt = point(p, &machine_of(env).comparability)?;
+                program.push(id);
+                Some((env, pt))
             })
             .unzip();
         if points.is_empty() {
@@ -372,13 +402,18 @@ pub fn build(
             change_points: Vec::new(),
             note: None,
         };
-        let prior = env_ids
-            .last()
-            .and_then(|id| envs.get(id))
+        // The prior `compare` assumes for the newest run of the series: its
+        // whole environment, so both show one figure.
+        let newest = s.points.last().and_then(|p| p.run_id);
+        let prior = newest
+            .and_then(|id| runs.get(&id))
+            .or_else(|| env_ids.last().and_then(|id| envs.get(id)))
             .map(perfsleuth_compare::prior_noise);
         analyze(&mut s, Some(metric.direction()), prior, opts);
         series.push(s);
+        programs.push(program);
     }
+    machine_steps(&mut series, &programs);
     HistoryDoc {
         schema: HistoryDoc::SCHEMA.to_string(),
         schema_version: perfsleuth_model::SCHEMA_VERSION,
@@ -426,6 +461,7 @@ pub fn fit(csv: &CsvSeries, opts: &Options) -> HistoryDoc {
                         ci: None,
                         samples: None,
                         comparability: None,
+                        binary_sha256: None,
                     })
                     .collect(),
                 markers: Vec::new(),
@@ -469,7 +505,58 @@ fn point(p: Stored, comparability: &str) -> Option<HistoryPoint> {
         ci: Some([s.lo, s.hi]),
         samples: Some(s.n),
         comparability: (!comparability.is_empty()).then(|| comparability.to_string()),
+        binary_sha256: p.entry.binary_sha256,
     })
+}
+
+/// Change points the code cannot explain: where two or more benchmarks
+/// whose programs are byte-identical either side of the step moved the
+/// same way by a similar amount at the same run
+/// ([`perfsleuth_compare::common_step`], the rule `compare` applies to two
+/// runs), each is put down to the machine. A lone step of a byte-identical
+/// program keeps its cause and says so.
+fn machine_steps(series: &mut [HistorySeries], programs: &[Vec<Option<String>>]) {
+    type At = (String, String, i64);
+    let mut at: BTreeMap<At, Vec<(usize, usize, f64)>> = BTreeMap::new();
+    for (si, (s, program)) in series.iter().zip(programs).enumerate() {
+        for (ci, c) in s.change_points.iter().enumerate() {
+            let same = match (program.get(c.index.wrapping_sub(1)), program.get(c.index)) {
+                (Some(Some(a)), Some(Some(b))) => a == b,
+                _ => false,
+            };
+            let run = s.points.get(c.index).and_then(|p| p.run_id);
+            if let (true, HistoryCause::Code, Some(run)) = (same, c.cause, run) {
+                let mode = s.mode.map(|m| m.as_str().to_string()).unwrap_or_default();
+                let machine = s.machine.clone().unwrap_or_default();
+                at.entry((mode, machine, run))
+                    .or_default()
+                    .push((si, ci, c.change));
+            }
+        }
+    }
+    for ((_, _, run), group) in at {
+        let changes: Vec<f64> = group.iter().map(|g| g.2).collect();
+        let common = perfsleuth_compare::common_step(&changes);
+        for &(si, ci, _) in &group {
+            let c = &mut series[si].change_points[ci];
+            let head = step_head(c.change, c.ci, c.after.as_deref(), c.p);
+            c.summary = match common {
+                Some((lo, hi)) => {
+                    c.cause = HistoryCause::Machine;
+                    format!(
+                        "{head} — {} benchmarks whose programs are byte-identical either side moved {} … {} at run {run}: one common step — the machine, not the code",
+                        changes.len(),
+                        perfsleuth_report::format_change(lo),
+                        perfsleuth_report::format_change(hi)
+                    )
+                }
+                None => format!(
+                    "{} (its program is byte-identical either side: a library, an input or the machine changed, not its code)",
+                    c.summary
+                ),
+            };
+        }
+    }
 }
 
 /// The machine class of a history series: the identity facts other than
@@ -525,10 +612,10 @@ fn markers(env_ids: &[i64], envs: &BTreeMap<i64, Environment>) -> Vec<HistoryMar
 
 /// Fills a series' noise, floor and change points.
 ///
-/// The noise is learned from the series once it has [`LEARN_POINTS`]
-/// points; a shorter one uses at least the machine's assumed between-run
-/// noise (compare's prior), since a spread estimated from a handful of
-/// points is often far too small and would let noise through as steps.
+/// The noise follows the rule `compare` applies
+/// ([`perfsleuth_compare::series_noise`]): learned from the series' points,
+/// at least the machine's assumed between-run noise below [`LEARN_POINTS`]
+/// of them.
 fn analyze(
     s: &mut HistorySeries,
     direction: Option<Direction>,
@@ -537,19 +624,9 @@ fn analyze(
 ) {
     let values: Vec<f64> = s.points.iter().map(|p| p.value).collect();
     let n = values.len();
-    let learned = relative_noise(&values);
-    (s.noise, s.noise_source) = match (learned, prior) {
-        (Some(l), Some(p)) if n < LEARN_POINTS && p.sd > l => (
-            p.sd,
-            format!(
-                "{}, above the {:.1}% the {n} points show",
-                p.source,
-                100.0 * l
-            ),
-        ),
-        (Some(l), _) => (l, format!("learned from the {n} points")),
-        (None, Some(p)) => (p.sd, p.source),
-        (None, None) => (f64::NAN, "unknown".to_string()),
+    (s.noise, s.noise_source) = match perfsleuth_compare::series_noise(&values, prior, "points") {
+        Some(noise) => (noise.sd, noise.source),
+        None => (f64::NAN, "unknown".to_string()),
     };
     s.min_change = opts.min_change.unwrap_or_else(|| {
         if s.noise.is_finite() {
@@ -662,15 +739,7 @@ fn summary(
     after: Option<&str>,
     environment: &[String],
 ) -> String {
-    use perfsleuth_report::{format_change, format_p};
-    let at = after.map(|a| format!(" at {a}")).unwrap_or_default();
-    let head = format!(
-        "{} [{} … {}]{at} ({})",
-        format_change(cp.change),
-        format_change(cp.ci.0),
-        format_change(cp.ci.1),
-        format_p(cp.p)
-    );
+    let head = step_head(cp.change, [cp.ci.0, cp.ci.1], after, cp.p);
     if environment.is_empty() {
         let range = match (before, after) {
             (Some(b), Some(a)) => format!("the commits in {b}..{a}"),
@@ -683,6 +752,19 @@ fn summary(
             environment.join("; ")
         )
     }
+}
+
+/// "+12.0% [+9.1% … +15.2%] at abc1234 (p < 0.001)": a step's size, where and how sure.
+fn step_head(change: f64, ci: [f64; 2], after: Option<&str>, p: f64) -> String {
+    use perfsleuth_report::{format_change, format_p};
+    let at = after.map(|a| format!(" at {a}")).unwrap_or_default();
+    format!(
+        "{} [{} … {}]{at} ({})",
+        format_change(change),
+        format_change(ci[0]),
+        format_change(ci[1]),
+        format_p(p)
+    )
 }
 
 /// Joins the documents of several metrics into one (their series in order).
@@ -740,6 +822,9 @@ pub fn check(doc: &mut HistoryDoc, newest_run: Option<i64>, opts: &Options) -> H
             }
             HistoryCause::Environment => {
                 reasons.push(format!("not failing, the environment changed: {what}"));
+            }
+            HistoryCause::Machine => {
+                reasons.push(format!("not failing, the machine stepped: {what}"));
             }
         }
     }

@@ -79,9 +79,8 @@ fn header(s: &HistorySeries) -> String {
 fn noise_line(s: &HistorySeries) -> String {
     if s.noise.is_finite() {
         format!(
-            "noise ±{:.1}% per run (σ, {}); changes under {:.1}% are not reported",
-            100.0 * s.noise,
-            s.noise_source,
+            "noise {}; changes under {:.1}% are not reported",
+            perfsleuth_compare::noise_text(s.noise, &s.noise_source),
             100.0 * s.min_change
         )
     } else {
@@ -132,6 +131,7 @@ fn verdict_word(c: &perfsleuth_model::schema::HistoryChange) -> &'static str {
         (Some(true), HistoryCause::Code) => "regression",
         (Some(false), HistoryCause::Code) => "improvement",
         (_, HistoryCause::Environment) => "environment",
+        (_, HistoryCause::Machine) => "machine",
         (None, HistoryCause::Code) => "change",
     }
 }

@@ -201,9 +201,10 @@ pub fn stable_baseline(
 }
 
 /// Fills `opts.history` for every benchmark of the newest baseline run from
-/// `store`, leaving out the runs in `exclude` (the candidate's), and adds to
+/// `store` (its same-binary runs, the candidate's included), and adds to
 /// `baseline` the same-binary runs made at the baseline run's commit from a
-/// clean tree (each with that benchmark only). Returns the notes saying what
+/// clean tree (each with that benchmark only), leaving out the runs in
+/// `exclude` (the candidate's). Returns the notes saying what
 /// was added. Store errors leave the comparison without history: it is an
 /// aid, and the verdict says which noise it used.
 pub fn add_history(
@@ -223,14 +224,17 @@ pub fn add_history(
             continue;
         };
         let key = benchmark_key(&bench.name, &bench.parameters);
+        // The noise is the series' (every run of this program, the
+        // candidate's too, as `history` counts it), so both show one figure;
+        // only the pooling below leaves the candidate's runs out.
+        let samples = samples_of(runs.iter());
+        if !samples.is_empty() {
+            opts.history.insert(key.clone(), samples);
+        }
         let others: Vec<&Run> = runs
             .iter()
             .filter(|r| r.id.is_some_and(|id| !exclude.contains(&id)))
             .collect();
-        let samples = samples_of(others.iter().copied());
-        if !samples.is_empty() {
-            opts.history.insert(key.clone(), samples);
-        }
         let same_commit: Vec<&Run> = others
             .iter()
             .copied()
@@ -431,13 +435,18 @@ pub fn history_doc(
 ) -> Result<Option<perfsleuth_model::schema::HistoryDoc>, StoreError> {
     let env_ids: Vec<i64> = selected.iter().map(|e| e.environment_id).collect();
     let envs = store.environments(&env_ids)?;
+    let runs = store
+        .run_environments(&crate::newest_runs(&selected))
+        .unwrap_or_default();
     let mut docs = Vec::new();
     for &metric in metrics {
         let crate::Loaded { points, fresh } = crate::load(&*store, selected.clone(), metric)?;
         if cache && !fresh.is_empty() {
             let _ = store.put_metric_summaries(metric, &fresh);
         }
-        docs.push(crate::build(points, &envs, metric, order, filter, opts));
+        docs.push(crate::build(
+            points, &envs, &runs, metric, order, filter, opts,
+        ));
     }
     Ok(crate::join(docs))
 }

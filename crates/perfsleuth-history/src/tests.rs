@@ -31,6 +31,8 @@ fn stored(n: usize, level: impl Fn(usize) -> f64, env_of: impl Fn(usize) -> i64)
                 environment_id: env_of(i),
                 name: "work".into(),
                 parameters: BTreeMap::new(),
+                binary_sha256: None,
+                argv: "[\"./work\"]".into(),
             },
             summary: summarize(
                 &(0..20)
@@ -46,6 +48,7 @@ fn build_default(pts: Vec<Stored>) -> HistoryDoc {
     build(
         pts,
         &envs(),
+        &BTreeMap::new(),
         Metric::Wall,
         &Order::Time,
         &Filter::default(),
@@ -155,6 +158,7 @@ fn check_fails_once_for_a_new_code_regression_and_never_for_the_environment() {
         let mut doc = build(
             pts,
             &envs(),
+            &BTreeMap::new(),
             Metric::Wall,
             &Order::Time,
             &Filter::default(),
@@ -195,6 +199,7 @@ fn git_order_beats_time_order_and_filters_apply() {
     let doc = build(
         pts,
         &envs(),
+        &BTreeMap::new(),
         Metric::Wall,
         &Order::Git(pos),
         &Filter {
@@ -291,4 +296,55 @@ fn markers_index_the_points_kept_when_a_run_has_no_value() {
     assert_eq!(s.markers.len(), 1);
     assert_eq!(s.markers[0].index, 4);
     assert_eq!(s.points[4].run_id, Some(6));
+}
+
+#[test]
+fn byte_identical_programs_that_step_together_are_the_machine_not_the_code() {
+    // Three benchmarks in each of 60 runs; all on one machine with no
+    // recorded change. `a` and `b` keep one binary throughout and both get
+    // +10 % / +12 % slower at run 30; `c` gets a new binary at run 30 and
+    // +6 % slower: a code change in the same run.
+    let series = |name: &str, id: i64, step: f64, new_binary: bool| {
+        let mut pts = stored(60, |i| if i < 30 { 1.0 } else { 1.0 + step }, |_| 1);
+        for (i, p) in pts.iter_mut().enumerate() {
+            p.entry.name = name.to_string();
+            p.entry.benchmark_id = 3 * i as i64 + id;
+            let version = if new_binary && i >= 30 { "v2" } else { "v1" };
+            p.entry.binary_sha256 = Some(format!("{name}-{version}"));
+        }
+        pts
+    };
+    let mut pts = series("a", 0, 0.10, false);
+    pts.extend(series("b", 1, 0.12, false));
+    pts.extend(series("c", 2, 0.06, true));
+    let doc = build_default(pts);
+    let cause = |name: &str| {
+        let s = doc.series.iter().find(|s| s.benchmark == name).unwrap();
+        assert_eq!(s.change_points.len(), 1, "{name}: {:?}", s.change_points);
+        s.change_points[0].clone()
+    };
+    for name in ["a", "b"] {
+        let c = cause(name);
+        assert_eq!(c.cause, HistoryCause::Machine, "{name}: {}", c.summary);
+        assert!(
+            c.summary
+                .contains("2 benchmarks whose programs are byte-identical either side moved")
+                && c.summary
+                    .ends_with("one common step — the machine, not the code"),
+            "{}",
+            c.summary
+        );
+    }
+    let c = cause("c");
+    assert_eq!(c.cause, HistoryCause::Code, "{}", c.summary);
+
+    // One byte-identical program alone keeps its cause, and says so.
+    let doc = build_default(series("a", 0, 0.10, false));
+    let c = &doc.series[0].change_points[0];
+    assert_eq!(c.cause, HistoryCause::Code);
+    assert!(
+        c.summary.contains("byte-identical either side"),
+        "{}",
+        c.summary
+    );
 }

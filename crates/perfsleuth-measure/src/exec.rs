@@ -263,8 +263,6 @@ pub struct Executor {
     program: String,
     input: Option<File>,
     stderr_capture: Option<File>,
-    /// `/dev/null`, for stderr of timed runs (see [`Executor::run`]).
-    stderr_null: Option<File>,
     /// Whether the command's stderr currently goes to the capture file.
     capturing: bool,
     /// Whether the latest run's stderr was captured (else the tail is stale).
@@ -337,12 +335,13 @@ impl Executor {
                 Some(f)
             }
             None => {
-                command.stdin(open(Path::new("/dev/null"), false)?);
+                // Opened by the spawn and closed after it: descriptors held
+                // between runs would grow with the number of commands.
+                command.stdin(Stdio::null());
                 None
             }
         };
         let mut stderr_capture = None;
-        let mut stderr_null = None;
         match &io.output {
             OutputTarget::Inherit => {
                 command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
@@ -351,7 +350,7 @@ impl Executor {
                 match target {
                     OutputTarget::File(p) => command.stdout(open(p, true)?),
                     OutputTarget::Pipe => command.stdout(draining_pipe()?),
-                    _ => command.stdout(open(Path::new("/dev/null"), true)?),
+                    _ => command.stdout(Stdio::null()),
                 };
                 let capture = match capture {
                     Some(path) => std::fs::OpenOptions::new()
@@ -366,7 +365,6 @@ impl Executor {
                 };
                 command.stderr(dup(&capture, Path::new("stderr capture"))?);
                 stderr_capture = Some(capture);
-                stderr_null = Some(open(Path::new("/dev/null"), true)?);
             }
         }
         Ok(Executor {
@@ -375,7 +373,6 @@ impl Executor {
             input,
             capturing: stderr_capture.is_some(),
             stderr_capture,
-            stderr_null,
             last_captured: false,
             stderr_dirty: false,
             timeout: io.timeout,
@@ -517,15 +514,19 @@ impl Executor {
         }
     }
 
-    /// Points the command's stderr at the capture file or at `/dev/null`;
-    /// costs a `dup` only when the choice changes.
+    /// Points the command's stderr at the capture file or at `/dev/null`
+    /// (opened by each spawn, so no descriptor is held for it); costs a
+    /// `dup` only when the choice changes.
     fn route_stderr(&mut self, capture: bool) -> Result<(), MeasureError> {
-        let (Some(file), Some(null)) = (&self.stderr_capture, &self.stderr_null) else {
+        let Some(file) = &self.stderr_capture else {
             return Ok(());
         };
         if capture != self.capturing {
-            let target = if capture { file } else { null };
-            self.command.stderr(dup(target, Path::new("stderr"))?);
+            if capture {
+                self.command.stderr(dup(file, Path::new("stderr"))?);
+            } else {
+                self.command.stderr(Stdio::null());
+            }
             self.capturing = capture;
         }
         Ok(())

@@ -451,6 +451,10 @@ pub struct HistoryPoint {
     /// Comparability hash of the run's environment (all identity facts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparability: Option<String>,
+    /// SHA-256 of the benchmarked program, when it was known: the same on
+    /// both sides of a step means the program's code did not change there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_sha256: Option<String>,
 }
 
 /// Environment facts that changed between point `index - 1` and `index`.
@@ -481,6 +485,10 @@ pub enum HistoryCause {
     Code,
     /// An environment change coincides: probably the machine.
     Environment,
+    /// No recorded environment change, but several benchmarks whose
+    /// programs are byte-identical either side stepped together at the same
+    /// run: one common step of the machine, not the code.
+    Machine,
 }
 
 /// One change point: the series stepped between two points.

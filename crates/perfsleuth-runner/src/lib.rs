@@ -1,5 +1,5 @@
 //! The measurement engine behind `perfsleuth run` and `perfsleuth scale`:
-//! preparing benchmarks in the spawner, warmups, the pipelined round-robin
+//! preparing benchmarks in the spawner, warmups, the pipelined interleaved
 //! schedule with its adaptive stop, the concurrency sweep, the probe suite,
 //! counters, and the end of a run.
 //!

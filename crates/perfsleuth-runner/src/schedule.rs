@@ -1,5 +1,5 @@
 //! The timed schedule of `perfsleuth run`: setups, warmups, then timed runs
-//! round-robin over the benchmarks (pipelined: the spawner is kept ahead
+//! interleaved over the benchmarks in sweeps that alternate direction (pipelined: the spawner is kept ahead
 //! while this process stores the previous sample), each benchmark stopping by
 //! the adaptive rule; cleanups last, and after a failure too.
 
@@ -676,7 +676,7 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
         Ok(())
     }
 
-    /// The timed runs, round-robin over `benches` (whose first has index
+    /// The timed runs, interleaved over `benches` (whose first has index
     /// `offset` in the plan). The spawner is kept ahead: while it runs
     /// iteration k+1, this process stores iteration k and applies the
     /// stopping rule, so none of that is on the critical path.

@@ -164,6 +164,7 @@ fn is_uuid(s: &str) -> bool {
 
 /// The project's run a path or query names: an id, a UUID, `latest` or `latest~N`.
 fn run_id(store: &dyn Store, spec: &str) -> Result<i64, ApiError> {
+    selector_text(spec)?;
     let missing = || {
         ApiError::not_found(
             format!("no run {spec:?} in this project"),
@@ -349,6 +350,7 @@ pub(crate) fn given(v: &Option<String>) -> Option<String> {
 
 /// A side named by a query parameter: an id, a UUID, `latest~N` or a branch.
 pub(crate) fn side(store: &dyn Store, spec: &str) -> Result<Side, ApiError> {
+    selector_text(spec)?;
     if is_uuid(spec) {
         let id = run_id(store, spec)?;
         return Ok(Side {
@@ -370,6 +372,22 @@ pub(crate) fn side(store: &dyn Store, spec: &str) -> Result<Side, ApiError> {
         format!("no run or branch {spec:?} in this project"),
         "give a run id, a run UUID, latest, latest~N or a branch with runs",
     ))
+}
+
+/// A selector with a control character (`%00`, a newline) names no run or
+/// branch: the request is malformed (400), whatever the database would
+/// have said of the bytes (PostgreSQL refuses a NUL in text).
+fn selector_text(spec: &str) -> Result<(), ApiError> {
+    if spec.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            format!(
+                "the run selector {:?} holds a control character",
+                spec.chars().take(100).collect::<String>()
+            ),
+            "give a run id, a run UUID, latest, latest~N or a branch name",
+        ));
+    }
+    Ok(())
 }
 
 /// A side that could not be chosen, with hints for a server's user (the

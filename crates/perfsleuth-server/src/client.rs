@@ -32,6 +32,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone)]
 pub struct Client {
     base: String,
+    /// `base` as messages name it: a password in it shown as `…`.
+    shown: String,
     project: String,
     token: Option<String>,
     attempts: u32,
@@ -113,6 +115,7 @@ impl Client {
             .build()
             .into();
         Ok(Client {
+            shown: without_password(&base),
             base,
             project: project.to_string(),
             token,
@@ -204,7 +207,7 @@ impl Client {
                 Ok(a) => return Ok(a),
                 Err(Transport::Fatal(message, hint)) => {
                     return Err(PushError {
-                        message: format!("cannot talk to {}: {message}", self.base),
+                        message: format!("cannot talk to {}: {message}", self.shown),
                         hint,
                         status: None,
                         usage: true,
@@ -216,7 +219,7 @@ impl Client {
         Err(PushError {
             message: format!(
                 "{} did not answer after {} attempts: {last}",
-                self.base, self.attempts
+                self.shown, self.attempts
             ),
             hint: "check that the server runs and --server is right; push again later (runs already sent are not sent twice)".into(),
             status: None,
@@ -333,5 +336,37 @@ fn refusal(a: &Answer, project: &str) -> PushError {
         hint,
         status: Some(a.status),
         usage: true,
+    }
+}
+
+/// A URL as an error message may show it: the password of `user:password@`
+/// replaced by `…` (the message lands in CI logs).
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    match authority.rfind('@') {
+        Some(at) => {
+            let user = authority[..at].split(':').next().unwrap_or("");
+            format!("{scheme}://{user}:…@{}{tail}", &authority[at + 1..])
+        }
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod password_tests {
+    use super::without_password;
+
+    #[test]
+    fn messages_never_repeat_a_password_from_the_url() {
+        assert_eq!(
+            without_password("http://u:secret@host:8080/x"),
+            "http://u:…@host:8080/x"
+        );
+        assert_eq!(without_password("http://host:8080"), "http://host:8080");
+        assert!(!without_password("https://a:b@c@d/").contains('b'));
     }
 }

@@ -342,9 +342,18 @@ async fn access_log(
     response
 }
 
-/// Serves until SIGINT or SIGTERM, then finishes the requests in flight.
-/// `ready` is called with the bound address once the server listens (port
-/// 0 picks a free one).
+/// How long a connection may take to send a request's head, or stay idle
+/// between requests: a client that holds a partial request or an idle
+/// connection is closed then, not kept for ever.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long requests in flight may finish after SIGINT or SIGTERM before
+/// the server stops anyway.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Serves until SIGINT or SIGTERM, then lets the requests in flight finish
+/// for up to [`SHUTDOWN_GRACE`]. `ready` is called with the bound address
+/// once the server listens (port 0 picks a free one).
 pub fn serve(config: ServerConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
     let (app, state) = build(&config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -360,9 +369,7 @@ pub fn serve(config: ServerConfig, ready: impl FnOnce(SocketAddr)) -> Result<(),
                 detail: e.to_string(),
             })?;
         ready(listener.local_addr()?);
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown_signal())
-            .await?;
+        accept_until_signal(listener, app).await;
         Ok::<(), ServerError>(())
     })?;
     // Requests still blocked on the store get a moment, not forever.
@@ -370,6 +377,63 @@ pub fn serve(config: ServerConfig, ready: impl FnOnce(SocketAddr)) -> Result<(),
     // Outside the runtime: the pooled PostgreSQL clients close here.
     drop(state);
     Ok(())
+}
+
+/// Serves each accepted connection over HTTP/1 with the header-read
+/// timeout; on a signal stops accepting, asks every connection to finish
+/// its request and close, and closes what is left after the grace period.
+async fn accept_until_signal(listener: tokio::net::TcpListener, app: axum::Router) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    let signal = shutdown_signal();
+    tokio::pin!(signal);
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut signal => break,
+            accepted = listener.accept() => accepted,
+        };
+        while connections.try_join_next().is_some() {}
+        let tcp = match accepted {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of descriptors and the like: wait, as axum::serve does.
+                eprintln!("cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let mut stop = stop_rx.clone();
+        connections.spawn(async move {
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(TokioIo::new(tcp), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = stop.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        eprintln!(
+            "stopping: {} connection(s) still open after {} s are closed",
+            connections.len(),
+            SHUTDOWN_GRACE.as_secs()
+        );
+        connections.abort_all();
+    }
 }
 
 async fn shutdown_signal() {

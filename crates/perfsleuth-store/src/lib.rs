@@ -78,6 +78,11 @@ pub struct HistoryEntry {
     pub name: String,
     /// Its parameters.
     pub parameters: BTreeMap<String, String>,
+    /// The benchmarked program's `binary.sha256`, when it was known.
+    pub binary_sha256: Option<String>,
+    /// The argument vector executed, as stored (JSON text): with the hash,
+    /// what says two points ran exactly the same program.
+    pub argv: String,
 }
 
 // The `perfsleuth/runs` entries are part of the typed schema in the model.
@@ -307,6 +312,11 @@ pub trait Store {
 
     /// The stored environments (identity and performance facts) with these ids.
     fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError>;
+
+    /// The whole environment (the machine's facts and the run's context,
+    /// as [`Store::load_run`] gives it) of each run in `run_ids`, without
+    /// its benchmarks and samples.
+    fn run_environments(&self, run_ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError>;
 
     /// Where the store is, as messages name it: the SQLite file, or the
     /// PostgreSQL URL without its password.

@@ -51,6 +51,18 @@ impl StoreUrl {
     }
 }
 
+/// SQLite opens the name `:memory:` as a database in memory, gone when the
+/// process ends: a store there would say "Stored as run 1" and keep nothing.
+fn memory_refused(path: &str, url: &str) -> Result<(), StoreError> {
+    if path == ":memory:" {
+        return Err(StoreError::UnsupportedUrl {
+            url: url.to_string(),
+            reason: "`:memory:` is a SQLite database in memory that keeps nothing once perfsleuth exits; give a file (`./:memory:` for a file of that name)".into(),
+        });
+    }
+    Ok(())
+}
+
 impl SqliteStore {
     /// Parses `--store` values: "sqlite:PATH" or a bare PATH. Anything else (e.g. "postgres://…") -> error naming the supported schemes.
     pub fn path_from_url(url: &str) -> Result<PathBuf, StoreError> {
@@ -67,8 +79,9 @@ impl SqliteStore {
             if rest.is_empty() {
                 return Err(bad("no path after `sqlite:`".into()));
             }
-            return Ok(PathBuf::from(rest));
+            return memory_refused(rest, url).map(|()| PathBuf::from(rest));
         }
+        memory_refused(url, url)?;
         // Only `scheme://` counts as a URL, so a file named `a:b.db` still works.
         if let Some((scheme, _)) = url.split_once("://") {
             let looks_like_scheme = scheme

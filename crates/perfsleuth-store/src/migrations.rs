@@ -5,7 +5,7 @@
 use crate::error::{At, StoreError};
 use crate::schema;
 use rusqlite::{Connection, TransactionBehavior};
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 
 /// `PRAGMA application_id` of every perfsleuth store: "PSLT" in ASCII.
@@ -71,10 +71,7 @@ pub(crate) fn precheck(path: &Path) -> Result<FileState, StoreError> {
     if meta.len() == 0 {
         return Ok(FileState::Empty);
     }
-    let mut header = Vec::with_capacity(100);
-    std::fs::File::open(path)
-        .and_then(|f| f.take(100).read_to_end(&mut header))
-        .map_err(unreadable)?;
+    let header = read_header(path, &meta).map_err(unreadable)?;
     // A real database is at least one 512-byte page; anything shorter with the
     // magic is not a database SQLite would refuse, so refuse it here.
     if header.len() < 100 || !header.starts_with(SQLITE_MAGIC) {
@@ -102,6 +99,54 @@ pub(crate) fn precheck(path: &Path) -> Result<FileState, StoreError> {
         });
     }
     Ok(FileState::Sqlite)
+}
+
+/// Descriptors of the store files whose header this process read, never
+/// closed. Closing any descriptor of a file drops every POSIX lock the
+/// process holds on it (fcntl semantics) — SQLite's own included, whose
+/// connections keep theirs in a shared table for exactly this reason, but
+/// know nothing of ours. A server opening a connection while others of its
+/// own were live lost its locks that way; another process closing what it
+/// then took for the last connection checkpointed and deleted the WAL and
+/// shared memory the server still wrote to, and its runs and token
+/// revocations were gone (issue 37). One descriptor per file for the life of
+/// the process is the price.
+static HEADERS: std::sync::Mutex<Vec<((u64, u64), std::fs::File)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The first 100 bytes of the file at `path` (`meta` its metadata), through
+/// a descriptor this process keeps open (see [`HEADERS`]).
+fn read_header(path: &Path, meta: &std::fs::Metadata) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    let key = (meta.dev(), meta.ino());
+    let mut held = HEADERS.lock().unwrap_or_else(|p| p.into_inner());
+    let at = match held.iter().position(|(k, _)| *k == key) {
+        Some(i) => i,
+        None => {
+            let file = std::fs::File::open(path)?;
+            let m = file.metadata()?;
+            if (m.dev(), m.ino()) != key {
+                // Replaced between the look and the open: read this one, and
+                // keep it under its own identity.
+                held.push(((m.dev(), m.ino()), file));
+            } else {
+                held.push((key, file));
+            }
+            held.len() - 1
+        }
+    };
+    let mut header = vec![0u8; 100];
+    let mut filled = 0;
+    while filled < header.len() {
+        match held[at].1.read_at(&mut header[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    header.truncate(filled);
+    Ok(header)
 }
 
 /// The identifying pragmas and the number of schema objects, read in one go.

@@ -771,11 +771,12 @@ pub(crate) fn history_entries<D: Db + ?Sized>(db: &D) -> Result<Vec<HistoryEntry
     let rows = db.query(
         &format!(
             "SELECT b.id, b.run_id, r.started_at, r.git_commit, r.git_branch, r.git_dirty, \
-             r.mode, r.environment_id, b.name, b.parameters FROM runs r \
+             r.mode, r.environment_id, b.name, b.parameters, {}, b.argv FROM runs r \
              JOIN benchmarks b ON b.run_id = r.id \
              WHERE r.status = 'complete' AND r.mode <> 'probe' \
              AND coalesce({}, '') <> '{}' AND r.project = ?1 \
              ORDER BY r.id, b.position",
+            db.dialect().json_fact("b.facts", "binary.sha256"),
             db.dialect().json_text("r.options", "kind"),
             perfsleuth_model::SCALE_KIND,
         ),
@@ -793,6 +794,10 @@ pub(crate) fn history_entries<D: Db + ?Sized>(db: &D) -> Result<Vec<HistoryEntry
             environment_id: row.int(7)?,
             name: row.text(8)?,
             parameters: json(place, serde_json::from_str(&row.text(9)?))?,
+            binary_sha256: row
+                .opt_text(10)?
+                .filter(|h| !h.is_empty() && h != perfsleuth_model::UNKNOWN),
+            argv: row.text(11)?,
         });
     }
     Ok(out)
@@ -941,6 +946,29 @@ pub(crate) fn environments<D: Db + ?Sized>(
         let rows = db.query("SELECT facts FROM environments WHERE id = ?1", &vals![id])?;
         if let Some(row) = rows.first() {
             out.insert(id, json(db.place(), serde_json::from_str(&row.text(0)?))?);
+        }
+    }
+    Ok(out)
+}
+
+/// [`crate::Store::run_environments`].
+pub(crate) fn run_environments<D: Db + ?Sized>(
+    db: &D,
+    run_ids: &[i64],
+) -> Result<BTreeMap<i64, Environment>, StoreError> {
+    let mut out = BTreeMap::new();
+    for &id in run_ids {
+        if out.contains_key(&id) {
+            continue;
+        }
+        let rows = db.query(
+            "SELECT e.facts, r.context FROM runs r JOIN environments e ON e.id = r.environment_id \
+             WHERE r.id = ?1 AND r.project = ?2",
+            &vals![id, db.project()],
+        )?;
+        if let Some(row) = rows.first() {
+            let env = merged_environment(db.place(), &row.text(0)?, &row.text(1)?)?;
+            out.insert(id, env);
         }
     }
     Ok(out)
@@ -1358,6 +1386,12 @@ macro_rules! impl_store {
             }
             fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError> {
                 queries::environments(self, ids)
+            }
+            fn run_environments(
+                &self,
+                run_ids: &[i64],
+            ) -> Result<BTreeMap<i64, Environment>, StoreError> {
+                queries::run_environments(self, run_ids)
             }
             fn location(&self) -> &std::path::Path {
                 $crate::sql::Db::place(self)

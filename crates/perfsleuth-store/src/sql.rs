@@ -179,6 +179,15 @@ impl Dialect {
             Dialect::Postgres => format!("(({column})::jsonb ->> '{key}')"),
         }
     }
+
+    /// The SQL expression of a fact's value in an environment-shaped JSON
+    /// text column (`{"binary.sha256": {"value": …}}`); keys hold dots.
+    pub(crate) fn json_fact(self, column: &str, key: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("json_extract({column}, '$.\"{key}\".value')"),
+            Dialect::Postgres => format!("(({column})::jsonb -> '{key}' ->> 'value')"),
+        }
+    }
 }
 
 /// A connection both the embedded and the server backend provide; the

@@ -70,8 +70,51 @@ impl SqliteStore {
             FileState::Missing | FileState::Empty => Err(StoreError::NoResults {
                 path: path.to_path_buf(),
             }),
-            FileState::Sqlite => SqliteStore::connect(path, false),
+            FileState::Sqlite => match SqliteStore::connect(path, false) {
+                Err(e) if on_read_only_file_system(path) => {
+                    SqliteStore::connect_immutable(path).map_err(|_| e)
+                }
+                other => other,
+            },
         }
+    }
+
+    /// Opens a store on a read-only file system for reading: as immutable
+    /// (SQLite's `immutable=1`: no locks, no `-shm` to create), which is
+    /// true there, since no process can change the file. Writes fail.
+    fn connect_immutable(path: &Path) -> Result<SqliteStore, StoreError> {
+        let mut uri = String::from("file:");
+        // Percent-encoded but for the plainest bytes: SQLite decodes them.
+        for &b in path.as_os_str().as_encoded_bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'~') {
+                uri.push(char::from(b));
+            } else {
+                uri.push_str(&format!("%{b:02X}"));
+            }
+        }
+        uri.push_str("?immutable=1");
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&uri, flags).at(path)?;
+        let id = Identity::read(&conn, path)?;
+        id.check(path)?;
+        if id.version >= 1 {
+            schema::probe(&conn, path, id.version)?;
+        }
+        if id.version < STORE_SCHEMA_VERSION {
+            return Err(StoreError::Unreadable {
+                path: path.to_path_buf(),
+                detail: "the store needs an upgrade, which a read-only file system does not allow"
+                    .into(),
+            });
+        }
+        Ok(SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+            depth: Cell::new(0),
+            project: String::new(),
+        })
     }
 
     /// Connects, verifies the file is ours, then (and only then) configures and migrates it.
@@ -109,6 +152,16 @@ impl SqliteStore {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Whether the file at `path` is on a read-only file system (`EROFS` on
+/// opening it for writing). Only asked after a connection failed, when
+/// this process holds no other descriptor of the file.
+fn on_read_only_file_system(path: &Path) -> bool {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::ReadOnlyFilesystem)
 }
 
 /// Switches to WAL, retrying while another opener holds the lock: the journal

@@ -783,7 +783,7 @@ pub struct RunArgs {
     /// Feed this file to every run's standard input (default: /dev/null).
     #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
-    /// Run each command's runs back to back instead of round-robin across commands.
+    /// Run each command's runs back to back instead of interleaved across commands.
     #[arg(long)]
     pub no_interleave: bool,
     /// Compare the others with this command (1-based index or name) instead of the first.

@@ -43,3 +43,44 @@ impl fmt::Display for Fail {
 }
 
 impl std::error::Error for Fail {}
+
+/// Longest message, detail or hint line an error prints, in characters.
+const MAX_LINE: usize = 600;
+
+/// `s` as one bounded line a terminal prints as text: control characters
+/// (a file's escape sequences could retitle or clear the terminal) written
+/// as `\u{1B}`, and past [`MAX_LINE`] characters cut, saying how much was
+/// left out — an error quoting a 3 MB CSV cell stays one readable line.
+pub fn safe_line(s: &str) -> String {
+    let mut out = String::new();
+    for (shown, (i, c)) in s.char_indices().enumerate() {
+        if shown == MAX_LINE {
+            out.push_str(&format!("… ({} more bytes)", s.len() - i));
+            break;
+        }
+        if c.is_control() && c != '\t' {
+            out.push_str(&format!("\\u{{{:X}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_line;
+
+    #[test]
+    fn error_lines_are_bounded_and_print_no_control_characters() {
+        assert_eq!(safe_line("plain"), "plain");
+        assert_eq!(
+            safe_line("a\u{1b}]0;owned\u{7}b\n"),
+            "a\\u{1B}]0;owned\\u{7}b\\u{A}"
+        );
+        let long = "x".repeat(3_000_000);
+        let line = safe_line(&long);
+        assert!(line.chars().count() < 700, "{}", line.len());
+        assert!(line.ends_with(&format!("… ({} more bytes)", 3_000_000 - 600)));
+    }
+}

@@ -183,6 +183,22 @@ pub(crate) fn since(text: &str) -> Result<String, Fail> {
         if !ok_date {
             return Err(bad("not a date (YYYY-MM-DD)"));
         }
+        // The day must exist in its month: 2026-02-30 is no date.
+        let (year, month, day): (u32, u32, u32) = (
+            parts[0].parse().unwrap_or(0),
+            parts[1].parse().unwrap_or(0),
+            parts[2].parse().unwrap_or(0),
+        );
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+        let days = match month {
+            2 if leap => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        };
+        if day > days {
+            return Err(bad(&format!("month {month} of {year} has {days} days")));
+        }
         let time = rest.trim_start_matches(['T', ' ']).trim_end_matches('Z');
         if rest.is_empty() {
             return Ok(date.to_string());

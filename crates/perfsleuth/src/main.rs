@@ -157,12 +157,13 @@ fn dash_tip(tip: &str) -> String {
 }
 
 fn report(fail: &Fail) -> i32 {
-    let mut text = format!("error: {}\n", fail.message);
+    use crate::error::safe_line;
+    let mut text = format!("error: {}\n", safe_line(&fail.message));
     for line in &fail.details {
-        text.push_str(&format!("  {line}\n"));
+        text.push_str(&format!("  {}\n", safe_line(line)));
     }
     if !fail.hint.is_empty() {
-        text.push_str(&format!("  hint: {}\n", fail.hint));
+        text.push_str(&format!("  hint: {}\n", safe_line(&fail.hint)));
     }
     term::emit(&text, true);
     fail.code

@@ -146,6 +146,9 @@ pub fn names_a_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| !m.is_dir())
 }
 
+/// FIFOs an output was tried on, kept open for writing (see [`check_writable`]).
+static HELD_FIFOS: std::sync::Mutex<Vec<std::fs::File>> = std::sync::Mutex::new(Vec::new());
+
 /// Fails early when an export path cannot be written, so a long run is not
 /// wasted on a typo; and refuses a path that would overwrite the store
 /// (`store_url`, as `--store` takes it) or any other SQLite database.
@@ -185,11 +188,21 @@ pub fn check_writable(path: &Path, option: &str, store_url: Option<&str>) -> Res
                 "give a file name",
             ));
         }
+        let fifo = meta.file_type().is_fifo();
         match std::fs::OpenOptions::new()
             .append(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(path)
         {
+            // Closing this descriptor would end a FIFO reader's input
+            // before anything was written: it is held until perfsleuth exits.
+            Ok(file) if fifo => {
+                HELD_FIFOS
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(file);
+                Ok(())
+            }
             Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
                 return Err(Fail::usage(
                     format!(
@@ -201,6 +214,11 @@ pub fn check_writable(path: &Path, option: &str, store_url: Option<&str>) -> Res
             }
             other => other.map(|_| ()),
         }
+    } else if std::fs::symlink_metadata(path).is_ok() {
+        return Err(Fail::usage(
+            format!("{option} {} is a symbolic link to nothing", path.display()),
+            "give the file the link should name, or remove the link",
+        ));
     } else {
         std::fs::OpenOptions::new()
             .write(true)
@@ -270,6 +288,15 @@ fn check_not_a_store(path: &Path, option: &str, store_url: Option<&str>) -> Resu
         // The write-ahead log's magic number, big-endian, either byte order flag.
         if n >= 4 && matches!(head[..4], [0x37, 0x7f, 0x06, 0x82 | 0x83]) {
             return refuse("a SQLite write-ahead log".into());
+        }
+        // The shared-memory index of a database in WAL mode (its version,
+        // 3007000, in native byte order) and a rollback journal: another
+        // live store's, whose process would lose what it writes next.
+        if n >= 4 && head[..4] == 3_007_000u32.to_ne_bytes() {
+            return refuse("a SQLite shared-memory index (another store's -shm)".into());
+        }
+        if n >= 8 && head[..8] == [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7] {
+            return refuse("a SQLite rollback journal".into());
         }
     }
     Ok(())
@@ -409,18 +436,163 @@ fn write_exports_inner(run: &Run, reference: Option<usize>, args: &RunArgs) -> R
     Ok(())
 }
 
-/// Writes `text` to a file, or to stdout for `-`.
+/// Writes `text` to `path`, or to stdout for `-`: the one writer of every
+/// output file (`report -o`, `--export-*`, `--plot`).
+///
+/// What is at `path` decides how, and nothing that is not a regular file
+/// it may write is ever replaced:
+/// - nothing: written to a temporary file next to it and renamed into
+///   place, so a reader never sees half of it and a failure leaves nothing;
+/// - a regular file: the same, the temporary file taking the old one's
+///   permissions (and owner, as root) first; through a symbolic link, the
+///   file it names is replaced and the link kept; a file with other hard
+///   links is rewritten in place, so the links keep seeing it;
+/// - a character device or a FIFO (`/dev/stdout`, `/proc/self/fd/1`, a
+///   pipe): written to, never renamed over; a FIFO nobody reads is an error
+///   rather than a wait;
+/// - a directory, a socket, a block device, a link to nothing: refused.
+///
+/// The temporary file is created exclusively (`O_CREAT | O_EXCL`, which
+/// follows no link) under an unpredictable name, so a link planted there
+/// cannot redirect the write.
 pub fn write_file(path: &Path, text: &str) -> Result<(), Fail> {
     if path == Path::new("-") {
         emit(text, false);
         return Ok(());
     }
-    std::fs::write(path, text).map_err(|e| {
+    write_output(path, text.as_bytes()).map_err(|e| {
         Fail::usage(
             format!("cannot write {}: {e}", path.display()),
             "check the path and its permissions",
         )
     })
+}
+
+fn write_output(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    let Some(meta) = meta else {
+        if std::fs::symlink_metadata(path).is_ok() {
+            return Err(Error::other("it is a symbolic link to nothing"));
+        }
+        return replace(path, bytes, None);
+    };
+    let kind = meta.file_type();
+    if meta.is_file() {
+        let real = std::fs::canonicalize(path)?;
+        if meta.nlink() > 1 {
+            return write_in_place(&real, bytes, true);
+        }
+        return replace(&real, bytes, Some(&meta));
+    }
+    if kind.is_char_device() || kind.is_fifo() {
+        return write_in_place(path, bytes, false);
+    }
+    Err(Error::other(if meta.is_dir() {
+        "it is a directory"
+    } else {
+        "it is not a regular file, a character device or a FIFO"
+    }))
+}
+
+/// Writes into what is already at `path`: a regular file (truncated first),
+/// a character device or a FIFO. A FIFO is first opened without blocking,
+/// so one that nobody reads fails at once; that descriptor stays open while
+/// the blocking one is opened, so the reader never sees the writers go.
+fn write_in_place(path: &Path, bytes: &[u8], truncate: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _probe = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ENXIO) {
+                std::io::Error::other("it is a FIFO (named pipe) that nobody reads")
+            } else {
+                e
+            }
+        })?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(truncate)
+        .open(path)?;
+    file.write_all(bytes)?;
+    file.flush()
+}
+
+/// Writes a temporary file next to `path` and renames it over `path`,
+/// with the permissions (and, as root, the owner) of `old`.
+fn replace(path: &Path, bytes: &[u8], old: Option<&std::fs::Metadata>) -> std::io::Result<()> {
+    use std::io::{ErrorKind, Write};
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map_or("output".into(), |n| n.to_string_lossy().into_owned());
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    for attempt in 0..64u32 {
+        let tmp = dir.join(format!(
+            ".{name}.{}.{:x}.tmp",
+            std::process::id(),
+            seed.wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(u128::from(attempt))
+                & 0xffff_ffff_ffff
+        ));
+        let mut file = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o666)
+            .open(&tmp)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        };
+        let written = (|| {
+            if let Some(m) = old {
+                // Owner first (only root may give a file away; a failure
+                // keeps ours), then the mode, which a chown may clear.
+                let _ = std::os::unix::fs::fchown(&file, Some(m.uid()), Some(m.gid()));
+                file.set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777))?;
+            }
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        return written;
+    }
+    Err(std::io::Error::other(
+        "no unused temporary file name next to it",
+    ))
+}
+
+/// Whether two output paths name one file: both stdout, the same device
+/// and inode, or (not there yet) the same resolved path.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let stdout = Path::new("-");
+    if a == stdout || b == stdout {
+        return a == b;
+    }
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => resolved(a).is_some_and(|p| Some(p) == resolved(b)),
+    }
 }
 
 /// Greys out secondary text when colour is on.

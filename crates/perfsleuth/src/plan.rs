@@ -89,6 +89,9 @@ pub fn in_dir(p: &Planned, dir: &std::path::Path) -> Planned {
     }
 }
 
+/// Most benchmarks one run may plan (commands × parameter combinations).
+pub const MAX_BENCHMARKS: u64 = 100_000;
+
 /// Expands templates × parameter combinations into benchmarks.
 pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
     let per_command = |values: &[String], option: &str| -> Result<(), Fail> {
@@ -167,6 +170,29 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
         }
     }
 
+    // Counted before anything is built: the product of a few scans can be
+    // billions, which would exhaust memory long before any later check.
+    let count = params
+        .iter()
+        .try_fold(t.commands.len() as u64, |n, (_, v)| {
+            n.checked_mul(v.len() as u64)
+        });
+    if count.is_none_or(|n| n > MAX_BENCHMARKS) {
+        let product = params
+            .iter()
+            .map(|(var, v)| format!("{} values of `{var}`", v.len()))
+            .collect::<Vec<_>>()
+            .join(" × ");
+        return Err(Fail::usage(
+            format!(
+                "{} command{} × {product} would make {} benchmarks (at most {MAX_BENCHMARKS})",
+                t.commands.len(),
+                if t.commands.len() == 1 { "" } else { "s" },
+                count.map_or("more than 2^64".to_string(), |n| n.to_string()),
+            ),
+            "scan fewer values (a larger --parameter-step-size) or fewer parameters at once",
+        ));
+    }
     let mut out: Vec<Planned> = Vec::new();
     for (i, template) in t.commands.iter().enumerate() {
         for combo in combinations(&params) {

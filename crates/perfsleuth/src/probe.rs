@@ -302,8 +302,13 @@ fn resolve_side(
     url: Option<&str>,
 ) -> Result<ProbeSide, Fail> {
     let path = Path::new(spec);
-    if path.is_file() {
+    // Anything on disk but a directory is read as a file: a FIFO or a
+    // process substitution (`<(cat a.json)`) works, a device says why not.
+    if output::names_a_file(path) {
         return from_file(path);
+    }
+    if path.is_dir() {
+        return Err(Fail::usage(format!("{spec}: is a directory"), SIDE_HINT));
     }
     if spec.ends_with(".json") || spec.contains('/') {
         return Err(Fail::usage(format!("{spec}: no such file"), SIDE_HINT));

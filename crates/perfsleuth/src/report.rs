@@ -144,7 +144,7 @@ pub fn report(args: ReportArgs) -> Result<i32, Fail> {
 }
 
 fn finish(path: &std::path::Path, html: &str) -> Result<i32, Fail> {
-    write_atomically(path, html)?;
+    crate::output::write_file(path, html)?;
     emit(
         &format!(
             "Wrote {} ({}).\n",
@@ -231,28 +231,4 @@ fn machine_line(run: &Run) -> String {
         }
     }
     parts.join(" · ")
-}
-
-/// Written next to its place and renamed over it: a reader never sees half a report.
-fn write_atomically(path: &std::path::Path, text: &str) -> Result<(), Fail> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let fail = |e: std::io::Error| {
-        Fail::usage(
-            format!("cannot write {}: {e}", path.display()),
-            "check the path and its permissions",
-        )
-    };
-    let name = path
-        .file_name()
-        .map_or("report".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail(e));
-    }
-    Ok(())
 }

@@ -198,18 +198,33 @@ fn report_repeats(args: &RunArgs) -> Result<(), Fail> {
             continue;
         }
         let samples = perfsleuth_history::stored::samples_of(runs.iter());
-        match perfsleuth_compare::learned_noise(&samples, perfsleuth_model::Metric::Wall) {
-            Some(n) => out.push_str(&format!(
-                "noise for `{key}` on this machine class: ±{:.1} % wall time ({})\n",
-                100.0 * n.one_run(),
-                n.source
-            )),
-            None => out.push_str(&format!(
+        if samples.len() < perfsleuth_compare::MIN_HISTORY {
+            out.push_str(&format!(
                 "`{key}`: {} same-binary runs stored; {} are needed to learn its noise\n",
                 samples.len(),
                 perfsleuth_compare::MIN_HISTORY
-            )),
+            ));
+            continue;
         }
+        // The rule `compare` and `history` apply, with the same prior.
+        let prior = perfsleuth_compare::prior_noise(&latest.environment);
+        let figures: Vec<String> = [
+            (perfsleuth_model::Metric::Wall, "wall time"),
+            (perfsleuth_model::Metric::Cpu, "CPU time"),
+        ]
+        .into_iter()
+        .filter_map(|(metric, name)| {
+            let n = perfsleuth_compare::history_noise(&samples, metric, Some(prior.clone()))?;
+            Some(format!(
+                "{name} {}",
+                perfsleuth_compare::noise_text(n.sd, &n.source)
+            ))
+        })
+        .collect();
+        out.push_str(&format!(
+            "noise for `{key}` on this machine class: {}\n",
+            figures.join("; ")
+        ));
     }
     emit(&out, true);
     Ok(())
@@ -950,7 +965,7 @@ fn check_exports(args: &RunArgs) -> Result<(), Fail> {
         .collect();
     if let Some(plot) = &args.plot {
         output::check_writable(plot, "--plot", args.store.store.as_deref())?;
-        if exports.iter().any(|(_, p)| *p == plot) {
+        if exports.iter().any(|(_, p)| output::same_file(p, plot)) {
             return Err(Fail::usage(
                 format!("--plot and an export both write to {}", plot.display()),
                 "give the chart a file of its own",
@@ -959,7 +974,10 @@ fn check_exports(args: &RunArgs) -> Result<(), Fail> {
     }
     for (i, (option, path)) in exports.iter().enumerate() {
         output::check_writable(path, option, args.store.store.as_deref())?;
-        if let Some((other, _)) = exports[..i].iter().find(|(_, p)| p == path) {
+        if let Some((other, _)) = exports[..i]
+            .iter()
+            .find(|(_, p)| output::same_file(p, path))
+        {
             return Err(Fail::usage(
                 format!("{other} and {option} both write to {}", path.display()),
                 "give each export its own file (at most one can be `-`, stdout)",

@@ -1714,15 +1714,15 @@ fn same_binary_history_teaches_the_noise_and_joins_the_baseline() {
     commit(&sb, "v1");
     bench(&sb, &["-n", "t", "true"]);
     bench(&sb, &["-n", "t", "true"]);
-    // One same-binary run besides the candidate: a stated fallback, never a
-    // noise from one run.
+    // Two same-binary runs (the candidate's counts, as `history` counts it):
+    // a stated fallback, never a noise from two runs.
     let doc = compare_json(&sb, &["1", "2"]);
     let (wall, top) = wall_of(&doc);
     assert_eq!(wall["noise"]["runs"], 0, "{wall:#}");
     assert!(
         notes(wall)
             .iter()
-            .any(|n| n.contains("only 1 same-binary run is stored, 5 are needed to learn it")),
+            .any(|n| n.contains("only 2 same-binary runs are stored, 5 are needed to learn it")),
         "{wall:#}"
     );
     assert!(
@@ -1739,8 +1739,9 @@ fn same_binary_history_teaches_the_noise_and_joins_the_baseline() {
     assert!(out.stderr.contains("repeat 4 of 4"), "{out:?}");
     assert!(
         out.stderr
-            .contains("noise for `t` on this machine class: ±")
-            && out.stderr.contains("% wall time (6 same-binary runs)"),
+            .contains("noise for `t` on this machine class: wall time ±")
+            && out.stderr.contains(" per run (σ, ")
+            && out.stderr.contains("6 same-binary runs"),
         "{out:?}"
     );
     assert_eq!(sb.runs_json().len(), 6);
@@ -1748,14 +1749,21 @@ fn same_binary_history_teaches_the_noise_and_joins_the_baseline() {
     bench(&sb, &["-n", "t", "true"]);
     let doc = compare_json(&sb, &["1", "7"]);
     let (wall, top) = wall_of(&doc);
-    assert_eq!(wall["noise"]["runs"], 6, "{wall:#}");
-    assert_eq!(wall["noise"]["source"], "6 same-binary runs");
+    // The candidate's run is one of the series: seven.
+    assert_eq!(wall["noise"]["runs"], 7, "{wall:#}");
+    assert!(
+        wall["noise"]["source"]
+            .as_str()
+            .unwrap()
+            .contains("7 same-binary runs"),
+        "{wall:#}"
+    );
     assert!(wall["band"].as_f64().unwrap() > 0.0, "{wall:#}");
     assert!(
         notes(wall)
             .iter()
             .any(|n| n.starts_with("noise for `t` on this machine class: ±")
-                && n.contains("(6 same-binary runs)")
+                && n.contains("7 same-binary runs")
                 && n.contains("between 6 runs of baseline and 1 run of candidate")),
         "{wall:#}"
     );
@@ -1813,7 +1821,8 @@ fn same_binary_history_teaches_the_noise_and_joins_the_baseline() {
     bench(&sb, &["-n", "t", "true"]);
     let doc = compare_json(&sb, &["8", "7"]);
     let (wall, top) = wall_of(&doc);
-    assert_eq!(wall["noise"]["runs"], 7, "{wall:#}");
+    // All eight runs of the binary are the series the noise is learned from.
+    assert_eq!(wall["noise"]["runs"], 8, "{wall:#}");
     assert_eq!(wall["n_baseline"], 12);
     assert!(
         !top.iter().any(|n| n.starts_with("baseline for")),

@@ -286,6 +286,25 @@ fn oversized_parameter_scans_are_refused() {
         sb.bench(&args).usage_error("at most 100000");
         assert!(!sb.db().exists(), "a refused scan stored a run");
     }
+    // Combinations are counted before they are built (issue 37): two scans
+    // of 10 000 values each would be 10^8 benchmarks, refused at once.
+    let started = std::time::Instant::now();
+    sb.bench([
+        "--runs",
+        "2",
+        "-P",
+        "a",
+        "1",
+        "10000",
+        "-P",
+        "b",
+        "1",
+        "10000",
+        "echo {a} {b}",
+    ])
+    .usage_error("would make 100000000 benchmarks (at most 100000)");
+    assert!(!sb.db().exists());
+    eprintln!("refused in {:?}", started.elapsed());
 }
 
 #[test]

@@ -348,3 +348,49 @@ fn history_of_real_runs() {
         "{text}"
     );
 }
+
+/// One noise figure per series and metric (issue 34): after six runs of one
+/// program, `history` and `compare` of its two newest runs learn the
+/// between-run noise by one rule from the same runs, and print it alike.
+#[test]
+fn history_and_compare_show_one_noise_figure_for_a_series() {
+    let sb = Sandbox::new();
+    for _ in 0..6 {
+        sb.bench(["--runs", "5", "-n", "t", "sleep 0.002"]).ok();
+    }
+    let store = sb.store();
+    let history = parse_json(
+        &sb.run([
+            "history", "--metric", "wall", "--format", "json", "--store", &store,
+        ])
+        .ok()
+        .stdout,
+    );
+    let series = &history["series"][0];
+    let compare = parse_json(
+        &sb.run([
+            "compare", "latest~1", "latest", "--format", "json", "--store", &store,
+        ])
+        .ok()
+        .stdout,
+    );
+    let row = compare["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "wall")
+        .expect("a wall row");
+    let (h, c) = (
+        series["noise"].as_f64().unwrap(),
+        row["noise"]["sd"].as_f64().unwrap(),
+    );
+    assert!((h - c).abs() < 1e-12, "history σ {h}, compare σ {c}");
+    // Worded alike: the terminal outputs print the same "±x % per run (σ, …)".
+    let figure = format!("±{:.1} % per run (σ, ", 100.0 * h);
+    let text = sb
+        .run(["history", "--metric", "wall", "--store", &store])
+        .ok();
+    assert!(text.stdout.contains(&figure), "{figure} in {}", text.stdout);
+    let notes = row["notes"].to_string();
+    assert!(notes.contains(&figure), "{figure} in {notes}");
+}

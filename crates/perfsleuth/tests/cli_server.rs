@@ -764,3 +764,181 @@ fn stop_with_sigterm(sb: &Sandbox, team: &str) {
         "{rest:?}"
     );
 }
+
+/// The files of `pid` that were deleted while it held them open.
+fn deleted_files(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .map(|p| p.display().to_string())
+                .filter(|p| p.ends_with("(deleted)"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The store under a live server and CLI processes at once (issue 37): the
+/// server serves concurrent reads and pushes while CLI processes list, store
+/// runs and revoke a token. Every run stays, the revocation holds at once,
+/// a token made later works, and (SQLite) no file of the store is deleted
+/// under the server.
+fn server_and_cli_share_a_store(sb: &Sandbox, store: &str) {
+    let revoked = token(sb, store, "app", "read");
+    let reader = token(sb, store, "app", "read");
+    let pusher = token(sb, store, "app", "ingest");
+    let server = serve(sb, store, "127.0.0.1:0");
+    let pid = server.child.id();
+    let runs_url = format!("{}/api/v1/projects/app/runs", server.base);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Four clients keep several requests in flight, so the server holds
+    // several connections to the store at once.
+    let load: Vec<_> = (0..4)
+        .map(|t| {
+            let (stop, runs_url, reader) = (stop.clone(), runs_url.clone(), reader.clone());
+            let client = perfsleuth_server::client::Client::new(
+                &server.base,
+                "app",
+                Some(pusher.clone()),
+                10,
+            )
+            .unwrap();
+            std::thread::spawn(move || {
+                let mut pushed = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    assert_eq!(get(&runs_url, Some(&reader)).0, 200);
+                    let (result, _) = client.push(&synthetic_run(t, pushed));
+                    result.unwrap_or_else(|e| panic!("push failed: {e} ({})", e.hint));
+                    pushed += 1;
+                }
+                pushed
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut stored = Vec::new();
+    for _ in 0..3 {
+        sb.run(["runs", "--store", store]).ok();
+        let out = sb
+            .run(["run", "--store", store, "--runs", "3", "-N", "true"])
+            .ok();
+        let id = out
+            .stderr
+            .split("Stored as run ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .unwrap_or_else(|| panic!("a run id: {out:?}"))
+            .to_string();
+        stored.push(id);
+        if let Some(file) = store.strip_prefix("sqlite:") {
+            let gone: Vec<String> = deleted_files(pid)
+                .into_iter()
+                .filter(|p| p.starts_with(file))
+                .collect();
+            assert!(gone.is_empty(), "deleted under the server: {gone:?}");
+        }
+    }
+    assert_eq!(get(&runs_url, Some(&revoked)).0, 200);
+    // A selector with a NUL is a malformed request on either backend.
+    let compare = format!("{}/api/v1/projects/app/compare?candidate=%00", server.base);
+    let (status, body) = get(&compare, Some(&reader));
+    assert_eq!(status, 400, "{body}");
+    revoke_first_token(sb, store);
+    assert_eq!(get(&runs_url, Some(&revoked)).0, 401, "revoked at once");
+    let later = token(sb, store, "app", "read");
+    assert_eq!(get(&runs_url, Some(&later)).0, 200, "a new token works");
+    sb.run(["server", "project", "app", "--public", "--store", store])
+        .ok();
+    assert_eq!(get(&runs_url, None).0, 200, "public at once");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let pushed: usize = load.into_iter().map(|h| h.join().unwrap()).sum();
+    drop(server);
+    // After the server stopped, everything either process stored is there.
+    let mut s = StoreUrl::parse(store).unwrap().open().unwrap();
+    s.use_project("app");
+    assert_eq!(s.list_runs(None).unwrap().len(), pushed, "every pushed run");
+    let listed = sb.run(["runs", "--store", store, "--json"]).ok().stdout;
+    let ids: Vec<String> = parse_json(&listed)["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].to_string())
+        .collect();
+    for id in &stored {
+        assert!(ids.contains(id), "run {id} the CLI stored is kept: {ids:?}");
+    }
+    assert!(pushed > 0);
+}
+
+#[test]
+fn a_sqlite_store_is_safe_under_a_live_server_and_cli_processes() {
+    let sb = Sandbox::new();
+    let team = format!("sqlite:{}", sb.path("team.db").display());
+    server_and_cli_share_a_store(&sb, &team);
+}
+
+#[test]
+fn a_postgres_store_is_safe_under_a_live_server_and_cli_processes() {
+    let Some(url) = perfsleuth_testkit::fresh_postgres("server_and_cli") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    server_and_cli_share_a_store(&sb, &url);
+}
+
+/// A client holding a partial request neither keeps the server from
+/// stopping on SIGTERM nor keeps its connection for ever (issue 37).
+#[test]
+fn partial_requests_and_idle_connections_are_closed_and_do_not_block_sigterm() {
+    use std::io::{Read, Write};
+    let sb = Sandbox::new();
+    let team = format!("sqlite:{}", sb.path("team.db").display());
+    let server = serve(&sb, &team, "127.0.0.1:0");
+    let addr = server.base.trim_start_matches("http://").to_string();
+    // An idle connection and a partial head: both closed by the server
+    // after the header-read timeout.
+    let mut idle = std::net::TcpStream::connect(&addr).unwrap();
+    let mut partial = std::net::TcpStream::connect(&addr).unwrap();
+    partial
+        .write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let started = Instant::now();
+    for conn in [&mut idle, &mut partial] {
+        conn.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let mut buf = [0u8; 512];
+        // EOF (0) or a reset: the server closed it.
+        let n = conn.read(&mut buf).unwrap_or(0);
+        let _ = n;
+    }
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(40),
+        "closed after {waited:?}, not held"
+    );
+    // Another partial request, then SIGTERM: the server exits within its grace.
+    let mut held = std::net::TcpStream::connect(&addr).unwrap();
+    held.write_all(b"GET /api/v1/health HTTP/1.1\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut server = server;
+    let pid = server.child.id().to_string();
+    let t = Instant::now();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            assert_eq!(status.code(), Some(0), "{status:?}");
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "SIGTERM ignored while a client holds a partial request"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(held);
+}
