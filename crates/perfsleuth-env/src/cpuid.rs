@@ -105,10 +105,14 @@ pub fn vendor_string(regs: [u32; 4], order: [usize; 3]) -> String {
     for i in order {
         bytes.extend_from_slice(&regs[i].to_le_bytes());
     }
+    // A dump's registers are a file's bytes: control characters (an escape
+    // sequence for the terminal `env show` prints to) never reach a fact.
     String::from_utf8_lossy(&bytes)
         .trim_matches(char::from(0))
         .trim()
-        .to_string()
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect()
 }
 
 #[cfg(test)]
@@ -125,6 +129,18 @@ mod tests {
         assert_eq!(vendor_string(leaf0, [1, 3, 2]), "GenuineIntel");
         assert_eq!(t.get(1, 0).unwrap()[0], 0x606a6);
         assert_eq!(t.get(2, 0), None);
+    }
+
+    #[test]
+    fn a_vendor_string_keeps_no_control_characters() {
+        // "\x1b]0;x" and "\x07" in the registers: a terminal escape.
+        let regs = [
+            0,
+            u32::from_le_bytes(*b"\x1b]0;"),
+            u32::from_le_bytes(*b"ab\x07c"),
+            u32::from_le_bytes(*b"x\ndy"),
+        ];
+        assert_eq!(vendor_string(regs, [1, 3, 2]), "]0;xdyabc");
     }
 
     #[test]
