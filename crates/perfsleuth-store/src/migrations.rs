@@ -109,36 +109,39 @@ pub(crate) fn precheck(path: &Path) -> Result<FileState, StoreError> {
 /// own were live lost its locks that way; another process closing what it
 /// then took for the last connection checkpointed and deleted the WAL and
 /// shared memory the server still wrote to, and its runs and token
-/// revocations were gone (issue 37). One descriptor per file for the life of
-/// the process is the price.
-static HEADERS: std::sync::Mutex<Vec<((u64, u64), std::fs::File)>> =
-    std::sync::Mutex::new(Vec::new());
+/// revocations were gone (issue 37). One descriptor per live store file is
+/// the price; a file no longer at its path (a removed temporary store, a
+/// replaced one) lets its descriptor go, since no connection can reach it
+/// by that path any more.
+static HEADERS: std::sync::Mutex<Vec<Held>> = std::sync::Mutex::new(Vec::new());
+
+/// A store file whose header was read: its path, device and inode, and the
+/// descriptor kept open.
+type Held = (std::path::PathBuf, (u64, u64), std::fs::File);
 
 /// The first 100 bytes of the file at `path` (`meta` its metadata), through
 /// a descriptor this process keeps open (see [`HEADERS`]).
 fn read_header(path: &Path, meta: &std::fs::Metadata) -> io::Result<Vec<u8>> {
     use std::os::unix::fs::{FileExt, MetadataExt};
-    let key = (meta.dev(), meta.ino());
+    let id = |m: &std::fs::Metadata| (m.dev(), m.ino());
+    let key = id(meta);
     let mut held = HEADERS.lock().unwrap_or_else(|p| p.into_inner());
-    let at = match held.iter().position(|(k, _)| *k == key) {
+    held.retain(|(p, k, _)| std::fs::metadata(p).is_ok_and(|m| id(&m) == *k));
+    let at = match held.iter().position(|(_, k, _)| *k == key) {
         Some(i) => i,
         None => {
             let file = std::fs::File::open(path)?;
-            let m = file.metadata()?;
-            if (m.dev(), m.ino()) != key {
-                // Replaced between the look and the open: read this one, and
-                // keep it under its own identity.
-                held.push(((m.dev(), m.ino()), file));
-            } else {
-                held.push((key, file));
-            }
+            // Replaced between the look and the open: kept under the
+            // identity of what was opened.
+            let opened = id(&file.metadata()?);
+            held.push((path.to_path_buf(), opened, file));
             held.len() - 1
         }
     };
     let mut header = vec![0u8; 100];
     let mut filled = 0;
     while filled < header.len() {
-        match held[at].1.read_at(&mut header[filled..], filled as u64) {
+        match held[at].2.read_at(&mut header[filled..], filled as u64) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
