@@ -29,6 +29,15 @@ impl fmt::Display for SplitError {
 
 impl std::error::Error for SplitError {}
 
+/// Whether `program` names a POSIX-style shell (by its file name).
+fn is_shell(program: &str) -> bool {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    matches!(
+        name,
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash"
+    )
+}
+
 /// Splits a command line into words as a POSIX shell would (quotes and
 /// backslashes), without running one. Unquoted `|`, `&`, `;`, `<`, `>`,
 /// backticks and `$` expansions are errors: executed directly they would
@@ -58,6 +67,10 @@ pub fn split_command(line: &str) -> Result<Vec<String>, SplitError> {
             }
             '"' => {
                 in_word = true;
+                // The script of an explicit `sh -c "…"`: its `$` and
+                // backticks are the inner shell's to expand (hyperfine -N
+                // passes them so too), not syntax lost without a shell.
+                let script = words.len() == 2 && words[1] == "-c" && is_shell(&words[0]);
                 loop {
                     match chars.next() {
                         Some('"') => break,
@@ -70,8 +83,8 @@ pub fn split_command(line: &str) -> Result<Vec<String>, SplitError> {
                             }
                             None => return Err(SplitError::UnterminatedQuote('"')),
                         },
-                        Some('`') => return Err(SplitError::ShellSyntax("`".into())),
-                        Some('$') if expands('$', chars.peek().copied()) => {
+                        Some('`') if !script => return Err(SplitError::ShellSyntax("`".into())),
+                        Some('$') if !script && expands('$', chars.peek().copied()) => {
                             return Err(SplitError::ShellSyntax(dollar(&mut chars)));
                         }
                         Some(ch) => word.push(ch),
@@ -211,6 +224,29 @@ mod tests {
             assert_eq!(
                 split_command(line),
                 Err(SplitError::ShellSyntax(op.into())),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_script_of_an_explicit_shell_keeps_its_expansions_for_that_shell() {
+        assert_eq!(
+            split_command("sh -c \"echo $HOME `date`\"").unwrap(),
+            ["sh", "-c", "echo $HOME `date`"]
+        );
+        assert_eq!(
+            split_command("/bin/bash -c \"x=$(nproc); echo $x\"").unwrap(),
+            ["/bin/bash", "-c", "x=$(nproc); echo $x"]
+        );
+        // Anywhere else it is still refused: no shell would see it.
+        for line in [
+            "python3 -c \"print('$HOME')\"",
+            "sh -x \"$HOME\"",
+            "sh -c echo $HOME",
+        ] {
+            assert!(
+                matches!(split_command(line), Err(SplitError::ShellSyntax(_))),
                 "{line}"
             );
         }

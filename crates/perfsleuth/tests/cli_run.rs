@@ -1558,3 +1558,22 @@ fn bench_list_commands_run_from_the_config_s_directory_wherever_run_starts() {
         "./where.sh"
     );
 }
+
+/// An explicit `sh -c "…"` is not refused for the `$` in its script: that
+/// shell expands it (issue 37; hyperfine -N runs it so too).
+#[test]
+fn an_explicit_sh_c_script_keeps_its_dollar_for_the_shell() {
+    let sb = Sandbox::new();
+    sb.run([
+        "run",
+        "--no-store",
+        "--runs",
+        "2",
+        "sh -c \"echo $HOME > home.txt\"",
+    ])
+    .ok();
+    assert_eq!(
+        sb.lines("home.txt"),
+        [sb.path("home").display().to_string()]
+    );
+}
