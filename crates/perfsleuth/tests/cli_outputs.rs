@@ -28,6 +28,14 @@ fn report_to(sb: &Sandbox, path: &Path) -> Out {
         .into()
 }
 
+/// A FIFO made with `mkfifo` in the sandbox.
+fn fifo(sb: &Sandbox, name: &str) -> std::path::PathBuf {
+    let path = sb.path(name);
+    let made = std::process::Command::new("mkfifo").arg(&path).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", path.display());
+    path
+}
+
 /// A character device node in the sandbox (root only; `None` elsewhere).
 fn device(sb: &Sandbox, name: &str, minor: u32) -> Option<std::path::PathBuf> {
     let path = sb.path(name);
@@ -65,14 +73,7 @@ fn a_report_is_written_into_devices_and_fifos_never_renamed_over_them() {
         );
     }
     // A FIFO with a reader gets the report; it stays a FIFO.
-    let fifo = sb.path("pipe");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    let fifo = fifo(&sb, "pipe");
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
@@ -212,14 +213,7 @@ fn probe_diff_reads_fifos_and_names_devices_and_directories() {
         .ok();
     let a = sb.write("a.json", &out.stdout);
     // A FIFO fed by a writer, as `<(cat a.json)` is.
-    let fifo = sb.path("side");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    let fifo = fifo(&sb, "side");
     let writer = {
         let (fifo, text) = (fifo.clone(), out.stdout.clone());
         std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
