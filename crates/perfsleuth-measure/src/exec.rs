@@ -12,6 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Where the benchmarked command's standard output goes.
@@ -262,12 +263,14 @@ pub struct Executor {
     command: Command,
     program: String,
     input: Option<File>,
-    stderr_capture: Option<File>,
-    /// Whether the command's stderr currently goes to the capture file.
+    /// Where kept stderr goes: shared by every command of a spawner, so
+    /// descriptors do not grow with the number of commands (the spawner
+    /// reads a tail right after the run it belongs to).
+    stderr_capture: Option<Arc<File>>,
+    /// Whether the run being made keeps its stderr.
     capturing: bool,
     /// Whether the latest run's stderr was captured (else the tail is stale).
     last_captured: bool,
-    stderr_dirty: bool,
     timeout: Option<Duration>,
     tolerate: Tolerate,
     disable_aslr: bool,
@@ -291,12 +294,13 @@ impl Executor {
         Executor::with_capture(argv, io, None)
     }
 
-    /// Like [`Executor::new`], but stderr is captured into the existing file at
-    /// `capture` (so another process can read it) instead of an anonymous one.
+    /// Like [`Executor::new`], but stderr is captured into `capture` (an
+    /// open file another process can read, shared with other commands)
+    /// instead of an anonymous file of its own.
     pub fn with_capture(
         argv: &[String],
         io: &IoConfig,
-        capture: Option<&Path>,
+        capture: Option<Arc<File>>,
     ) -> Result<Executor, MeasureError> {
         let Some((program, args)) = argv.split_first() else {
             return Err(MeasureError::NotFound(String::new()));
@@ -353,17 +357,12 @@ impl Executor {
                     _ => command.stdout(Stdio::null()),
                 };
                 let capture = match capture {
-                    Some(path) => std::fs::OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .open(path)
-                        .map_err(|source| MeasureError::File {
-                            path: path.to_path_buf(),
-                            source,
-                        })?,
-                    None => anonymous_temp_file()?,
+                    Some(file) => file,
+                    None => Arc::new(anonymous_temp_file()?),
                 };
-                command.stderr(dup(&capture, Path::new("stderr capture"))?);
+                // A copy for the child is made for each kept run and closed
+                // after it; between runs the command holds no descriptor.
+                command.stderr(Stdio::null());
                 stderr_capture = Some(capture);
             }
         }
@@ -371,10 +370,9 @@ impl Executor {
             command,
             program: program.clone(),
             input,
-            capturing: stderr_capture.is_some(),
+            capturing: false,
             stderr_capture,
             last_captured: false,
-            stderr_dirty: false,
             timeout: io.timeout,
             tolerate: io.tolerate.clone(),
             disable_aslr: io.disable_aslr,
@@ -469,6 +467,9 @@ impl Executor {
         let waited =
             wait_child(pid, self.timeout, start).map_err(|source| self.spawn_error(source))?;
         let wall = start.elapsed();
+        if self.capturing {
+            self.command.stderr(Stdio::null());
+        }
         drop(persona);
         if let Some(Err(why)) = restored {
             return Err(MeasureError::Setting(format!(
@@ -481,7 +482,6 @@ impl Executor {
             // Exited before it could be read: the next run is checked.
             Some(Ok(false)) | None => {}
         }
-        self.stderr_dirty = self.capturing;
         self.last_captured = self.capturing;
         let mut sample = sample_from(
             iteration,
@@ -508,27 +508,23 @@ impl Executor {
     /// The last `lines` lines the previous iteration wrote to stderr (empty
     /// when stderr was inherited).
     pub fn stderr_tail(&mut self, lines: usize) -> String {
-        match self.stderr_capture.as_mut() {
+        match self.stderr_capture.as_deref() {
             Some(f) if self.last_captured => tail_of(f, lines),
             _ => String::new(),
         }
     }
 
-    /// Points the command's stderr at the capture file or at `/dev/null`
-    /// (opened by each spawn, so no descriptor is held for it); costs a
-    /// `dup` only when the choice changes.
+    /// Points the command's stderr at a copy of the capture file for a kept
+    /// run (closed again after it), else leaves it at `/dev/null`, which
+    /// each spawn opens and closes itself: timed runs cost no `dup`.
     fn route_stderr(&mut self, capture: bool) -> Result<(), MeasureError> {
         let Some(file) = &self.stderr_capture else {
             return Ok(());
         };
-        if capture != self.capturing {
-            if capture {
-                self.command.stderr(dup(file, Path::new("stderr"))?);
-            } else {
-                self.command.stderr(Stdio::null());
-            }
-            self.capturing = capture;
+        if capture {
+            self.command.stderr(dup(file, Path::new("stderr"))?);
         }
+        self.capturing = capture;
         Ok(())
     }
 
@@ -540,14 +536,13 @@ impl Executor {
         if let Some(f) = self.input.as_mut() {
             f.seek(SeekFrom::Start(0)).map_err(io_err)?;
         }
-        if std::mem::take(&mut self.stderr_dirty) {
-            if let Some(f) = self.stderr_capture.as_mut() {
-                // The child writes at the offset it shares with us: a quiet
-                // child leaves it at 0 and costs no truncation.
-                if f.stream_position().map_err(io_err)? > 0 {
-                    f.set_len(0).map_err(io_err)?;
-                    f.seek(SeekFrom::Start(0)).map_err(io_err)?;
-                }
+        if let Some(mut f) = self.stderr_capture.as_deref().filter(|_| self.capturing) {
+            // Every child writes at the offset all copies share: a kept run
+            // starts from an empty file whichever command wrote last, and a
+            // quiet file costs no truncation.
+            if f.stream_position().map_err(io_err)? > 0 {
+                f.set_len(0).map_err(io_err)?;
+                f.seek(SeekFrom::Start(0)).map_err(io_err)?;
             }
         }
         Ok(())
@@ -563,7 +558,7 @@ impl Executor {
 
 /// The last `lines` non-empty lines of a capture file; reads at most the
 /// final 64 KiB so a chatty failure stays cheap.
-pub(crate) fn tail_of(file: &mut File, lines: usize) -> String {
+pub(crate) fn tail_of(mut file: &File, lines: usize) -> String {
     const CAP: u64 = 64 * 1024;
     let Ok(len) = file.seek(SeekFrom::End(0)) else {
         return String::new();

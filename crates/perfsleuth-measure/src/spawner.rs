@@ -20,6 +20,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Handle to a prepared command inside the spawner.
@@ -46,7 +47,12 @@ pub struct Spawner {
     requests: Option<File>,
     replies: File,
     next_id: u32,
-    captures: HashMap<CommandId, File>,
+    /// The one file every command's kept stderr goes to (the spawner holds
+    /// its own descriptor of it), so descriptors stay constant however many
+    /// commands are prepared.
+    capture: Option<File>,
+    /// The command whose run last kept its stderr there.
+    captured_by: Option<CommandId>,
     forwarded_interrupt: bool,
     skipped: bool,
     /// Reply bytes read but not yet taken as frames.
@@ -132,7 +138,8 @@ impl Spawner {
             requests: Some(File::from(req_write)),
             replies: File::from(rep_read),
             next_id: 0,
-            captures: HashMap::new(),
+            capture: None,
+            captured_by: None,
             forwarded_interrupt: false,
             skipped: false,
             rx: Vec::new(),
@@ -164,9 +171,12 @@ impl Spawner {
         resolve_program(program, std::env::var_os("PATH").as_deref())?;
         let id = CommandId(self.next_id);
         self.next_id += 1;
-        let capture = match io.output {
-            OutputTarget::Inherit => None,
-            _ => Some(named_temp_file()?),
+        // Made with the first command that keeps stderr, then named to the
+        // spawner by "the shared one" (it has been unlinked by then).
+        let capture = match (&io.output, &self.capture) {
+            (OutputTarget::Inherit, _) => Capture::None,
+            (_, Some(_)) => Capture::Shared,
+            (_, None) => Capture::New(named_temp_file()?),
         };
         let mut msg = Vec::new();
         msg.push(REQ_SETUP);
@@ -185,7 +195,14 @@ impl Spawner {
             OutputTarget::Pipe => msg.push(3),
         }
         put_opt_path(&mut msg, io.input.as_deref());
-        put_opt_path(&mut msg, capture.as_ref().map(|(_, p)| p.as_path()));
+        match &capture {
+            Capture::None => msg.push(0),
+            Capture::New((_, path)) => {
+                msg.push(1);
+                put_path(&mut msg, path);
+            }
+            Capture::Shared => msg.push(2),
+        }
         match &io.tolerate {
             Tolerate::Nothing => msg.push(0),
             Tolerate::Everything => msg.push(1),
@@ -248,9 +265,13 @@ impl Spawner {
         let reply = self.round_trip(&msg);
         // The spawner has opened the capture file by now (or failed): unlink it
         // either way so nothing is left behind.
-        if let Some((file, path)) = capture {
+        if let Capture::New((file, path)) = capture {
             let _ = std::fs::remove_file(&path);
-            self.captures.insert(id, file);
+            // Kept only once the spawner holds it too; after a failed setup
+            // the next command starts a new one.
+            if reply.as_deref().is_ok_and(|r| decode_error(r).is_ok()) {
+                self.capture = Some(file);
+            }
         }
         let reply = reply?;
         decode_error(&reply)?;
@@ -316,6 +337,9 @@ impl Spawner {
         msg[1..5].copy_from_slice(&id.0.to_le_bytes());
         msg[5..9].copy_from_slice(&iteration.to_le_bytes());
         msg[9] = flags;
+        if flags & RUN_CAPTURE != 0 {
+            self.captured_by = Some(id);
+        }
         self.send(&msg)
     }
 
@@ -347,9 +371,10 @@ impl Spawner {
 
     /// The last `lines` non-empty lines of stderr from the command's latest iteration.
     pub fn stderr_tail(&mut self, id: CommandId, lines: usize) -> String {
-        self.captures
-            .get_mut(&id)
-            .map_or_else(String::new, |f| tail_of(f, lines))
+        match &self.capture {
+            Some(f) if self.captured_by == Some(id) => tail_of(f, lines),
+            _ => String::new(),
+        }
     }
 
     fn round_trip(&mut self, msg: &[u8]) -> Result<Vec<u8>, MeasureError> {
@@ -505,8 +530,19 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 
 // ---- the spawner side -------------------------------------------------------
 
+/// Which stderr capture file a command is prepared with.
+enum Capture {
+    /// None: its stderr is inherited.
+    None,
+    /// A new file (the first command that keeps stderr), by its path.
+    New((File, PathBuf)),
+    /// The file the spawner already holds.
+    Shared,
+}
+
 fn serve(mut requests: File, mut replies: File) -> i32 {
     let mut executors: HashMap<u32, Executor> = HashMap::new();
+    let mut capture: Option<Arc<File>> = None;
     let mut counters: Option<Counters> = None;
     // After a failure the parent stops measuring; runs it had already queued
     // (it keeps one ahead) must not execute, so they are answered `Skipped`.
@@ -520,7 +556,13 @@ fn serve(mut requests: File, mut replies: File) -> i32 {
         if read_full(&mut requests, &mut msg).is_err() {
             return 0;
         }
-        let reply = handle(&msg, &mut executors, &mut counters, &mut halted);
+        let reply = handle(
+            &msg,
+            &mut executors,
+            &mut capture,
+            &mut counters,
+            &mut halted,
+        );
         let mut framed = Vec::with_capacity(reply.len() + 4);
         put_u32(&mut framed, reply.len() as u32);
         framed.extend_from_slice(&reply);
@@ -538,12 +580,13 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<()> {
 fn handle(
     msg: &[u8],
     executors: &mut HashMap<u32, Executor>,
+    capture: &mut Option<Arc<File>>,
     counters: &mut Option<Counters>,
     halted: &mut bool,
 ) -> Vec<u8> {
     let mut r = Reader(msg);
     let result = match r.u8() {
-        Some(REQ_SETUP) => setup(&mut r, executors).map(|()| vec![REP_OK]),
+        Some(REQ_SETUP) => setup(&mut r, executors, capture).map(|()| vec![REP_OK]),
         Some(REQ_COUNTERS) => open_counters(&mut r, counters),
         Some(REQ_RUN) => match (r.u32(), r.u32(), r.u8()) {
             (Some(_), Some(_), Some(flags)) if *halted && flags & RUN_FORCE == 0 => {
@@ -618,7 +661,11 @@ fn decode_status(body: &[u8]) -> Option<CounterStatus> {
     Some(status)
 }
 
-fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(), MeasureError> {
+fn setup(
+    r: &mut Reader<'_>,
+    executors: &mut HashMap<u32, Executor>,
+    shared: &mut Option<Arc<File>>,
+) -> Result<(), MeasureError> {
     let bad = || protocol_error("malformed setup request");
     let id = r.u32().ok_or_else(bad)?;
     let timeout_ns = r.u64().ok_or_else(bad)?;
@@ -630,7 +677,25 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
         _ => return Err(bad()),
     };
     let input = r.opt_path().ok_or_else(bad)?;
-    let capture = r.opt_path().ok_or_else(bad)?;
+    let capture = match r.u8().ok_or_else(bad)? {
+        0 => None,
+        1 => {
+            let path = r.path().ok_or_else(bad)?;
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|source| MeasureError::File { path, source })?;
+            *shared = Some(Arc::new(file));
+            shared.clone()
+        }
+        2 => Some(
+            shared
+                .clone()
+                .ok_or_else(|| protocol_error("no shared stderr capture file yet"))?,
+        ),
+        _ => return Err(bad()),
+    };
     let tolerate = match r.u8().ok_or_else(bad)? {
         0 => Tolerate::Nothing,
         1 => Tolerate::Everything,
@@ -703,7 +768,7 @@ fn setup(r: &mut Reader<'_>, executors: &mut HashMap<u32, Executor>) -> Result<(
     for _ in 0..argc {
         argv.push(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
     }
-    executors.insert(id, Executor::with_capture(&argv, &io, capture.as_deref())?);
+    executors.insert(id, Executor::with_capture(&argv, &io, capture)?);
     Ok(())
 }
 
@@ -1002,6 +1067,49 @@ mod tests {
                 "{back:?}"
             );
         }
+    }
+
+    #[test]
+    fn descriptors_do_not_grow_with_the_number_of_commands() {
+        // Issue 37: `-P n 1 300` under `ulimit -n 1024` failed with EMFILE,
+        // each command holding its own stderr capture (and a copy for the
+        // child) in both processes.
+        let held = |sp: &Spawner| {
+            std::fs::read_dir(format!("/proc/{}/fd", sp.pid()))
+                .unwrap()
+                .count()
+        };
+        let mut sp = Spawner::start().unwrap();
+        let quiet = sp.prepare(&argv(&["true"]), &NULL_IO).unwrap();
+        assert!(matches!(
+            sp.run_once(quiet, 0).unwrap(),
+            Outcome::Completed(_)
+        ));
+        let before = held(&sp);
+        let io = IoConfig {
+            tolerate: Tolerate::Everything,
+            ..NULL_IO
+        };
+        let mut ids = Vec::new();
+        for i in 0..200 {
+            let script = format!("echo from-{i} >&2; exit 3");
+            let id = sp.prepare(&argv(&["sh", "-c", &script]), &io).unwrap();
+            ids.push(id);
+        }
+        for (i, id) in ids.iter().enumerate().step_by(40) {
+            assert!(matches!(
+                sp.run_once(*id, 0).unwrap(),
+                Outcome::Completed(_)
+            ));
+            // Each command's tail is its own, whoever wrote the shared file before.
+            assert_eq!(sp.stderr_tail(*id, 5), format!("from-{i}"));
+        }
+        sp.begin(ids[1], 1, false).unwrap();
+        assert!(matches!(sp.finish().unwrap(), Outcome::Completed(_)));
+        assert_eq!(held(&sp), before, "the spawner's descriptors grew");
+        assert!(sp.capture.is_some());
+        // A tail is never another command's: ids[0] ran before ids[40] did.
+        assert_eq!(sp.stderr_tail(ids[0], 5), "");
     }
 
     #[test]

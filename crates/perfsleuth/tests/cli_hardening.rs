@@ -308,6 +308,29 @@ fn oversized_parameter_scans_are_refused() {
 }
 
 #[test]
+fn descriptors_do_not_grow_with_the_number_of_commands() {
+    // Issue 37: `-P n 1 300` under `ulimit -n 1024` failed with "cannot
+    // open /dev/null: Too many open files"; each command held descriptors
+    // in perfsleuth and in its spawner. 400 commands now run under 64.
+    let sb = Sandbox::new();
+    let out: Out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\"", common::BIN])
+        .args(["run", "--store", &sb.store(), "--color", "never"])
+        .args(["-P", "n", "1", "400", "--runs", "2", "--warmup", "0"])
+        .arg("true {n}")
+        .current_dir(sb.path(""))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("start sh")
+        .into();
+    out.ok();
+    assert_eq!(
+        sb.runs_json()[0]["benchmarks"].as_array().map(Vec::len),
+        Some(400)
+    );
+}
+
+#[test]
 fn a_store_variable_that_is_not_utf8_is_an_error_not_the_default_store() {
     use std::os::unix::ffi::OsStrExt;
     let sb = Sandbox::new();
