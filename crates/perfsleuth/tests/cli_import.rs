@@ -347,6 +347,37 @@ fn criterion_directory_from_real_output() {
 }
 
 #[test]
+fn a_criterion_file_that_is_not_a_regular_file_is_named_not_skipped() {
+    // Issue 37: a `benchmark.json` linked to /dev/zero was skipped without
+    // a note, so the import stored the other benchmarks and said nothing.
+    let sb = Sandbox::new();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/criterion/fib");
+    for (name, target) in [("good", None), ("bad", Some("/dev/zero"))] {
+        let new = sb.path(&format!("crit/{name}/new"));
+        std::fs::create_dir_all(&new).unwrap();
+        for f in ["benchmark.json", "sample.json"] {
+            let from = format!("{fixture}/10/new/{f}");
+            match (f, target) {
+                ("benchmark.json", Some(t)) => std::os::unix::fs::symlink(t, new.join(f)).unwrap(),
+                _ => {
+                    std::fs::copy(&from, new.join(f)).unwrap();
+                }
+            }
+        }
+    }
+    let out = import(&sb, &["crit"]).usage_error("benchmark.json");
+    assert!(
+        out.stderr.contains("crit/bad/new/benchmark.json"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !sb.db().exists() || sb.runs_json().is_empty(),
+        "nothing stored"
+    );
+}
+
+#[test]
 fn bad_input_is_refused_and_nothing_is_stored() {
     let sb = Sandbox::new();
     sb.write(
