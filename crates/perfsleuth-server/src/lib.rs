@@ -186,6 +186,15 @@ impl Pool {
             .unwrap_or_else(|p| p.into_inner())
             .push(store);
     }
+
+    /// Drops every idle handle: one connection found broken means the
+    /// database went away, and the others, made to the same server, broke
+    /// with it (a PostgreSQL restart answered one 503 per pooled connection
+    /// before the server healed).
+    fn forget_idle(&self) {
+        let stale = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
+        drop(stale);
+    }
 }
 
 /// What every request handler shares.
@@ -197,8 +206,8 @@ pub(crate) struct State {
 
 impl State {
     /// Runs `f` with a store handle scoped to `project` on the blocking pool.
-    /// A handle whose connection failed is dropped, not returned to the pool,
-    /// so the next request connects afresh (a restarted database heals).
+    /// A handle whose connection failed is dropped with every idle one, so
+    /// the next request connects afresh (a restarted database heals at once).
     pub(crate) async fn with_store<T, F>(
         self: &Arc<State>,
         project: &str,
@@ -223,7 +232,9 @@ impl State {
                 &result,
                 Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE
             );
-            if !broken {
+            if broken {
+                state.pool.forget_idle();
+            } else {
                 state.pool.give(store);
             }
             result

@@ -9,7 +9,7 @@ mod common;
 use common::{Out, Sandbox, chromium, parse_json};
 use perfsleuth_store::StoreUrl;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A `perfsleuth serve` child; killed when dropped.
@@ -883,6 +883,51 @@ fn a_postgres_store_is_safe_under_a_live_server_and_cli_processes() {
     };
     let sb = Sandbox::new();
     server_and_cli_share_a_store(&sb, &url);
+}
+
+/// Issue 37: after PostgreSQL came back, ~11 more requests failed with 503,
+/// one per pooled connection the outage had broken. Every backend of the
+/// server is terminated (what a database restart does to them) with the
+/// pool full; one request may still meet a broken connection, the next heal.
+#[test]
+fn a_postgres_outage_heals_at_the_first_request_after_it() {
+    let Some(url) = perfsleuth_testkit::fresh_postgres("server_heals") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let server = serve(&sb, &url, "127.0.0.1:0");
+    let health = format!("{}/api/v1/health", server.base);
+    // Eight at once, several times, so the pool holds several connections.
+    for _ in 0..3 {
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let h = health.clone();
+                std::thread::spawn(move || get(&h, None).0)
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().unwrap(), 200);
+        }
+    }
+    let terminated = Command::new("psql")
+        .args([
+            url.as_str(),
+            "-qAtc",
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        ])
+        .output()
+        .expect("psql runs");
+    assert!(terminated.status.success(), "{terminated:?}");
+    let count: u32 = String::from_utf8_lossy(&terminated.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(count >= 2, "the pool held {count} connections");
+    let statuses: Vec<u16> = (0..6).map(|_| get(&health, None).0).collect();
+    let failed = statuses.iter().take_while(|s| **s == 503).count();
+    assert!(failed <= 1, "{statuses:?} after {count} connections broke");
+    assert!(statuses[failed..].iter().all(|s| *s == 200), "{statuses:?}");
 }
 
 /// A client holding a partial request neither keeps the server from
