@@ -15,6 +15,7 @@ pub mod exit;
 pub mod input;
 mod judged;
 pub mod schema;
+pub mod url;
 
 pub use judged::{BUSY_MAX, BUSY_MIN, JudgedTime, WAITS_MAX, judged_time};
 

@@ -156,26 +156,7 @@ impl fmt::Debug for PgStore {
     }
 }
 
-/// The URL as messages may show it: scheme, user, hosts, database; no
-/// password and no query (it may hold `password=`). Done on the text, by the
-/// URL rule that user information ends at the authority's last `@`, so a
-/// password holding an `@` is not half shown.
-pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return "postgres://…".into();
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let path = tail.split(['?', '#']).next().unwrap_or("");
-    let shown = match authority.rfind('@') {
-        Some(at) => {
-            let user = authority[..at].split(':').next().unwrap_or("");
-            format!("{user}@{}", &authority[at + 1..])
-        }
-        None => authority.to_string(),
-    };
-    format!("{scheme}://{shown}{path}")
-}
+pub(crate) use perfsleuth_model::url::redact;
 
 fn one_line(e: &dyn fmt::Display) -> String {
     e.to_string().lines().next().unwrap_or_default().to_string()
@@ -472,21 +453,5 @@ mod tests {
     #[test]
     fn one_postgres_step_per_sqlite_migration() {
         assert_eq!(PG_MIGRATIONS.len(), crate::migrations::MIGRATIONS.len());
-    }
-
-    #[test]
-    fn urls_are_shown_without_their_password() {
-        let shown = redact("postgres://ci:s3cret@db.example:5433/perf");
-        assert_eq!(shown, "postgres://ci@db.example:5433/perf");
-        assert!(!redact("postgresql://u:pw@h/d").contains("pw"));
-        // A password with an `@` (unencoded) is not half shown, nor one in the query.
-        assert_eq!(
-            redact("postgres://u:Tr0ub@dor@10.0.0.1/db"),
-            "postgres://u@10.0.0.1/db"
-        );
-        assert_eq!(
-            redact("postgres://h/db?password=hunter2"),
-            "postgres://h/db"
-        );
     }
 }
