@@ -418,6 +418,7 @@ async fn comparison(
     q: CompareQuery,
     headers: HeaderMap,
 ) -> Result<perfsleuth_compare::Comparison, ApiError> {
+    let options = state.compare.clone();
     state
         .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
             let candidate = side(s, given(&q.candidate).as_deref().unwrap_or("latest"))?;
@@ -425,14 +426,9 @@ async fn comparison(
                 Some(spec) => Some(side(s, &spec)?),
                 None => None,
             };
-            let done = stored::compare_stored(
-                s,
-                baseline,
-                candidate,
-                perfsleuth_compare::Options::default(),
-                q.history.unwrap_or(true),
-            )
-            .map_err(select_err)?;
+            let done =
+                stored::compare_stored(s, baseline, candidate, options, q.history.unwrap_or(true))
+                    .map_err(select_err)?;
             Ok(done.comparison)
         })
         .await

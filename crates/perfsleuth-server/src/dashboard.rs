@@ -527,6 +527,7 @@ async fn compare_page(
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
     let p = project.clone();
+    let options = state.compare.clone();
     read_page(&state, &project, &headers, move |s| {
         let given = crate::api::given;
         let candidate = crate::api::side(s, given(&q.candidate).as_deref().unwrap_or("latest"))?;
@@ -534,14 +535,8 @@ async fn compare_page(
             Some(b) => Some(crate::api::side(s, &b)?),
             None => None,
         };
-        let done = stored::compare_stored(
-            s,
-            baseline,
-            candidate,
-            perfsleuth_compare::Options::default(),
-            true,
-        )
-        .map_err(crate::api::select_err)?;
+        let done = stored::compare_stored(s, baseline, candidate, options, true)
+            .map_err(crate::api::select_err)?;
         let ids =
             |side: &perfsleuth_compare::Side| perfsleuth_compare::newest(side).and_then(|r| r.id);
         let mut links = Vec::new();

@@ -46,6 +46,10 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Largest request body accepted (413 above it).
     pub body_limit: usize,
+    /// The verdict options every comparison it serves is judged with: the
+    /// CLI's, from the same `perfsleuth.toml` (`[compare]`), so the server
+    /// and `perfsleuth compare` give one verdict for the same runs.
+    pub compare: perfsleuth_compare::Options,
 }
 
 /// A failed request: its status, message and hint, sent as `perfsleuth/error`.
@@ -202,6 +206,8 @@ pub(crate) struct State {
     pool: Pool,
     pub(crate) backend: &'static str,
     pub(crate) body_limit: usize,
+    /// See [`ServerConfig::compare`].
+    pub(crate) compare: perfsleuth_compare::Options,
 }
 
 impl State {
@@ -311,6 +317,7 @@ fn build(config: &ServerConfig) -> Result<(axum::Router, Arc<State>), StoreError
         },
         backend,
         body_limit: config.body_limit,
+        compare: config.compare.clone(),
     });
     let router = api::routes(Arc::clone(&state))
         .merge(dashboard::routes(Arc::clone(&state)))

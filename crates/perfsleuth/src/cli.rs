@@ -594,6 +594,9 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes or with a unit (KiB, MiB); larger uploads get 413.
     #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = crate::parse::byte_size)]
     pub body_limit: u64,
+    /// Verdict settings (`[compare]`) for the comparisons it serves, as `compare` reads them [default: perfsleuth.toml at the repository top or in the current directory, if present].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// `perfsleuth server`.

@@ -18,15 +18,33 @@ use perfsleuth_store::{Store, TokenRecord};
 pub fn serve(args: ServeArgs) -> Result<i32, Fail> {
     let store = store_url(args.store.store.as_deref())?;
     let shown = store.display();
+    // The verdict options exactly as `compare` builds them from the same
+    // file, so the server and the CLI judge the same runs alike.
+    let verdicts = crate::cli::VerdictArgs {
+        alpha: None,
+        threshold: None,
+        metric: Vec::new(),
+        config: args.config.clone(),
+        fail_on: None,
+        allow_missing: false,
+        require_same_env: false,
+        no_history: false,
+    };
+    let compare = crate::compare::options(&verdicts)?;
+    let settings = match crate::config::load(args.config.as_deref())? {
+        Some((path, _)) => format!("verdicts: {}", path.display()),
+        None => "verdicts: defaults, no perfsleuth.toml".to_string(),
+    };
     let config = perfsleuth_server::ServerConfig {
         store,
         listen: args.listen,
         body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
+        compare,
     };
     perfsleuth_server::serve(config, |addr| {
         emit(
             &format!(
-                "perfsleuth server listening on http://{addr} (store: {shown}); Ctrl-C stops it\n"
+                "perfsleuth server listening on http://{addr} (store: {shown}; {settings}); Ctrl-C stops it\n"
             ),
             true,
         );

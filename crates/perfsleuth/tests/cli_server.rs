@@ -28,9 +28,15 @@ impl Drop for Server {
 /// Starts `perfsleuth serve --store STORE --listen ADDR` and waits for its
 /// "listening on" line.
 fn serve(sb: &Sandbox, store: &str, listen: &str) -> Server {
+    serve_with(sb, &["serve", "--store", store, "--listen", listen])
+}
+
+/// Starts `perfsleuth ARGS…` (a `serve` command line) and waits for its
+/// "listening on" line.
+fn serve_with(sb: &Sandbox, args: &[&str]) -> Server {
     let mut child = sb
         .std_cmd()
-        .args(["serve", "--store", store, "--listen", listen])
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -333,6 +339,91 @@ fn revoking_a_token_and_making_a_project_public_take_effect_at_once() {
     assert_eq!(get(&runs, None).0, 401);
     revoke_first_token(&sb, &team);
     assert_eq!(get(&runs, Some(&secret)).0, 401);
+}
+
+/// Every value of a key named `verdict` in a document, in document order.
+fn verdicts(doc: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![doc];
+    while let Some(v) = stack.pop() {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, x) in map.iter().rev() {
+                    match (k.as_str(), x) {
+                        ("verdict", serde_json::Value::String(s)) => out.push(s.clone()),
+                        _ => stack.push(x),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => stack.extend(items.iter().rev()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Issue 35: `perfsleuth.toml [compare]` changed the CLI's verdicts and not
+/// the server's, which judged with the built-in defaults. Two imported runs
+/// 30 % apart: regressed by default, no change under `threshold = "50%"` —
+/// the same from `compare` and from the server started beside that file.
+#[test]
+fn the_server_and_the_cli_judge_alike_under_one_config_file() {
+    let sb = Sandbox::new();
+    let team = format!("sqlite:{}", sb.path("team.db").display());
+    let times = |base: f64| {
+        let t: Vec<String> = (0..20)
+            .map(|i| format!("{:.6}", base * (1.0 + 0.002 * f64::from(i % 5))))
+            .collect();
+        format!(
+            r#"{{"results": [{{"command": "work", "times": [{}]}}]}}"#,
+            t.join(", ")
+        )
+    };
+    sb.write("base.json", times(0.010));
+    sb.write("cand.json", times(0.013));
+    for f in ["base.json", "cand.json"] {
+        let out: Out = sb
+            .cmd()
+            .env("PERFSLEUTH_STORE_PROJECT", "app")
+            .args(["import", "--store", &team, f])
+            .output()
+            .unwrap()
+            .into();
+        out.ok();
+    }
+    sb.run(["server", "project", "app", "--public", "--store", &team])
+        .ok();
+    let judged = |config: Option<&str>| {
+        let mut cli = sb.cmd();
+        cli.env("PERFSLEUTH_STORE_PROJECT", "app")
+            .args(["compare", "1", "2", "--format", "json", "--store", &team]);
+        if let Some(c) = config {
+            cli.args(["--config", c]);
+        }
+        let out: Out = cli.output().unwrap().into();
+        let cli = verdicts(&parse_json(&out.ok().stdout));
+        let mut args = vec!["serve", "--store", team.as_str(), "--listen", "127.0.0.1:0"];
+        if let Some(c) = config {
+            args.extend(["--config", c]);
+        }
+        let server = serve_with(&sb, &args);
+        let (status, body) = get(
+            &format!(
+                "{}/api/v1/projects/app/compare?baseline=1&candidate=2",
+                server.base
+            ),
+            None,
+        );
+        assert_eq!(status, 200, "{body}");
+        (cli, verdicts(&parse_json(&body)))
+    };
+    let (cli, api) = judged(None);
+    assert!(cli.iter().any(|v| v == "regressed"), "{cli:?}");
+    assert_eq!(cli, api, "default options");
+    sb.write("strict.toml", "[compare]\nthreshold = \"50%\"\n");
+    let (cli, api) = judged(Some("strict.toml"));
+    assert!(!cli.iter().any(|v| v == "regressed"), "{cli:?}");
+    assert_eq!(cli, api, "the same config file");
 }
 
 /// Pushers × runs each, and the samples per run: the issue's load case.
