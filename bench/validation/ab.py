@@ -8,7 +8,7 @@ like bench/validation/progs/cpu.c) whose work factor is compiled in:
   c0   factor 1.00                       the baseline
   c1   factor 1.00, another tag string   an A/A pair: a different binary,
                                          the same work
-  c2   factor 1.03                       3 % more work
+  c2   factor 1.03 (--step)               3 % more work (--step 1.01: 1 %)
 
 K comparisons per condition, all conditions shuffled together so the host's
 noise falls on each alike, every one with default options:
@@ -168,6 +168,8 @@ def main():
     ap.add_argument("--perfsleuth", default=os.path.join(ROOT, "target/release/perfsleuth"))
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--out", default=os.path.join(HERE, "results-ab.md"))
+    ap.add_argument("--step", type=float, default=1.03,
+                    help="the candidate's work factor (default 1.03: +3 %%; 1.01 for the +1 %% target)")
     ap.add_argument("--only", help="comma-separated methods to run: ab,runs,hyperfine")
     ap.add_argument("--ab-args", default="", help="extra options of every ab, e.g. '--max-time 30s'")
     ap.add_argument("--row", default="gating", help="the metric row judged: the gating row (default), or a metric (e.g. task_clock_ns with --ab-args '--metric task_clock_ns')")
@@ -175,6 +177,7 @@ def main():
     global ROW_METRIC
     ROW_METRIC = args.row
     k = 2 if args.quick else args.k
+    step = "%+g %%" % round(100 * (args.step - 1), 2)
     ps = os.path.abspath(args.perfsleuth)
     work_dir = tempfile.mkdtemp(prefix="perfsleuth-ab-study-")
     repo = os.path.join(work_dir, "repo")
@@ -188,7 +191,7 @@ def main():
         f.write("app\n")
     revs = {"c0": commit(repo, "1.00", "base", "baseline"),
             "c1": commit(repo, "1.00", "same", "A/A: another binary, the same work"),
-            "c2": commit(repo, "1.03", "more", "+3 % work")}
+            "c2": commit(repo, "%.2f" % args.step, "more", step + " work")}
     apps = {name: build_at(repo, rev, os.path.join(work_dir, name)) for name, rev in revs.items()}
     work = calibrate(apps["c0"], args.target_ms)
     log("work units %d (~%.0f ms); perfsleuth %s" % (work, args.target_ms, ps))
@@ -197,8 +200,8 @@ def main():
                if any(k in l for k in ("cpu.model ", "kernel.release", "cpu.logical_cores", "virt.container",
                                        "noise.steal_pct"))]
     methods = (args.only or "ab,runs,hyperfine").split(",")
-    plan = [(cond, i) for cond in ("ab A/A", "ab +3 %", "runs A/A", "runs +3 %", "hyperfine A/A",
-                                   "hyperfine +3 %") for i in range(k)
+    plan = [(cond, i) for cond in ("ab A/A", "ab " + step, "runs A/A", "runs " + step, "hyperfine A/A",
+                                   "hyperfine " + step) for i in range(k)
             if cond.split()[0] in methods]
     random.Random(args.seed).shuffle(plan)
     records = []
@@ -246,11 +249,11 @@ def main():
     lines += ["    " + m for m in machine]
     if args.ab_args:
         lines += ["", "ab options: `%s`" % args.ab_args]
-    lines += ["", "| method | A/A flagged | +3 % caught | +3 % wrong direction | seconds per comparison (median: all · A/A · +3 %) |",
+    lines += ["", "| method | A/A flagged | %s caught | %s wrong direction | seconds per comparison (median: all · A/A · %s) |" % (step, step, step),
               "|---|---|---|---|---|"]
     for method in methods:
         aa = [r for r in records if r["condition"] == method + " A/A"]
-        p3 = [r for r in records if r["condition"] == method + " +3 %"]
+        p3 = [r for r in records if r["condition"] == method + " " + step]
         secs = sorted(r["seconds"] for r in aa + p3)
         errors = sum("error" in r for r in aa + p3)
         label = {"ab": "`perfsleuth ab` (one job, interleaved, paired rounds)",
@@ -263,11 +266,11 @@ def main():
             label, study.rate(sum(map(flagged, aa)), len(aa)), study.rate(sum(map(caught, p3)), len(p3)),
             sum(map(wrong, p3)), secs[len(secs) // 2] if secs else float("nan"), median_s(aa), median_s(p3),
             " %d errors" % errors if errors else ""))
-    ab3 = [r for r in records if r["condition"] == "ab +3 %" and r.get("change") is not None]
+    ab3 = [r for r in records if r["condition"] == "ab " + step and r.get("change") is not None]
     if ab3:
         ch = sorted(r["change"] for r in ab3)
         widths = sorted(r["ci_high"] - r["ci_low"] for r in ab3 if r.get("ci_low") is not None)
-        lines += ["", "ab +3 %%: measured change median %+.1f %% (range %+.1f … %+.1f %%), CI width median %.1f points."
+        lines += ["", "ab " + step + ": measured change median %+.1f %% (range %+.1f … %+.1f %%), CI width median %.1f points."
                   % (100 * ch[len(ch) // 2], 100 * ch[0], 100 * ch[-1],
                      100 * widths[len(widths) // 2] if widths else float("nan"))]
     text = "\n".join(lines) + "\n"

@@ -100,6 +100,11 @@ pub struct Options {
     /// `explain`, which needs the rule's verdict on a difference between
     /// machines to have something to explain.
     pub machine_override: bool,
+    /// The user set the threshold (command line or config file): it then
+    /// applies as given everywhere. Unset, sides measured interleaved flag
+    /// changes beyond the in-run floor and call no change within the
+    /// threshold ([`paired`]).
+    pub threshold_given: bool,
 }
 
 impl Default for Options {
@@ -117,6 +122,7 @@ impl Default for Options {
             paired: false,
             judge_time: true,
             machine_override: true,
+            threshold_given: false,
         }
     }
 }
@@ -1265,6 +1271,7 @@ fn push_unique(list: &mut Vec<Metric>, m: Metric) {
 /// the two disagree.
 fn what_would_decide(change: &RelativeChange, p: f64, rule: VerdictRule, n: usize) -> String {
     let t = rule.noise_threshold;
+    let e = rule.no_change_band();
     let (lo, hi) = (change.ci.lo, change.ci.hi);
     let pct = |x: f64| format!("{:.1} %", 100.0 * x);
     if lo > t || hi < -t {
@@ -1275,9 +1282,11 @@ fn what_would_decide(change: &RelativeChange, p: f64, rule: VerdictRule, n: usiz
         );
     }
     let half = (hi - lo) / 2.0;
-    // The estimate's distance from the band edge it is closest to: the CI
-    // must shrink to that to lie wholly on one side of the edge.
-    let room = (change.change.abs() - t).abs();
+    // The estimate's distance from the edge it can clear soonest: beyond
+    // the floor (a change) or inside the no-change band; the CI must shrink
+    // to that.
+    let c = change.change.abs();
+    let room = (c - t).max(e - c);
     if n == 0 || room < 0.05 * t.max(1e-3) {
         return format!(
             "inconclusive: the change ({}) sits on the ±{} threshold; no number of runs decides it — change --threshold if this size matters",
@@ -1286,12 +1295,19 @@ fn what_would_decide(change: &RelativeChange, p: f64, rule: VerdictRule, n: usiz
         );
     }
     let needed = (n as f64 * (half / room).powi(2)).ceil();
-    let more = (needed - n as f64).max(1.0);
+    let more = perfsleuth_report::format_count((needed - n as f64).max(1.0));
+    if e > t {
+        return format!(
+            "inconclusive: the CI (±{}) neither clears the ±{} floor nor lies within ±{}; ≈ {more} more runs per side would narrow it enough to decide",
+            pct(half),
+            pct(t),
+            pct(e)
+        );
+    }
     format!(
-        "inconclusive: the CI (±{}) reaches across the ±{} threshold; ≈ {} more runs per side would narrow it enough to decide",
+        "inconclusive: the CI (±{}) reaches across the ±{} threshold; ≈ {more} more runs per side would narrow it enough to decide",
         pct(half),
         pct(t),
-        perfsleuth_report::format_count(more)
     )
 }
 
@@ -1751,9 +1767,22 @@ pub fn measured_together(baseline: &Side, candidate: &Side) -> bool {
 
 /// The verdict options for sides measured interleaved: paired by adjacent
 /// runs, with no between-run band (no history, no prior): the drift that
-/// separates runs is what the pairing cancels.
+/// separates runs is what the pairing cancels. Unless the user set the
+/// threshold, a change is flagged beyond the in-run floor
+/// ([`VerdictRule::IN_RUN`], ±0.2 %) and `no change` still means the whole
+/// interval lies within the threshold (±1 %): a ±1 % floor made +1 %
+/// uncatchable however many pairs were measured, and a ±0.2 % band alone
+/// would keep every unchanged program measuring until `ab`'s time limit.
 pub fn paired(opts: &Options) -> Options {
+    let mut rule = opts.rule;
+    if !opts.threshold_given {
+        rule.no_change_within = rule.no_change_within.max(rule.noise_threshold);
+        rule.noise_threshold = rule
+            .noise_threshold
+            .min(VerdictRule::IN_RUN.noise_threshold);
+    }
     Options {
+        rule,
         history: BTreeMap::new(),
         prior: false,
         paired: true,
@@ -2002,7 +2031,9 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             rule.alpha = a;
         }
         if let Some(t) = o.and_then(|o| o.threshold) {
+            // A benchmark's own threshold applies as given.
             rule.noise_threshold = t;
+            rule.no_change_within = 0.0;
         }
         // The bootstrap interval before the between-run noise widened it.
         let mut sampled_ci: Option<Interval> = None;

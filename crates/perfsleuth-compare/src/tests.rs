@@ -954,6 +954,7 @@ fn bad_input_never_panics() {
                 alpha: f64::NAN,
                 noise_threshold: -1.0,
                 min_samples: 0,
+                no_change_within: 0.0,
             },
             fdr_q: Some(f64::NAN),
             metrics: Vec::new(),
@@ -1659,6 +1660,40 @@ fn interleaved_sides_are_judged_on_their_adjacent_pairs() {
     );
     let u = row(&unpaired, "p", Metric::Wall);
     assert_ne!(u.verdict, stat(Verdict::Regressed), "{u:#?}");
+}
+
+#[test]
+fn interleaved_sides_flag_beyond_the_floor_and_end_unchanged_within_the_threshold() {
+    // Issue 34: with ±1 % as the floor, +1 % measured interleaved could
+    // never be flagged however many pairs `ab` took.
+    let judge = |pairs, factor, o: &Options| {
+        let (b, c) = interleaved(pairs, factor);
+        let cmp = compare(
+            &side("base", vec![run(1, machine(), vec![b])]),
+            &side("cand", vec![run(2, machine(), vec![c])]),
+            o,
+        );
+        row(&cmp, "p", Metric::Wall).clone()
+    };
+    let default = paired(&opts());
+    assert_eq!(
+        default.rule.noise_threshold,
+        VerdictRule::IN_RUN.noise_threshold
+    );
+    assert_eq!(default.rule.no_change_band(), 0.01);
+    let r = judge(200, 1.006, &default);
+    assert_eq!(r.verdict, stat(Verdict::Regressed), "{r:#?}");
+    // An unchanged program still ends `no change`, inside ±1 %.
+    let r = judge(60, 1.0, &default);
+    assert_eq!(r.verdict, stat(Verdict::NoChange), "{r:#?}");
+    // A threshold the user set applies as given.
+    let given = paired(&Options {
+        threshold_given: true,
+        ..opts()
+    });
+    assert_eq!(given.rule, opts().rule);
+    let r = judge(200, 1.006, &given);
+    assert_eq!(r.verdict, stat(Verdict::NoChange), "{r:#?}");
 }
 
 #[test]

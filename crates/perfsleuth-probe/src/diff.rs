@@ -98,6 +98,7 @@ const RULE: VerdictRule = VerdictRule {
     alpha: 0.05,
     noise_threshold: SIGNIFICANT_CHANGE,
     min_samples: 1,
+    no_change_within: 0.0,
 };
 
 /// How far a probe's numbers move between two runs on the same machine,

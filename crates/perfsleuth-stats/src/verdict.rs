@@ -61,6 +61,13 @@ pub struct VerdictRule {
     pub noise_threshold: f64,
     /// Fewest samples per side for any verdict but insufficient data (default 3).
     pub min_samples: usize,
+    /// Where wider than `noise_threshold`, the band the whole CI must lie in
+    /// for `no change` (default 0: the threshold itself). Interleaved
+    /// comparisons flag a change beyond a floor of ±0.2 % but still call no
+    /// change within ±1 %: the floor lets +1 % be caught, the wider band
+    /// lets an unchanged program end `no change` without the thousands of
+    /// pairs a ±0.2 % interval takes (STATISTICS.md §8.5).
+    pub no_change_within: f64,
 }
 
 impl Default for VerdictRule {
@@ -69,6 +76,7 @@ impl Default for VerdictRule {
             alpha: 0.05,
             noise_threshold: 0.01,
             min_samples: 3,
+            no_change_within: 0.0,
         }
     }
 }
@@ -86,6 +94,7 @@ impl VerdictRule {
         alpha: 0.05,
         noise_threshold: 0.002,
         min_samples: 5,
+        no_change_within: 0.0,
     };
 
     /// Whether alpha is in (0, 1] and the threshold finite and >= 0; lets a
@@ -96,6 +105,13 @@ impl VerdictRule {
             && self.alpha <= 1.0
             && self.noise_threshold >= 0.0
             && self.noise_threshold.is_finite()
+            && self.no_change_within >= 0.0
+            && self.no_change_within.is_finite()
+    }
+
+    /// The half-width of the band a CI must lie in for `no change`.
+    pub fn no_change_band(&self) -> f64 {
+        self.noise_threshold.max(self.no_change_within)
     }
 }
 
@@ -108,7 +124,7 @@ impl VerdictRule {
 ///    as Welch's has no variance to work with), otherwise insufficient data;
 /// 3. p < alpha and the whole CI beyond +threshold or below -threshold →
 ///    regressed or improved, according to `direction`;
-/// 4. the whole CI within ±threshold → no change;
+/// 4. the whole CI within ±threshold (or ±`no_change_within`, where wider) → no change;
 /// 5. otherwise (the CI straddles a band edge, or lies beyond the band with
 ///    p >= alpha) → inconclusive.
 ///
@@ -156,7 +172,8 @@ pub fn verdict(
     }
     // Branch 4: the whole CI inside the band: whatever moved is noise-sized,
     // significant or not.
-    if ci.lo >= -t && ci.hi <= t {
+    let e = rule.no_change_band();
+    if ci.lo >= -e && ci.hi <= e {
         return Verdict::NoChange;
     }
     // Branch 5: the CI reaches across a band edge, or it lies beyond the band
@@ -414,6 +431,45 @@ mod tests {
         assert_eq!(v(&c, 1.5, LOWER), Verdict::InsufficientData);
         // NaN p with a CI that is exactly 0: constant and equal sides.
         assert_eq!(v(&rc(0.0, 0.0, 0.0), f64::NAN, LOWER), Verdict::NoChange);
+    }
+
+    #[test]
+    fn a_floor_below_the_no_change_band_flags_small_changes_and_still_ends_unchanged_ones() {
+        // Interleaved comparisons: changes beyond ±0.2 % are flagged, an
+        // interval within ±1 % is no change; between the two, the evidence
+        // of a change wins (it is significant beyond the floor).
+        let r = VerdictRule {
+            noise_threshold: 0.002,
+            no_change_within: 0.01,
+            ..VerdictRule::default()
+        };
+        let at = |c, lo, hi, p| verdict(&r, &rc(c, lo, hi), p, 50, 50, LOWER);
+        assert_eq!(
+            at(0.009, 0.004, 0.014, 0.001),
+            Verdict::Regressed,
+            "+1 % caught"
+        );
+        assert_eq!(at(0.005, 0.003, 0.008, 0.001), Verdict::Regressed);
+        assert_eq!(
+            at(-0.001, -0.007, 0.006, 0.7),
+            Verdict::NoChange,
+            "A/A ends"
+        );
+        assert_eq!(at(0.004, -0.004, 0.012, 0.3), Verdict::Inconclusive);
+        assert_eq!(
+            at(0.001, 0.0005, 0.0015, 0.01),
+            Verdict::NoChange,
+            "inside the floor"
+        );
+        assert_eq!(r.no_change_band(), 0.01);
+        assert_eq!(VerdictRule::default().no_change_band(), 0.01);
+        assert!(
+            !VerdictRule {
+                no_change_within: f64::NAN,
+                ..r
+            }
+            .is_valid()
+        );
     }
 
     #[test]

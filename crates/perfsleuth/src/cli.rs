@@ -206,7 +206,7 @@ pub struct VerdictArgs {
     /// Significance level of the tests [default: 0.05, or the config file's].
     #[arg(long, value_name = "P")]
     pub alpha: Option<f64>,
-    /// Changes within ±PERCENT are noise, not regressions [default: 1%, or the config file's].
+    /// Changes within ±PERCENT are noise, not regressions [default: 1%, or the config file's; sides measured interleaved (ab, variants) are flagged beyond ±0.2% and called no change within ±1%].
     #[arg(long, value_name = "PERCENT", value_parser = crate::parse::percent)]
     pub threshold: Option<f64>,
     /// A metric that gates --fail-on (repeatable): wall, cpu, user, sys, peak_rss, … [default: the judged time: CPU time for a program that keeps one CPU busy without waiting, wall time otherwise; the report says which].

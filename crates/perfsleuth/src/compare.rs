@@ -229,6 +229,7 @@ pub fn options(args: &VerdictArgs) -> Result<Options, Fail> {
         }
         if let Some(t) = c.threshold {
             opts.rule.noise_threshold = t.fraction()?;
+            opts.threshold_given = true;
         }
         if let Some(g) = c.gating {
             opts.gating = metrics(&g)?;
@@ -256,6 +257,7 @@ pub fn options(args: &VerdictArgs) -> Result<Options, Fail> {
     }
     if let Some(t) = args.threshold {
         opts.rule.noise_threshold = t;
+        opts.threshold_given = true;
     }
     if !args.metric.is_empty() {
         opts.gating = metrics(&args.metric)?;
