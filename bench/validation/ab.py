@@ -46,8 +46,12 @@ PROGRAM = r"""#include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
 #include "factor.h"
+/* Read through a volatile so every factor compiles to the same code (with
+   a literal 1.00 the multiply was folded away, the loop moved, and the
+   "+1 %" binary measured +2.1 %). */
+static volatile double work_factor = WORK_FACTOR;
 int main(int argc, char **argv) {
-    long long n = llround(atoll(argc > 1 ? argv[1] : "1000000") * WORK_FACTOR);
+    long long n = llround(atoll(argc > 1 ? argv[1] : "1000000") * work_factor);
     unsigned long long s = 0x9E3779B97F4A7C15ULL, h = 0;
     for (long long i = 0; i < n; i++) {
         s = s * 6364136223846793005ULL + 1442695040888963407ULL;
