@@ -114,9 +114,7 @@ fn sha256(file: &mut File) -> Result<String, String> {
     Ok(hex(&hasher.finalize()))
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+use perfsleuth_model::hex::encode as hex;
 
 /// The parts of an ELF header we use.
 struct Header {

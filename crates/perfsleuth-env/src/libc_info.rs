@@ -418,11 +418,7 @@ fn diagnostics(
     let digest = Sha256::digest(key.as_bytes());
     let name = format!(
         "ldso-diagnostics-{}.txt",
-        digest
-            .iter()
-            .take(12)
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
+        perfsleuth_model::hex::encode(&digest[..12])
     );
     if let Some(dir) = cache_dir {
         if let Ok(text) = std::fs::read_to_string(dir.join(&name)) {

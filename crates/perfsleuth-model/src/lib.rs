@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub mod exit;
+pub mod hex;
 pub mod input;
 mod judged;
 pub mod schema;

@@ -8,7 +8,6 @@
 
 use crate::ApiError;
 use perfsleuth_store::{Store, TokenRecord};
-use sha2::{Digest, Sha256};
 
 /// What a token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,16 +48,15 @@ pub const TOKEN_PREFIX: &str = "pst_";
 pub fn new_secret() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)?;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!("{TOKEN_PREFIX}{hex}"))
+    Ok(format!(
+        "{TOKEN_PREFIX}{}",
+        perfsleuth_model::hex::encode(&bytes)
+    ))
 }
 
 /// The stored form of a secret: its SHA-256, hex.
 pub fn hash_secret(secret: &str) -> String {
-    Sha256::digest(secret.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    perfsleuth_store::sha256_hex(secret.as_bytes())
 }
 
 /// Whether `name` may name a project: 1–64 of `A-Z a-z 0-9 . _ -`, starting

@@ -3,7 +3,6 @@
 
 use perfsleuth_model::{Environment, ImpactClass};
 use sha2::{Digest, Sha256};
-use std::fmt;
 
 /// The comparability hash: the first 12 hex digits of the SHA-256 of the
 /// identity facts' keys and values. Equal hashes mean the same CPU, caches,
@@ -20,13 +19,7 @@ pub fn comparability_hash(env: &Environment) -> String {
 
 /// Lowercase hex SHA-256.
 pub fn sha256_hex(data: &[u8]) -> String {
-    use fmt::Write;
-    let digest = Sha256::digest(data);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
+    perfsleuth_model::hex::encode(&Sha256::digest(data))
 }
 
 /// Facts that identify a machine configuration; context facts change every run.
