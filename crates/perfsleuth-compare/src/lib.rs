@@ -1329,7 +1329,7 @@ fn interleave_advice(
     let commit = |s: &Side| {
         newest(s)
             .and_then(|r| r.git.as_ref())
-            .map(|g| g.commit.chars().take(12).collect::<String>())
+            .map(|g| perfsleuth_model::short_commit(&g.commit).to_string())
     };
     let command = ce.argv.join(" ");
     let how = match (commit(baseline), commit(candidate)) {

@@ -710,9 +710,9 @@ fn point_name(p: &HistoryPoint) -> Option<String> {
     p.run_id.map(|id| format!("run {id}"))
 }
 
-/// The first 7 characters of a commit hash.
+/// A commit hash as shown ([`perfsleuth_model::short_commit`]).
 pub fn short(commit: &str) -> &str {
-    commit.get(..7).unwrap_or(commit)
+    perfsleuth_model::short_commit(commit)
 }
 
 /// Environment changes at the step, or one point either side of it (a

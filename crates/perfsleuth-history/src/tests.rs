@@ -104,7 +104,7 @@ fn a_seeded_step_is_code_and_a_seeded_kernel_change_is_the_machine() {
         "{}",
         code.summary
     );
-    assert_eq!(code.after.as_deref(), Some("000001e"));
+    assert_eq!(code.after.as_deref(), Some("000001e00000"));
     let machine = &s.change_points[1];
     assert_eq!(machine.cause, HistoryCause::Environment);
     assert!(

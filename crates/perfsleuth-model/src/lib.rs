@@ -18,6 +18,16 @@ mod judged;
 pub mod schema;
 pub mod url;
 
+/// Characters of a commit hash shown for it: 12, as the Linux kernel's
+/// convention, because a shown hash is pasted back (`ab --baseline`) and
+/// git's minimum of 7 becomes ambiguous in large repositories.
+pub const SHORT_COMMIT: usize = 12;
+
+/// The first [`SHORT_COMMIT`] characters of a commit hash (all of a shorter one).
+pub fn short_commit(commit: &str) -> &str {
+    commit.get(..SHORT_COMMIT).unwrap_or(commit)
+}
+
 pub use judged::{BUSY_MAX, BUSY_MIN, JudgedTime, WAITS_MAX, judged_time};
 
 /// Version of the JSON export schema and of the model as a whole.
@@ -1314,5 +1324,18 @@ mod tests {
             RunStatus::parse("interrupted"),
             Some(RunStatus::Interrupted)
         );
+    }
+}
+
+#[cfg(test)]
+mod short_commit_tests {
+    #[test]
+    fn a_commit_is_shown_by_its_first_twelve_characters_and_never_cut_inside_one() {
+        let full = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(crate::short_commit(full), "0123456789ab");
+        assert_eq!(crate::short_commit("abc"), "abc");
+        // A pushed run's commit is any text: `runs` sliced it by bytes and
+        // would have panicked inside a multi-byte character.
+        assert_eq!(crate::short_commit("aéééééééé"), "aéééééééé");
     }
 }

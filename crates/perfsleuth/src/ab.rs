@@ -43,7 +43,7 @@ impl Rev {
     }
 
     fn short(&self) -> String {
-        let c: String = self.commit.chars().take(10).collect();
+        let c = perfsleuth_model::short_commit(&self.commit).to_string();
         if self.dirty {
             format!("{c}+uncommitted")
         } else {

@@ -101,7 +101,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
         let commit = r.git.as_ref().map_or("-".to_string(), |g| {
             format!(
                 "{}{}",
-                &g.commit[..g.commit.len().min(8)],
+                perfsleuth_model::short_commit(&g.commit),
                 if g.dirty { "+" } else { "" }
             )
         });

@@ -40,7 +40,7 @@ pub fn resolve(spec: &str, store: &mut StoreHandle) -> Result<Side, Fail> {
             return Err(Fail::usage(
                 format!(
                     "no complete run is stored for {spec} (commit {})",
-                    &commit[..commit.len().min(12)]
+                    perfsleuth_model::short_commit(&commit)
                 ),
                 "check it out and run `perfsleuth run` there, or list the stored runs with `perfsleuth runs`",
             ));

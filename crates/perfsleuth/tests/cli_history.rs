@@ -111,7 +111,7 @@ fn a_seeded_step_and_a_seeded_kernel_change_are_told_apart() {
     assert_eq!(idx, [20, 40], "{cps:#?}");
     assert_eq!(cps[0]["cause"], "code");
     assert_eq!(cps[0]["regression"], true);
-    assert_eq!(cps[0]["after"], "0000014");
+    assert_eq!(cps[0]["after"], "0000014aaaaa");
     assert_eq!(cps[1]["cause"], "environment");
     let summary = cps[1]["summary"].as_str().unwrap();
     assert!(

@@ -282,7 +282,7 @@ fn default_store_inside_a_git_repository() {
     assert_eq!(runs[0]["git"]["dirty"], true);
     assert_eq!(runs[0]["git"]["commit"], head.as_str());
     let table = sb.run(["runs"]).ok().stdout;
-    assert!(table.contains(&format!("{}+", &head[..8])), "{table}");
+    assert!(table.contains(&format!("{}+", &head[..12])), "{table}");
 }
 
 #[test]
