@@ -218,11 +218,19 @@ fn env_mismatch(c: &Comparison) -> Fail {
 
 /// The verdict options: built-in defaults, then the config file, then the command line.
 pub fn options(args: &VerdictArgs) -> Result<Options, Fail> {
+    options_and_file(args).map(|(opts, _)| opts)
+}
+
+/// [`options`] and the config file they were read from, if any.
+pub(crate) fn options_and_file(
+    args: &VerdictArgs,
+) -> Result<(Options, Option<std::path::PathBuf>), Fail> {
     let mut opts = Options {
         history_declined: args.no_history,
         ..Options::default()
     };
     let config = crate::config::load(args.config.as_deref())?;
+    let file = config.as_ref().map(|(path, _)| path.clone());
     if let Some(c) = config.and_then(|(_, c)| c.compare) {
         if let Some(a) = c.alpha {
             opts.rule.alpha = check_alpha(a, "alpha in the config file")?;
@@ -269,7 +277,7 @@ pub fn options(args: &VerdictArgs) -> Result<Options, Fail> {
             opts.metrics.push(*m);
         }
     }
-    Ok(opts)
+    Ok((opts, file))
 }
 
 fn check_alpha(a: f64, what: &str) -> Result<f64, Fail> {

@@ -30,9 +30,9 @@ pub fn serve(args: ServeArgs) -> Result<i32, Fail> {
         require_same_env: false,
         no_history: false,
     };
-    let compare = crate::compare::options(&verdicts)?;
-    let settings = match crate::config::load(args.config.as_deref())? {
-        Some((path, _)) => format!("verdicts: {}", path.display()),
+    let (compare, file) = crate::compare::options_and_file(&verdicts)?;
+    let settings = match file {
+        Some(path) => format!("verdicts: {}", path.display()),
         None => "verdicts: defaults, no perfsleuth.toml".to_string(),
     };
     let config = perfsleuth_server::ServerConfig {
