@@ -472,15 +472,14 @@ fn write_output(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::{Error, ErrorKind};
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let meta = match std::fs::metadata(path) {
-        Ok(m) => Some(m),
-        Err(e) if e.kind() == ErrorKind::NotFound => None,
-        Err(e) => return Err(e),
-    };
-    let Some(meta) = meta else {
-        if std::fs::symlink_metadata(path).is_ok() {
-            return Err(Error::other("it is a symbolic link to nothing"));
+        Ok(m) => m,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                return Err(Error::other("it is a symbolic link to nothing"));
+            }
+            return replace(path, bytes, None);
         }
-        return replace(path, bytes, None);
+        Err(e) => return Err(e),
     };
     let kind = meta.file_type();
     if meta.is_file() {
