@@ -453,8 +453,9 @@ fn write_exports_inner(run: &Run, reference: Option<usize>, args: &RunArgs) -> R
 /// - a directory, a socket, a block device, a link to nothing: refused.
 ///
 /// The temporary file is created exclusively (`O_CREAT | O_EXCL`, which
-/// follows no link) under an unpredictable name, so a link planted there
-/// cannot redirect the write.
+/// follows no link) under a name with the process id and a clock-derived
+/// tag: a link or file planted there makes the create fail and the next
+/// name is tried, so nothing planted can redirect the write.
 pub fn write_file(path: &Path, text: &str) -> Result<(), Fail> {
     if path == Path::new("-") {
         emit(text, false);
