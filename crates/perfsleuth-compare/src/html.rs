@@ -148,7 +148,9 @@ fn change_rows(c: &Comparison) -> Vec<Change> {
     c.rows
         .iter()
         // Rows too thin to judge stay in the table, off the chart's scale.
-        .filter(|r| r.verdict.as_str() != "insufficient data")
+        .filter(|r| {
+            r.verdict != crate::RowVerdict::Stat(perfsleuth_stats::Verdict::InsufficientData)
+        })
         .filter_map(|r| {
             let ch = r.change.as_ref()?;
             Some(Change {

@@ -761,7 +761,7 @@ fn origin(side: &Side) -> String {
     let Some(run) = side.runs.first() else {
         return "perfsleuth".into();
     };
-    if run.options["kind"] == "import" {
+    if run.origin() == perfsleuth_model::RunOrigin::Import {
         let tool = run.options["import"]["tool"]
             .as_str()
             .unwrap_or("another tool");
@@ -1042,7 +1042,7 @@ fn measure(
             .into_iter()
             .map(|(b, c)| (metric.of(b), metric.of(c)))
             .collect();
-        match perfsleuth_stats::estimate_pairs(&pairs, opts.resamples, seed) {
+        match perfsleuth_stats::estimate_pairs(&pairs) {
             Some(est) => {
                 m.p_value = est.estimate.p_value;
                 m.pairs = Some(est.pairs);
@@ -1050,7 +1050,7 @@ fn measure(
             }
             None => {
                 m.notes.push(format!(
-                    "only {} adjacent pairs of runs with a usable value (at least {} needed to judge them paired): judged unpaired",
+                    "only {} adjacent pairs of runs with a usable value, too few for a 95 % interval of their median (at least {} independent ones needed): judged unpaired",
                     pairs
                         .iter()
                         .filter(|(b, c)| *b > 0.0 && *c > 0.0 && b.is_finite() && c.is_finite())
@@ -1943,7 +1943,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                 && gating.contains(&metric)
             {
                 m.notes.push(format!(
-                    "paired: the change is the median of the {n} adjacent runs' ratios, its interval a block bootstrap of them"
+                    "paired: the change is the median of the {n} adjacent runs' ratios, its interval the sign test's, widened for neighbouring pairs that move together"
                 ));
             }
             rows.push(Row {

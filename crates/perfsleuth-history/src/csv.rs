@@ -5,6 +5,7 @@
 
 /// A line of the file that could not be used.
 pub use perfsleuth_model::input::LineError as CsvError;
+use perfsleuth_model::input::{csv_cells as cells, csv_number, csv_separator};
 
 /// The series of a CSV file.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,30 +14,6 @@ pub struct CsvSeries {
     pub labels: Option<Vec<String>>,
     /// Value columns by name, in file order.
     pub columns: Vec<(String, Vec<f64>)>,
-}
-
-/// Splits one line on `sep`, honouring double quotes.
-fn cells(line: &str, sep: char) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            '"' => quoted = !quoted,
-            c if c == sep && !quoted => out.push(std::mem::take(&mut cur).trim().to_string()),
-            // Names and labels are printed to a terminal: a file's escape
-            // sequences must not reach it (issue 37).
-            c if c.is_control() => cur.push('\u{FFFD}'),
-            c => cur.push(c),
-        }
-    }
-    out.push(cur.trim().to_string());
-    out
 }
 
 /// Reads the file's text; `only` keeps one value column by name.
@@ -53,12 +30,10 @@ pub fn read_csv(text: &str, only: Option<&str>) -> Result<CsvSeries, CsvError> {
             message: "the file is empty".into(),
         });
     };
-    let sep = [',', ';', '\t']
-        .into_iter()
-        .find(|c| header.contains(*c))
-        .unwrap_or(',');
+    let mut lines = lines.peekable();
+    let sep = csv_separator(header, lines.peek().map(|(_, l)| *l), ',');
     let names = cells(header, sep);
-    if names.iter().all(|n| n.parse::<f64>().is_ok()) {
+    if names.iter().all(|n| csv_number(n, sep).is_some()) {
         return Err(CsvError {
             line: 1,
             message:
@@ -87,7 +62,7 @@ pub fn read_csv(text: &str, only: Option<&str>) -> Result<CsvSeries, CsvError> {
         .map(|c| {
             let ok = rows
                 .iter()
-                .filter(|(_, r)| r[c].parse::<f64>().is_ok())
+                .filter(|(_, r)| csv_number(&r[c], sep).is_some())
                 .count();
             ok * 2 > rows.len()
         })
@@ -100,7 +75,7 @@ pub fn read_csv(text: &str, only: Option<&str>) -> Result<CsvSeries, CsvError> {
         let mut values = Vec::with_capacity(rows.len());
         for (n, r) in &rows {
             let cell = &r[c];
-            let v = cell.parse::<f64>().ok().filter(|v| v.is_finite());
+            let v = csv_number(cell, sep).filter(|v| v.is_finite());
             let Some(v) = v else {
                 let what = if cell.is_empty() {
                     "is missing".to_string()

@@ -306,7 +306,7 @@ fn at_clean_commit_of(run: &Run, baseline: &Run) -> bool {
 }
 
 /// What the newest probe runs of two machines say about their difference
-/// (see [`perfsleuth_probe::compare_notes`]). Empty when either machine has
+/// (see [`perfsleuth_report::probe::compare_notes`]). Empty when either machine has
 /// no probe run, both map to the same one, or nothing differs; lookup errors
 /// are not the comparison's concern and yield nothing.
 pub fn probe_notes(
@@ -326,7 +326,7 @@ pub fn probe_notes(
     let (Ok(Some(ra)), Ok(Some(rb))) = (store.load_run(ia), store.load_run(ib)) else {
         return Vec::new();
     };
-    perfsleuth_probe::compare_notes(ia, &ra, ib, &rb)
+    perfsleuth_report::probe::compare_notes(ia, &ra, ib, &rb)
 }
 
 /// A comparison of stored runs, as `perfsleuth compare` makes it.

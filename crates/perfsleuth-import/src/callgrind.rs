@@ -4,8 +4,8 @@
 //! cycles when the cache simulation was on) and the per-function profile.
 //! Parsed by the same parser simulation mode uses.
 
+use crate::callgrind_format as callgrind;
 use crate::{Format, ImportError, Imported};
-use perfsleuth_measure::callgrind;
 use perfsleuth_model::{Benchmark, Sample};
 
 /// Whether the text reads as callgrind's format: its `# callgrind format`

@@ -10,6 +10,7 @@
 
 mod bmf;
 mod callgrind;
+pub mod callgrind_format;
 mod criterion;
 mod gbench;
 mod gotest;

@@ -159,6 +159,30 @@ pub fn read_text(path: &Path, limit: u64, accept: Accept) -> Result<String, Inpu
     read(path, limit, accept).map(into_text)
 }
 
+/// The most a user-named data file (a CSV to fit, another tool's results)
+/// may hold, and the most a command's standard output is read for one:
+/// 256 MiB; more is refused unread.
+pub const MAX_DATA_BYTES: u64 = 256 << 20;
+
+/// The text of `path` (regular or a pipe), or of standard input when `path`
+/// is `-`; at most `limit` bytes.
+pub fn read_text_or_stdin(path: &Path, limit: u64) -> Result<String, InputError> {
+    if path == Path::new("-") {
+        read_stdin_text(limit)
+    } else {
+        read_text(path, limit, Accept::RegularOrPipe)
+    }
+}
+
+/// What to call `path` in a message about reading it: "stdin" for `-`.
+pub fn input_name(path: &Path) -> String {
+    if path == Path::new("-") {
+        "stdin".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// Standard input, at most `limit` bytes (more is an error).
 pub fn read_stdin_text(limit: u64) -> Result<String, InputError> {
     read_limited(std::io::stdin().lock(), limit).map(into_text)
@@ -226,6 +250,90 @@ impl fmt::Display for LineError {
 }
 
 impl std::error::Error for LineError {}
+
+/// The separator of a CSV file from its first two lines (the header, or
+/// two rows): the first of `;`, `,` and a tab that splits both into the same
+/// number of cells, at least two — `;` before `,` since where it separates,
+/// `,` is the decimal comma of European spreadsheets; else the first of
+/// them the first line holds; else `fallback`. The one rule of every CSV
+/// reader here (`scale fit`, `history fit`).
+pub fn csv_separator(first: &str, second: Option<&str>, fallback: char) -> char {
+    const CANDIDATES: [char; 3] = [';', ',', '\t'];
+    let consistent = |sep: char| {
+        let n = csv_cells(first, sep).len();
+        n >= 2 && second.is_none_or(|l| csv_cells(l, sep).len() == n)
+    };
+    CANDIDATES
+        .into_iter()
+        .find(|c| first.contains(*c) && consistent(*c))
+        .or_else(|| CANDIDATES.into_iter().find(|c| first.contains(*c)))
+        .unwrap_or(fallback)
+}
+
+/// One CSV line's cells, split on `sep`: double quotes group (a doubled
+/// quote inside is one quote), cells are trimmed, and control characters
+/// become U+FFFD, since names and labels are printed to a terminal and a
+/// file's escape sequences must not reach it. With `sep` a space, runs of
+/// blanks separate once. The one splitter of every CSV reader here; the
+/// `csv` crate would add only the quoting, not the separator sniffing,
+/// line-numbered errors or the decimal comma its readers need.
+pub fn csv_cells(line: &str, sep: char) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            c if c == sep && !quoted => out.push(std::mem::take(&mut cur).trim().to_string()),
+            c if c.is_control() && c != '\t' => cur.push('\u{FFFD}'),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur.trim().to_string());
+    if sep == ' ' {
+        out.retain(|c| !c.is_empty());
+    }
+    out
+}
+
+/// A CSV cell as a number: with `;` as the separator a decimal comma reads
+/// as a point (`2,5` is 2.5).
+pub fn csv_number(cell: &str, sep: char) -> Option<f64> {
+    if sep == ';' {
+        cell.replace(',', ".").parse().ok()
+    } else {
+        cell.parse().ok()
+    }
+}
+
+#[cfg(test)]
+mod csv_tests {
+    use super::*;
+
+    #[test]
+    fn cells_are_split_alike_for_every_reader() {
+        assert_eq!(csv_separator("N;X", Some("1;2,5"), ','), ';');
+        assert_eq!(csv_separator("1;2,5", None, ','), ';');
+        assert_eq!(csv_separator("a,b", None, ' '), ',');
+        assert_eq!(csv_separator("1\t2", None, ' '), '\t');
+        assert_eq!(csv_separator("1   2", None, ' '), ' ');
+        // A `;` inside a name does not win over the `,` that splits the rows alike.
+        assert_eq!(csv_separator("label,a;b", Some("x,1"), ','), ',');
+        assert_eq!(
+            csv_cells(r#" a ,"b,c", "say ""hi""" "#, ','),
+            ["a", "b,c", r#"say "hi""#]
+        );
+        assert_eq!(csv_cells("1   2 ", ' '), ["1", "2"]);
+        assert_eq!(csv_cells("x\u{1b}[31m,1", ','), ["x\u{FFFD}[31m", "1"]);
+        assert_eq!(csv_number("2,5", ';'), Some(2.5));
+        assert_eq!(csv_number("2,5", ','), None);
+    }
+}
 
 #[cfg(test)]
 mod tests {

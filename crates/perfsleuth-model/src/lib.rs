@@ -15,6 +15,7 @@ pub mod exit;
 pub mod hex;
 pub mod input;
 mod judged;
+pub mod quantity;
 pub mod schema;
 pub mod url;
 
@@ -1117,6 +1118,32 @@ pub(crate) fn f64_or_nan<'de, D: serde::Deserializer<'de>>(de: D) -> Result<f64,
 /// `options.kind` of a run made by `perfsleuth scale`.
 pub const SCALE_KIND: &str = "scale";
 
+/// `options.kind` of a run made by `perfsleuth import`.
+pub const IMPORT_KIND: &str = "import";
+
+/// What made a run, as its `options.kind` records it: the one reading of
+/// that field, so no caller compares strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOrigin {
+    /// Measured by perfsleuth (`run`, `ab`, `explain`, `probe`): no `kind`.
+    Measured,
+    /// A `perfsleuth scale` sweep ([`SCALE_KIND`]).
+    Scale,
+    /// Another tool's results, `perfsleuth import` ([`IMPORT_KIND`]).
+    Import,
+}
+
+impl RunOrigin {
+    /// The `options.kind` it is stored as; `None` for a measured run.
+    pub const fn kind(self) -> Option<&'static str> {
+        match self {
+            RunOrigin::Measured => None,
+            RunOrigin::Scale => Some(SCALE_KIND),
+            RunOrigin::Import => Some(IMPORT_KIND),
+        }
+    }
+}
+
 /// The sample counter keys a `perfsleuth scale` run writes (beside those of
 /// perf_event counters): what the sweep stores and the scale analysis reads.
 pub mod scale_keys {
@@ -1139,6 +1166,15 @@ pub mod scale_keys {
 }
 
 impl Run {
+    /// What made this run (`options.kind`).
+    pub fn origin(&self) -> RunOrigin {
+        match self.options["kind"].as_str() {
+            Some(SCALE_KIND) => RunOrigin::Scale,
+            Some(IMPORT_KIND) => RunOrigin::Import,
+            _ => RunOrigin::Measured,
+        }
+    }
+
     /// Whether `perfsleuth scale` made this run (`options.kind`).
     pub fn is_scale_sweep(&self) -> bool {
         self.scale_options().is_some()
@@ -1276,6 +1312,7 @@ mod tests {
         // Only kind and param are needed; a run of `perfsleuth run` is no sweep.
         run.options = serde_json::json!({"kind": "scale", "param": "n"});
         assert!(run.is_scale_sweep());
+        assert_eq!(run.origin(), RunOrigin::Scale);
         run.options = serde_json::json!({"commands": ["true"], "warmup": 3});
         assert!(!run.is_scale_sweep());
         run.options = serde_json::Value::Null;

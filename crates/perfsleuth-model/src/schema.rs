@@ -306,13 +306,13 @@ pub struct ComparisonSummary {
 pub struct Ratio {
     /// median(candidate) / median(reference).
     pub ratio: f64,
-    /// Lower bound of the percentile-bootstrap interval.
+    /// Lower bound of the interval: the sign test's over adjacent pairs where both were measured interleaved, the percentile bootstrap's otherwise.
     pub ci_low: f64,
     /// Upper bound.
     pub ci_high: f64,
     /// Confidence level of the interval.
     pub confidence: f64,
-    /// Bootstrap resamples that gave a finite ratio.
+    /// Bootstrap resamples that gave a finite ratio; 0 for a paired interval, which resamples nothing.
     pub resamples: usize,
     /// The interval excludes 1 (time: and the rank test agrees), with at least 5 samples a side.
     pub significant: bool,

@@ -47,10 +47,8 @@ mod calls;
 mod clock;
 mod coherency;
 mod diff;
-pub mod html;
 pub mod ladder;
 mod memory;
-mod render;
 mod spawn;
 mod syscall;
 mod timing;
@@ -59,10 +57,9 @@ pub use diff::{NoiseBands, SIGNIFICANT_CHANGE, assumed_noise, diff, explain, fac
 pub use memory::fmt_bytes;
 pub use perfsleuth_model::schema::ProbeDelta;
 pub use perfsleuth_model::{CalibratedClock, ProbeResult};
-pub use render::{
-    CLOCK_FACT, ProbeSide, change_text, clock_line, compare_notes, diff_document, fmt_value,
-    probe_document, render_diff, render_probe, render_report, render_stored,
-};
+
+/// Context fact holding how the core clock behind the cycle counts was estimated.
+pub const CLOCK_FACT: &str = "probe.clock";
 pub use timing::STABLE_SPREAD;
 
 use perfsleuth_model::Environment;

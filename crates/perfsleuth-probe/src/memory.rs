@@ -733,9 +733,10 @@ fn size_measurement(
     }
 }
 
-/// Bytes in binary units, e.g. "32 KiB", "1.5 MiB" (the report crate's size formatter).
+/// Bytes in binary units, e.g. "32 KiB", "1.5 MiB" (the one size formatter,
+/// [`perfsleuth_model::quantity::format_size`]).
 pub fn fmt_bytes(b: u64) -> String {
-    perfsleuth_report::format_size(b as f64)
+    perfsleuth_model::quantity::format_size(b as f64)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! kept); the statistics drawn (quartiles, median, its interval) come from
 //! every sample.
 
-use crate::html::escape;
+use crate::markup::escape;
 use std::fmt::Write as _;
 
 /// Samples drawn per lane at most; the rest are thinned out of the picture.
@@ -906,7 +906,7 @@ pub fn sparkline(label: &str, values: &[f64]) -> String {
 /// A chart as a file of its own (`--plot`): the report's stylesheet (light
 /// theme, dark under `prefers-color-scheme`) inlined.
 pub fn standalone(svg: &str) -> String {
-    let css = format!("<style>{}</style>", crate::html::CHART_CSS);
+    let css = format!("<style>{}</style>", crate::markup::CHART_CSS);
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     match svg.find("<title>") {
         Some(i) => {

@@ -19,6 +19,8 @@ mod hyperfine;
 mod json;
 mod locks;
 mod markdown;
+mod markup;
+pub mod probe;
 mod simulation;
 pub mod style;
 pub mod svg;
@@ -173,7 +175,7 @@ impl RunReport {
 pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
     // An imported run's tool reported no CPU times: zeros there are not a
     // measurement, so they are not shown as "User: 0 ns".
-    let imported = run.options["kind"] == "import";
+    let imported = run.origin() == perfsleuth_model::RunOrigin::Import;
     let benchmarks: Vec<BenchmarkReport> = run
         .benchmarks
         .iter()
@@ -282,7 +284,7 @@ fn compare(
             .iter()
             .map(|(b, c)| (metric.of(b), metric.of(c)))
             .collect();
-        let (est, n_pairs) = match perfsleuth_stats::estimate_pairs(&values, RESAMPLES, SEED) {
+        let (est, n_pairs) = match perfsleuth_stats::estimate_pairs(&values) {
             Some(p) => (p.estimate, Some(p.pairs)),
             None => {
                 let (base, cand) = (reference.values(metric), candidate.values(metric));

@@ -1,20 +1,9 @@
 //! Turning a run's outcome into a sample, or into the error that stops measuring.
 
-use crate::error::{RunError, Stop};
+use crate::error::{Role, RunError, Stop};
 use crate::spawn::Spawn;
 use perfsleuth_measure::{CommandId, Outcome, Tolerate};
 use perfsleuth_model::Sample;
-
-/// What a checked run was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// A timed run of a benchmarked command (its stderr was discarded).
-    Timed,
-    /// A warmup run of a benchmarked command (stderr kept).
-    Untimed,
-    /// A prepare/setup/cleanup command (stderr kept).
-    Helper,
-}
 
 /// Turns an outcome into a sample, or into the error that stops the run. A
 /// failed timed run is run once more, untimed, to show its stderr.

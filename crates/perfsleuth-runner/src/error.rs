@@ -1,9 +1,19 @@
 //! Why measuring stopped, as typed errors the binary turns into messages with hints.
 
-use crate::check::Role;
 use perfsleuth_measure::MeasureError;
 use perfsleuth_measure::callgrind::SimError;
 use std::path::PathBuf;
+
+/// What a checked run was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A timed run of a benchmarked command (its stderr was discarded).
+    Timed,
+    /// A warmup run of a benchmarked command (stderr kept).
+    Untimed,
+    /// A prepare/setup/cleanup command (stderr kept).
+    Helper,
+}
 
 /// An error of the sink (the store), kept whole so the caller can recover its type.
 pub type SinkError = Box<dyn std::error::Error + Send + Sync>;

@@ -21,8 +21,9 @@ mod simulation;
 mod spawn;
 pub mod sweep;
 
-pub use check::{Role, check};
+pub use check::check;
 pub use counters::Counters;
+pub use error::Role;
 pub use error::{RunError, SinkError, Stop};
 pub use probes::probe_suite;
 pub use schedule::{Bench, Measured, Planned, Schedule, StopRule, Variant, benchmarks, prepare};

@@ -3,7 +3,8 @@
 //! while this process stores the previous sample), each benchmark stopping by
 //! the adaptive rule; cleanups last, and after a failure too.
 
-use crate::check::{Role, check};
+use crate::check::check;
+use crate::error::Role;
 use crate::error::{RunError, Stop};
 use crate::simulation::Simulation;
 use crate::spawn::Spawn;

@@ -2,7 +2,8 @@
 //! in rounds that start one level later each time, with the throughput read
 //! from each run and the machine's CPU time sampled around it.
 
-use crate::check::{Role, check};
+use crate::check::check;
+use crate::error::Role;
 use crate::error::{RunError, Stop};
 use crate::schedule::Planned;
 use crate::spawn::Spawn;

@@ -8,6 +8,7 @@ use std::collections::hash_map::Entry;
 
 /// A line of the file that could not be used.
 pub use perfsleuth_model::input::LineError as CsvError;
+use perfsleuth_model::input::{csv_cells, csv_number, csv_separator};
 
 const N_NAMES: [&str; 6] = ["n", "concurrency", "threads", "clients", "load", "size"];
 const X_NAMES: [&str; 4] = ["x", "throughput", "tput", "rate"];
@@ -22,34 +23,23 @@ pub fn read_csv(text: &str) -> Result<Vec<Observation>, CsvError> {
     let mut rows = 0;
     // Spreadsheets write a byte-order mark before the header.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut content = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'));
+    let sep = match content.next() {
+        Some(first) => csv_separator(first, content.next(), ' '),
+        None => ' ',
+    };
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        // `;` first: where it separates, `,` is the decimal comma.
-        let sep = if line.contains(';') {
-            ';'
-        } else if line.contains(',') {
-            ','
-        } else if line.contains('\t') {
-            '\t'
-        } else {
-            ' '
-        };
-        let cells: Vec<&str> = line
-            .split(sep)
-            .map(|c| c.trim().trim_matches('"'))
-            .filter(|c| sep != ' ' || !c.is_empty())
-            .collect();
-        let number = |s: &str| {
-            if sep == ';' {
-                s.replace(',', ".").parse::<f64>()
-            } else {
-                s.parse::<f64>()
-            }
-        };
+        let owned = csv_cells(line, sep);
+        let cells: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let number = |s: &str| csv_number(s, sep).ok_or(());
         // With the decimal comma too: `1;2,5` is a data row, not a header.
         if columns.is_none() && cells.iter().any(|c| number(c).is_err()) {
             columns = Some(header(&cells).ok_or_else(|| CsvError {

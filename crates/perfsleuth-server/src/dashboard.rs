@@ -9,7 +9,6 @@
 
 use crate::api::bearer;
 use crate::auth::{Scope, valid_project};
-use crate::extract::{PagePath, PageQuery};
 use crate::{ApiError, State};
 use axum::Router;
 use axum::extract::Form;
@@ -83,6 +82,10 @@ impl IntoResponse for PageError {
         (e.status, Html(html)).into_response()
     }
 }
+
+crate::extract::extractors!(PagePath, PageQuery, PageError, |m: String| PageError::from(
+    ApiError::bad_request(m, "start again from the project list")
+));
 
 /// A page for a path that is not one.
 pub(crate) fn not_found_page(path: &str) -> Response {

@@ -1,16 +1,17 @@
 //! Path and query extractors whose rejection is the API's `perfsleuth/error`
-//! document or the dashboard's error page, instead of axum's plain text.
+//! document instead of axum's plain text; the dashboard makes its own (an
+//! error page) with the same macro, so this module knows no page.
 
 use crate::ApiError;
-use crate::dashboard::PageError;
-use axum::extract::{FromRequestParts, Path, Query};
-use axum::http::request::Parts;
-use serde::de::DeserializeOwned;
 
 /// Defines a path and a query extractor rejecting with `$rejection`, made
 /// from the message by `$make`.
 macro_rules! extractors {
     ($path:ident, $query:ident, $rejection:ty, $make:expr) => {
+        use axum::extract::{FromRequestParts, Path, Query};
+        use axum::http::request::Parts;
+        use serde::de::DeserializeOwned;
+
         /// The request path's parameters, or the rejection.
         pub(crate) struct $path<T>(pub T);
 
@@ -41,13 +42,11 @@ macro_rules! extractors {
     };
 }
 
+pub(crate) use extractors;
+
 extractors!(ApiPath, ApiQuery, ApiError, |m: String| {
     ApiError::bad_request(
         m,
         "see docs/SERVER.md for the API's paths and each endpoint's parameters",
     )
 });
-
-extractors!(PagePath, PageQuery, PageError, |m: String| PageError::from(
-    ApiError::bad_request(m, "start again from the project list")
-));

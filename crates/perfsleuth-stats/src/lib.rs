@@ -40,7 +40,7 @@ pub use describe::{
 pub use fdr::{benjamini_hochberg, bh_adjusted};
 pub use mann_whitney::{EXACT_MAX_TOTAL, MannWhitney, mann_whitney_u};
 pub use normal::{erfc, normal_cdf, normal_quantile, t_quantile};
-pub use paired::{MAX_UNITS, MIN_PAIRS, PairedEstimate, block_length, estimate_pairs};
+pub use paired::{MIN_PAIRS, PairedEstimate, estimate_pairs};
 pub use rng::Rng;
 pub use summary::{MeanSd, welch_relative_change};
 pub use usl::{

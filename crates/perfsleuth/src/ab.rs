@@ -17,7 +17,6 @@ use perfsleuth_model::schema::{AbBuild, AbInfo, AbSide};
 use perfsleuth_model::{GitInfo, Run};
 use perfsleuth_runner::{Planned, Stop};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// One side of the comparison.
@@ -140,26 +139,16 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     // While a gating row cannot be decided, another round of both sides
     // (up to --max-time), as `run --baseline` does.
     let more = |template: &Run, benches: &[perfsleuth_runner::Bench]| {
-        let mut so_far = template.clone();
-        so_far.benchmarks = perfsleuth_runner::benchmarks(benches);
-        let (b, c) = split_run(&so_far, n_base);
-        let side = |run: Run| Side {
-            label: String::new(),
-            runs: vec![run],
-        };
-        perfsleuth_compare::any_gating_inconclusive(&perfsleuth_compare::compare(
-            &side(b),
-            &side(c),
-            &opts,
-        ))
+        let (b, c) = split_run(&crate::compare::so_far(template, benches), n_base);
+        crate::compare::undecided_sides(&crate::compare::side(b), &crate::compare::side(c), &opts)
     };
     let mut m = crate::run::measure(run_args, &c, &mut spawner, benches, parts, &more)?;
     if m.rounds > c.rounds {
-        notes.push(format!(
-            "measured {} rounds ({}) because the comparison was inconclusive (--max-time {})",
+        notes.push(crate::compare::extension_note(
             m.rounds,
-            perfsleuth_report::format_duration_ns(m.elapsed.as_nanos() as f64),
-            perfsleuth_report::format_duration_ns(c.max_time.as_nanos() as f64)
+            m.elapsed,
+            c.max_time,
+            "the comparison",
         ));
     }
     let (base_run, cand_run) = split(&m, n_base, [&baseline, &candidate]);
@@ -368,24 +357,7 @@ fn for_side(p: &Planned, root: &Path, rev: &Rev) -> Planned {
 // ---- git ---------------------------------------------------------------------
 
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        let err = String::from_utf8_lossy(&out.stderr);
-        Err(err
-            .lines()
-            .next()
-            .unwrap_or("git failed")
-            .trim()
-            .to_string())
-    }
+    crate::git::run(dir, args)
 }
 
 fn git_top() -> Result<PathBuf, Fail> {
@@ -412,11 +384,7 @@ fn commit_of(repo: &Path, rev: &str, option: &str) -> Result<String, Fail> {
             "give a branch, tag or commit",
         ));
     }
-    git(
-        repo,
-        &["rev-parse", "--verify", "-q", &format!("{rev}^{{commit}}")],
-    )
-    .map_err(|_| {
+    crate::git::resolve(repo, rev).ok_or_else(|| {
         Fail::usage(
             format!("{option} `{rev}` is not a revision of this repository"),
             "give a branch, tag or commit (`git log --oneline` lists them)",
@@ -438,7 +406,7 @@ fn resolve_baseline(repo: &Path, given: Option<&str>) -> Result<Rev, Fail> {
         .filter(|b| !b.is_empty() && b != "origin/HEAD")
         .into_iter()
         .chain(["main".to_string(), "master".to_string()])
-        .find(|b| git(repo, &["rev-parse", "--verify", "-q", &format!("{b}^{{commit}}")]).is_ok())
+        .find(|b| crate::git::resolve(repo, b).is_some())
         .ok_or_else(|| {
             Fail::usage(
                 "no default branch to take the baseline from (origin/HEAD, main and master do not exist)",
@@ -602,52 +570,40 @@ struct Build {
 }
 
 /// Runs `--build` in a side's worktree, output to a log beside it; a
-/// failure, a timeout or Ctrl-C is an error naming the side.
+/// failure, a timeout or Ctrl-C is an error naming the side. Supervised as
+/// every benchmarked command is (`perfsleuth_measure::Executor`: its own
+/// process group, killed whole past the timeout or on Ctrl-C, reaped with
+/// wait4), with no polling.
 fn build(cmd: &str, root: &Path, rev: &Rev, timeout: Duration) -> Result<Build, Fail> {
-    use std::os::unix::process::CommandExt;
     let log_path = root.with_extension("build.log");
     let side = format!("{} ({})", rev.role, rev.short());
-    let io_fail = |e: std::io::Error| {
+    let start_fail = |e: String| {
         Fail::usage(
             format!("cannot start the build of the {side}: {e}"),
             "check --build",
         )
     };
-    let log = std::fs::File::create(&log_path).map_err(io_fail)?;
-    let start = Instant::now();
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().map_err(io_fail)?)
-        .stderr(log)
-        .process_group(0)
-        .spawn()
-        .map_err(io_fail)?;
-    let kill = |pid: u32| {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stderr(Stdio::null())
-            .status();
+    // Created empty once: the executor appends. The shell sends its own
+    // stderr to that log too, so the log holds everything the build printed.
+    std::fs::File::create(&log_path).map_err(|e| start_fail(e.to_string()))?;
+    let io = perfsleuth_measure::IoConfig {
+        output: perfsleuth_measure::OutputTarget::File(log_path.clone()),
+        timeout: Some(timeout),
+        cwd: Some(root.to_path_buf()),
+        ..perfsleuth_measure::IoConfig::default()
     };
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(io_fail)? {
-            break status;
-        }
-        if perfsleuth_measure::interrupted() {
-            kill(child.id());
-            let _ = child.wait();
-            return Err(Fail {
-                message: format!("interrupted during the build of the {side}; worktrees removed"),
-                details: Vec::new(),
-                hint: String::new(),
-                code: ExitCode::interrupted_by(perfsleuth_measure::interrupting_signal()),
-            });
-        }
-        if start.elapsed() > timeout {
-            kill(child.id());
-            let _ = child.wait();
+    let argv = [
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("exec 2>&1\n{cmd}"),
+    ];
+    let mut exec =
+        perfsleuth_measure::Executor::new(&argv, &io).map_err(|e| start_fail(e.to_string()))?;
+    let start = Instant::now();
+    let outcome = exec.run(0, false).map_err(|e| start_fail(e.to_string()))?;
+    let sample = match outcome {
+        perfsleuth_measure::Outcome::Completed(sample) => sample,
+        perfsleuth_measure::Outcome::TimedOut(_) => {
             return Err(Fail::usage(
                 format!(
                     "the build of the {side} took longer than --build-timeout {}",
@@ -657,11 +613,18 @@ fn build(cmd: &str, root: &Path, rev: &Rev, timeout: Duration) -> Result<Build, 
             )
             .with_details(tail(&log_path)));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        perfsleuth_measure::Outcome::Interrupted | perfsleuth_measure::Outcome::Skipped => {
+            return Err(Fail {
+                message: format!("interrupted during the build of the {side}; worktrees removed"),
+                details: Vec::new(),
+                hint: String::new(),
+                code: ExitCode::interrupted_by(perfsleuth_measure::interrupting_signal()),
+            });
+        }
     };
-    if !status.success() {
-        let how = status
-            .code()
+    if !sample.succeeded() {
+        let how = sample
+            .exit_code
             .map_or("was killed by a signal".to_string(), |c| {
                 format!("exited with code {c}")
             });

@@ -146,13 +146,46 @@ pub fn undecided(
     benches: &[perfsleuth_runner::Bench],
     opts: &Options,
 ) -> bool {
-    let mut so_far = run.clone();
-    so_far.benchmarks = perfsleuth_runner::benchmarks(benches);
-    let candidate = Side {
-        label: "this run".into(),
-        runs: vec![so_far],
-    };
-    perfsleuth_compare::any_gating_inconclusive(&compare(baseline, &candidate, opts))
+    undecided_sides(baseline, &side(so_far(run, benches)), opts)
+}
+
+/// The one rule for measuring more rounds, `run --baseline`'s and `ab`'s:
+/// a gating row of `baseline` against `candidate` is still inconclusive.
+pub fn undecided_sides(baseline: &Side, candidate: &Side, opts: &Options) -> bool {
+    perfsleuth_compare::any_gating_inconclusive(&compare(baseline, candidate, opts))
+}
+
+/// `template` with the benchmarks measured so far.
+pub fn so_far(
+    template: &perfsleuth_model::Run,
+    benches: &[perfsleuth_runner::Bench],
+) -> perfsleuth_model::Run {
+    let mut run = template.clone();
+    run.benchmarks = perfsleuth_runner::benchmarks(benches);
+    run
+}
+
+/// A side of one run, unlabelled (for deciding, not printing).
+pub fn side(run: perfsleuth_model::Run) -> Side {
+    Side {
+        label: String::new(),
+        runs: vec![run],
+    }
+}
+
+/// The note for rounds measured beyond the planned ones because
+/// [`undecided_sides`] held: the same words from `run --baseline` and `ab`.
+pub fn extension_note(
+    rounds: u32,
+    elapsed: std::time::Duration,
+    max_time: std::time::Duration,
+    what: &str,
+) -> String {
+    format!(
+        "measured {rounds} rounds ({}) because {what} was inconclusive (--max-time {})",
+        perfsleuth_report::format_duration_ns(elapsed.as_nanos() as f64),
+        perfsleuth_report::format_duration_ns(max_time.as_nanos() as f64)
+    )
 }
 
 /// Refuses sides measured in different modes (see

@@ -763,7 +763,9 @@ fn planned_from(
         // the command would time something else. hyperfine's are the
         // command's own wall times, so those rerun.
         let imported = &template.options["import"];
-        if template.options["kind"] == "import" && imported["format"] != "hyperfine" {
+        if template.origin() == perfsleuth_model::RunOrigin::Import
+            && imported["format"] != "hyperfine"
+        {
             return Err(Fail::usage(
                 format!(
                     "`{key}` was imported from {} output: explain reruns a benchmark's command, and these numbers are not that command's wall time",

@@ -1,21 +1,35 @@
-//! The source-control state recorded with each run.
+//! The one git runner: the source-control state recorded with each run,
+//! revisions resolved for `compare` and `ab`, and `ab`'s worktrees.
 
 use perfsleuth_model::GitInfo;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-fn git(dir: &Path, args: &[&str]) -> Option<String> {
+/// `git -C dir args…`: its trimmed standard output, or the first line of
+/// what it printed on standard error (or why it could not start).
+pub fn run(dir: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
         .args(args)
         .stdin(Stdio::null())
-        .stderr(Stdio::null())
         .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        Err(err
+            .lines()
+            .next()
+            .unwrap_or("git failed")
+            .trim()
+            .to_string())
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    run(dir, args).ok()
 }
 
 /// Commit, branch and dirty flag of the repository containing `dir`; `None`
@@ -48,7 +62,8 @@ pub fn first_parent(dir: &Path, branch: &str) -> Option<std::collections::HashMa
     )
 }
 
-/// The full hash of revision `rev`, if it names a commit here.
+/// The full hash of revision `rev`, if it names a commit of the repository
+/// containing `dir` (never an option: `rev` may not start with `-`).
 pub fn resolve(dir: &Path, rev: &str) -> Option<String> {
     if rev.starts_with('-') {
         return None;
@@ -57,4 +72,5 @@ pub fn resolve(dir: &Path, rev: &str) -> Option<String> {
         dir,
         &["rev-parse", "--verify", "-q", &format!("{rev}^{{commit}}")],
     )
+    .filter(|hash| !hash.is_empty())
 }

@@ -3,16 +3,13 @@
 
 use crate::cli::{CompareFormat, DetectArgs, HistoryArgs, HistoryCommand};
 use crate::error::Fail;
-use crate::output::{self, open_existing_store, store_fail};
+use crate::output::{open_existing_store, store_fail};
 use crate::term::{emit, use_color};
 use perfsleuth_history::{Filter, HistoryError, Options, Order};
 use perfsleuth_model::Metric;
-use perfsleuth_model::input::Accept;
+use perfsleuth_model::input::{MAX_DATA_BYTES, input_name, read_text_or_stdin};
 use perfsleuth_model::schema::{HistoryDoc, to_json_pretty};
 use std::path::Path;
-
-/// Largest CSV `history fit` reads.
-const MAX_CSV_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Runs `perfsleuth history` (or `history fit`) and returns the exit code.
 pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
@@ -241,13 +238,8 @@ fn fit(
     color: bool,
 ) -> Result<i32, Fail> {
     let hint = "give a CSV with a header row, label columns (commit, date) and value columns";
-    let text = if file == Path::new("-") {
-        perfsleuth_model::input::read_stdin_text(MAX_CSV_BYTES)
-            .map_err(|e| Fail::usage(format!("cannot read stdin: {e}"), hint))?
-    } else {
-        output::read_user_file(file, MAX_CSV_BYTES, Accept::RegularOrPipe)
-            .map_err(|e| Fail::usage(format!("cannot read {}: {e}", file.display()), hint))?
-    };
+    let text = read_text_or_stdin(file, MAX_DATA_BYTES)
+        .map_err(|e| Fail::usage(format!("cannot read {}: {e}", input_name(file)), hint))?;
     let csv = perfsleuth_history::read_csv(&text, column)
         .map_err(|e| Fail::usage(format!("{}: {e}", file.display()), hint))?;
     let doc = perfsleuth_history::fit(&csv, &options(detect));

@@ -12,7 +12,7 @@ use perfsleuth_model::{Environment, Fact, RunStatus};
 use std::path::{Path, PathBuf};
 
 /// The most a results file may hold; a larger one is refused unread.
-const MAX_IMPORT_BYTES: u64 = 256 << 20;
+const MAX_IMPORT_BYTES: u64 = perfsleuth_model::input::MAX_DATA_BYTES;
 /// The most benchmark directories a criterion tree may hold.
 const MAX_CRITERION_BENCHES: usize = 10_000;
 /// How deep under the given directory criterion's `new/` directories are looked for.
@@ -264,7 +264,7 @@ fn store(
     let samples: usize = imported.benchmarks.iter().map(|b| b.samples.len()).sum();
     let now = perfsleuth_model::rfc3339(std::time::SystemTime::now());
     let options = serde_json::json!({
-        "kind": "import",
+        "kind": perfsleuth_model::IMPORT_KIND,
         "import": {
             "format": imported.format.name(),
             "tool": imported.format.tool(),
@@ -336,14 +336,12 @@ fn import_fail(label: &str, format: Format, e: ImportError) -> Fail {
 /// The input's text: a file (regular or a pipe, at most
 /// [`MAX_IMPORT_BYTES`]) or standard input.
 fn read_input(path: &Path) -> Result<String, Fail> {
-    let read = if path == Path::new("-") {
-        perfsleuth_model::input::read_stdin_text(MAX_IMPORT_BYTES).map_err(|e| e.to_string())
-    } else {
-        output::read_user_file(path, MAX_IMPORT_BYTES, Accept::RegularOrPipe)
-    };
-    read.map_err(|why| {
+    perfsleuth_model::input::read_text_or_stdin(path, MAX_IMPORT_BYTES).map_err(|why| {
         Fail::usage(
-            format!("cannot read {}: {why}", path.display()),
+            format!(
+                "cannot read {}: {why}",
+                perfsleuth_model::input::input_name(path)
+            ),
             "give a results file (at most 256 MiB), a criterion directory, or - for standard input",
         )
     })

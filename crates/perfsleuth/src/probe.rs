@@ -13,7 +13,8 @@ use crate::term::{ProgressLine, emit, use_color};
 use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::schema::{self, Document, ProbeDoc, RunExport};
 use perfsleuth_model::{Mode, Run, RunStatus};
-use perfsleuth_probe::{CacheSizes, PROBES, ProbeOptions, ProbeReport, ProbeSide, clock_line};
+use perfsleuth_probe::{CacheSizes, PROBES, ProbeOptions, ProbeReport};
+use perfsleuth_report::probe::{ProbeSide, clock_line};
 use perfsleuth_store::{RunKind, Store, comparability_hash};
 use std::path::Path;
 
@@ -65,13 +66,13 @@ fn suite(args: ProbeArgs) -> Result<i32, Fail> {
                 text.push('\n');
             }
             first = false;
-            text.push_str(&perfsleuth_probe::render_report(report, all, color));
+            text.push_str(&perfsleuth_report::probe::render_report(report, all, color));
             emit(&text, false);
         }
     })?;
     let run = &measured.run;
     if args.json {
-        let doc = perfsleuth_probe::probe_document(
+        let doc = perfsleuth_report::probe::probe_document(
             run,
             &measured.reports,
             comparability_hash(&run.environment),
@@ -168,7 +169,7 @@ fn measure(
 
 /// Prints a stored probe run (`perfsleuth show`).
 pub fn print_stored(run: &Run, all: bool, color: ColorChoice) {
-    let text = perfsleuth_probe::render_stored(
+    let text = perfsleuth_report::probe::render_stored(
         run,
         &comparability_hash(&run.environment),
         all,
@@ -243,10 +244,18 @@ fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
         "Run-to-run noise assumed for a shared VM (docs/PROBES.md): with three or more other stored probe runs of one machine type, it widens where they spread further.\n".to_string()
     };
     if args.json {
-        print_json(&perfsleuth_probe::diff_document(&a, &b, &deltas, differs))?;
+        print_json(&perfsleuth_report::probe::diff_document(
+            &a, &b, &deltas, differs,
+        ))?;
     } else {
         emit(
-            &perfsleuth_probe::render_diff(&a, &b, &deltas, args.all, use_color(args.color, false)),
+            &perfsleuth_report::probe::render_diff(
+                &a,
+                &b,
+                &deltas,
+                args.all,
+                use_color(args.color, false),
+            ),
             false,
         );
         emit(&noise_note, false);

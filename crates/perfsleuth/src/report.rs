@@ -96,7 +96,7 @@ pub fn report(args: ReportArgs) -> Result<i32, Fail> {
             }
             title = format!("perfsleuth report: {} → {}", a.label, b.label);
             subtitle = machine_line(&rb);
-            sections.push(perfsleuth_probe::html::render_diff_html(
+            sections.push(perfsleuth_report::probe::html::render_diff_html(
                 &a.label, &ra, &b.label, &rb,
             ));
             sections.push(section(&ra, &a.label));
@@ -206,7 +206,7 @@ fn resolve_all(
 /// A run's own section: a probe run's, a scale sweep's, or a benchmark run's.
 fn section(run: &Run, label: &str) -> String {
     if run.mode == perfsleuth_model::Mode::Probe {
-        return perfsleuth_probe::html::render_html(run, label);
+        return perfsleuth_report::probe::html::render_html(run, label);
     }
     if let Some(a) = perfsleuth_scale::analysis_of(run) {
         return perfsleuth_scale::render_html(&a, label);

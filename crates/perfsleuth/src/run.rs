@@ -298,14 +298,13 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
                 );
             }
             if rounds > c.rounds {
-                emit(
-                    &format!(
-                        "note: measured {rounds} rounds ({}) because the comparison with the baseline was inconclusive (--max-time {})\n",
-                        perfsleuth_report::format_duration_ns(elapsed.as_nanos() as f64),
-                        perfsleuth_report::format_duration_ns(c.max_time.as_nanos() as f64)
-                    ),
-                    true,
+                let note = crate::compare::extension_note(
+                    rounds,
+                    elapsed,
+                    c.max_time,
+                    "the comparison with the baseline",
                 );
+                emit(&format!("note: {note}\n"), true);
             }
             for warning in perfsleuth_runner::nondeterminism(&run.benchmarks)
                 .iter()

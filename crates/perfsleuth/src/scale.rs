@@ -13,7 +13,7 @@ use crate::term::{ProgressLine, emit, use_color};
 use perfsleuth_measure::{IoConfig, OutputTarget, Spawner, install_interrupt_handler};
 use perfsleuth_model::Mode;
 use perfsleuth_model::exit::ExitCode;
-use perfsleuth_model::input::Accept;
+use perfsleuth_model::input::{MAX_DATA_BYTES, input_name, read_text_or_stdin};
 use perfsleuth_runner::sweep::{Sweep, Throughput, prepare_levels};
 use perfsleuth_runner::{RunError, ScratchDir, Stop, conclude};
 use perfsleuth_scale::{Analysis, Machine, analysis_of, analyze};
@@ -305,9 +305,6 @@ fn report(
     Ok(())
 }
 
-/// Largest CSV `scale fit` reads: a million rows of N,X is ~20 MB.
-const MAX_CSV_BYTES: u64 = 256 * 1024 * 1024;
-
 fn fit_file(
     file: &Path,
     cpus: Option<f64>,
@@ -316,21 +313,15 @@ fn fit_file(
     plot: Option<&Path>,
     color: ColorChoice,
 ) -> Result<i32, Fail> {
-    let text = if file == Path::new("-") {
-        perfsleuth_model::input::read_stdin_text(MAX_CSV_BYTES).map_err(|e| {
-            Fail::usage(
-                format!("cannot read stdin: {e}"),
-                "pipe a CSV file with columns N,X",
-            )
-        })?
-    } else {
-        output::read_user_file(file, MAX_CSV_BYTES, Accept::RegularOrPipe).map_err(|e| {
-            Fail::usage(
-                format!("cannot read {}: {e}", file.display()),
-                "give a CSV file with columns N,X",
-            )
-        })?
-    };
+    // A million rows of N,X is ~20 MB, well inside the limit.
+    let text = read_text_or_stdin(file, MAX_DATA_BYTES).map_err(|e| {
+        let hint = if file == Path::new("-") {
+            "pipe a CSV file with columns N,X"
+        } else {
+            "give a CSV file with columns N,X"
+        };
+        Fail::usage(format!("cannot read {}: {e}", input_name(file)), hint)
+    })?;
     let observations = perfsleuth_scale::read_csv(&text).map_err(|e| {
         Fail::usage(
             format!("{}: {e}", file.display()),

@@ -10,7 +10,6 @@ use perfsleuth_model::Run;
 use perfsleuth_model::schema::{self, Document, ReadError, RunExport};
 use perfsleuth_store::Store;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 /// At most this many runs of one revision make up a side.
 const MAX_RUNS_PER_SIDE: usize = 10;
@@ -147,15 +146,5 @@ pub fn from_export(path: &Path) -> Result<Run, Fail> {
 
 /// The full commit hash `rev` names in the current repository, if any.
 fn git_commit(rev: &str) -> Option<String> {
-    if rev.starts_with('-') {
-        return None;
-    }
-    let out = Command::new("git")
-        .args(["rev-parse", "--verify", "-q", &format!("{rev}^{{commit}}")])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (out.status.success() && !hash.is_empty()).then_some(hash)
+    crate::git::resolve(Path::new("."), rev)
 }

@@ -1,17 +1,12 @@
 //! Running a command under callgrind and turning its output into counters.
 
-use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+#[cfg(test)]
+use super::{EVENTS, counters, estimated_cycles};
 use super::{ParseError, Profile, parse_file};
-
-/// The events simulation mode reports, in callgrind's order: instruction
-/// reads, data reads, data writes, then L1 and last-level misses of each.
-pub const EVENTS: [&str; 9] = [
-    "Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw",
-];
 
 /// What to tell a user without valgrind.
 pub const INSTALL_HINT: &str = "install valgrind (Debian/Ubuntu: apt-get install valgrind)";
@@ -341,44 +336,6 @@ pub fn collect_outputs(dir: &Path) -> Result<Profile, SimError> {
         std::fs::remove_file(f).map_err(io(f))?;
     }
     Ok(profile)
-}
-
-/// Estimated CPU cycles from the simulated cache events, the model
-/// iai-callgrind and gungraun use (after Valgrind's cachegrind docs):
-///
-/// ```text
-/// ram     = ILmr + DLmr + DLmw                 (last-level misses)
-/// ll_hits = (I1mr + D1mr + D1mw) − ram         (L1 misses that hit LL)
-/// l1_hits = (Ir + Dr + Dw) − (I1mr + D1mr + D1mw)
-/// cycles  = l1_hits + 5 · ll_hits + 35 · ram
-/// ```
-///
-/// `None` unless all nine [`EVENTS`] are in the profile (run with
-/// `--cache-sim=yes`). Differences saturate at 0.
-pub fn estimated_cycles(p: &Profile) -> Option<f64> {
-    let mut v = [0u128; 9];
-    for (slot, event) in v.iter_mut().zip(EVENTS) {
-        *slot = u128::from(p.total(event)?);
-    }
-    let [ir, dr, dw, i1mr, d1mr, d1mw, ilmr, dlmr, dlmw] = v;
-    let ram = ilmr + dlmr + dlmw;
-    let l1_misses = i1mr + d1mr + d1mw;
-    let ll_hits = l1_misses.saturating_sub(ram);
-    let l1_hits = (ir + dr + dw).saturating_sub(l1_misses);
-    Some((l1_hits + 5 * ll_hits + 35 * ram) as f64)
-}
-
-/// The nine [`EVENTS`] totals (0 for an event the profile lacks) and
-/// `est_cycles` when [`estimated_cycles`] can compute it.
-pub fn counters(p: &Profile) -> BTreeMap<String, f64> {
-    let mut m: BTreeMap<String, f64> = EVENTS
-        .iter()
-        .map(|e| (e.to_string(), p.total(e).unwrap_or(0) as f64))
-        .collect();
-    if let Some(c) = estimated_cycles(p) {
-        m.insert("est_cycles".to_string(), c);
-    }
-    m
 }
 
 /// Whether a run with `--toggle-collect=function` collected anything: true

@@ -1,17 +1,17 @@
 //! Probe output: the terminal sections of `probe` and `show`, the `probe
 //! diff` report, the `perfsleuth/probe` and `perfsleuth/probe-diff`
 //! documents, and the notes `compare` adds. The binary chooses, stores and
-//! prints; what the output says lives here beside the probes.
+//! prints; the probes (`perfsleuth-probe`) measure and never render, so the
+//! engine that runs them links no presentation.
 
-use crate::{CalibratedClock, PROBES, ProbeDelta, ProbeReport, ProbeResult, fmt_bytes};
+use crate::style::{BOLD, GREEN, RED, YELLOW};
 use perfsleuth_model::schema::{
     Document, ProbeDeltaRow, ProbeDiffDoc, ProbeDiffSide, ProbeDoc, ProbeReportDoc,
 };
 use perfsleuth_model::{Environment, Run};
-use perfsleuth_report::style::{BOLD, GREEN, RED, YELLOW};
-
-/// Context fact holding how the core clock behind the cycle counts was estimated.
-pub const CLOCK_FACT: &str = "probe.clock";
+use perfsleuth_probe::{
+    CLOCK_FACT, CalibratedClock, PROBES, ProbeDelta, ProbeReport, ProbeResult, fmt_bytes,
+};
 
 /// Non-significant changes smaller than this are "unchanged" in `probe diff`.
 const UNCHANGED: f64 = 0.01;
@@ -30,7 +30,7 @@ fn header_extra(r: &ProbeReport) -> String {
 
 /// `s` in `style` when colour is on (the one colour module's codes).
 fn paint(style: anstyle::Style, s: &str, color: bool) -> String {
-    perfsleuth_report::Style::new(color).paint(style, s)
+    crate::Style::new(color).paint(style, s)
 }
 
 /// A value with its unit, at a precision that suits its size.
@@ -52,7 +52,7 @@ pub fn fmt_value(value: f64, unit: &str) -> String {
             }
         }
         "GB/s" => format!("{value:.1} GB/s"),
-        "ops/s" => perfsleuth_report::format_si_unit(value, "ops/s"),
+        "ops/s" => crate::format_si_unit(value, "ops/s"),
         "ratio" => format!("{value:.2}×"),
         u => format!("{value:.3} {u}"),
     }
@@ -509,12 +509,12 @@ pub fn diff_document(
 /// baseline's machine) and `ib` (`rb`, the candidate's), with the facts that
 /// explain them. Empty when nothing differs.
 pub fn compare_notes(ia: i64, ra: &Run, ib: i64, rb: &Run) -> Vec<String> {
-    let deltas = crate::diff(
+    let deltas = perfsleuth_probe::diff(
         &ra.probes,
         &ra.environment,
         &rb.probes,
         &rb.environment,
-        &crate::NoiseBands::assumed(),
+        &perfsleuth_probe::NoiseBands::assumed(),
     );
     let sig: Vec<&ProbeDelta> = deltas
         .iter()

@@ -2,11 +2,11 @@
 //! steps found and the fingerprint's cache sizes, every result in a table;
 //! and two probe runs' headline differences against their noise bands.
 
-use crate::render::fmt_value;
+use super::text::fmt_value;
+use crate::chart::{self, Change};
+use crate::format_size;
+use crate::html::{details, escape, figure, table};
 use perfsleuth_model::Run;
-use perfsleuth_report::chart::{self, Change};
-use perfsleuth_report::format_size;
-use perfsleuth_report::html::{details, escape, figure, table};
 use std::fmt::Write as _;
 
 /// One probe run.
@@ -49,7 +49,7 @@ pub fn render_html(run: &Run, label: &str) -> String {
             if let Some(size) = run
                 .environment
                 .get(&format!("cpu.cache.{level}.size"))
-                .and_then(crate::parse_size)
+                .and_then(perfsleuth_probe::parse_size)
             {
                 marks.push((
                     size as f64,
@@ -97,12 +97,12 @@ pub fn render_html(run: &Run, label: &str) -> String {
 
 /// Two probe runs: each headline metric's change against its noise band.
 pub fn render_diff_html(a_label: &str, a: &Run, b_label: &str, b: &Run) -> String {
-    let deltas = crate::diff(
+    let deltas = perfsleuth_probe::diff(
         &a.probes,
         &a.environment,
         &b.probes,
         &b.environment,
-        &crate::NoiseBands::assumed(),
+        &perfsleuth_probe::NoiseBands::assumed(),
     );
     let mut out = String::new();
     let _ = write!(
@@ -136,7 +136,7 @@ pub fn render_diff_html(a_label: &str, a: &Run, b_label: &str, b: &Run) -> Strin
                 format!("{} · {}", d.probe, d.metric),
                 fmt_value(d.a, &d.unit),
                 fmt_value(d.b, &d.unit),
-                crate::render::change_text(d),
+                super::text::change_text(d),
                 if d.significant { "yes" } else { "no" }.into(),
                 d.explanations.join("; "),
             ]

@@ -1,0 +1,48 @@
+//! What every HTML and SVG piece shares: escaping and the charts' style.
+//! Below both `chart` and `html`, so neither needs the other for these.
+
+/// Text for HTML and SVG: `& < > " '` escaped.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The charts' colours and strokes, by class: the Okabe–Ito palette
+/// (distinguishable under the common colour-vision deficiencies), and its
+/// dark counterpart.
+pub const CHART_CSS: &str = r#"
+svg.chart{--fg:#222;--muted:#666;--grid:#e4e4e4;--bg:#fff;--c1:#0072B2;--c2:#E69F00;--reg:#D55E00;--imp:#009E73;--none:#777;--band:rgba(0,114,178,.12);font-family:system-ui,-apple-system,"Segoe UI",sans-serif;background:var(--bg)}
+@media (prefers-color-scheme:dark){svg.chart{--fg:#e8e8e8;--muted:#aaa;--grid:#3a3a3a;--bg:#1b1b1b;--c1:#56B4E9;--c2:#F0E442;--reg:#FF8C4A;--imp:#3FD1A6;--none:#999;--band:rgba(86,180,233,.18)}}
+svg.chart text{fill:var(--fg);font-size:12px}
+svg.chart .title{font-size:15px;font-weight:600}
+svg.chart .tick{fill:var(--muted);font-size:11px}
+svg.chart .label{fill:var(--muted)}
+svg.chart .grid{stroke:var(--grid);stroke-width:1}
+svg.chart .axis,svg.chart .zero{stroke:var(--muted);stroke-width:1}
+svg.chart .round{stroke:var(--muted);stroke-dasharray:3 3}
+svg.chart .box{fill:var(--band);stroke:var(--c1);stroke-width:1.5}
+svg.chart .whisker{stroke:var(--c1);stroke-width:1.5}
+svg.chart .median{stroke:var(--fg);stroke-width:2.5}
+svg.chart .ci{fill:var(--c2);opacity:.35}
+svg.chart .pt{fill:var(--c1);opacity:.6}
+svg.chart .pts{fill:none;stroke:var(--c1);stroke-width:4;stroke-linecap:round;opacity:.6}
+svg.chart .pts.r1{stroke:var(--c2)}
+svg.chart .band{fill:var(--band)}
+svg.chart .changepoint{stroke:var(--reg);stroke-width:2;stroke-dasharray:6 3}
+svg.chart .line{fill:none;stroke:var(--c1);stroke-width:1.5}
+svg.chart .marker{fill:var(--c2);stroke:var(--fg);stroke-width:.5}
+svg.chart .ci-line{stroke-width:3;stroke:var(--none)}
+svg.chart .change{fill:var(--none)}
+svg.chart .v-regressed .ci-line{stroke:var(--reg)} svg.chart .v-regressed .change{fill:var(--reg)}
+svg.chart .v-improved .ci-line{stroke:var(--imp)} svg.chart .v-improved .change{fill:var(--imp)}
+"#;
