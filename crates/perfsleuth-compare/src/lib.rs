@@ -1099,6 +1099,22 @@ fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
     })
 }
 
+/// What a row's verdict is decided from beside the row itself: how it was
+/// measured, kept together so the judging loop reads one value per row.
+#[derive(Debug, Clone, Copy)]
+struct RowFacts {
+    /// The metric is exact (simulation counts): no interval to widen.
+    exact: bool,
+    /// (baseline, candidate) run windows of the row's benchmark.
+    windows: (f64, f64),
+    /// The spread of the runs the estimate came from (for the prior noise).
+    spread: f64,
+    /// What the CPU time did, for a wall-time row.
+    cpu: Option<CpuShare>,
+    /// How it was judged when a side had only a tool's summary.
+    kind: SummaryKind,
+}
+
 /// How a row was judged when a side had only a tool's summary.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum SummaryKind {
@@ -1857,12 +1873,8 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
 
     // Rows with their statistics, in candidate order.
     let mut rows: Vec<Row> = Vec::new();
-    let mut exact: Vec<bool> = Vec::new();
-    // (baseline, candidate) windows of each row's benchmark.
-    let mut windows: Vec<(f64, f64)> = Vec::new();
-    let mut spreads: Vec<f64> = Vec::new();
-    let mut cpu_shares: Vec<Option<CpuShare>> = Vec::new();
-    let mut summary_kinds: Vec<SummaryKind> = Vec::new();
+    // Beside each row, what its verdict is decided from.
+    let mut facts: Vec<RowFacts> = Vec::new();
     let mut failed_notes: Vec<String> = Vec::new();
     let mut paired = 0usize;
     for ce in &cand_entries.list {
@@ -1922,11 +1934,13 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             }
         });
         for (metric, (m, kind)) in metrics.into_iter().zip(measured) {
-            summary_kinds.push(kind);
-            exact.push(m.exact);
-            windows.push((be.windows, ce.windows));
-            spreads.push(m.spread);
-            cpu_shares.push(m.cpu);
+            facts.push(RowFacts {
+                exact: m.exact,
+                windows: (be.windows, ce.windows),
+                spread: m.spread,
+                cpu: m.cpu,
+                kind,
+            });
             let mut m = m;
             if let Some((judged, sentence)) = &judged_note {
                 if metric == *judged {
@@ -1998,14 +2012,14 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     let throughput = Metric::parse("throughput");
 
     // Verdicts and attribution.
-    for (((((row, &exact), &(wb, wc)), &spread), cpu), &kind) in rows
-        .iter_mut()
-        .zip(&exact)
-        .zip(&windows)
-        .zip(&spreads)
-        .zip(&cpu_shares)
-        .zip(&summary_kinds)
-    {
+    for (row, f) in rows.iter_mut().zip(&facts) {
+        let RowFacts {
+            exact,
+            windows: (wb, wc),
+            spread,
+            cpu,
+            kind,
+        } = *f;
         let enough =
             row.n_baseline >= opts.rule.min_samples && row.n_candidate >= opts.rule.min_samples;
         if row.metric == Metric::PeakRss
