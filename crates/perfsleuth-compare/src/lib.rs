@@ -322,10 +322,7 @@ pub enum RowVerdict {
 impl RowVerdict {
     /// The verdict as printed in reports and JSON ("regressed", …, "environment changed").
     pub fn as_str(self) -> &'static str {
-        match self {
-            RowVerdict::Stat(v) => v.as_str(),
-            RowVerdict::EnvironmentChanged => "environment changed",
-        }
+        json::verdict_label(self).as_str()
     }
 }
 

@@ -958,6 +958,23 @@ pub enum VerdictLabel {
     NotCompared,
 }
 
+impl VerdictLabel {
+    /// The label as every output writes it (the JSON name): the one
+    /// mapping of verdicts to words, which compare's rows and explain's
+    /// tables print through.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictLabel::Regressed => "regressed",
+            VerdictLabel::Improved => "improved",
+            VerdictLabel::NoChange => "no change",
+            VerdictLabel::Inconclusive => "inconclusive",
+            VerdictLabel::InsufficientData => "insufficient data",
+            VerdictLabel::EnvironmentChanged => "environment changed",
+            VerdictLabel::NotCompared => "not compared",
+        }
+    }
+}
+
 /// Rows per verdict.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct VerdictCounts {
@@ -1735,3 +1752,23 @@ pub struct PushDoc {
     pub runs: Vec<PushedRun>,
 }
 document!(PushDoc, "perfsleuth/push", crate::SCHEMA_VERSION);
+
+#[cfg(test)]
+mod verdict_label_tests {
+    use super::VerdictLabel;
+
+    #[test]
+    fn the_printed_label_is_the_json_name() {
+        for v in [
+            VerdictLabel::Regressed,
+            VerdictLabel::Improved,
+            VerdictLabel::NoChange,
+            VerdictLabel::Inconclusive,
+            VerdictLabel::InsufficientData,
+            VerdictLabel::EnvironmentChanged,
+            VerdictLabel::NotCompared,
+        ] {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+        }
+    }
+}

@@ -54,18 +54,6 @@ fn outcome(o: ExplainOutcome) -> &'static str {
     }
 }
 
-fn verdict(v: VerdictLabel) -> &'static str {
-    match v {
-        VerdictLabel::Regressed => "regressed",
-        VerdictLabel::Improved => "improved",
-        VerdictLabel::NoChange => "no change",
-        VerdictLabel::Inconclusive => "inconclusive",
-        VerdictLabel::InsufficientData => "insufficient data",
-        VerdictLabel::EnvironmentChanged => "environment changed",
-        VerdictLabel::NotCompared => "not compared",
-    }
-}
-
 fn text(doc: &ExplainDoc, md: bool) -> String {
     let mut out = String::new();
     let code = |s: &str| format!("`{s}`");
@@ -181,7 +169,7 @@ fn benchmark(out: &mut String, b: &ExplainBenchmark, md: bool, code: &dyn Fn(&st
             "{}Observed: {}, {}\n",
             if md { "" } else { "  " },
             change(r),
-            verdict(v)
+            v.as_str()
         )),
         _ => out.push_str(&format!(
             "{}No observed difference to measure against: each experiment's own effect here\n",
