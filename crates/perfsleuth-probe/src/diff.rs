@@ -194,6 +194,19 @@ impl NoiseBands {
     }
 }
 
+/// [`diff`] of two stored runs' probes and machines under the assumed noise
+/// bands: what the report's probe section and `compare`'s notes show when
+/// no probe history is at hand.
+pub fn diff_runs(a: &perfsleuth_model::Run, b: &perfsleuth_model::Run) -> Vec<ProbeDelta> {
+    diff(
+        &a.probes,
+        &a.environment,
+        &b.probes,
+        &b.environment,
+        &NoiseBands::assumed(),
+    )
+}
+
 /// Pairs the metrics of two probe results (by probe and metric name, in A's
 /// order) and explains each difference with the environment facts that
 /// changed under that probe's prefixes. A difference is significant when it

@@ -53,7 +53,9 @@ mod spawn;
 mod syscall;
 mod timing;
 
-pub use diff::{NoiseBands, SIGNIFICANT_CHANGE, assumed_noise, diff, explain, fact_prefixes};
+pub use diff::{
+    NoiseBands, SIGNIFICANT_CHANGE, assumed_noise, diff, diff_runs, explain, fact_prefixes,
+};
 pub use memory::fmt_bytes;
 pub use perfsleuth_model::schema::ProbeDelta;
 pub use perfsleuth_model::{CalibratedClock, ProbeResult};

@@ -97,13 +97,7 @@ pub fn render_html(run: &Run, label: &str) -> String {
 
 /// Two probe runs: each headline metric's change against its noise band.
 pub fn render_diff_html(a_label: &str, a: &Run, b_label: &str, b: &Run) -> String {
-    let deltas = perfsleuth_probe::diff(
-        &a.probes,
-        &a.environment,
-        &b.probes,
-        &b.environment,
-        &perfsleuth_probe::NoiseBands::assumed(),
-    );
+    let deltas = perfsleuth_probe::diff_runs(a, b);
     let mut out = String::new();
     let _ = write!(
         out,

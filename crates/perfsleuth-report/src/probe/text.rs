@@ -509,13 +509,7 @@ pub fn diff_document(
 /// baseline's machine) and `ib` (`rb`, the candidate's), with the facts that
 /// explain them. Empty when nothing differs.
 pub fn compare_notes(ia: i64, ra: &Run, ib: i64, rb: &Run) -> Vec<String> {
-    let deltas = perfsleuth_probe::diff(
-        &ra.probes,
-        &ra.environment,
-        &rb.probes,
-        &rb.environment,
-        &perfsleuth_probe::NoiseBands::assumed(),
-    );
+    let deltas = perfsleuth_probe::diff_runs(ra, rb);
     let sig: Vec<&ProbeDelta> = deltas
         .iter()
         .filter(|d| d.headline && d.significant)
