@@ -149,10 +149,12 @@ def main():
     ap.add_argument("--conditions", help="in-run conditions to run, e.g. IR-AA,IR-1 (default: all)")
     ap.add_argument("--budget-1", default="10s",
                     help="IR-1's --time-budget per command (the issue allows 60 s a comparison)")
+    ap.add_argument("--max-time-1", help="IR-1's --max-time (default: the run's own, 3× its budgets)")
     ap.add_argument("--out", default=os.path.join(HERE, "results-paired.md"))
     a = ap.parse_args()
     global IN_RUN
-    IN_RUN = [(c, f, ["--time-budget", a.budget_1] if c == "IR-1" else x) for c, f, x in IN_RUN
+    one = ["--time-budget", a.budget_1] + (["--max-time", a.max_time_1] if a.max_time_1 else [])
+    IN_RUN = [(c, f, one if c == "IR-1" else x) for c, f, x in IN_RUN
               if not a.conditions or c in a.conditions.split(",")]
     programs = a.programs.split(",")
     ps = os.path.abspath(a.perfsleuth) if a.perfsleuth else study.build_perfsleuth()

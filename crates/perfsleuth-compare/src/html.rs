@@ -60,14 +60,14 @@ pub fn render_html(c: &Comparison) -> String {
     if !changes.is_empty() {
         out.push_str(&figure(
             &changes_chart(c),
-            "Dot: the change of the median; line: its 95 % interval; shaded: the noise band it must leave to count. Orange: regressed, green: improved, grey: neither.",
+            &format!("Dot: the change of the median; line: its {} interval; shaded: the noise band it must leave to count. Orange: regressed, green: improved, grey: neither.", perfsleuth_model::quantity::format_level(c.confidence)),
             &table(
                 &[
                     "benchmark",
                     "metric",
                     "baseline",
                     "candidate",
-                    "change [95 % CI]",
+                    &crate::render::ci_header(c),
                     "noise band",
                     "p",
                     "verdict",

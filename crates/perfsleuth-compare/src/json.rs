@@ -31,7 +31,7 @@ pub fn verdict_label(v: RowVerdict) -> VerdictLabel {
     }
 }
 
-fn row_doc(r: &Row) -> CompareRow {
+fn row_doc(r: &Row, confidence: f64) -> CompareRow {
     CompareRow {
         benchmark: r.benchmark.clone(),
         parameters: r.parameters.clone(),
@@ -48,7 +48,7 @@ fn row_doc(r: &Row) -> CompareRow {
             change: num(c.change),
             ci_low: num(c.ci.lo),
             ci_high: num(c.ci.hi),
-            confidence: perfsleuth_stats::DEFAULT_CONFIDENCE,
+            confidence,
             resamples: c.resamples,
         }),
         p_value: r.p_value.and_then(num),
@@ -126,7 +126,7 @@ pub fn to_json(c: &Comparison) -> CompareDoc {
             .collect(),
         fdr_applied: c.fdr_applied,
         fdr_comparisons: c.fdr_comparisons(),
-        rows: c.rows.iter().map(row_doc).collect(),
+        rows: c.rows.iter().map(|r| row_doc(r, c.confidence)).collect(),
         unpaired_baseline: c.unpaired_baseline.clone(),
         unpaired_candidate: c.unpaired_candidate.clone(),
         notes: c.notes.clone(),

@@ -127,6 +127,38 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The level of every interval judged under these options: 1 − α, so
+    /// the interval and the verdict's test speak of one error rate.
+    pub fn confidence(&self) -> f64 {
+        1.0 - self.rule.alpha
+    }
+
+    /// These options at look `look` of a comparison that may be extended
+    /// (`ab`, `run --baseline`): α spent in halves over the looks
+    /// ([`perfsleuth_stats::look_alpha`]). `None`: a comparison made once,
+    /// at the full α.
+    pub fn at_look(&self, look: Option<u32>) -> Options {
+        let mut opts = self.clone();
+        if let Some(look) = look {
+            opts.rule.alpha = perfsleuth_stats::look_alpha(self.rule.alpha, look);
+        }
+        opts
+    }
+}
+
+/// The note on the level a comparison that may be extended was judged at
+/// (`None` for one made once, at the full α).
+pub fn look_note(look: Option<u32>, alpha: f64) -> Option<String> {
+    let look = look?;
+    let spent = perfsleuth_stats::look_alpha(alpha, look);
+    Some(format!(
+        "judged at look {} with α = {spent} ({} intervals): a comparison that may go on measuring spends α = {alpha} in halves over its looks (α/2, α/4, …), so looking again cannot add false alarms (docs/STATISTICS.md §8.7)",
+        look + 1,
+        perfsleuth_model::quantity::format_level(1.0 - spent)
+    ))
+}
+
 /// Same-binary runs needed before their spread counts as the learned noise.
 pub const MIN_HISTORY: usize = 5;
 
@@ -422,6 +454,9 @@ pub struct Comparison {
     pub fdr_applied: bool,
     /// Notes on the comparison as a whole (mixed machines within a side, partial runs, …).
     pub notes: Vec<String>,
+    /// The level of every row's interval (1 − the α it was judged at: 95 %,
+    /// or more at a later look of an extended comparison).
+    pub confidence: f64,
 }
 
 impl Comparison {
@@ -1032,6 +1067,7 @@ fn measure(
         }
         return m;
     }
+    let level = opts.confidence();
     m.change = if opts.paired {
         // The adjacent runs of both sides, each pair a few milliseconds
         // apart: the estimate and its test come from their ratios.
@@ -1039,7 +1075,7 @@ fn measure(
             .into_iter()
             .map(|(b, c)| (metric.of(b), metric.of(c)))
             .collect();
-        match perfsleuth_stats::estimate_pairs(&pairs) {
+        match perfsleuth_stats::estimate_pairs(&pairs, level) {
             Some(est) => {
                 m.p_value = est.estimate.p_value;
                 m.pairs = Some(est.pairs);
@@ -1047,18 +1083,19 @@ fn measure(
             }
             None => {
                 m.notes.push(format!(
-                    "only {} adjacent pairs of runs with a usable value, too few for a 95 % interval of their median (at least {} independent ones needed): judged unpaired",
+                    "only {} adjacent pairs of runs with a usable value, too few for a {} interval of their median (at least {} independent ones needed at 95 %): judged unpaired",
                     pairs
                         .iter()
                         .filter(|(b, c)| *b > 0.0 && *c > 0.0 && b.is_finite() && c.is_finite())
                         .count(),
+                    perfsleuth_model::quantity::format_level(level),
                     perfsleuth_stats::MIN_PAIRS
                 ));
-                perfsleuth_stats::estimate(&bg, &cg, opts.resamples, seed).change
+                perfsleuth_stats::estimate(&bg, &cg, level, opts.resamples, seed).change
             }
         }
     } else {
-        perfsleuth_stats::estimate(&bg, &cg, opts.resamples, seed).change
+        perfsleuth_stats::estimate(&bg, &cg, level, opts.resamples, seed).change
     };
     if m.change.is_none() {
         m.notes
@@ -1809,8 +1846,15 @@ pub fn paired(opts: &Options) -> Options {
 pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> Comparison {
     let sim_opts;
     let together = !opts.paired && measured_together(baseline, candidate);
+    // The look `ab` stopped at, where it went on measuring (the same
+    // level as its own verdict).
+    let look = together
+        .then(|| candidate.runs.first()?.looks())
+        .flatten()
+        .map(|(planned, measured)| perfsleuth_stats::look_for_rounds(planned, measured));
+    let full_alpha = opts.rule.alpha;
     let opts = if together {
-        sim_opts = paired(opts);
+        sim_opts = paired(opts).at_look(look);
         &sim_opts
     } else if simulated(baseline) && simulated(candidate) {
         sim_opts = simulation_options(opts);
@@ -1834,6 +1878,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             "the two runs were measured interleaved (one `perfsleuth ab`): judged paired by adjacent runs, as `ab` judged them, without the between-run noise band"
                 .to_string(),
         );
+        notes.extend(look_note(look, full_alpha));
     }
 
     // The environment diff, newest run against newest run.
@@ -2288,6 +2333,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         unpaired_candidate,
         fdr_applied,
         notes,
+        confidence: opts.confidence(),
     }
 }
 

@@ -99,12 +99,13 @@ pub fn render_terminal(c: &Comparison, color: bool) -> String {
     if c.rows.is_empty() {
         out.push_str("No benchmarks in common.\n");
     } else {
+        let ci_head = ci_header(c);
         let header = [
             "benchmark",
             "metric",
             "baseline",
             "candidate",
-            "change [95% CI]",
+            ci_head.as_str(),
             "p",
             "verdict",
         ];
@@ -239,9 +240,18 @@ fn md_env_line(ch: &perfsleuth_env::Change) -> String {
     format!("- **{}** — {}\n", md(&ch.summary), md(ch.why))
 }
 
-fn md_table(rows: &[&Row]) -> String {
-    let mut out = String::from(
-        "| Benchmark | Metric | Baseline | Candidate | Change [95% CI] | p | Verdict | Notes |\n",
+/// "change [95% CI]", at the level the rows were judged at.
+pub(crate) fn ci_header(c: &Comparison) -> String {
+    format!(
+        "change [{} CI]",
+        perfsleuth_model::quantity::format_level(c.confidence)
+    )
+}
+
+fn md_table(rows: &[&Row], ci_head: &str) -> String {
+    let mut out = format!(
+        "| Benchmark | Metric | Baseline | Candidate | {} | p | Verdict | Notes |\n",
+        perfsleuth_report::capitalised(ci_head)
     );
     out.push_str("|---|---|--:|--:|--:|--:|---|---|\n");
     for r in rows {
@@ -328,7 +338,7 @@ pub fn render_markdown(c: &Comparison) -> String {
     let noteworthy: Vec<&Row> = c.rows.iter().filter(|r| !quiet(r)).collect();
     let rest: Vec<&Row> = c.rows.iter().filter(|r| quiet(r)).collect();
     if !noteworthy.is_empty() {
-        out.push_str(&md_table(&noteworthy));
+        out.push_str(&md_table(&noteworthy, &ci_header(c)));
         out.push('\n');
     }
     if !rest.is_empty() {
@@ -337,7 +347,7 @@ pub fn render_markdown(c: &Comparison) -> String {
         out.push_str(&format!(
             "<details><summary>{n} no-change row{s}</summary>\n\n"
         ));
-        out.push_str(&md_table(&rest));
+        out.push_str(&md_table(&rest, &ci_header(c)));
         out.push_str("\n</details>\n\n");
     }
     if let Some(s) = fdr_sentence(c) {

@@ -1166,6 +1166,25 @@ pub mod scale_keys {
 }
 
 impl Run {
+    /// For a run whose comparison went on measuring while undecided
+    /// (`options.sequential`): the rounds planned and the rounds measured,
+    /// from which the look it stopped at follows
+    /// (`perfsleuth_stats::look_for_rounds`). `None` for a run judged once.
+    pub fn looks(&self) -> Option<(u32, u32)> {
+        let o = schema::Sequential::deserialize(&self.options).ok()?;
+        if !o.sequential {
+            return None;
+        }
+        let measured = self
+            .benchmarks
+            .iter()
+            .flat_map(|b| &b.samples)
+            .map(|s| s.round.saturating_add(1))
+            .max()
+            .unwrap_or(0);
+        Some((o.rounds, measured.max(o.rounds)))
+    }
+
     /// What made this run (`options.kind`).
     pub fn origin(&self) -> RunOrigin {
         match self.options["kind"].as_str() {

@@ -188,6 +188,18 @@ pub fn format_change(change: f64) -> String {
     }
 }
 
+/// A confidence level (0.975) as a percentage without trailing zeros:
+/// "95%", "97.5%", "99.38%" (two decimals at most).
+pub fn format_level(confidence: f64) -> String {
+    let text = format_fixed(100.0 * confidence, 2);
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{text}%")
+}
+
 /// Fixed-point text of `x`; "n/a" for NaN or infinities, and never "-0.0"
 /// (a rounded tiny negative value would otherwise look like a sign error).
 pub fn format_fixed(x: f64, decimals: usize) -> String {

@@ -1607,6 +1607,23 @@ pub struct RunOptions {
     /// `--max-time` in seconds, when given.
     #[serde(default)]
     pub max_time_s: Option<f64>,
+    /// The run's comparison could go on measuring while undecided (`ab`,
+    /// `run --baseline`, two commands in one run): it was judged at looks
+    /// as its rounds grew, α spent in halves over them, and its comparisons
+    /// are judged at the level of the last look ([`crate::Run::looks`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sequential: bool,
+}
+
+/// The part of a run's options that says how its comparisons were looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct Sequential {
+    /// See [`RunOptions::sequential`].
+    #[serde(default)]
+    pub sequential: bool,
+    /// See [`RunOptions::rounds`].
+    #[serde(default = "one")]
+    pub rounds: u32,
 }
 
 fn one() -> u32 {

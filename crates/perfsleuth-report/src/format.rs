@@ -144,6 +144,9 @@ mod tests {
     fn counts_p_values_and_si_units() {
         assert_eq!(format_fixed(-0.0001, 2), "0.00");
         assert_eq!(format_fixed(f64::NAN, 1), "n/a");
+        assert_eq!(format_level(0.95), "95%");
+        assert_eq!(format_level(0.975), "97.5%");
+        assert_eq!(format_level(1.0 - 0.05 / 8.0), "99.38%");
         assert_eq!(format_count(7.0), "7");
         assert_eq!(format_count(7.5), "7.5");
         assert_eq!(format_count(f64::NAN), "n/a");

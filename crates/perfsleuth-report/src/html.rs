@@ -217,7 +217,13 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
             "<h3>Side by side, against {}</h3>{}",
             escape(&reference),
             table(
-                &["benchmark", "time ratio", "95 % CI", "verdict", "judged"],
+                &[
+                    "benchmark",
+                    "time ratio",
+                    &format!("{} CI", crate::format::format_level(report.confidence)),
+                    "verdict",
+                    "judged"
+                ],
                 &rows
             )
         );

@@ -1,6 +1,6 @@
 //! The versioned JSON export document (see `docs/SCHEMA.md`).
 
-use crate::{BenchmarkReport, CONFIDENCE, Comparison, RunReport};
+use crate::{BenchmarkReport, Comparison, RunReport};
 use perfsleuth_model::Run;
 use perfsleuth_model::schema::{
     BenchmarkSummary, ComparisonSummary, CounterMedian, Document, Ratio, RunExport, RunSummary,
@@ -22,7 +22,11 @@ pub fn export_json(run: &Run, report: &RunReport) -> RunExport {
         summary: RunSummary {
             reference: report.reference,
             benchmarks: report.benchmarks.iter().map(benchmark_summary).collect(),
-            comparisons: report.comparisons.iter().map(comparison_summary).collect(),
+            comparisons: report
+                .comparisons
+                .iter()
+                .map(|c| comparison_summary(c, report.confidence))
+                .collect(),
         },
     }
 }
@@ -73,28 +77,28 @@ fn statistics(s: &Summary) -> Statistics {
 }
 
 /// One comparison with the reference.
-fn comparison_summary(c: &Comparison) -> ComparisonSummary {
+fn comparison_summary(c: &Comparison, level: f64) -> ComparisonSummary {
     ComparisonSummary {
         benchmark: c.index,
         reference: c.reference,
         time: c.time.as_ref().map(|e| TimeRatio {
-            ratio: ratio(e),
+            ratio: ratio(e, level),
             p_value: c.time_p_value,
             inconclusive: c.time_inconclusive,
             metric: Some(c.judged.metric),
             judged: Some(c.judged.why.clone()),
             pairs: c.pairs,
         }),
-        peak_rss: c.peak_rss.as_ref().map(ratio),
+        peak_rss: c.peak_rss.as_ref().map(|e| ratio(e, level)),
     }
 }
 
-fn ratio(e: &RatioEstimate) -> Ratio {
+fn ratio(e: &RatioEstimate, level: f64) -> Ratio {
     Ratio {
         ratio: e.ratio,
         ci_low: e.ci.lo,
         ci_high: e.ci.hi,
-        confidence: CONFIDENCE,
+        confidence: level,
         resamples: e.resamples,
         significant: e.significant,
     }

@@ -124,6 +124,9 @@ pub struct RunReport {
     /// Every time in this unit (hyperfine's `--time-unit`); `None`: the unit
     /// that suits each benchmark's median.
     pub time_unit: Option<TimeUnit>,
+    /// The level of the comparisons' intervals: 95 %, or more where the run
+    /// went on measuring while its comparison was undecided ([`in_run_rule`]).
+    pub confidence: f64,
 }
 
 /// The order benchmarks are shown in (hyperfine's `--sort`).
@@ -173,6 +176,10 @@ impl RunReport {
 /// regressed or improved: the CI excludes 1.0, the rank test agrees, and both
 /// sides have at least its `min_samples`.
 pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
+    let look = run
+        .looks()
+        .map(|(planned, measured)| perfsleuth_stats::look_for_rounds(planned, measured));
+    let rule = in_run_rule(look);
     // An imported run's tool reported no CPU times: zeros there are not a
     // measurement, so they are not shown as "User: 0 ns".
     let imported = run.origin() == perfsleuth_model::RunOrigin::Import;
@@ -205,6 +212,7 @@ pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
                                     &run.benchmarks[i],
                                     i,
                                     reference,
+                                    &rule,
                                 )
                             })
                             .collect::<Vec<_>>()
@@ -225,7 +233,32 @@ pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
         reference,
         comparisons,
         time_unit: None,
+        confidence: 1.0 - rule.alpha,
     }
+}
+
+/// The in-run rule ([`VerdictRule::IN_RUN`]) at `look` of a run that went on
+/// measuring while its comparison was undecided: α spent in halves over the
+/// looks (`perfsleuth_stats::look_alpha`); the full α for a run judged once.
+pub fn in_run_rule(look: Option<u32>) -> VerdictRule {
+    let mut rule = VerdictRule::IN_RUN;
+    if let Some(look) = look {
+        rule.alpha = perfsleuth_stats::look_alpha(rule.alpha, look);
+    }
+    rule
+}
+
+/// Whether a comparison in `run`'s summary (as measured so far, at the look
+/// its rounds make) is still undecided: not flagged, and its interval
+/// reaches beyond ±1 % (the band within which interleaved comparisons call
+/// no change). Two commands in one run measure more rounds while it is.
+pub fn undecided(run: &Run, reference: Option<usize>) -> bool {
+    let band = VerdictRule::default().noise_threshold;
+    analyze(run, reference).comparisons.iter().any(|c| {
+        c.time
+            .as_ref()
+            .is_some_and(|t| !t.significant && (t.ci.lo < 1.0 - band || t.ci.hi > 1.0 + band))
+    })
 }
 
 /// Summaries of one benchmark. Failed samples stay in the statistics: they
@@ -273,7 +306,9 @@ fn compare(
     candidate: &Benchmark,
     index: usize,
     ref_index: usize,
+    rule: &VerdictRule,
 ) -> Comparison {
+    let level = 1.0 - rule.alpha;
     let (rounds_r, rounds_c) = (
         perfsleuth_model::by_round(&reference.samples),
         perfsleuth_model::by_round(&candidate.samples),
@@ -284,16 +319,16 @@ fn compare(
             .iter()
             .map(|(b, c)| (metric.of(b), metric.of(c)))
             .collect();
-        let (est, n_pairs) = match perfsleuth_stats::estimate_pairs(&values) {
+        let (est, n_pairs) = match perfsleuth_stats::estimate_pairs(&values, level) {
             Some(p) => (p.estimate, Some(p.pairs)),
             None => {
                 let (base, cand) = (reference.values(metric), candidate.values(metric));
-                (estimate(&[base], &[cand], RESAMPLES, SEED), None)
+                (estimate(&[base], &[cand], level, RESAMPLES, SEED), None)
             }
         };
         let verdict = est.change.as_ref().map(|change| {
             decide(
-                &VerdictRule::IN_RUN,
+                rule,
                 &Evidence::Sampled {
                     change,
                     p_value: est.p_value.unwrap_or(f64::NAN),
@@ -327,7 +362,7 @@ fn compare(
     // agrees (no significant difference), or the CI and the test disagree
     // (unpaired estimates only).
     let disagree = match (&time, time_p_value) {
-        (Some(t), Some(p)) => (t.ci.lo > 1.0 || t.ci.hi < 1.0) != (p < VerdictRule::IN_RUN.alpha),
+        (Some(t), Some(p)) => (t.ci.lo > 1.0 || t.ci.hi < 1.0) != (p < rule.alpha),
         _ => false,
     };
     Comparison {

@@ -519,11 +519,16 @@ impl Schedule {
     /// Measures as [`Schedule::measure`] does, then further rounds: setups,
     /// as many timed runs per benchmark as the first round took (each round
     /// starting with the next benchmark), cleanups; no warmup. At least
-    /// `min_rounds` in all (`run --rounds`), and more while `undecided` says
-    /// the result does not decide yet (a comparison with a baseline is
-    /// inconclusive) and another round as long as the first still fits in
-    /// `max_time`. Samples carry their round and continue the iteration
-    /// numbers. Returns how it ended and how many rounds were measured.
+    /// `min_rounds` in all (`run --rounds`); then, where `max_time` allows
+    /// more, the comparison that follows is looked at (`undecided(benches,
+    /// look)`, look 0 first) and while it does not decide yet, further rounds
+    /// up to the next look ([`perfsleuth_stats::look_rounds`]: 1.5× the
+    /// rounds of the one before), as long as they fit in `max_time` at the
+    /// pace of the rounds so far. Samples carry their round and continue the
+    /// iteration numbers. Returns how it ended, the rounds measured, and the
+    /// last look made (`None` where `max_time` is zero: the comparison is
+    /// made once, at its full α; its last look otherwise, whose data the
+    /// final comparison sees).
     #[allow(clippy::too_many_arguments)]
     pub fn measure_until(
         &self,
@@ -533,8 +538,8 @@ impl Schedule {
         simulation: Option<&Simulation>,
         min_rounds: u32,
         max_time: std::time::Duration,
-        mut undecided: impl FnMut(&[Bench]) -> bool,
-    ) -> (Measured, u32) {
+        mut undecided: impl FnMut(&[Bench], u32) -> bool,
+    ) -> (Measured, u32, Option<u32>) {
         let started = Instant::now();
         let first_round = Schedule {
             progress: RoundProgress {
@@ -552,10 +557,7 @@ impl Schedule {
             auto_counters: false,
             ..self.clone()
         };
-        while measured.result.is_ok()
-            && (rounds < min_rounds
-                || (started.elapsed() + first <= max_time && undecided(benches)))
-        {
+        let mut another = |benches: &mut [Bench], rounds: u32, target: u32| {
             for (b, n) in benches.iter_mut().zip(&per_round) {
                 b.until = Some(b.runs() + n);
                 b.round_runs = Some(*n);
@@ -564,15 +566,44 @@ impl Schedule {
             }
             next.progress = RoundProgress {
                 origin: Some(started),
-                rounds_after: min_rounds.saturating_sub(rounds + 1),
+                rounds_after: target.saturating_sub(rounds + 1),
             };
-            let more = next.measure(spawner, sink, benches, simulation);
+            next.measure(spawner, sink, benches, simulation)
+        };
+        let absorb = |measured: &mut Measured, more: Measured| {
             measured.result = more.result;
             measured.notes.extend(more.notes);
             measured.counter_env.merge(more.counter_env);
+        };
+        while measured.result.is_ok() && rounds < min_rounds {
+            let more = another(benches, rounds, min_rounds);
+            absorb(&mut measured, more);
             rounds += 1;
         }
-        (measured, rounds)
+        if max_time.is_zero() {
+            return (measured, rounds, None);
+        }
+        let mut look = 0;
+        while measured.result.is_ok() && undecided(benches, look) {
+            let target = perfsleuth_stats::look_rounds(min_rounds, look + 1);
+            // The pace of the rounds after the first (which had the warmups).
+            let pace = if rounds > 1 {
+                started.elapsed().saturating_sub(first) / (rounds - 1)
+            } else {
+                first
+            };
+            let needed = pace.saturating_mul(target - rounds);
+            if started.elapsed().saturating_add(needed) > max_time {
+                break;
+            }
+            while measured.result.is_ok() && rounds < target {
+                let more = another(benches, rounds, target);
+                absorb(&mut measured, more);
+                rounds += 1;
+            }
+            look += 1;
+        }
+        (measured, rounds, Some(look))
     }
 }
 

@@ -3,7 +3,6 @@
 //! set of constants, so that every command states differences alike.
 
 use crate::bootstrap::{RelativeChange, bootstrap_relative_change, bootstrap_relative_change_runs};
-use crate::describe::DEFAULT_CONFIDENCE;
 use crate::mann_whitney::mann_whitney_u;
 use crate::normal::{normal_cdf, t_quantile};
 
@@ -36,19 +35,22 @@ pub struct Estimate {
 /// rounds or runs widens the CI instead of passing for a change, and the
 /// interval is expanded for the few groups it learned that spread from
 /// ([`expanded_confidence`]); the rank test pools.
-/// `resamples` is [`RESAMPLES`] everywhere but in quick tests.
+/// `confidence` is the interval's level (1 − the rule's α, so the interval
+/// and the verdict's test speak of one error rate); `resamples` is
+/// [`RESAMPLES`] everywhere but in quick tests.
 pub fn estimate(
     baseline: &[Vec<f64>],
     candidate: &[Vec<f64>],
+    confidence: f64,
     resamples: usize,
     seed: u64,
 ) -> Estimate {
     let (bp, cp) = (baseline.concat(), candidate.concat());
     let change = if baseline.len() > 1 || candidate.len() > 1 {
-        let confidence = expanded_confidence(DEFAULT_CONFIDENCE, baseline.len(), candidate.len());
-        bootstrap_relative_change_runs(baseline, candidate, confidence, resamples, seed)
+        let level = expanded_confidence(confidence, baseline.len(), candidate.len());
+        bootstrap_relative_change_runs(baseline, candidate, level, resamples, seed)
     } else {
-        bootstrap_relative_change(&bp, &cp, DEFAULT_CONFIDENCE, resamples, seed)
+        bootstrap_relative_change(&bp, &cp, confidence, resamples, seed)
     };
     Estimate {
         change,
@@ -93,6 +95,7 @@ pub fn expanded_confidence(confidence: f64, base_groups: usize, cand_groups: usi
 mod tests {
 
     use super::*;
+    use crate::describe::DEFAULT_CONFIDENCE;
 
     #[test]
     fn one_group_a_side_is_the_plain_bootstrap_and_several_widen_it() {
@@ -101,6 +104,7 @@ mod tests {
         let one = estimate(
             std::slice::from_ref(&base),
             std::slice::from_ref(&cand),
+            DEFAULT_CONFIDENCE,
             RESAMPLES,
             SEED,
         );
@@ -112,7 +116,13 @@ mod tests {
         // The same samples as two runs that disagree by 4 %: a wider CI.
         let (a, b) = base.split_at(10);
         let shifted: Vec<f64> = b.iter().map(|x| x * 1.04).collect();
-        let two = estimate(&[a.to_vec(), shifted], &[cand], RESAMPLES, SEED);
+        let two = estimate(
+            &[a.to_vec(), shifted],
+            &[cand],
+            DEFAULT_CONFIDENCE,
+            RESAMPLES,
+            SEED,
+        );
         let w = |e: &Estimate| e.change.as_ref().map(|c| c.ci.hi - c.ci.lo).unwrap();
         assert!(w(&two) > w(&one), "{two:?} vs {one:?}");
     }
@@ -122,11 +132,12 @@ mod tests {
         let e = estimate(
             &[vec![0.0, 0.0, 0.0]],
             &[vec![1.0, 2.0, 3.0]],
+            DEFAULT_CONFIDENCE,
             RESAMPLES,
             SEED,
         );
         assert!(e.change.is_none());
-        let e = estimate(&[], &[vec![1.0]], RESAMPLES, SEED);
+        let e = estimate(&[], &[vec![1.0]], DEFAULT_CONFIDENCE, RESAMPLES, SEED);
         assert!(e.change.is_none() && e.p_value.is_none());
     }
 
@@ -164,7 +175,7 @@ mod tests {
         let mut missed = 0;
         for t in 0..trials {
             let (b, c) = (side(&mut rng), side(&mut rng));
-            let e = estimate(&b, &c, 1000, SEED ^ t);
+            let e = estimate(&b, &c, DEFAULT_CONFIDENCE, 1000, SEED ^ t);
             let ci = e.change.unwrap().ci;
             if ci.lo > 0.0 || ci.hi < 0.0 {
                 missed += 1;

@@ -19,6 +19,7 @@ mod mann_whitney;
 mod normal;
 mod paired;
 mod rng;
+mod sequential;
 mod summary;
 mod usl;
 mod verdict;
@@ -42,6 +43,7 @@ pub use mann_whitney::{EXACT_MAX_TOTAL, MannWhitney, mann_whitney_u};
 pub use normal::{erfc, normal_cdf, normal_quantile, t_quantile};
 pub use paired::{MIN_PAIRS, PairedEstimate, estimate_pairs};
 pub use rng::Rng;
+pub use sequential::{LOOK_GROWTH, look_alpha, look_for_rounds, look_rounds};
 pub use summary::{MeanSd, welch_relative_change};
 pub use usl::{
     UslError, UslFit, UslModel, UslPoint, fit_usl, fit_usl_capped, usl_efficiency, usl_throughput,

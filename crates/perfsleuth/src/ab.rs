@@ -138,9 +138,13 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     let opts = crate::compare::paired_options(&run_args.verdict)?;
     // While a gating row cannot be decided, another round of both sides
     // (up to --max-time), as `run --baseline` does.
-    let more = |template: &Run, benches: &[perfsleuth_runner::Bench]| {
+    let more = |template: &Run, benches: &[perfsleuth_runner::Bench], look: u32| {
         let (b, c) = split_run(&crate::compare::so_far(template, benches), n_base);
-        crate::compare::undecided_sides(&crate::compare::side(b), &crate::compare::side(c), &opts)
+        crate::compare::undecided_sides(
+            &crate::compare::side(b),
+            &crate::compare::side(c),
+            &opts.at_look(Some(look)),
+        )
     };
     let mut m = crate::run::measure(run_args, &c, &mut spawner, benches, parts, &more)?;
     if m.rounds > c.rounds {
@@ -224,7 +228,9 @@ fn report(
             ),
         );
     }
-    let opts = crate::compare::paired_options(verdict)?;
+    let planned = crate::compare::paired_options(verdict)?;
+    notes.extend(perfsleuth_compare::look_note(m.look, planned.rule.alpha));
+    let opts = planned.at_look(m.look);
     let baseline = Side {
         label: revs[0].short(),
         runs: vec![base_run],

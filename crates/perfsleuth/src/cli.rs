@@ -927,9 +927,12 @@ pub struct RunArgs {
     /// learns from same-binary runs).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
-    /// With --baseline (and in ab): while the comparison is inconclusive, measure
-    /// further rounds, up to this much time in all [default: 30s with --baseline,
-    /// 60s in ab; none with --runs and in simulation].
+    /// With --baseline, in ab, and for two commands: while the comparison is
+    /// undecided, measure further rounds, up to this much time in all [default:
+    /// 30s with --baseline, 60s in ab, 3× the two time budgets for two commands;
+    /// none with --runs and in simulation]. It is judged again each time the
+    /// rounds grow by half, at α/2, α/4, … (97.5 % intervals at the planned
+    /// rounds), so looking again adds no false alarms.
     #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
     pub max_time: Option<std::time::Duration>,
     #[command(flatten)]

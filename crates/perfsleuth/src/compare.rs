@@ -107,16 +107,18 @@ pub struct Baseline {
     pub notes: Vec<String>,
 }
 
-/// Compares a run just made with `--baseline REF` (resolved before measuring).
+/// Compares a run just made with `--baseline REF` (resolved before measuring)
+/// at its last `look` (see [`perfsleuth_compare::Options::at_look`]).
 /// `to_stderr`: an export owns stdout, so the comparison goes to stderr.
 pub fn after_run(
     baseline: &Baseline,
     run: &perfsleuth_model::Run,
+    look: Option<u32>,
     verdict: &VerdictArgs,
     color: ColorChoice,
     to_stderr: bool,
 ) -> Result<i32, Fail> {
-    let (opts, baseline_side) = (&baseline.opts, &baseline.side);
+    let (opts, baseline_side) = (&baseline.opts.at_look(look), &baseline.side);
     let candidate = Side {
         label: run
             .id
@@ -126,6 +128,10 @@ pub fn after_run(
     same_mode(baseline_side, &candidate)?;
     let mut comparison = compare(baseline_side, &candidate, opts);
     comparison.notes.extend(baseline.notes.iter().cloned());
+    comparison.notes.extend(perfsleuth_compare::look_note(
+        look,
+        baseline.opts.rule.alpha,
+    ));
     if verdict.require_same_env && comparison.identity_changed {
         return Err(env_mismatch(&comparison));
     }

@@ -369,7 +369,9 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
     // Measured: the base and every experiment, interleaved, as one run.
     let mut run_args = run_args(&args, template, mode, portable.as_deref())?;
     crate::run::settle(&mut run_args)?;
-    let c = crate::run::validate(&run_args)?;
+    let mut c = crate::run::validate(&run_args)?;
+    // Experiments are judged once, on their planned rounds.
+    c.max_time = std::time::Duration::ZERO;
     let variants: Vec<perfsleuth_runner::Variant> =
         experiments.iter().map(|t| t.variant.clone()).collect();
     let planned = planned_from(&c.planned, template, &benches)?;
@@ -394,7 +396,9 @@ pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail>
         benchmarks: prepared.len(),
         label: "",
     }];
-    let m = crate::run::measure(&run_args, &c, &mut spawner, prepared, parts, &|_, _| false)?;
+    let m = crate::run::measure(&run_args, &c, &mut spawner, prepared, parts, &|_, _, _| {
+        false
+    })?;
     match m.result {
         Err(Stop::Failed(e)) => return Err(crate::run::runner_fail(e)),
         Err(Stop::Interrupted) => {

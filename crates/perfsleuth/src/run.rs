@@ -77,6 +77,9 @@ pub(crate) struct Measurement {
     /// Rounds measured, and in how long.
     pub rounds: u32,
     pub elapsed: std::time::Duration,
+    /// The comparison's last look (its α: [`perfsleuth_compare::Options::at_look`]);
+    /// `None` where it could not be extended.
+    pub look: Option<u32>,
     /// "Stored as run N in …", when stored.
     pub stored_note: Option<String>,
 }
@@ -240,9 +243,14 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
         benchmarks: benches.len(),
         label: "",
     }];
-    let more = |template: &Run, benches: &[perfsleuth_runner::Bench]| match &c.baseline {
-        Some(b) => crate::compare::undecided(&b.side, template, benches, &b.opts),
-        None => false,
+    let more = |template: &Run, benches: &[perfsleuth_runner::Bench], look: u32| match &c.baseline {
+        Some(b) => {
+            crate::compare::undecided(&b.side, template, benches, &b.opts.at_look(Some(look)))
+        }
+        // Two commands: the summary's comparison, at the look its rounds make.
+        None => {
+            perfsleuth_report::undecided(&crate::compare::so_far(template, benches), c.reference)
+        }
     };
     let m = measure(args, &c, spawner, benches, parts, &more)?;
     let Measurement {
@@ -254,6 +262,7 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
         elapsed,
         stored_note,
         ids,
+        look,
         ..
     } = m;
     let to_stderr = output::summary_to_stderr(args);
@@ -298,13 +307,21 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
                 );
             }
             if rounds > c.rounds {
-                let note = crate::compare::extension_note(
-                    rounds,
-                    elapsed,
-                    c.max_time,
-                    "the comparison with the baseline",
-                );
+                let what = if c.baseline.is_some() {
+                    "the comparison with the baseline"
+                } else {
+                    "the comparison of the two commands"
+                };
+                let note = crate::compare::extension_note(rounds, elapsed, c.max_time, what);
                 emit(&format!("note: {note}\n"), true);
+                if c.baseline.is_none()
+                    && let Some(look) = perfsleuth_compare::look_note(
+                        look,
+                        perfsleuth_report::in_run_rule(None).alpha,
+                    )
+                {
+                    emit(&format!("note: {look}\n"), true);
+                }
             }
             for warning in perfsleuth_runner::nondeterminism(&run.benchmarks)
                 .iter()
@@ -317,7 +334,7 @@ fn run_once(args: &RunArgs, spawner: &mut Spawner) -> Result<i32, Fail> {
             }
             let code = match &c.baseline {
                 Some(b) => {
-                    crate::compare::after_run(b, &run, &args.verdict, args.color, to_stderr)?
+                    crate::compare::after_run(b, &run, look, &args.verdict, args.color, to_stderr)?
                 }
                 None => 0,
             };
@@ -355,15 +372,16 @@ pub(crate) fn prepare(
 }
 
 /// Measures `benches` (stored as `parts`, in order) and concludes the run;
-/// while `undecided` (given the run so far and the benchmarks) says a
-/// comparison cannot decide yet, rounds are added up to `--max-time`.
+/// while `undecided` (given the run so far, the benchmarks and the look,
+/// 0 first) says a comparison cannot decide yet, rounds are added up to
+/// `--max-time`, on the grid of looks the runner keeps.
 pub(crate) fn measure(
     args: &RunArgs,
     c: &Checked,
     spawner: &mut Spawner,
     mut benches: Vec<perfsleuth_runner::Bench>,
     parts: Vec<Part>,
-    undecided: &dyn Fn(&Run, &[perfsleuth_runner::Bench]) -> bool,
+    undecided: &dyn Fn(&Run, &[perfsleuth_runner::Bench], u32) -> bool,
 ) -> Result<Measurement, Fail> {
     let mut store = if args.no_store {
         None
@@ -377,7 +395,7 @@ pub(crate) fn measure(
     };
     let mut run = output::new_run(
         mode,
-        options_json(args, &c.tolerate, c.rounds),
+        options_json(args, &c.tolerate, c.rounds, !c.max_time.is_zero()),
         perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live()),
     );
     if let Some(sim) = &c.simulation {
@@ -489,14 +507,14 @@ pub(crate) fn measure(
     // With a comparison to follow, rounds are added while it is inconclusive.
     let template = run.clone();
     let mut following = perfsleuth_runner::locks::Following::new(spawner);
-    let (measured, rounds) = c.schedule.measure_until(
+    let (measured, rounds, look) = c.schedule.measure_until(
         &mut following,
         &mut sink,
         &mut benches,
         c.simulation.as_ref(),
         c.rounds,
         c.max_time,
-        |benches| undecided(&template, benches),
+        |benches, look| undecided(&template, benches, look),
     );
     let lock_runs: Vec<Vec<u32>> = benches
         .iter()
@@ -548,6 +566,7 @@ pub(crate) fn measure(
         notes: counter_notes,
         warnings,
         rounds,
+        look,
         elapsed: started.elapsed(),
     })
 }
@@ -815,12 +834,14 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         ..IoConfig::default()
     };
     // The default extension only where the run count is not fixed.
-    // `ab` compares its two sides as `--baseline` compares with a stored run.
-    let compared = baseline.is_some() || args.sides;
+    // `ab` compares its two sides as `--baseline` compares with a stored run;
+    // two commands measured interleaved compare with each other.
+    let two = planned.len() == 2 && !args.no_interleave && args.variant.is_empty();
+    let compared = baseline.is_some() || args.sides || two;
     let max_time = match (args.max_time, compared) {
         (Some(_), false) => {
             return Err(Fail::usage(
-                "--max-time works only with --baseline",
+                "--max-time works only with --baseline, in ab, or with two commands measured interleaved",
                 "add --baseline REF, or drop --max-time",
             ));
         }
@@ -844,8 +865,10 @@ pub(crate) fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         (None, true) if args.runs.is_none() && simulation.is_none() => {
             if args.sides {
                 AB_MAX_TIME
-            } else {
+            } else if baseline.is_some() {
                 DEFAULT_MAX_TIME
+            } else {
+                args.time_budget * 2 * TWO_COMMANDS_TIMES
             }
         }
         _ => std::time::Duration::ZERO,
@@ -950,6 +973,16 @@ pub(crate) fn settle(args: &mut RunArgs) -> Result<(), Fail> {
 /// How long `run --baseline` may go on adding rounds while the comparison is
 /// inconclusive, unless `--max-time` says otherwise: ten default rounds.
 pub(crate) const DEFAULT_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long a run of two commands may go on adding rounds while their
+/// comparison is undecided, as a multiple of the two time budgets: the
+/// looks at 8 and 12 of 5 planned rounds fit (1.6× and 2.4× the planned
+/// time, with the runner's overhead), so a noisy pair costs at most about
+/// 2.5× what it was given — 15 s at the default budget for two ~25 ms
+/// programs — and a clear one stops at its planned rounds
+/// (docs/STATISTICS.md §8.7). Proportional, so `--time-budget 100ms` stays
+/// a quick look.
+pub(crate) const TWO_COMMANDS_TIMES: u32 = 3;
 
 /// How long `ab` may go on adding rounds of both sides while inconclusive:
 /// on the 2-vCPU study host a +3 % change needed 20–60 s of rounds to be
@@ -1147,7 +1180,12 @@ pub(crate) fn runner_fail(e: RunError) -> Fail {
     }
 }
 
-fn options_json(a: &RunArgs, tolerate: &Tolerate, rounds: u32) -> serde_json::Value {
+fn options_json(
+    a: &RunArgs,
+    tolerate: &Tolerate,
+    rounds: u32,
+    sequential: bool,
+) -> serde_json::Value {
     use perfsleuth_model::schema::{IgnoreFailure, RunOptions};
     let path = |p: &Option<PathBuf>| p.as_deref().map(Path::display).map(|d| d.to_string());
     let options = RunOptions {
@@ -1182,6 +1220,7 @@ fn options_json(a: &RunArgs, tolerate: &Tolerate, rounds: u32) -> serde_json::Va
         counters_kernel: a.counters_kernel,
         rounds,
         max_time_s: a.max_time.map(|t| t.as_secs_f64()),
+        sequential,
     };
     serde_json::to_value(options).unwrap_or_default()
 }

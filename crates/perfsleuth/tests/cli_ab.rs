@@ -475,6 +475,31 @@ fn with_max_time_ab_adds_rounds_while_the_comparison_is_inconclusive() {
             .contains("because the comparison was inconclusive (--max-time 1.000 s)"),
         "{out:?}"
     );
+    // Judged at its last look; `compare` of the two runs it stored judges
+    // them at that same look and level.
+    let look_of = |text: &str| -> String {
+        let at = text
+            .find("judged at look ")
+            .unwrap_or_else(|| panic!("no look note: {text}"));
+        text[at..].split(" intervals)").next().unwrap().to_string()
+    };
+    let said = look_of(&out.stdout);
+    let again = sb
+        .run([
+            "compare",
+            "--store",
+            &sb.store(),
+            "1",
+            "2",
+            "--alpha",
+            "1e-12",
+            "--threshold",
+            "0.001",
+            "--format",
+            "json",
+        ])
+        .ok();
+    assert_eq!(look_of(&again.stdout), said, "{again:?}");
     nothing_left(&sb, &dir);
 }
 

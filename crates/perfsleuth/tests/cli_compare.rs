@@ -1651,6 +1651,18 @@ fn run_baseline_adds_rounds_while_inconclusive_up_to_max_time() {
         .unwrap_or_else(|| panic!("{note}"));
     assert!(rounds >= 2, "{note}");
     assert!(note.contains("inconclusive (--max-time 1.500 s)"), "{note}");
+    // It looked again only on the grid, and says at which look and level
+    // it judged (α/2^(look+1)).
+    let look = LOOKS_OF_5
+        .iter()
+        .position(|&r| r == rounds)
+        .unwrap_or_else(|| panic!("{rounds} rounds is not a look: {note}"));
+    assert!(
+        out.stdout
+            .contains(&format!("judged at look {} with α = ", look + 1)),
+        "{out:?}"
+    );
+    assert!(!out.stdout.contains("change [95% CI]"), "{out:?}");
     // Every round's samples are in the stored run.
     let doc = sb.show_json("latest");
     let n = doc["run"]["benchmarks"][0]["samples"]
@@ -1675,11 +1687,106 @@ fn run_baseline_adds_rounds_while_inconclusive_up_to_max_time() {
     assert!(!out.stderr.contains("note: measured"), "{out:?}");
 }
 
+/// The rounds at which a comparison of 5 planned rounds is looked at
+/// (1.5× each, rounded up): look k at `LOOKS_OF_5[k]` rounds.
+const LOOKS_OF_5: [u32; 10] = [5, 8, 12, 18, 27, 41, 62, 93, 140, 210];
+
+/// The number after `prefix` in `line`.
+fn number_after(line: &str, prefix: &str) -> u32 {
+    let at = line
+        .find(prefix)
+        .unwrap_or_else(|| panic!("{prefix:?} in {line}"))
+        + prefix.len();
+    line[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a number after {prefix:?} in {line}"))
+}
+
+#[test]
+fn two_undecided_commands_go_on_measuring_and_are_judged_at_their_look() {
+    let sb = Sandbox::new();
+    // Each command alternates 1 ms and 9 ms runs, in opposite phase: every
+    // adjacent pair is 9× one way or the other, half each way, so the
+    // interval spans ±100 % at every look and neither a change nor no
+    // change can ever be shown.
+    let flip = |name: &str, start: u32| {
+        let counter = sb.write(&format!("{name}.count"), start.to_string());
+        format!(
+            "n=$(cat {c}); echo $((n+1)) > {c}; if [ $((n % 2)) = 0 ]; then sleep 0.001; else sleep 0.009; fi",
+            c = counter.display()
+        )
+    };
+    let (a, b) = (flip("a", 0), flip("b", 1));
+    let out = sb
+        .bench([
+            "--shell",
+            "sh",
+            "--runs",
+            "10",
+            "--rounds",
+            "5",
+            "--max-time",
+            "2s",
+            "-n",
+            "a",
+            "-n",
+            "b",
+            &a,
+            &b,
+        ])
+        .ok();
+    let note = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("because the comparison of the two commands was inconclusive"))
+        .unwrap_or_else(|| panic!("no rounds note: {out:?}"));
+    let rounds = number_after(note, "measured ");
+    let look = LOOKS_OF_5
+        .iter()
+        .position(|&r| r == rounds)
+        .unwrap_or_else(|| panic!("{rounds} rounds is not a look: {note}"));
+    assert!(look >= 1, "{note}");
+    let said = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("judged at look "))
+        .unwrap_or_else(|| panic!("no look note: {out:?}"));
+    assert_eq!(
+        number_after(said, "judged at look ") as usize,
+        look + 1,
+        "{said}"
+    );
+    // The stored run says it went on measuring, and its summary is judged
+    // at that look's level wherever it is read back.
+    let doc = sb.show_json("latest");
+    assert_eq!(doc["run"]["options"]["sequential"], true, "{doc}");
+    let time = &doc["summary"]["comparisons"][0]["time"];
+    let level = 1.0 - 0.05 / 2f64.powi(look as i32 + 1);
+    assert!(
+        (time["confidence"].as_f64().unwrap() - level).abs() < 1e-12,
+        "{time}"
+    );
+    assert_eq!(time["significant"], false, "{time}");
+
+    // --runs alone fixes the count: judged once, at 95 %.
+    let out = sb
+        .bench([
+            "--shell", "sh", "--runs", "10", "--rounds", "5", "-n", "a", "-n", "b", &a, &b,
+        ])
+        .ok();
+    assert!(!out.stderr.contains("note: measured"), "{out:?}");
+    let doc = sb.show_json("latest");
+    assert!(doc["run"]["options"].get("sequential").is_none(), "{doc}");
+    assert_eq!(doc["summary"]["comparisons"][0]["time"]["confidence"], 0.95);
+}
+
 #[test]
 fn max_time_needs_a_baseline_and_at_least_one_round() {
     let sb = Sandbox::new();
     sb.bench(["--max-time", "5s", "true"])
-        .usage_error("--max-time works only with --baseline");
+        .usage_error("--max-time works only with --baseline, in ab, or with two commands");
     bench(&sb, &["-n", "t", "true"]);
     sb.bench(["--baseline", "1", "--max-time", "500ms", "true"])
         .usage_error(

@@ -173,14 +173,14 @@ fn the_eta_counts_every_planned_round_not_only_the_current_one() {
     let mut sp = FakeSpawner::new(|_, _| ok(1_000_000));
     let mut b = benches(&mut sp, vec![planned("a")]);
     let mut sink = Collect::default();
-    let (m, rounds) = schedule(exact(2), 0, false).measure_until(
+    let (m, rounds, _) = schedule(exact(2), 0, false).measure_until(
         &mut sp,
         &mut sink,
         &mut b,
         None,
         3,
         Duration::ZERO,
-        |_| false,
+        |_, _| false,
     );
     assert!(m.result.is_ok());
     assert_eq!(rounds, 3);
@@ -513,23 +513,25 @@ fn a_spawner_error_stops_the_run_with_the_command_named() {
 fn undecided_results_get_more_rounds_until_decided_or_out_of_time() {
     let mut sp = FakeSpawner::new(|_, _| ok(1_000));
     let mut b = benches(&mut sp, vec![with_helpers("a"), planned("b")]);
-    let mut asked = 0;
-    let (m, rounds) = schedule(exact(3), 1, true).measure_until(
+    let mut looks = Vec::new();
+    let (m, rounds, last) = schedule(exact(3), 1, true).measure_until(
         &mut sp,
         &mut Collect::default(),
         &mut b,
         None,
         1,
         Duration::from_secs(60),
-        |benches| {
-            asked += 1;
+        |benches, look| {
+            looks.push(look);
             // Undecided until each benchmark has 9 samples (three rounds).
             benches.iter().any(|x| x.samples().len() < 9)
         },
     );
     assert!(m.result.is_ok());
     assert_eq!(rounds, 3);
-    assert_eq!(asked, 3);
+    // Looks at rounds 1, 2 and 3 (the grid from one planned round).
+    assert_eq!(looks, [0, 1, 2]);
+    assert_eq!(last, Some(2));
     assert_eq!(b[0].samples().len(), 9);
     // Later rounds: setup and cleanup again, no warmup, iterations continue.
     let trace = sp.trace();
@@ -544,17 +546,42 @@ fn undecided_results_get_more_rounds_until_decided_or_out_of_time() {
     // No time for another round: one round only, whatever `undecided` says.
     let mut sp = FakeSpawner::new(|_, _| ok(1_000));
     let mut b = benches(&mut sp, vec![planned("a")]);
-    let (_, rounds) = schedule(exact(3), 0, true).measure_until(
+    let (_, rounds, last) = schedule(exact(3), 0, true).measure_until(
         &mut sp,
         &mut Collect::default(),
         &mut b,
         None,
         1,
         Duration::ZERO,
-        |_| true,
+        |_, _| true,
     );
     assert_eq!(rounds, 1);
+    assert_eq!(last, None, "a comparison made once, at its full α");
     assert_eq!(b[0].samples().len(), 3);
+}
+
+#[test]
+fn the_comparison_is_looked_at_on_a_geometric_grid_of_rounds() {
+    // Two planned rounds; undecided until the fourth look: the looks see
+    // 2, 3, 5 and 8 rounds (1.5× each, rounded up), never one in between.
+    let mut sp = FakeSpawner::new(|_, _| ok(1_000));
+    let mut b = benches(&mut sp, vec![planned("a"), planned("b")]);
+    let mut seen = Vec::new();
+    let (m, rounds, last) = schedule(exact(2), 0, true).measure_until(
+        &mut sp,
+        &mut Collect::default(),
+        &mut b,
+        None,
+        2,
+        Duration::from_secs(600),
+        |benches, look| {
+            seen.push((look, benches[0].samples().len() / 2));
+            look < 3
+        },
+    );
+    assert!(m.result.is_ok());
+    assert_eq!(seen, [(0, 2), (1, 3), (2, 5), (3, 8)]);
+    assert_eq!((rounds, last), (8, Some(3)));
 }
 
 #[test]
@@ -562,14 +589,14 @@ fn fixed_rounds_rotate_the_first_benchmark_and_number_their_samples() {
     let mut sp = FakeSpawner::new(|_, _| ok(1_000));
     let mut b = benches(&mut sp, vec![planned("a"), planned("b"), planned("c")]);
     let mut sink = Collect::default();
-    let (m, rounds) = schedule(exact(1), 0, false).measure_until(
+    let (m, rounds, _) = schedule(exact(1), 0, false).measure_until(
         &mut sp,
         &mut sink,
         &mut b,
         None,
         3,
         Duration::ZERO,
-        |_| false,
+        |_, _| false,
     );
     assert!(m.result.is_ok());
     assert_eq!(rounds, 3);
