@@ -1,8 +1,15 @@
 //! Identity of the benchmarked program: its hash, and for ELF files the
-//! class, machine, ABI, build-id and program interpreter, parsed by hand from
-//! the ELF and program headers (no dependency, and a damaged file gives
-//! reasons rather than a panic).
+//! class, machine, ABI, build-id and program interpreter. The class, byte
+//! order and machine come from the identification bytes (so a file cut
+//! short still says what it is); the program and section headers, notes and
+//! code are read with `object`, the reader `perfsleuth-locks` symbolises
+//! with, through a cache that reads only the ranges asked for and none past
+//! the file's end: a damaged file gives reasons rather than a panic, and a
+//! header that names gigabytes reads nothing.
 
+use object::read::ReadCache;
+use object::read::elf::{FileHeader, NoteIterator, ProgramHeader, SectionHeader};
+use object::{Endianness, ReadRef, elf};
 use perfsleuth_model::input::{self, Accept};
 use perfsleuth_model::{Environment, ImpactClass};
 use sha2::{Digest, Sha256};
@@ -33,17 +40,11 @@ const ELF_KEYS: &[&str] = &[
 /// Value of the ELF keys for files that are not ELF (scripts, data).
 const NOT_ELF: &str = "not ELF";
 
-const PT_INTERP: u32 = 3;
-const PT_NOTE: u32 = 4;
-const NT_GNU_BUILD_ID: u32 = 3;
-/// `e_phnum` value meaning "the count is in section header 0".
-const PN_XNUM: u16 = 0xffff;
 /// Caps on what is read from a header-described region: real interpreters
-/// and note segments are far smaller, and a damaged header must not make us
-/// allocate gigabytes.
+/// and note segments are far smaller, and many headers over one region must
+/// not read it over and over.
 const MAX_INTERP: u64 = 4096;
 const MAX_NOTES: u64 = 1 << 20;
-const MAX_PHDRS: u64 = 1 << 16;
 
 /// Identity facts of the benchmarked program (hash, ELF class, ABI, build-id).
 pub fn binary_facts(path: &Path) -> Environment {
@@ -79,7 +80,7 @@ pub fn binary_facts(path: &Path) -> Environment {
         return env;
     }
     if head.starts_with(b"\x7fELF") {
-        elf_facts(&mut file, &head, &mut env);
+        elf_facts(file, &head, &mut env);
     } else {
         for k in ELF_KEYS {
             env.set(*k, NOT_ELF, class);
@@ -116,50 +117,15 @@ fn sha256(file: &mut File) -> Result<String, String> {
 
 use perfsleuth_model::hex::encode as hex;
 
-/// The parts of an ELF header we use.
+/// What the identification bytes say: class, byte order, machine.
 struct Header {
     is64: bool,
     big: bool,
     machine: u16,
 }
 
-impl Header {
-    fn u16(&self, b: &[u8], at: usize) -> Option<u16> {
-        let s: [u8; 2] = b.get(at..at + 2)?.try_into().ok()?;
-        Some(if self.big {
-            u16::from_be_bytes(s)
-        } else {
-            u16::from_le_bytes(s)
-        })
-    }
-    fn u32(&self, b: &[u8], at: usize) -> Option<u32> {
-        let s: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
-        Some(if self.big {
-            u32::from_be_bytes(s)
-        } else {
-            u32::from_le_bytes(s)
-        })
-    }
-    fn u64(&self, b: &[u8], at: usize) -> Option<u64> {
-        let s: [u8; 8] = b.get(at..at + 8)?.try_into().ok()?;
-        Some(if self.big {
-            u64::from_be_bytes(s)
-        } else {
-            u64::from_le_bytes(s)
-        })
-    }
-    /// An address-sized field: 4 bytes in ELF32, 8 in ELF64.
-    fn word(&self, b: &[u8], at32: usize, at64: usize) -> Option<u64> {
-        if self.is64 {
-            self.u64(b, at64)
-        } else {
-            self.u32(b, at32).map(u64::from)
-        }
-    }
-}
-
 /// Sets the ELF keys from a file starting with the ELF magic.
-fn elf_facts(file: &mut File, head: &[u8], env: &mut Environment) {
+fn elf_facts(file: File, head: &[u8], env: &mut Environment) {
     let class = ImpactClass::Identity;
     let header = match parse_ident(head) {
         Ok(h) => h,
@@ -177,7 +143,7 @@ fn elf_facts(file: &mut File, head: &[u8], env: &mut Environment) {
     );
     env.set("binary.machine", machine_name(header.machine), class);
     env.set("binary.abi", abi(header.is64, header.machine), class);
-    match segments(file, head, &header) {
+    match segments(file, header.is64) {
         Ok((interp, build_id)) => {
             env.set_read("binary.interpreter", interp, class);
             env.set_read("binary.build_id", build_id, class);
@@ -195,39 +161,39 @@ fn parse_ident(head: &[u8]) -> Result<Header, String> {
         return Err(format!("truncated ELF header ({} bytes)", head.len()));
     }
     let is64 = match head[4] {
-        1 => false,
-        2 => true,
+        elf::ELFCLASS32 => false,
+        elf::ELFCLASS64 => true,
         c => return Err(format!("invalid ELF class {c}")),
     };
     let big = match head[5] {
-        1 => false,
-        2 => true,
+        elf::ELFDATA2LSB => false,
+        elf::ELFDATA2MSB => true,
         d => return Err(format!("invalid ELF data encoding {d}")),
     };
-    let mut h = Header {
-        is64,
-        big,
-        machine: 0,
+    let bytes = [head[18], head[19]];
+    let machine = if big {
+        u16::from_be_bytes(bytes)
+    } else {
+        u16::from_le_bytes(bytes)
     };
-    h.machine = h.u16(head, 18).unwrap_or(0);
-    Ok(h)
+    Ok(Header { is64, big, machine })
 }
 
 /// A name for `e_machine`.
 fn machine_name(machine: u16) -> String {
     match machine {
-        2 => "sparc",
-        3 => "i386",
-        8 => "mips",
-        20 => "ppc",
-        21 => "ppc64",
-        22 => "s390",
-        40 => "arm",
-        43 => "sparcv9",
-        62 => "x86-64",
-        183 => "aarch64",
-        243 => "riscv",
-        258 => "loongarch",
+        elf::EM_SPARC => "sparc",
+        elf::EM_386 => "i386",
+        elf::EM_MIPS => "mips",
+        elf::EM_PPC => "ppc",
+        elf::EM_PPC64 => "ppc64",
+        elf::EM_S390 => "s390",
+        elf::EM_ARM => "arm",
+        elf::EM_SPARCV9 => "sparcv9",
+        elf::EM_X86_64 => "x86-64",
+        elf::EM_AARCH64 => "aarch64",
+        elf::EM_RISCV => "riscv",
+        elf::EM_LOONGARCH => "loongarch",
         n => return format!("e_machine {n}"),
     }
     .to_string()
@@ -236,13 +202,13 @@ fn machine_name(machine: u16) -> String {
 /// The ABI: machine and class together (x32 is ELF32 code for x86-64).
 fn abi(is64: bool, machine: u16) -> String {
     match (is64, machine) {
-        (true, 62) => "x86-64".into(),
-        (false, 62) => "x32".into(),
-        (false, 3) => "i386".into(),
-        (true, 183) => "aarch64".into(),
-        (false, 40) => "arm".into(),
-        (true, 243) => "riscv64".into(),
-        (false, 243) => "riscv32".into(),
+        (true, elf::EM_X86_64) => "x86-64".into(),
+        (false, elf::EM_X86_64) => "x32".into(),
+        (false, elf::EM_386) => "i386".into(),
+        (true, elf::EM_AARCH64) => "aarch64".into(),
+        (false, elf::EM_ARM) => "arm".into(),
+        (true, elf::EM_RISCV) => "riscv64".into(),
+        (false, elf::EM_RISCV) => "riscv32".into(),
         (is64, m) => format!(
             "{} {}",
             machine_name(m),
@@ -255,101 +221,55 @@ type Facts = (Result<String, String>, Result<String, String>);
 
 /// `PT_INTERP` (or `static`) and the GNU build-id (or `none`) from the
 /// program headers.
-fn segments(file: &mut File, head: &[u8], h: &Header) -> Result<Facts, String> {
-    let ehsize = if h.is64 { 64 } else { 52 };
-    if head.len() < ehsize {
-        return Err(format!(
-            "truncated ELF header ({} of {ehsize} bytes)",
-            head.len()
-        ));
+fn segments(file: File, is64: bool) -> Result<Facts, String> {
+    let data = ReadCache::new(file);
+    if is64 {
+        segments_of::<elf::FileHeader64<Endianness>>(&data)
+    } else {
+        segments_of::<elf::FileHeader32<Endianness>>(&data)
     }
-    let phoff = h.word(head, 28, 32).ok_or("truncated ELF header")?;
-    let phentsize = u64::from(
-        h.u16(head, if h.is64 { 54 } else { 42 })
-            .ok_or("truncated ELF header")?,
-    );
-    let mut phnum = u64::from(
-        h.u16(head, if h.is64 { 56 } else { 44 })
-            .ok_or("truncated ELF header")?,
-    );
-    if phnum == u64::from(PN_XNUM) {
-        // The real count is sh_info of section header 0.
-        let shoff = h.word(head, 32, 40).ok_or("truncated ELF header")?;
-        let sh0 = read_at(file, shoff, if h.is64 { 64 } else { 40 })
-            .map_err(|e| format!("section header 0: {e}"))?;
-        phnum = u64::from(
-            h.u32(&sh0, if h.is64 { 44 } else { 28 })
-                .ok_or("truncated section header 0")?,
-        );
-    }
-    if phnum == 0 {
-        return Ok((Ok("static".into()), Ok("none".into())));
-    }
-    let min_entry = if h.is64 { 56 } else { 32 };
-    if phentsize < min_entry {
-        return Err(format!(
-            "program header entries of {phentsize} bytes (at least {min_entry} expected)"
-        ));
-    }
-    if phnum > MAX_PHDRS {
-        return Err(format!("{phnum} program headers"));
-    }
-    let table =
-        read_at(file, phoff, phnum * phentsize).map_err(|e| format!("program headers: {e}"))?;
+}
 
+fn segments_of<H: FileHeader<Endian = Endianness>>(
+    data: &ReadCache<File>,
+) -> Result<Facts, String> {
+    let header = H::parse(data).map_err(|e| format!("ELF header: {e}"))?;
+    let endian = header.endian().map_err(|e| format!("ELF header: {e}"))?;
+    let phdrs = header
+        .program_headers(endian, data)
+        .map_err(|e| format!("program headers: {e}"))?;
     let mut interp: Option<Result<String, String>> = None;
     let mut build_id: Option<String> = None;
     let mut note_error: Option<String> = None;
     // For all note segments together: 65 536 headers naming the same 1 MiB
-    // of notes without a build-id would otherwise read 64 GiB.
+    // of notes without a build-id would otherwise scan 64 GiB.
     let mut notes_left = MAX_NOTES;
-    for i in 0..phnum as usize {
-        let e = &table[i * phentsize as usize..];
-        let p_type = h.u32(e, 0).ok_or("short program header")?;
-        let (offset, filesz, align) = if h.is64 {
-            (h.u64(e, 8), h.u64(e, 32), h.u64(e, 48))
-        } else {
-            (
-                h.u32(e, 4).map(u64::from),
-                h.u32(e, 16).map(u64::from),
-                h.u32(e, 28).map(u64::from),
-            )
-        };
-        let (Some(offset), Some(filesz), Some(align)) = (offset, filesz, align) else {
-            return Err("short program header".into());
-        };
-        match p_type {
-            PT_INTERP if interp.is_none() => {
-                interp = Some(if filesz > MAX_INTERP {
-                    Err(format!("PT_INTERP of {filesz} bytes"))
+    for ph in phdrs {
+        let size: u64 = ph.p_filesz(endian).into();
+        match ph.p_type(endian) {
+            elf::PT_INTERP if interp.is_none() => {
+                interp = Some(if size > MAX_INTERP {
+                    Err(format!("PT_INTERP of {size} bytes"))
                 } else {
-                    read_at(file, offset, filesz)
-                        .map_err(|e| format!("PT_INTERP: {e}"))
-                        .and_then(|b| {
-                            let end = b.iter().position(|c| *c == 0).unwrap_or(b.len());
-                            let s = crate::kernel::clean(&String::from_utf8_lossy(&b[..end]));
-                            if s.is_empty() {
-                                Err("empty PT_INTERP".to_string())
-                            } else {
-                                Ok(s)
-                            }
-                        })
+                    interpreter(ph, endian, data)
                 });
             }
-            PT_NOTE if build_id.is_none() => {
-                if filesz > MAX_NOTES {
-                    note_error = Some(format!("PT_NOTE of {filesz} bytes"));
+            elf::PT_NOTE if build_id.is_none() => {
+                if size > MAX_NOTES {
+                    note_error = Some(format!("PT_NOTE of {size} bytes"));
                     continue;
                 }
-                if filesz > notes_left {
+                if size > notes_left {
                     note_error = Some(format!("PT_NOTE segments of over {MAX_NOTES} bytes in all"));
                     continue;
                 }
-                notes_left -= filesz;
-                match read_at(file, offset, filesz) {
-                    Ok(notes) => {
-                        build_id = find_build_id(h, &notes, if align == 8 { 8 } else { 4 })
-                    }
+                notes_left -= size;
+                match ph.notes(endian, data) {
+                    Ok(Some(notes)) => match gnu_build_id(notes, endian) {
+                        Ok(id) => build_id = id,
+                        Err(e) => note_error = Some(format!("PT_NOTE: {e}")),
+                    },
+                    Ok(None) => {}
                     Err(e) => note_error = Some(format!("PT_NOTE: {e}")),
                 }
             }
@@ -365,58 +285,49 @@ fn segments(file: &mut File, head: &[u8], h: &Header) -> Result<Facts, String> {
     Ok((interp, build_id))
 }
 
-/// The GNU build-id in a note segment (`namesz descsz type name desc`, desc
-/// and the next note starting at the segment's alignment).
-fn find_build_id(h: &Header, notes: &[u8], align: usize) -> Option<String> {
-    let pad = |n: usize| n.checked_add(align - 1).map(|v| v & !(align - 1));
-    let mut at = 0usize;
-    while at.checked_add(12).is_some_and(|end| end <= notes.len()) {
-        let namesz = h.u32(notes, at)? as usize;
-        let descsz = h.u32(notes, at + 4)? as usize;
-        let n_type = h.u32(notes, at + 8)?;
-        let name_at = at + 12;
-        // The offset is aligned, not the name's length: with 8-byte
-        // alignment "GNU\0" ends at 16, where its desc starts (as binutils
-        // and the kernel read it), not at 12 + 8.
-        let desc_at = pad(name_at.checked_add(namesz)?)?;
-        let next = pad(desc_at.checked_add(descsz)?)?;
-        let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
-        if n_type == NT_GNU_BUILD_ID && name == b"GNU\0" {
-            let desc = notes.get(desc_at..desc_at.checked_add(descsz)?)?;
-            return (!desc.is_empty()).then(|| hex(desc));
-        }
-        at = next;
+/// The text of a `PT_INTERP` segment, up to its first NUL.
+fn interpreter<P: ProgramHeader<Endian = Endianness>>(
+    ph: &P,
+    endian: Endianness,
+    data: &ReadCache<File>,
+) -> Result<String, String> {
+    let bytes = ph
+        .data(endian, data)
+        .map_err(|()| "PT_INTERP lies past the end of the file".to_string())?;
+    let end = bytes.iter().position(|c| *c == 0).unwrap_or(bytes.len());
+    let s = crate::kernel::clean(&String::from_utf8_lossy(&bytes[..end]));
+    if s.is_empty() {
+        Err("empty PT_INTERP".to_string())
+    } else {
+        Ok(s)
     }
-    None
 }
 
-/// Reads exactly `len` bytes at `offset`; past the end of the file is an error.
-fn read_at(file: &mut File, offset: u64, len: u64) -> Result<Vec<u8>, String> {
-    let size = file.metadata().map_err(|e| e.to_string())?.len();
-    if offset.checked_add(len).is_none_or(|end| end > size) {
-        return Err(format!(
-            "{len} bytes at offset {offset} lie past the end of the file ({size} bytes)"
-        ));
+/// The GNU build-id among `notes` (`None` without one).
+fn gnu_build_id<H: FileHeader>(
+    mut notes: NoteIterator<'_, H>,
+    endian: H::Endian,
+) -> Result<Option<String>, String> {
+    while let Some(note) = notes.next().map_err(|e| e.to_string())? {
+        if note.n_type(endian) == elf::NT_GNU_BUILD_ID && note.name() == elf::ELF_NOTE_GNU {
+            return Ok((!note.desc().is_empty()).then(|| hex(note.desc())));
+        }
     }
-    let mut buf = vec![0u8; len as usize];
-    file.seek(SeekFrom::Start(offset))
-        .and_then(|_| file.read_exact(&mut buf))
-        .map_err(|e| e.to_string())?;
-    Ok(buf)
+    Ok(None)
 }
 
 /// The program interpreter (`PT_INTERP`) of an ELF file, `None` for static
 /// files; used to find the `ld.so` this process was started by.
 pub(crate) fn elf_interpreter(path: &Path) -> Result<Option<String>, String> {
-    let (mut file, head, h) = open_elf(path)?;
-    let (interp, _) = segments(&mut file, &head, &h)?;
+    let (file, h) = open_elf(path)?;
+    let (interp, _) = segments(file, h.is64)?;
     let interp = interp?;
     Ok((interp != "static").then_some(interp))
 }
 
-/// An ELF file opened for reading (a regular file only: no FIFO or device),
-/// its first 64 bytes and its identification.
-fn open_elf(path: &Path) -> Result<(File, Vec<u8>, Header), String> {
+/// An ELF file opened for reading (a regular file only: no FIFO or device)
+/// and its identification.
+fn open_elf(path: &Path) -> Result<(File, Header), String> {
     let (mut file, _) = input::open(path, Accept::Regular)
         .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut head = Vec::with_capacity(64);
@@ -428,14 +339,11 @@ fn open_elf(path: &Path) -> Result<(File, Vec<u8>, Header), String> {
         return Err(format!("{} is not ELF", path.display()));
     }
     let h = parse_ident(&head)?;
-    Ok((file, head, h))
+    Ok((file, h))
 }
 
 /// The most code [`cpuid_sites`] decodes from one file (libcrypto's is ~4 MiB).
 const MAX_CODE: u64 = 256 << 20;
-const SHF_EXECINSTR: u64 = 0x4;
-const SHT_NOBITS: u32 = 8;
-const EM_X86_64: u16 = 62;
 
 /// How many CPUID instructions the executable sections of an x86-64 ELF
 /// file hold: code that asks the CPU for its features itself (OpenSSL,
@@ -444,57 +352,37 @@ const EM_X86_64: u16 = 62;
 /// instruction by instruction (iced-x86), not searched for the bytes
 /// `0f a2`, which also occur inside other instructions.
 pub fn cpuid_sites(path: &Path) -> Result<usize, String> {
-    let (mut file, head, h) = open_elf(path)?;
-    if !h.is64 || h.big || h.machine != EM_X86_64 || head.len() < 64 {
+    let (file, h) = open_elf(path)?;
+    if !h.is64 || h.big || h.machine != elf::EM_X86_64 {
         return Err(format!("not x86-64 ELF ({})", machine_name(h.machine)));
     }
-    let shoff = h.u64(&head, 40).ok_or("truncated ELF header")?;
-    let shentsize = u64::from(h.u16(&head, 58).ok_or("truncated ELF header")?);
-    let mut shnum = u64::from(h.u16(&head, 60).ok_or("truncated ELF header")?);
-    if shoff != 0 && shnum == 0 {
-        // More than 0xff00 sections: the count is sh_size of section 0.
-        let sh0 = read_at(&mut file, shoff, 64)?;
-        shnum = h.u64(&sh0, 32).ok_or("truncated section header 0")?;
-    }
-    let mut regions = Vec::new();
-    if shoff != 0 && shnum > 0 && shentsize >= 64 && shnum <= MAX_PHDRS {
-        let table = read_at(&mut file, shoff, shnum * shentsize)
-            .map_err(|e| format!("section headers: {e}"))?;
-        for i in 0..shnum as usize {
-            let at = i * shentsize as usize;
-            let (Some(kind), Some(flags), Some(offset), Some(size)) = (
-                h.u32(&table, at + 4),
-                h.u64(&table, at + 8),
-                h.u64(&table, at + 24),
-                h.u64(&table, at + 32),
-            ) else {
-                return Err(format!("truncated section header {i}"));
-            };
-            if kind != SHT_NOBITS && flags & SHF_EXECINSTR != 0 && size > 0 {
-                regions.push((offset, size));
-            }
-        }
-    } else {
+    let data = ReadCache::new(file);
+    let header =
+        elf::FileHeader64::<Endianness>::parse(&data).map_err(|e| format!("ELF header: {e}"))?;
+    let endian = header.endian().map_err(|e| format!("ELF header: {e}"))?;
+    let sections = header
+        .section_headers(endian, &data)
+        .map_err(|e| format!("section headers: {e}"))?;
+    let mut regions: Vec<(u64, u64)> = sections
+        .iter()
+        .filter(|s| {
+            s.sh_type(endian) != elf::SHT_NOBITS
+                && s.sh_flags(endian) & u64::from(elf::SHF_EXECINSTR) != 0
+        })
+        .map(|s| (s.sh_offset(endian), s.sh_size(endian)))
+        .collect();
+    if sections.is_empty() {
         // No section headers (stripped hard): the executable segments.
-        let phoff = h.u64(&head, 32).ok_or("truncated ELF header")?;
-        let phnum = u64::from(h.u16(&head, 56).ok_or("truncated ELF header")?);
-        let table =
-            read_at(&mut file, phoff, phnum * 56).map_err(|e| format!("program headers: {e}"))?;
-        for i in 0..phnum as usize {
-            let at = i * 56;
-            let (Some(kind), Some(flags), Some(offset), Some(size)) = (
-                h.u32(&table, at),
-                h.u32(&table, at + 4),
-                h.u64(&table, at + 8),
-                h.u64(&table, at + 32),
-            ) else {
-                return Err(format!("truncated program header {i}"));
-            };
-            if kind == 1 && flags & 1 != 0 && size > 0 {
-                regions.push((offset, size));
-            }
-        }
+        let phdrs = header
+            .program_headers(endian, &data)
+            .map_err(|e| format!("program headers: {e}"))?;
+        regions = phdrs
+            .iter()
+            .filter(|p| p.p_type(endian) == elf::PT_LOAD && p.p_flags(endian) & elf::PF_X != 0)
+            .map(|p| (p.p_offset(endian), p.p_filesz(endian)))
+            .collect();
     }
+    regions.retain(|(_, size)| *size > 0);
     let total: u64 = regions.iter().map(|(_, s)| *s).sum();
     if total > MAX_CODE {
         return Err(format!(
@@ -505,8 +393,10 @@ pub fn cpuid_sites(path: &Path) -> Result<usize, String> {
     }
     let mut sites = 0;
     for (offset, size) in regions {
-        let code = read_at(&mut file, offset, size)?;
-        let decoder = iced_x86::Decoder::new(64, &code, iced_x86::DecoderOptions::NONE);
+        let code = data.read_bytes_at(offset, size).map_err(|()| {
+            format!("{size} bytes of code at offset {offset} lie past the end of the file")
+        })?;
+        let decoder = iced_x86::Decoder::new(64, code, iced_x86::DecoderOptions::NONE);
         sites += decoder
             .into_iter()
             .filter(|i| i.mnemonic() == iced_x86::Mnemonic::Cpuid)
@@ -756,7 +646,7 @@ mod tests {
         f[56..58].copy_from_slice(&(phnum as u16).to_le_bytes());
         for i in 0..phnum {
             let e = 64 + i * 56;
-            f[e..e + 4].copy_from_slice(&PT_NOTE.to_le_bytes());
+            f[e..e + 4].copy_from_slice(&elf::PT_NOTE.to_le_bytes());
             f[e + 8..e + 16].copy_from_slice(&(notes_at as u64).to_le_bytes());
             f[e + 32..e + 40].copy_from_slice(&(1u64 << 20).to_le_bytes());
             f[e + 48..e + 56].copy_from_slice(&4u64.to_le_bytes());
@@ -799,11 +689,11 @@ mod tests {
         let mut note = Vec::new();
         note.extend_from_slice(&4u32.to_le_bytes());
         note.extend_from_slice(&20u32.to_le_bytes());
-        note.extend_from_slice(&NT_GNU_BUILD_ID.to_le_bytes());
+        note.extend_from_slice(&elf::NT_GNU_BUILD_ID.to_le_bytes());
         note.extend_from_slice(b"GNU\0");
         note.extend((1..=20u8).collect::<Vec<u8>>());
         note.extend([0; 4]);
-        f[64..68].copy_from_slice(&PT_NOTE.to_le_bytes());
+        f[64..68].copy_from_slice(&elf::PT_NOTE.to_le_bytes());
         f[72..80].copy_from_slice(&notes_at.to_le_bytes());
         f[96..104].copy_from_slice(&(note.len() as u64).to_le_bytes());
         f[112..120].copy_from_slice(&8u64.to_le_bytes());
