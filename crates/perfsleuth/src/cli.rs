@@ -918,8 +918,8 @@ pub struct RunArgs {
     pub sides: bool,
     /// Measure in this many rounds, each starting with the next command (the
     /// time budget, --runs and --min-runs are split between them), so the
-    /// samples spread over time and record their round [default: 5; 1 with
-    /// --runs and in simulation].
+    /// samples spread over time and record their round [default: 5, 10 in ab;
+    /// 1 with --runs (in ab the most up to 10 that divide it) and in simulation].
     #[arg(long, value_name = "K")]
     pub rounds: Option<u32>,
     /// Measure everything N times, as N stored runs, then report how much

@@ -539,3 +539,13 @@ fn benchmarks_come_from_the_bench_list_of_perfsleuth_toml() {
     ab(&sb, &dir, &[]).usage_error("unknown field `cmd`");
     nothing_left(&sb, &dir);
 }
+
+#[test]
+fn ab_help_names_its_own_default_rounds() {
+    // `ab -h` said `--rounds … [default: 5]`, the default of `run`, while ab
+    // measures ten rounds (issue 38).
+    let sb = Sandbox::new();
+    let out = sb.run(["ab", "--help"]).ok();
+    let text = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("[default: 5, 10 in ab;"), "{text}");
+}
