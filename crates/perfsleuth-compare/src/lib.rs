@@ -1867,6 +1867,14 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     };
     let base_entries = collect(baseline);
     let cand_entries = collect(candidate);
+    // Sides made wholly of imported runs, whose zeros may be "not measured".
+    let imported = [baseline, candidate].map(|side| {
+        !side.runs.is_empty()
+            && side
+                .runs
+                .iter()
+                .all(|r| r.origin() == perfsleuth_model::RunOrigin::Import)
+    });
     let mut notes = Vec::new();
     side_notes("baseline", baseline, &mut notes);
     side_notes("candidate", candidate, &mut notes);
@@ -1954,14 +1962,21 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             ));
         }
         // A metric neither side recorded at all (a summary-only import
-        // has no user or system time) is no row, unless it gates.
-        let recorded = |e: &Entry<'_>, metric: Metric| {
-            e.groups.iter().flatten().next().is_some()
+        // has no user or system time; criterion and pytest-benchmark
+        // samples carry zeros for CPU time and peak RSS, which their tools
+        // never measured) is no row, unless it gates.
+        let recorded = |e: &Entry<'_>, imported: bool, metric: Metric| {
+            e.groups
+                .iter()
+                .flatten()
+                .any(|s| !imported || metric.of(s) != 0.0)
                 || e.summaries.iter().any(|s| s.metric == metric.name())
         };
         let metrics: Vec<Metric> = metrics
             .into_iter()
-            .filter(|&m| gating.contains(&m) || recorded(be, m) || recorded(ce, m))
+            .filter(|&m| {
+                gating.contains(&m) || recorded(be, imported[0], m) || recorded(ce, imported[1], m)
+            })
             .collect();
         // Each metric bootstraps on its own seed: measured on all CPUs, the
         // numbers are those of one (docs/PERFORMANCE.md, "compare").

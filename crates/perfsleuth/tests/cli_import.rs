@@ -816,3 +816,37 @@ fn other_versions_of_the_tools_import_too() {
         "fib(20) takes microseconds an iteration: {per_iter} ns"
     );
 }
+
+#[test]
+fn compare_shows_no_rows_for_metrics_an_import_never_measured() {
+    // pytest-benchmark and criterion report times only: their samples carry
+    // zeros for CPU time and peak RSS, which compare showed as `0 ns → 0 ns
+    // ±0.0% (exact) no change` rows and counted in its summary (issue 38).
+    let sb = Sandbox::new();
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    for _ in 0..2 {
+        import(&sb, &[&format!("{fixtures}/pytest-benchmark/v3.4.1.json")]).ok();
+    }
+    let out = sb
+        .run([
+            "compare",
+            "--store",
+            &sb.store(),
+            "1",
+            "2",
+            "--format",
+            "json",
+        ])
+        .ok();
+    let doc = common::parse_json(&out.stdout);
+    let metrics: Vec<&str> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(metrics, ["wall", "wall"], "{}", out.stdout);
+    let text = sb.run(["compare", "--store", &sb.store(), "1", "2"]).ok();
+    assert!(!text.stdout.contains("0 ns       0 ns"), "{}", text.stdout);
+    assert!(!text.stdout.contains("no change"), "{}", text.stdout);
+}
