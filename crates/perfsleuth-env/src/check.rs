@@ -173,6 +173,14 @@ pub fn check(env: &Environment) -> Vec<Finding> {
     }
     match get("perf.tracepoints") {
         Some("available") | None => {}
+        // Not mounted is fixed by mounting it, whoever runs: "run as root"
+        // told root nothing.
+        Some(why) if why.contains("not mounted") => add(
+            Warning,
+            "perf.tracepoints",
+            format!("tracepoints are not usable: {why}"),
+            "futex calls and scheduler switches will not be counted; mount tracefs: sudo mount -t tracefs nodev /sys/kernel/tracing",
+        ),
         Some(why) => add(
             Warning,
             "perf.tracepoints",
@@ -439,6 +447,22 @@ mod tests {
         let tp = f.iter().find(|x| x.key == "perf.tracepoints").unwrap();
         assert!(tp.message.contains("not mounted"), "{tp:?}");
         assert!(tp.recommendation.contains("futex"), "{tp:?}");
+        // Not mounted: the hint mounts it, and does not tell root to be
+        // root (issue 38); unreadable: the permissions are the hint.
+        assert!(
+            tp.recommendation.contains("mount -t tracefs")
+                && !tp.recommendation.contains("run as root"),
+            "{tp:?}"
+        );
+        let mut e = Environment::default();
+        e.set(
+            "perf.tracepoints",
+            "tracefs not readable at /sys/kernel/tracing (permission denied)",
+            Context,
+        );
+        let f = check(&e);
+        let tp = f.iter().find(|x| x.key == "perf.tracepoints").unwrap();
+        assert!(tp.recommendation.contains("CAP_PERFMON"), "{tp:?}");
         // Not probed (a --root tree): no finding.
         let mut e = Environment::default();
         e.set_read(
