@@ -1849,9 +1849,8 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     // The look `ab` stopped at, where it went on measuring (the same
     // level as its own verdict).
     let look = together
-        .then(|| candidate.runs.first()?.looks())
-        .flatten()
-        .map(|(planned, measured)| perfsleuth_stats::look_for_rounds(planned, measured));
+        .then(|| candidate.runs.first().and_then(perfsleuth_report::look_of))
+        .flatten();
     let full_alpha = opts.rule.alpha;
     let opts = if together {
         sim_opts = paired(opts).at_look(look);

@@ -176,10 +176,7 @@ impl RunReport {
 /// regressed or improved: the CI excludes 1.0, the rank test agrees, and both
 /// sides have at least its `min_samples`.
 pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
-    let look = run
-        .looks()
-        .map(|(planned, measured)| perfsleuth_stats::look_for_rounds(planned, measured));
-    let rule = in_run_rule(look);
+    let rule = in_run_rule(look_of(run));
     // An imported run's tool reported no CPU times: zeros there are not a
     // measurement, so they are not shown as "User: 0 ns".
     let imported = run.origin() == perfsleuth_model::RunOrigin::Import;
@@ -235,6 +232,14 @@ pub fn analyze(run: &Run, reference: Option<usize>) -> RunReport {
         time_unit: None,
         confidence: 1.0 - rule.alpha,
     }
+}
+
+/// The look a run that went on measuring while undecided stopped at, from
+/// the rounds it planned and measured ([`Run::looks`]); `None` for a run
+/// judged once.
+pub fn look_of(run: &Run) -> Option<u32> {
+    run.looks()
+        .map(|(planned, measured)| perfsleuth_stats::look_for_rounds(planned, measured))
 }
 
 /// The in-run rule ([`VerdictRule::IN_RUN`]) at `look` of a run that went on
