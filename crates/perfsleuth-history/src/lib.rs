@@ -9,9 +9,10 @@
 //! kernel update on the same machine is exactly the step a user needs to
 //! see next to the code's (CASES.md, case E). docs/HISTORY.md has the rules.
 //!
-//! Modules: `baseline` (`compare`'s default baseline), `csv` (`history fit`
-//! input), `render` (terminal and Markdown), `stored` (comparisons of stored
-//! runs, shared by `compare` and the team server).
+//! Modules: `baseline` (the stable segment `compare`'s default baseline
+//! moves to), `csv` (`history fit` input), `render` (terminal and
+//! Markdown), `stored` (the history and environment-diff documents read
+//! from a store, shared by the CLI and the team server).
 
 #![forbid(unsafe_code)]
 

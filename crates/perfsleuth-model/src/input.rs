@@ -164,6 +164,9 @@ pub fn read_text(path: &Path, limit: u64, accept: Accept) -> Result<String, Inpu
 /// 256 MiB; more is refused unread.
 pub const MAX_DATA_BYTES: u64 = 256 << 20;
 
+/// Largest JSON document read (an export of a million samples is ~330 MB).
+pub const MAX_DOCUMENT_BYTES: u64 = 512 * 1024 * 1024;
+
 /// The text of `path` (regular or a pipe), or of standard input when `path`
 /// is `-`; at most `limit` bytes.
 pub fn read_text_or_stdin(path: &Path, limit: u64) -> Result<String, InputError> {

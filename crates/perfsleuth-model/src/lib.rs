@@ -1194,6 +1194,15 @@ impl Run {
         }
     }
 
+    /// The typed options of a run `perfsleuth run` (or `ab`, `explain`) made;
+    /// `None` for imports, sweeps and probe runs.
+    pub fn run_options(&self) -> Option<schema::RunOptions> {
+        if self.origin() != RunOrigin::Measured || self.mode == Mode::Probe {
+            return None;
+        }
+        schema::RunOptions::deserialize(&self.options).ok()
+    }
+
     /// Whether `perfsleuth scale` made this run (`options.kind`).
     pub fn is_scale_sweep(&self) -> bool {
         self.scale_options().is_some()

@@ -10,9 +10,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use perfsleuth_compare::Side;
-use perfsleuth_history::stored::{self, SelectError};
+use perfsleuth_history::stored;
 use perfsleuth_model::schema::{self, Document, HealthDoc, IngestDoc, RunExport, RunsDoc};
 use perfsleuth_model::{Metric, Run, RunStatus};
+use perfsleuth_sides::{SelectError, is_uuid};
 use perfsleuth_store::{STORE_SCHEMA_VERSION, Store};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -151,15 +152,6 @@ async fn read_body(request: Request, limit: usize) -> Result<Vec<u8>, ApiError> 
         });
     }
     Ok(kept)
-}
-
-/// Whether `s` is a UUID in its usual text form.
-fn is_uuid(s: &str) -> bool {
-    s.len() == 36
-        && s.char_indices().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => c == '-',
-            _ => c.is_ascii_hexdigit(),
-        })
 }
 
 /// The project's run a path or query names: an id, a UUID, `latest` or `latest~N`.
@@ -351,15 +343,11 @@ pub(crate) fn given(v: &Option<String>) -> Option<String> {
 /// A side named by a query parameter: an id, a UUID, `latest~N` or a branch.
 pub(crate) fn side(store: &dyn Store, spec: &str) -> Result<Side, ApiError> {
     selector_text(spec)?;
-    if is_uuid(spec) {
-        let id = run_id(store, spec)?;
-        return Ok(Side {
-            label: format!("run {id}"),
-            runs: vec![stored::load_side_run(store, id).map_err(select_err)?],
-        });
-    }
-    if let Some(side) = stored::stored_side(store, spec).map_err(select_err)? {
-        return Ok(side);
+    // The CLI's rules, without files or git revisions (no repository here).
+    match perfsleuth_sides::resolve(store, spec, perfsleuth_sides::Lookup::default()) {
+        Ok(side) => return Ok(side),
+        Err(SelectError::Unknown(_)) => {}
+        Err(e) => return Err(select_err(e)),
     }
     // Only when nothing matched: an empty project says so, not "no `latest`".
     if store.resolve_run("latest").is_err() {
@@ -409,6 +397,15 @@ pub(crate) fn select_err(e: SelectError) -> ApiError {
             text,
             "compare runs of one mode (each run's mode is in GET …/runs)",
         ),
+        // Files and revisions are the CLI's: named here, they name nothing.
+        SelectError::NoSuchFile(_)
+        | SelectError::BadExport { .. }
+        | SelectError::NoRunsAtCommit { .. }
+        | SelectError::NoSuchRevision(_)
+        | SelectError::Unknown(_) => ApiError::not_found(
+            text,
+            "give a run id, a run UUID, latest, latest~N or a branch with runs",
+        ),
     }
 }
 
@@ -426,9 +423,14 @@ async fn comparison(
                 Some(spec) => Some(side(s, &spec)?),
                 None => None,
             };
-            let done =
-                stored::compare_stored(s, baseline, candidate, options, q.history.unwrap_or(true))
-                    .map_err(select_err)?;
+            let done = perfsleuth_sides::compare_stored(
+                s,
+                baseline,
+                candidate,
+                options,
+                q.history.unwrap_or(true),
+            )
+            .map_err(select_err)?;
             Ok(done.comparison)
         })
         .await

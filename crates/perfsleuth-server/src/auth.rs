@@ -59,17 +59,7 @@ pub fn hash_secret(secret: &str) -> String {
     perfsleuth_store::sha256_hex(secret.as_bytes())
 }
 
-/// Whether `name` may name a project: 1–64 of `A-Z a-z 0-9 . _ -`, starting
-/// with a letter or digit. No slashes, no `..`, nothing to escape in a URL
-/// or a page.
-pub fn valid_project(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
+pub use perfsleuth_store::valid_project;
 
 /// Decides whether a request with `bearer` (the `Authorization: Bearer`
 /// secret or the dashboard's cookie, if any) may act with `scope` on

@@ -366,7 +366,7 @@ async fn project_page(
             }
         }
         body.push_str("</section><section><h2>Recent runs</h2>");
-        let comparable = stored::default_baselines_exist(s, &runs);
+        let comparable = perfsleuth_sides::default_baselines_exist(s, &runs);
         if comparable.first() == Some(&true) {
             let _ = write!(
                 body,
@@ -479,7 +479,7 @@ async fn run_page(
         let before = s.run_before_of(id, RunKind::Benchmarks)?;
         let mut links = Vec::new();
         let listed: Vec<_> = s.run_listing(id)?.into_iter().collect();
-        if stored::default_baselines_exist(s, &listed) == [true] {
+        if perfsleuth_sides::default_baselines_exist(s, &listed) == [true] {
             links.push(link(
                 &format!("/p/{p}/compare?candidate={id}"),
                 "Compare with its baseline",
@@ -538,7 +538,7 @@ async fn compare_page(
             Some(b) => Some(crate::api::side(s, &b)?),
             None => None,
         };
-        let done = stored::compare_stored(s, baseline, candidate, options, true)
+        let done = perfsleuth_sides::compare_stored(s, baseline, candidate, options, true)
             .map_err(crate::api::select_err)?;
         let ids =
             |side: &perfsleuth_compare::Side| perfsleuth_compare::newest(side).and_then(|r| r.id);

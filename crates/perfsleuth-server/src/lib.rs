@@ -2,8 +2,8 @@
 //! to it (`perfsleuth push`).
 //!
 //! The server is a thin HTTP layer: every answer comes from the same
-//! library calls the CLI makes (`perfsleuth_history::stored` for
-//! comparisons, history and environment diffs, `perfsleuth_report` for run
+//! library calls the CLI makes (`perfsleuth_sides` to choose and compare
+//! runs, `perfsleuth_history::stored` for history and environment diffs, `perfsleuth_report` for run
 //! exports), so the server and the CLI cannot disagree. The store is any
 //! [`perfsleuth_store::Store`]: PostgreSQL for a team, SQLite for one
 //! machine. Its calls are synchronous; each request runs them on tokio's

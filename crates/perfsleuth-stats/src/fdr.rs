@@ -1,6 +1,9 @@
-//! Benjamini–Hochberg false discovery rate control: with many benchmarks
-//! and metrics compared at once, some p-values fall below α by chance alone;
-//! BH bounds the expected share of false "changed" verdicts instead.
+//! Multiple comparisons. Benjamini–Hochberg false discovery rate control:
+//! with many benchmarks and metrics compared at once, some p-values fall
+//! below α by chance alone; BH bounds the expected share of false "changed"
+//! verdicts instead. Holm's step-down adjustment bounds the chance of any
+//! false one (the family-wise error rate), for the few experiments of
+//! `explain`, where each finding is a claim about a cause.
 
 /// True for a usable p-value: a number in [0, 1].
 fn is_p(p: f64) -> bool {
@@ -40,9 +43,39 @@ pub fn benjamini_hochberg(p_values: &[f64], q: f64) -> Vec<bool> {
     bh_adjusted(p_values).into_iter().map(|p| p <= q).collect()
 }
 
+/// Holm-adjusted p-values (as R's `p.adjust(p, "holm")`), in input order:
+/// the k-th smallest of m is scaled by m − k + 1, then made monotone by a
+/// running maximum and capped at 1. Entries that are not p-values come back
+/// NaN and do not count towards m, as in [`bh_adjusted`].
+pub fn holm_adjusted(p_values: &[f64]) -> Vec<f64> {
+    let mut adjusted = vec![f64::NAN; p_values.len()];
+    let mut order: Vec<usize> = (0..p_values.len()).filter(|&i| is_p(p_values[i])).collect();
+    order.sort_by(|&i, &j| p_values[i].total_cmp(&p_values[j]));
+    let m = order.len();
+    let mut running_max = 0.0_f64;
+    for (rank0, &i) in order.iter().enumerate() {
+        let scaled = ((m - rank0) as f64 * p_values[i]).min(1.0);
+        running_max = running_max.max(scaled);
+        adjusted[i] = running_max;
+    }
+    adjusted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn holm_adjusts_step_down_and_keeps_the_order() {
+        // R: p.adjust(c(0.01, 0.04, NA, 0.03), "holm") = 0.03 0.06 NA 0.06
+        let p = holm_adjusted(&[0.01, 0.04, f64::NAN, 0.03]);
+        assert!((p[0] - 0.03).abs() < 1e-12);
+        assert!(p[2].is_nan());
+        // 0.03 × 2 = 0.06, then 0.04 × 1 = 0.04 raised to the running 0.06.
+        assert!((p[3] - 0.06).abs() < 1e-12);
+        assert!((p[1] - 0.06).abs() < 1e-12);
+        assert_eq!(holm_adjusted(&[0.5, 0.9]), vec![1.0, 1.0]);
+    }
 
     /// Fixed p-values with a tie, a 0 and a 1.
     const P: [f64; 10] = [0.01, 0.04, 0.03, 0.005, 0.2, 0.04, 0.5, 0.0, 1.0, 0.012];

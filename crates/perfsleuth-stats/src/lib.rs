@@ -38,7 +38,7 @@ pub use describe::{
     DEFAULT_CONFIDENCE, Interval, MODIFIED_Z_THRESHOLD, Summary, mad, median, median_ci,
     modified_z_outliers, percentile, relative_median_ci_halfwidth, summarize,
 };
-pub use fdr::{benjamini_hochberg, bh_adjusted};
+pub use fdr::{benjamini_hochberg, bh_adjusted, holm_adjusted};
 pub use mann_whitney::{EXACT_MAX_TOTAL, MannWhitney, mann_whitney_u};
 pub use normal::{erfc, normal_cdf, normal_quantile, t_quantile};
 pub use paired::{MIN_PAIRS, PairedEstimate, estimate_pairs};

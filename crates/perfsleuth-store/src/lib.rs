@@ -88,6 +88,18 @@ pub struct HistoryEntry {
 // The `perfsleuth/runs` entries are part of the typed schema in the model.
 pub use perfsleuth_model::schema::RunListing;
 
+/// Whether `name` may name a project: 1–64 of `A-Z a-z 0-9 . _ -`, starting
+/// with a letter or digit. No slashes, no `..`, nothing to escape in a URL
+/// or a page.
+pub fn valid_project(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
 /// Which runs `latest` and `latest~N` count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunKind {

@@ -7,7 +7,7 @@ use crate::output::{open_existing_store, store_fail};
 use crate::term::emit;
 use perfsleuth_env::{Severity, Source, check, diff, has_problems, significant};
 use perfsleuth_model::exit::ExitCode;
-use perfsleuth_model::schema::{self, Document, EnvCheckDoc, EnvironmentDoc, ProbeDoc, RunExport};
+use perfsleuth_model::schema::{self, Document, EnvCheckDoc, EnvironmentDoc};
 use perfsleuth_model::{Environment, Fact, ImpactClass, UNKNOWN};
 use perfsleuth_store::comparability_hash;
 use std::path::Path;
@@ -160,7 +160,7 @@ fn resolve(
     }
     let path = Path::new(spec);
     if crate::output::names_a_file(path) {
-        return from_file(path).map(|e| (spec.to_string(), e));
+        return perfsleuth_app::sides::environment_file(path).map(|e| (spec.to_string(), e));
     }
     if spec.ends_with(".json") || spec.contains('/') {
         return Err(Fail::usage(
@@ -177,49 +177,6 @@ fn resolve(
         )
     })?;
     Ok((format!("run {id}"), run.environment))
-}
-
-/// The environment inside an exported file: a run export, an `env show --json`, or a bare fact map.
-pub(crate) fn from_file(path: &Path) -> Result<Environment, Fail> {
-    let bad = |why: String| {
-        Fail::usage(
-            format!("{}: {why}", path.display()),
-            "give a file written by `perfsleuth run --export-json` or `perfsleuth env show --json`",
-        )
-    };
-    let text = crate::output::read_user_file(
-        path,
-        crate::output::MAX_DOCUMENT_BYTES,
-        perfsleuth_model::input::Accept::RegularOrPipe,
-    )
-    .map_err(|e| bad(format!("cannot read: {e}")))?;
-    let (header, value) = schema::read_header(&text).map_err(|e| bad(e.to_string()))?;
-    let malformed = |e: schema::ReadError| bad(format!("no environment facts in it: {e}"));
-    // The documents that carry a fingerprint; a file without `schema` is a bare fact map.
-    let env: Environment = match header.schema.as_deref() {
-        Some(RunExport::SCHEMA) => {
-            schema::document_from_value::<RunExport>(&header, value)
-                .map_err(malformed)?
-                .run
-                .environment
-        }
-        Some(EnvironmentDoc::SCHEMA) => {
-            schema::document_from_value::<EnvironmentDoc>(&header, value)
-                .map_err(malformed)?
-                .facts
-        }
-        Some(ProbeDoc::SCHEMA) => {
-            schema::document_from_value::<ProbeDoc>(&header, value)
-                .map_err(malformed)?
-                .facts
-        }
-        _ => serde_json::from_value(value)
-            .map_err(|e| bad(format!("no environment facts in it: {e}")))?,
-    };
-    if env.facts.is_empty() {
-        return Err(bad("it holds no environment facts".into()));
-    }
-    Ok(env)
 }
 
 fn print_json<T: serde::Serialize>(doc: &T) -> Result<(), Fail> {

@@ -5,30 +5,20 @@
 mod ab;
 mod cli;
 mod compare;
-mod config;
 mod docs;
 mod envcmd;
-mod error;
 mod explain;
-#[cfg(test)]
-mod fuzz;
-mod git;
 mod histcmd;
 mod history;
 mod import;
-mod locks;
-mod output;
-mod parse;
-mod plan;
 mod probe;
 mod report;
 mod run;
 mod scale;
-mod selectors;
 mod server;
-mod sink;
-mod term;
-mod variant;
+
+use perfsleuth_app::sides as selectors;
+use perfsleuth_app::{config, error, git, locks, output, parse, plan, sink, term, variant};
 
 use clap::Parser;
 use clap::error::ErrorKind;
@@ -58,8 +48,8 @@ fn main() {
                 push,
             } = *cmd;
             args.baseline = baseline;
-            args.push = push.push.then_some(push.target);
-            run::settle(&mut args).and_then(|()| run::run(args, spawner))
+            let push = push.push.then_some(push.target);
+            perfsleuth_app::session::settle(&mut args).and_then(|()| run::run(args, push, spawner))
         }
         Command::Ab(args) => ab::ab(*args, spawner),
         Command::Runs(args) => history::runs(args),

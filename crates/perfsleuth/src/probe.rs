@@ -159,7 +159,7 @@ fn measure(
     })?;
     let result = perfsleuth_runner::probe_suite(names, &opts, &mut run, &mut sink, each);
     sink.progress.clear();
-    let reports = result.map_err(crate::run::runner_fail)?;
+    let reports = result.map_err(perfsleuth_app::session::runner_fail)?;
     Ok(Measured {
         run,
         reports,

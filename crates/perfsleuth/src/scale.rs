@@ -7,9 +7,9 @@ use crate::cli::{ColorChoice, ScaleArgs, ScaleCommand};
 use crate::error::Fail;
 use crate::output;
 use crate::plan::{Shell, Templates, plan};
-use crate::run::{measure_fail, runner_fail};
 use crate::sink::StoreSink;
 use crate::term::{ProgressLine, emit, use_color};
+use perfsleuth_app::session::{measure_fail, runner_fail};
 use perfsleuth_measure::{IoConfig, OutputTarget, Spawner, install_interrupt_handler};
 use perfsleuth_model::Mode;
 use perfsleuth_model::exit::ExitCode;
@@ -74,7 +74,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         output::check_writable(plot, "--plot", args.store.store.as_deref())?;
     }
 
-    let mut spawner = crate::run::spawner_or_start(spawner)?;
+    let mut spawner = perfsleuth_app::session::spawner_or_start(spawner)?;
     let scratch = ScratchDir::new("scale").map_err(runner_fail)?;
     let stdout_path = scratch.path().join("stdout");
     let io = IoConfig {
@@ -114,7 +114,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     // signal, at the same small cost at every level.
     let counter_notes = perfsleuth_runner::counters::enable(
         &mut spawner,
-        crate::run::counters(args.counters),
+        perfsleuth_app::session::counters(args.counters),
         false,
         true,
         &mut run.environment,

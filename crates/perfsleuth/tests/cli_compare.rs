@@ -453,6 +453,36 @@ fn revisions_without_runs_and_unknown_revisions_are_usage_errors() {
     compare(&sb, &["HEAD~5", "HEAD~1"]).usage_error("`HEAD~5`");
 }
 
+#[test]
+fn a_run_uuid_selects_its_run_as_on_the_server() {
+    // One home for selectors (perfsleuth-sides): the CLI takes the UUIDs the
+    // server's URLs and `runs --json` show, and a path-like name that is no
+    // file, branch or revision says so.
+    let sb = Sandbox::new();
+    bench(&sb, &["-n", "work", "sleep 0.01"]);
+    bench(&sb, &["-n", "work", "sleep 0.01"]);
+    let store = sb.store();
+    let runs = parse_json(&sb.run(["runs", "--json", "--store", store.as_str()]).ok().stdout);
+    let uuid = |id: i64| {
+        runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .and_then(|r| r["uuid"].as_str())
+            .unwrap_or_else(|| panic!("run {id} has a uuid: {runs}"))
+            .to_string()
+    };
+    let (first, second) = (uuid(1), uuid(2));
+    let doc = compare_json(&sb, &[&first, &second.to_uppercase()]);
+    assert_eq!(doc["baseline"], "run 1", "{doc}");
+    assert_eq!(doc["candidate"], "run 2", "{doc}");
+    compare(&sb, &["5b0f4a9e-0000-4000-8000-000000000001", "latest"])
+        .usage_error("run 5b0f4a9e-0000-4000-8000-000000000001 not found");
+    compare(&sb, &["feature/none", "latest"])
+        .usage_error("feature/none: no such file, and no branch or revision of that name");
+}
+
 // ---------------------------------------------------------------- formats
 
 #[test]

@@ -78,6 +78,33 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "perfsleuth-report",
             "perfsleuth-compare",
             "perfsleuth-history",
+            "perfsleuth-sides",
+        ],
+    ),
+    (
+        "perfsleuth-sides",
+        &[
+            "perfsleuth-model",
+            "perfsleuth-store",
+            "perfsleuth-report",
+            "perfsleuth-compare",
+            "perfsleuth-history",
+        ],
+    ),
+    (
+        "perfsleuth-app",
+        &[
+            "perfsleuth-sides",
+            "perfsleuth-model",
+            "perfsleuth-env",
+            "perfsleuth-measure",
+            "perfsleuth-stats",
+            "perfsleuth-store",
+            "perfsleuth-probe",
+            "perfsleuth-report",
+            "perfsleuth-compare",
+            "perfsleuth-runner",
+            "perfsleuth-history",
         ],
     ),
 ];

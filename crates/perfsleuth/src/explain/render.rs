@@ -2,10 +2,9 @@
 
 use crate::cli::CompareFormat;
 use crate::error::Fail;
-use perfsleuth_model::schema::{
-    ExplainBenchmark, ExplainDoc, ExplainFinding, ExplainOutcome, ExplainRatio, VerdictLabel,
-};
-use perfsleuth_report::{Align, capitalised, format_change, format_p, shortened, table};
+use perfsleuth_app::explain::{change_text as change, exact};
+use perfsleuth_model::schema::{ExplainBenchmark, ExplainDoc, ExplainOutcome, ExplainRatio};
+use perfsleuth_report::{Align, capitalised, format_p, shortened, table};
 
 /// `doc` in the chosen format.
 pub(crate) fn render(doc: &ExplainDoc, format: CompareFormat) -> Result<String, Fail> {
@@ -16,23 +15,6 @@ pub(crate) fn render(doc: &ExplainDoc, format: CompareFormat) -> Result<String, 
         CompareFormat::Terminal => text(doc, false),
         CompareFormat::Markdown => text(doc, true),
     })
-}
-
-/// Counted (simulated) effects have no spread: their interval is a point.
-fn exact(r: &ExplainRatio) -> bool {
-    (r.ci_high - r.ci_low).abs() <= 1e-12 * r.ratio.abs().max(1.0)
-}
-
-fn change(r: &ExplainRatio) -> String {
-    if exact(r) {
-        return format!("{} (exact)", format_change(r.ratio - 1.0));
-    }
-    format!(
-        "{} ({} … {})",
-        format_change(r.ratio - 1.0),
-        format_change(r.ci_low - 1.0),
-        format_change(r.ci_high - 1.0)
-    )
 }
 
 fn share(s: &ExplainRatio) -> String {
@@ -225,83 +207,4 @@ fn benchmark(out: &mut String, b: &ExplainBenchmark, md: bool, code: &dyn Fn(&st
         out.pop();
         out.push_str("**\n");
     }
-}
-
-/// The answer for one benchmark, from its ranked findings: the experiment
-/// that reproduces the difference, or that none does. Never a guess.
-pub(crate) fn conclusion(
-    findings: &[ExplainFinding],
-    has_target: bool,
-    observed: Option<VerdictLabel>,
-) -> String {
-    let named = |f: &ExplainFinding| format!("`{}`", f.experiment);
-    let eff = |f: &ExplainFinding| f.effect.as_ref().map_or("n/a".into(), change);
-    let pct = |f: &ExplainFinding| {
-        f.share
-            .as_ref()
-            .map_or(String::new(), |s| format!("{:.0} %", 100.0 * s.ratio))
-    };
-    if !has_target {
-        if observed.is_some() {
-            let why = match observed {
-                Some(VerdictLabel::Inconclusive) => {
-                    "the two sides cannot be told apart or shown equal (inconclusive)"
-                }
-                _ => "no difference beyond noise between the two sides",
-            };
-            return format!("{why}: nothing to explain");
-        }
-        let moving: Vec<String> = findings
-            .iter()
-            .filter(|f| f.outcome == ExplainOutcome::Changes)
-            .map(|f| format!("{} {}", named(f), eff(f)))
-            .collect();
-        return if moving.is_empty() {
-            "no experiment changes the result beyond noise here".into()
-        } else {
-            format!("changes the result here: {}", moving.join("; "))
-        };
-    }
-    let singles: Vec<&ExplainFinding> = findings.iter().filter(|f| f.experiment != "all").collect();
-    let all = findings.iter().find(|f| f.experiment == "all");
-    let best = singles
-        .iter()
-        .find(|f| f.outcome == ExplainOutcome::Reproduces);
-    if let Some(f) = best {
-        let others: Vec<String> = singles
-            .iter()
-            .filter(|o| o.outcome == ExplainOutcome::NoEffect)
-            .map(|o| named(o))
-            .collect();
-        return format!(
-            "{} reproduces the difference: {} here, {} of the observed difference{}",
-            named(f),
-            eff(f),
-            pct(f),
-            if others.is_empty() {
-                String::new()
-            } else {
-                format!("; no effect: {}", others.join(", "))
-            }
-        );
-    }
-    if let Some(a) = all.filter(|a| a.outcome == ExplainOutcome::Reproduces) {
-        return format!(
-            "the experiments together reproduce the difference ({} here, {}), no single one does",
-            eff(a),
-            pct(a)
-        );
-    }
-    let partly: Vec<String> = singles
-        .iter()
-        .filter(|f| f.outcome == ExplainOutcome::Partly)
-        .map(|f| format!("{} {}", named(f), pct(f)))
-        .collect();
-    if !partly.is_empty() {
-        return format!(
-            "nothing tested reproduces most of the difference; part of it: {}. The rest is not explained by what could be tested here",
-            partly.join(", ")
-        );
-    }
-    "nothing tested here reproduces the difference: its cause is not among the experiments (see what could not be tested)".into()
 }

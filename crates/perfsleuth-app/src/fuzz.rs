@@ -10,9 +10,9 @@
 //! `PERFSLEUTH_FUZZ_SCALE=K` runs K times the default cases, `PROPTEST_CASES=N`
 //! exactly N (`bench/fuzz.sh` runs every target so).
 
-use crate::cli::VerdictArgs;
-use crate::compare::options;
+use crate::args::VerdictArgs;
 use crate::parse;
+use crate::verdict::options;
 use perfsleuth_model::Metric;
 use perfsleuth_testkit::fuzz::{CASE_LIMIT, NUMBERS, apply, config, mutations, within};
 use proptest::prelude::*;

@@ -3,7 +3,7 @@
 //! the verdict settings (`compare`, `run --baseline`, `ab`); `[[bench]]` the
 //! benchmarks `run` and `ab` measure when no command is given.
 
-use crate::cli::RunArgs;
+use crate::args::RunArgs;
 use crate::error::Fail;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -12,39 +12,46 @@ use std::path::{Path, PathBuf};
 /// The config file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ConfigFile {
+pub struct ConfigFile {
     /// `[compare]` defaults and `[compare.benchmark."NAME"]` overrides.
-    pub(crate) compare: Option<CompareConfig>,
+    pub compare: Option<CompareConfig>,
     /// `[[bench]]`: the benchmarks of the repository.
     #[serde(default)]
-    pub(crate) bench: Vec<BenchEntry>,
+    pub bench: Vec<BenchEntry>,
     /// `[variant.NAME]`: named machine set-ups for `run --variant NAME`.
     #[serde(default)]
-    pub(crate) variant: BTreeMap<String, VariantConfig>,
+    pub variant: BTreeMap<String, VariantConfig>,
 }
 
 /// `[variant.NAME]`: the settings of `--variant NAME=SPEC` as a table.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct VariantConfig {
+pub struct VariantConfig {
+    /// `env:NAME=VALUE` settings.
     #[serde(default)]
-    pub(crate) env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, String>,
+    /// `unset:NAME` settings.
     #[serde(default)]
-    pub(crate) unset: Vec<String>,
-    pub(crate) cpus: Option<String>,
+    pub unset: Vec<String>,
+    /// `cpus:LIST|same-core|cross-core|cross-llc`.
+    pub cpus: Option<String>,
     /// The NUMA node memory is bound to.
-    pub(crate) numa: Option<usize>,
-    pub(crate) aslr: Option<bool>,
-    pub(crate) thp: Option<bool>,
-    pub(crate) nice: Option<i32>,
-    pub(crate) sched: Option<String>,
+    pub numa: Option<usize>,
+    /// `aslr:off` (false).
+    pub aslr: Option<bool>,
+    /// `thp:off` (false).
+    pub thp: Option<bool>,
+    /// `nice:N`.
+    pub nice: Option<i32>,
+    /// `sched:other|batch|idle`.
+    pub sched: Option<String>,
     /// Simulation mode: `from:RUN` or `I1=…/D1=…/LL=…`.
-    pub(crate) cache_model: Option<String>,
+    pub cache_model: Option<String>,
 }
 
 impl VariantConfig {
     /// The settings in the `KEY:VALUE` form of a SPEC.
-    pub(crate) fn settings(&self) -> Vec<String> {
+    pub fn settings(&self) -> Vec<String> {
         let onoff = |b: bool| if b { "on" } else { "off" };
         let mut out: Vec<String> = self
             .env
@@ -66,42 +73,53 @@ impl VariantConfig {
 /// `[compare]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct CompareConfig {
-    pub(crate) alpha: Option<f64>,
-    pub(crate) threshold: Option<Threshold>,
-    pub(crate) gating: Option<Vec<String>>,
+pub struct CompareConfig {
+    /// The significance level.
+    pub alpha: Option<f64>,
+    /// The noise threshold.
+    pub threshold: Option<Threshold>,
+    /// The metrics that gate.
+    pub gating: Option<Vec<String>>,
+    /// Per-benchmark overrides, by benchmark name.
     #[serde(default)]
-    pub(crate) benchmark: BTreeMap<String, BenchConfig>,
+    pub benchmark: BTreeMap<String, BenchConfig>,
 }
 
 /// `[compare.benchmark."NAME"]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct BenchConfig {
-    pub(crate) alpha: Option<f64>,
-    pub(crate) threshold: Option<Threshold>,
-    pub(crate) gating: Option<Vec<String>>,
+pub struct BenchConfig {
+    /// The benchmark's significance level.
+    pub alpha: Option<f64>,
+    /// The benchmark's noise threshold.
+    pub threshold: Option<Threshold>,
+    /// The benchmark's gating metrics.
+    pub gating: Option<Vec<String>>,
 }
 
 /// One `[[bench]]`: a command as `run` takes it, and its name (`-n`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct BenchEntry {
-    pub(crate) name: Option<String>,
-    pub(crate) command: String,
+pub struct BenchEntry {
+    /// Its name in the output.
+    pub name: Option<String>,
+    /// The command.
+    pub command: String,
 }
 
 /// A threshold written as a fraction (`0.02`) or a percentage (`"2%"`).
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-pub(crate) enum Threshold {
+pub enum Threshold {
+    /// `0.02`.
     Fraction(f64),
+    /// `"2%"`.
     Text(String),
 }
 
 impl Threshold {
     /// The threshold as a fraction in (0, 1).
-    pub(crate) fn fraction(&self) -> Result<f64, Fail> {
+    pub fn fraction(&self) -> Result<f64, Fail> {
         let hint = "write threshold = \"2%\" or threshold = 0.02";
         match self {
             Threshold::Fraction(f) if *f > 0.0 && *f < 1.0 => Ok(*f),
@@ -117,7 +135,7 @@ impl Threshold {
 }
 
 /// The config file named by `--config`, else the default one if it exists.
-pub(crate) fn load(explicit: Option<&Path>) -> Result<Option<(PathBuf, ConfigFile)>, Fail> {
+pub fn load(explicit: Option<&Path>) -> Result<Option<(PathBuf, ConfigFile)>, Fail> {
     let path = match explicit {
         Some(p) => p.to_path_buf(),
         None => match default_path() {
@@ -132,7 +150,7 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Option<(PathBuf, ConfigFil
 /// With no command on the command line, the `[[bench]]` list of the config
 /// file becomes the commands (and their names); without one, the error says
 /// how to give them.
-pub(crate) fn fill_commands(args: &mut RunArgs) -> Result<(), Fail> {
+pub fn fill_commands(args: &mut RunArgs) -> Result<(), Fail> {
     if !args.commands.is_empty() {
         return Ok(());
     }

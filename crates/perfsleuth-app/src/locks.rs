@@ -1,7 +1,7 @@
 //! `--locks` for `run` and `scale`: the tracer started on the spawner, its
 //! errors in the CLI's terms, and the reports kept with the run.
 
-use crate::cli::LockChoice;
+use crate::args::LockChoice;
 use crate::error::Fail;
 use crate::sink::StoreSink;
 use perfsleuth_model::{LockReport, Run};

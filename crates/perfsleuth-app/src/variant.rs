@@ -18,10 +18,10 @@ use std::path::Path;
 const HINT: &str = "a SPEC is settings separated by `;`: env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc, numa:NODE, aslr:off, thp:off, nice:N, sched:other|batch|idle, cache-model:from:RUN (simulation)";
 
 /// The name of the unchanged set-up every variant is compared with.
-pub(crate) const BASE: &str = "base";
+pub const BASE: &str = "base";
 
 /// `NAME=SPEC`, or `NAME` for a `[variant.NAME]` of the config file.
-pub(crate) fn parse(
+pub fn parse(
     arg: &str,
     config: &std::collections::BTreeMap<String, crate::config::VariantConfig>,
     store: Option<String>,
@@ -77,7 +77,7 @@ pub(crate) fn parse(
 
 /// The variant `name` of these settings (each `KEY:VALUE` as in a SPEC),
 /// checked as far as it can be before measuring.
-pub(crate) fn build(
+pub fn build(
     name: &str,
     settings: Vec<String>,
     store: Option<String>,
@@ -125,7 +125,7 @@ pub(crate) fn build(
 /// `I1=SIZE,WAYS,LINE/D1=…/LL=…` (bytes), or `from:RUN` (a stored run or
 /// an export, whose fingerprint gives L1i, L1d and the last level), fitted
 /// to what valgrind can simulate; the notes say what was cut.
-pub(crate) fn cache_model(
+pub fn cache_model(
     value: &str,
     store: Option<String>,
 ) -> Result<(perfsleuth_measure::callgrind::CacheModel, Vec<String>), Fail> {
@@ -134,8 +134,8 @@ pub(crate) fn cache_model(
     let bad = |why: String| Fail::usage(why, hint);
     let mut model = CacheModel::DEFAULT;
     if let Some(spec) = value.strip_prefix("from:") {
-        let mut handle = crate::selectors::StoreHandle::new(store);
-        let side = crate::selectors::resolve(spec, &mut handle)?;
+        let mut handle = crate::sides::StoreHandle::new(store);
+        let side = crate::sides::resolve(spec, &mut handle)?;
         let run = side
             .runs
             .last()
@@ -366,7 +366,7 @@ fn pair(kind: &str, online: &[usize]) -> Result<Vec<usize>, String> {
 /// Every planned benchmark under the unchanged set-up (`base`) and under
 /// each variant, with the variant's name as a parameter so the runs pair
 /// across stores as parameters do.
-pub(crate) fn expand(planned: Vec<Planned>, variants: &[Variant]) -> Result<Vec<Planned>, Fail> {
+pub fn expand(planned: Vec<Planned>, variants: &[Variant]) -> Result<Vec<Planned>, Fail> {
     if variants.is_empty() {
         return Ok(planned);
     }
@@ -379,7 +379,7 @@ pub(crate) fn expand(planned: Vec<Planned>, variants: &[Variant]) -> Result<Vec<
 
 /// [`expand`] with a `base` of its own (`explain`: the settings of the side
 /// it starts from).
-pub(crate) fn expand_with_base(
+pub fn expand_with_base(
     planned: Vec<Planned>,
     base: &Variant,
     variants: &[Variant],
@@ -414,7 +414,7 @@ pub(crate) fn expand_with_base(
 /// The benchmarks of `run` measured under `variant`, as a run of their own
 /// with the names and parameters they had without variants (so the two
 /// sides pair).
-pub(crate) fn side_run(run: &perfsleuth_model::Run, variant: &str) -> perfsleuth_model::Run {
+pub fn side_run(run: &perfsleuth_model::Run, variant: &str) -> perfsleuth_model::Run {
     let mut r = run.clone();
     let suffix = format!(" [{variant}]");
     r.benchmarks
@@ -431,10 +431,10 @@ pub(crate) fn side_run(run: &perfsleuth_model::Run, variant: &str) -> perfsleuth
 /// Each variant of a `run --variant` against `base`, with the verdict rule
 /// of `compare` on the adjacent pairs of runs, rendered for the terminal; `None`
 /// when the run has no variants.
-pub(crate) fn against_base(
+pub fn against_base(
     run: &perfsleuth_model::Run,
-    verdict: &crate::cli::VerdictArgs,
-    color: crate::cli::ColorChoice,
+    verdict: &crate::args::VerdictArgs,
+    color: crate::args::ColorChoice,
 ) -> Result<Option<String>, Fail> {
     let mut names: Vec<&str> = Vec::new();
     for b in &run.benchmarks {
@@ -448,7 +448,7 @@ pub(crate) fn against_base(
     if names.is_empty() {
         return Ok(None);
     }
-    let opts = crate::compare::paired_options(verdict)?;
+    let opts = crate::verdict::paired_options(verdict)?;
     let baseline = perfsleuth_compare::Side {
         label: BASE.to_string(),
         runs: vec![side_run(run, BASE)],
@@ -463,9 +463,9 @@ pub(crate) fn against_base(
         out.push_str(&format!(
             "\nVariant `{name}` against `{BASE}` (interleaved, round k paired with round k):\n"
         ));
-        out.push_str(&crate::compare::render(
+        out.push_str(&crate::verdict::render(
             &comparison,
-            crate::cli::CompareFormat::Terminal,
+            crate::args::CompareFormat::Terminal,
             color,
         )?);
     }

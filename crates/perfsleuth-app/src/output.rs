@@ -1,7 +1,7 @@
 //! Shared plumbing of the commands: opening the store, printing summaries,
 //! writing exports, resolving `--reference`.
 
-use crate::cli::{ColorChoice, RunArgs};
+use crate::args::{ColorChoice, RunArgs};
 use crate::error::Fail;
 use crate::term::{emit, use_color};
 use perfsleuth_model::Run;
@@ -63,7 +63,7 @@ pub type AnyStore = Box<dyn Store + Send>;
 /// a team server's database directly (the server writes every run into a project).
 fn with_project(mut store: AnyStore) -> Result<AnyStore, Fail> {
     if let Some(project) = utf8_var("PERFSLEUTH_STORE_PROJECT", "give the project name in UTF-8")? {
-        if !perfsleuth_server::auth::valid_project(&project) {
+        if !perfsleuth_store::valid_project(&project) {
             return Err(Fail::usage(
                 format!("PERFSLEUTH_STORE_PROJECT={project:?} is not a project name"),
                 "project names are 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
@@ -131,8 +131,7 @@ pub fn resolve_reference<'a>(
         })
 }
 
-/// Largest JSON document read (an export of a million samples is ~330 MB).
-pub const MAX_DOCUMENT_BYTES: u64 = 512 * 1024 * 1024;
+pub use perfsleuth_model::input::MAX_DOCUMENT_BYTES;
 
 /// Reads a file the user named, never blocking on a FIFO nobody writes to
 /// nor reading a device or more than `limit` bytes; the error says why.
@@ -366,7 +365,7 @@ impl View {
 
     /// What `run`'s options ask for.
     pub fn of(args: &RunArgs) -> View {
-        use crate::cli::{SortChoice, TimeUnitChoice};
+        use crate::args::{SortChoice, TimeUnitChoice};
         use perfsleuth_report::{SortOrder, TimeUnit};
         View {
             color: args.color,

@@ -1,0 +1,522 @@
+//! A run's settings as the command line declares them (with their defaults,
+//! in one place: clap's attributes), shared by `run`, `ab`, `compare` and the
+//! commands that re-measure (`explain`): the low-level configuration that
+//! [`crate::session::validate`] checks into a [`crate::session::Checked`]
+//! plan, as ripgrep's low arguments become its high ones.
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+/// Output format of `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// A table for the terminal.
+    Terminal,
+    /// Markdown for a pull-request comment or $GITHUB_STEP_SUMMARY.
+    Markdown,
+    /// JSON (schema perfsleuth/compare, see docs/COMPARE.md).
+    Json,
+}
+
+/// What makes `compare` exit 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// A gating metric regressed.
+    Regressed,
+}
+
+/// How verdicts are reached (shared by `compare` and `run --baseline`).
+#[derive(Debug, Clone, Args)]
+pub struct VerdictArgs {
+    /// Significance level of the tests [default: 0.05, or the config file's].
+    #[arg(long, value_name = "P")]
+    pub alpha: Option<f64>,
+    /// Changes within ±PERCENT are noise, not regressions [default: 1%, or the config file's; sides measured interleaved (ab, variants) are flagged beyond ±0.2% and called no change within ±1%].
+    #[arg(long, value_name = "PERCENT", value_parser = crate::parse::percent)]
+    pub threshold: Option<f64>,
+    /// A metric that gates --fail-on (repeatable): wall, cpu, user, sys, peak_rss, … [default: the judged time: CPU time for a program that keeps one CPU busy without waiting, wall time otherwise; the report says which].
+    #[arg(long = "metric", value_name = "NAME")]
+    pub metric: Vec<String>,
+    /// Per-benchmark settings [default: perfsleuth.toml at the repository top, if present].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Exit 1 when a gating metric regressed (for CI) — or when a benchmark of
+    /// the baseline is missing from the candidate, or the sides share none.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub fail_on: Option<FailOn>,
+    /// With --fail-on: benchmarks of the baseline missing from the candidate
+    /// (or no shared benchmark at all) do not fail the gate.
+    #[arg(long)]
+    pub allow_missing: bool,
+    /// Refuse (exit 2) when the two sides ran on machines that differ in identity facts.
+    #[arg(long)]
+    pub require_same_env: bool,
+    /// Judge the two sides alone: no noise learned from stored same-binary
+    /// runs, and none of them added to the baseline (the assumed noise of
+    /// the machine still applies).
+    #[arg(long)]
+    pub no_history: bool,
+}
+
+/// `--time-unit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TimeUnitChoice {
+    /// ns.
+    Nanosecond,
+    /// µs.
+    Microsecond,
+    /// ms.
+    Millisecond,
+    /// s.
+    Second,
+}
+
+/// `--sort`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SortChoice {
+    /// As given; comparisons fastest first.
+    Auto,
+    /// As given.
+    Command,
+    /// Fastest mean first.
+    MeanTime,
+}
+
+/// `--style`, as hyperfine has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StyleChoice {
+    /// Colour and progress on a terminal.
+    Auto,
+    /// No colour, no progress line.
+    Basic,
+    /// Colour and progress even without a terminal.
+    Full,
+    /// Progress, no colour.
+    Nocolor,
+    /// Colour, no progress line.
+    Color,
+    /// No summary and no progress (errors, notes and exports still appear).
+    None,
+}
+
+/// When to use colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and NO_COLOR is unset.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// Options shared by every command that reads or writes the store.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Where results are stored: `sqlite:PATH`, a path, or `postgres://USER@HOST/DB`
+    /// [default: $PERFSLEUTH_STORE, else
+    /// .perfsleuth/results.db in the enclosing git repository, else
+    /// $XDG_DATA_HOME/perfsleuth/results.db]
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+}
+
+/// What to measure and how: shared by `run` and `ab`.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct RunArgs {
+    /// Commands to benchmark; each argument is one command, split like a shell would (no shell runs it)
+    /// [default: the `[[bench]]` list of perfsleuth.toml].
+    #[arg(value_name = "COMMAND")]
+    pub commands: Vec<String>,
+
+    /// Untimed runs of each command before measuring.
+    #[arg(short, long, value_name = "N", default_value_t = 1)]
+    pub warmup: u32,
+    /// Exactly N timed runs per command (turns off the adaptive stopping rule).
+    #[arg(short, long, value_name = "N", conflicts_with_all = ["min_runs", "max_runs"], value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: Option<u32>,
+    /// At least N timed runs per command.
+    #[arg(short = 'm', long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..))]
+    pub min_runs: u32,
+    /// At most N timed runs per command.
+    #[arg(short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
+    pub max_runs: Option<u32>,
+    /// Time budget per command after --min-runs (e.g. 500ms, 3s, 1m; a bare number is seconds).
+    #[arg(long, visible_alias = "min-benchmarking-time", value_name = "DURATION", default_value = "3s", value_parser = crate::parse::duration)]
+    pub time_budget: std::time::Duration,
+    /// Stop early once the 95% CI of the median is within ±PERCENT of it
+    /// [default: 1; off when measuring in several rounds, which spend their
+    /// share of the time budget: a round's own precision says nothing about
+    /// the machine's drift between rounds].
+    #[arg(long, value_name = "PERCENT", value_parser = crate::parse::percent)]
+    pub precision: Option<f64>,
+    /// Command run before every timed run, untimed (once, or once per command).
+    #[arg(short, long, value_name = "CMD")]
+    pub prepare: Vec<String>,
+    /// Command run after every timed run, untimed (once, or once per command).
+    #[arg(short = 'C', long, value_name = "CMD")]
+    pub conclude: Vec<String>,
+    /// Command run once before a command's runs (once, or once per command).
+    #[arg(short, long, value_name = "CMD")]
+    pub setup: Vec<String>,
+    /// Command run once after a command's runs (once, or once per command).
+    #[arg(short, long, value_name = "CMD")]
+    pub cleanup: Vec<String>,
+    /// Run commands through this shell (`SHELL -c CMD`) instead of directly
+    /// [default: none, as hyperfine's -N; `--shell none` says so explicitly].
+    #[arg(short = 'S', long, value_name = "SHELL")]
+    pub shell: Option<String>,
+    /// No shell (the default; hyperfine's `-N`, `--shell=none`).
+    #[arg(short = 'N', conflicts_with = "shell")]
+    pub no_shell: bool,
+    /// Benchmark once per value: `{VAR}` in commands is replaced (repeatable; combinations multiply).
+    #[arg(short = 'L', long, num_args = 2, value_names = ["VAR", "VALUES"], allow_hyphen_values = true)]
+    pub parameter_list: Vec<String>,
+    /// Benchmark once per number from MIN to MAX: `{VAR}` in commands is replaced.
+    #[arg(short = 'P', long, num_args = 3, value_names = ["VAR", "MIN", "MAX"])]
+    pub parameter_scan: Vec<String>,
+    /// Step of --parameter-scan.
+    #[arg(
+        short = 'D',
+        long,
+        visible_alias = "parameter-step-size",
+        value_name = "S",
+        requires = "parameter_scan"
+    )]
+    pub step: Option<String>,
+    /// Name of a command in the output (once per command, in order; `{VAR}` is replaced).
+    #[arg(short, long, visible_alias = "command-name", value_name = "NAME")]
+    pub name: Vec<String>,
+    /// Keep going when a command exits non-zero: all codes, or only these (e.g. --ignore-failure=1,3).
+    #[arg(short, long, value_name = "CODES", num_args = 0..=1, require_equals = true, default_missing_value = "all")]
+    pub ignore_failure: Option<String>,
+    /// Kill a run (and its process group) that takes longer than this; the run fails.
+    /// [default: none; a note says when a command has run for ten time budgets]
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Where the commands' output goes: null, pipe (read and thrown away, as
+    /// hyperfine does), inherit, or a FILE (appended to, after being emptied once).
+    #[arg(long, value_name = "WHERE", default_value = "null")]
+    pub output: String,
+    /// Show the commands' output (the same as --output inherit).
+    #[arg(long, conflicts_with = "output")]
+    pub show_output: bool,
+    /// Feed this file to every run's standard input (default: /dev/null).
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Run each command's runs back to back instead of interleaved across commands.
+    #[arg(long)]
+    pub no_interleave: bool,
+    /// Compare the others with this command (1-based index or name) instead of the first.
+    #[arg(long, value_name = "N|NAME")]
+    pub reference: Option<String>,
+    /// Write the full results as JSON (versioned, see docs/SCHEMA.md); `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write one CSV row per sample; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Write the summary as a Markdown table; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// Write the summary as an AsciiDoc table; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_asciidoc: Option<PathBuf>,
+    /// Write the summary as an Emacs Org-mode table; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_orgmode: Option<PathBuf>,
+    /// Write hyperfine's JSON shape (results[].command/mean/times/…, in seconds),
+    /// for hyperfine's scripts; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_hyperfine: Option<PathBuf>,
+    /// Write the distribution of every benchmark's samples as an SVG chart
+    /// (the first chart of `perfsleuth report`).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Show every time in this unit (the summary and the table exports).
+    #[arg(short = 'u', long, value_enum, value_name = "UNIT")]
+    pub time_unit: Option<TimeUnitChoice>,
+    /// Order of the summary and the table exports: auto (as given, comparisons
+    /// fastest first), command (as given) or mean-time (fastest first).
+    #[arg(long, value_enum, value_name = "METHOD", default_value_t = SortChoice::Auto)]
+    pub sort: SortChoice,
+    /// hyperfine's output styles: auto, basic (no colour, no progress), full
+    /// (colour and progress), nocolor, color (no progress), none (no summary).
+    #[arg(long, value_enum, value_name = "TYPE", conflicts_with = "color")]
+    pub style: Option<StyleChoice>,
+    /// Do not store the results (also when PERFSLEUTH_STORE is set).
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+    /// `--store`.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// When to use colour.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// walltime: real runs timed by the clock; simulation: each run under callgrind
+    /// (instruction and cache-miss counts, deterministic; needs valgrind).
+    #[arg(long, value_enum, default_value_t = ModeChoice::Walltime)]
+    pub mode: ModeChoice,
+    /// Also run every command under this named set-up, interleaved with the
+    /// unchanged one (`base`), and compare them: NAME=SPEC, SPEC being `;`-separated
+    /// env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc,
+    /// aslr:off, thp:off, nice:N, sched:other|batch|idle; or NAME alone for
+    /// [variant.NAME] of perfsleuth.toml.
+    /// Repeatable.
+    #[arg(long, value_name = "NAME=SPEC")]
+    pub variant: Vec<String>,
+    /// Simulation mode: count only inside this function and what it calls (callgrind's
+    /// --toggle-collect; * and ? wildcards).
+    #[arg(long, value_name = "FUNCTION")]
+    pub collect: Option<String>,
+    /// Simulation mode: counts that do not depend on this CPU. glibc is told
+    /// (GLIBC_TUNABLES, for the benchmarked processes only) to pick the same
+    /// string and memory code on any CPU with BASELINE (x86-64-v3, the
+    /// default, or x86-64-v2), checked with ld.so before measuring. On by
+    /// default where this machine allows it; given, it is an error where not.
+    #[arg(
+        long,
+        value_name = "BASELINE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "x86-64-v3",
+        conflicts_with = "no_portable"
+    )]
+    pub portable: Option<String>,
+    /// Simulation mode: let glibc follow this CPU (as valgrind presents it);
+    /// the counts then compare only with runs on the same kind of CPU.
+    #[arg(long)]
+    pub no_portable: bool,
+    /// Simulation mode: simulate these caches instead of the fixed model:
+    /// from:RUN (a stored run's or an export's L1i, L1d and last level, e.g.
+    /// the other runner's) or I1=SIZE,WAYS,LINE/D1=…/LL=… in bytes.
+    #[arg(long, value_name = "SPEC")]
+    pub cache_model: Option<String>,
+    /// Counters per run through perf_event_open: auto (software counters when every
+    /// command's warmup took ≥ 10 ms, where their ~15 µs per process is negligible),
+    /// none, software (task clock, context switches, migrations, faults) or all
+    /// (+ hardware events and the futex and sched_switch tracepoints).
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = CounterChoice::Auto)]
+    pub counters: CounterChoice,
+    /// Count hardware events in kernel mode too (default: user space only).
+    #[arg(long)]
+    pub counters_kernel: bool,
+    /// Trace lock waits with eBPF (as root): which futexes the command's threads
+    /// wait on, for how long, and where in its code (docs/LOCKS.md).
+    /// `--locks` is `--locks=on`, an error where the kernel or privileges do not
+    /// allow it; `--locks=auto` falls back to saying why.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = LockChoice::Off,
+        default_missing_value = "on"
+    )]
+    pub locks: LockChoice,
+    /// `run --baseline` (see [`RunCommand`]); never an option of its own here.
+    #[arg(skip)]
+    pub baseline: Option<String>,
+    /// The progress line forced on or off (`--style`); `None`: on a terminal.
+    #[arg(skip)]
+    pub progress: Option<bool>,
+    /// No summary (`--style none`).
+    #[arg(skip)]
+    pub quiet: bool,
+    /// The directory of the perfsleuth.toml whose `[[bench]]` list gave the
+    /// commands: `run` runs them from there.
+    #[arg(skip)]
+    pub bench_dir: Option<PathBuf>,
+    /// Set by `ab`: two sides of the plan are compared after measuring, so
+    /// `--max-time` (rounds added while inconclusive) applies.
+    #[arg(skip)]
+    pub sides: bool,
+    /// Measure in this many rounds, each starting with the next command (the
+    /// time budget, --runs and --min-runs are split between them), so the
+    /// samples spread over time and record their round [default: 5, 10 in ab;
+    /// 1 with --runs (in ab the most up to 10 that divide it) and in simulation].
+    #[arg(long, value_name = "K")]
+    pub rounds: Option<u32>,
+    /// Measure everything N times, as N stored runs, then report how much
+    /// each benchmark's median moved between them (the noise `compare`
+    /// learns from same-binary runs).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
+    /// With --baseline, in ab, and for two commands: while the comparison is
+    /// undecided, measure further rounds, up to this much time in all [default:
+    /// 30s with --baseline, 60s in ab, 3× the two time budgets for two commands;
+    /// none with --runs and in simulation]. It is judged again each time the
+    /// rounds grow by half, at α/2, α/4, … (97.5 % intervals at the planned
+    /// rounds), so looking again adds no false alarms.
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    pub max_time: Option<std::time::Duration>,
+    /// How the comparisons are judged (`--baseline`, two commands, variants).
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
+}
+
+/// How `run` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeChoice {
+    /// Real runs, timed by the clock.
+    Walltime,
+    /// Each run under callgrind with a fixed cache model: instruction and miss counts.
+    Simulation,
+}
+
+/// When to trace lock waits (`--locks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LockChoice {
+    /// Not traced.
+    Off,
+    /// Traced where the kernel and privileges allow it; otherwise a note.
+    Auto,
+    /// Traced; an error where it cannot be.
+    On,
+}
+
+/// Which counters to read per run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CounterChoice {
+    /// `run`: software counters where they do not perturb the timing (every
+    /// command's warmup ≥ 10 ms), else none. `scale`: as software.
+    Auto,
+    /// No counters.
+    None,
+    /// Software counters (task clock, context switches, migrations, page faults).
+    Software,
+    /// Software counters, tracepoints and hardware events (instructions, cycles, caches, branches).
+    All,
+}
+
+impl RunArgs {
+    /// The settings with every flag at its default, as clap's attributes
+    /// declare them (no command): where a run is configured from typed
+    /// values, not a command line (`explain`'s re-measurement).
+    pub fn defaults() -> RunArgs {
+        use clap::{Args as _, FromArgMatches as _};
+        let cmd = RunArgs::augment_args(clap::Command::new("run").no_binary_name(true));
+        let matches = cmd
+            .try_get_matches_from(std::iter::empty::<String>())
+            .expect("every run flag has a default or is optional");
+        RunArgs::from_arg_matches(&matches).expect("the defaults make a RunArgs")
+    }
+}
+
+impl LockChoice {
+    /// In the runner's terms.
+    pub fn runner(self) -> perfsleuth_runner::locks::LockChoice {
+        match self {
+            LockChoice::Off => perfsleuth_runner::locks::LockChoice::Off,
+            LockChoice::Auto => perfsleuth_runner::locks::LockChoice::Auto,
+            LockChoice::On => perfsleuth_runner::locks::LockChoice::On,
+        }
+    }
+}
+
+/// `perfsleuth explain`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Each side is a stored run (id, latest, a branch, a revision), a --export-json file, a fingerprint from `perfsleuth env show --json`, or `current` (this machine as it is, measured now). The benchmarks of the stored run are rerun here: the set-up of the side this machine stands for as the base, and one experiment per difference it can reproduce for one process (a glibc hwcaps mask for another CPU's features, glibc's cache sizes, GLIBC_TUNABLES entries, environment variables, the CPU set, THP and ASLR off; in simulation the other machine's caches), measured interleaved and compared with the base by the rule of `compare`, paired run by run. Differences no setting of one process can change (kernel, mitigations, the CPU itself) are listed as not tested, with what the probes say about them.\n\nExamples:\n  perfsleuth explain 12 13\n  perfsleuth explain intel-runner.json current\n  perfsleuth explain latest~1 latest 'sort big.txt' --format markdown"
+)]
+pub struct ExplainArgs {
+    /// The baseline side.
+    pub baseline: String,
+    /// The candidate side.
+    pub candidate: String,
+    /// Explain only this benchmark (its name or `name [k=v]` key).
+    pub bench: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
+    pub format: CompareFormat,
+    /// List the experiments and what cannot be tested, and measure nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// Rounds of the base and every experiment [default: 10; 1 in simulation].
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(2..))]
+    pub rounds: Option<u32>,
+    /// Runs of each set-up in all (split between the rounds).
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: Option<u32>,
+    /// Time to spend on each set-up and benchmark (split between the rounds) [default: 3s].
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    pub time_budget: Option<std::time::Duration>,
+    /// Significance level of each verdict, before the Holm adjustment over the experiments.
+    #[arg(long, value_name = "ALPHA")]
+    pub alpha: Option<f64>,
+    /// The metric to explain [default: wall time; Ir in simulation].
+    #[arg(long, value_name = "NAME")]
+    pub metric: Vec<String>,
+    /// Settings file with [compare] defaults [default: perfsleuth.toml here or above].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Judge the observed difference on the two sides alone, without the
+    /// same-binary history of the store.
+    #[arg(long)]
+    pub no_history: bool,
+    /// Do not store the experiments' run.
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+    /// `--store`.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// When to use colour.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// `perfsleuth ab`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Each revision is checked out into a temporary git worktree (your tree is never touched), built with --build there, and its commands run with the worktree as the working directory ({root}: its absolute path, {rev}: its commit). Both sides are measured interleaved run by run, each round starting with the other side, judged on the adjacent pairs of runs (the median of their ratios, its interval and p-value the sign test's; on CPU time for a program that keeps one CPU busy without waiting, else wall time; the report says which) and stored as two linked runs; identical binaries never fail --fail-on. The run options below apply to both sides, except --export-*, --repeat, --reference and --no-interleave, which belong to `run` and are refused here.\n\nExamples:\n  perfsleuth ab --build 'cargo build --release' -- target/release/app input.txt\n  perfsleuth ab --baseline v1.2 --candidate HEAD --build make -- ./bench\n  perfsleuth ab --build make --format markdown --fail-on regressed -- ./bench >> \"$GITHUB_STEP_SUMMARY\""
+)]
+pub struct AbArgs {
+    /// The baseline revision [default: the merge base of HEAD with the default branch:
+    /// origin/HEAD, else main, else master].
+    #[arg(long = "baseline", value_name = "REV")]
+    pub baseline_rev: Option<String>,
+    /// The candidate revision [default: the working tree as it is, uncommitted changes
+    /// and untracked files included].
+    #[arg(long = "candidate", value_name = "REV")]
+    pub candidate_rev: Option<String>,
+    /// Build command, run with `sh -c` in each side's worktree before measuring.
+    #[arg(long, value_name = "CMD")]
+    pub build: Option<String>,
+    /// Kill a build that takes longer than this; the comparison fails.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::parse::duration)]
+    pub build_timeout: std::time::Duration,
+    /// Leave the worktrees in place (their paths are printed) for debugging.
+    #[arg(long)]
+    pub keep_worktrees: bool,
+    /// Output format of the comparison.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
+    pub format: CompareFormat,
+    /// The run options, for both sides.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_the_ones_the_command_line_declares() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let d = RunArgs::defaults();
+        let parsed = Cli::parse_from(["run"]).run;
+        assert_eq!(format!("{d:?}"), format!("{parsed:?}"));
+        assert_eq!(d.warmup, 1);
+        assert_eq!(d.min_runs, 10);
+        assert_eq!(d.time_budget, std::time::Duration::from_secs(3));
+        assert_eq!(d.output, "null");
+        assert!(d.commands.is_empty());
+    }
+}

@@ -1,0 +1,112 @@
+//! The CLI's side of choosing what `compare`, `run --baseline` and
+//! `explain` compare: the store opened on first use, and the selection's
+//! errors as usage errors. What a selector names is `perfsleuth-sides`'.
+
+use crate::error::Fail;
+use crate::output::store_fail;
+use perfsleuth_compare::Side;
+use perfsleuth_model::Environment;
+use perfsleuth_model::schema::{self, Document, EnvironmentDoc, ProbeDoc, RunExport};
+use perfsleuth_sides::{Lookup, SelectError};
+use perfsleuth_store::Store;
+use std::path::Path;
+
+/// Resolves a selector to a side (see [`perfsleuth_sides::resolve`]), with
+/// files and this repository's git revisions. `store` is opened on first
+/// use, so two exported files compare without any store.
+pub fn resolve(spec: &str, store: &mut StoreHandle) -> Result<Side, Fail> {
+    if let Some(side) = perfsleuth_sides::file_side(spec).map_err(select_fail)? {
+        return Ok(side);
+    }
+    let git = |rev: &str| crate::git::resolve(Path::new("."), rev);
+    let lookup = Lookup {
+        files: true,
+        git: Some(&git),
+    };
+    perfsleuth_sides::resolve(store.get()?, spec, lookup).map_err(select_fail)
+}
+
+/// The store, opened when a selector first needs it.
+pub struct StoreHandle {
+    url: Option<String>,
+    store: Option<crate::output::AnyStore>,
+}
+
+impl StoreHandle {
+    /// A handle for `--store URL` (or the default location).
+    pub fn new(url: Option<String>) -> StoreHandle {
+        StoreHandle { url, store: None }
+    }
+
+    /// Opens the store on first use.
+    pub fn get(&mut self) -> Result<&dyn Store, Fail> {
+        if self.store.is_none() {
+            self.store = Some(crate::output::open_existing_store(self.url.as_deref())?);
+        }
+        match &self.store {
+            Some(store) => Ok(&**store),
+            None => Err(Fail::usage(
+                "the store could not be opened",
+                "check --store",
+            )),
+        }
+    }
+}
+
+/// The comparison of stored runs failed to choose its sides: the message
+/// and hint of [`SelectError`].
+pub fn select_fail(e: SelectError) -> Fail {
+    match e {
+        SelectError::Store(e) => store_fail(e),
+        e => Fail::usage(e.to_string(), e.hint()),
+    }
+}
+
+/// The store, if a selector opened it (or it can be opened now); `None`
+/// when there is none, e.g. when two exported files are compared.
+pub fn existing_store(store: &mut StoreHandle) -> Option<&dyn Store> {
+    store.get().ok()
+}
+
+/// The environment inside an exported file: a run export, an `env show --json`, or a bare fact map.
+pub fn environment_file(path: &Path) -> Result<Environment, Fail> {
+    let bad = |why: String| {
+        Fail::usage(
+            format!("{}: {why}", path.display()),
+            "give a file written by `perfsleuth run --export-json` or `perfsleuth env show --json`",
+        )
+    };
+    let text = crate::output::read_user_file(
+        path,
+        crate::output::MAX_DOCUMENT_BYTES,
+        perfsleuth_model::input::Accept::RegularOrPipe,
+    )
+    .map_err(|e| bad(format!("cannot read: {e}")))?;
+    let (header, value) = schema::read_header(&text).map_err(|e| bad(e.to_string()))?;
+    let malformed = |e: schema::ReadError| bad(format!("no environment facts in it: {e}"));
+    // The documents that carry a fingerprint; a file without `schema` is a bare fact map.
+    let env: Environment = match header.schema.as_deref() {
+        Some(RunExport::SCHEMA) => {
+            schema::document_from_value::<RunExport>(&header, value)
+                .map_err(malformed)?
+                .run
+                .environment
+        }
+        Some(EnvironmentDoc::SCHEMA) => {
+            schema::document_from_value::<EnvironmentDoc>(&header, value)
+                .map_err(malformed)?
+                .facts
+        }
+        Some(ProbeDoc::SCHEMA) => {
+            schema::document_from_value::<ProbeDoc>(&header, value)
+                .map_err(malformed)?
+                .facts
+        }
+        _ => serde_json::from_value(value)
+            .map_err(|e| bad(format!("no environment facts in it: {e}")))?,
+    };
+    if env.facts.is_empty() {
+        return Err(bad("it holds no environment facts".into()));
+    }
+    Ok(env)
+}
