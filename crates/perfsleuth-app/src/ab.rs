@@ -128,12 +128,7 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<AbOutcome, Fail>
     }
     // Refused now, before minutes of building.
     let c = crate::session::validate(run_args)?;
-    perfsleuth_measure::install_interrupt_handler().map_err(|e| {
-        Fail::usage(
-            format!("cannot install the Ctrl-C handler: {e}"),
-            "this should not happen; please report it",
-        )
-    })?;
+    crate::session::catch_interrupts()?;
 
     let mut trees = Worktrees::new(&repo, args.keep_worktrees)?;
     let mut builds = Vec::new();

@@ -1,23 +1,77 @@
-//! `--locks` for `run` and `scale`: the tracer started on the spawner, its
-//! errors in the CLI's terms, and the reports kept with the run.
+//! What a session instruments on the spawner for `run`, `ab`, `explain` and
+//! `scale`: the perf_event counters and `--locks`' tracer started before
+//! anything is stored, its errors in the CLI's terms, and the lock reports
+//! kept with the run.
 
 use crate::args::LockChoice;
 use crate::error::Fail;
 use crate::sink::StoreSink;
-use perfsleuth_model::{LockReport, Run};
-use perfsleuth_runner::locks::{LockError, Tracer};
+use perfsleuth_measure::Spawner;
+use perfsleuth_model::{Environment, LockReport, Run};
+use perfsleuth_runner::Counters;
+use perfsleuth_runner::locks::{Following, LockError, Tracer};
+
+/// The counters and the lock tracer of one session.
+pub struct Instruments {
+    tracer: Option<Tracer>,
+    reports: Vec<Option<LockReport>>,
+    /// What enabling them said (counters unavailable, `--locks=auto` off, …).
+    pub notes: Vec<String>,
+}
+
+impl Instruments {
+    /// Enables `counters` on the spawner (kernel mode too with `kernel`, the
+    /// futex and sched_switch tracepoints with `tracepoints`), then starts
+    /// `--locks`' tracer: before anything is stored, so a refusal leaves no
+    /// run behind.
+    pub fn start(
+        spawner: &mut Spawner,
+        counters: Counters,
+        kernel: bool,
+        tracepoints: bool,
+        locks: LockChoice,
+        env: &mut Environment,
+    ) -> Result<Instruments, Fail> {
+        let mut notes =
+            perfsleuth_runner::counters::enable(spawner, counters, kernel, tracepoints, env);
+        let (tracer, note) = start(locks, spawner.pid())?;
+        notes.extend(note);
+        Ok(Instruments {
+            tracer,
+            reports: Vec::new(),
+            notes,
+        })
+    }
+
+    /// Detaches the tracer (if any), reading which runs were each
+    /// benchmark's (`ids`: their spawner command ids, in the run's order)
+    /// from `following`.
+    pub fn stop(
+        &mut self,
+        following: &Following<'_, Spawner>,
+        ids: impl IntoIterator<Item = perfsleuth_measure::CommandId>,
+    ) {
+        let runs: Vec<Vec<u32>> = ids.into_iter().map(|id| following.runs_of(id)).collect();
+        self.reports = finish(
+            self.tracer.take(),
+            &runs,
+            following.forked(),
+            &mut self.notes,
+        );
+    }
+
+    /// Puts the lock reports on `run`'s benchmarks and into the store.
+    pub fn attach(&mut self, run: &mut Run, sink: &mut StoreSink<'_>) -> Result<(), Fail> {
+        attach(run, std::mem::take(&mut self.reports), sink)
+    }
+}
 
 /// Starts tracing as `choice` asks; with `auto` where it cannot, the note why.
-pub fn start(choice: LockChoice, spawner: u32) -> Result<(Option<Tracer>, Option<String>), Fail> {
+fn start(choice: LockChoice, spawner: u32) -> Result<(Option<Tracer>, Option<String>), Fail> {
     if choice != LockChoice::Off {
         // Loading takes ~0.1 s: Ctrl-C meanwhile must end as an interrupted
         // run (exit 130), not kill perfsleuth with the programs half set up.
-        perfsleuth_measure::install_interrupt_handler().map_err(|e| {
-            Fail::usage(
-                format!("cannot install the Ctrl-C handler: {e}"),
-                "this should not happen; please report it",
-            )
-        })?;
+        crate::session::catch_interrupts()?;
     }
     perfsleuth_runner::locks::start(choice.runner(), spawner).map_err(|e| {
         let hint = match e {
@@ -39,7 +93,7 @@ pub fn start(choice: LockChoice, spawner: u32) -> Result<(Option<Tracer>, Option
 }
 
 /// Detaches the tracer (if any) and reports each benchmark's runs.
-pub fn finish(
+fn finish(
     tracer: Option<Tracer>,
     runs: &[Vec<u32>],
     forked: usize,
@@ -54,7 +108,7 @@ pub fn finish(
 }
 
 /// Puts the reports on the run's benchmarks and into the store.
-pub fn attach(
+fn attach(
     run: &mut Run,
     reports: Vec<Option<LockReport>>,
     sink: &mut StoreSink<'_>,

@@ -6,6 +6,7 @@
 
 use crate::args::{CounterChoice, LockChoice, ModeChoice, RunArgs};
 use crate::error::Fail;
+use crate::locks::Instruments;
 use crate::output;
 use crate::parse;
 use crate::plan::{Shell, Templates, plan};
@@ -31,6 +32,46 @@ pub fn spawner_or_start(spawner: Option<Spawner>) -> Result<Spawner, Fail> {
             )
         }),
     }
+}
+
+/// Installs the Ctrl-C handler every measuring command needs (a second
+/// install is a no-op): Ctrl-C then ends the measurement as interrupted,
+/// with what was measured kept.
+pub fn catch_interrupts() -> Result<(), Fail> {
+    install_interrupt_handler().map_err(|e| {
+        Fail::usage(
+            format!("cannot install the Ctrl-C handler: {e}"),
+            "this should not happen; please report it",
+        )
+    })
+}
+
+/// The store a session writes to: `--store`'s (or the default), none with
+/// `--no-store`.
+pub fn open_store(url: Option<&str>, no_store: bool) -> Result<Option<output::AnyStore>, Fail> {
+    if no_store {
+        Ok(None)
+    } else {
+        output::open_store(url).map(Some)
+    }
+}
+
+/// The line a measurement stopped by Ctrl-C ends with: what of `what`
+/// ("the samples taken so far") is stored in the runs `ids`, then `after`.
+pub fn interrupted_line(what: &str, ids: &[i64], after: &str) -> String {
+    let stored = match ids {
+        [] => String::new(),
+        [id] => format!("; {what} are stored as run {id} (status interrupted)"),
+        [a, b] => format!("; {what} are stored as runs {a} and {b} (status interrupted)"),
+        more => format!(
+            "; {what} are stored as runs {} (status interrupted)",
+            more.iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    format!("Interrupted{stored}{after}.\n")
 }
 
 /// Everything `run` needs, checked before anything is measured.
@@ -168,11 +209,7 @@ pub fn measure(
     parts: Vec<Part>,
     undecided: &dyn Fn(&Run, &[perfsleuth_runner::Bench], u32) -> bool,
 ) -> Result<Measurement, Fail> {
-    let mut store = if args.no_store {
-        None
-    } else {
-        Some(output::open_store(args.store.store.as_deref())?)
-    };
+    let mut store = open_store(args.store.store.as_deref(), args.no_store)?;
     let mode = if c.simulation.is_some() {
         Mode::Simulation
     } else {
@@ -188,7 +225,14 @@ pub fn measure(
     }
     // `auto` is decided by the runner after the warmups, when their duration
     // says whether the counters' cost would show.
-    let mut counter_notes = perfsleuth_runner::counters::enable(
+    if c.simulation.is_some() && args.locks == LockChoice::On {
+        return Err(Fail::usage(
+            "--locks traces the threads of real runs; simulation mode runs the command under valgrind",
+            "drop --locks, or use --mode walltime",
+        ));
+    }
+    // Before anything is stored: a refusal must leave no run behind.
+    let mut instruments = Instruments::start(
         spawner,
         if c.simulation.is_some() || c.schedule.auto_counters {
             // Counting valgrind itself would say nothing about the program.
@@ -198,28 +242,20 @@ pub fn measure(
         },
         args.counters_kernel,
         args.counters == CounterChoice::All,
+        if c.simulation.is_some() {
+            LockChoice::Off
+        } else {
+            args.locks
+        },
         &mut run.environment,
-    );
+    )?;
+    let mut counter_notes = std::mem::take(&mut instruments.notes);
     if c.simulation.is_some() && (args.counters == CounterChoice::All || args.counters_kernel) {
         counter_notes.push(
             "perf_event counters are not read in simulation mode: they would count valgrind, not the program"
                 .to_string(),
         );
     }
-    if c.simulation.is_some() && args.locks == LockChoice::On {
-        return Err(Fail::usage(
-            "--locks traces the threads of real runs; simulation mode runs the command under valgrind",
-            "drop --locks, or use --mode walltime",
-        ));
-    }
-    let lock_choice = if c.simulation.is_some() {
-        LockChoice::Off
-    } else {
-        args.locks
-    };
-    // Before anything is stored: a refusal must leave no run behind.
-    let (tracer, lock_note) = crate::locks::start(lock_choice, spawner.pid())?;
-    counter_notes.extend(lock_note);
     let empty: Vec<_> = benches.iter().map(|b| b.to_benchmark(false)).collect();
     // Each part's runs row and its share of the plan's benchmarks.
     let mut ranges = Vec::with_capacity(parts.len());
@@ -274,12 +310,7 @@ pub fn measure(
             )
         })?;
     }
-    install_interrupt_handler().map_err(|e| {
-        Fail::usage(
-            format!("cannot install the Ctrl-C handler: {e}"),
-            "this should not happen; please report it",
-        )
-    })?;
+    catch_interrupts()?;
     // No default timeout (a benchmark may rightly take an hour), but a
     // command silent for ten time budgets gets a note on how to stop it.
     if c.io.timeout.is_none() {
@@ -301,12 +332,8 @@ pub fn measure(
         c.max_time,
         |benches, look| undecided(&template, benches, look),
     );
-    let lock_runs: Vec<Vec<u32>> = benches
-        .iter()
-        .map(|b| following.runs_of(b.main_id()))
-        .collect();
-    let forked = following.forked();
-    let lock_reports = crate::locks::finish(tracer, &lock_runs, forked, &mut counter_notes);
+    instruments.stop(&following, benches.iter().map(|b| b.main_id()));
+    counter_notes.append(&mut instruments.notes);
     sink.watchdog = None;
     sink.progress.clear();
     counter_notes.extend(measured.notes);
@@ -314,7 +341,7 @@ pub fn measure(
     // The warning after the run judges the run, not the minutes before it.
     noise.since(&perfsleuth_env::Source::live(), &mut run.environment);
     run.benchmarks = perfsleuth_runner::benchmarks(&benches);
-    crate::locks::attach(&mut run, lock_reports, &mut sink)?;
+    instruments.attach(&mut run, &mut sink)?;
     let mut warnings = Vec::new();
     if let Some(sim) = &c.simulation {
         // Variants with caches of their own are not simulated with the fixed model.
@@ -995,7 +1022,20 @@ fn options_json(
 
 #[cfg(test)]
 mod tests {
-    use super::fitting_rounds;
+    use super::{fitting_rounds, interrupted_line};
+
+    #[test]
+    fn the_interrupted_line_says_which_runs_keep_what() {
+        assert_eq!(interrupted_line("the runs so far", &[], ""), "Interrupted.\n");
+        assert_eq!(
+            interrupted_line("the samples taken so far", &[4], ""),
+            "Interrupted; the samples taken so far are stored as run 4 (status interrupted).\n"
+        );
+        assert_eq!(
+            interrupted_line("the samples taken so far", &[4, 5], "; worktrees removed"),
+            "Interrupted; the samples taken so far are stored as runs 4 and 5 (status interrupted); worktrees removed.\n"
+        );
+    }
 
     #[test]
     fn rounds_shrink_until_their_shares_fit_the_run_limits() {

@@ -18,12 +18,15 @@ pub fn ab(args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     let (format, color, verdict) = (args.format, args.run.color, args.run.verdict.clone());
     let mut r = match perfsleuth_app::ab::ab(args, spawner)? {
         AbOutcome::Interrupted { ids, code } => {
-            let stored = ids.map_or(String::new(), |(b, c)| {
-                format!(
-                    "; the samples taken so far are stored as runs {b} and {c} (status interrupted)"
-                )
-            });
-            emit(&format!("Interrupted{stored}; worktrees removed.\n"), true);
+            let ids: Vec<i64> = ids.map_or(Vec::new(), |(b, c)| vec![b, c]);
+            emit(
+                &perfsleuth_app::session::interrupted_line(
+                    "the samples taken so far",
+                    &ids,
+                    "; worktrees removed",
+                ),
+                true,
+            );
             return Ok(code);
         }
         AbOutcome::Measured(r) => r,

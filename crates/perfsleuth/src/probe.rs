@@ -83,10 +83,11 @@ fn suite(args: ProbeArgs) -> Result<i32, Fail> {
     }
     match run.status {
         RunStatus::Interrupted => {
-            let stored = run.id.map_or(String::new(), |id| {
-                format!("; the probes finished so far are stored as run {id} (status interrupted)")
-            });
-            emit(&format!("Interrupted{stored}.\n"), true);
+            let ids: Vec<i64> = run.id.into_iter().collect();
+            emit(
+                &perfsleuth_app::session::interrupted_line("the probes finished so far", &ids, ""),
+                true,
+            );
             Ok(ExitCode::interrupted_by(
                 perfsleuth_measure::interrupting_signal(),
             ))
@@ -151,12 +152,7 @@ fn measure(
         &[],
         ProgressLine::new(false),
     )?;
-    perfsleuth_measure::install_interrupt_handler().map_err(|e| {
-        Fail::usage(
-            format!("cannot install the Ctrl-C handler: {e}"),
-            "this should not happen; please report it",
-        )
-    })?;
+    perfsleuth_app::session::catch_interrupts()?;
     let result = perfsleuth_runner::probe_suite(names, &opts, &mut run, &mut sink, each);
     sink.progress.clear();
     let reports = result.map_err(perfsleuth_app::session::runner_fail)?;

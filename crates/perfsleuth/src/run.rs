@@ -153,10 +153,11 @@ fn run_once(args: &RunArgs, push: Option<&PushTarget>, spawner: &mut Spawner) ->
         Err(Stop::Failed(e)) => Err(runner_fail(e)),
         Err(Stop::Interrupted) => {
             output::print_summary(&run, c.reference, &output::View::of(args), to_stderr);
-            let stored = run.id.map_or(String::new(), |id| {
-                format!("; the samples taken so far are stored as run {id} (status interrupted)")
-            });
-            emit(&format!("Interrupted{stored}.\n"), true);
+            let ids: Vec<i64> = run.id.into_iter().collect();
+            emit(
+                &perfsleuth_app::session::interrupted_line("the samples taken so far", &ids, ""),
+                true,
+            );
             Ok(ExitCode::interrupted_by(
                 perfsleuth_measure::interrupting_signal(),
             ))

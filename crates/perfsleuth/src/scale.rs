@@ -9,8 +9,9 @@ use crate::output;
 use crate::plan::{Shell, Templates, plan};
 use crate::sink::StoreSink;
 use crate::term::{ProgressLine, emit, use_color};
-use perfsleuth_app::session::{measure_fail, runner_fail};
-use perfsleuth_measure::{IoConfig, OutputTarget, Spawner, install_interrupt_handler};
+use perfsleuth_app::locks::Instruments;
+use perfsleuth_app::session::{self, measure_fail, runner_fail};
+use perfsleuth_measure::{IoConfig, OutputTarget, Spawner};
 use perfsleuth_model::Mode;
 use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::input::{MAX_DATA_BYTES, input_name, read_text_or_stdin};
@@ -74,7 +75,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         output::check_writable(plot, "--plot", args.store.store.as_deref())?;
     }
 
-    let mut spawner = perfsleuth_app::session::spawner_or_start(spawner)?;
+    let mut spawner = session::spawner_or_start(spawner)?;
     let scratch = ScratchDir::new("scale").map_err(runner_fail)?;
     let stdout_path = scratch.path().join("stdout");
     let io = IoConfig {
@@ -89,11 +90,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     let mut levels = prepare_levels(&mut spawner, planned, &values, &io, args.shell.is_some())
         .map_err(runner_fail)?;
 
-    let mut store = if args.no_store {
-        None
-    } else {
-        Some(output::open_store(args.store.store.as_deref())?)
-    };
+    let mut store = session::open_store(args.store.store.as_deref(), args.no_store)?;
     let mut run = output::new_run(
         Mode::Walltime,
         serde_json::to_value(perfsleuth_model::schema::ScaleOptions {
@@ -112,16 +109,15 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     );
     // The futex tracepoint is the point of counting here: the lock-contention
     // signal, at the same small cost at every level.
-    let counter_notes = perfsleuth_runner::counters::enable(
+    // Before anything is stored: a refusal must leave no run behind.
+    let mut instruments = Instruments::start(
         &mut spawner,
-        perfsleuth_app::session::counters(args.counters),
+        session::counters(args.counters),
         false,
         true,
+        args.locks,
         &mut run.environment,
-    );
-    // Before anything is stored: a refusal must leave no run behind.
-    let (tracer, lock_note) = crate::locks::start(args.locks, spawner.pid())?;
-    let mut lock_notes: Vec<String> = lock_note.into_iter().collect();
+    )?;
     let empty: Vec<_> = levels.iter().map(|l| l.to_benchmark(false)).collect();
     let mut sink = StoreSink::begin(
         store
@@ -131,12 +127,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         &empty,
         ProgressLine::new(false),
     )?;
-    install_interrupt_handler().map_err(|e| {
-        Fail::usage(
-            format!("cannot install the Ctrl-C handler: {e}"),
-            "this should not happen; please report it",
-        )
-    })?;
+    session::catch_interrupts()?;
 
     let sweep = Sweep {
         method: &method,
@@ -147,13 +138,11 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     };
     let mut following = perfsleuth_runner::locks::Following::new(&mut spawner);
     let result = sweep.measure(&mut following, &mut sink, &mut levels);
-    let lock_runs: Vec<Vec<u32>> = levels.iter().map(|l| following.runs_of(l.id())).collect();
-    let forked = following.forked();
-    let lock_reports = crate::locks::finish(tracer, &lock_runs, forked, &mut lock_notes);
+    instruments.stop(&following, levels.iter().map(|l| l.id()));
     sink.progress.clear();
 
     run.benchmarks = levels.iter().map(|l| l.to_benchmark(true)).collect();
-    crate::locks::attach(&mut run, lock_reports, &mut sink)?;
+    instruments.attach(&mut run, &mut sink)?;
     conclude(&mut run, &result, &spawner, &mut sink).map_err(runner_fail)?;
     let stored_note = |what: &str| {
         run.id.map_or(String::new(), |id| {
@@ -170,8 +159,9 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             Err(fail)
         }
         Err(Stop::Interrupted) => {
+            let ids: Vec<i64> = run.id.into_iter().collect();
             emit(
-                &format!("Interrupted{}.\n", stored_note("interrupted")),
+                &session::interrupted_line("the runs so far", &ids, ""),
                 true,
             );
             Ok(ExitCode::interrupted_by(
@@ -194,7 +184,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
                 args.color,
             )?;
             // After the results, so they never stand between the user and an error.
-            for note in counter_notes.iter().chain(&lock_notes) {
+            for note in &instruments.notes {
                 emit(&format!("note: {note}\n"), true);
             }
             if let Some(note) = sink.stored_note(use_color(args.color, true)) {

@@ -462,7 +462,11 @@ fn a_run_uuid_selects_its_run_as_on_the_server() {
     bench(&sb, &["-n", "work", "sleep 0.01"]);
     bench(&sb, &["-n", "work", "sleep 0.01"]);
     let store = sb.store();
-    let runs = parse_json(&sb.run(["runs", "--json", "--store", store.as_str()]).ok().stdout);
+    let runs = parse_json(
+        &sb.run(["runs", "--json", "--store", store.as_str()])
+            .ok()
+            .stdout,
+    );
     let uuid = |id: i64| {
         runs["runs"]
             .as_array()
