@@ -3,7 +3,7 @@
 //! verdict, with its table; the environment diff with the why of each
 //! change; in simulation the functions whose cost moved; the notes.
 
-use crate::{Comparison, MACHINES_DIFFER};
+use crate::{Comparison, MACHINES_DIFFER, VerdictLabel};
 use perfsleuth_model::ImpactClass;
 use perfsleuth_report::chart::{self, Change};
 use perfsleuth_report::html::{details, escape, figure, notes, table};
@@ -149,7 +149,7 @@ fn change_rows(c: &Comparison) -> Vec<Change> {
         .iter()
         // Rows too thin to judge stay in the table, off the chart's scale.
         .filter(|r| {
-            r.verdict != crate::RowVerdict::Stat(perfsleuth_stats::Verdict::InsufficientData)
+            r.verdict != VerdictLabel::InsufficientData
         })
         .filter_map(|r| {
             let ch = r.change.as_ref()?;

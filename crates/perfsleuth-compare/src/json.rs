@@ -1,12 +1,11 @@
 //! The JSON form of a comparison (`perfsleuth/compare`, documented in
 //! `docs/COMPARE.md`).
 
-use crate::{Comparison, Row, RowVerdict, any_gating_regression};
+use crate::{Comparison, Row, any_gating_regression};
 use perfsleuth_model::schema::{
     CompareDoc, CompareEnvChange, CompareNoise, CompareRow, Document, RelativeChange,
     VerdictCounts, VerdictLabel,
 };
-use perfsleuth_stats::Verdict;
 
 /// Name written into every compare document.
 pub const SCHEMA: &str = CompareDoc::SCHEMA;
@@ -17,18 +16,6 @@ pub const SCHEMA_VERSION: u32 = CompareDoc::VERSION;
 /// A finite number, or `None` (JSON has no NaN).
 fn num(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
-}
-
-/// A row's verdict as the schema names it.
-pub fn verdict_label(v: RowVerdict) -> VerdictLabel {
-    match v {
-        RowVerdict::Stat(Verdict::Regressed) => VerdictLabel::Regressed,
-        RowVerdict::Stat(Verdict::Improved) => VerdictLabel::Improved,
-        RowVerdict::Stat(Verdict::NoChange) => VerdictLabel::NoChange,
-        RowVerdict::Stat(Verdict::Inconclusive) => VerdictLabel::Inconclusive,
-        RowVerdict::Stat(Verdict::InsufficientData) => VerdictLabel::InsufficientData,
-        RowVerdict::EnvironmentChanged => VerdictLabel::EnvironmentChanged,
-    }
 }
 
 fn row_doc(r: &Row, confidence: f64) -> CompareRow {
@@ -53,7 +40,7 @@ fn row_doc(r: &Row, confidence: f64) -> CompareRow {
         }),
         p_value: r.p_value.and_then(num),
         p_adjusted: r.p_adjusted.and_then(num),
-        verdict: verdict_label(r.verdict),
+        verdict: r.verdict,
         notes: r.notes.clone(),
         band: num(r.band),
         noise: r.noise.as_ref().map(|n| CompareNoise {
@@ -69,12 +56,12 @@ fn row_doc(r: &Row, confidence: f64) -> CompareRow {
 /// the benchmarks not compared.
 pub(crate) fn verdict_counts(c: &Comparison) -> Vec<(&'static str, usize)> {
     let all = [
-        RowVerdict::Stat(Verdict::Regressed),
-        RowVerdict::Stat(Verdict::Improved),
-        RowVerdict::Stat(Verdict::NoChange),
-        RowVerdict::Stat(Verdict::Inconclusive),
-        RowVerdict::Stat(Verdict::InsufficientData),
-        RowVerdict::EnvironmentChanged,
+        VerdictLabel::Regressed,
+        VerdictLabel::Improved,
+        VerdictLabel::NoChange,
+        VerdictLabel::Inconclusive,
+        VerdictLabel::InsufficientData,
+        VerdictLabel::EnvironmentChanged,
     ];
     let mut counts: Vec<(&'static str, usize)> = all
         .iter()
@@ -101,7 +88,7 @@ pub const NOT_COMPARED: &str = "not compared";
 pub fn to_json(c: &Comparison) -> CompareDoc {
     let mut summary = VerdictCounts::default();
     for r in &c.rows {
-        summary.add(verdict_label(r.verdict));
+        summary.add(r.verdict);
     }
     for _ in c.unpaired_baseline.iter().chain(&c.unpaired_candidate) {
         summary.add(VerdictLabel::NotCompared);

@@ -20,6 +20,7 @@ pub use json::{SCHEMA, SCHEMA_VERSION, to_json};
 pub use render::{render_markdown, render_terminal};
 
 use perfsleuth_env::Change;
+pub use perfsleuth_model::schema::VerdictLabel;
 use perfsleuth_model::{
     Environment, ImpactClass, Metric, Mode, Profile, ReportedSummary, Run, Sample,
 };
@@ -342,25 +343,18 @@ pub fn prior_noise(env: &Environment) -> Noise {
     }
 }
 
-/// The verdict of one row: the statistical verdict, or that the machines differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RowVerdict {
-    /// The verdict rule's answer.
-    Stat(Verdict),
-    /// Identity facts differ between the sides: no verdict is meaningful.
-    EnvironmentChanged,
-}
-
-impl RowVerdict {
-    /// The verdict as printed in reports and JSON ("regressed", …, "environment changed").
-    pub fn as_str(self) -> &'static str {
-        json::verdict_label(self).as_str()
-    }
-}
-
-impl std::fmt::Display for RowVerdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+/// The label of the verdict rule's answer: the rule's five verdicts are a
+/// part of the one vocabulary ([`VerdictLabel`], with its one text), which
+/// adds what a comparison says besides (`environment changed`, `not
+/// compared`). `perfsleuth-stats` depends on no crate, so its `Verdict`
+/// cannot be that type.
+pub fn label(v: Verdict) -> VerdictLabel {
+    match v {
+        Verdict::Regressed => VerdictLabel::Regressed,
+        Verdict::Improved => VerdictLabel::Improved,
+        Verdict::NoChange => VerdictLabel::NoChange,
+        Verdict::Inconclusive => VerdictLabel::Inconclusive,
+        Verdict::InsufficientData => VerdictLabel::InsufficientData,
     }
 }
 
@@ -390,7 +384,7 @@ pub struct Row {
     /// Benjamini–Hochberg adjusted p-value (gating metrics, when FDR control applied).
     pub p_adjusted: Option<f64>,
     /// The verdict.
-    pub verdict: RowVerdict,
+    pub verdict: VerdictLabel,
     /// Explanations attached to this row (attribution, why data is insufficient).
     pub notes: Vec<String>,
     /// The between-run noise of a difference between these two sides (95 %,
@@ -488,14 +482,14 @@ pub fn any_gating_regression(c: &Comparison) -> bool {
 pub fn any_gating_inconclusive(c: &Comparison) -> bool {
     c.rows
         .iter()
-        .any(|r| r.gating && r.verdict == RowVerdict::Stat(Verdict::Inconclusive))
+        .any(|r| r.gating && r.verdict == VerdictLabel::Inconclusive)
 }
 
 /// The gating rows that regressed.
 fn gating_regressions(c: &Comparison) -> impl Iterator<Item = &Row> {
     c.rows
         .iter()
-        .filter(|r| r.gating && r.verdict == RowVerdict::Stat(Verdict::Regressed))
+        .filter(|r| r.gating && r.verdict == VerdictLabel::Regressed)
 }
 
 /// What a `--fail-on regressed` gate concludes about a comparison.
@@ -2028,7 +2022,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                 change: m.change,
                 p_value: m.p_value,
                 p_adjusted: None,
-                verdict: RowVerdict::Stat(Verdict::InsufficientData),
+                verdict: VerdictLabel::InsufficientData,
                 notes: m.notes,
                 band: 0.0,
                 noise: None,
@@ -2083,7 +2077,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             && at_floor(row.baseline_median, floor_b)
             && at_floor(row.candidate_median, floor_c)
         {
-            row.verdict = RowVerdict::Stat(Verdict::NoChange);
+            row.verdict = VerdictLabel::NoChange;
             row.notes.push(
                 "both at the measurement floor of peak RSS: the programs are smaller than it"
                     .to_string(),
@@ -2091,7 +2085,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             continue;
         }
         if enough && let Some(why) = below_resolution(row) {
-            row.verdict = RowVerdict::Stat(Verdict::InsufficientData);
+            row.verdict = VerdictLabel::InsufficientData;
             row.notes.push(why);
             continue;
         }
@@ -2247,7 +2241,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             verdict = Verdict::Inconclusive;
             row.notes.push(why);
         }
-        row.verdict = RowVerdict::Stat(verdict);
+        row.verdict = label(verdict);
     }
     // Same binary on both sides: a change cannot come from the code. Judged
     // per benchmark on its gating verdicts, before any environment override.
@@ -2262,10 +2256,10 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             _ => false,
         }
     };
-    let changed = |v: RowVerdict| {
+    let changed = |v: VerdictLabel| {
         matches!(
             v,
-            RowVerdict::Stat(Verdict::Regressed) | RowVerdict::Stat(Verdict::Improved)
+            VerdictLabel::Regressed | VerdictLabel::Improved
         )
     };
     let flags: Vec<bool> = rows
@@ -2292,7 +2286,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     }
     for (row, same) in rows.iter_mut().zip(flags) {
         if same && common_step {
-            row.verdict = RowVerdict::Stat(Verdict::Inconclusive);
+            row.verdict = VerdictLabel::Inconclusive;
             row.notes.push(
                 "moved with the other byte-identical benchmarks: the machine's step (see the notes)"
                     .to_string(),
@@ -2308,7 +2302,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                     row.verdict
                 ));
             }
-            row.verdict = RowVerdict::EnvironmentChanged;
+            row.verdict = VerdictLabel::EnvironmentChanged;
         } else if !perf_keys.is_empty() && changed(row.verdict) {
             row.notes.push(format!(
                 "possibly environmental: {}",

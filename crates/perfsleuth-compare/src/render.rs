@@ -3,11 +3,11 @@
 
 use crate::format::{change_with_ci, p_value, pad_left, pad_right, value, width};
 use crate::json::verdict_counts;
-use crate::{Comparison, MACHINES_DIFFER, Row, RowVerdict};
+use crate::{Comparison, MACHINES_DIFFER, Row};
 use perfsleuth_model::ImpactClass;
 use perfsleuth_report::Style;
 use perfsleuth_report::style::{GREEN, RED};
-use perfsleuth_stats::Verdict;
+use perfsleuth_model::schema::VerdictLabel;
 
 /// "p-values adjusted for N comparisons (Benjamini–Hochberg)".
 fn fdr_sentence(c: &Comparison) -> Option<String> {
@@ -46,7 +46,7 @@ pub(crate) fn counts_plain(c: &Comparison) -> String {
 fn has_regression(c: &Comparison) -> bool {
     c.rows
         .iter()
-        .any(|r| r.verdict == RowVerdict::Stat(Verdict::Regressed))
+        .any(|r| r.verdict == VerdictLabel::Regressed)
 }
 
 fn performance_header(c: &Comparison) -> &'static str {
@@ -164,8 +164,8 @@ pub fn render_terminal(c: &Comparison, color: bool) -> String {
             text.push_str("  ");
             let verdict = &row[6];
             let colour = match r.verdict {
-                RowVerdict::Stat(Verdict::Regressed) => Some(RED),
-                RowVerdict::Stat(Verdict::Improved) => Some(GREEN),
+                VerdictLabel::Regressed => Some(RED),
+                VerdictLabel::Improved => Some(GREEN),
                 _ => None,
             };
             match colour {
@@ -256,7 +256,7 @@ fn md_table(rows: &[&Row], ci_head: &str) -> String {
     out.push_str("|---|---|--:|--:|--:|--:|---|---|\n");
     for r in rows {
         let verdict = match r.verdict {
-            RowVerdict::Stat(Verdict::Regressed) => "**regressed**".to_string(),
+            VerdictLabel::Regressed => "**regressed**".to_string(),
             v => v.as_str().to_string(),
         };
         let metric = if r.gating {
@@ -334,7 +334,7 @@ pub fn render_markdown(c: &Comparison) -> String {
     }
 
     let quiet =
-        |r: &Row| r.notes.is_empty() && matches!(r.verdict, RowVerdict::Stat(Verdict::NoChange));
+        |r: &Row| r.notes.is_empty() && matches!(r.verdict, VerdictLabel::NoChange);
     let noteworthy: Vec<&Row> = c.rows.iter().filter(|r| !quiet(r)).collect();
     let rest: Vec<&Row> = c.rows.iter().filter(|r| quiet(r)).collect();
     if !noteworthy.is_empty() {

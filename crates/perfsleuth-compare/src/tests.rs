@@ -142,8 +142,8 @@ fn row<'a>(c: &'a Comparison, key: &str, metric: Metric) -> &'a Row {
         .unwrap_or_else(|| panic!("no row {key} {metric:?} in {:#?}", c.rows))
 }
 
-fn stat(v: Verdict) -> RowVerdict {
-    RowVerdict::Stat(v)
+fn stat(v: Verdict) -> VerdictLabel {
+    crate::label(v)
 }
 
 #[test]
@@ -156,7 +156,7 @@ fn defaults_match_the_spec() {
     assert_eq!(o.fdr_q, Some(0.05));
     assert_eq!(o.resamples, 10_000);
     assert_eq!(
-        RowVerdict::EnvironmentChanged.as_str(),
+        VerdictLabel::EnvironmentChanged.as_str(),
         "environment changed"
     );
     assert_eq!(stat(Verdict::NoChange).to_string(), "no change");
@@ -344,7 +344,7 @@ fn identity_change_marks_every_row_and_opens_the_report() {
     );
     assert!(!c.rows.is_empty());
     for r in &c.rows {
-        assert_eq!(r.verdict, RowVerdict::EnvironmentChanged);
+        assert_eq!(r.verdict, VerdictLabel::EnvironmentChanged);
     }
     let wall = row(&c, "x", Metric::Wall);
     assert!(
@@ -452,7 +452,7 @@ fn same_binary_regression_says_so() {
         &opts(),
     );
     let wall = row(&c, "x", Metric::Wall);
-    assert_eq!(wall.verdict, RowVerdict::EnvironmentChanged);
+    assert_eq!(wall.verdict, VerdictLabel::EnvironmentChanged);
     assert!(wall.notes.iter().any(|n| n == SAME_BINARY_NOTE));
 }
 
@@ -1004,7 +1004,7 @@ fn bad_input_never_panics() {
     assert!(
         matches!(
             x.verdict,
-            RowVerdict::Stat(Verdict::NoChange | Verdict::Inconclusive)
+            VerdictLabel::NoChange | VerdictLabel::Inconclusive
         ),
         "{x:?}"
     );

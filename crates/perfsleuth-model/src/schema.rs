@@ -932,7 +932,7 @@ pub struct RelativeChange {
 }
 
 /// A row's verdict as written in reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum VerdictLabel {
     /// Worse beyond noise.
     #[serde(rename = "regressed")]
@@ -972,6 +972,12 @@ impl VerdictLabel {
             VerdictLabel::EnvironmentChanged => "environment changed",
             VerdictLabel::NotCompared => "not compared",
         }
+    }
+}
+
+impl std::fmt::Display for VerdictLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

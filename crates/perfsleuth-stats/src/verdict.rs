@@ -3,7 +3,6 @@
 //! when it is both statistically significant and too large to be noise.
 
 use crate::bootstrap::RelativeChange;
-use std::fmt;
 
 /// Which way a metric gets better; defined here so the statistics do not
 /// depend on the model crate.
@@ -33,24 +32,6 @@ pub enum Verdict {
     InsufficientData,
 }
 
-impl Verdict {
-    /// The verdict as printed in reports and JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Regressed => "regressed",
-            Verdict::Improved => "improved",
-            Verdict::NoChange => "no change",
-            Verdict::Inconclusive => "inconclusive",
-            Verdict::InsufficientData => "insufficient data",
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Parameters of the verdict rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -306,21 +287,6 @@ mod tests {
 
     fn v(c: &RelativeChange, p: f64, dir: Direction) -> Verdict {
         verdict(&VerdictRule::default(), c, p, 10, 10, dir)
-    }
-
-    #[test]
-    fn names() {
-        let all = [
-            (Verdict::Regressed, "regressed"),
-            (Verdict::Improved, "improved"),
-            (Verdict::NoChange, "no change"),
-            (Verdict::Inconclusive, "inconclusive"),
-            (Verdict::InsufficientData, "insufficient data"),
-        ];
-        for (verdict, name) in all {
-            assert_eq!(verdict.as_str(), name);
-            assert_eq!(verdict.to_string(), name);
-        }
     }
 
     #[test]
