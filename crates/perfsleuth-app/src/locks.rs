@@ -71,7 +71,7 @@ fn start(choice: LockChoice, spawner: u32) -> Result<(Option<Tracer>, Option<Str
     if choice != LockChoice::Off {
         // Loading takes ~0.1 s: Ctrl-C meanwhile must end as an interrupted
         // run (exit 130), not kill perfsleuth with the programs half set up.
-        crate::session::catch_interrupts()?;
+        crate::term::catch_interrupts()?;
     }
     perfsleuth_runner::locks::start(choice.runner(), spawner).map_err(|e| {
         let hint = match e {

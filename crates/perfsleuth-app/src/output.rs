@@ -6,8 +6,9 @@ use crate::error::Fail;
 use crate::term::{emit, use_color};
 use perfsleuth_model::Run;
 use perfsleuth_model::input::Accept;
-use perfsleuth_report::{ExportFormat, Style, analyze, render_terminal};
+use perfsleuth_report::{ExportFormat, Style, render_terminal};
 use perfsleuth_store::{SqliteStore, Store, StoreError, StoreUrl};
+use perfsleuth_summary::analyze;
 use std::path::{Path, PathBuf};
 
 /// The store from `--store`, else `PERFSLEUTH_STORE`, else the default

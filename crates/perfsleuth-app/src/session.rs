@@ -12,9 +12,7 @@ use crate::parse;
 use crate::plan::{Shell, Templates, plan};
 use crate::sink::StoreSink;
 use crate::term::{ProgressLine, emit, use_color};
-use perfsleuth_measure::{
-    IoConfig, MeasureError, OutputTarget, Spawner, Tolerate, install_interrupt_handler,
-};
+use perfsleuth_measure::{IoConfig, MeasureError, OutputTarget, Spawner, Tolerate};
 use perfsleuth_model::{Mode, Run};
 use perfsleuth_runner::{
     Counters, PortableChoice, Role, RunError, Schedule, Simulation, Stop, StopRule, conclude,
@@ -34,17 +32,7 @@ pub fn spawner_or_start(spawner: Option<Spawner>) -> Result<Spawner, Fail> {
     }
 }
 
-/// Installs the Ctrl-C handler every measuring command needs (a second
-/// install is a no-op): Ctrl-C then ends the measurement as interrupted,
-/// with what was measured kept.
-pub fn catch_interrupts() -> Result<(), Fail> {
-    install_interrupt_handler().map_err(|e| {
-        Fail::usage(
-            format!("cannot install the Ctrl-C handler: {e}"),
-            "this should not happen; please report it",
-        )
-    })
-}
+pub use crate::term::catch_interrupts;
 
 /// The store a session writes to: `--store`'s (or the default), none with
 /// `--no-store`.
@@ -1026,7 +1014,10 @@ mod tests {
 
     #[test]
     fn the_interrupted_line_says_which_runs_keep_what() {
-        assert_eq!(interrupted_line("the runs so far", &[], ""), "Interrupted.\n");
+        assert_eq!(
+            interrupted_line("the runs so far", &[], ""),
+            "Interrupted.\n"
+        );
         assert_eq!(
             interrupted_line("the samples taken so far", &[4], ""),
             "Interrupted; the samples taken so far are stored as run 4 (status interrupted).\n"

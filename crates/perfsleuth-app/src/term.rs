@@ -195,3 +195,15 @@ impl Drop for Watchdog {
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
+
+/// Installs the Ctrl-C handler every measuring command needs (a second
+/// install is a no-op): Ctrl-C then ends the measurement as interrupted,
+/// with what was measured kept.
+pub fn catch_interrupts() -> Result<(), crate::error::Fail> {
+    perfsleuth_measure::install_interrupt_handler().map_err(|e| {
+        crate::error::Fail::usage(
+            format!("cannot install the Ctrl-C handler: {e}"),
+            "this should not happen; please report it",
+        )
+    })
+}

@@ -2,12 +2,13 @@
 //! changes with their CI and p-values, built on `perfsleuth_report`'s
 //! formatters so compare prints numbers exactly as the run summary does.
 
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_stats::RelativeChange;
 
 pub(crate) use perfsleuth_report::{format_change as percent, format_metric as value};
 
 /// The change with its CI: "+3.1% [+2.0% … +4.2%]"; "+3.1% (exact)" for
-/// deterministic counts (no resampling, a zero-width interval); "n/a"
+/// deterministic counts (no resampling, a zero-width interval); "–"
 /// without one.
 pub(crate) fn change_with_ci(change: Option<&RelativeChange>) -> String {
     match change {
@@ -20,7 +21,7 @@ pub(crate) fn change_with_ci(change: Option<&RelativeChange>) -> String {
             percent(c.ci.lo),
             percent(c.ci.hi)
         ),
-        None => "n/a".to_string(),
+        None => MISSING.to_string(),
     }
 }
 
@@ -28,7 +29,7 @@ pub(crate) fn change_with_ci(change: Option<&RelativeChange>) -> String {
 /// "<0.001"; "–" when there is none.
 pub(crate) fn p_value(p: Option<f64>) -> String {
     p.filter(|p| p.is_finite())
-        .map_or_else(|| "–".to_string(), perfsleuth_report::format_p_value)
+        .map_or_else(|| MISSING.to_string(), perfsleuth_report::format_p_value)
 }
 
 pub(crate) use perfsleuth_report::{pad_left, pad_right, width};
@@ -42,7 +43,7 @@ mod tests {
     #[test]
     fn units() {
         assert_eq!(value(Metric::Wall, 850.0), "850 ns");
-        assert_eq!(value(Metric::Wall, f64::NAN), "n/a");
+        assert_eq!(value(Metric::Wall, f64::NAN), "–");
         assert_eq!(value(Metric::PeakRss, 12.4 * 1024.0 * 1024.0), "12.4 MiB");
         assert_eq!(value(Metric::MinorFaults, 7.5), "7.5");
         assert_eq!(value(Metric::PeakRss, 4096.0), "4.0 KiB");
@@ -65,7 +66,7 @@ mod tests {
             resamples: 10,
         };
         assert_eq!(change_with_ci(Some(&c)), "+3.1% [+2.0% … +4.2%]");
-        assert_eq!(change_with_ci(None), "n/a");
+        assert_eq!(change_with_ci(None), "–");
         assert_eq!(p_value(Some(0.0004)), "<0.001");
         assert_eq!(p_value(Some(0.0042)), "0.004");
         assert_eq!(p_value(Some(0.213)), "0.21");

@@ -5,6 +5,7 @@
 
 use crate::{Comparison, MACHINES_DIFFER, VerdictLabel};
 use perfsleuth_model::ImpactClass;
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_report::chart::{self, Change};
 use perfsleuth_report::html::{details, escape, figure, notes, table};
 use perfsleuth_report::{format_change, format_metric};
@@ -40,7 +41,7 @@ pub fn render_html(c: &Comparison) -> String {
             ),
             value(r.metric, r.baseline_median),
             value(r.metric, r.candidate_median),
-            r.change.as_ref().map_or("–".into(), |ch| {
+            r.change.as_ref().map_or(MISSING.into(), |ch| {
                 format!(
                     "{} [{} … {}]",
                     format_change(ch.change),
@@ -51,9 +52,10 @@ pub fn render_html(c: &Comparison) -> String {
             if r.band > 0.0 {
                 format!("±{}", format_change(r.band).trim_start_matches('+'))
             } else {
-                "–".into()
+                MISSING.into()
             },
-            r.p_shown().map_or("–".into(), perfsleuth_report::format_p),
+            r.p_shown()
+                .map_or(MISSING.into(), perfsleuth_report::format_p),
             verdict,
         ]);
     }
@@ -148,9 +150,7 @@ fn change_rows(c: &Comparison) -> Vec<Change> {
     c.rows
         .iter()
         // Rows too thin to judge stay in the table, off the chart's scale.
-        .filter(|r| {
-            r.verdict != VerdictLabel::InsufficientData
-        })
+        .filter(|r| r.verdict != VerdictLabel::InsufficientData)
         .filter_map(|r| {
             let ch = r.change.as_ref()?;
             Some(Change {
@@ -181,6 +181,6 @@ fn value(metric: perfsleuth_model::Metric, v: f64) -> String {
     if v.is_finite() {
         format_metric(metric, v)
     } else {
-        "–".into()
+        MISSING.into()
     }
 }

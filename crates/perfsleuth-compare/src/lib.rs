@@ -189,7 +189,7 @@ impl Noise {
         Noise {
             sd: spread,
             source: format!(
-                "assumed from the spread of these runs' rounds, above the {:.1} % {}",
+                "assumed from the spread of these runs' rounds, above the {:.1}% {}",
                 100.0 * self.sd,
                 self.source
             ),
@@ -291,7 +291,7 @@ pub fn noise_text(sd: f64, source: &str) -> String {
 }
 
 fn percent_text(x: f64) -> String {
-    format!("{:.1} %", 100.0 * x)
+    perfsleuth_model::quantity::format_share(x, 1)
 }
 
 /// The between-run noise assumed without history, from the machine's
@@ -920,7 +920,7 @@ impl CpuShare {
             (self.voluntary_c - self.voluntary_b).abs() <= (0.1 * self.voluntary_b).max(0.5);
         (cpu_bound && share_moved && cpu_still && waits_still).then(|| {
             format!(
-                "the machine, not the code: wall time {:+.1} % but CPU time {:+.1} %, and the program did not wait more often ({:.1} → {:.1} voluntary context switches a run); it was kept from running — it got {:.0} % of a CPU against {:.0} % — by other processes or the hypervisor (stolen time): not judged; rerun on a quieter machine, or compare in one run",
+                "the machine, not the code: wall time {:+.1}% but CPU time {:+.1}%, and the program did not wait more often ({:.1} → {:.1} voluntary context switches a run); it was kept from running — it got {:.0}% of a CPU against {:.0}% — by other processes or the hypervisor (stolen time): not judged; rerun on a quieter machine, or compare in one run",
                 100.0 * change,
                 100.0 * self.cpu_change,
                 self.voluntary_b,
@@ -1014,7 +1014,7 @@ fn measure(
     if simulated && wobble <= 0.1 * opts.rule.noise_threshold {
         if wobble > 0.0 {
             m.notes.push(format!(
-                "counts vary by up to {:.4} % within a side (the program is not quite deterministic), far inside the ±{} % threshold: judged on the medians",
+                "counts vary by up to {:.4}% within a side (the program is not quite deterministic), far inside the ±{}% threshold: judged on the medians",
                 100.0 * wobble,
                 100.0 * opts.rule.noise_threshold
             ));
@@ -1077,7 +1077,7 @@ fn measure(
             }
             None => {
                 m.notes.push(format!(
-                    "only {} adjacent pairs of runs with a usable value, too few for a {} interval of their median (at least {} independent ones needed at 95 %): judged unpaired",
+                    "only {} adjacent pairs of runs with a usable value, too few for a {} interval of their median (at least {} independent ones needed at 95%): judged unpaired",
                     pairs
                         .iter()
                         .filter(|(b, c)| *b > 0.0 && *c > 0.0 && b.is_finite() && c.is_finite())
@@ -1283,7 +1283,7 @@ fn measure_summaries(
             };
         }
         m.notes.push(format!(
-            "judged by the overlap of the reported bounds (±{:.1} % together)",
+            "judged by the overlap of the reported bounds (±{:.1}% together)",
             100.0 * band
         ));
         return (m, SummaryKind::Bands(band));
@@ -1317,7 +1317,7 @@ fn what_would_decide(change: &RelativeChange, p: f64, rule: VerdictRule, n: usiz
     let t = rule.noise_threshold;
     let e = rule.no_change_band();
     let (lo, hi) = (change.ci.lo, change.ci.hi);
-    let pct = |x: f64| format!("{:.1} %", 100.0 * x);
+    let pct = percent_text;
     if lo > t || hi < -t {
         return format!(
             "inconclusive: the CI lies beyond ±{} but the rank test is not significant (p = {}): measure more runs",
@@ -1418,7 +1418,7 @@ fn interleave_advice(
     let pairs = ((std::f64::consts::FRAC_PI_2 * (z * pair_sd / effect).powi(2)).ceil() as usize)
         .max(perfsleuth_stats::MIN_PAIRS * 4);
     format!(
-        "{how}: about {} pairs (≈ {} of measuring) would decide a change of ±{:.0} % at this run-to-run spread (±{:.1} % a run).",
+        "{how}: about {} pairs (≈ {} of measuring) would decide a change of ±{:.0}% at this run-to-run spread (±{:.1}% a run).",
         perfsleuth_report::format_count(pairs as f64),
         perfsleuth_report::format_duration_ns(pairs as f64 * (b + c)),
         100.0 * effect,
@@ -1771,7 +1771,7 @@ fn function_attribution(
         if share.abs() < 0.05 {
             break;
         }
-        parts.push(format!("{:.0} % in `{function}` ({object})", 100.0 * share));
+        parts.push(format!("{:.0}% in `{function}` ({object})", 100.0 * share));
         covered += share;
         if covered >= 0.9 {
             break;
@@ -1780,7 +1780,7 @@ fn function_attribution(
     let (first, rest) = parts.split_first()?;
     let first = first.replacen(
         " in ",
-        &format!(" of {:+.1} % {event} is in ", 100.0 * change),
+        &format!(" of {:+.1}% {event} is in ", 100.0 * change),
         1,
     );
     Some(
@@ -1843,7 +1843,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     // The look `ab` stopped at, where it went on measuring (the same
     // level as its own verdict).
     let look = together
-        .then(|| candidate.runs.first().and_then(perfsleuth_report::look_of))
+        .then(|| candidate.runs.first().and_then(perfsleuth_summary::look_of))
         .flatten();
     let full_alpha = opts.rule.alpha;
     let opts = if together {
@@ -2208,14 +2208,14 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                     _ => String::new(),
                 };
                 row.notes.push(format!(
-                    "inconclusive: two separate runs of one program differ by up to ±{:.1} % here, more than the change ({:+.1} %) lies from the ±{:.1} % threshold, and no number of runs in one invocation narrows that; {advice}",
+                    "inconclusive: two separate runs of one program differ by up to ±{:.1}% here, more than the change ({:+.1}%) lies from the ±{:.1}% threshold, and no number of runs in one invocation narrows that; {advice}",
                     100.0 * row.band,
                     100.0 * change.change,
                     100.0 * t
                 ));
             } else if decided_by_samples {
                 row.notes.push(format!(
-                    "inconclusive: the samples alone would decide, but the change ({:+.1} %) is within the ±{:.1} % two such runs differ by on their own; more runs of each side (or same-binary runs of the baseline, `perfsleuth run --repeat 5`) decide it",
+                    "inconclusive: the samples alone would decide, but the change ({:+.1}%) is within the ±{:.1}% two such runs differ by on their own; more runs of each side (or same-binary runs of the baseline, `perfsleuth run --repeat 5`) decide it",
                     100.0 * change.change,
                     100.0 * row.band
                 ));
@@ -2256,12 +2256,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             _ => false,
         }
     };
-    let changed = |v: VerdictLabel| {
-        matches!(
-            v,
-            VerdictLabel::Regressed | VerdictLabel::Improved
-        )
-    };
+    let changed = |v: VerdictLabel| matches!(v, VerdictLabel::Regressed | VerdictLabel::Improved);
     let flags: Vec<bool> = rows
         .iter()
         .map(|r| r.gating && changed(r.verdict) && same_binary(r))
@@ -2278,7 +2273,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     let common_step = common.is_some();
     if let Some((lo, hi)) = common {
         notes.push(format!(
-            "{} benchmarks whose programs are byte-identical on both sides all moved {:+.1} % … {:+.1} %: one common step — the machine, not the code; not judged",
+            "{} benchmarks whose programs are byte-identical on both sides all moved {:+.1}% … {:+.1}%: one common step — the machine, not the code; not judged",
             steps.len(),
             100.0 * lo,
             100.0 * hi

@@ -5,9 +5,9 @@ use crate::format::{change_with_ci, p_value, pad_left, pad_right, value, width};
 use crate::json::verdict_counts;
 use crate::{Comparison, MACHINES_DIFFER, Row};
 use perfsleuth_model::ImpactClass;
+use perfsleuth_model::schema::VerdictLabel;
 use perfsleuth_report::Style;
 use perfsleuth_report::style::{GREEN, RED};
-use perfsleuth_model::schema::VerdictLabel;
 
 /// "p-values adjusted for N comparisons (Benjamini–Hochberg)".
 fn fdr_sentence(c: &Comparison) -> Option<String> {
@@ -44,9 +44,7 @@ pub(crate) fn counts_plain(c: &Comparison) -> String {
 }
 
 fn has_regression(c: &Comparison) -> bool {
-    c.rows
-        .iter()
-        .any(|r| r.verdict == VerdictLabel::Regressed)
+    c.rows.iter().any(|r| r.verdict == VerdictLabel::Regressed)
 }
 
 fn performance_header(c: &Comparison) -> &'static str {
@@ -333,8 +331,7 @@ pub fn render_markdown(c: &Comparison) -> String {
         out.push('\n');
     }
 
-    let quiet =
-        |r: &Row| r.notes.is_empty() && matches!(r.verdict, VerdictLabel::NoChange);
+    let quiet = |r: &Row| r.notes.is_empty() && matches!(r.verdict, VerdictLabel::NoChange);
     let noteworthy: Vec<&Row> = c.rows.iter().filter(|r| !quiet(r)).collect();
     let rest: Vec<&Row> = c.rows.iter().filter(|r| quiet(r)).collect();
     if !noteworthy.is_empty() {

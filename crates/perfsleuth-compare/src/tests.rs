@@ -260,7 +260,7 @@ fn a_ci_across_the_band_edge_is_inconclusive_and_says_what_would_decide() {
         .find(|n| n.starts_with("inconclusive:"))
         .unwrap_or_else(|| panic!("{:?}", wall.notes));
     assert!(
-        note.contains("reaches across the ±1.0 % threshold") && note.contains("more runs per side"),
+        note.contains("reaches across the ±1.0% threshold") && note.contains("more runs per side"),
         "{note}"
     );
 }
@@ -993,7 +993,7 @@ fn bad_input_never_panics() {
         json_of(&cmp)["rows"][0]["baseline_median"],
         serde_json::Value::Null
     );
-    assert!(render_terminal(&cmp, false).contains("n/a"));
+    assert!(render_terminal(&cmp, false).contains("–"));
 
     // An empty run among several is skipped, the other run still counts.
     let cmp = compare(&partly, &full, &opts());
@@ -1170,7 +1170,7 @@ fn function_attribution_names_the_functions_that_moved() {
     let note = function_attribution(total, &moved, "Ir", 0.12).expect("a note");
     assert_eq!(
         note,
-        "83 % of +12.0 % Ir is in `_int_malloc` (libc.so.6); 17 % in `main` (prog)"
+        "83% of +12.0% Ir is in `_int_malloc` (libc.so.6); 17% in `main` (prog)"
     );
     let (same, none) = function_moves(&base, &base, "Ir").unwrap();
     assert!(none.is_empty());
@@ -1370,7 +1370,7 @@ fn without_history_a_virtual_machine_gets_the_assumed_noise() {
     );
     assert!(
         r.notes.iter().any(|n| n
-            .starts_with("inconclusive: two separate runs of one program differ by up to ±6.9 %")),
+            .starts_with("inconclusive: two separate runs of one program differ by up to ±6.9%")),
         "{:?}",
         r.notes
     );
@@ -1385,12 +1385,12 @@ fn without_history_a_virtual_machine_gets_the_assumed_noise() {
         .find(|n| n.starts_with("noise for `h`"))
         .unwrap();
     assert!(
-        note.contains("±2.5 % per run (σ, assumed for a virtual machine)"),
+        note.contains("±2.5% per run (σ, assumed for a virtual machine)"),
         "{note}"
     );
     assert!(note.contains("no same-binary runs stored"), "{note}");
     assert!(
-        note.contains("between 1 run of baseline and 1 run of candidate that is ±6.9 %"),
+        note.contains("between 1 run of baseline and 1 run of candidate that is ±6.9%"),
         "{note}"
     );
     // +10 % clears it; peak RSS does not drift with the machine's speed.
@@ -1416,7 +1416,7 @@ fn without_history_a_virtual_machine_gets_the_assumed_noise() {
     assert!(
         r.notes
             .iter()
-            .any(|n| n.contains("±1.0 % per run (σ, assumed for a machine without known drift)")),
+            .any(|n| n.contains("±1.0% per run (σ, assumed for a machine without known drift)")),
         "{:?}",
         r.notes
     );
@@ -1448,7 +1448,7 @@ fn learned_noise_from_five_same_binary_runs_sets_the_band() {
     assert!((n.q - 2.447).abs() < 0.01, "t(6) = {}", n.q);
     assert_eq!(r.verdict, stat(Verdict::Inconclusive), "{r:#?}");
     let figure = format!(
-        "noise for `h` on this machine class: ±{:.1} % per run (σ, learned from 7 same-binary runs)",
+        "noise for `h` on this machine class: ±{:.1}% per run (σ, learned from 7 same-binary runs)",
         100.0 * n.sd
     );
     assert!(
@@ -1561,7 +1561,7 @@ fn rounds_that_wander_raise_the_assumed_noise() {
     assert!((n.sd - 0.062).abs() < 0.001, "{n:?}");
     assert_eq!(
         n.source,
-        "assumed from the spread of these runs' rounds, above the 2.5 % assumed for a virtual machine"
+        "assumed from the spread of these runs' rounds, above the 2.5% assumed for a virtual machine"
     );
     // Steady rounds leave the fingerprint's assumption alone.
     let c = compare(
@@ -1591,10 +1591,10 @@ fn a_program_kept_from_the_cpu_is_the_machine_not_the_code() {
         .find(|n| n.starts_with("the machine, not the code"))
         .unwrap_or_else(|| panic!("{:?}", r.notes));
     assert!(
-        note.contains("wall time +40.0 % but CPU time +0.0 %"),
+        note.contains("wall time +40.0% but CPU time +0.0%"),
         "{note}"
     );
-    assert!(note.contains("it got 68 % of a CPU against 95 %"), "{note}");
+    assert!(note.contains("it got 68% of a CPU against 95%"), "{note}");
     assert!(!any_gating_regression(&c));
     // A real slowdown costs CPU time too: regressed.
     let slower = bench("h", &around(28.0 * MS, 0.01, 60));

@@ -2,7 +2,8 @@
 //! points with their intervals, change points, environment changes) with
 //! its numbers in tables beside it.
 
-use crate::{HistoryDoc, short};
+use crate::HistoryDoc;
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::{HistoryCause, HistorySeries};
 use perfsleuth_report::chart::{self, SeriesPoint};
 use perfsleuth_report::format_change;
@@ -18,7 +19,7 @@ fn points_of(s: &HistorySeries) -> Vec<SeriesPoint> {
             label: p
                 .commit
                 .as_deref()
-                .map(|c| short(c).to_string())
+                .map(|c| perfsleuth_model::short_commit(c).to_string())
                 .or_else(|| p.label.clone())
                 .or_else(|| p.run_id.map(|i| format!("run {i}")))
                 .unwrap_or_default(),
@@ -106,7 +107,7 @@ pub fn render_html(doc: &HistoryDoc) -> String {
                     sp.label.clone(),
                     p.started_at.clone().unwrap_or_default(),
                     fmt(p.value),
-                    p.ci.map_or("–".into(), |c| format!("{} … {}", fmt(c[0]), fmt(c[1]))),
+                    p.ci.map_or(MISSING.into(), |c| format!("{} … {}", fmt(c[0]), fmt(c[1]))),
                 ]
             })
             .collect();
@@ -118,7 +119,7 @@ pub fn render_html(doc: &HistoryDoc) -> String {
                 table(
                     &[
                         "change point",
-                        "change [95 % CI]",
+                        "change [95% CI]",
                         "p",
                         "cause",
                         "environment",
@@ -128,14 +129,14 @@ pub fn render_html(doc: &HistoryDoc) -> String {
             },
             details(
                 "Every point",
-                &table(&["point", "started", "value", "95 % CI"], &point_rows),
+                &table(&["point", "started", "value", "95% CI"], &point_rows),
                 false
             )
         );
         out.push_str(&figure(
             &series_chart(s),
             &format!(
-                "Each dot a run's median with its 95 % interval; dashed red: a change point; triangles: the machine changed (hover for what). Noise {}.",
+                "Each dot a run's median with its 95% interval; dashed red: a change point; triangles: the machine changed (hover for what). Noise {}.",
                 if s.noise.is_finite() {
                     perfsleuth_compare::noise_text(s.noise, &s.noise_source)
                 } else {

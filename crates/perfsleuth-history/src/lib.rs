@@ -32,7 +32,7 @@ use perfsleuth_model::schema::{
     Document, HistoryCause, HistoryChange, HistoryCheck, HistoryDoc, HistoryFactChange,
     HistoryMarker, HistoryMethod, HistoryPoint, HistorySeries,
 };
-use perfsleuth_model::{Direction, Environment, ImpactClass, Metric, Mode};
+use perfsleuth_model::{Direction, Environment, ImpactClass, Metric, Mode, short_commit};
 use perfsleuth_stats::{ChangeOptions, change_points, median_ci, noise_floor};
 use perfsleuth_store::{HistoryEntry, MetricSummary, Store, comparability_hash};
 use std::collections::{BTreeMap, HashMap};
@@ -124,7 +124,7 @@ impl std::fmt::Display for HistoryError {
                 write!(
                     f,
                     "commit {} is not on the branch's first-parent history",
-                    short(c)
+                    short_commit(c)
                 )
             }
         }
@@ -197,7 +197,7 @@ pub fn select(
             what.push(format!("since {t}"));
         }
         if let Some(c) = &filter.since_commit {
-            what.push(format!("since commit {}", short(c)));
+            what.push(format!("since commit {}", short_commit(c)));
         }
         if what.is_empty() {
             what.push("of commands is stored".to_string());
@@ -701,7 +701,7 @@ fn point_name(p: &HistoryPoint) -> Option<String> {
     if let Some(c) = &p.commit {
         return Some(format!(
             "{}{}",
-            short(c),
+            short_commit(c),
             if p.dirty { "-dirty" } else { "" }
         ));
     }
@@ -709,11 +709,6 @@ fn point_name(p: &HistoryPoint) -> Option<String> {
         return Some(l.clone());
     }
     p.run_id.map(|id| format!("run {id}"))
-}
-
-/// A commit hash as shown ([`perfsleuth_model::short_commit`]).
-pub fn short(commit: &str) -> &str {
-    perfsleuth_model::short_commit(commit)
 }
 
 /// Environment changes at the step, or one point either side of it (a

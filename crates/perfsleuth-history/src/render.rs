@@ -2,8 +2,9 @@
 //! segments between change points, the change points with their cause, the
 //! environment markers and the latest point; Markdown the same for PRs.
 
-use crate::{HistoryDoc, segments, short};
+use crate::{HistoryDoc, segments};
 use perfsleuth_model::Metric;
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::{HistoryCause, HistoryPoint, HistorySeries};
 use perfsleuth_report::{Align, Style, format_change, format_count, format_metric, table};
 
@@ -50,10 +51,14 @@ pub fn sparkline(values: &[f64]) -> String {
 /// A point's name in a table: commit, label or run id.
 fn name(p: &HistoryPoint) -> String {
     match (&p.commit, &p.label, p.run_id) {
-        (Some(c), _, _) => format!("{}{}", short(c), if p.dirty { "-dirty" } else { "" }),
+        (Some(c), _, _) => format!(
+            "{}{}",
+            perfsleuth_model::short_commit(c),
+            if p.dirty { "-dirty" } else { "" }
+        ),
         (None, Some(l), _) => l.clone(),
         (None, None, Some(id)) => format!("run {id}"),
-        _ => "–".to_string(),
+        _ => MISSING.to_string(),
     }
 }
 

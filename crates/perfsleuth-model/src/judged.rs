@@ -98,7 +98,7 @@ pub fn judged_time(base: &[&Sample], cand: &[&Sample]) -> JudgedTime {
     JudgedTime {
         metric: Metric::Cpu,
         why: format!(
-            "keeps {:.2} CPUs busy without waiting; wall time includes {:.0} % off the CPU (stolen or taken by other processes)",
+            "keeps {:.2} CPUs busy without waiting; wall time includes {:.0}% off the CPU (stolen or taken by other processes)",
             (busy_b + busy_c) / 2.0,
             100.0 * (1.0 - lo.min(1.0))
         ),
@@ -151,7 +151,7 @@ mod tests {
             j.sentence().starts_with("judged on CPU time: keeps 0.7"),
             "{j:?}"
         );
-        assert!(j.why.contains("27 % off the CPU"), "{j:?}");
+        assert!(j.why.contains("27% off the CPU"), "{j:?}");
     }
 
     #[test]

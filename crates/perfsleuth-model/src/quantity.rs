@@ -10,6 +10,10 @@
 
 use crate::Metric;
 
+/// The text of a value that is not there (not measured, not finite, not
+/// applicable): one spelling in every table, sentence and page.
+pub const MISSING: &str = "–";
+
 /// A display unit for durations measured in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeUnit {
@@ -77,7 +81,7 @@ impl TimeUnit {
     /// `ns` in this unit with the suffix ("12.345 ms").
     pub fn format(self, ns: f64) -> String {
         if !ns.is_finite() {
-            return "n/a".to_string();
+            return MISSING.to_string();
         }
         format!("{} {}", self.number(ns), self.symbol())
     }
@@ -148,7 +152,7 @@ impl ByteUnit {
     /// `bytes` in this unit with the suffix ("12.4 MiB").
     pub fn format(self, bytes: f64) -> String {
         if !bytes.is_finite() {
-            return "n/a".to_string();
+            return MISSING.to_string();
         }
         format!("{} {}", self.number(bytes), self.symbol())
     }
@@ -168,7 +172,7 @@ pub fn format_metric(metric: Metric, x: f64) -> String {
 /// One decimal below 100 % so small real changes do not print as "0%".
 pub fn format_change(change: f64) -> String {
     if !change.is_finite() {
-        return "n/a".to_string();
+        return MISSING.to_string();
     }
     let pct = change * 100.0;
     let text = if pct.abs() < 99.95 {
@@ -200,11 +204,11 @@ pub fn format_level(confidence: f64) -> String {
     format!("{text}%")
 }
 
-/// Fixed-point text of `x`; "n/a" for NaN or infinities, and never "-0.0"
+/// Fixed-point text of `x`; "–" for NaN or infinities, and never "-0.0"
 /// (a rounded tiny negative value would otherwise look like a sign error).
 pub fn format_fixed(x: f64, decimals: usize) -> String {
     if !x.is_finite() {
-        return "n/a".to_string();
+        return MISSING.to_string();
     }
     let s = format!("{x:.decimals$}");
     if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
@@ -230,7 +234,7 @@ pub fn format_bytes(b: f64) -> String {
 /// [`format_bytes`], for sizes that are powers of two and read better plain.
 pub fn format_size(b: f64) -> String {
     if !b.is_finite() {
-        return "n/a".to_string();
+        return MISSING.to_string();
     }
     let unit = ByteUnit::for_bytes(b);
     let v = b / unit.scale();
@@ -242,10 +246,10 @@ pub fn format_size(b: f64) -> String {
 }
 
 /// A count or rate with a decimal SI prefix and three significant digits:
-/// "950", "12.3k", "4.56M", "1.20G"; "n/a" when not finite.
+/// "950", "12.3k", "4.56M", "1.20G"; "–" when not finite.
 pub fn format_si(v: f64) -> String {
     if !v.is_finite() {
-        return "n/a".to_string();
+        return MISSING.to_string();
     }
     let a = v.abs();
     let (scale, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
@@ -266,10 +270,10 @@ pub fn format_si(v: f64) -> String {
 }
 
 /// A value with an SI prefix glued to its unit: "230 Mops/s", "3.63 Gops/s",
-/// "950 ops/s"; "n/a" when not finite.
+/// "950 ops/s"; "–" when not finite.
 pub fn format_si_unit(v: f64, unit: &str) -> String {
     if !v.is_finite() {
-        return "n/a".to_string();
+        return MISSING.to_string();
     }
     let text = format_si(v);
     // format_si ends in at most one prefix letter; split it off so the
@@ -300,7 +304,7 @@ impl TimeUnit {
     /// `ns` in this unit with one decimal (none for ns) and the suffix ("1.2 ms").
     pub fn format_short(self, ns: f64) -> String {
         if !ns.is_finite() {
-            return "n/a".to_string();
+            return MISSING.to_string();
         }
         let decimals = if self == TimeUnit::Ns { 0 } else { 1 };
         format!(
@@ -328,10 +332,10 @@ pub fn format_ratio_min(r: f64, decimals: usize) -> String {
 }
 
 /// A p-value with as many digits as carry meaning, for a table cell:
-/// "0.21", "0.004", "<0.001"; "n/a" when not finite.
+/// "0.21", "0.004", "<0.001"; "–" when not finite.
 pub fn format_p_value(p: f64) -> String {
     if !p.is_finite() {
-        "n/a".to_string()
+        MISSING.to_string()
     } else if p < 0.001 {
         "<0.001".to_string()
     } else if p < 0.01 {
@@ -349,12 +353,23 @@ pub fn format_p(p: f64) -> String {
     }
 }
 
+/// A share or level (0.25 → "25%") with `decimals` digits: the one text of
+/// a percentage that is not a change (efficiency, a function's share of the
+/// time, a miss rate); [`MISSING`] when not finite.
+pub fn format_share(fraction: f64, decimals: usize) -> String {
+    let pct = 100.0 * fraction;
+    if !pct.is_finite() {
+        return MISSING.to_string();
+    }
+    format!("{}%", format_fixed(pct, decimals))
+}
+
 /// A relative change in percent of `ratio` (1.25 → "25%"), with one decimal
 /// below 10% so small but real differences do not print as "0%" or "3%".
 pub fn format_percent(ratio: f64) -> String {
     let pct = ((ratio - 1.0) * 100.0).abs();
     if !pct.is_finite() {
-        "n/a".to_string()
+        MISSING.to_string()
     } else if pct < 0.05 {
         "<0.1%".to_string()
     } else if pct < 9.95 {

@@ -3,6 +3,7 @@
 //! facts' keys and values from the model are needed).
 
 use crate::{ProbeDelta, ProbeResult};
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::{Environment, UNKNOWN};
 use perfsleuth_stats::{Direction, Evidence, Verdict, VerdictRule, decide};
 
@@ -330,7 +331,7 @@ fn shorten(key: &str, a: &str, b: &str) -> (String, String) {
                 .get(k)
                 .map(String::as_str)
                 .filter(|s| !s.is_empty())
-                .unwrap_or("-"))
+                .unwrap_or(MISSING))
         };
         return (pick(&ca), pick(&cb));
     }

@@ -425,7 +425,7 @@ pub fn calibrate(quick: bool) -> CalibratedClock {
         spread: s.spread,
         tsc_ghz,
         how: format!(
-            "estimated: chains of dependent adds (1 cycle each) ran at {:.2} GHz (spread {:.1} %){}",
+            "estimated: chains of dependent adds (1 cycle each) ran at {:.2} GHz (spread {:.1}%){}",
             s.median,
             s.spread * 100.0,
             tsc_ghz

@@ -12,6 +12,7 @@
 //! every sample.
 
 use crate::markup::escape;
+use perfsleuth_model::quantity::MISSING;
 use std::fmt::Write as _;
 
 /// Samples drawn per lane at most; the rest are thinned out of the picture.
@@ -350,7 +351,7 @@ pub fn distribution(
         {
             let _ = write!(
                 body,
-                r#"<rect class="ci" x="{x}" y="{y}" width="{w}" height="{h}"><title>median 95 % CI {a} … {b}</title></rect>"#,
+                r#"<rect class="ci" x="{x}" y="{y}" width="{w}" height="{h}"><title>median 95% CI {a} … {b}</title></rect>"#,
                 x = n(s.at(a)),
                 y = n(mid - 17.0),
                 w = n((s.at(b) - s.at(a)).max(1.0)),
@@ -431,12 +432,12 @@ pub fn progression(
         if lo.is_finite() {
             fmt(lo)
         } else {
-            "–".into()
+            MISSING.into()
         },
         if hi.is_finite() {
             fmt(hi)
         } else {
-            "–".into()
+            MISSING.into()
         },
     );
     let mut out = open(HEIGHT, title, &desc);
@@ -509,14 +510,14 @@ pub struct Change {
 fn percent_tick(v: f64) -> String {
     let p = 100.0 * v;
     if p.abs() < 1e-9 {
-        "0 %".into()
+        "0%".into()
     } else {
         let digits = if p.abs() < 10.0 && p.fract().abs() > 1e-9 {
             1
         } else {
             0
         };
-        format!("{:+.*} %", digits, p)
+        format!("{:+.*}%", digits, p)
     }
 }
 
@@ -604,7 +605,7 @@ pub fn changes(title: &str, rows: &[Change]) -> String {
         bottom,
         TOP,
         &percent_tick,
-        "change (candidate / baseline − 1), 95 % interval; shaded: noise band",
+        "change (candidate / baseline − 1), 95% interval; shaded: noise band",
     );
     out.push_str(&body);
     out.push_str("</svg>");

@@ -183,8 +183,8 @@ impl ExportFormat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze;
     use crate::testutil::{bench, run};
+    use perfsleuth_summary::analyze;
 
     #[test]
     fn each_format_wraps_its_renderer() {

@@ -104,8 +104,8 @@ mod tests {
 
     #[test]
     fn odd_durations_do_not_panic() {
-        assert_eq!(format_duration_ns(f64::NAN), "n/a");
-        assert_eq!(format_duration_ns(f64::INFINITY), "n/a");
+        assert_eq!(format_duration_ns(f64::NAN), "–");
+        assert_eq!(format_duration_ns(f64::INFINITY), "–");
         assert_eq!(format_duration_ns(-1_500_000.0), "-1.500 ms");
         assert_eq!(format_duration_ns(-0.0001), "0 ns");
     }
@@ -119,7 +119,7 @@ mod tests {
         assert_eq!(format_bytes(6.2 * 1024.0 * 1024.0), "6.2 MiB");
         assert_eq!(format_bytes(3.0 * 1024.0 * 1024.0 * 1024.0), "3.0 GiB");
         assert_eq!(format_bytes(1024.0 * 1024.0 - 1.0), "1.0 MiB");
-        assert_eq!(format_bytes(f64::NAN), "n/a");
+        assert_eq!(format_bytes(f64::NAN), "–");
     }
 
     #[test]
@@ -131,7 +131,7 @@ mod tests {
         assert_eq!(format_ratio_min(0.0, 2), "0.00×");
         assert_eq!(format_ratio_min(0.073, 2), "0.073×");
         assert_eq!(format_ratio_min(7.3e-5, 2), "0.000073×");
-        assert_eq!(format_ratio_min(f64::NAN, 2), "n/a×");
+        assert_eq!(format_ratio_min(f64::NAN, 2), "–×");
         assert_eq!(format_p(0.2134), "p = 0.21");
         assert_eq!(format_p(0.0042), "p = 0.004");
         assert_eq!(format_p(0.00001), "p < 0.001");
@@ -143,23 +143,23 @@ mod tests {
     #[test]
     fn counts_p_values_and_si_units() {
         assert_eq!(format_fixed(-0.0001, 2), "0.00");
-        assert_eq!(format_fixed(f64::NAN, 1), "n/a");
+        assert_eq!(format_fixed(f64::NAN, 1), "–");
         assert_eq!(format_level(0.95), "95%");
         assert_eq!(format_level(0.975), "97.5%");
         assert_eq!(format_level(1.0 - 0.05 / 8.0), "99.38%");
         assert_eq!(format_count(7.0), "7");
         assert_eq!(format_count(7.5), "7.5");
-        assert_eq!(format_count(f64::NAN), "n/a");
+        assert_eq!(format_count(f64::NAN), "–");
         assert_eq!(format_p_value(0.0004), "<0.001");
         assert_eq!(format_p_value(0.0042), "0.004");
         assert_eq!(format_p_value(0.213), "0.21");
-        assert_eq!(format_p_value(f64::NAN), "n/a");
-        assert_eq!(format_p(f64::NAN), "p = n/a");
+        assert_eq!(format_p_value(f64::NAN), "–");
+        assert_eq!(format_p(f64::NAN), "p = –");
         assert_eq!(format_si_unit(2.3e8, "ops/s"), "230 Mops/s");
         assert_eq!(format_si_unit(3.634e9, "ops/s"), "3.63 Gops/s");
         assert_eq!(format_si_unit(950.0, "ops/s"), "950 ops/s");
         assert_eq!(format_si_unit(999_960.0, "ops/s"), "1.00 Mops/s");
-        assert_eq!(format_si_unit(f64::INFINITY, "ops/s"), "n/a");
+        assert_eq!(format_si_unit(f64::INFINITY, "ops/s"), "–");
     }
 
     #[test]
@@ -206,7 +206,7 @@ mod tests {
         assert_eq!(format_si(999_960.0), "1.00M");
         assert_eq!(format_si(1.2e9), "1.20G");
         assert_eq!(format_si(-3_400.0), "-3.40k");
-        assert_eq!(format_si(f64::NAN), "n/a");
+        assert_eq!(format_si(f64::NAN), "–");
     }
 
     #[test]

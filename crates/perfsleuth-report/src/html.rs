@@ -5,6 +5,7 @@
 
 use crate::chart::{self, Lane};
 use crate::{BenchmarkReport, RunReport, format_bytes, format_duration_ns};
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::{Environment, ImpactClass, Metric, Run};
 use std::fmt::Write as _;
 
@@ -182,9 +183,9 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
         .collect();
     out.push_str(&figure(
         &distribution_chart(run, report),
-        "Box: quartiles, whiskers at 1.5 × IQR, bar: median; shaded: the median's 95 % interval; dots: every sample (thinned above 400).",
+        "Box: quartiles, whiskers at 1.5 × IQR, bar: median; shaded: the median's 95% interval; dots: every sample (thinned above 400).",
         &table(
-            &["benchmark", "runs", "median", "95 % CI", "mean ± σ", "min … max", "peak RSS"],
+            &["benchmark", "runs", "median", "95% CI", "mean ± σ", "min … max", "peak RSS"],
             &rows,
         ),
     ));
@@ -201,13 +202,15 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
             let t = c.time.as_ref();
             rows.push(vec![
                 b.name.clone(),
-                t.map_or("–".into(), |t| format!("{:.3}×", t.ratio)),
-                t.map_or("–".into(), |t| format!("{:.3} … {:.3}", t.ci.lo, t.ci.hi)),
+                t.map_or(MISSING.into(), |t| format!("{:.3}×", t.ratio)),
+                t.map_or(MISSING.into(), |t| {
+                    format!("{:.3} … {:.3}", t.ci.lo, t.ci.hi)
+                }),
                 match t {
                     Some(t) if t.significant => "differs".into(),
                     Some(_) if c.time_inconclusive => "inconclusive".into(),
                     Some(_) => "within noise".into(),
-                    None => "–".into(),
+                    None => MISSING.into(),
                 },
                 c.judged.sentence(),
             ]);
@@ -282,9 +285,12 @@ pub fn lock_section(r: &perfsleuth_model::LockReport) -> String {
         .iter()
         .map(|s| {
             let share = if s.is_lock() && r.lock_wait_ns > 0 {
-                format!("{:.0} %", 100.0 * s.wait_ns as f64 / r.lock_wait_ns as f64)
+                perfsleuth_model::quantity::format_share(
+                    s.wait_ns as f64 / r.lock_wait_ns as f64,
+                    0,
+                )
             } else {
-                "–".to_string()
+                MISSING.to_string()
             };
             vec![
                 s.kind.clone(),
@@ -356,7 +362,7 @@ fn summary_row(r: &BenchmarkReport, simulated: bool, values: &[f64]) -> Vec<Stri
     let rss = r
         .peak_rss
         .as_ref()
-        .map_or("–".into(), |s| format_bytes(s.median));
+        .map_or(MISSING.into(), |s| format_bytes(s.median));
     if simulated {
         let mut v: Vec<f64> = values.to_vec();
         v.sort_by(f64::total_cmp);
@@ -364,14 +370,14 @@ fn summary_row(r: &BenchmarkReport, simulated: bool, values: &[f64]) -> Vec<Stri
         return vec![
             r.name.clone(),
             r.runs.to_string(),
-            med.map_or("–".into(), crate::format_count),
+            med.map_or(MISSING.into(), crate::format_count),
             "exact".into(),
-            "–".into(),
+            MISSING.into(),
             match (v.first(), v.last()) {
                 (Some(a), Some(b)) => {
                     format!("{} … {}", crate::format_count(*a), crate::format_count(*b))
                 }
-                _ => "–".into(),
+                _ => MISSING.into(),
             },
             rss,
         ];
@@ -389,10 +395,10 @@ fn summary_row(r: &BenchmarkReport, simulated: bool, values: &[f64]) -> Vec<Stri
         None => vec![
             r.name.clone(),
             "0".into(),
-            "–".into(),
-            "–".into(),
-            "–".into(),
-            "–".into(),
+            MISSING.into(),
+            MISSING.into(),
+            MISSING.into(),
+            MISSING.into(),
             rss,
         ],
     }
@@ -413,11 +419,11 @@ fn progression_table(values: &[f64], rounds: &[u32], fmt: &dyn Fn(f64) -> String
             vec![
                 format!("round {}", r + 1),
                 v.len().to_string(),
-                perfsleuth_stats::percentile(&v, 50.0).map_or("–".into(), fmt),
+                perfsleuth_stats::percentile(&v, 50.0).map_or(MISSING.into(), fmt),
                 format!(
                     "{} … {}",
-                    v.first().map_or("–".into(), |x| fmt(*x)),
-                    v.last().map_or("–".into(), |x| fmt(*x))
+                    v.first().map_or(MISSING.into(), |x| fmt(*x)),
+                    v.last().map_or(MISSING.into(), |x| fmt(*x))
                 ),
             ]
         })

@@ -107,9 +107,9 @@ fn ratio(e: &RatioEstimate, level: f64) -> Ratio {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze;
     use crate::testutil::*;
     use perfsleuth_model::GitInfo;
+    use perfsleuth_summary::analyze;
     use serde_json::{Value, json};
 
     fn export_value(r: &Run, rep: &RunReport) -> Value {

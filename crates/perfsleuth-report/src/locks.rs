@@ -2,6 +2,7 @@
 //! benchmark naming the lock, the other sites, and what the tracer lost.
 
 use crate::format::{format_count, format_duration_ns};
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::{LockReport, LockSite};
 
 /// Sites listed in the headline; the rest are summed.
@@ -25,9 +26,9 @@ fn site_text(s: &LockSite) -> String {
 
 fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
-        return "n/a".into();
+        return MISSING.into();
     }
-    format!("{:.0} %", part as f64 * 100.0 / whole as f64)
+    perfsleuth_model::quantity::format_share(part as f64 / whole as f64, 0)
 }
 
 /// A wait time, per run where there were several runs.
@@ -40,7 +41,7 @@ fn per_run(ns: u64, runs: u32) -> String {
 }
 
 /// The headline: "lock wait: 1.82 s (87 % of the threads' off-CPU time)
-/// on 1 futex: 100 % at `counter_add` (contention.c:23) ← `worker`".
+/// on 1 futex: 100% at `counter_add` (contention.c:23) ← `worker`".
 pub fn lock_headline(r: &LockReport) -> String {
     let locks: Vec<&LockSite> = r.locks().collect();
     if locks.is_empty() {
@@ -66,7 +67,7 @@ pub fn lock_headline(r: &LockReport) -> String {
             } else {
                 String::new()
             };
-            format!(" ({:.0} % of the threads' off-CPU time{cpu})", s * 100.0)
+            format!(" ({:.0}% of the threads' off-CPU time{cpu})", s * 100.0)
         })
         .unwrap_or_default();
     let futexes = match r.futexes {
@@ -171,8 +172,8 @@ mod tests {
         };
         assert_eq!(
             lock_headline(&r),
-            "lock wait: 1.000 s (91 % of the threads' off-CPU time) on 2 futexes: \
-             90 % at `hot_add` (two.c:7) ← `worker`; 10 % at `cold_add` (two.c:7) ← `worker`"
+            "lock wait: 1.000 s (91% of the threads' off-CPU time) on 2 futexes: \
+             90% at `hot_add` (two.c:7) ← `worker`; 10% at `cold_add` (two.c:7) ← `worker`"
         );
         assert!(
             lock_events(&r).ends_with("none lost"),
@@ -199,7 +200,7 @@ mod tests {
         let html = crate::html::lock_section(&r);
         assert!(html.contains("<td>&lt;T as Lock&gt;::take</td>"), "{html}");
         assert!(
-            html.contains("<td>100 %</td>") && html.contains("<td>–</td>"),
+            html.contains("<td>100%</td>") && html.contains("<td>–</td>"),
             "{html}"
         );
         assert!(html.contains("<td>2.0 µs</td>"), "per run: {html}");

@@ -4,6 +4,7 @@ use crate::RunReport;
 use crate::format::{ByteUnit, TimeUnit, ratio_decimals};
 use crate::terminal::status_notice;
 use perfsleuth_model::Run;
+use perfsleuth_model::quantity::MISSING;
 use std::fmt::Write as _;
 
 /// The syntaxes the summary table is written in.
@@ -77,7 +78,7 @@ pub fn render_table(run: &Run, report: &RunReport, dialect: TableDialect) -> Str
         };
         let Some(wall) = &b.wall else {
             let mut row = vec![name, "no samples".to_string()];
-            row.extend(std::iter::repeat_n("n/a".to_string(), 5));
+            row.extend(std::iter::repeat_n(MISSING.to_string(), 5));
             rows.push(row);
             continue;
         };
@@ -85,7 +86,7 @@ pub fn render_table(run: &Run, report: &RunReport, dialect: TableDialect) -> Str
             .peak_rss
             .as_ref()
             .filter(|s| s.max > 0.0)
-            .map_or_else(|| "n/a".to_string(), |s| rss_unit.number(s.median));
+            .map_or_else(|| MISSING.to_string(), |s| rss_unit.number(s.median));
         let relative = if i == report.reference {
             "1.00".to_string()
         } else {
@@ -95,7 +96,7 @@ pub fn render_table(run: &Run, report: &RunReport, dialect: TableDialect) -> Str
                 .find(|c| c.index == i)
                 .and_then(|c| c.time.as_ref())
                 .map_or_else(
-                    || "n/a".to_string(),
+                    || MISSING.to_string(),
                     |e| {
                         let half = (e.ratio - e.ci.lo).max(e.ci.hi - e.ratio).max(0.0);
                         let d = ratio_decimals(e.ratio);
@@ -170,8 +171,8 @@ fn code_span(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze;
     use crate::testutil::*;
+    use perfsleuth_summary::analyze;
 
     #[test]
     fn asciidoc_and_orgmode_tables_follow_the_sort_and_the_unit() {
@@ -218,7 +219,7 @@ mod tests {
 |:---|---:|---:|---:|---:|---:|---:|
 | `./janet-x64 words.janet` | 10.000 | 10.000 ± 0.062 | 9.900 | 10.100 | 8.0 | 1.00 |
 | `./janet-x32 words.janet` | 12.000 | 12.000 ± 0.062 | 11.900 | 12.100 | 6.0 | 1.20 ± 0.00 |
-| `never ran` | no samples | n/a | n/a | n/a | n/a | n/a |
+| `never ran` | no samples | – | – | – | – | – |
 ";
         assert_eq!(text, expected);
     }

@@ -3,6 +3,7 @@
 //! instructions went, and each benchmark against the reference.
 
 use crate::style::Style;
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::{Benchmark, Run};
 use std::fmt::Write;
 
@@ -38,7 +39,7 @@ pub fn render_simulation(run: &Run, reference: Option<usize>, style: &Style) -> 
         let _ = writeln!(out, "\nComparison with `{}`:", base.name);
         for (_, b) in others {
             let ratio = |key: &str| Some(first(b, key)? / first(base, key)?);
-            let fmt = |r: Option<f64>| r.map_or("n/a".to_string(), |r| format!("{r:.3}×"));
+            let fmt = |r: Option<f64>| r.map_or(MISSING.to_string(), |r| format!("{r:.3}×"));
             let _ = writeln!(
                 out,
                 "  {}\n    Ir {}   est. cycles {}",
@@ -95,7 +96,7 @@ pub fn render_simulation_markdown(run: &Run) -> String {
     for b in &run.benchmarks {
         let v = |key: &str| first(b, key);
         let sum = |keys: [&str; 3]| -> Option<f64> { keys.iter().map(|k| v(k)).sum() };
-        let cell = |x: Option<f64>| x.map_or("n/a".to_string(), digits);
+        let cell = |x: Option<f64>| x.map_or(MISSING.to_string(), digits);
         let ir: Vec<f64> = b
             .samples
             .iter()
@@ -154,7 +155,7 @@ fn block(out: &mut String, i: usize, b: &Benchmark, style: &Style) {
             digits(max)
         ))
     };
-    let value = |key: &str| first(b, key).map_or("n/a".to_string(), digits);
+    let value = |key: &str| first(b, key).map_or(MISSING.to_string(), digits);
     let _ = writeln!(
         out,
         "  Instructions (Ir):    {:>16}   {agreement}",
@@ -198,7 +199,7 @@ fn block(out: &mut String, i: usize, b: &Benchmark, style: &Style) {
             let own = f.self_cost.get(e).copied().unwrap_or(0) as f64;
             let _ = writeln!(
                 out,
-                "    {:>5.1} %  {:>5.1} %  {} ({})",
+                "    {:>5.1}%  {:>5.1}%  {} ({})",
                 100.0 * own / total,
                 100.0 * incl / total,
                 f.function,
@@ -216,7 +217,7 @@ pub(crate) fn short_object(object: &str) -> &str {
 /// An integer count with thin grouping: 12,345,678.
 pub(crate) fn digits(v: f64) -> String {
     if !v.is_finite() {
-        return "n/a".to_string();
+        return MISSING.to_string();
     }
     let s = format!("{:.0}", v.abs());
     let mut grouped = String::new();
@@ -283,7 +284,7 @@ mod tests {
         assert!(text.contains("1,000,000"), "{text}");
         assert!(text.contains("2 runs, identical counts"), "{text}");
         assert!(
-            text.contains("40.0 %   45.0 %  _int_malloc (libc.so.6)"),
+            text.contains("40.0%   45.0%  _int_malloc (libc.so.6)"),
             "{text}"
         );
         assert!(
@@ -299,7 +300,7 @@ mod tests {
         assert_eq!(digits(999.0), "999");
         assert_eq!(digits(1000.0), "1,000");
         assert_eq!(digits(-1234567.0), "-1,234,567");
-        assert_eq!(digits(f64::NAN), "n/a");
+        assert_eq!(digits(f64::NAN), "–");
     }
 
     #[test]
@@ -313,7 +314,7 @@ mod tests {
         }];
         let md = render_simulation_markdown(&run);
         assert!(
-            md.contains("| `./a` | 1,000,000 | 1,500,000 | n/a | n/a | 2, identical |"),
+            md.contains("| `./a` | 1,000,000 | 1,500,000 | – | – | 2, identical |"),
             "{md}"
         );
     }

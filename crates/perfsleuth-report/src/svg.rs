@@ -8,6 +8,7 @@
 //! skipped), and every line series is clipped to the plot area by explicit
 //! segment intersection, so no coordinate lies outside it.
 
+use perfsleuth_model::quantity::MISSING;
 use std::fmt::Write as _;
 
 /// One measured concurrency level.
@@ -871,10 +872,10 @@ fn nice_ticks(lo: f64, hi: f64, target: f64) -> Vec<f64> {
 /// An axis or marker label: like `crate::format_si`, three significant
 /// digits and an SI suffix, but with trailing zeros dropped (`200k`, not
 /// `200.0k`) because tick values are round, and tiny values in e-notation:
-/// `7`, `2.5`, `200k`, `1.23M`. Non-finite values print as `-`.
+/// `7`, `2.5`, `200k`, `1.23M`. Non-finite values print as the missing value.
 fn axis_label(v: f64) -> String {
     if !v.is_finite() {
-        return "-".to_string();
+        return MISSING.to_string();
     }
     if v == 0.0 {
         return "0".to_string();
@@ -1308,7 +1309,7 @@ mod tests {
         assert_eq!(axis_label(999_999.0), "1M");
         assert_eq!(axis_label(-2e9), "-2G");
         assert_eq!(axis_label(1.5e-5), "1.5e-5");
-        assert_eq!(axis_label(f64::NAN), "-");
+        assert_eq!(axis_label(f64::NAN), "–");
         assert_eq!(format_n(4.33), "4.3");
     }
 

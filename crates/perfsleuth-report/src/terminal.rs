@@ -6,6 +6,7 @@ use crate::format::{
 };
 use crate::style::Style;
 use crate::{BenchmarkReport, Comparison, RunReport, enough_runs};
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::{Metric, Run, RunStatus};
 use perfsleuth_stats::RatioEstimate;
 use std::fmt::Write as _;
@@ -415,7 +416,9 @@ fn comparison_rows(
                 style.dim(&format!("{}{paired}", c.judged.sentence()))
             );
         }
-        None => out.push_str("    time      n/a (the reference's median time is 0)\n"),
+        None => out.push_str(&format!(
+            "    time      {MISSING} (the reference's median time is 0)\n"
+        )),
     }
     // No estimate means peak RSS was not measured (a median of 0): say nothing.
     if let Some(est) = &c.peak_rss {
@@ -484,12 +487,12 @@ fn counters_line(b: &BenchmarkReport, wall_median: f64) -> Option<String> {
     if let (Some(miss), Some(refs)) = (get("cache_misses"), get("cache_references"))
         && refs > 0.0
     {
-        parts.push(format!("cache misses {:.1} %", 100.0 * miss / refs));
+        parts.push(format!("cache misses {:.1}%", 100.0 * miss / refs));
     }
     if let (Some(miss), Some(all)) = (get("branch_misses"), get("branches"))
         && all > 0.0
     {
-        parts.push(format!("branch misses {:.2} %", 100.0 * miss / all));
+        parts.push(format!("branch misses {:.2}%", 100.0 * miss / all));
     }
     (!parts.is_empty()).then(|| parts.join(" · "))
 }
@@ -497,9 +500,9 @@ fn counters_line(b: &BenchmarkReport, wall_median: f64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze;
     use crate::testutil::*;
     use perfsleuth_stats::Interval;
+    use perfsleuth_summary::analyze;
 
     fn est(ratio: f64, lo: f64, hi: f64) -> RatioEstimate {
         RatioEstimate {
@@ -628,11 +631,11 @@ Benchmark 1: ./janet-x64 words.janet
 Comparison with `base`:
   slower
     cpu time  1.20× [1.20× … 1.20×]  20% slower — significant (p < 0.001)
-              judged on CPU time: keeps 0.90 CPUs busy without waiting; wall time includes 10 % off the CPU (stolen or taken by other processes); 20 adjacent pairs
+              judged on CPU time: keeps 0.90 CPUs busy without waiting; wall time includes 10% off the CPU (stolen or taken by other processes); 20 adjacent pairs
     peak RSS  1.00× [1.00× … 1.00×]  no significant difference
   smaller
     cpu time  1.00× [1.00× … 1.00×]  no significant difference (p = 1.00)
-              judged on CPU time: keeps 0.90 CPUs busy without waiting; wall time includes 10 % off the CPU (stolen or taken by other processes); 20 adjacent pairs
+              judged on CPU time: keeps 0.90 CPUs busy without waiting; wall time includes 10% off the CPU (stolen or taken by other processes); 20 adjacent pairs
     peak RSS  0.50× [0.50× … 0.50×]  50% less memory — significant
 ";
         assert_eq!(comparison, expected);
@@ -696,7 +699,7 @@ Comparison with `base`:
             "{text}"
         );
         assert!(!text.contains("Peak RSS"));
-        assert!(text.contains("    time      n/a"));
+        assert!(text.contains("    time      –"));
         // Mismatched report and run: nothing to index, still no panic.
         let other = run(vec![bench("only", &[5], 5)]);
         let _ = render_terminal(&other, &analyze(&zeros, Some(1)), &Style::default());
@@ -724,7 +727,7 @@ Comparison with `base`:
         let text = render_terminal(&r, &analyze(&r, None), &Style { color: false });
         assert!(
             text.contains(
-                "Counters (median):        task clock 20.0 ms (2.00 CPUs) · 3 context switches · 1 CPU migration · 120 page faults · 3.00G instructions, IPC 1.50 · branch misses 1.00 %"
+                "Counters (median):        task clock 20.0 ms (2.00 CPUs) · 3 context switches · 1 CPU migration · 120 page faults · 3.00G instructions, IPC 1.50 · branch misses 1.00%"
             ),
             "{text}"
         );

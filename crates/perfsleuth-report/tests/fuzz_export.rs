@@ -9,9 +9,8 @@
 
 use perfsleuth_model::schema::{self, RunExport};
 use perfsleuth_model::{Benchmark, Environment, ImpactClass, Mode, Run, RunStatus, Sample};
-use perfsleuth_report::{
-    Style, analyze, export_csv, export_json, render_markdown, render_terminal,
-};
+use perfsleuth_report::{Style, export_csv, export_json, render_markdown, render_terminal};
+use perfsleuth_summary::analyze;
 use perfsleuth_testkit::fuzz::{CASE_LIMIT, config, within};
 use proptest::prelude::*;
 

@@ -340,7 +340,7 @@ pub fn nondeterminism(benchmarks: &[Benchmark]) -> Vec<String> {
             let max = ir.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             (ir.len() > 1 && max > min).then(|| {
                 format!(
-                    "`{}` is NOT deterministic: two runs of the same binary counted different instruction totals (Ir {min:.0} … {max:.0}, {:+.3} %). \
+                    "`{}` is NOT deterministic: two runs of the same binary counted different instruction totals (Ir {min:.0} … {max:.0}, {:+.3}%). \
                      Its inputs, timing, addresses or threads vary between runs; fix that before trusting small differences",
                     b.name,
                     100.0 * (max / min - 1.0)
@@ -374,6 +374,6 @@ mod tests {
         let w = nondeterminism(&[bench(&[1000.0, 1001.0])]);
         assert_eq!(w.len(), 1);
         assert!(w[0].contains("NOT deterministic"), "{}", w[0]);
-        assert!(w[0].contains("+0.100 %"), "{}", w[0]);
+        assert!(w[0].contains("+0.100%"), "{}", w[0]);
     }
 }

@@ -3,6 +3,7 @@
 //! backed by the measurement that supports it.
 
 use crate::{Analysis, Point};
+use perfsleuth_model::quantity::MISSING;
 pub use perfsleuth_model::schema::{Diagnosis, DiagnosisKind};
 use perfsleuth_model::{LockReport, LockSite};
 use perfsleuth_report::format_count;
@@ -92,7 +93,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         };
         if falls {
             evidence.push(format!(
-                "throughput falls from {} at N = {} to {} at N = {} ({:+.0} %)",
+                "throughput falls from {} at N = {} to {} at N = {} ({:+.0}%)",
                 format_si(best.throughput),
                 format_count(best.n),
                 format_si(last.throughput),
@@ -144,11 +145,11 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
     } else if alpha_matters && !beta_matters && fit.is_some_and(|f| f.alpha < 1.0) {
         kind = DiagnosisKind::Serialised;
         let f = fit.expect("alpha_matters implies a fit");
-        let ceiling = f.amdahl_ceiling.map_or(String::from("n/a"), |c| {
+        let ceiling = f.amdahl_ceiling.map_or(MISSING.to_string(), |c| {
             format!("{} ({:.1}× one thread)", format_si(c), c / f.gamma)
         });
         headline = format!(
-            "serialised fraction ≈ {:.1} %: Amdahl ceiling {ceiling}",
+            "serialised fraction ≈ {:.1}%: Amdahl ceiling {ceiling}",
             100.0 * f.alpha
         );
         evidence.push(format!(
@@ -206,7 +207,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         ));
         if let Some(c) = p.cpu.filter(|c| c.iowait >= 0.02) {
             evidence.push(format!(
-                "{:.0} % of CPU time is iowait: the wait is on storage",
+                "{:.0}% of CPU time is iowait: the wait is on storage",
                 100.0 * c.iowait
             ));
         }
@@ -230,7 +231,7 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
             ));
         }
         headline = format!(
-            "scales sub-linearly: efficiency {:.0} % at N = {}",
+            "scales sub-linearly: efficiency {:.0}% at N = {}",
             100.0 * eff_usable,
             format_count(last.n)
         );
@@ -296,7 +297,7 @@ fn named_lock(a: &Analysis) -> Option<(&Point, &LockReport, &LockSite)> {
 
 /// "CPUs 50 % idle at N = 2" when the machine's idle time was measured at
 /// that level; otherwise the share comes from the command's own CPU time
-/// and says so, never claiming idle CPUs the table shows as n/a.
+/// and says so, never claiming idle CPUs the table shows as missing (–).
 fn idle_words(p: &Point, idle: f64, usable: f64) -> String {
     match (&p.cpu, p.command_cpus) {
         (None, Some(c)) => format!(
@@ -305,7 +306,7 @@ fn idle_words(p: &Point, idle: f64, usable: f64) -> String {
             format_count(p.n)
         ),
         _ => format!(
-            "CPUs {:.0} % idle at N = {}",
+            "CPUs {:.0}% idle at N = {}",
             100.0 * idle,
             format_count(p.n)
         ),
@@ -344,7 +345,7 @@ fn blocking_evidence(first: &Point, last: &Point) -> Option<String> {
 fn efficiency_line(last: &Point, usable: f64) -> String {
     if last.n > usable {
         format!(
-            "efficiency {:.0} % at N = {} against the {} usable CPUs ({:.0} % per thread)",
+            "efficiency {:.0}% at N = {} against the {} usable CPUs ({:.0}% per thread)",
             100.0 * last.speedup / usable,
             format_count(last.n),
             format_count(usable),
@@ -352,7 +353,7 @@ fn efficiency_line(last: &Point, usable: f64) -> String {
         )
     } else {
         format!(
-            "efficiency {:.0} % at N = {} (speed-up {:.2}×)",
+            "efficiency {:.0}% at N = {} (speed-up {:.2}×)",
             100.0 * last.efficiency,
             format_count(last.n),
             last.speedup
@@ -363,7 +364,7 @@ fn efficiency_line(last: &Point, usable: f64) -> String {
 /// A coefficient in a compact form: 0.0267, 7.69e-4.
 pub(crate) fn sci(v: f64) -> String {
     if !v.is_finite() {
-        "n/a".to_string()
+        MISSING.to_string()
     } else if v == 0.0 {
         "0".to_string()
     } else if v.abs() >= 0.01 && v.abs() < 1e4 {

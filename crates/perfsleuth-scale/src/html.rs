@@ -4,6 +4,7 @@
 //! the diagnosis.
 
 use crate::Analysis;
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_report::html::{escape, figure, notes, table};
 use perfsleuth_report::{format_count, format_si};
 use std::fmt::Write as _;
@@ -16,13 +17,7 @@ pub fn render_html(a: &Analysis, title: &str) -> String {
         "<section><h2>{}</h2>",
         escape(&format!("Scale: {title}"))
     );
-    let pct = |v: f64| {
-        if v.is_finite() {
-            format!("{:.0} %", 100.0 * v)
-        } else {
-            "–".into()
-        }
-    };
+    let pct = |v: f64| perfsleuth_model::quantity::format_share(v, 0);
     let rows: Vec<Vec<String>> = a
         .points
         .iter()
@@ -39,12 +34,12 @@ pub fn render_html(a: &Analysis, title: &str) -> String {
                 if p.speedup.is_finite() {
                     format!("{:.2}×", p.speedup)
                 } else {
-                    "–".into()
+                    MISSING.into()
                 },
                 pct(p.efficiency),
-                p.idle_of_usable.map_or("–".into(), pct),
+                p.idle_of_usable.map_or(MISSING.into(), pct),
                 p.fitted
-                    .map_or("–".into(), |f| format!("{}/s", format_si(f))),
+                    .map_or(MISSING.into(), |f| format!("{}/s", format_si(f))),
             ]
         })
         .collect();
@@ -62,7 +57,7 @@ pub fn render_html(a: &Analysis, title: &str) -> String {
                 &format!("N ({})", a.parameter),
                 "runs",
                 "throughput",
-                "95 % CI",
+                "95% CI",
                 "speedup",
                 "efficiency",
                 "idle CPU",

@@ -25,7 +25,9 @@ pub use perfsleuth_model::schema::{
     ScalePoint as Point,
 };
 use perfsleuth_report::format_count;
-use perfsleuth_stats::{UslError, UslFit, UslPoint, fit_usl, fit_usl_capped, median};
+use perfsleuth_stats::{
+    Direction, UslError, UslFit, UslPoint, decide, fit_usl, fit_usl_capped, median,
+};
 
 /// /proc/stat ticks per CPU a level's runs must span for its machine CPU
 /// split to be shown (20 ticks = 0.2 s at USER_HZ 100: shares to ~5 %).
@@ -318,8 +320,16 @@ fn set_speedups(points: &mut [Point]) {
     }
 }
 
+/// Whether a fitted coefficient (contention α, coherency β) is present: above
+/// zero by the one verdict (`decide` on its normal interval at α = 0.05,
+/// 1.96 standard errors; the value itself for an exact fit).
 fn significant(value: f64, se: f64) -> bool {
-    value > 0.0 && (se.is_nan() || value > 2.0 * se)
+    let rule = perfsleuth_stats::VerdictRule {
+        noise_threshold: 0.0,
+        ..perfsleuth_stats::VerdictRule::default()
+    };
+    let evidence = perfsleuth_stats::Evidence::Estimate { value, se };
+    decide(&rule, &evidence, Direction::LowerIsBetter) == perfsleuth_stats::Verdict::Regressed
 }
 
 /// What the fit says, within the measured range: N* and the peak only
@@ -404,7 +414,7 @@ fn warnings(a: &Analysis) -> Vec<String> {
         && s >= 0.02
     {
         w.push(format!(
-            "the hypervisor stole {:.0} % of CPU time (at N = {}): other tenants were running; \
+            "the hypervisor stole {:.0}% of CPU time (at N = {}): other tenants were running; \
              throughput here is not the machine's alone",
             100.0 * s,
             format_count(n)
@@ -439,7 +449,7 @@ fn warnings(a: &Analysis) -> Vec<String> {
         let width = (p.throughput_high - p.throughput_low) / p.throughput;
         if p.runs >= 3 && width > 0.2 {
             w.push(format!(
-                "throughput at N = {} varies by {:.0} % between runs: more runs (--runs) would firm up the fit",
+                "throughput at N = {} varies by {:.0}% between runs: more runs (--runs) would firm up the fit",
                 format_count(p.n),
                 100.0 * width
             ));

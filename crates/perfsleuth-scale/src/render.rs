@@ -2,6 +2,7 @@
 
 use crate::diagnose::sci;
 use crate::{Analysis, MAX_EXTRAPOLATION};
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::{Document, FitModel, ScaleDoc};
 use perfsleuth_report::svg::{ChartPoint, ScaleChart};
 use perfsleuth_report::{Align, Style, format_count, format_si, table};
@@ -43,7 +44,7 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
             format_count(p.n),
             format_si(p.throughput),
             if p.runs < 2 {
-                "–".to_string()
+                MISSING.to_string()
             } else {
                 format!(
                     "{}…{}",
@@ -52,24 +53,24 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
                 )
             },
             format!("{:.2}×", p.speedup),
-            format!("{:.0} %", 100.0 * p.efficiency),
+            pct(p.efficiency),
         ];
         if has_own {
-            row.push(p.command_cpus.map_or("n/a".into(), |b| format!("{b:.2}")));
+            row.push(p.command_cpus.map_or(MISSING.into(), |b| format!("{b:.2}")));
         }
         if has_cpu {
-            row.push(p.busy_cpus.map_or("n/a".into(), |b| format!("{b:.2}")));
-            row.push(p.cpu.map_or("n/a".into(), |c| pct(c.idle + c.iowait)));
-            row.push(p.cpu.map_or("n/a".into(), |c| pct(c.steal)));
+            row.push(p.busy_cpus.map_or(MISSING.into(), |b| format!("{b:.2}")));
+            row.push(p.cpu.map_or(MISSING.into(), |c| pct(c.idle + c.iowait)));
+            row.push(p.cpu.map_or(MISSING.into(), |c| pct(c.steal)));
         }
         if has_cs {
-            row.push(p.voluntary_cs_per_kop.map_or("n/a".into(), format_si));
+            row.push(p.voluntary_cs_per_kop.map_or(MISSING.into(), format_si));
         }
         if has_futex {
-            row.push(p.futex_per_kop.map_or("n/a".into(), format_si));
+            row.push(p.futex_per_kop.map_or(MISSING.into(), format_si));
         }
         if has_fit {
-            row.push(p.fitted.map_or("n/a".into(), format_si));
+            row.push(p.fitted.map_or(MISSING.into(), format_si));
         }
         rows.push(row);
     }
@@ -171,7 +172,7 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
 }
 
 fn pct(v: f64) -> String {
-    format!("{:.0} %", 100.0 * v)
+    perfsleuth_model::quantity::format_share(v, 0)
 }
 
 /// The analysis as its typed JSON document (`perfsleuth/scale`); `run_id`

@@ -166,8 +166,9 @@ fn a_traced_lock_is_named_in_the_contention_diagnosis() {
         d.headline
     );
     assert!(
-        d.evidence.iter().any(|e| e.starts_with("at N = 24, lock wait:")
-            && e.contains("90 % at `count_locked`")),
+        d.evidence
+            .iter()
+            .any(|e| e.starts_with("at N = 24, lock wait:") && e.contains("90% at `count_locked`")),
         "the level that waited most: {:?}",
         d.evidence
     );
@@ -372,7 +373,7 @@ fn steal_smt_and_unstable_points_are_warned() {
     };
     let a = analyze("threads", &obs, &m);
     let w = a.warnings.join("\n");
-    assert!(w.contains("stole 8 %"), "{w}");
+    assert!(w.contains("stole 8%"), "{w}");
     assert!(w.contains("SMT boundary"), "{w}");
     assert!(w.contains("at N = 4 varies"), "{w}");
 }

@@ -299,7 +299,7 @@ async fn get_run(
             load(s, id)
         })
         .await?;
-    let report = perfsleuth_report::analyze(&run, None);
+    let report = perfsleuth_summary::analyze(&run, None);
     Ok(json(
         StatusCode::OK,
         &perfsleuth_report::export_json(&run, &report),

@@ -17,6 +17,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use perfsleuth_history::stored;
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::HistoryDoc;
 use perfsleuth_model::{Metric, Run};
 use perfsleuth_report::html::{self, escape, page, table};
@@ -315,9 +316,9 @@ fn short_commit(run: &perfsleuth_store::RunListing) -> String {
             g.branch
                 .as_deref()
                 .map_or(String::new(), |b| format!("{b} @ ")),
-            perfsleuth_history::short(&g.commit)
+            perfsleuth_model::short_commit(&g.commit)
         ),
-        None => "-".into(),
+        None => MISSING.into(),
     }
 }
 
@@ -341,7 +342,7 @@ async fn project_page(
                     let values: Vec<f64> = series.points.iter().map(|pt| pt.value).collect();
                     let latest = values
                         .last()
-                        .map_or("-".to_string(), |v| perfsleuth_history::format_value(series, *v));
+                        .map_or(MISSING.to_string(), |v| perfsleuth_history::format_value(series, *v));
                     let alert = series
                         .change_points
                         .last()
@@ -353,7 +354,7 @@ async fn project_page(
                         body,
                         "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>{alert}</tr>",
                         link(&format!("/p/{p}/bench?key={}", enc(&series.benchmark)), &series.benchmark),
-                        escape(series.machine_label.as_deref().unwrap_or("-")),
+                        escape(series.machine_label.as_deref().unwrap_or(MISSING)),
                         escape(&latest),
                         perfsleuth_report::chart::sparkline(
                             &format!("{} over {} runs", series.benchmark, values.len()),
@@ -391,7 +392,7 @@ async fn project_page(
                 escape(&short_commit(r)),
                 escape(&perfsleuth_report::shortened(&r.benchmarks.join(", "), 60)),
                 r.samples,
-                escape(r.cpu_model.as_deref().unwrap_or("-")),
+                escape(r.cpu_model.as_deref().unwrap_or(MISSING)),
                 compare,
             );
         }
@@ -434,7 +435,7 @@ async fn bench_page(
                     "<tr><td>{}</td><td>{}</td><td class=\"l\">{}</td><td>{cmp}</td></tr>",
                     link(&format!("/p/{p}/runs/{id}"), &id.to_string()),
                     escape(&perfsleuth_history::format_value(series, pt.value)),
-                    escape(series.machine_label.as_deref().unwrap_or("-")),
+                    escape(series.machine_label.as_deref().unwrap_or(MISSING)),
                 );
                 previous = Some(id);
             }
@@ -491,7 +492,7 @@ async fn run_page(
                 &format!("Environment diff with run {b}"),
             ));
         }
-        let analysis = perfsleuth_report::analyze(&run, None);
+        let analysis = perfsleuth_summary::analyze(&run, None);
         let body = format!(
             "<p>{}</p>{}",
             links.join(" · "),
@@ -558,7 +559,7 @@ async fn compare_page(
                 "{} → {} — {p}",
                 done.comparison.baseline, done.comparison.candidate
             ),
-            "each change with its 95 % interval against the noise band",
+            "each change with its 95% interval against the noise band",
             &[
                 nav(&[
                     (p.clone(), format!("/p/{p}")),

@@ -133,7 +133,7 @@ fn run(name: &str, base_ns: u64, samples: u32) -> Run {
 }
 
 fn export(run: &Run) -> Vec<u8> {
-    let doc = perfsleuth_report::export_json(run, &perfsleuth_report::analyze(run, None));
+    let doc = perfsleuth_report::export_json(run, &perfsleuth_summary::analyze(run, None));
     serde_json::to_vec(&doc).unwrap()
 }
 

@@ -32,7 +32,6 @@ pub enum Verdict {
     InsufficientData,
 }
 
-
 /// Parameters of the verdict rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VerdictRule {
@@ -189,6 +188,16 @@ pub enum Evidence<'a> {
         /// (spread_a·a + spread_b·b) / 2, relative to a.
         band: f64,
     },
+    /// A quantity estimated with a standard error (a fitted coefficient,
+    /// USL's α and β), against zero: its normal interval at the rule's
+    /// level. A NaN error (an exact fit) leaves the value itself, as
+    /// [`Evidence::Exact`].
+    Estimate {
+        /// The estimate.
+        value: f64,
+        /// Its standard error.
+        se: f64,
+    },
 }
 
 /// The one verdict of perfsleuth: every comparison — `run`'s summary,
@@ -224,6 +233,23 @@ pub fn decide(rule: &VerdictRule, evidence: &Evidence<'_>, direction: Direction)
                 return Verdict::InsufficientData;
             }
             verdict(rule, change, p_value, n_baseline, n_candidate, direction)
+        }
+        Evidence::Estimate { value, se } => {
+            if se.is_nan() {
+                return decide(rule, &Evidence::Exact(value), direction);
+            }
+            if !value.is_finite() || !se.is_finite() || se < 0.0 || !rule.is_valid() {
+                return Verdict::InsufficientData;
+            }
+            let half = crate::normal_quantile(1.0 - rule.alpha / 2.0) * se;
+            let (lo, hi) = (value - half, value + half);
+            if lo > rule.noise_threshold || hi < -rule.noise_threshold {
+                signed(value, direction)
+            } else if lo >= -rule.noise_threshold && hi <= rule.noise_threshold {
+                Verdict::NoChange
+            } else {
+                Verdict::Inconclusive
+            }
         }
         Evidence::Bands { change, band } => {
             if !change.is_finite() || !band.is_finite() || !rule.is_valid() {
@@ -270,6 +296,30 @@ pub fn smallest_p(n: usize, m: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_estimate_counts_when_its_normal_interval_excludes_zero() {
+        let rule = VerdictRule {
+            noise_threshold: 0.0,
+            ..VerdictRule::default()
+        };
+        let d = |value: f64, se: f64| {
+            decide(
+                &rule,
+                &Evidence::Estimate { value, se },
+                Direction::LowerIsBetter,
+            )
+        };
+        // 1.96 standard errors at α = 0.05.
+        assert_eq!(d(0.0197, 0.01), Verdict::Regressed);
+        assert_eq!(d(0.0195, 0.01), Verdict::Inconclusive);
+        assert_eq!(d(-0.03, 0.01), Verdict::Improved);
+        // An exact fit (no error) is the value itself.
+        assert_eq!(d(0.001, f64::NAN), Verdict::Regressed);
+        assert_eq!(d(0.0, f64::NAN), Verdict::NoChange);
+        assert_eq!(d(f64::INFINITY, 0.01), Verdict::InsufficientData);
+        assert_eq!(d(0.01, -1.0), Verdict::InsufficientData);
+    }
     use crate::bootstrap::bootstrap_relative_change;
     use crate::describe::Interval;
     use crate::mann_whitney::mann_whitney_u;

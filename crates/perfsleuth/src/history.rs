@@ -5,8 +5,10 @@ use crate::error::Fail;
 use crate::output::{self, open_existing_store, store_fail};
 use crate::term::emit;
 use perfsleuth_model::Mode;
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::{Document, RunsDoc, to_json_pretty};
-use perfsleuth_report::{Align, Exporter, JsonExporter, analyze, table};
+use perfsleuth_report::{Align, Exporter, JsonExporter, table};
+use perfsleuth_summary::analyze;
 
 /// Lists stored runs, newest first.
 pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
@@ -98,7 +100,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
         .to_vec(),
     ];
     for r in &list {
-        let commit = r.git.as_ref().map_or("-".to_string(), |g| {
+        let commit = r.git.as_ref().map_or(MISSING.to_string(), |g| {
             format!(
                 "{}{}",
                 perfsleuth_model::short_commit(&g.commit),
@@ -110,7 +112,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
         let benches = match r.benchmarks.len() {
             // A probe run measured the machine, not commands: name its probes.
             0 if !r.probes.is_empty() => r.probes.join(", "),
-            0 => "-".to_string(),
+            0 => MISSING.to_string(),
             1 => truncate(&r.benchmarks[0], NAME_WIDTH),
             n => format!(
                 "{} (+{} more)",
@@ -119,7 +121,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
             ),
         };
         let samples = if r.mode == perfsleuth_model::Mode::Probe {
-            "-".to_string()
+            MISSING.to_string()
         } else {
             r.samples.to_string()
         };
@@ -131,7 +133,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
             samples,
             commit,
             r.comparability.clone(),
-            r.cpu_model.clone().unwrap_or_else(|| "-".into()),
+            r.cpu_model.clone().unwrap_or_else(|| MISSING.into()),
             benches,
         ]);
     }

@@ -211,7 +211,7 @@ fn section(run: &Run, label: &str) -> String {
     if let Some(a) = perfsleuth_scale::analysis_of(run) {
         return perfsleuth_scale::render_html(&a, label);
     }
-    let analysis = perfsleuth_report::analyze(run, None);
+    let analysis = perfsleuth_summary::analyze(run, None);
     perfsleuth_report::html::run_section(run, &analysis)
 }
 

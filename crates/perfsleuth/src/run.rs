@@ -132,7 +132,7 @@ fn run_once(args: &RunArgs, push: Option<&PushTarget>, spawner: &mut Spawner) ->
         }
         // Two commands: the summary's comparison, at the look its rounds make.
         None => {
-            perfsleuth_report::undecided(&crate::compare::so_far(template, benches), c.reference)
+            perfsleuth_summary::undecided(&crate::compare::so_far(template, benches), c.reference)
         }
     };
     let m = measure(args, &c, spawner, benches, parts, &more)?;
@@ -171,7 +171,7 @@ fn run_once(args: &RunArgs, push: Option<&PushTarget>, spawner: &mut Spawner) ->
             }
             output::write_exports(&run, c.reference, args)?;
             if let Some(plot) = &args.plot {
-                let report = perfsleuth_report::analyze(&run, c.reference);
+                let report = perfsleuth_summary::analyze(&run, c.reference);
                 let svg = perfsleuth_report::html::distribution_chart(&run, &report);
                 output::write_file(plot, &perfsleuth_report::chart::standalone(&svg))?;
             }
@@ -201,7 +201,7 @@ fn run_once(args: &RunArgs, push: Option<&PushTarget>, spawner: &mut Spawner) ->
                 if c.baseline.is_none()
                     && let Some(look) = perfsleuth_compare::look_note(
                         look,
-                        perfsleuth_report::in_run_rule(None).alpha,
+                        perfsleuth_summary::in_run_rule(None).alpha,
                     )
                 {
                     emit(&format!("note: {look}\n"), true);

@@ -9,6 +9,7 @@ use crate::error::Fail;
 use crate::output::{open_existing_store, open_store, store_fail, store_url};
 use crate::term::emit;
 use perfsleuth_model::exit::ExitCode;
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::{Document, PushDoc, PushedRun, TokenInfo, TokensDoc};
 use perfsleuth_server::auth::{Scope, hash_secret, new_secret, valid_project};
 use perfsleuth_server::client::{Client, Pushed};
@@ -237,7 +238,7 @@ fn token_list(project: Option<&str>, json: bool, store: Option<&str>) -> Result<
             t.name.clone(),
             t.scopes.join(","),
             t.created_at.clone(),
-            t.revoked_at.clone().unwrap_or_else(|| "-".into()),
+            t.revoked_at.clone().unwrap_or_else(|| MISSING.into()),
         ]);
     }
     emit(
@@ -365,7 +366,7 @@ fn push_ids(
                 "push it once it has finished",
             ));
         }
-        let export = perfsleuth_report::export_json(&run, &perfsleuth_report::analyze(&run, None));
+        let export = perfsleuth_report::export_json(&run, &perfsleuth_summary::analyze(&run, None));
         let (result, attempts) = client.push(&export);
         let uuid = run.uuid.clone().unwrap_or_default();
         let entry = match result {

@@ -386,7 +386,7 @@ fn history_and_compare_show_one_noise_figure_for_a_series() {
     );
     assert!((h - c).abs() < 1e-12, "history σ {h}, compare σ {c}");
     // Worded alike: the terminal outputs print the same "±x % per run (σ, …)".
-    let figure = format!("±{:.1} % per run (σ, ", 100.0 * h);
+    let figure = format!("±{:.1}% per run (σ, ", 100.0 * h);
     let text = sb
         .run(["history", "--metric", "wall", "--store", &store])
         .ok();

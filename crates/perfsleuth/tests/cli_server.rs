@@ -485,7 +485,7 @@ fn synthetic_run(pusher: usize, i: usize) -> perfsleuth_model::schema::RunExport
         }],
         probes: Vec::new(),
     };
-    perfsleuth_report::export_json(&run, &perfsleuth_report::analyze(&run, None))
+    perfsleuth_report::export_json(&run, &perfsleuth_summary::analyze(&run, None))
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -640,7 +640,7 @@ fn dashboard_run(i: usize) -> perfsleuth_model::schema::RunExport {
             s.wall_ns * 13 / 10
         };
     }
-    perfsleuth_report::export_json(run, &perfsleuth_report::analyze(run, None))
+    perfsleuth_report::export_json(run, &perfsleuth_summary::analyze(run, None))
 }
 
 /// The dashboard in a real browser: every page of a public project renders

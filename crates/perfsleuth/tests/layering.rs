@@ -38,8 +38,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "perfsleuth-summary",
+        &["perfsleuth-model", "perfsleuth-stats"],
+    ),
+    (
         "perfsleuth-report",
-        &["perfsleuth-model", "perfsleuth-stats", "perfsleuth-probe"],
+        &[
+            "perfsleuth-model",
+            "perfsleuth-stats",
+            "perfsleuth-summary",
+            "perfsleuth-probe",
+        ],
     ),
     (
         "perfsleuth-compare",
@@ -48,6 +57,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "perfsleuth-stats",
             "perfsleuth-env",
             "perfsleuth-report",
+            "perfsleuth-summary",
         ],
     ),
     (
@@ -79,6 +89,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "perfsleuth-compare",
             "perfsleuth-history",
             "perfsleuth-sides",
+            "perfsleuth-summary",
         ],
     ),
     (
@@ -105,6 +116,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "perfsleuth-compare",
             "perfsleuth-runner",
             "perfsleuth-history",
+            "perfsleuth-summary",
         ],
     ),
 ];

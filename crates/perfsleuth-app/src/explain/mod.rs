@@ -18,6 +18,7 @@ use crate::sides::{self as selectors, StoreHandle};
 use derive::Experiment;
 use perfsleuth_compare::Side;
 use perfsleuth_measure::Spawner;
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::{
     self, Document, ExplainBenchmark, ExplainDoc, ExplainExperiment, ExplainFinding,
     ExplainOutcome, ExplainRatio, ExplainUntested, IgnoreFailure, VerdictLabel,
@@ -1047,11 +1048,11 @@ pub fn conclusion(
     observed: Option<VerdictLabel>,
 ) -> String {
     let named = |f: &ExplainFinding| format!("`{}`", f.experiment);
-    let eff = |f: &ExplainFinding| f.effect.as_ref().map_or("n/a".into(), change_text);
+    let eff = |f: &ExplainFinding| f.effect.as_ref().map_or(MISSING.into(), change_text);
     let pct = |f: &ExplainFinding| {
-        f.share
-            .as_ref()
-            .map_or(String::new(), |s| format!("{:.0} %", 100.0 * s.ratio))
+        f.share.as_ref().map_or(String::new(), |s| {
+            perfsleuth_model::quantity::format_share(s.ratio, 0)
+        })
     };
     if !has_target {
         if observed.is_some() {

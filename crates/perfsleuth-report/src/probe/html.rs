@@ -7,6 +7,7 @@ use crate::chart::{self, Change};
 use crate::format_size;
 use crate::html::{details, escape, figure, table};
 use perfsleuth_model::Run;
+use perfsleuth_model::quantity::MISSING;
 use std::fmt::Write as _;
 
 /// One probe run.
@@ -79,9 +80,9 @@ pub fn render_html(run: &Run, label: &str) -> String {
                 fmt_value(r.value, &r.unit),
                 // A size's spread is the ladder's resolution, not noise.
                 if r.spread.is_finite() && r.unit != "bytes" {
-                    format!("±{:.0} %", 50.0 * r.spread)
+                    format!("±{:.0}%", 50.0 * r.spread)
                 } else {
-                    "–".into()
+                    MISSING.into()
                 },
                 if r.stable { "yes" } else { "no" }.into(),
             ]

@@ -5,6 +5,7 @@
 //! engine that runs them links no presentation.
 
 use crate::style::{BOLD, GREEN, RED, YELLOW};
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::{
     Document, ProbeDeltaRow, ProbeDiffDoc, ProbeDiffSide, ProbeDoc, ProbeReportDoc,
 };
@@ -36,7 +37,7 @@ fn paint(style: anstyle::Style, s: &str, color: bool) -> String {
 /// A value with its unit, at a precision that suits its size.
 pub fn fmt_value(value: f64, unit: &str) -> String {
     if !value.is_finite() {
-        return "n/a".to_string();
+        return MISSING.to_string();
     }
     match unit {
         "bytes" => fmt_bytes(value.max(0.0) as u64),
@@ -406,7 +407,7 @@ pub fn render_diff(
             "\n{}\n",
             paint(
                 BOLD,
-                "Significant differences (≥ 10 %, beyond both runs' spread and the run-to-run noise):",
+                "Significant differences (≥ 10%, beyond both runs' spread and the run-to-run noise):",
                 color
             )
         ));
@@ -429,7 +430,7 @@ pub fn render_diff(
         }
     }
     if !noise.is_empty() {
-        out.push_str("\nWithin noise (under 10 %, or the spreads overlap):\n");
+        out.push_str("\nWithin noise (under 10%, or the spreads overlap):\n");
         for d in &noise {
             out.push_str(&line(d));
         }
@@ -442,7 +443,7 @@ pub fn render_diff(
         "differ"
     };
     out.push_str(&format!(
-        "\n{} of {} {what} {verb} significantly ({worse} worse, {} better); {} within noise; {} unchanged (within {:.0} %).\n",
+        "\n{} of {} {what} {verb} significantly ({worse} worse, {} better); {} within noise; {} unchanged (within {:.0}%).\n",
         significant.len(),
         considered.len(),
         significant.len() - worse,
@@ -585,6 +586,6 @@ mod tests {
         assert_eq!(fmt_value(2.3e8, "ops/s"), "230 Mops/s");
         assert_eq!(fmt_value(3.634e9, "ops/s"), "3.63 Gops/s");
         assert_eq!(fmt_value(2.5, "ratio"), "2.50×");
-        assert_eq!(fmt_value(f64::NAN, "ns"), "n/a");
+        assert_eq!(fmt_value(f64::NAN, "ns"), "–");
     }
 }

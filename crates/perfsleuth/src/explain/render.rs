@@ -3,6 +3,7 @@
 use crate::cli::CompareFormat;
 use crate::error::Fail;
 use perfsleuth_app::explain::{change_text as change, exact};
+use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::{ExplainBenchmark, ExplainDoc, ExplainOutcome, ExplainRatio};
 use perfsleuth_report::{Align, capitalised, format_p, shortened, table};
 
@@ -18,7 +19,7 @@ pub(crate) fn render(doc: &ExplainDoc, format: CompareFormat) -> Result<String, 
 }
 
 fn share(s: &ExplainRatio) -> String {
-    let pct = |x: f64| format!("{:.0} %", 100.0 * x);
+    let pct = |x: f64| perfsleuth_model::quantity::format_share(x, 0);
     if exact(s) {
         return pct(s.ratio);
     }
@@ -169,9 +170,9 @@ fn benchmark(out: &mut String, b: &ExplainBenchmark, md: bool, code: &dyn Fn(&st
         for f in &b.findings {
             rows.push(vec![
                 f.experiment.clone(),
-                f.effect.as_ref().map_or("n/a".into(), change),
-                f.share.as_ref().map_or("–".into(), share),
-                f.p_holm.map_or("–".into(), format_p),
+                f.effect.as_ref().map_or(MISSING.into(), change),
+                f.share.as_ref().map_or(MISSING.into(), share),
+                f.p_holm.map_or(MISSING.into(), format_p),
                 outcome(f.outcome).to_string(),
             ]);
         }
