@@ -140,6 +140,18 @@ pub fn read_user_file(path: &Path, limit: u64, accept: Accept) -> Result<String,
     perfsleuth_model::input::read_text(path, limit, accept).map_err(|e| e.to_string())
 }
 
+/// A user-named JSON document's header and value, read bounded and never
+/// blocking ([`read_user_file`]); `bad` words every error as "PATH: why"
+/// with the caller's hint.
+pub fn read_document(
+    path: &Path,
+    bad: &dyn Fn(String) -> Fail,
+) -> Result<(perfsleuth_model::schema::Header, serde_json::Value), Fail> {
+    let text = read_user_file(path, MAX_DOCUMENT_BYTES, Accept::RegularOrPipe)
+        .map_err(|e| bad(format!("cannot read: {e}")))?;
+    perfsleuth_model::schema::read_header(&text).map_err(|e| bad(e.to_string()))
+}
+
 /// Whether a selector names something on disk that is not a directory: a
 /// file to read (or to name, in the error, what it is instead).
 pub fn names_a_file(path: &Path) -> bool {

@@ -76,13 +76,7 @@ pub fn environment_file(path: &Path) -> Result<Environment, Fail> {
             "give a file written by `perfsleuth run --export-json` or `perfsleuth env show --json`",
         )
     };
-    let text = crate::output::read_user_file(
-        path,
-        crate::output::MAX_DOCUMENT_BYTES,
-        perfsleuth_model::input::Accept::RegularOrPipe,
-    )
-    .map_err(|e| bad(format!("cannot read: {e}")))?;
-    let (header, value) = schema::read_header(&text).map_err(|e| bad(e.to_string()))?;
+    let (header, value) = crate::output::read_document(path, &bad)?;
     let malformed = |e: schema::ReadError| bad(format!("no environment facts in it: {e}"));
     // The documents that carry a fingerprint; a file without `schema` is a bare fact map.
     let env: Environment = match header.schema.as_deref() {

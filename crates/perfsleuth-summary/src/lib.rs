@@ -352,9 +352,11 @@ pub fn enough_runs(a: usize, b: usize) -> bool {
     a >= n && b >= n
 }
 
-#[cfg(test)]
-mod testutil {
-    //! Hand-built runs shared by the renderer tests.
+#[cfg(any(test, feature = "testutil"))]
+#[doc(hidden)]
+pub mod testutil {
+    //! Hand-built runs shared by this crate's tests and the renderers'
+    //! (`perfsleuth-report` turns the `testutil` feature on for its tests).
 
     use perfsleuth_model::{Benchmark, Environment, ImpactClass, Mode, Run, RunStatus, Sample};
 

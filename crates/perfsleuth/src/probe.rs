@@ -396,13 +396,7 @@ fn from_file(path: &Path) -> Result<ProbeSide, Fail> {
             "give a file written by `perfsleuth probe --json` (or `perfsleuth show --json` of a probe run)",
         )
     };
-    let text = crate::output::read_user_file(
-        path,
-        crate::output::MAX_DOCUMENT_BYTES,
-        perfsleuth_model::input::Accept::RegularOrPipe,
-    )
-    .map_err(|e| bad(format!("cannot read: {e}")))?;
-    let (header, value) = schema::read_header(&text).map_err(|e| bad(e.to_string()))?;
+    let (header, value) = crate::output::read_document(path, &bad)?;
     let label = path.display().to_string();
     let version_error = |want: u32| {
         bad(format!(
