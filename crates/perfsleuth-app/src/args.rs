@@ -4,7 +4,7 @@
 //! [`crate::session::validate`] checks into a [`crate::session::Checked`]
 //! plan, as ripgrep's low arguments become its high ones.
 
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 /// Output format of `compare`.
@@ -496,6 +496,118 @@ pub struct AbArgs {
     /// The run options, for both sides.
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// `perfsleuth scale`.
+#[derive(Debug, Args)]
+#[command(
+    allow_negative_numbers = true,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Throughput: exactly one of --work, --work-per-thread, --throughput-regex, --throughput-json.\n\nExamples:\n  perfsleuth scale --param threads=1..8 --work-per-thread 2000000 -- ./counters --threads {threads} --ops 2000000\n  perfsleuth scale --param clients=1,2,4,8,16 --throughput-regex 'ops/s: ([0-9.]+)' './bench -c {clients}'\n  perfsleuth scale fit measurements.csv --plot usl.svg"
+)]
+#[command(group(clap::ArgGroup::new("throughput").required(true).args(["work", "work_per_thread", "throughput_regex", "throughput_json"])))]
+pub struct ScaleArgs {
+    /// Fit measurements made elsewhere instead of measuring.
+    #[command(subcommand)]
+    pub action: Option<ScaleCommand>,
+    /// The concurrency parameter and its values, `{NAME}` in the command is replaced:
+    /// NAME=1,2,4,8 or NAME=1..16 (ranges and lists mix: 1,2,4..8).
+    #[arg(long, value_name = "NAME=VALUES", required = true)]
+    pub param: Option<String>,
+    /// Units of work each run does in total: throughput = UNITS / wall time.
+    #[arg(long, value_name = "UNITS", value_parser = crate::parse::positive_number)]
+    pub work: Option<f64>,
+    /// Units of work per thread: throughput = UNITS × N / wall time.
+    #[arg(long, value_name = "UNITS", value_parser = crate::parse::positive_number)]
+    pub work_per_thread: Option<f64>,
+    /// Read throughput from stdout: the first capture group (or the match) of the last matching line.
+    #[arg(long, value_name = "REGEX")]
+    pub throughput_regex: Option<String>,
+    /// Read throughput from a JSON line on stdout: this field (dots for nested fields).
+    #[arg(long, value_name = "FIELD")]
+    pub throughput_json: Option<String>,
+    /// Name of the sweep in the output and the store (default: the command), so that a
+    /// sweep of the fixed binary pairs with the one before it in `compare`.
+    #[arg(short, long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Timed runs at each value, interleaved across values (at most 100000).
+    #[arg(short, long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub runs: u32,
+    /// Untimed runs at each value before measuring (at most 100000).
+    #[arg(short, long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub warmup: u32,
+    /// Kill a run (and its process group) that takes longer than this.
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Run the command through this shell (`SHELL -c CMD`).
+    #[arg(short = 'S', long, value_name = "SHELL")]
+    pub shell: Option<String>,
+    /// Write an SVG chart: points with error bars, fitted curve, linear ideal, Amdahl ceiling, N*.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Print the analysis as JSON on stdout (schema perfsleuth/scale).
+    #[arg(long)]
+    pub json: bool,
+    /// Counters per run through perf_event_open: none, software (+ the futex and
+    /// sched_switch tracepoints, the lock-contention signal) or all (+ hardware events).
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = CounterChoice::Software)]
+    pub counters: CounterChoice,
+    /// Trace lock waits per level with eBPF and name the contended lock
+    /// (docs/LOCKS.md): auto (where the kernel and privileges allow it, else the
+    /// futex counts alone), on (an error where it cannot), off.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = LockChoice::Auto,
+        default_missing_value = "on"
+    )]
+    pub locks: LockChoice,
+    /// Do not store the results (also when PERFSLEUTH_STORE is set).
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+    /// `--store`.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// When to use colour.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// The command: one quoted string (split like `run` does), or the words after `--`.
+    #[arg(
+        value_name = "COMMAND",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true
+    )]
+    pub command: Vec<String>,
+}
+
+/// `perfsleuth scale` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ScaleCommand {
+    /// Fit the USL to measurements made elsewhere: a CSV with columns N,X (repeated N = repeated runs).
+    Fit {
+        /// The CSV file (`-` for stdin).
+        file: PathBuf,
+        /// CPUs the measured system could use; beyond them the fit assumes threads share CPUs.
+        #[arg(long, value_name = "C", value_parser = crate::parse::positive_number)]
+        cpus: Option<f64>,
+        /// Name of the concurrency column in the output.
+        #[arg(long, value_name = "NAME", default_value = "N")]
+        param: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Write an SVG chart.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<PathBuf>,
+        /// When to use colour.
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
+    },
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub mod locks;
 pub mod output;
 pub mod parse;
 pub mod plan;
+pub mod scale;
 pub mod session;
 pub mod sides;
 pub mod sink;

@@ -18,7 +18,7 @@ mod scale;
 mod server;
 
 use perfsleuth_app::sides as selectors;
-use perfsleuth_app::{config, error, git, output, parse, plan, sink, term, variant};
+use perfsleuth_app::{config, error, git, output, parse, sink, term, variant};
 
 use clap::Parser;
 use clap::error::ErrorKind;

@@ -117,6 +117,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "perfsleuth-runner",
             "perfsleuth-history",
             "perfsleuth-summary",
+            "perfsleuth-scale",
         ],
     ),
 ];
