@@ -305,6 +305,11 @@ pub(crate) fn verify(
     env: &[(String, Option<String>)],
 ) -> Result<bool, String> {
     let proc_file = |name: &str| std::fs::read(format!("/proc/{pid}/{name}")).ok();
+    // A child that execs on (valgrind's launcher script → valgrind → its
+    // tool) may change image while it is read: what was read then belongs
+    // to no one image, so it cannot tell (a later run is checked instead).
+    let image = || std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+    let first_image = image();
     let Some(status) = proc_file("status").map(|b| String::from_utf8_lossy(&b).into_owned()) else {
         return Ok(false);
     };
@@ -429,6 +434,8 @@ pub(crate) fn verify(
     }
     if wrong.is_empty() {
         Ok(!numa_unknown)
+    } else if first_image.is_none() || image() != first_image {
+        Ok(false)
     } else {
         Err(wrong.trim_start_matches("; ").to_string())
     }
