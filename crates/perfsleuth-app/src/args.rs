@@ -188,7 +188,8 @@ pub struct RunArgs {
     /// Name of a command in the output (once per command, in order; `{VAR}` is replaced).
     #[arg(short, long, visible_alias = "command-name", value_name = "NAME")]
     pub name: Vec<String>,
-    /// Keep going when a command exits non-zero: all codes, or only these (e.g. --ignore-failure=1,3).
+    /// Keep going when a command exits non-zero: all codes (`all`, hyperfine's `all-non-zero`),
+    /// or only these (e.g. --ignore-failure=1,3).
     #[arg(short, long, value_name = "CODES", num_args = 0..=1, require_equals = true, default_missing_value = "all")]
     pub ignore_failure: Option<String>,
     /// Kill a run (and its process group) that takes longer than this; the run fails.
@@ -208,9 +209,14 @@ pub struct RunArgs {
     /// Run each command's runs back to back instead of interleaved across commands.
     #[arg(long)]
     pub no_interleave: bool,
-    /// Compare the others with this command (1-based index or name) instead of the first.
-    #[arg(long, value_name = "N|NAME")]
+    /// Compare the others with this benchmark (1-based index or name) instead of the
+    /// first; or, as hyperfine's --reference, a command of its own, measured first as
+    /// the reference (once, whatever the parameters).
+    #[arg(long, value_name = "N|NAME|CMD")]
     pub reference: Option<String>,
+    /// The name of a --reference command in the output (hyperfine's --reference-name).
+    #[arg(long, value_name = "NAME", requires = "reference")]
+    pub reference_name: Option<String>,
     /// Write the full results as JSON (versioned, see docs/SCHEMA.md); `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,

@@ -162,7 +162,8 @@ pub fn probability(s: &str) -> Result<f64, String> {
 pub fn ignore_failure(v: Option<&str>) -> Result<Tolerate, String> {
     match v {
         None => Ok(Tolerate::Nothing),
-        Some("all") => Ok(Tolerate::Everything),
+        // hyperfine 1.20 spells "every non-zero exit" `all-non-zero`.
+        Some("all" | "all-non-zero") => Ok(Tolerate::Everything),
         Some("") => Err("--ignore-failure= needs codes after `=` (e.g. --ignore-failure=1,2), or drop the `=` to ignore every failure".into()),
         Some(list) => list
             .split(',')
@@ -311,6 +312,10 @@ mod tests {
         };
         assert_eq!(ignore_failure(None), Ok(Tolerate::Nothing));
         assert_eq!(ignore_failure(Some("all")), Ok(Tolerate::Everything));
+        assert_eq!(
+            ignore_failure(Some("all-non-zero")),
+            Ok(Tolerate::Everything)
+        );
         let codes = ignore_failure(Some("1,3")).unwrap();
         assert!(codes.accepts(&exit(3)) && codes.accepts(&exit(0)));
         assert!(!codes.accepts(&exit(2)));

@@ -129,13 +129,28 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
     }
 
     let params = parameters(t)?;
+    // A parameter the command does not use (hyperfine allows it: the value
+    // may go to --prepare or --setup, e.g. `git checkout {branch}`) is
+    // shown in the name, as hyperfine does; used nowhere, it only repeats
+    // the same benchmark, which is said.
     for (var, _) in &params {
         let token = format!("{{{var}}}");
-        if !t.commands.iter().any(|c| c.contains(&token)) {
-            return Err(Fail::usage(
-                format!("parameter `{var}` is not used: no command contains `{token}`"),
-                format!("write `{token}` where the value should go"),
-            ));
+        let anywhere = t
+            .commands
+            .iter()
+            .chain(t.prepare)
+            .chain(t.conclude)
+            .chain(t.setup)
+            .chain(t.cleanup)
+            .chain(t.names)
+            .any(|c| c.contains(&token));
+        if !anywhere {
+            crate::term::emit(
+                &format!(
+                    "warning: parameter `{var}` is used by no command, helper or --name: each of its values runs the same thing (write `{token}` where the value should go)\n"
+                ),
+                true,
+            );
         }
     }
 
@@ -225,11 +240,26 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
                     "define it with --parameter-list/--parameter-scan, or leave it out of the name",
                 ));
             }
+            let unused: Vec<String> = combo
+                .iter()
+                .filter(|(var, _)| {
+                    let token = format!("{{{var}}}");
+                    !template.contains(&token)
+                        && !t.names.get(i).is_some_and(|n| n.contains(&token))
+                })
+                .map(|(var, value)| format!("{var} = {value}"))
+                .collect();
             let name = t
                 .names
                 .get(i)
                 .map(|n| sub(n))
                 .unwrap_or_else(|| command.clone());
+            // hyperfine's name for it: `make (branch = dev)`.
+            let name = if unused.is_empty() {
+                name
+            } else {
+                format!("{name} ({})", unused.join(", "))
+            };
             // Benchmarks are told apart by name and parameters (compare,
             // history): two commands under one name would be one benchmark.
             if let Some(given) = t.names.get(i) {
@@ -386,12 +416,10 @@ mod tests {
             scans: &[],
             step: None,
         };
-        assert!(
-            plan(&t, &Shell(None))
-                .unwrap_err()
-                .message
-                .contains("not used")
-        );
+        // Unused by the command, the value is named, as hyperfine names it.
+        let planned = plan(&t, &Shell(None)).unwrap();
+        assert_eq!(planned[0].name, "sleep 1 (n = 1)");
+        assert_eq!(planned[1].name, "sleep 1 (n = 2)");
         let commands = strings(&["sleep {n}"]);
         let lists = strings(&["n", "1,,2"]);
         let t = Templates {

@@ -371,6 +371,76 @@ pub fn measure(
     })
 }
 
+/// `--reference CMD` as hyperfine 1.20 takes it: a command that is not one
+/// of the benchmarks (by 1-based index or name) is measured as the
+/// reference, first, under `--reference-name` or its own text, once
+/// whatever the parameters (`--parameter-scan` scans the others). `None`
+/// when `--reference` names a benchmark or is not given.
+fn reference_command(
+    args: &RunArgs,
+    planned: &[perfsleuth_runner::Planned],
+    shell: &Shell,
+) -> Result<Option<perfsleuth_runner::Planned>, Fail> {
+    let Some(spec) = args.reference.as_deref() else {
+        return Ok(None);
+    };
+    let names_one = planned.iter().any(|p| p.name == spec);
+    if spec.parse::<usize>().is_ok() || names_one {
+        return Ok(None);
+    }
+    // Helpers given once apply to every command, the reference too; one
+    // per command belong to the commands.
+    let shared = |list: &[String]| -> Vec<String> {
+        if list.len() == 1 {
+            list.to_vec()
+        } else {
+            Vec::new()
+        }
+    };
+    let (prepare, conclude, setup, cleanup) = (
+        shared(&args.prepare),
+        shared(&args.conclude),
+        shared(&args.setup),
+        shared(&args.cleanup),
+    );
+    let commands = [spec.to_string()];
+    let names: Vec<String> = args.reference_name.iter().cloned().collect();
+    let mut one = plan(
+        &Templates {
+            commands: &commands,
+            names: &names,
+            prepare: &prepare,
+            conclude: &conclude,
+            setup: &setup,
+            cleanup: &cleanup,
+            lists: &[],
+            scans: &[],
+            step: None,
+        },
+        shell,
+    )?;
+    let Some(reference) = one.pop() else {
+        return Ok(None);
+    };
+    if planned
+        .iter()
+        .any(|p| p.name == reference.name && p.parameters.is_empty())
+    {
+        return Err(Fail::usage(
+            format!(
+                "the --reference command is named `{}`, as a benchmark already is",
+                reference.name
+            ),
+            "give it another name with --reference-name",
+        ));
+    }
+    let mut reference = reference;
+    if let Some(dir) = &args.bench_dir {
+        reference = crate::plan::in_dir(&reference, dir);
+    }
+    Ok(Some(reference))
+}
+
 /// `--portable[=BASELINE]` / `--no-portable` in the runner's terms.
 fn portable_choice(args: &RunArgs) -> Result<PortableChoice, Fail> {
     if args.no_portable {
@@ -589,10 +659,27 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         }
         None => None,
     };
-    let reference = output::resolve_reference(
-        args.reference.as_deref(),
-        planned.iter().map(|p| p.name.as_str()),
-    )?;
+    let reference = match reference_command(args, &planned, &shell)? {
+        Some(first) => {
+            planned.insert(0, first);
+            Some(0)
+        }
+        None => {
+            if args.reference_name.is_some() {
+                return Err(Fail::usage(
+                    format!(
+                        "--reference-name names a --reference command, and `{}` is one of the benchmarks",
+                        args.reference.as_deref().unwrap_or_default()
+                    ),
+                    "drop --reference-name (the benchmark keeps its name), or give --reference a command of its own",
+                ));
+            }
+            output::resolve_reference(
+                args.reference.as_deref(),
+                planned.iter().map(|p| p.name.as_str()),
+            )?
+        }
+    };
     check_exports(args)?;
     let output = output_target(&args.output, args.store.store.as_deref())?;
     if let Some(input) = &args.input {

@@ -150,7 +150,20 @@ fn run_once(args: &RunArgs, push: Option<&PushTarget>, spawner: &mut Spawner) ->
     } = m;
     let to_stderr = output::summary_to_stderr(args);
     match result {
-        Err(Stop::Failed(e)) => Err(runner_fail(e)),
+        Err(Stop::Failed(e)) => {
+            let mut fail = runner_fail(e);
+            // As hyperfine does: the --export-* files get the results so
+            // far (status failed), so a long run's samples are not lost.
+            if !output::requested_exports(args).is_empty() {
+                match output::write_exports(&run, c.reference, args) {
+                    Ok(()) => fail
+                        .details
+                        .push("the results so far were written to the --export-* files".into()),
+                    Err(f) => fail.details.push(f.message),
+                }
+            }
+            Err(fail)
+        }
         Err(Stop::Interrupted) => {
             output::print_summary(&run, c.reference, &output::View::of(args), to_stderr);
             let ids: Vec<i64> = run.id.into_iter().collect();

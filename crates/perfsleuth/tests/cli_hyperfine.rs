@@ -333,3 +333,86 @@ fn counts_read_as_counts_and_the_run_records_its_own_noise() {
         assert!(!facts[key].is_null(), "{key} not recorded: {facts}");
     }
 }
+
+#[test]
+fn hyperfine_1_20_reference_command_and_ignore_failure_spelling() {
+    let sb = Sandbox::new();
+    // --reference CMD: measured first, under --reference-name, and the
+    // others are compared with it.
+    let out = sb
+        .bench([
+            "--warmup",
+            "0",
+            "--runs",
+            "3",
+            "--reference",
+            "sleep 0.001",
+            "--reference-name",
+            "ref",
+            "sleep 0.002",
+        ])
+        .ok();
+    assert!(out.stdout.contains("Comparison with `ref`:"), "{out:?}");
+    assert_eq!(
+        common::bench_names(&sb.show_json("latest")),
+        ["ref", "sleep 0.002"]
+    );
+    // With a scan, the reference runs once and the scan is compared with it.
+    sb.bench([
+        "--warmup",
+        "0",
+        "--runs",
+        "2",
+        "--reference",
+        "true",
+        "-P",
+        "n",
+        "1",
+        "3",
+        "echo {n}",
+    ])
+    .ok();
+    assert_eq!(
+        common::bench_names(&sb.show_json("latest")),
+        ["true", "echo 1", "echo 2", "echo 3"]
+    );
+    // A name for a benchmark that is already one of them is refused.
+    sb.bench([
+        "--runs",
+        "2",
+        "--reference",
+        "1",
+        "--reference-name",
+        "x",
+        "true",
+    ])
+    .usage_error("--reference-name names a --reference command");
+    // hyperfine 1.20's `all-non-zero` is every non-zero exit.
+    sb.bench(["--runs", "2", "--ignore-failure=all-non-zero", "false"])
+        .ok();
+}
+
+#[test]
+fn a_failing_command_still_leaves_the_exports_of_what_was_measured() {
+    // hyperfine writes the results so far when a later command fails.
+    let sb = Sandbox::new();
+    let md = sb.path("results.md");
+    let out = sb.bench([
+        "--warmup",
+        "0",
+        "--runs",
+        "3",
+        "--export-markdown",
+        md.to_str().unwrap(),
+        "true",
+        "false",
+    ]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.contains("the results so far were written"),
+        "{out:?}"
+    );
+    let text = std::fs::read_to_string(&md).expect("the export exists");
+    assert!(text.contains("failed: summary of the"), "{text}");
+    assert!(text.contains("| `true` |"), "{text}");
+}

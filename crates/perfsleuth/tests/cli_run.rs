@@ -619,13 +619,52 @@ fn parameter_scan_with_step() {
 }
 
 #[test]
-fn unused_parameter_is_refused() {
+fn a_parameter_the_command_does_not_use_is_named_as_hyperfine_does() {
+    // hyperfine 1.20: `-L branch master,dev 'echo test'` measures
+    // `echo test (branch = master)` and `echo test (branch = dev)`; the
+    // value may be the --prepare's (`git checkout {branch}`).
     let sb = Sandbox::new();
-    sb.bench(["-L", "n", "1,2", "true"])
-        .usage_error("parameter `n` is not used");
-    sb.bench(["-P", "n", "1", "2", "true"])
-        .usage_error("parameter `n` is not used");
-    assert!(!sb.db().exists());
+    let out = sb
+        .bench([
+            "--warmup",
+            "0",
+            "--runs",
+            "2",
+            "-L",
+            "branch",
+            "master,dev",
+            "echo test",
+        ])
+        .ok();
+    assert_eq!(
+        bench_names(&sb.show_json("latest")),
+        ["echo test (branch = master)", "echo test (branch = dev)"]
+    );
+    assert!(
+        out.stderr
+            .contains("parameter `branch` is used by no command, helper or --name"),
+        "{out:?}"
+    );
+    let out = sb
+        .bench([
+            "--warmup",
+            "0",
+            "--runs",
+            "2",
+            "-P",
+            "n",
+            "1",
+            "2",
+            "--prepare",
+            "echo {n}",
+            "true",
+        ])
+        .ok();
+    assert_eq!(
+        bench_names(&sb.show_json("latest")),
+        ["true (n = 1)", "true (n = 2)"]
+    );
+    assert!(!out.stderr.contains("used by no command"), "{out:?}");
 }
 
 #[test]
