@@ -4,8 +4,8 @@
 use crate::format::{change_with_ci, p_value, pad_left, pad_right, value, width};
 use crate::json::verdict_counts;
 use crate::{Comparison, MACHINES_DIFFER, Row};
-use perfsleuth_model::ImpactClass;
 use perfsleuth_model::schema::VerdictLabel;
+use perfsleuth_model::{ImpactClass, Metric};
 use perfsleuth_report::Style;
 use perfsleuth_report::style::{GREEN, RED};
 
@@ -180,6 +180,9 @@ pub fn render_terminal(c: &Comparison, color: bool) -> String {
             out.push('\n');
         }
         out.push_str(&format!("summary: {}\n", counts_text(c, ("", ""))));
+        for line in factor_lines(c) {
+            out.push_str(&format!("  {line}\n"));
+        }
     }
     if !c.unpaired_baseline.is_empty() {
         out.push_str(&format!(
@@ -209,6 +212,46 @@ pub fn render_terminal(c: &Comparison, color: bool) -> String {
         }
     }
     out
+}
+
+/// hyperfine's summary line for each gating row judged regressed or
+/// improved: "`sort`: run 13 is 1.23× faster than run 12 (wall time)" —
+/// how many times, the way hyperfine's users read a result. Times are
+/// faster or slower; other metrics more or less.
+pub(crate) fn factor_lines(c: &Comparison) -> Vec<String> {
+    c.rows
+        .iter()
+        .filter(|r| r.gating)
+        .filter(|r| matches!(r.verdict, VerdictLabel::Regressed | VerdictLabel::Improved))
+        .filter_map(|r| {
+            let ratio = 1.0 + r.change.as_ref()?.change;
+            if !ratio.is_finite() || ratio <= 0.0 {
+                return None;
+            }
+            let (factor, up) = if ratio >= 1.0 {
+                (ratio, true)
+            } else {
+                (1.0 / ratio, false)
+            };
+            let word = match (r.metric.unit() == "ns", up) {
+                (true, true) => "slower",
+                (true, false) => "faster",
+                (false, true) => "more",
+                (false, false) => "less",
+            };
+            let metric = match r.metric {
+                Metric::Wall => "wall time".to_string(),
+                Metric::Cpu => "CPU time".to_string(),
+                m => m.name().to_string(),
+            };
+            Some(format!(
+                "`{}`: {} is {factor:.2}× {word} than {} ({metric})",
+                r.key(),
+                c.candidate,
+                c.baseline
+            ))
+        })
+        .collect()
 }
 
 /// Text safe inside a Markdown table cell or paragraph: no raw pipes,
@@ -321,6 +364,13 @@ pub fn render_markdown(c: &Comparison) -> String {
     };
     out.push_str(&headline);
     out.push_str("\n\n");
+    let factors = factor_lines(c);
+    if !factors.is_empty() {
+        for line in &factors {
+            out.push_str(&format!("- {}\n", md(line)));
+        }
+        out.push('\n');
+    }
     if !c.identity_changed && !performance.is_empty() {
         out.push_str("#### Environment\n\n");
         out.push_str(performance_header(c));

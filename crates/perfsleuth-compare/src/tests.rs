@@ -1849,3 +1849,80 @@ fn separate_runs_that_cannot_decide_name_what_would() {
         "{r:#?}"
     );
 }
+
+#[test]
+fn a_judged_change_is_also_said_as_hyperfine_says_it() {
+    let slower = compare(
+        &side(
+            "v1",
+            vec![run(
+                1,
+                machine(),
+                vec![bench("b", &around(10.0 * MS, 0.01, 30))],
+            )],
+        ),
+        &side(
+            "v2",
+            vec![run(
+                2,
+                machine(),
+                vec![bench("b", &around(12.5 * MS, 0.01, 30))],
+            )],
+        ),
+        &opts(),
+    );
+    let gating = slower.rows.iter().find(|r| r.gating).unwrap();
+    assert_eq!(gating.verdict, VerdictLabel::Regressed);
+    let line = crate::render::factor_lines(&slower);
+    assert_eq!(line.len(), 1, "{line:?}");
+    assert!(line[0].starts_with("`b`: v2 is 1.2"), "{line:?}");
+    assert!(line[0].contains("× slower than v1 ("), "{line:?}");
+    assert!(render_terminal(&slower, false).contains(&line[0]));
+    assert!(crate::render_markdown(&slower).contains("× slower than v1"));
+    // The other way: faster, by the inverse of the ratio.
+    let faster = compare(
+        &side(
+            "v1",
+            vec![run(
+                1,
+                machine(),
+                vec![bench("b", &around(12.5 * MS, 0.01, 30))],
+            )],
+        ),
+        &side(
+            "v2",
+            vec![run(
+                2,
+                machine(),
+                vec![bench("b", &around(10.0 * MS, 0.01, 30))],
+            )],
+        ),
+        &opts(),
+    );
+    let line = crate::render::factor_lines(&faster);
+    assert!(
+        line[0].contains("is 1.2") && line[0].contains("× faster than v1"),
+        "{line:?}"
+    );
+    // Nothing judged changed: no such line.
+    let same = compare(
+        &side(
+            "v1",
+            vec![run(
+                1,
+                machine(),
+                vec![bench("b", &around(10.0 * MS, 0.01, 30))],
+            )],
+        ),
+        &side(
+            "v2",
+            vec![run(
+                2,
+                machine(),
+                vec![bench("b", &around(10.0 * MS, 0.01, 30))],
+            )],
+        ),
+        &opts(),
+    );
+    assert!(crate::render::factor_lines(&same).is_empty());
+}
