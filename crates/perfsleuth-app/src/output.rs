@@ -152,6 +152,16 @@ pub fn read_document(
     perfsleuth_model::schema::read_header(&text).map_err(|e| bad(e.to_string()))
 }
 
+/// Writes a `--plot` chart (an SVG document) and says where, on stderr —
+/// a file written silently is easy to miss (`compare --plot`).
+pub fn write_chart(path: &Path, svg: &str) -> Result<(), Fail> {
+    write_file(path, svg)?;
+    if path != Path::new("-") {
+        emit(&format!("Chart written to {}\n", path.display()), true);
+    }
+    Ok(())
+}
+
 /// Whether a selector names something on disk that is not a directory: a
 /// file to read (or to name, in the error, what it is instead).
 pub fn names_a_file(path: &Path) -> bool {

@@ -216,9 +216,12 @@ fn benchmark_block(
         );
     }
     if !wall.outliers.is_empty() {
-        let _ = writeln!(
-            out,
-            "  {warning} {} of {} {} (modified z-score > 3.5).",
+        // A few outliers are what a shared machine gives; the median and
+        // its interval do not move for them, so they get one line. Only
+        // more than a tenth of the runs is a warning about the machine.
+        let many = wall.outliers.len() * 10 > wall.n;
+        let what = format!(
+            "{} of {} {} (modified z-score > 3.5)",
             wall.outliers.len(),
             plural(wall.n, "run", "runs"),
             if wall.outliers.len() == 1 {
@@ -227,6 +230,15 @@ fn benchmark_block(
                 "are outliers"
             },
         );
+        if many {
+            let _ = writeln!(out, "  {warning} {what}.");
+        } else {
+            let _ = writeln!(
+                out,
+                "  {} {what}; the median and its interval are robust to it.",
+                style.dim("Note:")
+            );
+        }
         let first_is_slow_outlier =
             wall.outliers.contains(&0) && first_wall.is_some_and(|w| w > wall.median);
         if first_is_slow_outlier {
@@ -235,7 +247,7 @@ fn benchmark_block(
                 "{WARNING_INDENT}The first run is a slow outlier, which suggests cold caches: try a larger --warmup."
             );
         }
-        if wall.outliers.len() > usize::from(first_is_slow_outlier) {
+        if many && wall.outliers.len() > usize::from(first_is_slow_outlier) {
             let _ = writeln!(
                 out,
                 "{WARNING_INDENT}Other programs or I/O may have disturbed the runs: use a quieter machine\n\
@@ -659,13 +671,27 @@ Comparison with `base`:
              \x20          their times are included in the statistics above.\n"
         ));
         assert!(
-            text.contains("  Warning: 1 of 12 runs is an outlier (modified z-score > 3.5).\n"),
+            text.contains("  Note: 1 of 12 runs is an outlier (modified z-score > 3.5); the median and its interval are robust to it.\n"),
             "{text}"
         );
         assert!(text.contains("cold caches: try a larger --warmup."));
         assert!(!text.contains("Other programs"));
         assert!(text.contains("Benchmark 2: empty\n  no samples\n"));
         assert!(text.contains("  empty\n    no samples\n"));
+        // More than a tenth of the runs: a warning about the machine.
+        let mut walls = spread(12, 1_000_000, 20_000);
+        walls[4] = 5_000_000;
+        walls[7] = 6_000_000;
+        let noisy = run(vec![bench("cmd", &walls, 1 << 20)]);
+        let warned = render_terminal(&noisy, &analyze(&noisy, None), &Style::default());
+        assert!(
+            warned.contains("  Warning: 2 of 12 runs are outliers (modified z-score > 3.5).\n"),
+            "{warned}"
+        );
+        assert!(
+            warned.contains("Other programs or I/O may have disturbed the runs"),
+            "{warned}"
+        );
     }
 
     #[test]

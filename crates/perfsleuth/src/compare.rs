@@ -40,7 +40,7 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
     emit(&render(&comparison, args.format, args.color)?, false);
     if let Some(plot) = &args.plot {
         let svg = perfsleuth_compare::changes_chart(&comparison);
-        crate::output::write_file(plot, &perfsleuth_report::chart::standalone(&svg))?;
+        crate::output::write_chart(plot, &perfsleuth_report::chart::standalone(&svg))?;
     }
     Ok(exit_code(&comparison, &args.verdict))
 }

@@ -52,7 +52,7 @@ pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
             ));
         };
         let svg = perfsleuth_history::series_chart(first);
-        crate::output::write_file(plot, &perfsleuth_report::chart::standalone(&svg))?;
+        crate::output::write_chart(plot, &perfsleuth_report::chart::standalone(&svg))?;
         if doc.series.len() > 1 {
             emit(
                 &format!(

@@ -228,6 +228,34 @@ pub(crate) fn since(text: &str) -> Result<String, Fail> {
 }
 
 /// Prints one stored run like `perfsleuth run` printed it.
+/// Which stored run `show` shows: its id, when it started, where in git
+/// and how it was measured ("Run 12 · 2026-12-05 00:12:33 · main @
+/// 3f2a9c01b7de · walltime · complete").
+fn run_line(run: &perfsleuth_model::Run) -> String {
+    let started = run.started_at.replace('T', " ");
+    let started = started.get(..19).unwrap_or(&started).to_string();
+    let git = run.git.as_ref().map_or("no git".to_string(), |g| {
+        format!(
+            "{}{}{}",
+            g.branch
+                .as_deref()
+                .map_or(String::new(), |b| format!("{b} @ ")),
+            perfsleuth_model::short_commit(&g.commit),
+            if g.dirty {
+                " (uncommitted changes)"
+            } else {
+                ""
+            }
+        )
+    });
+    format!(
+        "Run {} · {started} · {git} · {} · {}",
+        run.id.map_or(MISSING.to_string(), |id| id.to_string()),
+        run.mode.as_str(),
+        run.status.as_str()
+    )
+}
+
 pub fn show(args: ShowArgs) -> Result<i32, Fail> {
     let store = open_existing_store(args.store.store.as_deref())?;
     let id = store.resolve_run(&args.run).map_err(store_fail)?;
@@ -241,6 +269,9 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
         args.reference.as_deref(),
         run.benchmarks.iter().map(|b| b.name.as_str()),
     )?;
+    if !args.json {
+        emit(&format!("{}\n\n", run_line(&run)), false);
+    }
     if args.json {
         let text = JsonExporter
             .export(&run, &analyze(&run, reference))

@@ -186,7 +186,7 @@ fn run_once(args: &RunArgs, push: Option<&PushTarget>, spawner: &mut Spawner) ->
             if let Some(plot) = &args.plot {
                 let report = perfsleuth_summary::analyze(&run, c.reference);
                 let svg = perfsleuth_report::html::distribution_chart(&run, &report);
-                output::write_file(plot, &perfsleuth_report::chart::standalone(&svg))?;
+                output::write_chart(plot, &perfsleuth_report::chart::standalone(&svg))?;
             }
             if let Some(note) = stored_note {
                 emit(&note, true);

@@ -85,8 +85,7 @@ fn report(
     if let Some(path) = plot {
         let svg =
             perfsleuth_report::svg::render_scale_svg(&perfsleuth_scale::chart(analysis, title));
-        output::write_file(path, &svg)?;
-        emit(&format!("Chart written to {}\n", path.display()), true);
+        output::write_chart(path, &svg)?;
     }
     Ok(())
 }

@@ -354,10 +354,15 @@ fn plot_writes_the_report_s_chart_as_an_svg_of_its_own() {
     .ok();
     sb.bench(["--runs", "10", "-n", "a", "sleep 0.003"]).ok();
     let store = sb.store();
-    sb.run(["compare", "--store", &store, "1", "2", "--plot", "cmp.svg"])
+    let out = sb
+        .run(["compare", "--store", &store, "1", "2", "--plot", "cmp.svg"])
         .ok();
-    sb.run(["history", "--store", &store, "--plot", "hist.svg"])
+    // Never written silently.
+    assert!(out.stderr.contains("Chart written to cmp.svg"), "{out:?}");
+    let out = sb
+        .run(["history", "--store", &store, "--plot", "hist.svg"])
         .ok();
+    assert!(out.stderr.contains("Chart written to hist.svg"), "{out:?}");
     for (file, needle) in [
         ("run.svg", "Distribution of wall time"),
         ("cmp.svg", "change per benchmark and metric"),

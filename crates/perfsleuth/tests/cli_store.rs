@@ -771,3 +771,22 @@ fn runs_filters_mode_column_and_long_names() {
     );
     assert!(out.stdout.contains('…'), "{out:?}");
 }
+
+#[test]
+fn show_says_which_run_it_shows() {
+    // `show latest` names the run it resolved to, when it started, where in
+    // git and how it was measured, before the summary.
+    let sb = Sandbox::new();
+    sb.bench(["--warmup", "0", "--runs", "3", "true"]).ok();
+    let store = sb.store();
+    let out = sb.run(["show", "latest", "--store", &store]).ok();
+    let first = out.stdout.lines().next().unwrap_or_default();
+    assert!(first.starts_with("Run 1 · "), "{out:?}");
+    assert!(first.ends_with(" · walltime · complete"), "{out:?}");
+    // The started time, to the second.
+    assert!(
+        first.split(" · ").nth(1).is_some_and(|t| t.len() == 19),
+        "{first}"
+    );
+    assert!(out.stdout.contains("Benchmark 1: true"), "{out:?}");
+}
