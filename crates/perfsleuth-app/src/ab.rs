@@ -104,6 +104,12 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<AbOutcome, Fail>
             "export either side afterwards with `perfsleuth show --json RUN`",
         );
     }
+    if run_args.plot.is_some() {
+        return refuse(
+            "ab does not draw --plot: it stores two runs",
+            "chart the comparison afterwards with `perfsleuth compare BASELINE_RUN CANDIDATE_RUN --plot FILE.svg`",
+        );
+    }
     if run_args.no_interleave {
         return refuse(
             "ab measures both sides interleaved: --no-interleave would give up what it is for",

@@ -66,6 +66,7 @@ struct Feature {
     index: u8,
     reg: u8,
     bit: u8,
+    /// The x86-64 level (1–4) that requires it; 5 for none.
     level: u8,
     /// Whether `glibc.cpu.hwcaps=-NAME` turns it off.
     maskable: bool,
@@ -535,9 +536,15 @@ fn merge_hwcaps(ours: &str, theirs: &str, overridden: &mut Vec<String>) -> Strin
             }
             None => {
                 if let Some(f) = feature {
+                    // Level 5 stands for "in no x86-64 level": there is no v5.
+                    let level = if f.level <= 4 {
+                        format!("an x86-64-v{} feature", f.level)
+                    } else {
+                        "a feature of no x86-64 level".to_string()
+                    };
                     overridden.push(format!(
-                        "glibc.cpu.hwcaps: {entry} turns off {}, which the profile keeps (x86-64-v{} feature)",
-                        f.name, f.level
+                        "glibc.cpu.hwcaps: {entry} turns off {}, which the profile keeps ({level})",
+                        f.name
                     ));
                 }
                 index.insert(name.to_string(), list.len());

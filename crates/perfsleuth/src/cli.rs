@@ -33,6 +33,18 @@ pub enum Command {
     Run(Box<RunCommand>),
     /// The pull request against main in one job: both revisions built in worktrees of
     /// their own, measured interleaved on this machine, and compared.
+    // `run`'s options that ab refuses are not listed in its help.
+    #[command(mut_arg("repeat", |a| a.hide(true)))]
+    #[command(mut_arg("reference", |a| a.hide(true)))]
+    #[command(mut_arg("reference_name", |a| a.hide(true)))]
+    #[command(mut_arg("no_interleave", |a| a.hide(true)))]
+    #[command(mut_arg("export_json", |a| a.hide(true)))]
+    #[command(mut_arg("export_csv", |a| a.hide(true)))]
+    #[command(mut_arg("export_markdown", |a| a.hide(true)))]
+    #[command(mut_arg("export_asciidoc", |a| a.hide(true)))]
+    #[command(mut_arg("export_orgmode", |a| a.hide(true)))]
+    #[command(mut_arg("export_hyperfine", |a| a.hide(true)))]
+    #[command(mut_arg("plot", |a| a.hide(true)))]
     Ab(Box<AbArgs>),
     /// List the stored runs, newest first.
     Runs(RunsArgs),

@@ -529,6 +529,8 @@ fn benchmarks_come_from_the_bench_list_of_perfsleuth_toml() {
     // The list is the commands: -n would name commands that are not given.
     ab(&sb, &dir, &["-n", "x"]).usage_error("--name names commands of the command line");
     ab(&sb, &dir, &["--no-interleave"]).usage_error("ab measures both sides interleaved");
+    // Hidden from ab's help, and still refused, never silently ignored.
+    ab(&sb, &dir, &["--plot", "x.svg"]).usage_error("ab does not draw --plot");
     std::fs::write(dir.join("perfsleuth.toml"), "[[bench]]\ncommand = \"  \"\n").unwrap();
     ab(&sb, &dir, &[]).usage_error("has an empty command");
     std::fs::write(
@@ -548,4 +550,34 @@ fn ab_help_names_its_own_default_rounds() {
     let out = sb.run(["ab", "--help"]).ok();
     let text = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(text.contains("[default: 5, 10 in ab;"), "{text}");
+}
+
+#[test]
+fn ab_help_lists_only_what_ab_takes() {
+    // `ab -h` listed --repeat, --reference, --no-interleave, --export-* and
+    // --plot, then said they are refused (issue 38).
+    let sb = Sandbox::new();
+    for flag in ["-h", "--help"] {
+        let out = sb.run(["ab", flag]).ok();
+        for refused in [
+            "--repeat",
+            "--reference ",
+            "--reference-name",
+            "--no-interleave ",
+            "--export-json",
+            "--export-markdown",
+            "--export-hyperfine",
+            "--plot",
+        ] {
+            let listed = out
+                .stdout
+                .lines()
+                .any(|l| l.starts_with(' ') && l.trim_start().starts_with(refused));
+            assert!(!listed, "{flag} lists {refused}: {}", out.stdout);
+        }
+        assert!(out.stdout.contains("--build"), "{}", out.stdout);
+    }
+    // `run` still lists them.
+    let out = sb.run(["run", "--help"]).ok();
+    assert!(out.stdout.contains("--export-markdown"));
 }

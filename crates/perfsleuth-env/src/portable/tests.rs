@@ -403,3 +403,23 @@ fn active_flags_are_what_valgrind_presents_not_the_host() {
     let e = emulate_isa(&under, "sse2 avx avx2");
     assert!(!e.masked.iter().any(|m| m.starts_with("AVX512")), "{e:?}");
 }
+
+#[test]
+fn a_feature_in_no_x86_64_level_is_not_called_a_v5_feature() {
+    let mut notes = Vec::new();
+    merge_hwcaps("-AVX512F", "-FSRM,-AVX2", &mut notes);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("-FSRM turns off FSRM")
+                && n.ends_with("(a feature of no x86-64 level)")),
+        "{notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("-AVX2 turns off AVX2") && n.ends_with("(an x86-64-v3 feature)")),
+        "{notes:?}"
+    );
+    assert!(!notes.iter().any(|n| n.contains("v5")), "{notes:?}");
+}
