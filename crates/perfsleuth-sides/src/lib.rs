@@ -32,7 +32,7 @@ pub enum SelectError {
     /// No earlier run at all.
     #[error("there is no earlier run to compare with")]
     NoEarlier,
-    /// Earlier runs exist, none of the same benchmarks.
+    /// Earlier runs exist, none that measured every benchmark of the candidate.
     #[error("no earlier run measured the same benchmarks ({0})")]
     NoSameBenchmarks(String),
     /// The sides were measured in different modes.
@@ -128,10 +128,11 @@ pub fn stored_side(store: &dyn Store, spec: &str) -> Result<Option<Side>, Select
 }
 
 /// The baseline when none is given: the latest earlier run measured the same
-/// way (mode; sweeps with sweeps) with the same benchmark names, on the
-/// candidate's branch, else on any branch. Never simply "the run before": a
-/// run of other commands would pair nothing, and a gate would pass without
-/// looking.
+/// way (mode; sweeps with sweeps) that measured every benchmark of the
+/// candidate (others besides are fine: `run 'a'` after `run 'a' 'b'`
+/// compares `a`), on the candidate's branch, else on any branch. Never
+/// simply "the run before": a run of other commands would pair nothing, and
+/// a gate would pass without looking.
 pub fn default_baseline(store: &dyn Store, candidate: &Side) -> Result<Side, SelectError> {
     let first = candidate.runs.first();
     let kind = first.map_or(RunKind::Benchmarks, |r| RunKind::Like {
@@ -169,12 +170,12 @@ fn sorted_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
     v
 }
 
-/// The newest of `earlier` with the `wanted` benchmarks (any, when `None`),
-/// on `branch` if one is, else on any branch.
+/// The newest of `earlier` that measured every one of the `wanted`
+/// benchmarks (any run, when `None`), on `branch` if one is, else on any
+/// branch.
 fn pick(earlier: &[EarlierRun], wanted: Option<&[String]>, branch: Option<&str>) -> Option<i64> {
-    let same_names = |r: &&EarlierRun| {
-        wanted.is_none_or(|w| sorted_names(r.benchmarks.iter().map(String::as_str)) == w)
-    };
+    let same_names =
+        |r: &&EarlierRun| wanted.is_none_or(|w| w.iter().all(|name| r.benchmarks.contains(name)));
     let on_branch = |r: &&EarlierRun| branch.is_some() && r.branch.as_deref() == branch;
     earlier
         .iter()

@@ -200,10 +200,11 @@ pub struct ProbeDiffArgs {
 #[derive(Debug, Args)]
 #[command(
     allow_negative_numbers = true,
-    after_help = "Sides: a run id, latest, latest~N, a branch (its latest run), a git revision (its complete runs), or a file from --export-json.\nDefaults: candidate = latest, baseline = the latest earlier run of the same benchmarks (on the same branch if there is one).\n\nExamples:\n  perfsleuth compare\n  perfsleuth compare main HEAD --fail-on regressed\n  perfsleuth compare base.json cand.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
+    after_help = "Sides: a run id, latest, latest~N, a branch (its latest run), a git revision (its complete runs), or a file from --export-json.\nDefaults: candidate = latest, baseline = the latest earlier run that measured every benchmark of the candidate (on the same branch if there is one).\n\nExamples:\n  perfsleuth compare\n  perfsleuth compare main HEAD --fail-on regressed\n  perfsleuth compare base.json cand.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
 )]
 pub struct CompareArgs {
-    /// The baseline side [default: the latest earlier run of the same benchmarks, same branch first].
+    /// The baseline side [default: the latest earlier run that measured the candidate's
+    /// benchmarks, same branch first].
     pub baseline: Option<String>,
     /// The candidate side [default: latest].
     pub candidate: Option<String>,

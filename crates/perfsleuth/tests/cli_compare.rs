@@ -1329,6 +1329,27 @@ fn the_default_baseline_measured_the_same_benchmarks_on_the_same_branch() {
     compare(&sb, &[]).usage_error("no earlier run measured the same benchmarks (alone)");
 }
 
+#[test]
+fn the_default_baseline_may_have_measured_more_benchmarks() {
+    // `run 'sleep 0.01' 'sleep 0.02'` then `run 'sleep 0.01'`: a bare
+    // `compare` compares `sleep 0.01` with the first run (issue 38), which
+    // measured it among others; a run that lacks one of the candidate's
+    // benchmarks is still passed over.
+    let sb = Sandbox::new();
+    bench(&sb, &["sleep 0.01", "sleep 0.02"]); // 1
+    bench(&sb, &["sleep 0.03"]); // 2
+    bench(&sb, &["sleep 0.01"]); // 3
+    let doc = compare_json(&sb, &[]);
+    assert_eq!(doc["baseline"], "run 1", "{doc}");
+    assert_eq!(doc["candidate"], "run 3", "{doc}");
+    assert!(
+        doc["unpaired_baseline"]
+            .as_array()
+            .is_some_and(|u| u.iter().any(|b| b == "sleep 0.02")),
+        "{doc}"
+    );
+}
+
 // ---------------------------------------------------------------- unpaired
 
 #[test]
