@@ -564,10 +564,16 @@ pub fn gate(c: &Comparison, allow_missing: bool) -> Gate {
 
 /// `name`, or `name [k=v, …]` when the benchmark has parameters.
 pub fn benchmark_key(name: &str, parameters: &BTreeMap<String, String>) -> String {
-    if parameters.is_empty() {
+    // A `--variant` benchmark's name already ends in its set-up
+    // (`./bench [fast]`): its `variant` parameter is not said twice.
+    let params: Vec<String> = parameters
+        .iter()
+        .filter(|(k, v)| !(k.as_str() == "variant" && name.ends_with(&format!(" [{v}]"))))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if params.is_empty() {
         return name.to_string();
     }
-    let params: Vec<String> = parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
     format!("{name} [{}]", params.join(", "))
 }
 

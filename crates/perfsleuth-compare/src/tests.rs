@@ -1926,3 +1926,30 @@ fn a_judged_change_is_also_said_as_hyperfine_says_it() {
     );
     assert!(crate::render::factor_lines(&same).is_empty());
 }
+
+#[test]
+fn a_variant_benchmark_key_says_its_set_up_once() {
+    // `./bench [base] [variant=base]` said the variant twice (issue 38).
+    let params = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        benchmark_key("./bench [base]", &params(&[("variant", "base")])),
+        "./bench [base]"
+    );
+    assert_eq!(
+        benchmark_key(
+            "./bench [fast]",
+            &params(&[("n", "1"), ("variant", "fast")])
+        ),
+        "./bench [fast] [n=1]"
+    );
+    // A parameter that happens to be called `variant` is still shown.
+    assert_eq!(
+        benchmark_key("./bench", &params(&[("variant", "x")])),
+        "./bench [variant=x]"
+    );
+}

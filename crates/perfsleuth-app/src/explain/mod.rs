@@ -601,7 +601,17 @@ fn benchmarks(
             "give a run that measured commands (`perfsleuth runs` lists them)",
         ));
     }
-    if shared.iter().any(|(k, _)| k.contains("variant=")) {
+    let variant_run = [baseline, candidate]
+        .iter()
+        .filter_map(|i| i.runs())
+        .any(|s| {
+            s.runs.iter().any(|r| {
+                r.benchmarks
+                    .iter()
+                    .any(|b| b.parameters.contains_key("variant"))
+            })
+        });
+    if variant_run {
         return Err(Fail::usage(
             "a side is a `run --variant` run: its set-ups are variants of one run already",
             "explain two plain runs; `perfsleuth show RUN` compares a run's variants with base",
