@@ -126,8 +126,11 @@ pub fn resolve_reference<'a>(
         .map(Some)
         .ok_or_else(|| {
             Fail::usage(
-                format!("--reference `{spec}` matches no benchmark"),
-                format!("names are: {}", names.join(", ")),
+                format!("--reference `{spec}` matches no benchmark and runs no program here"),
+                format!(
+                    "names are: {}; or give a command to measure as the reference",
+                    names.join(", ")
+                ),
             )
         })
 }

@@ -385,7 +385,12 @@ fn reference_command(
         return Ok(None);
     };
     let names_one = planned.iter().any(|p| p.name == spec);
-    if spec.parse::<usize>().is_ok() || names_one {
+    // A command starts with a program that exists here; anything else (a
+    // misspelt name) gets the name's error, with the names.
+    let program = spec.split_whitespace().next().unwrap_or_default();
+    let path = std::env::var_os("PATH");
+    let runs = perfsleuth_measure::resolve_program(program, path.as_deref()).is_ok();
+    if spec.parse::<usize>().is_ok() || names_one || !runs {
         return Ok(None);
     }
     // Helpers given once apply to every command, the reference too; one

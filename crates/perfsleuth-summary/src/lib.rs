@@ -96,7 +96,7 @@ pub struct RunReport {
 /// The order benchmarks are shown in (hyperfine's `--sort`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortOrder {
-    /// Benchmarks as given; comparisons fastest first.
+    /// Benchmarks as given; comparisons fastest first, by the ratio they show.
     #[default]
     Auto,
     /// Benchmarks and comparisons as given.
@@ -121,10 +121,18 @@ impl RunReport {
         if order == SortOrder::MeanTime {
             shown.sort_by(by_mean);
         }
-        if order != SortOrder::Command {
-            self.comparisons.sort_by(|a, b| by_mean(&a.index, &b.index));
-        } else {
-            self.comparisons.sort_by_key(|c| c.index);
+        match order {
+            SortOrder::Command => self.comparisons.sort_by_key(|c| c.index),
+            SortOrder::MeanTime => self.comparisons.sort_by(|a, b| by_mean(&a.index, &b.index)),
+            // Fastest first by the ratio each line shows (the judged time's
+            // median ratio), so the list reads in the order of its numbers;
+            // the mean, which no line shows, broke ties only.
+            SortOrder::Auto => self.comparisons.sort_by(|a, b| {
+                let ratio = |c: &Comparison| c.time.as_ref().map_or(f64::INFINITY, |t| t.ratio);
+                ratio(a)
+                    .total_cmp(&ratio(b))
+                    .then_with(|| by_mean(&a.index, &b.index))
+            }),
         }
         self.order = shown;
     }
@@ -618,5 +626,35 @@ mod tests {
         assert!(rep.comparisons[0].time.is_none());
         assert!(rep.comparisons[0].peak_rss.is_none());
         assert_eq!(rep.comparisons[0].time_p_value, Some(1.0));
+    }
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::testutil::{bench, run, spread};
+    use super::{SortOrder, analyze};
+
+    #[test]
+    fn comparisons_read_in_the_order_of_the_ratios_they_show() {
+        // `a` is faster by its median (what its line shows) but slower by its
+        // mean (one slow run, which no line shows): "Comparison with" listed
+        // it after `b`, in neither command nor time order (issue 38).
+        let mut a = spread(20, 2_000_000, 10_000);
+        a[7] = 100_000_000;
+        let r = run(vec![
+            bench("ref", &spread(20, 1_000_000, 10_000), 1 << 20),
+            bench("b", &spread(20, 3_000_000, 10_000), 1 << 20),
+            bench("a", &a, 1 << 20),
+        ]);
+        let mut rep = analyze(&r, None);
+        rep.sort(SortOrder::Auto);
+        let shown: Vec<usize> = rep.comparisons.iter().map(|c| c.index).collect();
+        assert_eq!(shown, [2, 1], "fastest ratio first");
+        rep.sort(SortOrder::MeanTime);
+        let shown: Vec<usize> = rep.comparisons.iter().map(|c| c.index).collect();
+        assert_eq!(shown, [1, 2], "hyperfine's mean-time order");
+        rep.sort(SortOrder::Command);
+        let shown: Vec<usize> = rep.comparisons.iter().map(|c| c.index).collect();
+        assert_eq!(shown, [1, 2]);
     }
 }

@@ -1499,7 +1499,11 @@ fn without_a_command_run_measures_the_bench_list_of_perfsleuth_toml() {
         .iter()
         .map(|b| b["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["short 1", "short 2", "true", "true"], "{doc}");
+    assert_eq!(
+        names,
+        ["short 1", "short 2", "true (n = 1)", "true (n = 2)"],
+        "{doc}"
+    );
 }
 
 #[test]
