@@ -97,6 +97,24 @@ pub fn check(env: &Environment) -> Vec<Finding> {
     }
     if let Some((severity, key, message, recommendation)) = noise_finding(&num, &STEAL) {
         add(severity, key, message, recommendation);
+    } else if get("virt.hypervisor").is_some_and(|h| h != "none" && h != UNKNOWN)
+        && let Some(boot) = num("noise.steal_pct")
+    {
+        // A run's steal warning points here: a VM says what it measured,
+        // low as it may be now, since steal comes and goes with the host.
+        let watched = num("noise.run.steal_pct")
+            .zip(num("noise.run.seconds"))
+            .map_or(String::new(), |(v, secs)| {
+                format!("{v:.1}% over the {secs:.1} s watched, ")
+            });
+        add(
+            Info,
+            "noise.steal_pct",
+            format!(
+                "the hypervisor takes CPU time from this VM (steal): {watched}{boot:.1}% since boot"
+            ),
+            "steal comes and goes with the host's other tenants: a run warns with its own figure; measure the sides interleaved (ab, two commands in one run) so both see it alike",
+        );
     }
     let cores = num("cpu.logical_cores").unwrap_or(1.0);
     // procs_running counts perfsleuth itself; an instant's count, not
@@ -328,6 +346,41 @@ fn noise_finding(
 mod run_noise_tests {
     use super::*;
     use perfsleuth_model::ImpactClass::Context;
+
+    #[test]
+    fn a_vm_says_its_steal_even_when_it_is_low_now() {
+        // Runs warn "the hypervisor took 12.8 % … (see perfsleuth env
+        // check)"; env check did not mention steal at all (issue 38).
+        let mut e = Environment::default();
+        e.set("virt.hypervisor", "KVM", Context);
+        e.set("noise.steal_pct", "0.4", Context);
+        e.set("noise.run.seconds", "1.0", Context);
+        e.set("noise.run.steal_pct", "0.0", Context);
+        let f = check(&e);
+        let steal = f
+            .iter()
+            .find(|x| x.key == "noise.steal_pct")
+            .expect("a steal line");
+        assert_eq!(steal.severity, Severity::Info);
+        assert!(
+            steal
+                .message
+                .contains("0.0% over the 1.0 s watched, 0.4% since boot"),
+            "{}",
+            steal.message
+        );
+        // High steal is still a problem, not this line.
+        e.set("noise.run.steal_pct", "12.8", Context);
+        let f = check(&e);
+        assert!(
+            f.iter()
+                .any(|x| x.key == "noise.run.steal_pct" && x.severity == Severity::Problem)
+        );
+        // Bare metal: nothing to say.
+        e.set("virt.hypervisor", "none", Context);
+        e.set("noise.run.steal_pct", "0.0", Context);
+        assert!(!check(&e).iter().any(|x| x.key.contains("steal")));
+    }
 
     #[test]
     fn the_run_is_judged_by_its_own_noise_not_by_the_build_before_it() {

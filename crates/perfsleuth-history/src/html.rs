@@ -114,7 +114,11 @@ pub fn render_html(doc: &HistoryDoc) -> String {
         let numbers = format!(
             "{}{}",
             if rows.is_empty() {
-                "<p class=\"note\">No change point.</p>".to_string()
+                // Too few points to look for one: that, not "no change point".
+                match &s.note {
+                    Some(n) => format!("<p class=\"note\">{}</p>", escape(n)),
+                    None => "<p class=\"note\">No change point.</p>".to_string(),
+                }
             } else {
                 table(
                     &[
@@ -145,7 +149,7 @@ pub fn render_html(doc: &HistoryDoc) -> String {
             ),
             &numbers,
         ));
-        if let Some(n) = &s.note {
+        if let Some(n) = s.note.as_ref().filter(|_| !rows.is_empty()) {
             let _ = write!(out, "<p class=\"note\">{}</p>", escape(n));
         }
     }

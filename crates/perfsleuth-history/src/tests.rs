@@ -348,3 +348,19 @@ fn byte_identical_programs_that_step_together_are_the_machine_not_the_code() {
         c.summary
     );
 }
+
+#[test]
+fn a_series_too_short_to_search_says_so_once_and_not_that_it_has_no_change_point() {
+    // The history page said both "No change point." and "1 point: change
+    // points need at least 4" for a one-point series (issue 38).
+    let csv = read_csv("commit,value\naaa0,10\n", None).unwrap();
+    let doc = fit(&csv, &Options::default());
+    let html = render_html(&doc);
+    assert!(!html.contains("No change point."), "{html}");
+    assert_eq!(
+        html.matches("1 point: change points need at least 4")
+            .count(),
+        1,
+        "{html}"
+    );
+}

@@ -78,7 +78,7 @@ impl IntoResponse for PageError {
                 e.status.canonical_reason().unwrap_or("Error")
             ),
             &format!("HTTP {}", e.status.as_u16()),
-            &[nav(&[]), body],
+            &[nav(false, &[]), body],
         );
         (e.status, Html(html)).into_response()
     }
@@ -125,11 +125,26 @@ fn enc(s: &str) -> String {
         .collect()
 }
 
-/// The breadcrumb: `(label, href)` after the root.
-fn nav(trail: &[(String, String)]) -> String {
-    let mut out = String::from(
-        "<nav class=\"sub\"><form method=\"post\" action=\"/logout\" style=\"float:right;margin:0\"><button type=\"submit\">Log out</button></form><a href=\"/\">projects</a>",
-    );
+/// Whether the request carries the dashboard's login cookie: only then is
+/// there anything to log out of.
+fn signed_in(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .any(|(k, v)| k == COOKIE && !v.is_empty())
+}
+
+/// The breadcrumb: `(label, href)` after the root; "Log out" for a
+/// visitor who logged in.
+fn nav(signed_in: bool, trail: &[(String, String)]) -> String {
+    let mut out = String::from("<nav class=\"sub\">");
+    if signed_in {
+        out.push_str("<form method=\"post\" action=\"/logout\" style=\"float:right;margin:0\"><button type=\"submit\">Log out</button></form>");
+    }
+    out.push_str("<a href=\"/\">projects</a>");
     for (label, href) in trail {
         if href.is_empty() {
             let _ = write!(out, " › {}", escape(label));
@@ -167,6 +182,7 @@ async fn home(
     axum::extract::State(state): Shared,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
+    let signed = signed_in(&headers);
     let secret = credential(&headers)?;
     let projects = state
         .with_store("", move |s| {
@@ -213,7 +229,7 @@ async fn home(
     Ok(Html(page(
         "perfsleuth",
         "The team's benchmark results",
-        &[nav(&[]), body],
+        &[nav(signed, &[]), body],
     )))
 }
 
@@ -232,7 +248,11 @@ async fn login_form(PageQuery(q): PageQuery<LoginQuery>) -> Result<Html<String>,
          <p class=\"note\">A token with the read (or admin) scope, from <code>perfsleuth server token create</code>. It is kept in a cookie only this server reads.</p></section>",
         escape(&project)
     );
-    Ok(Html(page("Log in — perfsleuth", "", &[nav(&[]), body])))
+    Ok(Html(page(
+        "Log in — perfsleuth",
+        "",
+        &[nav(false, &[]), body],
+    )))
 }
 
 #[derive(Deserialize)]
@@ -327,6 +347,7 @@ async fn project_page(
     PagePath(project): PagePath<String>,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
+    let signed = signed_in(&headers);
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
         let doc = project_history(s, None)?;
@@ -400,7 +421,7 @@ async fn project_page(
         Ok(page(
             &format!("{p} — perfsleuth"),
             &format!("{} recent runs", runs.len()),
-            &[nav(&[(p.clone(), format!("/p/{p}"))]), body],
+            &[nav(signed, &[(p.clone(), format!("/p/{p}"))]), body],
         ))
     })
     .await
@@ -417,6 +438,7 @@ async fn bench_page(
     PageQuery(q): PageQuery<BenchQuery>,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
+    let signed = signed_in(&headers);
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
         let doc = project_history(s, Some(&q.key))?
@@ -445,7 +467,7 @@ async fn bench_page(
             &format!("{} — {p}", q.key),
             "wall time per run, change points and environment changes marked",
             &[
-                nav(&[
+                nav(signed, &[
                     (p.clone(), format!("/p/{p}")),
                     (q.key.clone(), format!("/p/{p}/bench?key={}", enc(&q.key))),
                 ]),
@@ -473,6 +495,7 @@ async fn run_page(
     PagePath((project, spec)): PagePath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
+    let signed = signed_in(&headers);
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
         let run = stored_run(s, &spec)?;
@@ -507,10 +530,13 @@ async fn run_page(
                 run.uuid.as_deref().unwrap_or("")
             ),
             &[
-                nav(&[
-                    (p.clone(), format!("/p/{p}")),
-                    (format!("run {id}"), format!("/p/{p}/runs/{id}")),
-                ]),
+                nav(
+                    signed,
+                    &[
+                        (p.clone(), format!("/p/{p}")),
+                        (format!("run {id}"), format!("/p/{p}/runs/{id}")),
+                    ],
+                ),
                 body,
             ],
         ))
@@ -530,6 +556,7 @@ async fn compare_page(
     PageQuery(q): PageQuery<CompareQuery>,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
+    let signed = signed_in(&headers);
     let p = project.clone();
     let options = state.compare.clone();
     read_page(&state, &project, &headers, move |s| {
@@ -561,10 +588,13 @@ async fn compare_page(
             ),
             "each change with its 95% interval against the noise band",
             &[
-                nav(&[
-                    (p.clone(), format!("/p/{p}")),
-                    ("comparison".into(), String::new()),
-                ]),
+                nav(
+                    signed,
+                    &[
+                        (p.clone(), format!("/p/{p}")),
+                        ("comparison".into(), String::new()),
+                    ],
+                ),
                 body,
             ],
         ))
@@ -584,6 +614,7 @@ async fn env_page(
     PageQuery(q): PageQuery<EnvQuery>,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
+    let signed = signed_in(&headers);
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
         let a = stored_run(s, &q.a)?;
@@ -619,7 +650,7 @@ async fn env_page(
         Ok(page(
             &format!("Environment diff — {p}"),
             if doc.identical { "identical where it matters" } else { "the machines differ" },
-            &[nav(&[(p.clone(), format!("/p/{p}")), ("environment diff".into(), String::new())]), body],
+            &[nav(signed, &[(p.clone(), format!("/p/{p}")), ("environment diff".into(), String::new())]), body],
         ))
     })
     .await

@@ -163,7 +163,7 @@ pub enum ProbeCommand {
     /// What differs between two probe results and which environment facts explain it;
     /// exit 0 nothing significant, 1 a headline number differs, 2 error.
     #[command(
-        after_help = "Sides: a run id, latest or latest~N (counting probe runs only), `current` (probe this machine now: --quick unless --full; stored only with --save), or a file from `perfsleuth probe --json`.\n\nExamples:\n  perfsleuth probe diff latest~1 latest\n  perfsleuth probe diff before-update.json current --full"
+        after_help = "Sides: a run id, latest or latest~N (counting probe runs only), `current` (probe this machine now, as the other side was probed: quick unless it was a full run or --full is given; stored only with --save), or a file from `perfsleuth probe --json`.\n\nExamples:\n  perfsleuth probe diff latest~1 latest\n  perfsleuth probe diff before-update.json current --full"
     )]
     Diff(ProbeDiffArgs),
 }
@@ -177,7 +177,8 @@ pub struct ProbeDiffArgs {
     /// Side B, the same forms.
     #[arg(value_name = "B")]
     pub b: String,
-    /// For `current`: run the probes in default mode (about 9 s) instead of --quick.
+    /// For `current`: probe in full (about 9 s) even where the other side was --quick
+    /// (then the two are listed, not judged).
     #[arg(long)]
     pub full: bool,
     /// For `current`: store the new probe run (in --store, else the default store).

@@ -210,14 +210,25 @@ fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
         Some(other) => other.probes(),
         None => PROBES.to_vec(),
     };
+    // Like with like: `current` probes as the other side was probed (a full
+    // file gets a full run), unless --full says so.
+    let quick = !args.full && a.as_ref().or(b.as_ref()).and_then(|s| s.quick) != Some(false);
     let side = |given: Option<ProbeSide>| match given {
         Some(s) => Ok(s),
-        None => probe_current(&wanted, !args.full, args.save, store_url.as_deref()),
+        None => probe_current(&wanted, quick, args.save, store_url.as_deref()),
     };
     let a = side(a)?;
     let b = side(b)?;
     let noise = learned_noise(&a, &b, &mut store, store_url.as_deref());
-    let deltas = perfsleuth_probe::diff(&a.results, &a.env, &b.results, &b.env, &noise);
+    let mut deltas = perfsleuth_probe::diff(&a.results, &a.env, &b.results, &b.env, &noise);
+    // A --quick probe uses fewer repetitions and smaller buffers than a
+    // full one: their numbers are shown, never judged against each other.
+    let unlike = matches!((a.quick, b.quick), (Some(x), Some(y)) if x != y);
+    if unlike {
+        for d in &mut deltas {
+            d.significant = false;
+        }
+    }
     if deltas.is_empty() {
         return Err(Fail::usage(
             format!(
@@ -231,6 +242,24 @@ fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
         ));
     }
     let differs = deltas.iter().any(|d| d.headline && d.significant);
+    let unlike_note = if unlike {
+        let how = |s: &ProbeSide| {
+            if s.quick == Some(true) {
+                "--quick"
+            } else {
+                "in full"
+            }
+        };
+        format!(
+            "The sides were probed differently ({} {}, {} {}): quick probes take fewer repetitions over smaller buffers, so their numbers are listed but not judged. Probe both the same way.\n",
+            a.label,
+            how(&a),
+            b.label,
+            how(&b)
+        )
+    } else {
+        String::new()
+    };
     let noise_note = if noise.runs >= 3 {
         format!(
             "Run-to-run noise: assumed for a shared VM (docs/PROBES.md), widened where {} other stored probe runs of this machine type spread further.\n",
@@ -255,6 +284,7 @@ fn diff_command(args: ProbeDiffArgs) -> Result<i32, Fail> {
             false,
         );
         emit(&noise_note, false);
+        emit(&unlike_note, true);
     }
     Ok(ExitCode::gate(differs))
 }

@@ -153,8 +153,10 @@ fn run_once(args: &RunArgs, push: Option<&PushTarget>, spawner: &mut Spawner) ->
         Err(Stop::Failed(e)) => {
             let mut fail = runner_fail(e);
             // As hyperfine does: the --export-* files get the results so
-            // far (status failed), so a long run's samples are not lost.
-            if !output::requested_exports(args).is_empty() {
+            // far (status failed), so a long run's samples are not lost; a
+            // run that measured nothing overwrites no earlier file with it.
+            let measured = run.benchmarks.iter().any(|b| !b.samples.is_empty());
+            if measured && !output::requested_exports(args).is_empty() {
                 match output::write_exports(&run, c.reference, args) {
                     Ok(()) => fail
                         .details

@@ -535,3 +535,23 @@ fn ctrl_c_between_probes_keeps_what_was_measured() {
     );
     sb.run(["show", "--store", &store]).ok();
 }
+
+#[test]
+fn current_is_probed_as_the_other_side_was_and_unlike_sides_are_not_judged() {
+    // `probe diff here.json current` ran `current` --quick against a full
+    // file and called an unchanged machine slower (issue 38).
+    let sb = Sandbox::new();
+    let full = sb.run(["probe", "--json", "--no-store", "calls"]).ok();
+    std::fs::write(sb.path("full.json"), &full.stdout).unwrap();
+    let quick = sb
+        .run(["probe", "--quick", "--json", "--no-store", "calls"])
+        .ok();
+    std::fs::write(sb.path("quick.json"), &quick.stdout).unwrap();
+    let out = sb.run(["probe", "diff", "full.json", "current", "--json"]);
+    let doc = common::parse_json(&out.stdout);
+    assert_eq!(doc["b"]["quick"], false, "{doc}");
+    // A quick side against a full one: listed, not judged, and said.
+    let out = sb.run(["probe", "diff", "full.json", "quick.json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("probed differently"), "{out:?}");
+}

@@ -698,7 +698,12 @@ fn the_dashboard_opens_in_chromium_and_every_link_leads_somewhere() {
         .call()
         .unwrap();
     assert_eq!(resp.status().as_u16(), 200);
-    assert!(resp.body_mut().read_to_string().unwrap().contains("parse"));
+    let signed_page = resp.body_mut().read_to_string().unwrap();
+    assert!(signed_page.contains("parse"));
+    // Logged in, the page offers to log out; a visitor is never offered it.
+    assert!(signed_page.contains(">Log out</button>"), "{signed_page}");
+    let (_, visitor) = get(&format!("{}/", server.base), None);
+    assert!(!visitor.contains("Log out"), "{visitor}");
     let bad = agent
         .post(&format!("{}/login", server.base))
         .content_type("application/x-www-form-urlencoded")
