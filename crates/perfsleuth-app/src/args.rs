@@ -16,6 +16,10 @@ pub enum CompareFormat {
     Markdown,
     /// JSON (schema perfsleuth/compare, see docs/COMPARE.md).
     Json,
+    /// GitHub Actions: the Markdown report appended to $GITHUB_STEP_SUMMARY
+    /// (printed when it is not set), and an error annotation for each
+    /// regressed benchmark (a notice for each improved one) on stdout.
+    Github,
 }
 
 /// What makes `compare` exit 1.

@@ -155,6 +155,29 @@ pub fn read_document(
     perfsleuth_model::schema::read_header(&text).map_err(|e| bad(e.to_string()))
 }
 
+/// Appends `text` to the file `path` (the step summary a CI runner names in
+/// `what`), creating it; a directory or a store is refused like an export.
+pub fn append_file(path: &Path, text: &str, what: &str) -> Result<(), Fail> {
+    use std::io::Write as _;
+    let fail = |e: std::io::Error| {
+        Fail::usage(
+            format!("cannot append to {what} {}: {e}", path.display()),
+            format!("point {what} at a writable file, or unset it to print the report"),
+        )
+    };
+    // A FIFO would block the open until someone reads; a device is no report.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(fail(std::io::Error::other("it is not a regular file")));
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(fail)?;
+    file.write_all(text.as_bytes()).map_err(fail)?;
+    file.write_all(b"\n").map_err(fail)
+}
+
 /// Writes a `--plot` chart (an SVG document) and says where, on stderr —
 /// a file written silently is easy to miss (`compare --plot`).
 pub fn write_chart(path: &Path, svg: &str) -> Result<(), Fail> {

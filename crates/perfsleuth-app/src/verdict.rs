@@ -33,7 +33,28 @@ pub fn render(
         }
         CompareFormat::Markdown => perfsleuth_compare::render_markdown(comparison),
         CompareFormat::Json => json_text(&perfsleuth_compare::to_json(comparison))?,
+        CompareFormat::Github => github(
+            &perfsleuth_compare::render_markdown(comparison),
+            &perfsleuth_compare::render_github_annotations(comparison),
+        )?,
     })
+}
+
+/// `--format github`: `markdown` appended to the step summary the runner
+/// names in `GITHUB_STEP_SUMMARY`, and the annotations to print; without
+/// the variable (not in a workflow), both are printed.
+pub fn github(markdown: &str, annotations: &str) -> Result<String, Fail> {
+    match std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        Some(path) => {
+            crate::output::append_file(
+                std::path::Path::new(&path),
+                markdown,
+                "GITHUB_STEP_SUMMARY",
+            )?;
+            Ok(annotations.to_string())
+        }
+        None => Ok(format!("{markdown}\n{annotations}")),
+    }
 }
 
 /// The `perfsleuth/compare` document as pretty JSON.

@@ -17,7 +17,7 @@ mod render;
 
 pub use html::{changes_chart, render_html};
 pub use json::{SCHEMA, SCHEMA_VERSION, to_json};
-pub use render::{render_markdown, render_terminal};
+pub use render::{render_github_annotations, render_markdown, render_terminal};
 
 use perfsleuth_env::Change;
 pub use perfsleuth_model::schema::VerdictLabel;

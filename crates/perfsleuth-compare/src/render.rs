@@ -425,3 +425,45 @@ pub fn render_markdown(c: &Comparison) -> String {
     out.push('\n');
     out
 }
+
+/// GitHub Actions workflow commands for a comparison: an `::error` for each
+/// gating row judged regressed and a `::notice` for each improved one, so a
+/// failing gate names the benchmark in the pull request's checks view. The
+/// Markdown report ([`render_markdown`]) goes to the step summary beside them.
+pub fn render_github_annotations(c: &Comparison) -> String {
+    let mut out = String::new();
+    for r in c.rows.iter().filter(|r| r.gating) {
+        let (command, word) = match r.verdict {
+            VerdictLabel::Regressed => ("error", "regressed"),
+            VerdictLabel::Improved => ("notice", "improved"),
+            _ => continue,
+        };
+        let title = format!("perfsleuth: {} {word}", r.key());
+        let message = format!(
+            "{} {}: {} against {}",
+            r.metric.name(),
+            change_with_ci(r.change.as_ref()),
+            c.candidate,
+            c.baseline
+        );
+        out.push_str(&format!(
+            "::{command} title={}::{}\n",
+            github_property(&title),
+            github_data(&message)
+        ));
+    }
+    out
+}
+
+/// A workflow command's message, escaped as the runner reads it back.
+fn github_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A workflow command's property value (`title=`): `:` and `,` end it
+/// unless escaped.
+fn github_property(s: &str) -> String {
+    github_data(s).replace(':', "%3A").replace(',', "%2C")
+}

@@ -1953,3 +1953,64 @@ fn a_variant_benchmark_key_says_its_set_up_once() {
         "./bench [variant=x]"
     );
 }
+
+#[test]
+fn github_annotations_name_each_regressed_benchmark_escaped() {
+    let slower = compare(
+        &side(
+            "v1",
+            vec![run(
+                1,
+                machine(),
+                vec![bench("a, b: c", &around(10.0 * MS, 0.01, 30))],
+            )],
+        ),
+        &side(
+            "v2",
+            vec![run(
+                2,
+                machine(),
+                vec![bench("a, b: c", &around(12.5 * MS, 0.01, 30))],
+            )],
+        ),
+        &opts(),
+    );
+    let text = crate::render_github_annotations(&slower);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    // `:` and `,` end a property unless escaped; the message keeps them.
+    assert!(
+        lines[0].starts_with("::error title=perfsleuth%3A a%2C b%3A c regressed::"),
+        "{text}"
+    );
+    assert!(lines[0].contains("%25 ["), "{text}");
+    assert!(lines[0].contains(" against v1"), "{text}");
+    // A `%` in the message is escaped, as the runner reads it back.
+    assert!(
+        !lines[0].split("::").nth(2).unwrap().contains("% "),
+        "{text}"
+    );
+    let faster = compare(
+        &side(
+            "v1",
+            vec![run(
+                1,
+                machine(),
+                vec![bench("b", &around(12.5 * MS, 0.01, 30))],
+            )],
+        ),
+        &side(
+            "v2",
+            vec![run(
+                2,
+                machine(),
+                vec![bench("b", &around(10.0 * MS, 0.01, 30))],
+            )],
+        ),
+        &opts(),
+    );
+    assert!(
+        crate::render_github_annotations(&faster)
+            .starts_with("::notice title=perfsleuth%3A b improved::")
+    );
+}

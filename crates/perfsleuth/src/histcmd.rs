@@ -179,6 +179,9 @@ fn render(doc: &HistoryDoc, format: CompareFormat, color: bool) -> Result<String
     Ok(match format {
         CompareFormat::Terminal => perfsleuth_history::render_terminal(doc, color),
         CompareFormat::Markdown => perfsleuth_history::render_markdown(doc),
+        CompareFormat::Github => {
+            perfsleuth_app::verdict::github(&perfsleuth_history::render_markdown(doc), "")?
+        }
         CompareFormat::Json => to_json_pretty(doc).map_err(|e| {
             Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
         })?,

@@ -2006,3 +2006,61 @@ fn repeat_refuses_what_it_cannot_do() {
     assert!(!sb.path("x.json").exists());
     assert!(!sb.db().exists(), "nothing was measured");
 }
+
+#[test]
+fn format_github_writes_the_step_summary_and_annotates_the_regression() {
+    let sb = Sandbox::new();
+    bench(&sb, &["-n", "work", "sleep 0.01"]);
+    bench(&sb, &["-n", "work", "sleep 0.03"]);
+    let summary = sb.path("summary.md");
+    std::fs::write(&summary, "earlier step\n").unwrap();
+    let store = sb.store();
+    let mut cmd = sb.cmd();
+    cmd.args([
+        "compare",
+        "--store",
+        &store,
+        "1",
+        "2",
+        "--format",
+        "github",
+        "--fail-on",
+        "regressed",
+    ])
+    .env("GITHUB_STEP_SUMMARY", &summary);
+    let out: common::Out = cmd.output().unwrap().into();
+    assert_eq!(out.code, 1, "the gate fails: {out:?}");
+    // The annotation names the benchmark in the checks view…
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("::error title=perfsleuth%3A work regressed::")),
+        "{out:?}"
+    );
+    // …and the report went to the step summary, after what was there.
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(md.starts_with("earlier step\n"), "{md}");
+    assert!(
+        md.contains("| Benchmark |") && md.contains("**regressed**"),
+        "{md}"
+    );
+    assert!(!out.stdout.contains("| Benchmark |"), "{out:?}");
+    // Without the variable, both are printed.
+    let out = compare(&sb, &["1", "2", "--format", "github"]).ok();
+    assert!(out.stdout.contains("| Benchmark |") && out.stdout.contains("::error "));
+    // A FIFO as the summary is refused, not waited on.
+    let fifo = sb.path("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut cmd = sb.cmd();
+    cmd.args(["compare", "--store", &store, "1", "2", "--format", "github"])
+        .env("GITHUB_STEP_SUMMARY", &fifo);
+    let out: common::Out = cmd.output().unwrap().into();
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("not a regular file"), "{out:?}");
+}

@@ -15,6 +15,7 @@ pub(crate) fn render(doc: &ExplainDoc, format: CompareFormat) -> Result<String, 
         })?,
         CompareFormat::Terminal => text(doc, false),
         CompareFormat::Markdown => text(doc, true),
+        CompareFormat::Github => perfsleuth_app::verdict::github(&text(doc, true), "")?,
     })
 }
 
