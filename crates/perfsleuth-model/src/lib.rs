@@ -16,6 +16,12 @@ pub mod hex;
 pub mod input;
 mod judged;
 pub mod quantity;
+
+/// The share of a count by which a simulated benchmark's runs may differ
+/// before it is called not deterministic: 0.01 %, a fiftieth of the
+/// smallest threshold a comparison uses (0.2 %), so a spread below it
+/// cannot turn a verdict (a thread's start, the size of the environment).
+pub const NONDETERMINISM_WARNING: f64 = 1e-4;
 pub mod schema;
 pub mod url;
 

@@ -364,6 +364,21 @@ pub fn format_share(fraction: f64, decimals: usize) -> String {
     format!("{}%", format_fixed(pct, decimals))
 }
 
+/// A small relative difference with two significant digits ("0.0013%"),
+/// never rounded to "0.000%" (a share of 0 is "0.0%").
+pub fn format_relative(fraction: f64) -> String {
+    let pct = 100.0 * fraction.abs();
+    if !pct.is_finite() || pct == 0.0 {
+        return format_share(fraction.abs(), 1);
+    }
+    // Two significant digits: as many decimals as bring it to 10 or more.
+    let mut decimals = 1;
+    while decimals < 12 && pct * 10f64.powi(decimals as i32) < 9.95 {
+        decimals += 1;
+    }
+    format_share(fraction.abs(), decimals)
+}
+
 /// A relative change in percent of `ratio` (1.25 → "25%"), with one decimal
 /// below 10% so small but real differences do not print as "0%" or "3%".
 pub fn format_percent(ratio: f64) -> String {

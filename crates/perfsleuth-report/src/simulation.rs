@@ -69,8 +69,18 @@ fn portability(out: &mut String, run: &Run, style: &Style) {
                 out,
                 "\nCounts portable across CPUs with {level}: glibc's dispatch was fixed and checked."
             );
+            // The value runs to hundreds of characters: counted here, kept
+            // whole in the run's facts.
             if let Some(t) = env.get("sim.glibc_tunables") {
-                let _ = writeln!(out, "{}", style.dim(&format!("  GLIBC_TUNABLES={t}")));
+                let n = t.split(':').filter(|s| !s.is_empty()).count();
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    style.dim(&format!(
+                        "  GLIBC_TUNABLES: {n} tunable{} set for the benchmarked processes (the value: `show --json`, fact sim.glibc_tunables)",
+                        if n == 1 { "" } else { "s" }
+                    ))
+                );
             }
             if let Some(own) = env.get("sim.cpuid_dispatch").filter(|v| *v != "none") {
                 let _ = writeln!(
@@ -126,6 +136,17 @@ fn first(b: &Benchmark, key: &str) -> Option<f64> {
     b.samples.first()?.counters.get(key).copied()
 }
 
+/// The median of a counter over the benchmark's runs.
+fn median(b: &Benchmark, key: &str) -> Option<f64> {
+    let mut v: Vec<f64> = b
+        .samples
+        .iter()
+        .filter_map(|s| s.counters.get(key).copied())
+        .collect();
+    v.sort_by(f64::total_cmp);
+    perfsleuth_stats::median(&v)
+}
+
 fn block(out: &mut String, i: usize, b: &Benchmark, style: &Style) {
     let _ = writeln!(
         out,
@@ -147,15 +168,26 @@ fn block(out: &mut String, i: usize, b: &Benchmark, style: &Style) {
         "1 run, not checked for determinism".to_string()
     } else if max == min {
         format!("{} runs, identical counts", ir.len())
+    } else if max / min - 1.0 < perfsleuth_model::NONDETERMINISM_WARNING {
+        format!(
+            "{} runs within {} instruction{} ({}) of each other: below any threshold",
+            ir.len(),
+            digits(max - min),
+            if max - min == 1.0 { "" } else { "s" },
+            perfsleuth_model::quantity::format_relative(max / min - 1.0)
+        )
     } else {
         style.red(&format!(
-            "{} runs DISAGREE: Ir {} … {} (the program is not deterministic)",
+            "{} runs DISAGREE: Ir {} … {}, {} apart ({}; the program is not deterministic)",
             ir.len(),
             digits(min),
-            digits(max)
+            digits(max),
+            digits(max - min),
+            perfsleuth_model::quantity::format_relative(max / min - 1.0)
         ))
     };
-    let value = |key: &str| first(b, key).map_or(MISSING.to_string(), digits);
+    // The median, the number `compare` judges (not the first run's).
+    let value = |key: &str| median(b, key).map_or(MISSING.to_string(), digits);
     let _ = writeln!(
         out,
         "  Instructions (Ir):    {:>16}   {agreement}",
@@ -279,6 +311,15 @@ mod tests {
                 samples: vec![sample(1_200_000.0), sample(1_200_001.0)],
                 ..Benchmark::default()
             },
+            Benchmark {
+                name: "./c".into(),
+                samples: vec![
+                    sample(1_300_000.0),
+                    sample(1_200_000.0),
+                    sample(1_250_000.0),
+                ],
+                ..Benchmark::default()
+            },
         ];
         let text = render_simulation(&run, None, &Style { color: false });
         assert!(text.contains("1,000,000"), "{text}");
@@ -287,11 +328,55 @@ mod tests {
             text.contains("40.0%   45.0%  _int_malloc (libc.so.6)"),
             "{text}"
         );
+        // One instruction in a million is no disagreement (issue 38)…
         assert!(
-            text.contains("runs DISAGREE: Ir 1,200,000 … 1,200,001"),
+            text.contains(
+                "2 runs within 1 instruction (0.000083%) of each other: below any threshold"
+            ),
+            "{text}"
+        );
+        // …8 % is, with how far apart.
+        assert!(
+            text.contains("3 runs DISAGREE: Ir 1,200,000 … 1,300,000, 100,000 apart (8.3%;"),
+            "{text}"
+        );
+        // The headline count is the median (what compare judges), not the first run's.
+        assert!(
+            text.lines()
+                .any(|l| l.contains("Instructions (Ir):") && l.contains("1,250,000")),
             "{text}"
         );
         assert!(text.contains("Ir 1.200×   est. cycles 1.200×"), "{text}");
+    }
+
+    #[test]
+    fn the_portable_tunables_are_counted_not_printed_whole() {
+        // Their 600-character value was printed under every run (issue 38).
+        let mut run = crate::testutil::run(vec![]);
+        run.mode = Mode::Simulation;
+        run.benchmarks = vec![Benchmark {
+            name: "./a".into(),
+            samples: vec![sample(1_000_000.0)],
+            ..Benchmark::default()
+        }];
+        let value = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL:glibc.cpu.x86_rep_movsb_threshold=2048:glibc.cpu.x86_data_cache_size=32768";
+        let env = &mut run.environment;
+        env.set(
+            "sim.portable",
+            "x86-64-v3",
+            perfsleuth_model::ImpactClass::Identity,
+        );
+        env.set(
+            "sim.glibc_tunables",
+            value,
+            perfsleuth_model::ImpactClass::Identity,
+        );
+        let text = render_simulation(&run, None, &Style { color: false });
+        assert!(!text.contains(value), "{text}");
+        assert!(
+            text.contains("GLIBC_TUNABLES: 3 tunables set for the benchmarked processes"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -291,11 +291,16 @@ pub fn cpuid_check(benchmarks: &[Benchmark], env: &mut Environment) -> Vec<Strin
                 .entry(object.to_string())
                 .or_insert_with(|| perfsleuth_env::cpuid_sites(Path::new(object)));
             let name = object.rsplit('/').next().unwrap_or(object);
-            match sites {
-                Ok(0) => {}
-                Ok(n) => own.push(format!("{name} ({n} CPUID)")),
+            let entry = match sites {
+                Ok(0) => continue,
+                Ok(n) => format!("{name} ({n} CPUID)"),
                 // Unknown is not "none": the object may dispatch itself.
-                Err(why) => own.push(format!("{name} (not scanned: {why})")),
+                Err(why) => format!("{name} (not scanned: {why})"),
+            };
+            // One library under two paths (/lib is /usr/lib on Debian) is
+            // named once.
+            if !own.iter().any(|o| o.starts_with(&format!("{name} ("))) {
+                own.push(entry);
             }
         }
         if own.is_empty() {
@@ -325,8 +330,9 @@ pub fn cpuid_check(benchmarks: &[Benchmark], env: &mut Environment) -> Vec<Strin
     warnings
 }
 
-/// One warning per benchmark whose runs did not count the same instructions:
-/// under simulation that means the program itself is not deterministic.
+/// One warning per benchmark whose runs did not count the same instructions
+/// by more than [`perfsleuth_model::NONDETERMINISM_WARNING`]: under simulation that means the
+/// program itself is not deterministic.
 pub fn nondeterminism(benchmarks: &[Benchmark]) -> Vec<String> {
     benchmarks
         .iter()
@@ -338,12 +344,16 @@ pub fn nondeterminism(benchmarks: &[Benchmark]) -> Vec<String> {
                 .collect();
             let min = ir.iter().copied().fold(f64::INFINITY, f64::min);
             let max = ir.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            (ir.len() > 1 && max > min).then(|| {
+            // A few instructions in millions (a thread's start, the size of
+            // the environment) are below any threshold: the summary shows
+            // them; only a spread a comparison could mistake is a warning.
+            (ir.len() > 1 && max > min && max / min - 1.0 >= perfsleuth_model::NONDETERMINISM_WARNING).then(|| {
                 format!(
-                    "`{}` is NOT deterministic: two runs of the same binary counted different instruction totals (Ir {min:.0} … {max:.0}, {:+.3}%). \
+                    "`{}` is NOT deterministic: two runs of the same binary counted different instruction totals (Ir {min:.0} … {max:.0}, {:.0} apart, {}). \
                      Its inputs, timing, addresses or threads vary between runs; fix that before trusting small differences",
                     b.name,
-                    100.0 * (max / min - 1.0)
+                    max - min,
+                    perfsleuth_model::quantity::format_relative(max / min - 1.0)
                 )
             })
         })
@@ -374,6 +384,48 @@ mod tests {
         let w = nondeterminism(&[bench(&[1000.0, 1001.0])]);
         assert_eq!(w.len(), 1);
         assert!(w[0].contains("NOT deterministic"), "{}", w[0]);
-        assert!(w[0].contains("+0.100%"), "{}", w[0]);
+        assert!(w[0].contains("1 apart, 0.10%"), "{}", w[0]);
+    }
+
+    #[test]
+    fn a_library_under_two_paths_is_named_once() {
+        // "libgcc_s.so.1 (13 CPUID); libgcc_s.so.1 (13 CPUID)": /lib and
+        // /usr/lib are one directory on Debian (issue 38).
+        let function = |object: &str| perfsleuth_model::FunctionProfile {
+            object: object.into(),
+            function: "f".into(),
+            ..Default::default()
+        };
+        let b = Benchmark {
+            name: "b".into(),
+            profile: Some(perfsleuth_model::Profile {
+                functions: vec![
+                    function("/nonexistent/lib/libx.so.1"),
+                    function("/nonexistent/usr/lib/libx.so.1"),
+                ],
+                ..Default::default()
+            }),
+            ..Benchmark::default()
+        };
+        let mut env = Environment::default();
+        let w = cpuid_check(&[b], &mut env);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].matches("libx.so.1 (").count(), 1, "{}", w[0]);
+        assert_eq!(
+            env.get(CPUID_KEY).map(|v| v.matches("libx.so.1 (").count()),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn a_few_instructions_in_millions_are_no_warning_and_never_read_as_zero() {
+        // "NOT deterministic (+0.000 %)" for 16 instructions (issue 38).
+        assert!(nondeterminism(&[bench(&[1_200_000.0, 1_200_016.0])]).is_empty());
+        assert_eq!(
+            perfsleuth_model::quantity::format_relative(16.0 / 1_200_000.0),
+            "0.0013%"
+        );
+        assert_eq!(perfsleuth_model::quantity::format_relative(0.001), "0.10%");
+        assert_eq!(perfsleuth_model::quantity::format_relative(0.25), "25.0%");
     }
 }
