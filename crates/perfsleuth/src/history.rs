@@ -269,8 +269,9 @@ pub fn show(args: ShowArgs) -> Result<i32, Fail> {
         args.reference.as_deref(),
         run.benchmarks.iter().map(|b| b.name.as_str()),
     )?;
+    // On stderr: stdout stays the summary `run` printed, byte for byte.
     if !args.json {
-        emit(&format!("{}\n\n", run_line(&run)), false);
+        emit(&format!("{}\n\n", run_line(&run)), true);
     }
     if args.json {
         let text = JsonExporter

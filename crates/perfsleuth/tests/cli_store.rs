@@ -780,7 +780,7 @@ fn show_says_which_run_it_shows() {
     sb.bench(["--warmup", "0", "--runs", "3", "true"]).ok();
     let store = sb.store();
     let out = sb.run(["show", "latest", "--store", &store]).ok();
-    let first = out.stdout.lines().next().unwrap_or_default();
+    let first = out.stderr.lines().next().unwrap_or_default();
     assert!(first.starts_with("Run 1 · "), "{out:?}");
     assert!(first.ends_with(" · walltime · complete"), "{out:?}");
     // The started time, to the second.
