@@ -1852,25 +1852,7 @@ fn separate_runs_that_cannot_decide_name_what_would() {
 
 #[test]
 fn a_judged_change_is_also_said_as_hyperfine_says_it() {
-    let slower = compare(
-        &side(
-            "v1",
-            vec![run(
-                1,
-                machine(),
-                vec![bench("b", &around(10.0 * MS, 0.01, 30))],
-            )],
-        ),
-        &side(
-            "v2",
-            vec![run(
-                2,
-                machine(),
-                vec![bench("b", &around(12.5 * MS, 0.01, 30))],
-            )],
-        ),
-        &opts(),
-    );
+    let slower = v1_v2("b", 10.0, 12.5);
     let gating = slower.rows.iter().find(|r| r.gating).unwrap();
     assert_eq!(gating.verdict, VerdictLabel::Regressed);
     let line = crate::render::factor_lines(&slower);
@@ -1880,50 +1862,14 @@ fn a_judged_change_is_also_said_as_hyperfine_says_it() {
     assert!(render_terminal(&slower, false).contains(&line[0]));
     assert!(crate::render_markdown(&slower).contains("× slower than v1"));
     // The other way: faster, by the inverse of the ratio.
-    let faster = compare(
-        &side(
-            "v1",
-            vec![run(
-                1,
-                machine(),
-                vec![bench("b", &around(12.5 * MS, 0.01, 30))],
-            )],
-        ),
-        &side(
-            "v2",
-            vec![run(
-                2,
-                machine(),
-                vec![bench("b", &around(10.0 * MS, 0.01, 30))],
-            )],
-        ),
-        &opts(),
-    );
+    let faster = v1_v2("b", 12.5, 10.0);
     let line = crate::render::factor_lines(&faster);
     assert!(
         line[0].contains("is 1.2") && line[0].contains("× faster than v1"),
         "{line:?}"
     );
     // Nothing judged changed: no such line.
-    let same = compare(
-        &side(
-            "v1",
-            vec![run(
-                1,
-                machine(),
-                vec![bench("b", &around(10.0 * MS, 0.01, 30))],
-            )],
-        ),
-        &side(
-            "v2",
-            vec![run(
-                2,
-                machine(),
-                vec![bench("b", &around(10.0 * MS, 0.01, 30))],
-            )],
-        ),
-        &opts(),
-    );
+    let same = v1_v2("b", 10.0, 10.0);
     assert!(crate::render::factor_lines(&same).is_empty());
 }
 
@@ -1956,25 +1902,7 @@ fn a_variant_benchmark_key_says_its_set_up_once() {
 
 #[test]
 fn github_annotations_name_each_regressed_benchmark_escaped() {
-    let slower = compare(
-        &side(
-            "v1",
-            vec![run(
-                1,
-                machine(),
-                vec![bench("a, b: c", &around(10.0 * MS, 0.01, 30))],
-            )],
-        ),
-        &side(
-            "v2",
-            vec![run(
-                2,
-                machine(),
-                vec![bench("a, b: c", &around(12.5 * MS, 0.01, 30))],
-            )],
-        ),
-        &opts(),
-    );
+    let slower = v1_v2("a, b: c", 10.0, 12.5);
     let text = crate::render_github_annotations(&slower);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1, "{text}");
@@ -1990,13 +1918,23 @@ fn github_annotations_name_each_regressed_benchmark_escaped() {
         !lines[0].split("::").nth(2).unwrap().contains("% "),
         "{text}"
     );
-    let faster = compare(
+    let faster = v1_v2("b", 12.5, 10.0);
+    assert!(
+        crate::render_github_annotations(&faster)
+            .starts_with("::notice title=perfsleuth%3A b improved::")
+    );
+}
+
+/// One benchmark `name` at about `base_ms` in run 1 (side "v1") against
+/// `cand_ms` in run 2 (side "v2"), 30 samples each, 1 % spread.
+fn v1_v2(name: &str, base_ms: f64, cand_ms: f64) -> Comparison {
+    compare(
         &side(
             "v1",
             vec![run(
                 1,
                 machine(),
-                vec![bench("b", &around(12.5 * MS, 0.01, 30))],
+                vec![bench(name, &around(base_ms * MS, 0.01, 30))],
             )],
         ),
         &side(
@@ -2004,13 +1942,9 @@ fn github_annotations_name_each_regressed_benchmark_escaped() {
             vec![run(
                 2,
                 machine(),
-                vec![bench("b", &around(10.0 * MS, 0.01, 30))],
+                vec![bench(name, &around(cand_ms * MS, 0.01, 30))],
             )],
         ),
         &opts(),
-    );
-    assert!(
-        crate::render_github_annotations(&faster)
-            .starts_with("::notice title=perfsleuth%3A b improved::")
-    );
+    )
 }
