@@ -211,7 +211,10 @@ pub fn default_baselines_exist(
             };
             // Newest first: the runs before this one are a suffix.
             let all = &by_mode[i].1;
-            let before = all.iter().position(|r| r.id < run.id).unwrap_or(all.len());
+            let before = all
+                .iter()
+                .position(|r| (r.started_at.as_str(), r.id) < (run.started_at.as_str(), run.id))
+                .unwrap_or(all.len());
             let wanted = sorted_names(run.benchmarks.iter().map(String::as_str));
             let branch = run.git.as_ref().and_then(|g| g.branch.as_deref());
             pick(&all[before..], Some(&wanted), branch).is_some()

@@ -128,6 +128,8 @@ pub struct EarlierRun {
     pub branch: Option<String>,
     /// Its benchmarks' names, in display order.
     pub benchmarks: Vec<String>,
+    /// When it was measured (RFC 3339, UTC): the order runs are "earlier" in.
+    pub started_at: String,
 }
 
 /// What [`Store::ingest_run`] did.

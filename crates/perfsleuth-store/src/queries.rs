@@ -608,10 +608,13 @@ pub(crate) fn resolve_run_of<D: Db + ?Sized>(
     };
     let rows = match back {
         Some(n) if n < 0 => return Err(not_found()),
+        // By when each run was measured, not when it arrived: a server
+        // stores pushed runs in the order they come (`push latest~1` after
+        // `run --push`), and `latest` is still the newest measured.
         Some(n) => db.query(
             &format!(
                 "SELECT r.id FROM runs r WHERE r.project = ?1 AND {} \
-                 ORDER BY r.id DESC LIMIT 1 OFFSET {n}",
+                 ORDER BY r.started_at DESC, r.id DESC LIMIT 1 OFFSET {n}",
                 kind.condition(db.dialect())
             ),
             &vals![db.project()],
@@ -636,14 +639,18 @@ pub(crate) fn earlier_runs<D: Db + ?Sized>(
     before: Option<i64>,
     kind: RunKind,
 ) -> Result<Vec<crate::EarlierRun>, StoreError> {
+    // Measured before run `id` (ties: stored before it), newest first.
     let below = match before {
-        Some(id) => format!("AND r.id < {id}"),
+        Some(id) => format!(
+            "AND (r.started_at < (SELECT started_at FROM runs WHERE id = {id}) \
+             OR (r.started_at = (SELECT started_at FROM runs WHERE id = {id}) AND r.id < {id}))"
+        ),
         None => String::new(),
     };
     let rows = db.query(
         &format!(
-            "SELECT r.id, r.git_branch, b.name FROM runs r LEFT JOIN benchmarks b ON b.run_id = r.id \
-             WHERE r.project = ?1 AND {} {below} ORDER BY r.id DESC, b.position",
+            "SELECT r.id, r.git_branch, b.name, r.started_at FROM runs r LEFT JOIN benchmarks b ON b.run_id = r.id \
+             WHERE r.project = ?1 AND {} {below} ORDER BY r.started_at DESC, r.id DESC, b.position",
             kind.condition(db.dialect())
         ),
         &vals![db.project()],
@@ -656,6 +663,7 @@ pub(crate) fn earlier_runs<D: Db + ?Sized>(
                 id,
                 branch: row.opt_text(1)?,
                 benchmarks: Vec::new(),
+                started_at: row.opt_text(3)?.unwrap_or_default(),
             });
         }
         if let (Some(last), Some(name)) = (out.last_mut(), row.opt_text(2)?) {
@@ -698,8 +706,10 @@ pub(crate) fn run_before_of<D: Db + ?Sized>(
     Ok(ids(
         db,
         &format!(
-            "SELECT r.id FROM runs r WHERE r.id < ?1 AND r.project = ?2 AND {} \
-             ORDER BY r.id DESC LIMIT 1",
+            "SELECT r.id FROM runs r WHERE r.project = ?2 AND {} \
+             AND (r.started_at < (SELECT started_at FROM runs WHERE id = ?1) \
+             OR (r.started_at = (SELECT started_at FROM runs WHERE id = ?1) AND r.id < ?1)) \
+             ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
             kind.condition(db.dialect())
         ),
         &vals![id, db.project()],

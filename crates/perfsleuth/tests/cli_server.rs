@@ -226,6 +226,61 @@ fn a_ci_job_pushes_and_another_machine_reads_the_comparison() {
 }
 
 #[test]
+fn the_readme_push_sequence_compares_the_newest_measured_run() {
+    // README: `run --push`, then `push latest~1`, then compare.md. The
+    // older run arrives last; the server's `latest` was the last to arrive,
+    // so the comparison came out reversed or not at all (issue 38).
+    let server_box = Sandbox::new();
+    let ci = Sandbox::new();
+    let team = format!("sqlite:{}", server_box.path("team.db").display());
+    let secret = token(&server_box, &team, "app", "ingest,read");
+    let server = serve(&server_box, &team, "127.0.0.1:0");
+    ci.bench(["--warmup", "0", "--runs", "5", "-n", "work", "sleep 0.01"])
+        .ok();
+    let local = ci.store();
+    with_push_env(
+        &ci,
+        &server.base,
+        &secret,
+        &[
+            "run",
+            "--warmup",
+            "0",
+            "--runs",
+            "5",
+            "-n",
+            "work",
+            "--store",
+            &local,
+            "--push",
+            "sleep 0.03",
+        ],
+    )
+    .ok();
+    with_push_env(
+        &ci,
+        &server.base,
+        &secret,
+        &["push", "latest~1", "--store", &local],
+    )
+    .ok();
+    let (status, doc) = get(
+        &format!("{}/api/v1/projects/app/compare", server.base),
+        Some(&secret),
+    );
+    assert_eq!(status, 200, "{doc}");
+    let doc = parse_json(&doc);
+    // Server ids: 1 is the newer run (pushed first), 2 the older.
+    assert_eq!(doc["candidate"], "run 1", "{doc}");
+    assert_eq!(doc["baseline"], "run 2", "{doc}");
+    let (status, md) = get(
+        &format!("{}/api/v1/projects/app/compare.md", server.base),
+        Some(&secret),
+    );
+    assert_eq!(status, 200, "{md}");
+}
+
+#[test]
 fn push_and_token_mistakes_are_one_line_errors_with_a_hint() {
     let sb = Sandbox::new();
     let team = format!("sqlite:{}", sb.path("team.db").display());
