@@ -321,11 +321,14 @@ fn set_speedups(points: &mut [Point]) {
 }
 
 /// Whether a fitted coefficient (contention α, coherency β) is present: above
-/// zero by the one verdict (`decide` on its normal interval at α = 0.05,
-/// 1.96 standard errors; the value itself for an exact fit).
+/// zero by the one verdict (`decide` on its normal interval), at the level
+/// the diagnosis has always used — two standard errors, α = 2·(1 − Φ(2)) ≈
+/// 4.55 % — so the diagnoses are what they were; the value itself for an
+/// exact fit.
 fn significant(value: f64, se: f64) -> bool {
     let rule = perfsleuth_stats::VerdictRule {
         noise_threshold: 0.0,
+        alpha: 2.0 * (1.0 - perfsleuth_stats::normal_cdf(2.0)),
         ..perfsleuth_stats::VerdictRule::default()
     };
     let evidence = perfsleuth_stats::Evidence::Estimate { value, se };

@@ -652,3 +652,14 @@ fn renderers_show_table_fit_diagnosis_and_valid_json() {
     let svg = perfsleuth_report::svg::render_scale_svg(&chart(&a, "counters"));
     assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"));
 }
+
+#[test]
+fn a_coefficient_is_present_at_two_standard_errors_as_before() {
+    // Through `decide` now, at the level the diagnosis always used.
+    assert!(super::significant(2.01, 1.0));
+    assert!(!super::significant(1.99, 1.0));
+    assert!(!super::significant(1.97, 1.0), "not the 1.96 of α = 5 %");
+    assert!(super::significant(0.001, f64::NAN));
+    assert!(!super::significant(0.0, f64::NAN));
+    assert!(!super::significant(-0.5, f64::NAN));
+}
