@@ -156,24 +156,33 @@ pub fn read_document(
 }
 
 /// Appends `text` to the file `path` (the step summary a CI runner names in
-/// `what`), creating it; a directory or a store is refused like an export.
+/// `what`), creating it. Not through [`write_file`]: a summary is added to,
+/// never replaced. Only a regular file is written (a FIFO fails at once,
+/// never waits), and a store is refused as every output refuses it.
 pub fn append_file(path: &Path, text: &str, what: &str) -> Result<(), Fail> {
     use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    check_not_a_store(path, what, None)?;
     let fail = |e: std::io::Error| {
         Fail::usage(
             format!("cannot append to {what} {}: {e}", path.display()),
             format!("point {what} at a writable file, or unset it to print the report"),
         )
     };
-    // A FIFO would block the open until someone reads; a device is no report.
+    let not_regular = || fail(std::io::Error::other("it is not a regular file"));
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        return Err(fail(std::io::Error::other("it is not a regular file")));
+        return Err(not_regular());
     }
+    // Non-blocking too: a FIFO made since fails the open instead of waiting.
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
         .map_err(fail)?;
+    if !file.metadata().map_err(fail)?.is_file() {
+        return Err(not_regular());
+    }
     file.write_all(text.as_bytes()).map_err(fail)?;
     file.write_all(b"\n").map_err(fail)
 }

@@ -2063,4 +2063,15 @@ fn format_github_writes_the_step_summary_and_annotates_the_regression() {
     let out: common::Out = cmd.output().unwrap().into();
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("not a regular file"), "{out:?}");
+    // Nor is the store appended to.
+    let mut cmd = sb.cmd();
+    cmd.args(["compare", "--store", &store, "1", "2", "--format", "github"])
+        .env("GITHUB_STEP_SUMMARY", sb.db());
+    let out: common::Out = cmd.output().unwrap().into();
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("would destroy the stored results"),
+        "{out:?}"
+    );
+    assert_eq!(sb.show_json("2")["run"]["id"], 2, "the store is intact");
 }
