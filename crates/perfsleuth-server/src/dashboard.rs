@@ -102,7 +102,12 @@ fn credential(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     if let Some(t) = bearer(headers)? {
         return Ok(Some(t));
     }
-    Ok(headers
+    Ok(login_cookie(headers))
+}
+
+/// The dashboard's login cookie, if the request carries one.
+fn login_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
@@ -110,7 +115,7 @@ fn credential(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
         .filter_map(|kv| kv.trim().split_once('='))
         .find(|(k, _)| *k == COOKIE)
         .map(|(_, v)| v.to_string())
-        .filter(|v| !v.is_empty()))
+        .filter(|v| !v.is_empty())
 }
 
 /// Percent-encodes a query value.
@@ -128,13 +133,7 @@ fn enc(s: &str) -> String {
 /// Whether the request carries the dashboard's login cookie: only then is
 /// there anything to log out of.
 fn signed_in(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|kv| kv.trim().split_once('='))
-        .any(|(k, v)| k == COOKIE && !v.is_empty())
+    login_cookie(headers).is_some()
 }
 
 /// The breadcrumb: `(label, href)` after the root; "Log out" for a
