@@ -107,8 +107,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
                 if g.dirty { "+" } else { "" }
             )
         });
-        let started = r.started_at.replace('T', " ");
-        let started = started.get(..19).unwrap_or(&started).to_string();
+        let started = started_text(&r.started_at);
         let benches = match r.benchmarks.len() {
             // A probe run measured the machine, not commands: name its probes.
             0 if !r.probes.is_empty() => r.probes.join(", "),
@@ -228,12 +227,18 @@ pub(crate) fn since(text: &str) -> Result<String, Fail> {
 }
 
 /// Prints one stored run like `perfsleuth run` printed it.
+/// A stored start time (RFC 3339) as `runs` and `show` print it, to the
+/// second: "2026-12-05 00:12:33".
+fn started_text(rfc3339: &str) -> String {
+    let t = rfc3339.replace('T', " ");
+    t.get(..19).unwrap_or(&t).to_string()
+}
+
 /// Which stored run `show` shows: its id, when it started, where in git
 /// and how it was measured ("Run 12 · 2026-12-05 00:12:33 · main @
 /// 3f2a9c01b7de · walltime · complete").
 fn run_line(run: &perfsleuth_model::Run) -> String {
-    let started = run.started_at.replace('T', " ");
-    let started = started.get(..19).unwrap_or(&started).to_string();
+    let started = started_text(&run.started_at);
     let git = run.git.as_ref().map_or("no git".to_string(), |g| {
         format!(
             "{}{}{}",
