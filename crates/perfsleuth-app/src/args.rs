@@ -480,7 +480,7 @@ pub struct ExplainArgs {
 /// `perfsleuth ab`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Each revision is checked out into a temporary git worktree (your tree is never touched), built with --build there, and its commands run with the worktree as the working directory ({root}: its absolute path, {rev}: its commit). Both sides are measured interleaved run by run, each round starting with the other side, judged on the adjacent pairs of runs (the median of their ratios, its interval and p-value the sign test's; on CPU time for a program that keeps one CPU busy without waiting, else wall time; the report says which) and stored as two linked runs; identical binaries never fail --fail-on. The run options below apply to both sides (`run`'s --export-*, --plot, --repeat, --reference and --no-interleave belong to one run and are not ab's).\n\nExamples:\n  perfsleuth ab --build 'cargo build --release' -- target/release/app input.txt\n  perfsleuth ab --baseline v1.2 --candidate HEAD --build make -- ./bench\n  perfsleuth ab --build make --format markdown --fail-on regressed -- ./bench >> \"$GITHUB_STEP_SUMMARY\""
+    after_help = "Each revision is checked out into a temporary git worktree (your tree is never touched), built with --build there, and its commands run with the worktree as the working directory ({root}: its absolute path, {rev}: its commit). Both sides are measured interleaved run by run, each round starting with the other side, judged on the adjacent pairs of runs (the median of their ratios, its interval and p-value the sign test's; on CPU time for a program that keeps one CPU busy without waiting, else wall time; the report says which) and stored as two linked runs; identical binaries never fail --fail-on. The run options below apply to both sides (`run`'s --export-json/csv/markdown/hyperfine, --plot, --repeat, --reference and --no-interleave belong to one run and are not ab's).\n\nExamples:\n  perfsleuth ab --build 'cargo build --release' -- target/release/app input.txt\n  perfsleuth ab --baseline v1.2 --candidate HEAD --build make -- ./bench\n  perfsleuth ab --build make --format markdown --fail-on regressed -- ./bench >> \"$GITHUB_STEP_SUMMARY\""
 )]
 pub struct AbArgs {
     /// The baseline revision [default: the merge base of HEAD with the default branch:
@@ -503,6 +503,10 @@ pub struct AbArgs {
     /// Output format of the comparison.
     #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
     pub format: CompareFormat,
+    /// Also write JUnit XML (GitLab, Jenkins, Azure test views): a test case
+    /// per benchmark and metric, failed where the gate fails.
+    #[arg(long, value_name = "FILE.xml")]
+    pub export_junit: Option<PathBuf>,
     /// The run options, for both sides.
     #[command(flatten)]
     pub run: RunArgs,

@@ -187,6 +187,13 @@ pub fn append_file(path: &Path, text: &str, what: &str) -> Result<(), Fail> {
     file.write_all(b"\n").map_err(fail)
 }
 
+/// Writes `--export-junit`'s document (see `perfsleuth_report::junit`).
+pub fn write_junit(path: &Path, xml: Result<String, String>) -> Result<(), Fail> {
+    let xml =
+        xml.map_err(|e| Fail::usage(format!("cannot write JUnit XML: {e}"), "please report this"))?;
+    write_file(path, &xml)
+}
+
 /// Writes a `--plot` chart (an SVG document) and says where, on stderr —
 /// a file written silently is easy to miss (`compare --plot`).
 pub fn write_chart(path: &Path, svg: &str) -> Result<(), Fail> {

@@ -222,36 +222,41 @@ pub(crate) fn factor_lines(c: &Comparison) -> Vec<String> {
     c.rows
         .iter()
         .filter(|r| r.gating)
-        .filter(|r| matches!(r.verdict, VerdictLabel::Regressed | VerdictLabel::Improved))
-        .filter_map(|r| {
-            let ratio = 1.0 + r.change.as_ref()?.change;
-            if !ratio.is_finite() || ratio <= 0.0 {
-                return None;
-            }
-            let (factor, up) = if ratio >= 1.0 {
-                (ratio, true)
-            } else {
-                (1.0 / ratio, false)
-            };
-            let word = match (r.metric.unit() == "ns", up) {
-                (true, true) => "slower",
-                (true, false) => "faster",
-                (false, true) => "more",
-                (false, false) => "less",
-            };
-            let metric = match r.metric {
-                Metric::Wall => "wall time".to_string(),
-                Metric::Cpu => "CPU time".to_string(),
-                m => m.name().to_string(),
-            };
-            Some(format!(
-                "`{}`: {} is {factor:.2}× {word} than {} ({metric})",
-                r.key(),
-                c.candidate,
-                c.baseline
-            ))
-        })
+        .filter_map(|r| factor_line(c, r))
         .collect()
+}
+
+/// [`factor_lines`]'s line for one row judged regressed or improved.
+pub(crate) fn factor_line(c: &Comparison, r: &Row) -> Option<String> {
+    if !matches!(r.verdict, VerdictLabel::Regressed | VerdictLabel::Improved) {
+        return None;
+    }
+    let ratio = 1.0 + r.change.as_ref()?.change;
+    if !ratio.is_finite() || ratio <= 0.0 {
+        return None;
+    }
+    let (factor, up) = if ratio >= 1.0 {
+        (ratio, true)
+    } else {
+        (1.0 / ratio, false)
+    };
+    let word = match (r.metric.unit() == "ns", up) {
+        (true, true) => "slower",
+        (true, false) => "faster",
+        (false, true) => "more",
+        (false, false) => "less",
+    };
+    let metric = match r.metric {
+        Metric::Wall => "wall time".to_string(),
+        Metric::Cpu => "CPU time".to_string(),
+        m => m.name().to_string(),
+    };
+    Some(format!(
+        "`{}`: {} is {factor:.2}× {word} than {} ({metric})",
+        r.key(),
+        c.candidate,
+        c.baseline
+    ))
 }
 
 /// Text safe inside a Markdown table cell or paragraph: no raw pipes,

@@ -778,13 +778,25 @@ pub fn join(mut docs: Vec<HistoryDoc>) -> Option<HistoryDoc> {
     Some(first)
 }
 
+/// One series' part in `history --check`: the series (an index into the
+/// document's), whether it fails the check, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// Index of the series in [`HistoryDoc::series`].
+    pub series: usize,
+    /// Whether it fails the check.
+    pub fails: bool,
+    /// The reason line, as in [`HistoryCheck::reasons`].
+    pub reason: String,
+}
+
 /// `history --check`: fails when the newest run of the whole history ends
 /// a series whose last change point is a regression that the environment
 /// does not explain and that appears only with that run (so it alerts once).
-pub fn check(doc: &mut HistoryDoc, newest_run: Option<i64>, opts: &Options) -> HistoryCheck {
-    let mut failed = false;
-    let mut reasons = Vec::new();
-    for s in &doc.series {
+/// Stores the result in `doc.check` and returns it per series.
+pub fn check(doc: &mut HistoryDoc, newest_run: Option<i64>, opts: &Options) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (i, s) in doc.series.iter().enumerate() {
         let Some(last) = s.points.last() else {
             continue;
         };
@@ -811,22 +823,86 @@ pub fn check(doc: &mut HistoryDoc, newest_run: Option<i64>, opts: &Options) -> H
             continue;
         }
         let what = format!("`{}` {}: {}", s.benchmark, s.metric, cp.summary);
-        match cp.cause {
-            HistoryCause::Code => {
-                failed = true;
-                reasons.push(format!("regression: {what}"));
-            }
-            HistoryCause::Environment => {
-                reasons.push(format!("not failing, the environment changed: {what}"));
-            }
-            HistoryCause::Machine => {
-                reasons.push(format!("not failing, the machine stepped: {what}"));
-            }
-        }
+        let (fails, reason) = match cp.cause {
+            HistoryCause::Code => (true, format!("regression: {what}")),
+            HistoryCause::Environment => (
+                false,
+                format!("not failing, the environment changed: {what}"),
+            ),
+            HistoryCause::Machine => (false, format!("not failing, the machine stepped: {what}")),
+        };
+        findings.push(Finding {
+            series: i,
+            fails,
+            reason,
+        });
     }
-    let check = HistoryCheck { failed, reasons };
-    doc.check = Some(check.clone());
-    check
+    doc.check = Some(HistoryCheck {
+        failed: findings.iter().any(|f| f.fails),
+        reasons: findings.iter().map(|f| f.reason.clone()).collect(),
+    });
+    findings
+}
+
+/// `history --check --export-junit`: a test case per series shown (its
+/// benchmark and metric, and the machine where several ran it), failed
+/// where the check fails on it, with the reason and the newest point.
+pub fn render_junit(doc: &HistoryDoc, findings: &[Finding]) -> Result<String, String> {
+    use perfsleuth_report::junit::{Case, Outcome, render};
+    let machines: std::collections::BTreeSet<_> =
+        doc.series.iter().map(|s| s.machine.as_deref()).collect();
+    let cases: Vec<Case> = doc
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let found = findings.iter().find(|f| f.series == i);
+            let mut name = format!("{} · {}", s.benchmark, s.metric);
+            if machines.len() > 1 {
+                let label = s.machine_label.as_deref().or(s.machine.as_deref());
+                name.push_str(&format!(" ({})", label.unwrap_or("unknown machine")));
+            }
+            let newest = s.points.last();
+            let mut output = match newest {
+                Some(p) => format!(
+                    "{} points; newest {}",
+                    s.points.len(),
+                    render::value(s, p.value)
+                ),
+                None => "no points".to_string(),
+            };
+            if let Some(cp) = s.change_points.last() {
+                output.push_str(&format!("\nlast change point: {}", cp.summary));
+            }
+            if let Some(f) = found.filter(|f| !f.fails) {
+                output.push_str(&format!("\n{}", f.reason));
+            }
+            let outcome = match found.filter(|f| f.fails) {
+                Some(f) => Outcome::Failed {
+                    kind: "regression".into(),
+                    message: f.reason.clone(),
+                    detail: output.clone(),
+                },
+                None => Outcome::Passed,
+            };
+            let mut properties = vec![
+                ("points".to_string(), s.points.len().to_string()),
+                ("unit".to_string(), s.unit.clone()),
+            ];
+            if let Some(p) = newest {
+                properties.push(("newest".into(), format!("{}", p.value)));
+            }
+            Case {
+                name,
+                classname: s.benchmark.clone(),
+                outcome,
+                output,
+                seconds: None,
+                properties,
+            }
+        })
+        .collect();
+    render("perfsleuth", "history --check", &cases)
 }
 
 /// The segments of a series between its change points: `(first, end)` index ranges.

@@ -164,7 +164,10 @@ fn check_fails_once_for_a_new_code_regression_and_never_for_the_environment() {
             &Filter::default(),
             &opts,
         );
-        check(&mut doc, Some(n as i64), &opts)
+        let findings = check(&mut doc, Some(n as i64), &opts);
+        let c = doc.check.expect("check stores its result");
+        assert_eq!(c.failed, findings.iter().any(|f| f.fails));
+        c
     };
     // Up to the step: nothing to report.
     assert!(!run(40, 1000).failed);

@@ -18,6 +18,7 @@ mod format;
 pub mod html;
 mod hyperfine;
 mod json;
+pub mod junit;
 mod locks;
 mod markdown;
 mod markup;

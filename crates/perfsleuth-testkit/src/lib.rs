@@ -62,6 +62,10 @@ pub const FEATURES: &[(&str, &str)] = &[
     ),
     ("go", "go test -bench runs (Debian's golang-go)"),
     (
+        "junitparser",
+        "python3 imports junitparser (reads --export-junit back as CI servers do)",
+    ),
+    (
         "postgres",
         "a PostgreSQL server at $PERFSLEUTH_TEST_POSTGRES (a URL whose user may create databases; .ci/run starts one)",
     ),

@@ -16,6 +16,10 @@ use perfsleuth_measure::Spawner;
 /// `perfsleuth ab`.
 pub fn ab(args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     let (format, color, verdict) = (args.format, args.run.color, args.run.verdict.clone());
+    let junit = args.export_junit.clone();
+    if let Some(junit) = &junit {
+        crate::output::check_writable(junit, "--export-junit", args.run.store.store.as_deref())?;
+    }
     let mut r = match perfsleuth_app::ab::ab(args, spawner)? {
         AbOutcome::Interrupted { ids, code } => {
             let ids: Vec<i64> = ids.map_or(Vec::new(), |(b, c)| vec![b, c]);
@@ -51,5 +55,11 @@ pub fn ab(args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         emit(&format!("warning: {warning}\n"), true);
     }
     r.ungate_identical();
+    if let Some(junit) = &junit {
+        let c = &r.comparison;
+        let suite = format!("ab: {} → {}", c.baseline, c.candidate);
+        let xml = perfsleuth_compare::render_junit(c, &suite, verdict.allow_missing);
+        crate::output::write_junit(junit, xml)?;
+    }
     Ok(crate::compare::exit_code(&r.comparison, &verdict))
 }

@@ -216,6 +216,10 @@ pub struct CompareArgs {
     /// an SVG chart (as in `perfsleuth report`).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Also write JUnit XML (GitLab, Jenkins, Azure test views): a test case
+    /// per benchmark and metric, failed where the gate fails.
+    #[arg(long, value_name = "FILE.xml")]
+    pub export_junit: Option<PathBuf>,
     #[command(flatten)]
     pub verdict: VerdictArgs,
     #[command(flatten)]
@@ -621,6 +625,10 @@ pub struct HistoryArgs {
     /// --history` draws every series.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// With --check, also write JUnit XML (GitLab, Jenkins, Azure test views):
+    /// a test case per series, failed where the check fails.
+    #[arg(long, value_name = "FILE.xml", requires = "check")]
+    pub export_junit: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
     pub format: CompareFormat,

@@ -13,6 +13,9 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
     if let Some(plot) = &args.plot {
         crate::output::check_writable(plot, "--plot", args.store.store.as_deref())?;
     }
+    if let Some(junit) = &args.export_junit {
+        crate::output::check_writable(junit, "--export-junit", args.store.store.as_deref())?;
+    }
     let opts = options(&args.verdict)?;
     let mut store = StoreHandle::new(args.store.store.clone());
     let candidate = selectors::resolve(args.candidate.as_deref().unwrap_or("latest"), &mut store)?;
@@ -41,6 +44,14 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
     if let Some(plot) = &args.plot {
         let svg = perfsleuth_compare::changes_chart(&comparison);
         crate::output::write_chart(plot, &perfsleuth_report::chart::standalone(&svg))?;
+    }
+    if let Some(junit) = &args.export_junit {
+        let suite = format!(
+            "compare: {} → {}",
+            comparison.baseline, comparison.candidate
+        );
+        let xml = perfsleuth_compare::render_junit(&comparison, &suite, args.verdict.allow_missing);
+        crate::output::write_junit(junit, xml)?;
     }
     Ok(exit_code(&comparison, &args.verdict))
 }

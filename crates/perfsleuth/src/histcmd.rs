@@ -33,13 +33,16 @@ pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
     if let Some(plot) = &args.plot {
         crate::output::check_writable(plot, "--plot", args.store.store.as_deref())?;
     }
+    if let Some(junit) = &args.export_junit {
+        crate::output::check_writable(junit, "--export-junit", args.store.store.as_deref())?;
+    }
     let (mut doc, newest) = build_doc(&args, &opts)?;
-    let code = if args.check {
-        let c = perfsleuth_history::check(&mut doc, newest, &opts);
-        i32::from(c.failed)
-    } else {
-        0
-    };
+    let findings = args
+        .check
+        .then(|| perfsleuth_history::check(&mut doc, newest, &opts));
+    let code = findings
+        .as_ref()
+        .map_or(0, |f| i32::from(f.iter().any(|f| f.fails)));
     emit(
         &render(&doc, args.format, use_color(args.color, false))?,
         false,
@@ -64,6 +67,9 @@ pub fn history(args: HistoryArgs) -> Result<i32, Fail> {
                 true,
             );
         }
+    }
+    if let (Some(junit), Some(findings)) = (&args.export_junit, &findings) {
+        crate::output::write_junit(junit, perfsleuth_history::render_junit(&doc, findings))?;
     }
     Ok(code)
 }

@@ -174,10 +174,25 @@ fn identical_programs_and_an_explicit_a_a_pair_are_said_first() {
     let out = ab(
         &sb,
         &dir,
-        &["--baseline", "HEAD", "--fail-on", "regressed", "./bench.sh"],
+        &[
+            "--baseline",
+            "HEAD",
+            "--fail-on",
+            "regressed",
+            "--export-junit",
+            sb.path("aa.xml").to_str().unwrap(),
+            "./bench.sh",
+        ],
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert!(!out.stderr.contains("gate failed"), "{out:?}");
+    if let Some(cases) = common::junit_cases(&sb.path("aa.xml")) {
+        assert!(!cases.is_empty());
+        assert!(
+            cases.iter().all(|c| c["result"] == "passed"),
+            "identical binaries fail no test case: {cases:#?}"
+        );
+    }
     // {root} is each side's worktree; the name stays the template.
     let out = ab(&sb, &dir, &["--format", "json", "{root}/bench.sh"]).ok();
     let doc = common::parse_json(&out.stdout);
@@ -395,11 +410,23 @@ fn a_slower_candidate_fails_the_gate_judged_round_by_round() {
             "5",
             "--fail-on",
             "regressed",
+            "--export-junit",
+            sb.path("ab.xml").to_str().unwrap(),
             "./bench.sh",
         ],
     );
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stdout.contains("regressed"), "{out:?}");
+    if let Some(cases) = common::junit_cases(&sb.path("ab.xml")) {
+        let failed: Vec<_> = cases.iter().filter(|c| c["result"] == "failure").collect();
+        assert_eq!(failed.len(), 1, "{cases:#?}");
+        assert_eq!(failed[0]["name"], "./bench.sh · wall", "{cases:#?}");
+        assert_eq!(failed[0]["type"], "regressed");
+        assert!(
+            failed[0]["suite"].as_str().unwrap().starts_with("ab: "),
+            "{cases:#?}"
+        );
+    }
     nothing_left(&sb, &dir);
 }
 

@@ -2008,6 +2008,95 @@ fn repeat_refuses_what_it_cannot_do() {
 }
 
 #[test]
+fn export_junit_has_a_case_per_benchmark_and_metric_failing_where_the_gate_fails() {
+    let sb = Sandbox::new();
+    bench(
+        &sb,
+        &["-n", "work", "sleep 0.01", "-n", "gone", "sleep 0.005"],
+    );
+    bench(
+        &sb,
+        &["-n", "work", "sleep 0.03", "-n", "new", "sleep 0.005"],
+    );
+    let doc = compare_json(&sb, &["1", "2"]);
+    let out = compare(
+        &sb,
+        &[
+            "1",
+            "2",
+            "--export-junit",
+            "c.xml",
+            "--fail-on",
+            "regressed",
+        ],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    let Some(cases) = common::junit_cases(&sb.path("c.xml")) else {
+        return;
+    };
+    let find = |name: &str| {
+        cases
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no case {name}: {cases:#?}"))
+    };
+    // A case per row of the comparison, and one per benchmark on one side.
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(cases.len(), rows.len() + 2, "{cases:#?}");
+    for r in rows {
+        let c = find(&format!(
+            "{} · {}",
+            r["benchmark"].as_str().unwrap(),
+            r["metric"].as_str().unwrap()
+        ));
+        let fails = r["gating"] == true && r["verdict"] == "regressed";
+        assert_eq!(c["result"] == "failure", fails, "{c} {r}");
+        assert!(
+            c["out"]
+                .as_str()
+                .unwrap()
+                .contains(r["verdict"].as_str().unwrap()),
+            "{c}"
+        );
+    }
+    let work = find("work · wall");
+    assert_eq!(work["classname"], "work");
+    assert_eq!(work["result"], "failure");
+    assert_eq!(work["type"], "regressed");
+    let message = work["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("`work`: run 2 is ")
+            && message.ends_with("× slower than run 1 (wall time)"),
+        "{message}"
+    );
+    assert!(work["time"].as_f64().unwrap() > 0.02, "{work}");
+    assert_eq!(
+        find("gone")["result"],
+        "failure",
+        "the gate fails on a lost benchmark"
+    );
+    assert_eq!(find("gone")["type"], "missing");
+    assert_eq!(find("new")["result"], "skipped");
+    assert_eq!(work["suite"], "compare: run 1 → run 2");
+    // --allow-missing lets the lost benchmark pass the gate: skipped.
+    compare(
+        &sb,
+        &["1", "2", "--export-junit", "c.xml", "--allow-missing"],
+    )
+    .ok();
+    let cases = common::junit_cases(&sb.path("c.xml")).unwrap();
+    let gone = cases.iter().find(|c| c["name"] == "gone").unwrap();
+    assert_eq!(gone["result"], "skipped", "{gone}");
+    // The store is never the file written.
+    compare(
+        &sb,
+        &["1", "2", "--export-junit", sb.db().to_str().unwrap()],
+    )
+    .usage_error("would destroy the stored results");
+    assert_eq!(sb.show_json("2")["run"]["id"], 2, "the store is intact");
+}
+
+#[test]
 fn format_github_writes_the_step_summary_and_annotates_the_regression() {
     let sb = Sandbox::new();
     bench(&sb, &["-n", "work", "sleep 0.01"]);

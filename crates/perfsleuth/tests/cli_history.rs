@@ -160,6 +160,38 @@ fn check_gates_a_new_code_regression_once_and_not_an_environment_change() {
         assert_eq!(out.code, 0, "{}", out.stderr);
     }
     let n = failed_at.expect("a run after the step fails the check");
+    // The same failure as JUnit: the series' case fails with the reason.
+    let sb = Sandbox::new();
+    seed(&sb.db(), n, step, |_| "6.1.0");
+    let junit = sb.path("history.xml");
+    let out = sb.run([
+        "history",
+        "--check",
+        "--store",
+        &sb.store(),
+        "--export-junit",
+        junit.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 1, "{out:?}");
+    if let Some(cases) = common::junit_cases(&junit) {
+        assert_eq!(cases.len(), 1, "{cases:?}");
+        let c = &cases[0];
+        assert_eq!(c["name"], "work · wall");
+        assert_eq!(c["classname"], "work");
+        assert_eq!(c["result"], "failure");
+        assert_eq!(c["type"], "regression");
+        assert!(
+            c["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("regression: `work` wall: +"),
+            "{c}"
+        );
+        assert_eq!(c["suite"], "history --check");
+    }
+    sb.run(["history", "--store", &sb.store(), "--export-junit", "x.xml"])
+        .clap_error("--check");
+    assert!(!sb.path("x.xml").exists());
     let sb = Sandbox::new();
     seed(&sb.db(), n + 1, step, |_| "6.1.0");
     sb.run(["history", "--check", "--store", &sb.store()]).ok();
@@ -171,12 +203,31 @@ fn check_gates_a_new_code_regression_once_and_not_an_environment_change() {
         step,
         |i| if i >= 30 { "6.8.0" } else { "6.1.0" },
     );
-    let out = sb.run(["history", "--check", "--store", &sb.store()]).ok();
+    let out = sb
+        .run([
+            "history",
+            "--check",
+            "--store",
+            &sb.store(),
+            "--export-junit",
+            "env.xml",
+        ])
+        .ok();
     assert!(
         out.stdout.contains("not failing, the environment changed"),
         "{}",
         out.stdout
     );
+    if let Some(cases) = common::junit_cases(&sb.path("env.xml")) {
+        assert_eq!(cases[0]["result"], "passed", "{cases:?}");
+        assert!(
+            cases[0]["out"]
+                .as_str()
+                .unwrap()
+                .contains("not failing, the environment changed"),
+            "{cases:?}"
+        );
+    }
 }
 
 #[test]

@@ -375,3 +375,55 @@ pub fn chromium(url: &str, args: &[&str]) -> (String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// A JUnit file read back by `junitparser` (the Python reader CI tools
+/// use): per test case its suite, name, classname, time, result
+/// (`passed`, `failure`, `skipped`), the result's type and message, and
+/// its system-out; `None` (the skip reported) when junitparser is absent.
+pub fn junit_cases(path: &Path) -> Option<Vec<Value>> {
+    const READ: &str = r#"
+import json, sys
+from junitparser import JUnitXml, Failure, Skipped, Error
+xml = JUnitXml.fromfile(sys.argv[1])
+suites = [xml] if xml._tag == "testsuite" else list(xml)
+out = []
+for suite in suites:
+    for case in suite:
+        result, kind, message = "passed", None, None
+        for r in case.result:
+            result = {Failure: "failure", Skipped: "skipped", Error: "error"}[type(r)]
+            kind, message = r.type, r.message
+        out.append({"suite": suite.name, "name": case.name, "classname": case.classname,
+                    "time": case.time, "result": result, "type": kind, "message": message,
+                    "out": case.system_out or "",
+                    "totals": [suite.tests, suite.failures, suite.skipped]})
+print(json.dumps(out))
+"#;
+    let probe = std::process::Command::new("python3")
+        .args(["-c", "import junitparser"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        perfsleuth_testkit::skip(
+            "junitparser",
+            "junitparser is not installed (pip install junitparser)",
+        );
+        return None;
+    }
+    let out = std::process::Command::new("python3")
+        .args(["-c", READ])
+        .arg(path)
+        .output()
+        .expect("python3 starts");
+    assert!(
+        out.status.success(),
+        "junitparser could not read {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(
+        parse_json(&String::from_utf8_lossy(&out.stdout))
+            .as_array()
+            .unwrap()
+            .clone(),
+    )
+}
