@@ -62,6 +62,10 @@ pub const FEATURES: &[(&str, &str)] = &[
     ),
     ("go", "go test -bench runs (Debian's golang-go)"),
     (
+        "pyyaml",
+        "python3 imports yaml (the CI templates' scripts are read from their YAML)",
+    ),
+    (
         "junitparser",
         "python3 imports junitparser (reads --export-junit back as CI servers do)",
     ),

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Out, Sandbox};
+use common::{Out, Sandbox, git};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -27,22 +27,6 @@ fn write_script(dir: &Path, name: &str, text: &str) {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// `perfsleuth ab --store … --runs 4 --warmup 0 ARGS…` (see [`ab_as_given`]).

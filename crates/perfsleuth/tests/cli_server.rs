@@ -6,63 +6,11 @@
 
 mod common;
 
-use common::{Out, Sandbox, chromium, parse_json};
+use common::{Out, Sandbox, chromium, parse_json, serve, serve_with, token};
 use perfsleuth_store::StoreUrl;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A `perfsleuth serve` child; killed when dropped.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `perfsleuth serve --store STORE --listen ADDR` and waits for its
-/// "listening on" line.
-fn serve(sb: &Sandbox, store: &str, listen: &str) -> Server {
-    serve_with(sb, &["serve", "--store", store, "--listen", listen])
-}
-
-/// Starts `perfsleuth ARGS…` (a `serve` command line) and waits for its
-/// "listening on" line.
-fn serve_with(sb: &Sandbox, args: &[&str]) -> Server {
-    let mut child = sb
-        .std_cmd()
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("perfsleuth serve starts");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                let addr = rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string();
-                let _ = tx.send(addr);
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the server says where it listens");
-    Server {
-        child,
-        base: format!("http://{addr}"),
-    }
-}
 
 /// A free loopback port (bound and released), for a server restarted on the same address.
 fn free_port() -> u16 {
@@ -71,29 +19,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn token(sb: &Sandbox, store: &str, project: &str, scope: &str) -> String {
-    let out = sb
-        .run([
-            "server",
-            "token",
-            "create",
-            "--project",
-            project,
-            "--scope",
-            scope,
-            "--name",
-            "ci",
-            "--json",
-            "--store",
-            store,
-        ])
-        .ok();
-    parse_json(&out.stdout)["tokens"][0]["secret"]
-        .as_str()
-        .expect("the secret is printed once")
-        .to_string()
 }
 
 /// Revokes the store's first token with `server token revoke`; its id.

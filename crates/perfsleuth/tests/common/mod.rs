@@ -171,6 +171,19 @@ impl Sandbox {
         cmd
     }
 
+    /// `program` (a shell) as a CI job runs it: the sandbox's environment,
+    /// with the perfsleuth under test first on PATH.
+    pub fn shell(&self, program: &str) -> std::process::Command {
+        let mut cmd = std::process::Command::new(program);
+        self.configure(&mut cmd);
+        let mut paths = vec![Path::new(BIN).parent().unwrap().to_path_buf()];
+        paths.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        cmd.env("PATH", std::env::join_paths(paths).unwrap());
+        cmd
+    }
+
     fn configure(&self, cmd: &mut std::process::Command) {
         let root = self.dir.path();
         cmd.current_dir(root)
@@ -426,4 +439,97 @@ print(json.dumps(out))
             .unwrap()
             .clone(),
     )
+}
+
+/// A `perfsleuth serve` child; killed when dropped.
+pub struct Server {
+    pub child: std::process::Child,
+    pub base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `perfsleuth serve --store STORE --listen ADDR` and waits for its
+/// "listening on" line.
+pub fn serve(sb: &Sandbox, store: &str, listen: &str) -> Server {
+    serve_with(sb, &["serve", "--store", store, "--listen", listen])
+}
+
+/// Starts `perfsleuth ARGS…` (a `serve` command line) and waits for its
+/// "listening on" line.
+pub fn serve_with(sb: &Sandbox, args: &[&str]) -> Server {
+    let mut child = sb
+        .std_cmd()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("perfsleuth serve starts");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                let addr = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                let _ = tx.send(addr);
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the server says where it listens");
+    Server {
+        child,
+        base: format!("http://{addr}"),
+    }
+}
+
+/// Creates a token on `store` with `server token create`; its secret.
+pub fn token(sb: &Sandbox, store: &str, project: &str, scope: &str) -> String {
+    let out = sb
+        .run([
+            "server",
+            "token",
+            "create",
+            "--project",
+            project,
+            "--scope",
+            scope,
+            "--name",
+            "ci",
+            "--json",
+            "--store",
+            store,
+        ])
+        .ok();
+    parse_json(&out.stdout)["tokens"][0]["secret"]
+        .as_str()
+        .expect("the secret is printed once")
+        .to_string()
+}
+
+/// `git -C DIR ARGS…` with a committer identity; its trimmed stdout (fails on an error).
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
