@@ -629,20 +629,6 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         for note in notes {
             emit(&format!("note: {note}\n"), true);
         }
-        if let Some(sim) = &simulation
-            && sim.portable().is_some()
-            && let Some(v) = variants
-                .iter()
-                .find(|v| v.env.iter().any(|(k, _)| k == "GLIBC_TUNABLES"))
-        {
-            return Err(Fail::usage(
-                format!(
-                    "--variant {} sets GLIBC_TUNABLES, which the portable profile of simulation mode replaces",
-                    v.name
-                ),
-                "add --no-portable to count each variant's own GLIBC_TUNABLES",
-            ));
-        }
         planned = crate::variant::expand(planned, &variants)?;
     }
     // A bad --baseline must fail before anything is measured.

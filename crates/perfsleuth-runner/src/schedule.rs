@@ -341,6 +341,9 @@ pub fn prepare(
 ) -> Result<Vec<Bench>, RunError> {
     let mut benches = Vec::with_capacity(planned.len());
     let mut binaries: HashMap<PathBuf, Environment> = HashMap::new();
+    // A variant's own GLIBC_TUNABLES under the portable profile, merged and
+    // checked once per value.
+    let mut merged: HashMap<Option<String>, Option<String>> = HashMap::new();
     let measure = |what: &str| {
         let what = what.to_string();
         move |source| RunError::Measure { what, source }
@@ -383,6 +386,29 @@ pub fn prepare(
                     ..io.clone()
                 };
                 sim_io.env.extend(sim.child_env());
+                // A variant that sets GLIBC_TUNABLES gets the profile with
+                // its value merged in, as a run started with that value
+                // would (`explain` reproduces one side's tunables this way).
+                let own = p.variant.as_ref().and_then(|v| {
+                    v.env
+                        .iter()
+                        .rev()
+                        .find(|(k, _)| k == "GLIBC_TUNABLES")
+                        .map(|(_, v)| v.clone())
+                });
+                if let Some(own) = own {
+                    let value = match merged.get(&own) {
+                        Some(v) => v.clone(),
+                        None => {
+                            let v = sim.portable_tunables_for(own.as_deref())?;
+                            merged.insert(own, v.clone());
+                            v
+                        }
+                    };
+                    if let Some(value) = value {
+                        sim_io.env.push(("GLIBC_TUNABLES".to_string(), Some(value)));
+                    }
+                }
                 let id = spawner
                     .prepare(&argv, &sim_io)
                     .map_err(measure("command"))?;

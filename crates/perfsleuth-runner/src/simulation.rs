@@ -69,7 +69,9 @@ impl Simulation {
         };
         let (portable_profile, not_portable) = match baseline {
             None => (None, None),
-            Some(b) => match prepare_portable(&valgrind, b) {
+            Some(b) => match own_tunables()
+                .and_then(|user| prepare_portable(&valgrind, b, user.as_deref()))
+            {
                 Ok(p) => (Some(p), None),
                 Err(refusal) if portable == PortableChoice::Auto => (None, Some(refusal.0)),
                 Err(refusal) => return Err(RunError::NotPortable(refusal.0)),
@@ -94,6 +96,20 @@ impl Simulation {
     /// The portable profile in use, if any.
     pub fn portable(&self) -> Option<&Portable> {
         self.portable.as_ref()
+    }
+
+    /// Under the portable profile, the `GLIBC_TUNABLES` a variant that sets
+    /// its own (`user`; `None`: unsets it) must give its child: the profile
+    /// with `user` merged in as a run started with it would use, checked
+    /// under valgrind the same way. `None` without the profile (the
+    /// variant's value applies as it is).
+    pub fn portable_tunables_for(&self, user: Option<&str>) -> Result<Option<String>, RunError> {
+        let Some(p) = &self.portable else {
+            return Ok(None);
+        };
+        prepare_portable(&self.valgrind, p.profile.baseline, user)
+            .map(|q| Some(q.profile.tunables))
+            .map_err(|r| RunError::NotPortable(r.0))
     }
 
     /// What the benchmarked process's environment gets on top of ours.
@@ -236,19 +252,27 @@ impl Simulation {
     }
 }
 
-/// Builds the profile for this machine's glibc (the user's own
-/// `GLIBC_TUNABLES` merged in) and checks it under valgrind.
-fn prepare_portable(valgrind: &Path, baseline: Baseline) -> Result<Portable, portable::Refusal> {
-    let user = match std::env::var_os("GLIBC_TUNABLES") {
-        None => None,
-        Some(v) => Some(v.into_string().map_err(|_| {
+/// This process's own `GLIBC_TUNABLES`, which the profile merges in.
+fn own_tunables() -> Result<Option<String>, portable::Refusal> {
+    match std::env::var_os("GLIBC_TUNABLES") {
+        None => Ok(None),
+        Some(v) => v.into_string().map(Some).map_err(|_| {
             portable::Refusal(
                 "GLIBC_TUNABLES is not valid UTF-8, so it cannot be merged with the profile: correct it"
                     .into(),
             )
-        })?),
-    };
-    let profile = portable::live_profile(baseline, user.as_deref())?;
+        }),
+    }
+}
+
+/// Builds the profile for this machine's glibc (`user`, the user's own
+/// `GLIBC_TUNABLES`, merged in) and checks it under valgrind.
+fn prepare_portable(
+    valgrind: &Path,
+    baseline: Baseline,
+    user: Option<&str>,
+) -> Result<Portable, portable::Refusal> {
+    let profile = portable::live_profile(baseline, user)?;
     let verified = portable::verify_live(&profile, &callgrind::plain_valgrind_argv(valgrind))?;
     Ok(Portable { profile, verified })
 }

@@ -165,6 +165,39 @@ fn a_hwcaps_mask_set_by_the_user_is_named_and_an_unused_variable_has_no_effect()
     assert!(md.contains("| glibc.cpu.hwcaps |"), "{md}");
 }
 
+#[test]
+fn case_a_at_the_defaults_applies_the_candidates_tunables_under_the_portable_profile() {
+    // Case A as a user first runs it: simulation mode's portable profile is
+    // the default, the candidate ran with its own GLIBC_TUNABLES. Before,
+    // explain refused ("rerun both sides with --no-portable"); the
+    // candidate's value is known and merges into the profile as its run did.
+    let sb = Sandbox::new();
+    let Some(cmd) = strings(&sb, "explain portable") else {
+        return;
+    };
+    let sim = ["--mode", "simulation", &cmd];
+    bench_with(&sb, &[], &sim);
+    bench_with(&sb, &[("GLIBC_TUNABLES", NO_AVX2)], &sim);
+    assert_eq!(
+        sb.show_json("2")["run"]["environment"]["sim.portable"]["value"],
+        "x86-64-v3",
+        "both sides are portable counts"
+    );
+    let doc = explain_json(&sb, &["1", "2"]);
+    assert_eq!(doc["measured"], true, "{doc:#}");
+    let first = &findings(&doc, 0)[0];
+    assert_eq!(first["experiment"], "glibc.cpu.hwcaps", "{doc:#}");
+    assert_eq!(first["outcome"], "reproduces", "{doc:#}");
+    let share = first["share"]["ratio"].as_f64().unwrap();
+    assert!(
+        (share - 1.0).abs() < 0.02,
+        "the mask explains it all: {share}"
+    );
+    let untested = doc["untested"].to_string();
+    assert!(!untested.contains("--no-portable"), "{untested}");
+    assert!(!untested.contains("sim.glibc_tunables"), "{untested}");
+}
+
 /// `perfsleuth env show --json --root FIXTURE` into the sandbox.
 fn fixture(sb: &Sandbox, tree: &str) -> String {
     let root = format!(

@@ -253,9 +253,38 @@ fn simulation_variants_count_their_own_glibc_tunables() {
         return;
     };
     let spec = "noerms=env:GLIBC_TUNABLES=glibc.cpu.hwcaps=-ERMS,";
-    // The portable profile would replace the variant's value: refused.
-    sb.bench(["--mode", "simulation", "--variant", spec, &cmd])
-        .usage_error("add --no-portable");
+    // Under the portable profile the variant's value is merged into the
+    // profile: it counts exactly as a run started with that value (this
+    // was refused before, "add --no-portable").
+    let mask = "glibc.cpu.hwcaps=-AVX2,-AVX,-AVX_Fast_Unaligned_Load";
+    let portable = format!("noavx2=env:GLIBC_TUNABLES={mask}");
+    sb.bench(["--mode", "simulation", "--variant", &portable, &cmd])
+        .ok();
+    let doc = sb.show_json("latest");
+    let count = |doc: &serde_json::Value, i: usize| {
+        doc["run"]["benchmarks"][i]["samples"][0]["counters"]["Ir"]
+            .as_f64()
+            .unwrap()
+    };
+    let (base, variant) = (count(&doc, 0), count(&doc, 1));
+    assert_ne!(base, variant, "the mask moves glibc's string functions");
+    let mut started = sb.cmd();
+    started.env("GLIBC_TUNABLES", mask).args([
+        "run",
+        "--store",
+        &sb.store(),
+        "--mode",
+        "simulation",
+        &cmd,
+    ]);
+    common::Out::from(started.output().unwrap()).ok();
+    let run = sb.show_json("latest")["run"]["benchmarks"][0]["samples"][0]["counters"]["Ir"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(
+        variant, run,
+        "the variant counts as a run started with its value"
+    );
     let out = sb
         .bench([
             "--mode",

@@ -253,12 +253,12 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
         .iter()
         .map(|(k, v)| (k.clone(), Some(v.clone())))
         .collect();
+    // Under the portable profile glibc's dispatch and cache sizes are the
+    // profile's on both sides: no experiment can move them.
     let tunables_fixed = cx.simulation && cx.portable;
-    // Under the portable profile the profile's GLIBC_TUNABLES is the base's.
-    p.base_tunables = !tunables_fixed && (from_set != here_set || from_tunables != here_tunables);
-    if tunables_fixed {
-        p.base.tunables.clear();
-    }
+    // A side's own GLIBC_TUNABLES still applies under the profile: the
+    // runner merges a set-up's value into it as the side's run did.
+    p.base_tunables = from_set != here_set || from_tunables != here_tunables;
     let here_env = recorded_env(cx.here);
     for (k, v) in recorded_env(from) {
         let here = here_env
@@ -269,8 +269,14 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
             p.base.env.push((k, v));
         }
     }
-    let fixed_reason = "the simulation runs were counted with the portable profile, which sets GLIBC_TUNABLES itself: rerun both sides with --no-portable to test it";
+    let fixed_reason = "the simulation runs were counted with the portable profile, which fixes glibc's CPU dispatch and cache sizes on both sides: rerun both sides with --no-portable to test it";
     let mut done: BTreeSet<&str> = BTreeSet::new();
+    if tunables_fixed && recorded_tunables(from) != recorded_tunables(to) {
+        // The profile's merged value differs by the sides' own tunables,
+        // which the GLIBC_TUNABLES experiments test: not a separate
+        // "measured differently" fact.
+        done.insert("sim.glibc_tunables");
+    }
     let significant: Vec<&Change> = changes
         .iter()
         .filter(|c| c.class != ImpactClass::Context)
@@ -524,10 +530,6 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
                 continue;
             }
             done.insert("GLIBC_TUNABLES");
-            if tunables_fixed {
-                untested(&mut p, c, fixed_reason.into());
-                continue;
-            }
             let (a, _) = recorded_tunables(from);
             let (b, _) = recorded_tunables(to);
             let mut names: Vec<&String> = Vec::new();
@@ -753,7 +755,7 @@ mod tests {
     fn env(facts: &[(&str, &str)]) -> Environment {
         let mut e = Environment::default();
         for (k, v) in facts {
-            let class = if k.starts_with("cpu.") {
+            let class = if k.starts_with("cpu.") || k.starts_with("sim.") {
                 ImpactClass::Identity
             } else {
                 ImpactClass::Performance
@@ -866,16 +868,32 @@ mod tests {
     }
 
     #[test]
-    fn portable_simulation_runs_leave_glibc_tunables_untested() {
-        let a = env(&[("env.GLIBC_TUNABLES", "unset")]);
-        let b = env(&[("env.GLIBC_TUNABLES", "glibc.malloc.tcache_count=0")]);
+    fn portable_simulation_runs_apply_the_other_sides_glibc_tunables() {
+        // Case A at the defaults: both sides portable, the candidate's own
+        // GLIBC_TUNABLES known. The runner merges it into the profile as the
+        // candidate's run did; before, explain refused ("rerun both sides
+        // with --no-portable").
+        let a = env(&[
+            ("env.GLIBC_TUNABLES", "unset"),
+            ("sim.glibc_tunables", "glibc.cpu.hwcaps=-AVX512F"),
+        ]);
+        let b = env(&[
+            ("env.GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX2"),
+            ("sim.glibc_tunables", "glibc.cpu.hwcaps=-AVX512F,-AVX2"),
+        ]);
         let here = a.clone();
         let mut c = cx(&here);
         c.simulation = true;
         c.portable = true;
         let p = plan(&a, &b, &perfsleuth_env::diff(&a, &b), &c);
-        assert!(p.experiments.is_empty());
-        assert!(p.untested[0].reason.contains("--no-portable"));
+        assert_eq!(p.experiments.len(), 1, "{p:?}");
+        assert_eq!(
+            p.settings(&p.experiments[0]),
+            vec!["env:GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2"]
+        );
+        // The profile's merged value differs only through the sides' own
+        // tunables: not a separate "measured differently" fact.
+        assert!(p.untested.is_empty(), "{:?}", p.untested);
     }
 
     #[test]
