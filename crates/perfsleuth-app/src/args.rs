@@ -33,28 +33,38 @@ pub enum FailOn {
 #[derive(Debug, Clone, Args)]
 pub struct VerdictArgs {
     /// Significance level of the tests [default: 0.05, or the config file's].
-    #[arg(long, value_name = "P")]
+    #[arg(hide_short_help = true, long, value_name = "P")]
     pub alpha: Option<f64>,
+    /// Changes within ±PERCENT are noise, not regressions [default: 1%, or the config file's].
+    ///
     /// Changes within ±PERCENT are noise, not regressions [default: 1%, or the config file's; sides measured interleaved (ab, variants) are flagged beyond ±0.2% and called no change within ±1%].
     #[arg(long, value_name = "PERCENT", value_parser = crate::parse::percent)]
     pub threshold: Option<f64>,
+    /// A metric that gates --fail-on.
+    ///
     /// A metric that gates --fail-on (repeatable): wall, cpu, user, sys, peak_rss, … [default: the judged time: CPU time for a program that keeps one CPU busy without waiting, wall time otherwise; the report says which].
     #[arg(long = "metric", value_name = "NAME")]
     pub metric: Vec<String>,
     /// Per-benchmark settings [default: perfsleuth.toml at the repository top, if present].
-    #[arg(long, value_name = "FILE")]
+    #[arg(hide_short_help = true, long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Exit 1 when a gating metric regressed.
+    ///
     /// Exit 1 when a gating metric regressed (for CI) — or when a benchmark of
     /// the baseline is missing from the candidate, or the sides share none.
     #[arg(long, value_enum, value_name = "WHAT")]
     pub fail_on: Option<FailOn>,
+    /// With --fail-on: benchmarks of the baseline missing from the candidate.
+    ///
     /// With --fail-on: benchmarks of the baseline missing from the candidate
     /// (or no shared benchmark at all) do not fail the gate.
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub allow_missing: bool,
     /// Refuse (exit 2) when the two sides ran on machines that differ in identity facts.
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub require_same_env: bool,
+    /// Judge the two sides alone.
+    ///
     /// Judge the two sides alone: no noise learned from stored same-binary
     /// runs, and none of them added to the baseline (the assumed noise of
     /// the machine still applies).
@@ -117,6 +127,8 @@ pub enum ColorChoice {
 /// Options shared by every command that reads or writes the store.
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
+    /// Where results are stored.
+    ///
     /// Where results are stored: `sqlite:PATH`, a path, or `postgres://USER@HOST/DB`
     /// [default: $PERFSLEUTH_STORE, else
     /// .perfsleuth/results.db in the enclosing git repository, else
@@ -129,6 +141,8 @@ pub struct StoreArgs {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct RunArgs {
+    /// Commands to benchmark, one per argument [default: the `[[bench]]` list of perfsleuth.toml].
+    ///
     /// Commands to benchmark; each argument is one command, split like a shell would (no shell runs it)
     /// [default: the `[[bench]]` list of perfsleuth.toml].
     #[arg(value_name = "COMMAND")]
@@ -144,22 +158,24 @@ pub struct RunArgs {
     #[arg(short = 'm', long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..))]
     pub min_runs: u32,
     /// At most N timed runs per command.
-    #[arg(short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
+    #[arg(hide_short_help = true, short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
     pub max_runs: Option<u32>,
     /// Time budget per command after --min-runs (e.g. 500ms, 3s, 1m; a bare number is seconds).
     #[arg(long, visible_alias = "min-benchmarking-time", value_name = "DURATION", default_value = "3s", value_parser = crate::parse::duration)]
     pub time_budget: std::time::Duration,
+    /// Stop early once the 95% CI of the median is within ±PERCENT of it [default: 1].
+    ///
     /// Stop early once the 95% CI of the median is within ±PERCENT of it
     /// [default: 1; off when measuring in several rounds, which spend their
     /// share of the time budget: a round's own precision says nothing about
     /// the machine's drift between rounds].
-    #[arg(long, value_name = "PERCENT", value_parser = crate::parse::percent)]
+    #[arg(hide_short_help = true, long, value_name = "PERCENT", value_parser = crate::parse::percent)]
     pub precision: Option<f64>,
     /// Command run before every timed run, untimed (once, or once per command).
     #[arg(short, long, value_name = "CMD")]
     pub prepare: Vec<String>,
     /// Command run after every timed run, untimed (once, or once per command).
-    #[arg(short = 'C', long, value_name = "CMD")]
+    #[arg(hide_short_help = true, short = 'C', long, value_name = "CMD")]
     pub conclude: Vec<String>,
     /// Command run once before a command's runs (once, or once per command).
     #[arg(short, long, value_name = "CMD")]
@@ -167,12 +183,14 @@ pub struct RunArgs {
     /// Command run once after a command's runs (once, or once per command).
     #[arg(short, long, value_name = "CMD")]
     pub cleanup: Vec<String>,
+    /// Run commands through this shell [default: none, as hyperfine's -N].
+    ///
     /// Run commands through this shell (`SHELL -c CMD`) instead of directly
     /// [default: none, as hyperfine's -N; `--shell none` says so explicitly].
     #[arg(short = 'S', long, value_name = "SHELL")]
     pub shell: Option<String>,
     /// No shell (the default; hyperfine's `-N`, `--shell=none`).
-    #[arg(short = 'N', conflicts_with = "shell")]
+    #[arg(hide_short_help = true, short = 'N', conflicts_with = "shell")]
     pub no_shell: bool,
     /// Benchmark once per value: `{VAR}` in commands is replaced (repeatable; combinations multiply).
     #[arg(short = 'L', long, num_args = 2, value_names = ["VAR", "VALUES"], allow_hyphen_values = true)]
@@ -182,6 +200,7 @@ pub struct RunArgs {
     pub parameter_scan: Vec<String>,
     /// Step of --parameter-scan.
     #[arg(
+        hide_short_help = true,
         short = 'D',
         long,
         visible_alias = "parameter-step-size",
@@ -192,34 +211,47 @@ pub struct RunArgs {
     /// Name of a command in the output (once per command, in order; `{VAR}` is replaced).
     #[arg(short, long, visible_alias = "command-name", value_name = "NAME")]
     pub name: Vec<String>,
+    /// Keep going when a command exits non-zero.
+    ///
     /// Keep going when a command exits non-zero: all codes (`all`, hyperfine's `all-non-zero`),
     /// or only these (e.g. --ignore-failure=1,3).
     #[arg(short, long, value_name = "CODES", num_args = 0..=1, require_equals = true, default_missing_value = "all")]
     pub ignore_failure: Option<String>,
+    /// Kill a run (and its process group) that takes longer than this [default: none].
+    ///
     /// Kill a run (and its process group) that takes longer than this; the run fails.
     /// [default: none; a note says when a command has run for ten time budgets]
     #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
     pub timeout: Option<std::time::Duration>,
+    /// Where the commands' output goes.
+    ///
     /// Where the commands' output goes: null, pipe (read and thrown away, as
     /// hyperfine does), inherit, or a FILE (appended to, after being emptied once).
     #[arg(long, value_name = "WHERE", default_value = "null")]
     pub output: String,
     /// Show the commands' output (the same as --output inherit).
-    #[arg(long, conflicts_with = "output")]
+    #[arg(hide_short_help = true, long, conflicts_with = "output")]
     pub show_output: bool,
     /// Feed this file to every run's standard input (default: /dev/null).
-    #[arg(long, value_name = "FILE")]
+    #[arg(hide_short_help = true, long, value_name = "FILE")]
     pub input: Option<PathBuf>,
     /// Run each command's runs back to back instead of interleaved across commands.
     #[arg(long)]
     pub no_interleave: bool,
+    /// Compare the others with this benchmark.
+    ///
     /// Compare the others with this benchmark (1-based index or name) instead of the
     /// first; or, as hyperfine's --reference, a command of its own, measured first as
     /// the reference (once, whatever the parameters).
     #[arg(long, value_name = "N|NAME|CMD")]
     pub reference: Option<String>,
     /// The name of a --reference command in the output (hyperfine's --reference-name).
-    #[arg(long, value_name = "NAME", requires = "reference")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "NAME",
+        requires = "reference"
+    )]
     pub reference_name: Option<String>,
     /// Write the full results as JSON (versioned, see docs/SCHEMA.md); `-` for stdout.
     #[arg(long, value_name = "FILE")]
@@ -231,29 +263,49 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
     /// Write the summary as an AsciiDoc table; `-` for stdout.
-    #[arg(long, value_name = "FILE")]
+    #[arg(hide_short_help = true, long, value_name = "FILE")]
     pub export_asciidoc: Option<PathBuf>,
     /// Write the summary as an Emacs Org-mode table; `-` for stdout.
-    #[arg(long, value_name = "FILE")]
+    #[arg(hide_short_help = true, long, value_name = "FILE")]
     pub export_orgmode: Option<PathBuf>,
+    /// Write hyperfine's JSON shape.
+    ///
     /// Write hyperfine's JSON shape (results[].command/mean/times/…, in seconds),
     /// for hyperfine's scripts; `-` for stdout.
-    #[arg(long, value_name = "FILE")]
+    #[arg(hide_short_help = true, long, value_name = "FILE")]
     pub export_hyperfine: Option<PathBuf>,
+    /// Write the distribution of every benchmark's samples as an SVG chart.
+    ///
     /// Write the distribution of every benchmark's samples as an SVG chart
     /// (the first chart of `perfsleuth report`).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Show every time in this unit (the summary and the table exports).
-    #[arg(short = 'u', long, value_enum, value_name = "UNIT")]
+    #[arg(
+        hide_short_help = true,
+        short = 'u',
+        long,
+        value_enum,
+        value_name = "UNIT"
+    )]
     pub time_unit: Option<TimeUnitChoice>,
+    /// Order of the summary and the table exports.
+    ///
     /// Order of the summary and the table exports: auto (as given, comparisons
     /// fastest first), command (as given) or mean-time (fastest first).
-    #[arg(long, value_enum, value_name = "METHOD", default_value_t = SortChoice::Auto)]
+    #[arg(hide_short_help = true, long, value_enum, value_name = "METHOD", default_value_t = SortChoice::Auto)]
     pub sort: SortChoice,
+    /// hyperfine's output styles.
+    ///
     /// hyperfine's output styles: auto, basic (no colour, no progress), full
     /// (colour and progress), nocolor, color (no progress), none (no summary).
-    #[arg(long, value_enum, value_name = "TYPE", conflicts_with = "color")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_enum,
+        value_name = "TYPE",
+        conflicts_with = "color"
+    )]
     pub style: Option<StyleChoice>,
     /// Do not store the results (also when PERFSLEUTH_STORE is set).
     #[arg(long, conflicts_with = "store")]
@@ -264,10 +316,14 @@ pub struct RunArgs {
     /// When to use colour.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// walltime (timed by the clock) or simulation (counted under callgrind).
+    ///
     /// walltime: real runs timed by the clock; simulation: each run under callgrind
     /// (instruction and cache-miss counts, deterministic; needs valgrind).
     #[arg(long, value_enum, default_value_t = ModeChoice::Walltime)]
     pub mode: ModeChoice,
+    /// Also run every command under this named set-up, interleaved with the unchanged one.
+    ///
     /// Also run every command under this named set-up, interleaved with the
     /// unchanged one (`base`), and compare them: NAME=SPEC, SPEC being `;`-separated
     /// env:NAME=VALUE, unset:NAME, cpus:LIST|same-core|cross-core|cross-llc,
@@ -276,16 +332,21 @@ pub struct RunArgs {
     /// Repeatable.
     #[arg(long, value_name = "NAME=SPEC")]
     pub variant: Vec<String>,
+    /// Simulation mode: count only inside this function and what it calls.
+    ///
     /// Simulation mode: count only inside this function and what it calls (callgrind's
     /// --toggle-collect; * and ? wildcards).
-    #[arg(long, value_name = "FUNCTION")]
+    #[arg(hide_short_help = true, long, value_name = "FUNCTION")]
     pub collect: Option<String>,
+    /// Simulation mode: counts that do not depend on this CPU [default: on where possible].
+    ///
     /// Simulation mode: counts that do not depend on this CPU. glibc is told
     /// (GLIBC_TUNABLES, for the benchmarked processes only) to pick the same
     /// string and memory code on any CPU with BASELINE (x86-64-v3, the
     /// default, or x86-64-v2), checked with ld.so before measuring. On by
     /// default where this machine allows it; given, it is an error where not.
     #[arg(
+        hide_short_help = true,
         long,
         value_name = "BASELINE",
         num_args = 0..=1,
@@ -294,15 +355,21 @@ pub struct RunArgs {
         conflicts_with = "no_portable"
     )]
     pub portable: Option<String>,
+    /// Simulation mode: counts that follow this CPU.
+    ///
     /// Simulation mode: let glibc follow this CPU (as valgrind presents it);
     /// the counts then compare only with runs on the same kind of CPU.
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub no_portable: bool,
+    /// Simulation mode: simulate these caches instead of the fixed model.
+    ///
     /// Simulation mode: simulate these caches instead of the fixed model:
     /// from:RUN (a stored run's or an export's L1i, L1d and last level, e.g.
     /// the other runner's) or I1=SIZE,WAYS,LINE/D1=…/LL=… in bytes.
-    #[arg(long, value_name = "SPEC")]
+    #[arg(hide_short_help = true, long, value_name = "SPEC")]
     pub cache_model: Option<String>,
+    /// Counters per run through perf_event_open.
+    ///
     /// Counters per run through perf_event_open: auto (software counters when every
     /// command's warmup took ≥ 10 ms, where their ~15 µs per process is negligible),
     /// none, software (task clock, context switches, migrations, faults) or all
@@ -310,8 +377,10 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "WHICH", default_value_t = CounterChoice::Auto)]
     pub counters: CounterChoice,
     /// Count hardware events in kernel mode too (default: user space only).
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub counters_kernel: bool,
+    /// Trace lock waits with eBPF (as root): which locks threads wait on, and where.
+    ///
     /// Trace lock waits with eBPF (as root): which futexes the command's threads
     /// wait on, for how long, and where in its code (docs/LOCKS.md).
     /// `--locks` is `--locks=on`, an error where the kernel or privileges do not
@@ -343,17 +412,23 @@ pub struct RunArgs {
     /// `--max-time` (rounds added while inconclusive) applies.
     #[arg(skip)]
     pub sides: bool,
+    /// Measure in this many rounds, each starting with the next command [default: 5, 10 in ab].
+    ///
     /// Measure in this many rounds, each starting with the next command (the
     /// time budget, --runs and --min-runs are split between them), so the
     /// samples spread over time and record their round [default: 5, 10 in ab;
     /// 1 with --runs (in ab the most up to 10 that divide it) and in simulation].
     #[arg(long, value_name = "K")]
     pub rounds: Option<u32>,
+    /// Measure everything N times, as N stored runs, and report the noise between them.
+    ///
     /// Measure everything N times, as N stored runs, then report how much
     /// each benchmark's median moved between them (the noise `compare`
     /// learns from same-binary runs).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
+    /// While a comparison is undecided, add rounds up to this much time in all.
+    ///
     /// With --baseline, in ab, and for two commands: while the comparison is
     /// undecided, measure further rounds, up to this much time in all [default:
     /// 30s with --baseline, 60s in ab, 3× the two time budgets for two commands;
@@ -454,13 +529,13 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
     pub time_budget: Option<std::time::Duration>,
     /// Significance level of each verdict, before the Holm adjustment over the experiments.
-    #[arg(long, value_name = "ALPHA")]
+    #[arg(hide_short_help = true, long, value_name = "ALPHA")]
     pub alpha: Option<f64>,
     /// The metric to explain [default: wall time; Ir in simulation].
     #[arg(long, value_name = "NAME")]
     pub metric: Vec<String>,
     /// Settings file with [compare] defaults [default: perfsleuth.toml here or above].
-    #[arg(long, value_name = "FILE")]
+    #[arg(hide_short_help = true, long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Judge the observed difference on the two sides alone, without the
     /// same-binary history of the store.
@@ -483,10 +558,14 @@ pub struct ExplainArgs {
     after_help = "Each revision is checked out into a temporary git worktree (your tree is never touched), built with --build there, and its commands run with the worktree as the working directory ({root}: its absolute path, {rev}: its commit). Both sides are measured interleaved run by run, each round starting with the other side, judged on the adjacent pairs of runs (the median of their ratios, its interval and p-value the sign test's; on CPU time for a program that keeps one CPU busy without waiting, else wall time; the report says which) and stored as two linked runs; identical binaries never fail --fail-on. The run options below apply to both sides (`run`'s --export-json/csv/markdown/hyperfine, --plot, --repeat, --reference and --no-interleave belong to one run and are not ab's).\n\nExamples:\n  perfsleuth ab --build 'cargo build --release' -- target/release/app input.txt\n  perfsleuth ab --baseline v1.2 --candidate HEAD --build make -- ./bench\n  perfsleuth ab --build make --format markdown --fail-on regressed -- ./bench >> \"$GITHUB_STEP_SUMMARY\""
 )]
 pub struct AbArgs {
+    /// The baseline revision.
+    ///
     /// The baseline revision [default: the merge base of HEAD with the default branch:
     /// origin/HEAD, else main, else master].
     #[arg(long = "baseline", value_name = "REV")]
     pub baseline_rev: Option<String>,
+    /// The candidate revision.
+    ///
     /// The candidate revision [default: the working tree as it is, uncommitted changes
     /// and untracked files included].
     #[arg(long = "candidate", value_name = "REV")]
@@ -503,6 +582,8 @@ pub struct AbArgs {
     /// Output format of the comparison.
     #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
     pub format: CompareFormat,
+    /// Also write JUnit XML.
+    ///
     /// Also write JUnit XML (GitLab, Jenkins, Azure test views): a test case
     /// per benchmark and metric, failed where the gate fails.
     #[arg(long, value_name = "FILE.xml")]
@@ -525,6 +606,8 @@ pub struct ScaleArgs {
     /// Fit measurements made elsewhere instead of measuring.
     #[command(subcommand)]
     pub action: Option<ScaleCommand>,
+    /// The concurrency parameter and its values, `{NAME}` in the command is replaced.
+    ///
     /// The concurrency parameter and its values, `{NAME}` in the command is replaced:
     /// NAME=1,2,4,8 or NAME=1..16 (ranges and lists mix: 1,2,4..8).
     #[arg(long, value_name = "NAME=VALUES", required = true)]
@@ -541,6 +624,8 @@ pub struct ScaleArgs {
     /// Read throughput from a JSON line on stdout: this field (dots for nested fields).
     #[arg(long, value_name = "FIELD")]
     pub throughput_json: Option<String>,
+    /// Name of the sweep in the output and the store.
+    ///
     /// Name of the sweep in the output and the store (default: the command), so that a
     /// sweep of the fixed binary pairs with the one before it in `compare`.
     #[arg(short, long, value_name = "NAME")]
@@ -563,6 +648,8 @@ pub struct ScaleArgs {
     /// Print the analysis as JSON on stdout (schema perfsleuth/scale).
     #[arg(long)]
     pub json: bool,
+    /// Counters per run through perf_event_open.
+    ///
     /// Counters per run through perf_event_open: none, software (+ the futex and
     /// sched_switch tracepoints, the lock-contention signal) or all (+ hardware events).
     #[arg(long, value_enum, value_name = "WHICH", default_value_t = CounterChoice::Software)]

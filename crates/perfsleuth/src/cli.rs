@@ -134,6 +134,8 @@ pub struct ProbeArgs {
     /// Probes to run (names or comma-separated lists; `all`) [default: all].
     #[arg(value_name = "NAME")]
     pub names: Vec<String>,
+    /// Fewer samples and a coarser memory ladder.
+    ///
     /// Fewer samples and a coarser memory ladder: the suite in about 3 s instead of about 9 s
     /// (buffers capped by time: 512 MiB ladder and arrays in quick mode, 1 GiB / 512 MiB otherwise).
     #[arg(long)]
@@ -177,6 +179,8 @@ pub struct ProbeDiffArgs {
     /// Side B, the same forms.
     #[arg(value_name = "B")]
     pub b: String,
+    /// For `current`: probe in full.
+    ///
     /// For `current`: probe in full (about 9 s) even where the other side was --quick
     /// (then the two are listed, not judged).
     #[arg(long)]
@@ -212,10 +216,14 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Terminal)]
     pub format: CompareFormat,
+    /// Also write each change with its interval against the noise band as an SVG chart.
+    ///
     /// Also write each change with its interval against the noise band as
     /// an SVG chart (as in `perfsleuth report`).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Also write JUnit XML.
+    ///
     /// Also write JUnit XML (GitLab, Jenkins, Azure test views): a test case
     /// per benchmark and metric, failed where the gate fails.
     #[arg(long, value_name = "FILE.xml")]
@@ -235,14 +243,20 @@ pub struct CompareArgs {
     after_help = "One HTML file with everything inline (CSS and SVG, no script, no network), light and dark, readable anywhere. With one run (default latest): per benchmark the distribution of its samples, their progression in run order with the rounds marked, the statistics, counters, the ratios of several commands, and the environment. With two (BASELINE CANDIDATE, as for `compare`): also each change with its interval against the noise band, coloured by verdict, the environment diff with the reasons, the functions whose cost moved (simulation) and the notes. With --history: each benchmark's series with its intervals, change points and environment changes. Every chart has its numbers in a table beside it.\n\nExamples:\n  perfsleuth report -o run.html\n  perfsleuth report latest~1 latest -o pr.html\n  perfsleuth report --history -o history.html"
 )]
 pub struct ReportArgs {
+    /// One run (a report of it) or two [default: latest].
+    ///
     /// One run (a report of it) or two (BASELINE CANDIDATE: their comparison)
     /// [default: latest]; with --history, the benchmarks [default: all].
     #[arg(value_name = "RUN|BENCH")]
     pub runs: Vec<String>,
+    /// The history of the benchmarks named.
+    ///
     /// The history of the benchmarks named (all when none): each series
     /// with its change points and environment changes.
     #[arg(long)]
     pub history: bool,
+    /// `latest` and `latest~N` count `perfsleuth probe` runs, not runs of commands.
+    ///
     /// `latest` and `latest~N` count `perfsleuth probe` runs, not runs of
     /// commands (`latest~1 latest`: the last two probe runs).
     #[arg(long, conflicts_with = "history")]
@@ -263,16 +277,20 @@ pub struct ReportArgs {
 )]
 pub struct ImportArgs {
     /// The results: a file, a criterion directory, or `-` for standard input.
-    #[arg(value_name = "FILE|DIR|-")]
+    #[arg(hide_short_help = true, value_name = "FILE|DIR|-")]
     pub input: PathBuf,
     /// The format; `auto` detects it from the contents and says which it chose.
     #[arg(long, default_value = "auto", value_name = "FORMAT")]
     pub format: String,
+    /// Whose environment the run records.
+    ///
     /// Whose environment the run records: `here` (this machine, captured now, with the
     /// file's own machine facts laid over it), `file` (only what the file records), or
     /// `auto` (`file` when the file names another host, else `here`).
     #[arg(long, value_enum, default_value_t = ImportMachine::Auto)]
     pub machine: ImportMachine,
+    /// The benchmark's name, for a file of one benchmark.
+    ///
     /// The benchmark's name, for a file of one benchmark (a callgrind.out names it by its
     /// command line, which differs between two builds).
     #[arg(short, long, value_name = "NAME")]
@@ -290,6 +308,8 @@ pub struct ExecArgs {
     /// The results' format; `auto` detects it from the output.
     #[arg(long, default_value = "auto", value_name = "FORMAT")]
     pub format: String,
+    /// Where the suite writes its results.
+    ///
     /// Where the suite writes its results (a file, or criterion's directory) instead of
     /// its standard output.
     #[arg(long, value_name = "PATH")]
@@ -323,6 +343,8 @@ pub struct EnvArgs {
 /// Where `current` is read from.
 #[derive(Debug, Clone, Args)]
 pub struct EnvSourceArgs {
+    /// Read the machine from this directory laid out like /.
+    ///
     /// Read the machine from this directory laid out like / (fixtures of other machines)
     /// [env: PERFSLEUTH_ROOT]
     #[arg(long, value_name = "DIR")]
@@ -394,6 +416,8 @@ pub struct RunCommand {
 /// `run --push`.
 #[derive(Debug, Args)]
 pub struct RunPushArgs {
+    /// After the run is stored, push it to --server's --project.
+    ///
     /// After the run is stored, push it to --server's --project (token from
     /// $PERFSLEUTH_TOKEN); a failed push exits 2 after the results, which stay stored.
     #[arg(long, requires_all = ["server", "project"], conflicts_with = "no_store")]
@@ -406,14 +430,24 @@ pub struct RunPushArgs {
 #[derive(Debug, Clone, Args)]
 pub struct PushTarget {
     /// The team server's base URL, e.g. http://perf.example:8080.
-    #[arg(long, value_name = "URL", env = "PERFSLEUTH_SERVER")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "URL",
+        env = "PERFSLEUTH_SERVER"
+    )]
     pub server: Option<String>,
     /// The project on the server.
-    #[arg(long, value_name = "NAME", env = "PERFSLEUTH_PROJECT")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "NAME",
+        env = "PERFSLEUTH_PROJECT"
+    )]
     pub project: Option<String>,
     /// HTTP attempts per request before giving up (network errors, 5xx, 408,
     /// 429), with a doubling, jittered wait from 0.25 s to 8 s between them.
-    #[arg(long, value_name = "N", default_value_t = perfsleuth_server::client::DEFAULT_ATTEMPTS,
+    #[arg(hide_short_help = true, long, value_name = "N", default_value_t = perfsleuth_server::client::DEFAULT_ATTEMPTS,
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub attempts: u32,
 }
@@ -450,8 +484,10 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes or with a unit (KiB, MiB); larger uploads get 413.
     #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = crate::parse::byte_size)]
     pub body_limit: u64,
+    /// Verdict settings.
+    ///
     /// Verdict settings (`[compare]`) for the comparisons it serves, as `compare` reads them [default: perfsleuth.toml at the repository top or in the current directory, if present].
-    #[arg(long, value_name = "FILE")]
+    #[arg(hide_short_help = true, long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
 }
 
@@ -546,6 +582,8 @@ pub struct RunsArgs {
     /// Only runs of this mode.
     #[arg(long, value_enum, value_name = "MODE")]
     pub mode: Option<RunsMode>,
+    /// Only runs started since a date.
+    ///
     /// Only runs started since a date (2026-11-30, 2026-11-30T12:00:00Z) or
     /// for a duration back from now (2h, 3d).
     #[arg(long, value_name = "WHEN")]
@@ -600,6 +638,8 @@ pub struct HistoryArgs {
     /// Benchmarks to show, by name or key (`name [param=value]`) [default: all].
     #[arg(value_name = "BENCH")]
     pub benchmarks: Vec<String>,
+    /// The metric (wall, user, sys, peak_rss, a counter, …) [default: wall].
+    ///
     /// The metric (wall, user, sys, peak_rss, a counter, …) [default: wall; with --check,
     /// the gating metrics of perfsleuth.toml].
     #[arg(long, value_name = "METRIC")]
@@ -620,11 +660,15 @@ pub struct HistoryArgs {
     /// environment change explains.
     #[arg(long)]
     pub check: bool,
+    /// Also write the first series as an SVG chart.
+    ///
     /// Also write the first series as an SVG chart (points with their
     /// intervals, change points, environment changes); `perfsleuth report
     /// --history` draws every series.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// With --check, also write JUnit XML.
+    ///
     /// With --check, also write JUnit XML (GitLab, Jenkins, Azure test views):
     /// a test case per series, failed where the check fails.
     #[arg(long, value_name = "FILE.xml", requires = "check")]
@@ -650,6 +694,8 @@ pub struct DetectArgs {
     /// Largest p-value of a change point (Otava's default 0.001).
     #[arg(long, value_name = "P", default_value_t = 0.001, value_parser = crate::parse::probability)]
     pub max_p: f64,
+    /// Smallest relative change reported.
+    ///
     /// Smallest relative change reported (2%, 0.02; 0 for none) [default: 1.5 × each
     /// series' run-to-run noise].
     #[arg(long, value_name = "PCT", value_parser = crate::parse::percentage)]

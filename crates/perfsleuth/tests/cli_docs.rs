@@ -115,3 +115,52 @@ fn version_names_the_commit_and_the_profile() {
         "{line}"
     );
 }
+
+#[test]
+fn short_help_is_short_and_long_help_has_everything() {
+    // `run -h` and `ab -h` were ~190 lines, every option with its whole
+    // explanation (issue 38); hyperfine's `-h` is short, `--help` long.
+    let sb = Sandbox::new();
+    let options = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| {
+                let t = l.trim_start();
+                (l.starts_with("  ") && l.len() - t.len() <= 6 && t.starts_with('-'))
+                    .then(|| {
+                        t.split([' ', '[', '<', ',', '=', ']']).find(|w| {
+                            w.starts_with("--")
+                                && w.len() > 2
+                                && w[2..]
+                                    .chars()
+                                    .all(|c| c.is_ascii_alphanumeric() || c == '-')
+                        })
+                    })
+                    .flatten()
+                    .map(str::to_string)
+            })
+            .collect()
+    };
+    for cmd in ["run", "ab", "compare", "history", "explain"] {
+        let short = sb.run([cmd, "-h"]).ok().stdout;
+        let long = sb.run([cmd, "--help"]).ok().stdout;
+        let (s, l) = (short.lines().count(), long.lines().count());
+        assert!(s <= 110, "{cmd} -h has {s} lines:\n{short}");
+        assert!(l >= 2 * s, "{cmd}: -h {s} lines, --help {l}");
+        assert!(short.contains("see more with '--help'"), "{short}");
+        // Every option -h shows is in --help, and --help has more.
+        let (so, lo) = (options(&short), options(&long));
+        for o in &so {
+            assert!(lo.contains(o), "{cmd}: {o} in -h, not in --help");
+        }
+        assert!(lo.len() >= so.len(), "{cmd}");
+    }
+    let short = sb.run(["run", "-h"]).ok().stdout;
+    let long = sb.run(["run", "--help"]).ok().stdout;
+    for rare in ["--export-hyperfine", "--style", "--cache-model"] {
+        assert!(!short.contains(rare), "-h shows {rare}");
+        assert!(long.contains(rare), "--help lacks {rare}");
+    }
+    // The long help keeps each option's whole explanation.
+    assert!(long.contains("a bare number is seconds"), "{long}");
+    assert!(long.contains("--toggle-collect"), "{long}");
+}
