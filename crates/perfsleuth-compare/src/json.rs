@@ -55,32 +55,18 @@ fn row_doc(r: &Row, confidence: f64) -> CompareRow {
 /// Counts of rows by verdict, every verdict present (0 when none), then
 /// the benchmarks not compared.
 pub(crate) fn verdict_counts(c: &Comparison) -> Vec<(&'static str, usize)> {
-    let all = [
-        VerdictLabel::Regressed,
-        VerdictLabel::Improved,
-        VerdictLabel::NoChange,
-        VerdictLabel::Inconclusive,
-        VerdictLabel::InsufficientData,
-        VerdictLabel::EnvironmentChanged,
-    ];
-    let mut counts: Vec<(&'static str, usize)> = all
+    VerdictLabel::ALL
         .iter()
         .map(|v| {
-            (
-                v.as_str(),
-                c.rows.iter().filter(|r| r.verdict == *v).count(),
-            )
+            let n = match v {
+                // A benchmark on one side only is never a row.
+                VerdictLabel::NotCompared => c.unpaired_baseline.len() + c.unpaired_candidate.len(),
+                v => c.rows.iter().filter(|r| r.verdict == *v).count(),
+            };
+            (v.as_str(), n)
         })
-        .collect();
-    counts.push((
-        NOT_COMPARED,
-        c.unpaired_baseline.len() + c.unpaired_candidate.len(),
-    ));
-    counts
+        .collect()
 }
-
-/// The label of a benchmark found on one side only.
-pub const NOT_COMPARED: &str = "not compared";
 
 /// The comparison as its typed JSON document (`perfsleuth/compare`) with
 /// every field of [`Comparison`] and [`Row`]; serialise it with

@@ -15,7 +15,7 @@ pub fn render_junit(c: &Comparison, suite: &str, allow_missing: bool) -> Result<
 }
 
 /// The test cases of [`render_junit`], in the comparison's order.
-pub fn junit_cases(c: &Comparison, allow_missing: bool) -> Vec<Case> {
+fn junit_cases(c: &Comparison, allow_missing: bool) -> Vec<Case> {
     let mut cases: Vec<Case> = c.rows.iter().map(|r| row_case(c, r)).collect();
     for key in &c.unpaired_baseline {
         let message = format!("`{key}` is in {} but not in {}", c.baseline, c.candidate);

@@ -18,7 +18,7 @@ mod render;
 
 pub use html::{changes_chart, render_html};
 pub use json::{SCHEMA, SCHEMA_VERSION, to_json};
-pub use junit::{junit_cases, render_junit};
+pub use junit::render_junit;
 pub use render::{render_github_annotations, render_markdown, render_terminal};
 
 use perfsleuth_env::Change;

@@ -959,6 +959,17 @@ pub enum VerdictLabel {
 }
 
 impl VerdictLabel {
+    /// Every verdict, in the order summaries count them (`not compared` last).
+    pub const ALL: [VerdictLabel; 7] = [
+        VerdictLabel::Regressed,
+        VerdictLabel::Improved,
+        VerdictLabel::NoChange,
+        VerdictLabel::Inconclusive,
+        VerdictLabel::InsufficientData,
+        VerdictLabel::EnvironmentChanged,
+        VerdictLabel::NotCompared,
+    ];
+
     /// The label as every output writes it (the JSON name): the one
     /// mapping of verdicts to words, which compare's rows and explain's
     /// tables print through.
@@ -1782,15 +1793,7 @@ mod verdict_label_tests {
 
     #[test]
     fn the_printed_label_is_the_json_name() {
-        for v in [
-            VerdictLabel::Regressed,
-            VerdictLabel::Improved,
-            VerdictLabel::NoChange,
-            VerdictLabel::Inconclusive,
-            VerdictLabel::InsufficientData,
-            VerdictLabel::EnvironmentChanged,
-            VerdictLabel::NotCompared,
-        ] {
+        for v in VerdictLabel::ALL {
             assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
         }
     }
