@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Out, Sandbox, git, parse_json, serve, token};
+use common::{Out, Sandbox, git, parse_json};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -372,10 +372,13 @@ fn guide_blocks() -> Vec<(Vec<(String, i32)>, String)> {
 fn every_shell_block_of_the_ci_guide_runs_as_written() {
     let sb = Sandbox::new();
     let (dir, base) = project(&sb);
-    let server_box = Sandbox::new();
-    let team = format!("sqlite:{}", server_box.path("team.db").display());
-    let secret = token(&server_box, &team, "app", "ingest,read");
-    let server = serve(&server_box, &team, "127.0.0.1:0");
+    // Declared first, dropped last: the server stops before its sandbox goes.
+    let common::Team {
+        sandbox: _server_box,
+        store: _,
+        secret,
+        server,
+    } = common::team();
     let env = [
         ("BASE_SHA", base),
         ("BRANCH", "feature".to_string()),

@@ -62,11 +62,14 @@ fn with_push_env(sb: &Sandbox, server: &str, token: &str, args: &[&str]) -> Out 
 
 #[test]
 fn a_ci_job_pushes_and_another_machine_reads_the_comparison() {
-    let server_box = Sandbox::new();
+    // Declared first, dropped last: the server stops before its sandbox goes.
+    let common::Team {
+        sandbox: server_box,
+        store: team,
+        secret,
+        server,
+    } = common::team();
     let ci = Sandbox::new();
-    let team = format!("sqlite:{}", server_box.path("team.db").display());
-    let secret = token(&server_box, &team, "app", "ingest,read");
-    let server = serve(&server_box, &team, "127.0.0.1:0");
 
     // The CI job: two runs, each pushed as it is stored; a retry sends nothing twice.
     for _ in 0..2 {
@@ -155,11 +158,14 @@ fn the_readme_push_sequence_compares_the_newest_measured_run() {
     // README: `run --push`, then `push latest~1`, then compare.md. The
     // older run arrives last; the server's `latest` was the last to arrive,
     // so the comparison came out reversed or not at all (issue 38).
-    let server_box = Sandbox::new();
+    // Declared first, dropped last: the server stops before its sandbox goes.
+    let common::Team {
+        sandbox: _server_box,
+        store: _,
+        secret,
+        server,
+    } = common::team();
     let ci = Sandbox::new();
-    let team = format!("sqlite:{}", server_box.path("team.db").display());
-    let secret = token(&server_box, &team, "app", "ingest,read");
-    let server = serve(&server_box, &team, "127.0.0.1:0");
     ci.bench(["--warmup", "0", "--runs", "5", "-n", "work", "sleep 0.01"])
         .ok();
     let local = ci.store();

@@ -533,3 +533,30 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// A team server on a SQLite store of its own sandbox, with an
+/// `ingest,read` token of project `app`: what a CI job pushes to.
+pub struct Team {
+    /// The running server (dropped, so killed, before its sandbox).
+    pub server: Server,
+    /// The token's secret.
+    pub secret: String,
+    /// The server's store URL.
+    pub store: String,
+    /// The server's own sandbox.
+    pub sandbox: Sandbox,
+}
+
+/// Starts a [`Team`] server on a free loopback port.
+pub fn team() -> Team {
+    let sandbox = Sandbox::new();
+    let store = format!("sqlite:{}", sandbox.path("team.db").display());
+    let secret = token(&sandbox, &store, "app", "ingest,read");
+    let server = serve(&sandbox, &store, "127.0.0.1:0");
+    Team {
+        server,
+        secret,
+        store,
+        sandbox,
+    }
+}
