@@ -331,21 +331,9 @@ fn the_gitlab_template_gates_a_merge_request_and_the_default_branch() {
 /// docs/CI.md's shell blocks, each after its `<!-- ci-test: … -->` line:
 /// `branch=B exit=N` pairs, separated by `;` (run on B, expect N).
 fn guide_blocks() -> Vec<(Vec<(String, i32)>, String)> {
-    let text = std::fs::read_to_string(top().join("docs/CI.md")).unwrap();
-    let mut blocks = Vec::new();
-    let mut marker: Option<String> = None;
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if let Some(m) = line
-            .strip_prefix("<!-- ci-test: ")
-            .and_then(|m| m.strip_suffix(" -->"))
-        {
-            marker = Some(m.to_string());
-        } else if line == "```sh" {
-            let code: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
-            let m = marker
-                .take()
-                .unwrap_or_else(|| panic!("a sh block without a ci-test line: {code:?}"));
+    common::marked_sh_blocks("docs/CI.md", "ci-test")
+        .into_iter()
+        .map(|(m, code)| {
             let runs = m
                 .split(';')
                 .map(|run| {
@@ -362,10 +350,9 @@ fn guide_blocks() -> Vec<(Vec<(String, i32)>, String)> {
                     (branch, exit)
                 })
                 .collect();
-            blocks.push((runs, code.join("\n") + "\n"));
-        }
-    }
-    blocks
+            (runs, code)
+        })
+        .collect()
 }
 
 #[test]

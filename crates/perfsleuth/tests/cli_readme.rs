@@ -51,32 +51,19 @@ const REWRITES: &[(&str, Option<&str>, &str)] = &[
 /// The README's `sh` blocks: (context, commands), comments and line
 /// continuations removed.
 fn blocks() -> Vec<(String, Vec<String>)> {
-    let text = std::fs::read_to_string(top().join("README.md")).unwrap();
-    let mut out = Vec::new();
-    let mut context: Option<String> = None;
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if let Some(c) = line
-            .strip_prefix("<!-- readme-test: ")
-            .and_then(|c| c.strip_suffix(" -->"))
-        {
-            context = Some(c.to_string());
-        } else if line == "```sh" {
-            let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
-            let ctx = context.take().unwrap_or_else(|| {
-                panic!("README: a sh block without a readme-test line: {body:?}")
-            });
-            let joined = body.join("\n").replace("\\\n", " ");
-            let cmds = joined
+    common::marked_sh_blocks("README.md", "readme-test")
+        .into_iter()
+        .map(|(ctx, body)| {
+            let cmds = body
+                .replace("\\\n", " ")
                 .lines()
                 .map(strip_comment)
                 .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
                 .filter(|l| !l.is_empty())
                 .collect();
-            out.push((ctx, cmds));
-        }
-    }
-    out
+            (ctx, cmds)
+        })
+        .collect()
 }
 
 /// The line without a trailing `# comment` (outside quotes).

@@ -560,3 +560,32 @@ pub fn team() -> Team {
         sandbox,
     }
 }
+
+/// The `sh` blocks of a Markdown file (relative to the repository top),
+/// each with the text of the `<!-- TAG: TEXT -->` line before it; a block
+/// without one fails the test (every block must say how it is run).
+pub fn marked_sh_blocks(file: &str, tag: &str) -> Vec<(String, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let open = format!("<!-- {tag}: ");
+    let mut blocks = Vec::new();
+    let mut marker: Option<String> = None;
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(m) = line
+            .strip_prefix(&open)
+            .and_then(|m| m.strip_suffix(" -->"))
+        {
+            marker = Some(m.to_string());
+        } else if line == "```sh" {
+            let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+            let m = marker
+                .take()
+                .unwrap_or_else(|| panic!("{file}: a sh block without a `{tag}` line: {body:?}"));
+            blocks.push((m, body.join("\n") + "\n"));
+        }
+    }
+    blocks
+}
