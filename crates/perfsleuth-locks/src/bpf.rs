@@ -3,10 +3,10 @@
 //! reading the in-kernel aggregates at the end.
 
 use crate::LockError;
-use crate::maps::Maps;
 use aya::maps::{Array, HashMap, MapData, RingBuf};
 use aya::programs::RawTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
+use perfsleuth_unwind::Maps;
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;

@@ -6,18 +6,15 @@
 //! user stack) and each thread's off-CPU time in kernel maps, and sends one
 //! register-and-stack sample per new (run, address, stack) through a ring
 //! buffer. This crate loads it (aya), reads the samples while the runs go
-//! on, and at the end unwinds and names the samples (`unwind`, `elf`) and
+//! on, and at the end unwinds and names the samples (`perfsleuth_unwind`) and
 //! turns the sums into one [`LockReport`] per benchmark.
 
 mod bpf;
-mod elf;
-mod maps;
-mod unwind;
 
 use bpf::{Aggregates, Loaded, Stat, WaitAt};
 use perfsleuth_model::{LockEvents, LockReport, LockSite};
+use perfsleuth_unwind::{Frame, Symbolizer, UserStack};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use unwind::{Frame, Symbolizer};
 
 /// Why locks cannot be traced here.
 #[derive(Debug, thiserror::Error)]
@@ -166,7 +163,18 @@ impl Traced {
             .chain(agg.samples.iter().map(|s| (s.seq, s.tid)))
             .collect();
         for s in &agg.samples {
-            let frames = sym.unwind(s);
+            let frames = match s.maps.as_deref() {
+                Some(maps) => sym.unwind(
+                    &UserStack {
+                        ip: s.ip,
+                        sp: s.sp,
+                        bp: s.bp,
+                        stack: &s.stack,
+                    },
+                    maps,
+                ),
+                None => Vec::new(),
+            };
             if frames.is_empty() {
                 unresolved.push(s.seq);
                 continue;
@@ -434,6 +442,7 @@ mod tests {
             file: if system { "libc.so.6" } else { "two" }.into(),
             source: None,
             system,
+            inlined: false,
         }
     }
 

@@ -62,7 +62,7 @@
 //! why tracepoints are opt-in. `sched_switch` costs nothing measurable.
 
 use std::collections::BTreeMap;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 /// Which counters to open.
@@ -109,89 +109,7 @@ pub struct CounterStatus {
 /// Key of the smallest `time_running / time_enabled` of an iteration in
 /// which some counter was multiplexed.
 pub const RUNNING_FRACTION_KEY: &str = "counters_running_fraction";
-
-// ---- the kernel ABI -------------------------------------------------------
-
-/// `struct perf_event_attr` as of `PERF_ATTR_SIZE_VER5`; newer kernels
-/// accept a smaller struct and treat the missing tail as zero.
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved: u16,
-}
-
-const PERF_ATTR_SIZE_VER5: usize = 112;
-const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == PERF_ATTR_SIZE_VER5);
-
-const PERF_TYPE_HARDWARE: u32 = 0;
-const PERF_TYPE_SOFTWARE: u32 = 1;
-const PERF_TYPE_TRACEPOINT: u32 = 2;
-
-const HW_CPU_CYCLES: u64 = 0;
-const HW_INSTRUCTIONS: u64 = 1;
-const HW_CACHE_REFERENCES: u64 = 2;
-const HW_CACHE_MISSES: u64 = 3;
-const HW_BRANCH_INSTRUCTIONS: u64 = 4;
-const HW_BRANCH_MISSES: u64 = 5;
-
-const SW_TASK_CLOCK: u64 = 1;
-const SW_PAGE_FAULTS: u64 = 2;
-const SW_CONTEXT_SWITCHES: u64 = 3;
-const SW_CPU_MIGRATIONS: u64 = 4;
-const SW_DUMMY: u64 = 9;
-
-// perf_event_attr flag bits.
-const DISABLED: u64 = 1 << 0;
-const INHERIT: u64 = 1 << 1;
-const EXCLUDE_KERNEL: u64 = 1 << 5;
-const EXCLUDE_HV: u64 = 1 << 6;
-const ENABLE_ON_EXEC: u64 = 1 << 12;
-
-const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
-const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
-const FORMAT_GROUP: u64 = 1 << 3;
-
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-
-fn perf_event_open(attr: &PerfEventAttr, group_fd: libc::c_int) -> Result<OwnedFd, i32> {
-    // SAFETY: attr is a valid, fully initialised perf_event_attr whose `size`
-    // field matches its length; pid 0 / cpu -1 = the calling thread on any CPU.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            attr as *const PerfEventAttr,
-            0 as libc::pid_t,
-            -1 as libc::c_int,
-            group_fd,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EINVAL));
-    }
-    // SAFETY: the kernel just returned this descriptor, owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
-}
+use crate::perf::*;
 
 // ---- what to open ----------------------------------------------------------
 
@@ -299,7 +217,7 @@ impl Counters {
             flags: DISABLED | EXCLUDE_KERNEL | EXCLUDE_HV,
             ..attr_base()
         };
-        match perf_event_open(&guard, -1) {
+        match perf_event_open(&guard, 0, -1) {
             Ok(fd) => counters._guards.push(fd),
             Err(errno) => {
                 let why = open_error(errno, false);
@@ -332,7 +250,7 @@ impl Counters {
                     flags: DISABLED | EXCLUDE_KERNEL | EXCLUDE_HV,
                     ..attr_base()
                 };
-                if let Ok(fd) = perf_event_open(&hw_guard, -1) {
+                if let Ok(fd) = perf_event_open(&hw_guard, 0, -1) {
                     counters._guards.push(fd);
                 }
             }
@@ -552,7 +470,7 @@ fn open_group(
                 ..*attr
             };
             let leader = fds.first().map_or(-1, |f| f.as_raw_fd());
-            match perf_event_open(&attr, leader) {
+            match perf_event_open(&attr, 0, leader) {
                 Ok(fd) => {
                     fds.push(fd);
                     keys.push(*key);
@@ -579,7 +497,7 @@ fn open_group(
     let mut fds = Vec::new();
     let mut keys = Vec::new();
     for (key, attr, kernel_mode) in &resolved {
-        match perf_event_open(attr, -1) {
+        match perf_event_open(attr, 0, -1) {
             Ok(fd) => {
                 fds.push(fd);
                 keys.push(*key);
@@ -612,53 +530,6 @@ fn report(
         status
             .unavailable
             .extend(failures.into_iter().map(|(k, why)| (k.to_string(), why)));
-    }
-}
-
-/// A one-line reason why `perf_event_open` failed with `errno`.
-fn open_error(errno: i32, kernel_mode: bool) -> String {
-    let name = errno_name(errno);
-    match errno {
-        libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => {
-            format!("not supported by this CPU/hypervisor (perf_event_open: {name})")
-        }
-        libc::EACCES | libc::EPERM => {
-            let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-                .ok()
-                .and_then(|s| s.trim().parse::<i32>().ok());
-            match paranoid {
-                Some(p) if p >= 3 => {
-                    format!("perf_event_paranoid={p} forbids it (need ≤ 2 or CAP_PERFMON)")
-                }
-                Some(p) if p >= 2 && kernel_mode => format!(
-                    "perf_event_paranoid={p} forbids counting in kernel mode (need ≤ 1 or CAP_PERFMON)"
-                ),
-                _ if errno == libc::EPERM => format!(
-                    "not permitted (perf_event_open: {name}; a container's seccomp profile can cause this)"
-                ),
-                _ => format!("not permitted (perf_event_open: {name})"),
-            }
-        }
-        libc::ENOSYS => format!("the kernel has no perf_event_open ({name})"),
-        libc::EMFILE | libc::ENFILE => format!("too many open files (perf_event_open: {name})"),
-        _ => format!("refused by the kernel (perf_event_open: {name})"),
-    }
-}
-
-fn errno_name(errno: i32) -> String {
-    match errno {
-        libc::ENOENT => "ENOENT".into(),
-        libc::EOPNOTSUPP => "EOPNOTSUPP".into(),
-        libc::ENODEV => "ENODEV".into(),
-        libc::EACCES => "EACCES".into(),
-        libc::EPERM => "EPERM".into(),
-        libc::ENOSYS => "ENOSYS".into(),
-        libc::EMFILE => "EMFILE".into(),
-        libc::ENFILE => "ENFILE".into(),
-        libc::EINVAL => "EINVAL".into(),
-        libc::E2BIG => "E2BIG".into(),
-        libc::EBUSY => "EBUSY".into(),
-        other => format!("errno {other}"),
     }
 }
 

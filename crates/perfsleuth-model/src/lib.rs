@@ -643,6 +643,78 @@ pub struct Benchmark {
     /// Where its threads waited for locks (`run --locks`, `scale --locks`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locks: Option<LockReport>,
+    /// Where its runs spent their time on CPU: sampled call stacks
+    /// (`run --profile`, docs/PROFILES.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<StackProfile>,
+}
+
+/// A benchmark's sampled call stacks: the `cpu-clock` samples of its timed
+/// runs' whole process trees, aggregated by stack, each stack counted per
+/// run so that a share of the time has an interval across runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StackProfile {
+    /// The event sampled (`cpu-clock`: on-CPU time, user and, where
+    /// permitted, kernel mode; off-CPU time is not sampled).
+    pub event: String,
+    /// CPU time per sample, in nanoseconds (the sampling period).
+    pub period_ns: u64,
+    /// Whether samples in kernel mode were taken (they show as `[kernel]`).
+    pub kernel: bool,
+    /// The timed iterations profiled (`Sample::iteration`), in order: the
+    /// `counts` of every stack are in this order.
+    pub iterations: Vec<u32>,
+    /// Samples in these runs (every stack's counts summed).
+    pub samples: u64,
+    /// Samples the kernel dropped in the whole session, the ring buffer
+    /// being full (not attributable to a run).
+    pub lost: u64,
+    /// Samples whose stack could not be unwound past the sampled function
+    /// (no file for the code — a JIT —, or no unwind information).
+    #[serde(default)]
+    pub truncated: u64,
+    /// The functions the stacks name; stacks refer to them by index.
+    pub frames: Vec<ProfileFrame>,
+    /// The distinct stacks, each with its sample count per profiled run.
+    pub stacks: Vec<ProfileStack>,
+}
+
+/// One function of a profile.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub struct ProfileFrame {
+    /// The function's name, demangled (`file+0x…` where the file names
+    /// none, `[kernel]` for kernel mode, `[unknown]` for code in no file).
+    pub function: String,
+    /// The binary or library's file name.
+    pub module: String,
+    /// Inlined into its caller (named from the line tables' inlining records).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inlined: bool,
+}
+
+/// One distinct call stack and how often each profiled run was sampled in it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProfileStack {
+    /// Indexes into [`StackProfile::frames`], outermost (the program's
+    /// entry) first, the sampled function last.
+    pub frames: Vec<u32>,
+    /// Samples per run, in [`StackProfile::iterations`]' order.
+    pub counts: Vec<u32>,
+}
+
+impl StackProfile {
+    /// The samples of each profiled run, in `iterations`' order.
+    pub fn run_totals(&self) -> Vec<u64> {
+        let mut totals = vec![0u64; self.iterations.len()];
+        for s in &self.stacks {
+            for (t, &c) in totals.iter_mut().zip(&s.counts) {
+                *t += u64::from(c);
+            }
+        }
+        totals
+    }
 }
 
 /// A benchmark's futex waits, traced with eBPF over its timed and warmup
@@ -1380,6 +1452,7 @@ mod tests {
         assert_eq!(back, Metric::PeakRss);
         let b = Benchmark {
             locks: None,
+            stacks: None,
             name: "b".into(),
             command: "b".into(),
             argv: vec![],

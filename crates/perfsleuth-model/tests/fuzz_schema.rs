@@ -111,6 +111,7 @@ fn benchmark() -> impl Strategy<Value = Benchmark> {
         .prop_map(
             |(name, command, argv, parameters, facts, samples)| Benchmark {
                 locks: None,
+                stacks: None,
                 name,
                 command,
                 argv,

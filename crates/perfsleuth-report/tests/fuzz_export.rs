@@ -101,6 +101,7 @@ fn run() -> impl Strategy<Value = (Run, Option<usize>)> {
                     }
                     Benchmark {
                         locks: None,
+                        stacks: None,
                         name: name.clone(),
                         command: name.clone(),
                         argv: name.split(' ').map(str::to_string).collect(),

@@ -115,6 +115,7 @@ impl Planned {
     ) -> Benchmark {
         Benchmark {
             locks: None,
+            stacks: None,
             name: self.name.clone(),
             command: self.command.clone(),
             argv: self.argv.clone(),

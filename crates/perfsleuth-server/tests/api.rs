@@ -102,6 +102,7 @@ fn run(name: &str, base_ns: u64, samples: u32) -> Run {
         environment: env(),
         benchmarks: vec![Benchmark {
             locks: None,
+            stacks: None,
             name: name.into(),
             command: name.into(),
             argv: vec![name.into()],

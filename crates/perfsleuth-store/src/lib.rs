@@ -212,6 +212,14 @@ pub trait Store {
         locks: &perfsleuth_model::LockReport,
     ) -> Result<(), StoreError>;
 
+    /// Records a benchmark's sampled call stacks (`--profile`), once its
+    /// runs are done.
+    fn set_stacks(
+        &mut self,
+        benchmark_id: i64,
+        stacks: &perfsleuth_model::StackProfile,
+    ) -> Result<(), StoreError>;
+
     /// Appends probe results to a run in one transaction (after any stored
     /// before), so each probe's numbers are kept as soon as it finishes.
     fn add_probe_results(&mut self, run_id: i64, results: &[ProbeResult])

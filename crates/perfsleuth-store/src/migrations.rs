@@ -28,6 +28,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::BENCHMARK_SUMMARIES,
     schema::PROJECTS_AND_TOKENS,
     schema::BENCHMARK_LOCKS,
+    schema::BENCHMARK_STACKS,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

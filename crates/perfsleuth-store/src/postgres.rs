@@ -136,6 +136,7 @@ pub(crate) const PG_MIGRATIONS: &[&str] = &[
         revoked_at TEXT
     );",
     "ALTER TABLE benchmarks ADD COLUMN locks TEXT",
+    "ALTER TABLE benchmarks ADD COLUMN stacks TEXT",
 ];
 
 /// A perfsleuth store in a PostgreSQL database; its operations are the [`crate::Store`] trait's.

@@ -11,7 +11,7 @@ use crate::sql::{Db, Dialect, Row, Val, transaction, vals};
 use crate::{HistoryEntry, Ingested, MetricSummary, ProjectInfo, RunKind, RunListing, TokenRecord};
 use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, LockReport, Metric, Mode, ProbeResult, Profile,
-    Run, RunStatus, Sample,
+    Run, RunStatus, Sample, StackProfile,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -167,9 +167,14 @@ fn insert_benchmark<D: Db + ?Sized>(
         place,
         bench.locks.as_ref().map(serde_json::to_string).transpose(),
     )?;
+    let stacks = json(
+        place,
+        bench.stacks.as_ref().map(serde_json::to_string).transpose(),
+    )?;
     let rows = db.query(
         "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile, \
-         summaries, locks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+         summaries, locks, stacks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+         RETURNING id",
         &vals![
             run_id,
             position,
@@ -180,7 +185,8 @@ fn insert_benchmark<D: Db + ?Sized>(
             facts,
             profile,
             summaries,
-            locks
+            locks,
+            stacks
         ],
     )?;
     first_int(&rows)
@@ -299,6 +305,15 @@ pub(crate) fn set_locks<D: Db + ?Sized>(
     locks: &LockReport,
 ) -> Result<(), StoreError> {
     set_benchmark_json(db, benchmark_id, "locks", serde_json::to_string(locks))
+}
+
+/// [`crate::Store::set_stacks`].
+pub(crate) fn set_stacks<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    stacks: &StackProfile,
+) -> Result<(), StoreError> {
+    set_benchmark_json(db, benchmark_id, "stacks", serde_json::to_string(stacks))
 }
 
 /// [`crate::Store::set_profile`].
@@ -455,8 +470,8 @@ pub(crate) fn load_run<D: Db + ?Sized>(db: &D, id: i64) -> Result<Option<Run>, S
         };
         let mut benchmarks = Vec::new();
         let bench_rows = db.query(
-            "SELECT id, name, command, argv, parameters, facts, profile, summaries, locks \
-             FROM benchmarks WHERE run_id = ?1 ORDER BY position",
+            "SELECT id, name, command, argv, parameters, facts, profile, summaries, locks, \
+             stacks FROM benchmarks WHERE run_id = ?1 ORDER BY position",
             &vals![id],
         )?;
         for b in &bench_rows {
@@ -479,6 +494,10 @@ pub(crate) fn load_run<D: Db + ?Sized>(db: &D, id: i64) -> Result<Option<Run>, S
                     None => Vec::new(),
                 },
                 locks: match b.opt_text(8)? {
+                    Some(text) => Some(json(place, serde_json::from_str(&text))?),
+                    None => None,
+                },
+                stacks: match b.opt_text(9)? {
                     Some(text) => Some(json(place, serde_json::from_str(&text))?),
                     None => None,
                 },
@@ -1307,6 +1326,13 @@ macro_rules! impl_store {
                 profile: &Profile,
             ) -> Result<(), StoreError> {
                 queries::set_profile(self, benchmark_id, profile)
+            }
+            fn set_stacks(
+                &mut self,
+                benchmark_id: i64,
+                stacks: &perfsleuth_model::StackProfile,
+            ) -> Result<(), StoreError> {
+                queries::set_stacks(self, benchmark_id, stacks)
             }
             fn add_probe_results(
                 &mut self,

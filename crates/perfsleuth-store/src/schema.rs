@@ -110,6 +110,10 @@ pub(crate) const BENCHMARK_SUMMARIES: &str = "ALTER TABLE benchmarks ADD COLUMN 
 /// a `LockReport` as JSON; NULL when not traced.
 pub(crate) const BENCHMARK_LOCKS: &str = "ALTER TABLE benchmarks ADD COLUMN locks TEXT";
 
+/// Version 11: a benchmark's sampled call stacks (`--profile`), a
+/// `StackProfile` as JSON; NULL when not profiled.
+pub(crate) const BENCHMARK_STACKS: &str = "ALTER TABLE benchmarks ADD COLUMN stacks TEXT";
+
 /// Version 9: each run's UUID (kept wherever the run is copied; existing
 /// runs get a random one) and project ("" in a local store), and a team
 /// server's projects and API tokens (only the SHA-256 of a secret is kept).

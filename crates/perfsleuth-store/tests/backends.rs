@@ -63,6 +63,7 @@ fn bench(name: &str, n: u32) -> Benchmark {
     );
     Benchmark {
         locks: None,
+        stacks: None,
         name: name.to_string(),
         command: format!("sleep {name}"),
         argv: vec!["sleep".into(), name.into()],
@@ -102,6 +103,7 @@ fn measure(store: &mut dyn Store, run: &Run) -> i64 {
         // As `run --locks` does: the lock report once the runs are done.
         let plain = Benchmark {
             locks: None,
+            stacks: None,
             ..b.clone()
         };
         let bid = store.add_benchmark(id, &plain).unwrap();
@@ -110,6 +112,10 @@ fn measure(store: &mut dyn Store, run: &Run) -> i64 {
         }
         if let Some(locks) = &b.locks {
             store.set_locks(bid, locks).unwrap();
+        }
+        // As `run --profile` does: the stacks once the runs are done.
+        if let Some(stacks) = &b.stacks {
+            store.set_stacks(bid, stacks).unwrap();
         }
     }
     store
@@ -138,6 +144,37 @@ fn a_measured_run_and_an_ingested_run_load_back_identically() {
                 ..Default::default()
             }],
             ..Default::default()
+        });
+        traced.stacks = Some(perfsleuth_model::StackProfile {
+            event: "cpu-clock".into(),
+            period_ns: 1_003_009,
+            kernel: true,
+            iterations: vec![0, 1, 2],
+            samples: 9,
+            lost: 1,
+            truncated: 0,
+            frames: vec![
+                perfsleuth_model::ProfileFrame {
+                    function: "main".into(),
+                    module: "b".into(),
+                    inlined: false,
+                },
+                perfsleuth_model::ProfileFrame {
+                    function: "hot_add".into(),
+                    module: "b".into(),
+                    inlined: true,
+                },
+            ],
+            stacks: vec![
+                perfsleuth_model::ProfileStack {
+                    frames: vec![0, 1],
+                    counts: vec![2, 3, 1],
+                },
+                perfsleuth_model::ProfileStack {
+                    frames: vec![0],
+                    counts: vec![1, 0, 2],
+                },
+            ],
         });
         let original = run("main", vec![traced, bench("a", 2)]);
         let id = measure(store.as_mut(), &original);

@@ -393,6 +393,7 @@ pub mod testutil {
     pub fn bench(name: &str, walls: &[u64], rss: u64) -> Benchmark {
         Benchmark {
             locks: None,
+            stacks: None,
             name: name.to_string(),
             command: name.to_string(),
             argv: name.split(' ').map(str::to_string).collect(),

@@ -443,6 +443,7 @@ fn synthetic_run(pusher: usize, i: usize) -> perfsleuth_model::schema::RunExport
         environment: env,
         benchmarks: vec![Benchmark {
             locks: None,
+            stacks: None,
             name: format!("bench-{pusher}"),
             command: "true".into(),
             argv: vec!["true".into()],

@@ -16,11 +16,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("perfsleuth-testkit", &[]),
     ("perfsleuth-env", &["perfsleuth-model"]),
     ("perfsleuth-store", &["perfsleuth-model"]),
-    ("perfsleuth-locks", &["perfsleuth-model"]),
+    ("perfsleuth-unwind", &[]),
+    (
+        "perfsleuth-locks",
+        &["perfsleuth-model", "perfsleuth-unwind"],
+    ),
     ("perfsleuth-import", &["perfsleuth-model"]),
     (
         "perfsleuth-measure",
-        &["perfsleuth-model", "perfsleuth-import"],
+        &["perfsleuth-model", "perfsleuth-import", "perfsleuth-unwind"],
     ),
     (
         "perfsleuth-probe",

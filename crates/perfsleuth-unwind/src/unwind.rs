@@ -8,7 +8,6 @@
 //! The sample carries the registers and the top of the stack instead, and
 //! `.eh_frame` is in every binary, stripped or not.
 
-use crate::bpf::Sample;
 use crate::elf::{Module, Step};
 use crate::maps::Maps;
 use std::collections::HashMap;
@@ -18,9 +17,24 @@ use std::rc::Rc;
 /// The deepest stack unwound.
 const MAX_FRAMES: usize = 48;
 
+/// A copy of the top of a thread's user stack and the registers the
+/// unwinding starts from, as a sample took them.
+#[derive(Debug, Clone, Copy)]
+pub struct UserStack<'a> {
+    /// The instruction pointer.
+    pub ip: u64,
+    /// The stack pointer: the address of `stack[0]`.
+    pub sp: u64,
+    /// The frame pointer (`rbp`).
+    pub bp: u64,
+    /// The bytes from `sp` upwards.
+    pub stack: &'a [u8],
+}
+
 /// One named frame.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Frame {
+pub struct Frame {
+    /// The function's name (demangled), or `file+0xoffset` where unnamed.
     pub function: String,
     /// `file:line` where known.
     pub line: Option<String>,
@@ -30,6 +44,8 @@ pub(crate) struct Frame {
     pub source: Option<String>,
     /// In a system library (libc, libstdc++…), not the program's own code.
     pub system: bool,
+    /// Inlined into the frame after it (its caller), as the line tables say.
+    pub inlined: bool,
 }
 
 impl Frame {
@@ -50,7 +66,7 @@ type Known = (Option<Step>, Vec<crate::elf::Named>);
 /// Parsed files, each read once per trace, and what each code address
 /// said, so that many samples of one call path cost one lookup.
 #[derive(Default)]
-pub(crate) struct Symbolizer {
+pub struct Symbolizer {
     modules: HashMap<PathBuf, Option<Rc<Module>>>,
     known: HashMap<(PathBuf, u64), Rc<Known>>,
 }
@@ -71,11 +87,8 @@ impl Symbolizer {
         Some((module, addr))
     }
 
-    /// The sample's stack, innermost first; empty when nothing could be read.
-    pub fn unwind(&mut self, s: &Sample) -> Vec<Frame> {
-        let Some(maps) = s.maps.as_deref() else {
-            return Vec::new();
-        };
+    /// The stack's frames, innermost first; empty when nothing could be read.
+    pub fn unwind(&mut self, s: &UserStack<'_>, maps: &Maps) -> Vec<Frame> {
         let read = |addr: u64| -> Option<u64> {
             let at = usize::try_from(addr.checked_sub(s.sp)?).ok()?;
             Some(u64::from_ne_bytes(
@@ -105,15 +118,18 @@ impl Symbolizer {
                     source: None,
                     file: file.clone(),
                     system,
+                    inlined: false,
                 });
             }
-            for n in named {
+            let last = named.len().saturating_sub(1);
+            for (i, n) in named.into_iter().enumerate() {
                 frames.push(Frame {
                     function: n.function,
                     line: n.line,
                     source: n.source,
                     file: file.clone(),
                     system,
+                    inlined: i < last,
                 });
             }
             let next = match known.0 {

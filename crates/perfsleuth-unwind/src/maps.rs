@@ -5,10 +5,14 @@ use std::path::PathBuf;
 /// One mapping of a file (anonymous mappings are kept for the futex
 /// address's class, stack or heap).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Mapping {
+pub struct Mapping {
+    /// The first address.
     pub start: u64,
+    /// The address past the end.
     pub end: u64,
+    /// The file offset mapped at `start`.
     pub offset: u64,
+    /// Mapped executable (code).
     pub executable: bool,
     /// The file, or the pseudo-path (`[stack]`, `[heap]`), or `None`.
     pub path: Option<PathBuf>,
@@ -16,7 +20,8 @@ pub(crate) struct Mapping {
 
 /// The mappings of one process, sorted by address.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Maps {
+pub struct Maps {
+    /// The mappings, sorted by start address.
     pub mappings: Vec<Mapping>,
 }
 

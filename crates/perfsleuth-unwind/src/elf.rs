@@ -24,7 +24,8 @@ struct Symbol {
 
 /// A frame as named from one file.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Named {
+pub struct Named {
+    /// The function's name, demangled.
     pub function: String,
     /// `file:line`, where the line tables have it.
     pub line: Option<String>,
@@ -34,22 +35,27 @@ pub(crate) struct Named {
 
 /// How to find the caller's frame from a frame of this file.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Step {
+pub enum Step {
     /// The outermost frame (`_start`, a thread's start): its CFI marks the
     /// return address undefined.
     End,
     /// CFA = register (`rsp` or `rbp`) + offset; the return address and the
     /// saved `rbp` at these offsets from the CFA, where saved.
     Cfa {
+        /// The CFA is `rbp`-based (else `rsp`-based).
         rbp_based: bool,
+        /// The CFA's offset from that register.
         offset: i64,
+        /// Where the return address is, from the CFA.
         ra: i64,
+        /// Where the caller's `rbp` is saved, from the CFA.
         rbp: Option<i64>,
     },
 }
 
 /// A parsed file.
-pub(crate) struct Module {
+pub struct Module {
+    /// The file it was read from.
     pub path: PathBuf,
     /// (file offset, size in file, address, executable) of each loadable segment.
     segments: Vec<(u64, u64, u64, bool)>,

@@ -1,0 +1,776 @@
+//! Wall-time profiles: `cpu-clock` samples of the benchmarked process trees
+//! with their user stacks, through `perf_event_open` (docs/PROFILES.md).
+//!
+//! **How.** The event is opened by perfsleuth on the *spawner* (its pid),
+//! once per online CPU, with `inherit`, `disabled` and `enable_on_exec`,
+//! like the counters: every command the spawner starts inherits a disabled
+//! copy that starts sampling when it execs, and so do its threads and
+//! children; the spawner itself never samples. Inherited copies write into
+//! the ring buffer of their CPU's event, mapped here (the kernel refuses to
+//! map an inherited event that follows a task on any CPU), so the spawner
+//! stays small (its memory is the floor of every child's peak RSS). A
+//! non-inherited disabled event on the spawner keeps the kernel from
+//! swapping the spawner's and a child's perf contexts (see the counters'
+//! guard event).
+//!
+//! **What a sample carries.** The instruction pointer, the pid, the user
+//! registers (`rip`, `rsp`, `rbp`) and a copy of the top of the user stack
+//! ([`STACK_BYTES`]): unwound here with the files' `.eh_frame` (frame
+//! pointers where a function has none), as `perf record --call-graph dwarf`
+//! does, so programs and libraries built without frame pointers unwind
+//! too. The side-band records say which files each process mapped
+//! (`MMAP2`), which processes forked from which (`FORK`), which exec'd
+//! (`COMM`) and exited (`EXIT`): a process perfsleuth has not seen fork that
+//! execs is a new run, numbered 1, 2, … in order, as the lock tracer
+//! numbers them; its descendants belong to it.
+//!
+//! **The reader.** A thread drains the rings every few milliseconds (or when
+//! one is half full), puts the records of all CPUs in time order (every
+//! record carries its `CLOCK_MONOTONIC` time; only records older than the
+//! moment the drain began are taken, so none can still be on its way), then
+//! unwinds and names each sample and counts it per (run, stack). Samples the
+//! kernel could not write, a ring being full, are counted from its `LOST`
+//! records.
+//!
+//! Off-CPU time (sleeping, waiting for locks or I/O) is not sampled: the
+//! clock only runs while a thread is on a CPU.
+
+use crate::perf::*;
+use perfsleuth_model::{ProfileFrame, ProfileStack, StackProfile};
+use perfsleuth_unwind::{Mapping, Maps, Symbolizer, UserStack};
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The default sampling rate: about 1 kHz, and prime, so that it does not
+/// beat with the millisecond timers and loops of the programs sampled.
+pub const DEFAULT_RATE_HZ: u32 = 997;
+
+/// The bytes of user stack copied with each sample (what
+/// `perf record --call-graph dwarf` copies by default).
+pub const STACK_BYTES: u32 = 8192;
+
+/// The ring buffers' data size over all CPUs asked for first (each CPU's a
+/// power of two, at least [`MIN_RING_BYTES`]), then halved on refusal (an
+/// unprivileged user may lock only `perf_event_mlock_kb`, 516 KiB by default).
+const RING_BYTES: usize = 8 << 20;
+const MIN_RING_BYTES: usize = 64 << 10;
+/// The flag asking for timestamps from `clockid` (perf_event_attr bit 25).
+const USE_CLOCKID: u64 = 1 << 25;
+
+/// How often the reader drains the ring when it is not half full.
+const DRAIN_EVERY: Duration = Duration::from_millis(10);
+
+const SAMPLE_IP: u64 = 1 << 0;
+const SAMPLE_TID: u64 = 1 << 1;
+const SAMPLE_TIME: u64 = 1 << 2;
+const SAMPLE_PERIOD: u64 = 1 << 8;
+const SAMPLE_REGS_USER: u64 = 1 << 12;
+const SAMPLE_STACK_USER: u64 = 1 << 13;
+
+// x86-64 `perf_regs` numbers: bp, sp, ip (reported in this order).
+const REG_BP: u64 = 6;
+const REG_SP: u64 = 7;
+const REG_IP: u64 = 8;
+
+const RECORD_MMAP2: u32 = 10;
+const RECORD_LOST: u32 = 2;
+const RECORD_COMM: u32 = 3;
+const RECORD_EXIT: u32 = 4;
+const RECORD_THROTTLE: u32 = 5;
+const RECORD_FORK: u32 = 7;
+const RECORD_SAMPLE: u32 = 9;
+const RECORD_LOST_SAMPLES: u32 = 13;
+const MISC_CPUMODE_MASK: u16 = 7;
+const MISC_KERNEL: u16 = 1;
+const MISC_COMM_EXEC: u16 = 1 << 13;
+
+/// What to sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SamplerConfig {
+    /// Samples per second of CPU time.
+    pub rate_hz: u32,
+    /// Sample kernel mode too (needs `perf_event_paranoid` ≤ 1 or
+    /// CAP_PERFMON); else user mode only.
+    pub kernel: bool,
+}
+
+impl SamplerConfig {
+    /// The default rate, kernel mode where this process may sample it.
+    pub fn default_for_this_process() -> SamplerConfig {
+        SamplerConfig {
+            rate_hz: DEFAULT_RATE_HZ,
+            kernel: may_sample_kernel(),
+        }
+    }
+
+    /// The CPU time each sample stands for, in nanoseconds.
+    pub fn period_ns(&self) -> u64 {
+        1_000_000_000 / u64::from(self.rate_hz.max(1))
+    }
+}
+
+/// Whether the kernel lets this process sample kernel mode.
+fn may_sample_kernel() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    paranoid().is_some_and(|p| p <= 1)
+}
+
+fn paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+/// Why sampling cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum SamplerError {
+    /// Not x86-64: the unwinder reads x86-64 registers.
+    #[error("profiling supports x86-64 only; this machine is {0}")]
+    Unsupported(&'static str),
+    /// The kernel refused the event.
+    #[error("the kernel refused the cpu-clock sampling event: {0}")]
+    Open(String),
+    /// The ring buffer could not be mapped.
+    #[error("cannot map the sampling ring buffer: {0}")]
+    Map(String),
+}
+
+/// Sampling, started on the spawner. [`Sampler::finish`] stops it.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    reader: Option<std::thread::JoinHandle<Collected>>,
+    _guard: OwnedFd,
+    config: SamplerConfig,
+}
+
+impl Sampler {
+    /// Opens the event on process `root` (the spawner) on every online CPU
+    /// and starts the reader.
+    pub fn start(root: u32, config: SamplerConfig) -> Result<Sampler, SamplerError> {
+        if !cfg!(target_arch = "x86_64") {
+            return Err(SamplerError::Unsupported(std::env::consts::ARCH));
+        }
+        let pid = root as libc::pid_t;
+        let mut flags = DISABLED
+            | INHERIT
+            | ENABLE_ON_EXEC
+            | EXCLUDE_HV
+            | MMAP
+            | COMM
+            | TASK
+            | WATERMARK
+            | SAMPLE_ID_ALL
+            | EXCLUDE_CALLCHAIN_KERNEL
+            | MMAP2
+            | COMM_EXEC
+            | USE_CLOCKID;
+        if !config.kernel {
+            flags |= EXCLUDE_KERNEL;
+        }
+        let cpus = online_cpus();
+        let mut per_cpu = (RING_BYTES / cpus.len().max(1))
+            .next_power_of_two()
+            .max(MIN_RING_BYTES);
+        if per_cpu * cpus.len() > RING_BYTES {
+            per_cpu /= 2;
+        }
+        let per_cpu = per_cpu.max(MIN_RING_BYTES);
+        let attr = PerfEventAttr {
+            kind: PERF_TYPE_SOFTWARE,
+            size: PERF_ATTR_SIZE_VER5 as u32,
+            config: SW_CPU_CLOCK,
+            sample_period: config.period_ns(),
+            sample_type: SAMPLE_IP
+                | SAMPLE_TID
+                | SAMPLE_TIME
+                | SAMPLE_PERIOD
+                | SAMPLE_REGS_USER
+                | SAMPLE_STACK_USER,
+            flags,
+            // With `watermark`, wake the reader when half a ring is full.
+            wakeup_events: (per_cpu / 2) as u32,
+            sample_regs_user: (1 << REG_BP) | (1 << REG_SP) | (1 << REG_IP),
+            sample_stack_user: STACK_BYTES,
+            clockid: libc::CLOCK_MONOTONIC,
+            ..PerfEventAttr::default()
+        };
+        let mut rings = Vec::with_capacity(cpus.len());
+        for &cpu in &cpus {
+            let event = perf_event_open_on(&attr, pid, cpu, -1)
+                .map_err(|errno| SamplerError::Open(open_error(errno, config.kernel)))?;
+            rings.push(Ring::map(event, per_cpu)?);
+        }
+        // Not inherited: keeps the spawner's context unlike its children's.
+        let guard = PerfEventAttr {
+            kind: PERF_TYPE_SOFTWARE,
+            size: PERF_ATTR_SIZE_VER5 as u32,
+            config: SW_DUMMY,
+            flags: DISABLED | EXCLUDE_HV | if config.kernel { 0 } else { EXCLUDE_KERNEL },
+            ..PerfEventAttr::default()
+        };
+        let guard = perf_event_open(&guard, pid, -1)
+            .map_err(|errno| SamplerError::Open(open_error(errno, config.kernel)))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name("perfsleuth-sampler".into())
+                .spawn(move || read(rings, &stop))
+                .map_err(|e| SamplerError::Map(format!("cannot start the reader thread: {e}")))?
+        };
+        Ok(Sampler {
+            stop,
+            reader: Some(reader),
+            _guard: guard,
+            config,
+        })
+    }
+
+    /// The configuration sampled with.
+    pub fn config(&self) -> SamplerConfig {
+        self.config
+    }
+
+    /// Stops the reader after it has read what the rings hold (call it once
+    /// the runs have been waited for), and returns what it counted.
+    pub fn finish(mut self) -> Collected {
+        self.stop.store(true, Ordering::Release);
+        let mut collected = self
+            .reader
+            .take()
+            .and_then(|r| r.join().ok())
+            .unwrap_or_default();
+        collected.period_ns = self.config.period_ns();
+        collected.kernel = self.config.kernel;
+        collected
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+/// The online CPUs (`/sys/devices/system/cpu/online`), else 0..nprocs.
+fn online_cpus() -> Vec<i32> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| crate::settings::parse_cpu_list(s.trim()))
+        .map(|v| v.into_iter().map(|c| c as i32).collect::<Vec<_>>())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            // SAFETY: sysconf has no preconditions.
+            let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1);
+            (0..n as i32).collect()
+        })
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds (the records' clock).
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The mapped ring buffer of the event.
+struct Ring {
+    event: OwnedFd,
+    base: *mut u8,
+    len: usize,
+    data_offset: usize,
+    data_size: usize,
+}
+
+// SAFETY: the mapping is owned by the Ring and only used by the one thread
+// that holds it (it is moved into the reader once).
+unsafe impl Send for Ring {}
+
+impl Ring {
+    fn map(event: OwnedFd, bytes: usize) -> Result<Ring, SamplerError> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .ok()
+            .filter(|&p| p > 0)
+            .unwrap_or(4096);
+        let mut data = bytes;
+        loop {
+            let len = page + data;
+            // SAFETY: maps `len` bytes of the perf event's buffer, shared; the
+            // kernel checks the size (1 + 2^n pages) and the lock limit.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    event.as_raw_fd(),
+                    0,
+                )
+            };
+            if base != libc::MAP_FAILED {
+                let base = base.cast::<u8>();
+                // SAFETY: the first page is the kernel's perf_event_mmap_page;
+                // data_offset and data_size are at 1040 and 1048.
+                let (off, size) = unsafe {
+                    (
+                        std::ptr::read_volatile(base.add(1040).cast::<u64>()),
+                        std::ptr::read_volatile(base.add(1048).cast::<u64>()),
+                    )
+                };
+                let (data_offset, data_size) = if size == 0 {
+                    (page, data)
+                } else {
+                    (off as usize, size as usize)
+                };
+                return Ok(Ring {
+                    event,
+                    base,
+                    len,
+                    data_offset,
+                    data_size,
+                });
+            }
+            let err = std::io::Error::last_os_error();
+            if data / 2 < MIN_RING_BYTES {
+                return Err(SamplerError::Map(format!(
+                    "{err} (perf_event_mlock_kb and RLIMIT_MEMLOCK limit it)"
+                )));
+            }
+            data /= 2;
+        }
+    }
+
+    fn head(&self) -> u64 {
+        // SAFETY: data_head at offset 1024 of the control page, written by the
+        // kernel; the acquire pairs with its write of the records.
+        let head = unsafe { &*self.base.add(1024).cast::<std::sync::atomic::AtomicU64>() };
+        head.load(Ordering::Acquire)
+    }
+
+    fn set_tail(&self, tail: u64) {
+        // SAFETY: data_tail at offset 1032, ours to write; release so the
+        // kernel sees the records read before it reuses the space.
+        let t = unsafe { &*self.base.add(1032).cast::<std::sync::atomic::AtomicU64>() };
+        t.store(tail, Ordering::Release);
+    }
+
+    fn tail(&self) -> u64 {
+        // SAFETY: as in set_tail.
+        let t = unsafe { &*self.base.add(1032).cast::<std::sync::atomic::AtomicU64>() };
+        t.load(Ordering::Relaxed)
+    }
+
+    /// Copies `len` bytes at ring position `pos`, wrapping around the end.
+    fn copy(&self, pos: u64, len: usize, out: &mut Vec<u8>) {
+        out.clear();
+        let start = (pos % self.data_size as u64) as usize;
+        let first = len.min(self.data_size - start);
+        // SAFETY: both ranges lie inside the data area of the mapping.
+        unsafe {
+            let data = self.base.add(self.data_offset);
+            out.extend_from_slice(std::slice::from_raw_parts(data.add(start), first));
+            out.extend_from_slice(std::slice::from_raw_parts(data, len - first));
+        }
+    }
+
+    /// Takes every complete record up to the head, with its time.
+    fn drain(&self, pending: &mut Vec<(u64, Vec<u8>)>) {
+        let head = self.head();
+        let mut tail = self.tail();
+        let mut header = Vec::with_capacity(8);
+        while tail + 8 <= head {
+            self.copy(tail, 8, &mut header);
+            let size = u16::from_ne_bytes([header[6], header[7]]) as u64;
+            if size < 8 || tail + size > head {
+                break;
+            }
+            let mut record = Vec::with_capacity(size as usize);
+            self.copy(tail, size as usize, &mut record);
+            pending.push((record_time(&record), record));
+            tail += size;
+        }
+        self.set_tail(tail);
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `map` mapped.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// The reader thread: drain, order, count; sleep until a ring is half full
+/// or [`DRAIN_EVERY`] has passed.
+fn read(rings: Vec<Ring>, stop: &AtomicBool) -> Collected {
+    let mut state = State::default();
+    let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut fds: Vec<libc::pollfd> = rings
+        .iter()
+        .map(|r| libc::pollfd {
+            fd: r.event.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    loop {
+        // Checked before draining, so what was written before the stop is read.
+        let stopping = stop.load(Ordering::Acquire);
+        // Every record older than this is in its ring by now.
+        let cutoff = monotonic_ns().saturating_sub(1_000_000);
+        for ring in &rings {
+            ring.drain(&mut pending);
+        }
+        pending.sort_by_key(|(t, _)| *t);
+        let ready = if stopping {
+            pending.len()
+        } else {
+            pending.partition_point(|(t, _)| *t < cutoff)
+        };
+        for (_, record) in pending.drain(..ready) {
+            state.record(&record);
+        }
+        if stopping {
+            break;
+        }
+        for f in &mut fds {
+            f.revents = 0;
+        }
+        // SAFETY: valid pollfds; a bounded timeout.
+        unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                DRAIN_EVERY.as_millis() as libc::c_int,
+            )
+        };
+    }
+    state.collected
+}
+
+/// A record's time: a sample's own field, else the trailing `sample_id`'s
+/// (`sample_id_all`: pid/tid, then time, last in the record).
+fn record_time(r: &[u8]) -> u64 {
+    match u32_at(r, 0) {
+        Some(RECORD_SAMPLE) => u64_at(r, 24),
+        _ => r.len().checked_sub(8).and_then(|i| u64_at(r, i)),
+    }
+    .unwrap_or(0)
+}
+
+/// What the reader counted, by kernel run number; [`Collected::report`]
+/// per benchmark.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// Runs seen starting (processes the spawner started that exec'd).
+    pub runs_seen: u32,
+    /// Samples lost by the kernel (ring full), in the whole session.
+    pub lost: u64,
+    /// Times the kernel throttled the event (too many samples per second).
+    pub throttled: u64,
+    /// Samples of processes no run started (none expected).
+    pub outside: u64,
+    period_ns: u64,
+    kernel: bool,
+    frames: Vec<ProfileFrame>,
+    frame_ids: HashMap<ProfileFrame, u32>,
+    stacks: Vec<Vec<u32>>,
+    stack_ids: HashMap<Vec<u32>, u32>,
+    /// (run, stack) → samples.
+    counts: HashMap<(u32, u32), u32>,
+    /// run → samples not unwound past the sampled function.
+    truncated: HashMap<u32, u64>,
+}
+
+impl Collected {
+    /// The profile of the runs `runs`, each given as (kernel run number,
+    /// timed iteration), in the order of the iterations.
+    pub fn report(&self, runs: &[(u32, u32)]) -> StackProfile {
+        let mut by_stack: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (i, (run, _)) in runs.iter().enumerate() {
+            for (&(r, stack), &n) in &self.counts {
+                if r == *run {
+                    by_stack.entry(stack).or_insert_with(|| vec![0; runs.len()])[i] += n;
+                }
+            }
+        }
+        // Only the frames these stacks use, renumbered; stacks sorted by
+        // their frames' names so the document is stable.
+        let mut used: Vec<(Vec<&ProfileFrame>, Vec<u32>)> = by_stack
+            .into_iter()
+            .map(|(id, counts)| {
+                let frames = self.stacks[id as usize]
+                    .iter()
+                    .map(|&f| &self.frames[f as usize])
+                    .collect();
+                (frames, counts)
+            })
+            .collect();
+        used.sort();
+        let mut frames: Vec<ProfileFrame> = Vec::new();
+        let mut index: HashMap<&ProfileFrame, u32> = HashMap::new();
+        let mut stacks = Vec::with_capacity(used.len());
+        for (names, counts) in used {
+            let ids = names
+                .into_iter()
+                .map(|f| {
+                    *index.entry(f).or_insert_with(|| {
+                        frames.push(f.clone());
+                        (frames.len() - 1) as u32
+                    })
+                })
+                .collect();
+            stacks.push(ProfileStack {
+                frames: ids,
+                counts,
+            });
+        }
+        let samples = stacks
+            .iter()
+            .flat_map(|s| &s.counts)
+            .map(|&c| u64::from(c))
+            .sum();
+        StackProfile {
+            event: "cpu-clock".into(),
+            period_ns: self.period_ns,
+            kernel: self.kernel,
+            iterations: runs.iter().map(|&(_, it)| it).collect(),
+            samples,
+            lost: self.lost,
+            truncated: runs
+                .iter()
+                .map(|(r, _)| self.truncated.get(r).copied().unwrap_or(0))
+                .sum(),
+            frames,
+            stacks,
+        }
+    }
+
+    fn frame(&mut self, f: ProfileFrame) -> u32 {
+        if let Some(&id) = self.frame_ids.get(&f) {
+            return id;
+        }
+        let id = self.frames.len() as u32;
+        self.frames.push(f.clone());
+        self.frame_ids.insert(f, id);
+        id
+    }
+
+    fn count(&mut self, run: u32, stack: Vec<u32>) {
+        let id = match self.stack_ids.get(&stack) {
+            Some(&id) => id,
+            None => {
+                let id = self.stacks.len() as u32;
+                self.stacks.push(stack.clone());
+                self.stack_ids.insert(stack, id);
+                id
+            }
+        };
+        *self.counts.entry((run, id)).or_default() += 1;
+    }
+}
+
+/// The processes followed, their maps, and the counts so far.
+#[derive(Default)]
+struct State {
+    /// pid → its run.
+    run_of: HashMap<u32, u32>,
+    maps: HashMap<u32, Maps>,
+    symbolizer: Symbolizer,
+    collected: Collected,
+}
+
+fn u32_at(b: &[u8], i: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(i..i + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], i: usize) -> Option<u64> {
+    Some(u64::from_ne_bytes(b.get(i..i + 8)?.try_into().ok()?))
+}
+
+/// The NUL-terminated string at `i`.
+fn c_str(b: &[u8], i: usize) -> Option<String> {
+    let rest = b.get(i..)?;
+    let end = rest.iter().position(|&c| c == 0).unwrap_or(rest.len());
+    Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+impl State {
+    fn record(&mut self, r: &[u8]) {
+        let (Some(kind), Some(misc)) = (u32_at(r, 0), r.get(4..6)) else {
+            return;
+        };
+        let misc = u16::from_ne_bytes([misc[0], misc[1]]);
+        match kind {
+            RECORD_SAMPLE => self.sample(r, misc),
+            RECORD_MMAP2 => self.mmap2(r),
+            RECORD_COMM if misc & MISC_COMM_EXEC != 0 => {
+                let Some(pid) = u32_at(r, 8) else { return };
+                if !self.run_of.contains_key(&pid) {
+                    self.collected.runs_seen += 1;
+                    self.run_of.insert(pid, self.collected.runs_seen);
+                }
+                // A new program: the old mappings are gone.
+                self.maps.insert(pid, Maps::default());
+            }
+            RECORD_FORK => {
+                let (Some(pid), Some(ppid)) = (u32_at(r, 8), u32_at(r, 12)) else {
+                    return;
+                };
+                if pid != ppid
+                    && let Some(&run) = self.run_of.get(&ppid)
+                {
+                    self.run_of.insert(pid, run);
+                    let maps = self.maps.get(&ppid).cloned().unwrap_or_default();
+                    self.maps.insert(pid, maps);
+                }
+            }
+            RECORD_EXIT => {
+                let (Some(pid), Some(tid)) = (u32_at(r, 8), u32_at(r, 16)) else {
+                    return;
+                };
+                if pid == tid {
+                    self.run_of.remove(&pid);
+                    self.maps.remove(&pid);
+                }
+            }
+            RECORD_LOST => self.collected.lost += u64_at(r, 16).unwrap_or(0),
+            RECORD_LOST_SAMPLES => self.collected.lost += u64_at(r, 8).unwrap_or(0),
+            RECORD_THROTTLE => self.collected.throttled += 1,
+            _ => {}
+        }
+    }
+
+    fn mmap2(&mut self, r: &[u8]) {
+        let (Some(pid), Some(start), Some(len), Some(offset), Some(prot)) = (
+            u32_at(r, 8),
+            u64_at(r, 16),
+            u64_at(r, 24),
+            u64_at(r, 32),
+            u32_at(r, 64),
+        ) else {
+            return;
+        };
+        let Some(path) = c_str(r, 72) else { return };
+        let maps = self.maps.entry(pid).or_default();
+        let end = start.saturating_add(len);
+        // A new mapping replaces whatever it overlaps.
+        maps.mappings.retain(|m| m.end <= start || m.start >= end);
+        let at = maps.mappings.partition_point(|m| m.start < start);
+        maps.mappings.insert(
+            at,
+            Mapping {
+                start,
+                end,
+                offset,
+                executable: prot & libc::PROT_EXEC as u32 != 0,
+                path: Some(PathBuf::from(path)),
+            },
+        );
+    }
+
+    fn sample(&mut self, r: &[u8], misc: u16) {
+        // ip, pid/tid, time, period, regs_user (abi + bp, sp, ip), stack_user.
+        let (Some(ip), Some(pid)) = (u64_at(r, 8), u32_at(r, 16)) else {
+            return;
+        };
+        let Some(&run) = self.run_of.get(&pid) else {
+            self.collected.outside += 1;
+            return;
+        };
+        let mut at = 8 + 8 + 8 + 8 + 8;
+        let abi = u64_at(r, at).unwrap_or(0);
+        at += 8;
+        let regs = if abi != 0 {
+            let regs = (u64_at(r, at), u64_at(r, at + 8), u64_at(r, at + 16));
+            at += 24;
+            match regs {
+                (Some(bp), Some(sp), Some(ip)) => Some((bp, sp, ip)),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let size = u64_at(r, at).unwrap_or(0) as usize;
+        at += 8;
+        let stack = r.get(at..at + size).unwrap_or(&[]);
+        let dyn_size = if size > 0 {
+            u64_at(r, at + size).unwrap_or(0) as usize
+        } else {
+            0
+        };
+        let stack = &stack[..dyn_size.min(stack.len())];
+        let kernel = misc & MISC_CPUMODE_MASK == MISC_KERNEL;
+        let mut frames = match (regs, self.maps.get(&pid)) {
+            (Some((bp, sp, uip)), Some(maps)) => self.symbolizer.unwind(
+                &UserStack {
+                    ip: uip,
+                    sp,
+                    bp,
+                    stack,
+                },
+                maps,
+            ),
+            _ => Vec::new(),
+        };
+        let mut ids = Vec::with_capacity(frames.len() + 1);
+        if frames.len() <= 1 {
+            *self.collected.truncated.entry(run).or_default() += 1;
+        }
+        if frames.is_empty() {
+            let user_ip = regs.map_or(ip, |(_, _, uip)| uip);
+            let module = self
+                .maps
+                .get(&pid)
+                .and_then(|m| m.find(user_ip))
+                .and_then(|m| m.path.as_ref())
+                .map(|p| {
+                    p.file_name().map_or_else(
+                        || p.display().to_string(),
+                        |n| n.to_string_lossy().into_owned(),
+                    )
+                });
+            ids.push(
+                self.collected.frame(ProfileFrame {
+                    function: module
+                        .as_ref()
+                        .map_or_else(|| "[unknown]".to_string(), |m| format!("[{m}]")),
+                    module: module.unwrap_or_default(),
+                    inlined: false,
+                }),
+            );
+        }
+        // Outermost first.
+        frames.reverse();
+        for f in frames {
+            ids.push(self.collected.frame(ProfileFrame {
+                function: f.function,
+                module: f.file,
+                inlined: f.inlined,
+            }));
+        }
+        if kernel {
+            ids.push(self.collected.frame(ProfileFrame {
+                function: "[kernel]".into(),
+                module: "[kernel]".into(),
+                inlined: false,
+            }));
+        }
+        self.collected.count(run, ids);
+    }
+}

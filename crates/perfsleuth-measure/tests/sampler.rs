@@ -1,0 +1,137 @@
+//! Wall-time profiles, end to end: a real program compiled with gcc, run
+//! through the spawner while the sampler follows it, unwound and named.
+//! Where the kernel refuses the `cpu-clock` event the test says so and
+//! skips (fails when `PERFSLEUTH_TEST_REQUIRE` names `perf_software`).
+
+use perfsleuth_measure::sampler::{Sampler, SamplerConfig};
+use perfsleuth_measure::{IoConfig, Outcome, Spawner};
+use perfsleuth_model::StackProfile;
+use perfsleuth_testkit::skip;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("perfsleuth-sampler-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Compiles `tests/progs/<name>.c`; `None` (after saying why) without gcc.
+fn compile(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/progs")
+        .join(format!("{name}.c"));
+    let out = dir.join(name);
+    match Command::new("gcc")
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+    {
+        Ok(s) if s.success() => Some(out),
+        Ok(s) => panic!("gcc failed on {}: {s}", src.display()),
+        Err(_) => {
+            skip("gcc", "gcc not installed");
+            None
+        }
+    }
+}
+
+fn argv(s: &[&str]) -> Vec<String> {
+    s.iter().map(|x| x.to_string()).collect()
+}
+
+/// Starts the sampler on the spawner, or skips the test saying why.
+fn sampler(sp: &Spawner) -> Option<Sampler> {
+    match Sampler::start(sp.pid(), SamplerConfig::default_for_this_process()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            skip("perf_software", format!("cpu-clock sampling: {e}"));
+            None
+        }
+    }
+}
+
+/// Each function's self samples over all runs.
+fn self_counts(p: &StackProfile) -> std::collections::HashMap<String, u64> {
+    let mut out = std::collections::HashMap::new();
+    for s in &p.stacks {
+        let leaf = &p.frames[*s.frames.last().unwrap() as usize].function;
+        *out.entry(leaf.clone()).or_default() +=
+            s.counts.iter().map(|&c| u64::from(c)).sum::<u64>();
+    }
+    out
+}
+
+#[test]
+fn samples_name_the_hot_functions_in_their_shares_unwound_to_main() {
+    let dir = scratch("shares");
+    // -O2 without frame pointers: the stacks are unwound with .eh_frame.
+    let Some(prog) = compile(&dir, "shares", &["-O2", "-g"]) else {
+        return;
+    };
+    let mut sp = Spawner::start().unwrap();
+    let Some(sampler) = sampler(&sp) else {
+        return;
+    };
+    let id = sp
+        .prepare(
+            &argv(&[prog.to_str().unwrap(), "50", "30", "20"]),
+            &IoConfig::default(),
+        )
+        .unwrap();
+    for i in 0..5 {
+        match sp.run_once(id, i).unwrap() {
+            Outcome::Completed(s) if s.succeeded() => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    let collected = sampler.finish();
+    assert_eq!(collected.runs_seen, 5, "{collected:?}");
+    let runs: Vec<(u32, u32)> = (1..=5).map(|r| (r, r - 1)).collect();
+    let p = collected.report(&runs);
+    assert_eq!(p.iterations, vec![0, 1, 2, 3, 4]);
+    let totals = p.run_totals();
+    // ~100 ms of CPU per run at ~1 kHz.
+    for t in &totals {
+        assert!((40..=400).contains(t), "samples per run {totals:?}");
+    }
+    let counts = self_counts(&p);
+    let share = |f: &str| counts.get(f).copied().unwrap_or(0) as f64 / p.samples as f64;
+    println!(
+        "alpha {:.3} beta {:.3} gamma {:.3} of {} samples, {} lost, {} truncated",
+        share("alpha"),
+        share("beta"),
+        share("gamma_"),
+        p.samples,
+        p.lost,
+        p.truncated
+    );
+    // 50 %, 30 %, 20 % of the loop work; start-up and noise take a little.
+    assert!((0.38..0.60).contains(&share("alpha")), "{counts:?}");
+    assert!((0.20..0.40).contains(&share("beta")), "{counts:?}");
+    assert!((0.12..0.28).contains(&share("gamma_")), "{counts:?}");
+    // Unwound through `work` to `main` without frame pointers.
+    let through_main = p
+        .stacks
+        .iter()
+        .filter(|s| {
+            let names: Vec<&str> = s
+                .frames
+                .iter()
+                .map(|&f| p.frames[f as usize].function.as_str())
+                .collect();
+            names.windows(2).any(|w| w == ["main", "work"])
+        })
+        .map(|s| s.counts.iter().map(|&c| u64::from(c)).sum::<u64>())
+        .sum::<u64>();
+    assert!(
+        through_main as f64 >= 0.9 * p.samples as f64,
+        "{through_main} of {} samples unwound to main: {:#?}",
+        p.samples,
+        p.frames
+    );
+}
