@@ -274,6 +274,15 @@ pub struct RunArgs {
     /// for hyperfine's scripts; `-` for stdout.
     #[arg(hide_short_help = true, long, value_name = "FILE")]
     pub export_hyperfine: Option<PathBuf>,
+    /// Write the sampled call stacks, folded (implies --profile); `-` for stdout.
+    ///
+    /// Write the sampled call stacks of every profiled benchmark in Brendan
+    /// Gregg's folded format (`outer;…;inner count`), which inferno,
+    /// flamegraph.pl and speedscope read; with several benchmarks each stack
+    /// starts with the benchmark's name. Implies --profile (=on) unless
+    /// --profile=auto is given; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_folded: Option<PathBuf>,
     /// Write the distribution of every benchmark's samples as an SVG chart.
     ///
     /// Write the distribution of every benchmark's samples as an SVG chart
@@ -391,10 +400,31 @@ pub struct RunArgs {
         value_name = "WHEN",
         num_args = 0..=1,
         require_equals = true,
-        default_value_t = LockChoice::Off,
+        default_value_t = When::Off,
         default_missing_value = "on"
     )]
-    pub locks: LockChoice,
+    pub locks: When,
+    /// Sample where the time goes on CPU: call stacks of every timed run (docs/PROFILES.md).
+    ///
+    /// Sample where the time goes on CPU: the call stacks of every timed run,
+    /// cpu-clock at 997 Hz through perf_event_open, unwound with the files'
+    /// DWARF call frame information and named with inlined frames; kept per
+    /// benchmark and run, shown as the hottest functions, compared by
+    /// `compare` and `ab`, drawn as flame graphs by `report`, written by
+    /// --export-folded. Off-CPU time (sleeping, waiting) is not sampled; see
+    /// --locks. `--profile` is `--profile=on`, an error where the kernel does
+    /// not allow it; `--profile=auto` says why instead, and keeps no profile
+    /// of runs too short to give 10 samples each (docs/PROFILES.md).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = When::Off,
+        default_missing_value = "on"
+    )]
+    pub profile: When,
     /// `run --baseline` (see [`RunCommand`]); never an option of its own here.
     #[arg(skip)]
     pub baseline: Option<String>,
@@ -451,14 +481,14 @@ pub enum ModeChoice {
     Simulation,
 }
 
-/// When to trace lock waits (`--locks`).
+/// When to trace lock waits (`--locks`) or sample stacks (`--profile`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LockChoice {
-    /// Not traced.
+pub enum When {
+    /// Not at all.
     Off,
-    /// Traced where the kernel and privileges allow it; otherwise a note.
+    /// Where the kernel and privileges allow it; otherwise a note.
     Auto,
-    /// Traced; an error where it cannot be.
+    /// Always; an error where it cannot be.
     On,
 }
 
@@ -490,13 +520,13 @@ impl RunArgs {
     }
 }
 
-impl LockChoice {
+impl When {
     /// In the runner's terms.
-    pub fn runner(self) -> perfsleuth_runner::locks::LockChoice {
+    pub fn runner(self) -> perfsleuth_runner::When {
         match self {
-            LockChoice::Off => perfsleuth_runner::locks::LockChoice::Off,
-            LockChoice::Auto => perfsleuth_runner::locks::LockChoice::Auto,
-            LockChoice::On => perfsleuth_runner::locks::LockChoice::On,
+            When::Off => perfsleuth_runner::When::Off,
+            When::Auto => perfsleuth_runner::When::Auto,
+            When::On => perfsleuth_runner::When::On,
         }
     }
 }
@@ -663,10 +693,10 @@ pub struct ScaleArgs {
         value_name = "WHEN",
         num_args = 0..=1,
         require_equals = true,
-        default_value_t = LockChoice::Auto,
+        default_value_t = When::Auto,
         default_missing_value = "on"
     )]
-    pub locks: LockChoice,
+    pub locks: When,
     /// Do not store the results (also when PERFSLEUTH_STORE is set).
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,

@@ -1,20 +1,24 @@
 //! What a session instruments on the spawner for `run`, `ab`, `explain` and
-//! `scale`: the perf_event counters and `--locks`' tracer started before
-//! anything is stored, its errors in the CLI's terms, and the lock reports
-//! kept with the run.
+//! `scale`: the perf_event counters, `--locks`' tracer and `--profile`'s
+//! sampler started before anything is stored, their errors in the CLI's
+//! terms, and the lock reports and profiles kept with the run.
 
-use crate::args::LockChoice;
+use crate::args::When;
 use crate::error::Fail;
 use crate::sink::StoreSink;
 use perfsleuth_measure::Spawner;
-use perfsleuth_model::{Environment, LockReport, Run};
+use perfsleuth_model::{Environment, ImpactClass, LockReport, Run, StackProfile};
 use perfsleuth_runner::Counters;
 use perfsleuth_runner::locks::{Following, LockError, Tracer};
+use perfsleuth_runner::profile::{Sampler, SamplerConfig, SamplerError};
 
-/// The counters and the lock tracer of one session.
+/// The counters, the lock tracer and the sampler of one session.
 pub struct Instruments {
     tracer: Option<Tracer>,
     reports: Vec<Option<LockReport>>,
+    sampler: Option<Sampler>,
+    profile: When,
+    profiles: Vec<Option<StackProfile>>,
     /// What enabling them said (counters unavailable, `--locks=auto` off, …).
     pub notes: Vec<String>,
 }
@@ -22,53 +26,125 @@ pub struct Instruments {
 impl Instruments {
     /// Enables `counters` on the spawner (kernel mode too with `kernel`, the
     /// futex and sched_switch tracepoints with `tracepoints`), then starts
-    /// `--locks`' tracer: before anything is stored, so a refusal leaves no
-    /// run behind.
+    /// `--locks`' tracer and `--profile`'s sampler: before anything is
+    /// stored, so a refusal leaves no run behind. What the sampler does is
+    /// recorded in `env` (`measure.profile`).
     pub fn start(
         spawner: &mut Spawner,
         counters: Counters,
         kernel: bool,
         tracepoints: bool,
-        locks: LockChoice,
+        locks: When,
+        profile: When,
         env: &mut Environment,
     ) -> Result<Instruments, Fail> {
         let mut notes =
             perfsleuth_runner::counters::enable(spawner, counters, kernel, tracepoints, env);
         let (tracer, note) = start(locks, spawner.pid())?;
         notes.extend(note);
+        let (sampler, note) = start_sampler(profile, spawner.pid())?;
+        match &sampler {
+            Some(s) => {
+                let c = s.config();
+                env.set(
+                    "measure.profile",
+                    format!(
+                        "cpu-clock at {} Hz, {} mode",
+                        c.rate_hz,
+                        if c.kernel { "user and kernel" } else { "user" }
+                    ),
+                    ImpactClass::Context,
+                );
+            }
+            None => env.set(
+                "measure.profile",
+                note.as_deref().unwrap_or("off"),
+                ImpactClass::Context,
+            ),
+        }
+        notes.extend(note);
         Ok(Instruments {
             tracer,
             reports: Vec::new(),
+            sampler,
+            profile,
+            profiles: Vec::new(),
             notes,
         })
     }
 
-    /// Detaches the tracer (if any), reading which runs were each
-    /// benchmark's (`ids`: their spawner command ids, in the run's order)
-    /// from `following`.
-    pub fn stop(
+    /// Detaches the tracer and stops the sampler (if any), reading which
+    /// runs were each benchmark's (`benches`: their spawner command ids and
+    /// names, in the run's order) from `following`.
+    pub fn stop<'n>(
         &mut self,
         following: &Following<'_, Spawner>,
-        ids: impl IntoIterator<Item = perfsleuth_measure::CommandId>,
+        benches: impl IntoIterator<Item = (perfsleuth_measure::CommandId, &'n str)>,
     ) {
-        let runs: Vec<Vec<u32>> = ids.into_iter().map(|id| following.runs_of(id)).collect();
+        let (ids, names): (Vec<_>, Vec<String>) = benches
+            .into_iter()
+            .map(|(id, name)| (id, name.to_string()))
+            .unzip();
+        let runs: Vec<Vec<u32>> = ids.iter().map(|&id| following.runs_of(id)).collect();
         self.reports = finish(
             self.tracer.take(),
             &runs,
             following.forked(),
             &mut self.notes,
         );
+        if let Some(sampler) = self.sampler.take() {
+            let timed: Vec<Vec<(u32, u32)>> =
+                ids.iter().map(|&id| following.timed_runs_of(id)).collect();
+            let (profiles, notes) = perfsleuth_runner::profile::finish(
+                sampler,
+                self.profile.runner(),
+                &names,
+                &timed,
+                following.forked(),
+            );
+            self.profiles = profiles;
+            self.notes.extend(notes);
+        }
     }
 
-    /// Puts the lock reports on `run`'s benchmarks and into the store.
+    /// Puts the lock reports and profiles on `run`'s benchmarks and into the store.
     pub fn attach(&mut self, run: &mut Run, sink: &mut StoreSink<'_>) -> Result<(), Fail> {
-        attach(run, std::mem::take(&mut self.reports), sink)
+        attach(run, std::mem::take(&mut self.reports), sink)?;
+        for (i, profile) in std::mem::take(&mut self.profiles).into_iter().enumerate() {
+            let (Some(profile), Some(bench)) = (profile, run.benchmarks.get_mut(i)) else {
+                continue;
+            };
+            sink.set_stacks(i, &profile)?;
+            bench.stacks = Some(profile);
+        }
+        Ok(())
     }
 }
 
+/// Starts the sampler as `choice` asks; with `auto` where it cannot, the note why.
+fn start_sampler(choice: When, spawner: u32) -> Result<(Option<Sampler>, Option<String>), Fail> {
+    perfsleuth_runner::profile::start(
+        choice.runner(),
+        spawner,
+        SamplerConfig::default_for_this_process(),
+    )
+    .map_err(|e| {
+        let hint = match e {
+            SamplerError::Open(_) => {
+                "profiling needs perf_event_paranoid ≤ 2 (sysctl kernel.perf_event_paranoid=2) or CAP_PERFMON; drop --profile, or use --profile=auto"
+            }
+            SamplerError::Map(_) => {
+                "raise perf_event_mlock_kb or RLIMIT_MEMLOCK (ulimit -l), or run as root; drop --profile, or use --profile=auto"
+            }
+            SamplerError::Unsupported(_) => "drop --profile; profiles are sampled on x86-64 only",
+        };
+        Fail::usage(format!("cannot profile: {e}"), hint)
+    })
+}
+
 /// Starts tracing as `choice` asks; with `auto` where it cannot, the note why.
-fn start(choice: LockChoice, spawner: u32) -> Result<(Option<Tracer>, Option<String>), Fail> {
-    if choice != LockChoice::Off {
+fn start(choice: When, spawner: u32) -> Result<(Option<Tracer>, Option<String>), Fail> {
+    if choice != When::Off {
         // Loading takes ~0.1 s: Ctrl-C meanwhile must end as an interrupted
         // run (exit 130), not kill perfsleuth with the programs half set up.
         crate::term::catch_interrupts()?;

@@ -386,6 +386,7 @@ pub fn requested_exports(args: &RunArgs) -> Vec<(ExportFormat, &PathBuf)> {
         (ExportFormat::AsciiDoc, &args.export_asciidoc),
         (ExportFormat::OrgMode, &args.export_orgmode),
         (ExportFormat::Hyperfine, &args.export_hyperfine),
+        (ExportFormat::Folded, &args.export_folded),
     ]
     .into_iter()
     .filter_map(|(format, path)| path.as_ref().map(|p| (format, p)))

@@ -127,6 +127,7 @@ pub fn measure(args: &ScaleArgs, spawner: Option<Spawner>) -> Result<ScaleOutcom
         false,
         true,
         args.locks,
+        crate::args::When::Off,
         &mut run.environment,
     )?;
     let empty: Vec<_> = levels.iter().map(|l| l.to_benchmark(false)).collect();
@@ -149,7 +150,11 @@ pub fn measure(args: &ScaleArgs, spawner: Option<Spawner>) -> Result<ScaleOutcom
     };
     let mut following = perfsleuth_runner::locks::Following::new(&mut spawner);
     let result = sweep.measure(&mut following, &mut sink, &mut levels);
-    instruments.stop(&following, levels.iter().map(|l| l.id()));
+    let names: Vec<String> = levels.iter().map(|l| l.to_benchmark(false).name).collect();
+    instruments.stop(
+        &following,
+        levels.iter().zip(&names).map(|(l, n)| (l.id(), n.as_str())),
+    );
     sink.progress.clear();
 
     run.benchmarks = levels.iter().map(|l| l.to_benchmark(true)).collect();

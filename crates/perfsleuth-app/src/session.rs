@@ -4,7 +4,7 @@
 //! then [`measure`]: the store and its sink, counters, the lock tracer,
 //! Ctrl-C, the noise snapshots, the runner's schedule, and conclude.
 
-use crate::args::{CounterChoice, LockChoice, ModeChoice, RunArgs};
+use crate::args::{CounterChoice, When, ModeChoice, RunArgs};
 use crate::error::Fail;
 use crate::locks::Instruments;
 use crate::output;
@@ -213,10 +213,16 @@ pub fn measure(
     }
     // `auto` is decided by the runner after the warmups, when their duration
     // says whether the counters' cost would show.
-    if c.simulation.is_some() && args.locks == LockChoice::On {
+    if c.simulation.is_some() && args.locks == When::On {
         return Err(Fail::usage(
             "--locks traces the threads of real runs; simulation mode runs the command under valgrind",
             "drop --locks, or use --mode walltime",
+        ));
+    }
+    if c.simulation.is_some() && (args.profile == When::On || args.export_folded.is_some()) {
+        return Err(Fail::usage(
+            "--profile samples real runs; simulation mode already counts every function's instructions under valgrind",
+            "drop --profile (the simulation's per-function costs are kept), or use --mode walltime",
         ));
     }
     // Before anything is stored: a refusal must leave no run behind.
@@ -231,9 +237,16 @@ pub fn measure(
         args.counters_kernel,
         args.counters == CounterChoice::All,
         if c.simulation.is_some() {
-            LockChoice::Off
+            When::Off
         } else {
             args.locks
+        },
+        if c.simulation.is_some() {
+            When::Off
+        } else if args.export_folded.is_some() && args.profile == When::Off {
+            When::On
+        } else {
+            args.profile
         },
         &mut run.environment,
     )?;
@@ -320,7 +333,10 @@ pub fn measure(
         c.max_time,
         |benches, look| undecided(&template, benches, look),
     );
-    instruments.stop(&following, benches.iter().map(|b| b.main_id()));
+    instruments.stop(
+        &following,
+        benches.iter().map(|b| (b.main_id(), b.plan.name.as_str())),
+    );
     counter_notes.append(&mut instruments.notes);
     sink.watchdog = None;
     sink.progress.clear();

@@ -111,6 +111,20 @@ impl StoreSink<'_> {
         Ok(())
     }
 
+    /// Stores benchmark `bench`'s sampled stacks (`--profile`), once its runs are done.
+    pub fn set_stacks(
+        &mut self,
+        bench: usize,
+        stacks: &perfsleuth_model::StackProfile,
+    ) -> Result<(), crate::error::Fail> {
+        if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
+            store
+                .set_stacks(id, stacks)
+                .map_err(crate::output::store_fail)?;
+        }
+        Ok(())
+    }
+
     /// The dimmed "Stored as run N in PATH" line, when the run was stored.
     pub fn stored_note(&self, color: bool) -> Option<String> {
         let path = self.path.as_ref()?;

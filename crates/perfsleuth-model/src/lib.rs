@@ -704,7 +704,97 @@ pub struct ProfileStack {
     pub counts: Vec<u32>,
 }
 
+/// One function's samples in each profiled run of a [`StackProfile`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionSamples {
+    /// The function (an inlined one is a function of its own).
+    pub frame: ProfileFrame,
+    /// Samples in the function itself, per run.
+    pub self_counts: Vec<u64>,
+    /// Samples in it or in what it called, per run (a recursive function's
+    /// stack counts once).
+    pub inclusive: Vec<u64>,
+}
+
+impl FunctionSamples {
+    /// Self samples over all runs.
+    pub fn self_total(&self) -> u64 {
+        self.self_counts.iter().sum()
+    }
+
+    /// Inclusive samples over all runs.
+    pub fn inclusive_total(&self) -> u64 {
+        self.inclusive.iter().sum()
+    }
+}
+
 impl StackProfile {
+    /// Every function's samples per run, the most self samples first (ties
+    /// by inclusive samples, then name).
+    pub fn functions(&self) -> Vec<FunctionSamples> {
+        let runs = self.iterations.len();
+        let mut by: Vec<FunctionSamples> = self
+            .frames
+            .iter()
+            .map(|f| FunctionSamples {
+                frame: f.clone(),
+                self_counts: vec![0; runs],
+                inclusive: vec![0; runs],
+            })
+            .collect();
+        // Frames are unique per (function, module, inlined); merge the
+        // inlined and outlined copies of one function.
+        let mut canonical: Vec<usize> = (0..self.frames.len()).collect();
+        {
+            let mut first: std::collections::HashMap<(&str, &str), usize> =
+                std::collections::HashMap::new();
+            for (i, f) in self.frames.iter().enumerate() {
+                canonical[i] = *first
+                    .entry((f.function.as_str(), f.module.as_str()))
+                    .or_insert(i);
+            }
+        }
+        let mut seen = Vec::new();
+        for s in &self.stacks {
+            seen.clear();
+            for &f in &s.frames {
+                let c = canonical.get(f as usize).copied().unwrap_or(0);
+                if !seen.contains(&c) {
+                    seen.push(c);
+                }
+            }
+            for (r, &n) in s.counts.iter().enumerate().take(runs) {
+                for &c in &seen {
+                    if let Some(f) = by.get_mut(c) {
+                        f.inclusive[r] += u64::from(n);
+                    }
+                }
+                if let Some(&leaf) = s.frames.last()
+                    && let Some(f) = canonical.get(leaf as usize).and_then(|&c| by.get_mut(c))
+                {
+                    f.self_counts[r] += u64::from(n);
+                }
+            }
+        }
+        let keep: Vec<bool> = (0..by.len()).map(|i| canonical[i] == i).collect();
+        let mut out: Vec<FunctionSamples> = by
+            .into_iter()
+            .zip(keep)
+            .filter(|(f, keep)| *keep && f.inclusive_total() > 0)
+            .map(|(mut f, _)| {
+                f.frame.inlined = false;
+                f
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            b.self_total()
+                .cmp(&a.self_total())
+                .then(b.inclusive_total().cmp(&a.inclusive_total()))
+                .then(a.frame.function.cmp(&b.frame.function))
+        });
+        out
+    }
+
     /// The samples of each profiled run, in `iterations`' order.
     pub fn run_totals(&self) -> Vec<u64> {
         let mut totals = vec![0u64; self.iterations.len()];

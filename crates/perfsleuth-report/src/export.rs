@@ -134,6 +134,26 @@ impl Exporter for HyperfineExporter {
     }
 }
 
+/// The sampled stacks of the profiled benchmarks, folded (`--export-folded`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FoldedExporter;
+
+impl Exporter for FoldedExporter {
+    fn name(&self) -> &'static str {
+        "folded"
+    }
+
+    fn export(&self, run: &Run, _report: &RunReport) -> Result<String, ExportError> {
+        if run.benchmarks.iter().all(|b| b.stacks.is_none()) {
+            return Err(ExportError {
+                format: self.name(),
+                message: "no benchmark of the run has a profile (see the notes)".into(),
+            });
+        }
+        Ok(crate::stacks::folded(run))
+    }
+}
+
 /// The formats a run can be exported in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ExportFormat {
@@ -149,17 +169,20 @@ pub enum ExportFormat {
     OrgMode,
     /// [`HyperfineExporter`].
     Hyperfine,
+    /// [`FoldedExporter`].
+    Folded,
 }
 
 impl ExportFormat {
     /// Every format, in the order the exports are written.
-    pub const ALL: [ExportFormat; 6] = [
+    pub const ALL: [ExportFormat; 7] = [
         ExportFormat::Json,
         ExportFormat::Csv,
         ExportFormat::Markdown,
         ExportFormat::AsciiDoc,
         ExportFormat::OrgMode,
         ExportFormat::Hyperfine,
+        ExportFormat::Folded,
     ];
 
     /// The exporter that writes this format.
@@ -171,6 +194,7 @@ impl ExportFormat {
             ExportFormat::AsciiDoc => &TableExporter(crate::TableDialect::AsciiDoc),
             ExportFormat::OrgMode => &TableExporter(crate::TableDialect::OrgMode),
             ExportFormat::Hyperfine => &HyperfineExporter,
+            ExportFormat::Folded => &FoldedExporter,
         }
     }
 

@@ -24,6 +24,7 @@ mod markdown;
 mod markup;
 pub mod probe;
 mod simulation;
+mod stacks;
 pub mod style;
 pub mod svg;
 mod terminal;
@@ -47,6 +48,7 @@ pub use format::{
 pub use hyperfine::export_hyperfine;
 pub use json::export_json;
 pub use locks::{lock_events, lock_headline, lock_losses};
+pub use stacks::{folded, stacks_events, stacks_headline};
 pub use markdown::{TableDialect, render_markdown, render_table};
 pub use perfsleuth_model::schema::{HyperfineDoc, HyperfineResult};
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};

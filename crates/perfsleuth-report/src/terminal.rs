@@ -73,6 +73,22 @@ pub fn render_terminal(run: &Run, report: &RunReport, style: &Style) -> String {
             labelled(&mut out, "Locks:", &crate::lock_headline(locks));
             labelled(&mut out, "", &style.dim(&crate::lock_events(locks)));
         }
+        if let Some(bench) = run.benchmarks.get(i)
+            && let Some(p) = bench.stacks.as_ref()
+        {
+            let wall: f64 = bench
+                .samples
+                .iter()
+                .filter(|s| p.iterations.contains(&s.iteration))
+                .map(|s| Metric::Wall.of(s))
+                .sum();
+            labelled(&mut out, "Profile:", &crate::stacks_headline(p));
+            labelled(
+                &mut out,
+                "",
+                &style.dim(&crate::stacks_events(p, Some(wall))),
+            );
+        }
     }
     if !report.comparisons.is_empty() {
         out.push('\n');

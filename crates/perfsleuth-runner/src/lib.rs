@@ -13,7 +13,9 @@
 mod check;
 pub mod counters;
 mod error;
+mod following;
 pub mod locks;
+pub mod profile;
 mod probes;
 mod schedule;
 mod scratch;
@@ -164,4 +166,16 @@ mod tests {
             }
         }
     }
+}
+
+/// When to use an instrument that may be impossible here (`--locks`,
+/// `--profile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// Not at all.
+    Off,
+    /// Where the kernel and privileges allow; otherwise a note says why.
+    Auto,
+    /// Always; an error where it cannot be.
+    On,
 }

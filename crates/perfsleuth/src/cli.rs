@@ -44,6 +44,7 @@ pub enum Command {
     #[command(mut_arg("export_asciidoc", |a| a.hide(true)))]
     #[command(mut_arg("export_orgmode", |a| a.hide(true)))]
     #[command(mut_arg("export_hyperfine", |a| a.hide(true)))]
+    #[command(mut_arg("export_folded", |a| a.hide(true)))]
     #[command(mut_arg("plot", |a| a.hide(true)))]
     Ab(Box<AbArgs>),
     /// List the stored runs, newest first.

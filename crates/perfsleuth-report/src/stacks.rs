@@ -1,0 +1,199 @@
+//! The wall-time profile of a benchmark (`run --profile`): the headline
+//! naming the hottest functions, the line saying what was sampled and lost,
+//! and the folded stacks (`--export-folded`, Brendan Gregg's format, which
+//! inferno, flamegraph.pl and speedscope read).
+
+use perfsleuth_model::quantity::format_share;
+use perfsleuth_model::{Run, StackProfile};
+
+/// Functions named in the headline.
+const NAMED: usize = 3;
+
+/// "`alpha` 50%, `beta` 30%, `gamma_` 20% of 514 samples (self time)".
+pub fn stacks_headline(p: &StackProfile) -> String {
+    if p.samples == 0 {
+        return "no samples (the runs were too short, or spent no time on CPU)".into();
+    }
+    let functions = p.functions();
+    let named: Vec<String> = functions
+        .iter()
+        .take(NAMED)
+        .map(|f| {
+            format!(
+                "`{}` {}",
+                f.frame.function,
+                format_share(f.self_total() as f64 / p.samples as f64, 0)
+            )
+        })
+        .collect();
+    let rest: u64 = functions.iter().skip(NAMED).map(|f| f.self_total()).sum();
+    let mut t = named.join(", ");
+    if rest > 0 {
+        let share = rest as f64 / p.samples as f64;
+        t.push_str(&format!(
+            ", {} in {} other functions",
+            if share < 0.005 {
+                "<1%".to_string()
+            } else {
+                format_share(share, 0)
+            },
+            functions.len() - NAMED
+        ));
+    }
+    t.push_str(" (self time)");
+    t
+}
+
+/// "514 samples in 5 runs at 997 Hz, user and kernel mode, 0 lost; on CPU
+/// 98% of the wall time (off-CPU time is not sampled)". `wall_ns`: the
+/// benchmark's wall time summed over the profiled runs, where known.
+pub fn stacks_events(p: &StackProfile, wall_ns: Option<f64>) -> String {
+    let hz = 1e9 / p.period_ns.max(1) as f64;
+    let mut t = format!(
+        "{} samples in {} runs at {hz:.0} Hz, {} mode, {} lost",
+        p.samples,
+        p.iterations.len(),
+        if p.kernel { "user and kernel" } else { "user" },
+        p.lost
+    );
+    if p.truncated > 0 {
+        t.push_str(&format!(", {} not unwound", p.truncated));
+    }
+    if let Some(wall) = wall_ns.filter(|w| *w > 0.0) {
+        let on_cpu = p.samples as f64 * p.period_ns as f64 / wall;
+        t.push_str(&format!(
+            "; on CPU {} of the wall time (off-CPU time is not sampled; --locks traces waits)",
+            format_share(on_cpu, 0)
+        ));
+    } else {
+        t.push_str("; off-CPU time is not sampled");
+    }
+    t
+}
+
+/// The folded stacks of every profiled benchmark of `run`: one line per
+/// distinct stack, `outer;…;inner count`, counts summed over the runs.
+/// With several benchmarks profiled, each stack starts with the
+/// benchmark's name. Inlined frames end in `_[i]` and kernel mode is
+/// `[kernel]_[k]`, the suffixes inferno and flamegraph.pl colour by.
+pub fn folded(run: &Run) -> String {
+    let profiled: Vec<_> = run
+        .benchmarks
+        .iter()
+        .filter_map(|b| b.stacks.as_ref().map(|p| (b.name.as_str(), p)))
+        .collect();
+    let prefix = profiled.len() > 1;
+    let mut out = String::new();
+    for (name, p) in profiled {
+        for s in &p.stacks {
+            let count: u64 = s.counts.iter().map(|&c| u64::from(c)).sum();
+            if count == 0 {
+                continue;
+            }
+            let mut parts: Vec<String> = Vec::with_capacity(s.frames.len() + 1);
+            if prefix {
+                parts.push(folded_name(name));
+            }
+            for &f in &s.frames {
+                let Some(frame) = p.frames.get(f as usize) else {
+                    continue;
+                };
+                let mut text = folded_name(&frame.function);
+                if frame.function == "[kernel]" {
+                    text.push_str("_[k]");
+                } else if frame.inlined {
+                    text.push_str("_[i]");
+                }
+                parts.push(text);
+            }
+            out.push_str(&parts.join(";"));
+            out.push_str(&format!(" {count}\n"));
+        }
+    }
+    out
+}
+
+/// A frame's name with the format's separators taken out.
+fn folded_name(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            ';' => ':',
+            '\n' | '\r' => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfsleuth_model::{ProfileFrame, ProfileStack};
+
+    fn frame(f: &str, inlined: bool) -> ProfileFrame {
+        ProfileFrame {
+            function: f.into(),
+            module: "prog".into(),
+            inlined,
+        }
+    }
+
+    fn profile() -> StackProfile {
+        StackProfile {
+            event: "cpu-clock".into(),
+            period_ns: 1_003_009,
+            kernel: true,
+            iterations: vec![0, 1],
+            samples: 20,
+            lost: 0,
+            truncated: 0,
+            frames: vec![
+                frame("main", false),
+                frame("alpha", false),
+                frame("beta;x", true),
+                frame("[kernel]", false),
+            ],
+            stacks: vec![
+                ProfileStack {
+                    frames: vec![0, 1],
+                    counts: vec![6, 6],
+                },
+                ProfileStack {
+                    frames: vec![0, 2],
+                    counts: vec![3, 2],
+                },
+                ProfileStack {
+                    frames: vec![0, 2, 3],
+                    counts: vec![1, 2],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn the_headline_names_self_time_and_the_events_say_what_was_not_sampled() {
+        let p = profile();
+        assert_eq!(
+            stacks_headline(&p),
+            "`alpha` 60%, `beta;x` 25%, `[kernel]` 15% (self time)"
+        );
+        let e = stacks_events(&p, Some(40.0e6));
+        assert!(e.starts_with("20 samples in 2 runs at 997 Hz, user and kernel mode, 0 lost; on CPU 50% of the wall time"), "{e}");
+        assert!(e.contains("off-CPU time is not sampled"), "{e}");
+    }
+
+    #[test]
+    fn folded_stacks_sum_the_runs_and_mark_inlined_and_kernel_frames() {
+        let mut run = crate::testutil::run(vec![crate::testutil::bench("b", &[10], 1)]);
+        run.benchmarks[0].stacks = Some(profile());
+        assert_eq!(
+            folded(&run),
+            "main;alpha 12\nmain;beta:x_[i] 5\nmain;beta:x_[i];[kernel]_[k] 3\n"
+        );
+        // Two profiled benchmarks: each stack starts with its benchmark.
+        let mut second = run.benchmarks[0].clone();
+        second.name = "c".into();
+        run.benchmarks.push(second);
+        assert!(folded(&run).starts_with("b;main;alpha 12\n"));
+        assert!(folded(&run).contains("\nc;main;alpha 12\n"));
+    }
+}

@@ -1,0 +1,104 @@
+//! Wall-time profiles around a measurement (`run --profile`): the sampler
+//! started on the spawner, and one [`StackProfile`] per benchmark at the end
+//! from its timed runs (docs/PROFILES.md).
+
+pub use perfsleuth_measure::sampler::{
+    Collected, DEFAULT_RATE_HZ, Sampler, SamplerConfig, SamplerError,
+};
+pub use crate::When;
+use perfsleuth_model::StackProfile;
+
+
+/// Fewer samples than this per timed run (median) make `auto` drop the
+/// profile: a share would then move by a tenth with one sample.
+pub const MIN_SAMPLES_PER_RUN: u64 = 10;
+
+/// Starts the sampler on the spawner `root` as `choice` asks: `Ok(None)` for
+/// off, or for auto where sampling is impossible (with the note why); `Err`
+/// only when asked for explicitly and impossible.
+pub fn start(
+    choice: When,
+    root: u32,
+    config: SamplerConfig,
+) -> Result<(Option<Sampler>, Option<String>), SamplerError> {
+    match choice {
+        When::Off => Ok((None, None)),
+        When::On => Sampler::start(root, config).map(|s| (Some(s), None)),
+        When::Auto => match Sampler::start(root, config) {
+            Ok(s) => Ok((Some(s), None)),
+            Err(e) => Ok((None, Some(format!("not profiled: {e}")))),
+        },
+    }
+}
+
+/// Stops the sampler and makes each benchmark's profile from its timed runs
+/// (`runs[i]`: (kernel run number, iteration) pairs, from
+/// [`crate::locks::Following::timed_runs_of`]) when the kernel saw as many
+/// runs start as were `forked`; otherwise the runs cannot be matched to
+/// benchmarks and a note says so rather than blame the wrong one. With
+/// `auto`, a benchmark whose runs gave too few samples gets no profile and
+/// a note; with `on` it keeps what there is and the note says it is thin.
+pub fn finish(
+    sampler: Sampler,
+    choice: When,
+    names: &[String],
+    runs: &[Vec<(u32, u32)>],
+    forked: usize,
+) -> (Vec<Option<StackProfile>>, Vec<String>) {
+    let collected = sampler.finish();
+    let mut notes = Vec::new();
+    if collected.runs_seen as usize != forked {
+        let why = if collected.runs_seen == 0 && forked > 0 {
+            "the sampler saw no run start: perfsleuth may run in a PID namespace of its own (a container), whose pids the kernel does not report".to_string()
+        } else {
+            format!(
+                "the kernel saw {} runs start and perfsleuth {forked}, so their samples cannot be matched to benchmarks (a run that failed to start, or an interrupted queue)",
+                collected.runs_seen
+            )
+        };
+        notes.push(format!("not profiled: {why}"));
+        return (vec![None; runs.len()], notes);
+    }
+    if collected.lost > 0 {
+        notes.push(format!(
+            "profile: the kernel lost {} samples (its buffer was full); shares are of the samples kept",
+            collected.lost
+        ));
+    }
+    let profiles = runs
+        .iter()
+        .zip(names)
+        .map(|(r, name)| {
+            if r.is_empty() {
+                return None;
+            }
+            let p = collected.report(r);
+            let mut totals = p.run_totals();
+            totals.sort_unstable();
+            let median = totals.get(totals.len() / 2).copied().unwrap_or(0);
+            if median < MIN_SAMPLES_PER_RUN {
+                let ms = median as f64 * p.period_ns as f64 / 1e6;
+                let hz = 1e9 / p.period_ns.max(1) as f64;
+                match choice {
+                    When::Auto => {
+                        notes.push(format!(
+                            "`{name}` not profiled: {median} samples per run (~{ms:.0} ms on CPU at {hz:.0} Hz), fewer than {MIN_SAMPLES_PER_RUN}; --profile keeps it anyway"
+                        ));
+                        return None;
+                    }
+                    _ => notes.push(format!(
+                        "`{name}`: only {median} samples per run (~{ms:.0} ms on CPU); its shares are coarse"
+                    )),
+                }
+            }
+            if p.truncated * 10 > p.samples.max(1) {
+                notes.push(format!(
+                    "`{name}`: {} of {} samples could not be unwound past the sampled function (code in no file, such as a JIT's, or without unwind information)",
+                    p.truncated, p.samples
+                ));
+            }
+            Some(p)
+        })
+        .collect();
+    (profiles, notes)
+}
