@@ -4,7 +4,7 @@
 //! then [`measure`]: the store and its sink, counters, the lock tracer,
 //! Ctrl-C, the noise snapshots, the runner's schedule, and conclude.
 
-use crate::args::{CounterChoice, When, ModeChoice, RunArgs};
+use crate::args::{CounterChoice, ModeChoice, RunArgs, When};
 use crate::error::Fail;
 use crate::locks::Instruments;
 use crate::output;

@@ -132,6 +132,53 @@ pub fn render_html(c: &Comparison) -> String {
             true,
         ));
     }
+    // Wall time, profiled: where the on-CPU time moved.
+    for r in c.rows.iter().filter(|r| !r.time_functions.is_empty()) {
+        let d = |ns: f64| perfsleuth_model::quantity::format_duration_ns(ns);
+        let shift = |s: &perfsleuth_stats::MedianShift| {
+            format!("{} [{}, {}]", d(s.shift), d(s.ci.lo), d(s.ci.hi))
+        };
+        let rows: Vec<Vec<String>> = r
+            .time_functions
+            .iter()
+            .map(|f| {
+                vec![
+                    f.function.clone(),
+                    f.object.clone(),
+                    d(f.baseline_self_ns),
+                    d(f.candidate_self_ns),
+                    shift(&f.self_shift),
+                    shift(&f.inclusive_shift),
+                    if f.in_the_noise() {
+                        "in the noise"
+                    } else {
+                        "moved"
+                    }
+                    .to_string(),
+                ]
+            })
+            .collect();
+        out.push_str(&details(
+            &format!(
+                "{} · {}: the functions whose on-CPU time moved most (per run, sampled)",
+                r.key(),
+                r.metric.name()
+            ),
+            &table(
+                &[
+                    "function",
+                    "object",
+                    "baseline self",
+                    "candidate self",
+                    "Δ self",
+                    "Δ inclusive",
+                    "",
+                ],
+                &rows,
+            ),
+            true,
+        ));
+    }
     let mut all_notes: Vec<String> = c.notes.clone();
     for r in &c.rows {
         for n in &r.notes {

@@ -49,6 +49,23 @@ fn row_doc(r: &Row, confidence: f64) -> CompareRow {
             runs: n.runs,
             source: n.source.clone(),
         }),
+        time_functions: r
+            .time_functions
+            .iter()
+            .map(|m| perfsleuth_model::schema::CompareTimeFunction {
+                function: m.function.clone(),
+                object: m.object.clone(),
+                baseline_self_ns: m.baseline_self_ns,
+                candidate_self_ns: m.candidate_self_ns,
+                self_shift_ns: m.self_shift.shift,
+                self_shift_low_ns: m.self_shift.ci.lo,
+                self_shift_high_ns: m.self_shift.ci.hi,
+                inclusive_shift_ns: m.inclusive_shift.shift,
+                inclusive_shift_low_ns: m.inclusive_shift.ci.lo,
+                inclusive_shift_high_ns: m.inclusive_shift.ci.hi,
+                in_the_noise: m.in_the_noise(),
+            })
+            .collect(),
     }
 }
 

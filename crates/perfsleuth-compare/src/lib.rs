@@ -15,11 +15,13 @@ mod html;
 mod json;
 mod junit;
 mod render;
+mod stacks;
 
 pub use html::{changes_chart, render_html};
 pub use json::{SCHEMA, SCHEMA_VERSION, to_json};
 pub use junit::render_junit;
 pub use render::{render_github_annotations, render_markdown, render_terminal};
+pub use stacks::{TimeMove, time_attribution, time_moves};
 
 use perfsleuth_env::Change;
 pub use perfsleuth_model::schema::VerdictLabel;
@@ -399,6 +401,10 @@ pub struct Row {
     /// Simulation: the functions whose own cost of this event moved most,
     /// biggest first (at most [`FUNCTIONS_SHOWN`]); empty otherwise.
     pub functions: Vec<FunctionMove>,
+    /// Wall time, both sides profiled (`--profile`), a judged change: the
+    /// functions whose on-CPU time moved most, biggest first (at most
+    /// [`FUNCTIONS_SHOWN`]); empty otherwise.
+    pub time_functions: Vec<TimeMove>,
 }
 
 /// Functions kept per row in [`Row::functions`].
@@ -592,6 +598,8 @@ struct Entry<'a> {
     groups: Vec<Vec<&'a Sample>>,
     /// The newest per-function profile (simulation mode).
     profile: Option<&'a Profile>,
+    /// The sampled stacks of each run that profiled it (`--profile`).
+    stacks: Vec<&'a perfsleuth_model::StackProfile>,
     /// What a tool reported where it kept no samples (summary-only imports).
     summaries: &'a [perfsleuth_model::ReportedSummary],
     /// Independent stretches of measuring: one per run, more for a run
@@ -656,6 +664,7 @@ fn collect(side: &Side) -> Entries<'_> {
                         argv: &b.argv,
                         groups: Vec::new(),
                         profile: None,
+                        stacks: Vec::new(),
                         summaries: &b.summaries,
                         windows: 0.0,
                     });
@@ -667,6 +676,9 @@ fn collect(side: &Side) -> Entries<'_> {
             let entry = &mut entries.list[idx];
             if b.profile.is_some() {
                 entry.profile = b.profile.as_ref();
+            }
+            if let Some(stacks) = &b.stacks {
+                entry.stacks.push(stacks);
             }
             if !b.summaries.is_empty() {
                 entry.summaries = &b.summaries;
@@ -2035,6 +2047,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
                 band: 0.0,
                 noise: None,
                 functions: Vec::new(),
+                time_functions: Vec::new(),
             });
         }
     }
@@ -2331,6 +2344,45 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             }
             moved.truncate(FUNCTIONS_SHOWN);
             row.functions = moved;
+        }
+    }
+
+    // Wall and CPU time: which functions a judged change is in (`--profile`).
+    for row in &mut rows {
+        let time = matches!(row.metric, Metric::Wall | Metric::Cpu);
+        let Some(change) = row.change.as_ref().filter(|_| time) else {
+            continue;
+        };
+        if !changed(row.verdict) {
+            continue;
+        }
+        let stacks = |entries: &Entries<'a>| {
+            entries
+                .of(row)
+                .map(|e| e.stacks.clone())
+                .unwrap_or_default()
+        };
+        let (b, c) = (stacks(&base_entries), stacks(&cand_entries));
+        match (b.is_empty(), c.is_empty()) {
+            (true, true) => continue,
+            (true, false) | (false, true) => {
+                row.notes.push(format!(
+                    "only the {} was profiled: profile both sides (--profile) to see which functions the change is in",
+                    if b.is_empty() { "candidate" } else { "baseline" }
+                ));
+                continue;
+            }
+            (false, false) => {}
+        }
+        if let Some(mut moves) = time_moves(&b, &c, opts.confidence()) {
+            let wall_shift = row.candidate_median - row.baseline_median;
+            if let Some(note) =
+                time_attribution(&moves, row.metric.name(), wall_shift, change.change)
+            {
+                row.notes.push(note);
+            }
+            moves.truncate(FUNCTIONS_SHOWN);
+            row.time_functions = moves;
         }
     }
 

@@ -901,6 +901,38 @@ pub struct CompareRow {
     /// assumed from the fingerprint; absent where none applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<CompareNoise>,
+    /// Wall time with both sides profiled, a judged change: the functions
+    /// whose on-CPU time moved most, biggest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub time_functions: Vec<CompareTimeFunction>,
+}
+
+/// One function's on-CPU time per run, baseline against candidate
+/// (`--profile`), in nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompareTimeFunction {
+    /// The function's name, demangled.
+    pub function: String,
+    /// Its binary or library's file name.
+    pub object: String,
+    /// Median self time per run in the baseline.
+    pub baseline_self_ns: f64,
+    /// Median self time per run in the candidate.
+    pub candidate_self_ns: f64,
+    /// Shift of the self time per run, candidate − baseline.
+    pub self_shift_ns: f64,
+    /// Its interval, low end.
+    pub self_shift_low_ns: f64,
+    /// Its interval, high end.
+    pub self_shift_high_ns: f64,
+    /// Shift of the inclusive time per run (the function and its callees).
+    pub inclusive_shift_ns: f64,
+    /// Its interval, low end.
+    pub inclusive_shift_low_ns: f64,
+    /// Its interval, high end.
+    pub inclusive_shift_high_ns: f64,
+    /// The self shift's interval holds 0.
+    pub in_the_noise: bool,
 }
 
 /// Between-run noise of one benchmark and metric.

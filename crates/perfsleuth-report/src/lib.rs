@@ -48,11 +48,11 @@ pub use format::{
 pub use hyperfine::export_hyperfine;
 pub use json::export_json;
 pub use locks::{lock_events, lock_headline, lock_losses};
-pub use stacks::{folded, stacks_events, stacks_headline};
 pub use markdown::{TableDialect, render_markdown, render_table};
 pub use perfsleuth_model::schema::{HyperfineDoc, HyperfineResult};
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};
 pub use simulation::{render_simulation, render_simulation_markdown};
+pub use stacks::{folded, stacks_events, stacks_headline};
 pub use style::Style;
 pub use terminal::render_terminal;
 

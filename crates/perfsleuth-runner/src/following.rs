@@ -129,4 +129,3 @@ impl<S: Spawn> Spawn for Following<'_, S> {
         self.inner.peak_rss_floor()
     }
 }
-

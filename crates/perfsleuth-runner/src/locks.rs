@@ -8,7 +8,6 @@ pub use crate::following::Following;
 pub use perfsleuth_locks::{LockError, Tracer};
 use perfsleuth_model::LockReport;
 
-
 /// Starts the tracer on the spawner `root` as `choice` asks: `Ok(None)`
 /// for off, or for auto where tracing is impossible (with the note why);
 /// `Err` only when asked for explicitly and impossible.

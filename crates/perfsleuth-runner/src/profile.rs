@@ -2,12 +2,11 @@
 //! started on the spawner, and one [`StackProfile`] per benchmark at the end
 //! from its timed runs (docs/PROFILES.md).
 
+pub use crate::When;
 pub use perfsleuth_measure::sampler::{
     Collected, DEFAULT_RATE_HZ, Sampler, SamplerConfig, SamplerError,
 };
-pub use crate::When;
 use perfsleuth_model::StackProfile;
-
 
 /// Fewer samples than this per timed run (median) make `auto` drop the
 /// profile: a share would then move by a tenth with one sample.

@@ -377,6 +377,49 @@ pub fn bootstrap_median_ratio(
     Some(ratio_estimate(ratio, boot))
 }
 
+/// An absolute difference median(candidate) − median(baseline) with its
+/// percentile-bootstrap CI: for amounts that may be 0 on one side (a
+/// function's time in a profile), where a ratio is undefined.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MedianShift {
+    /// Point estimate on the full samples.
+    pub shift: f64,
+    /// Percentile-bootstrap confidence interval of the shift.
+    pub ci: Interval,
+}
+
+impl MedianShift {
+    /// Whether the interval holds 0: no shift shown at this confidence.
+    pub fn in_the_noise(&self) -> bool {
+        self.ci.contains(0.0)
+    }
+}
+
+/// median(candidate) − median(baseline) with a percentile bootstrap CI,
+/// each side resampled independently as in [`bootstrap_median_ratio`].
+/// None if either side is empty or has a non-finite value, `resamples` is 0
+/// or confidence is not in (0, 1).
+pub fn bootstrap_median_shift(
+    baseline: &[f64],
+    candidate: &[f64],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<MedianShift> {
+    if !clean(baseline) || !clean(candidate) || resamples == 0 || !valid_confidence(confidence) {
+        return None;
+    }
+    let mut base_buf = baseline.to_vec();
+    let mut cand_buf = candidate.to_vec();
+    let shift = median_in_place(&mut cand_buf) - median_in_place(&mut base_buf);
+    let (ci, _) = percentile_bootstrap(confidence, resamples, seed, |rng| {
+        resample_into(rng, baseline, &mut base_buf);
+        resample_into(rng, candidate, &mut cand_buf);
+        median_in_place(&mut cand_buf) - median_in_place(&mut base_buf)
+    })?;
+    Some(MedianShift { shift, ci })
+}
+
 /// Relative change median(candidate)/median(baseline) - 1 with a percentile
 /// bootstrap CI; the same resampling (and the same None cases) as
 /// [`bootstrap_median_ratio`], restated as a change.
@@ -802,5 +845,25 @@ mod tests {
         )
         .unwrap();
         assert!(runs.ci.lo < 0.02 && runs.ci.hi > 0.02, "{runs:?}");
+    }
+
+    #[test]
+    fn a_median_shift_is_absolute_and_its_interval_covers_zero_only_without_a_shift() {
+        let base: Vec<f64> = (0..20).map(|i| 100.0 + f64::from(i % 5)).collect();
+        let shifted: Vec<f64> = base.iter().map(|v| v + 30.0).collect();
+        let s = bootstrap_median_shift(&base, &shifted, 0.95, 2000, 7).unwrap();
+        assert_eq!(s.shift, 30.0);
+        assert!(
+            !s.in_the_noise() && s.ci.lo > 25.0 && s.ci.hi < 35.0,
+            "{s:?}"
+        );
+        // From nothing (a function absent from the baseline): still defined.
+        let zeros = vec![0.0; 10];
+        let some: Vec<f64> = (0..10).map(|i| 5.0 + f64::from(i % 3)).collect();
+        let s = bootstrap_median_shift(&zeros, &some, 0.95, 2000, 7).unwrap();
+        assert!(s.shift > 0.0 && !s.in_the_noise(), "{s:?}");
+        let same = bootstrap_median_shift(&base, &base, 0.95, 2000, 7).unwrap();
+        assert!(same.in_the_noise(), "{same:?}");
+        assert_eq!(bootstrap_median_shift(&[], &base, 0.95, 100, 7), None);
     }
 }

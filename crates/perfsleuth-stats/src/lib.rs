@@ -27,8 +27,8 @@ mod verdict;
 pub use assess::{Estimate, RESAMPLES, SEED, estimate, expanded_confidence};
 pub use binomial::median_ci_rank;
 pub use bootstrap::{
-    RatioEstimate, RelativeChange, bootstrap_median_ratio, bootstrap_relative_change,
-    bootstrap_relative_change_runs,
+    MedianShift, RatioEstimate, RelativeChange, bootstrap_median_ratio, bootstrap_median_shift,
+    bootstrap_relative_change, bootstrap_relative_change_runs,
 };
 pub use changepoint::{
     ChangeOptions, ChangePoint, DEFAULT_MAX_P, DEFAULT_WINDOW, FLOOR_SIGMAS, change_points,
