@@ -44,12 +44,12 @@ fn per_run(profiles: &[&StackProfile]) -> (usize, PerRun) {
     let mut out = PerRun::new();
     let mut offset = 0;
     for p in profiles {
-        let period = p.period_ns as f64;
         for f in p.functions() {
             let e = out
                 .entry((f.frame.function.clone(), f.frame.module.clone()))
                 .or_insert_with(|| (vec![0.0; runs], vec![0.0; runs]));
             for (i, (&s, &inc)) in f.self_counts.iter().zip(&f.inclusive).enumerate() {
+                let period = p.period_of(i) as f64;
                 e.0[offset + i] = s as f64 * period;
                 e.1[offset + i] = inc as f64 * period;
             }
@@ -193,6 +193,7 @@ mod tests {
             samples: 0,
             lost: 0,
             truncated: 0,
+            periods_ns: Vec::new(),
             frames: vec![f("main"), f("alpha"), f("beta"), f("gamma")],
             stacks: vec![
                 ProfileStack {

@@ -24,6 +24,17 @@
 //! execs is a new run, numbered 1, 2, … in order, as the lock tracer
 //! numbers them; its descendants belong to it.
 //!
+//! **The period.** A program whose work repeats in step with the sampling
+//! (a loop whose cycle is close to a multiple of the period) puts its
+//! samples at the same phase of the cycle all run long, and since a run
+//! starts the same way every time, the same functions get too many samples
+//! in every run. So each run is sampled at its own period, drawn uniformly
+//! within ±[`JITTER`] of the nominal one when the run before it starts (the
+//! kernel gives a new child the parent event's period of the moment): the
+//! phase error then differs from run to run, and widens the intervals
+//! instead of biasing the shares. Each sample says its period, so a run's
+//! time is its samples × its period.
+//!
 //! **The reader.** A thread drains the rings every few milliseconds (or when
 //! one is half full), puts the records of all CPUs in time order (every
 //! record carries its `CLOCK_MONOTONIC` time; only records older than the
@@ -60,6 +71,12 @@ const RING_BYTES: usize = 8 << 20;
 const MIN_RING_BYTES: usize = 64 << 10;
 /// The flag asking for timestamps from `clockid` (perf_event_attr bit 25).
 const USE_CLOCKID: u64 = 1 << 25;
+
+/// How far a run's sampling period may be from the nominal one.
+pub const JITTER: f64 = 0.1;
+
+/// `PERF_EVENT_IOC_PERIOD`: `_IOW('$', 4, __u64)`.
+const IOC_PERIOD: libc::c_ulong = 0x4008_2404;
 
 /// How often the reader drains the ring when it is not half full.
 const DRAIN_EVERY: Duration = Duration::from_millis(10);
@@ -222,7 +239,7 @@ impl Sampler {
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("perfsleuth-sampler".into())
-                .spawn(move || read(rings, &stop))
+                .spawn(move || read(rings, config.period_ns(), &stop))
                 .map_err(|e| SamplerError::Map(format!("cannot start the reader thread: {e}")))?
         };
         Ok(Sampler {
@@ -417,8 +434,13 @@ impl Drop for Ring {
 
 /// The reader thread: drain, order, count; sleep until a ring is half full
 /// or [`DRAIN_EVERY`] has passed.
-fn read(rings: Vec<Ring>, stop: &AtomicBool) -> Collected {
-    let mut state = State::default();
+fn read(rings: Vec<Ring>, period_ns: u64, stop: &AtomicBool) -> Collected {
+    let mut state = State {
+        events: rings.iter().map(|r| r.event.as_raw_fd()).collect(),
+        nominal_ns: period_ns,
+        rng: monotonic_ns() | 1,
+        ..State::default()
+    };
     let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut fds: Vec<libc::pollfd> = rings
         .iter()
@@ -493,6 +515,8 @@ pub struct Collected {
     stack_ids: HashMap<Vec<u32>, u32>,
     /// (run, stack) → samples.
     counts: HashMap<(u32, u32), u32>,
+    /// run → the period its samples were taken at, ns.
+    periods: HashMap<u32, u64>,
     /// run → samples not unwound past the sampled function.
     truncated: HashMap<u32, u64>,
 }
@@ -550,6 +574,10 @@ impl Collected {
             period_ns: self.period_ns,
             kernel: self.kernel,
             iterations: runs.iter().map(|&(_, it)| it).collect(),
+            periods_ns: runs
+                .iter()
+                .map(|(r, _)| self.periods.get(r).copied().unwrap_or(self.period_ns))
+                .collect(),
             samples,
             lost: self.lost,
             truncated: runs
@@ -588,6 +616,11 @@ impl Collected {
 /// The processes followed, their maps, and the counts so far.
 #[derive(Default)]
 struct State {
+    /// The per-CPU events, whose period is redrawn for each run.
+    events: Vec<std::os::fd::RawFd>,
+    nominal_ns: u64,
+    /// xorshift state for the periods.
+    rng: u64,
     /// pid → its run.
     run_of: HashMap<u32, u32>,
     maps: HashMap<u32, Maps>,
@@ -624,6 +657,8 @@ impl State {
                 if !self.run_of.contains_key(&pid) {
                     self.collected.runs_seen += 1;
                     self.run_of.insert(pid, self.collected.runs_seen);
+                    // This run has its period; the next one gets another.
+                    self.redraw_period();
                 }
                 // A new program: the old mappings are gone.
                 self.maps.insert(pid, Maps::default());
@@ -653,6 +688,24 @@ impl State {
             RECORD_LOST_SAMPLES => self.collected.lost += u64_at(r, 8).unwrap_or(0),
             RECORD_THROTTLE => self.collected.throttled += 1,
             _ => {}
+        }
+    }
+
+    /// Sets a period within ±[`JITTER`] of the nominal one on the events,
+    /// for the runs started from now on.
+    fn redraw_period(&mut self) {
+        if self.nominal_ns == 0 {
+            return;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let u = (self.rng >> 11) as f64 / (1u64 << 53) as f64;
+        let mut period = (self.nominal_ns as f64 * (1.0 + JITTER * (2.0 * u - 1.0))) as u64;
+        for &fd in &self.events {
+            // SAFETY: `fd` is one of our open perf events; the kernel reads
+            // one u64 through the pointer.
+            unsafe { libc::ioctl(fd, IOC_PERIOD, &mut period as *mut u64) };
         }
     }
 
@@ -693,6 +746,9 @@ impl State {
             self.collected.outside += 1;
             return;
         };
+        if let Some(period) = u64_at(r, 32) {
+            self.collected.periods.entry(run).or_insert(period);
+        }
         let mut at = 8 + 8 + 8 + 8 + 8;
         let abi = u64_at(r, at).unwrap_or(0);
         at += 8;

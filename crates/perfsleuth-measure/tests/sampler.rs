@@ -94,6 +94,20 @@ fn samples_name_the_hot_functions_in_their_shares_unwound_to_main() {
     let runs: Vec<(u32, u32)> = (1..=5).map(|r| (r, r - 1)).collect();
     let p = collected.report(&runs);
     assert_eq!(p.iterations, vec![0, 1, 2, 3, 4]);
+    // Each run at its own period, within ±10 % of the nominal one.
+    assert_eq!(p.periods_ns.len(), 5);
+    for &q in &p.periods_ns {
+        let r = q as f64 / p.period_ns as f64;
+        assert!((0.899..=1.101).contains(&r), "{:?}", p.periods_ns);
+    }
+    let mut distinct = p.periods_ns.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(
+        distinct.len() >= 4,
+        "periods not redrawn: {:?}",
+        p.periods_ns
+    );
     let totals = p.run_totals();
     // ~100 ms of CPU per run at ~1 kHz.
     for t in &totals {

@@ -657,8 +657,14 @@ pub struct StackProfile {
     /// The event sampled (`cpu-clock`: on-CPU time, user and, where
     /// permitted, kernel mode; off-CPU time is not sampled).
     pub event: String,
-    /// CPU time per sample, in nanoseconds (the sampling period).
+    /// CPU time per sample, in nanoseconds: the nominal sampling period.
     pub period_ns: u64,
+    /// The period each profiled run was sampled at, in `iterations`' order
+    /// (each run draws its own within ±10 % of `period_ns`, so that a
+    /// program looping in step with the sampling cannot bias every run
+    /// alike); empty: every run at `period_ns`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub periods_ns: Vec<u64>,
     /// Whether samples in kernel mode were taken (they show as `[kernel]`).
     pub kernel: bool,
     /// The timed iterations profiled (`Sample::iteration`), in order: the
@@ -793,6 +799,20 @@ impl StackProfile {
                 .then(a.frame.function.cmp(&b.frame.function))
         });
         out
+    }
+
+    /// The sampling period of profiled run `i`, ns.
+    pub fn period_of(&self, i: usize) -> u64 {
+        self.periods_ns.get(i).copied().unwrap_or(self.period_ns)
+    }
+
+    /// The CPU time the samples of each profiled run stand for, ns.
+    pub fn run_cpu_ns(&self) -> Vec<f64> {
+        self.run_totals()
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| n as f64 * self.period_of(i) as f64)
+            .collect()
     }
 
     /// The samples of each profiled run, in `iterations`' order.

@@ -60,7 +60,7 @@ pub fn stacks_events(p: &StackProfile, wall_ns: Option<f64>) -> String {
         t.push_str(&format!(", {} not unwound", p.truncated));
     }
     if let Some(wall) = wall_ns.filter(|w| *w > 0.0) {
-        let on_cpu = p.samples as f64 * p.period_ns as f64 / wall;
+        let on_cpu = p.run_cpu_ns().iter().sum::<f64>() / wall;
         t.push_str(&format!(
             "; on CPU {} of the wall time (off-CPU time is not sampled; --locks traces waits)",
             format_share(on_cpu, 0)
@@ -146,6 +146,7 @@ mod tests {
             samples: 20,
             lost: 0,
             truncated: 0,
+            periods_ns: Vec::new(),
             frames: vec![
                 frame("main", false),
                 frame("alpha", false),

@@ -153,6 +153,7 @@ fn a_measured_run_and_an_ingested_run_load_back_identically() {
             samples: 9,
             lost: 1,
             truncated: 0,
+            periods_ns: vec![1_003_009, 950_000, 1_040_000],
             frames: vec![
                 perfsleuth_model::ProfileFrame {
                     function: "main".into(),
