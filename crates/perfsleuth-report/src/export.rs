@@ -251,7 +251,8 @@ mod tests {
                 "markdown",
                 "asciidoc",
                 "orgmode",
-                "hyperfine"
+                "hyperfine",
+                "folded"
             ]
         );
     }
