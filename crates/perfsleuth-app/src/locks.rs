@@ -130,6 +130,9 @@ fn start_sampler(choice: When, spawner: u32) -> Result<(Option<Sampler>, Option<
     )
     .map_err(|e| {
         let hint = match e {
+            SamplerError::Open(_) if perfsleuth_runner::profile::running_as_root() => {
+                "allow perf_event_open in the container's seccomp profile (or give it CAP_PERFMON); drop --profile, or use --profile=auto"
+            }
             SamplerError::Open(_) => {
                 "profiling needs perf_event_paranoid ≤ 2 (sysctl kernel.perf_event_paranoid=2) or CAP_PERFMON; drop --profile, or use --profile=auto"
             }

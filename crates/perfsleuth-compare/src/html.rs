@@ -132,6 +132,27 @@ pub fn render_html(c: &Comparison) -> String {
             true,
         ));
     }
+    // Both sides profiled: a differential flame graph per benchmark.
+    for f in &c.flames {
+        let Some(svg) = perfsleuth_report::diff_flame_svg(&f.before, &f.after, &f.key) else {
+            continue;
+        };
+        let img = perfsleuth_report::svg_img(
+            &svg,
+            &format!(
+                "Differential flame graph of {}: the candidate's stacks, red where they took more time a run than in the baseline, blue where less",
+                f.key
+            ),
+        );
+        out.push_str(&details(
+            &format!(
+                "{}: where the on-CPU time moved (differential flame graph; red: more time a run in the candidate, blue: less)",
+                f.key
+            ),
+            &img,
+            true,
+        ));
+    }
     // Wall time, profiled: where the on-CPU time moved.
     for r in c.rows.iter().filter(|r| !r.time_functions.is_empty()) {
         let d = |ns: f64| perfsleuth_model::quantity::format_duration_ns(ns);

@@ -407,6 +407,17 @@ pub struct Row {
     pub time_functions: Vec<TimeMove>,
 }
 
+/// One benchmark's stacks on both sides, folded in on-CPU µs per run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flame {
+    /// The pairing key, as rows show it.
+    pub key: String,
+    /// The baseline's folded stacks.
+    pub before: String,
+    /// The candidate's folded stacks.
+    pub after: String,
+}
+
 /// Functions kept per row in [`Row::functions`].
 pub const FUNCTIONS_SHOWN: usize = 10;
 
@@ -448,6 +459,9 @@ pub struct Comparison {
     pub identity_changed: bool,
     /// One row per paired benchmark and metric, candidate order.
     pub rows: Vec<Row>,
+    /// The benchmarks both sides profiled (`--profile`), for a
+    /// differential flame graph each.
+    pub flames: Vec<Flame>,
     /// Keys of benchmarks found only in the baseline.
     pub unpaired_baseline: Vec<String>,
     /// Keys of benchmarks found only in the candidate.
@@ -2348,6 +2362,26 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     }
 
     // Wall and CPU time: which functions a judged change is in (`--profile`).
+    let mut flames = Vec::new();
+    for row in &rows {
+        if row.metric != Metric::Wall {
+            continue;
+        }
+        let stacks = |entries: &Entries<'a>| {
+            entries
+                .of(row)
+                .map(|e| e.stacks.clone())
+                .unwrap_or_default()
+        };
+        let (b, c) = (stacks(&base_entries), stacks(&cand_entries));
+        if !b.is_empty() && !c.is_empty() {
+            flames.push(Flame {
+                key: row.key(),
+                before: perfsleuth_report::folded_per_run_us(&b),
+                after: perfsleuth_report::folded_per_run_us(&c),
+            });
+        }
+    }
     for row in &mut rows {
         let time = matches!(row.metric, Metric::Wall | Metric::Cpu);
         let Some(change) = row.change.as_ref().filter(|_| time) else {
@@ -2392,6 +2426,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         env_changes,
         identity_changed,
         rows,
+        flames,
         unpaired_baseline,
         unpaired_candidate,
         fdr_applied,

@@ -117,6 +117,11 @@ pub(crate) fn open_error(errno: i32, kernel_mode: bool) -> String {
         libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => {
             format!("not supported by this CPU/hypervisor (perf_event_open: {name})")
         }
+        // Root is not bound by perf_event_paranoid: something else refused.
+        // SAFETY: geteuid has no preconditions.
+        libc::EACCES | libc::EPERM if unsafe { libc::geteuid() } == 0 => format!(
+            "not permitted, even as root (perf_event_open: {name}; a container's seccomp profile or a security module can cause this)"
+        ),
         libc::EACCES | libc::EPERM => {
             let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
                 .ok()

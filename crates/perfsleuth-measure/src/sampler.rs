@@ -130,13 +130,15 @@ impl SamplerConfig {
     }
 }
 
+/// Whether this process runs as root (not bound by `perf_event_paranoid`).
+pub fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Whether the kernel lets this process sample kernel mode.
 fn may_sample_kernel() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    paranoid().is_some_and(|p| p <= 1)
+    running_as_root() || paranoid().is_some_and(|p| p <= 1)
 }
 
 fn paranoid() -> Option<i32> {

@@ -23,6 +23,7 @@ th{color:var(--muted);font-weight:600} td:first-child,th:first-child{text-align:
 td.l{text-align:left}
 .regressed{color:var(--reg);font-weight:600} .improved{color:var(--imp);font-weight:600}
 details{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:6px 12px;margin:10px 0}
+img.flame{display:block;max-width:100%;height:auto;margin:8px 0;border-radius:4px}
 summary{cursor:pointer;font-weight:600}
 .note{color:var(--muted)} ul.notes li{margin:2px 0}
 figure{margin:12px 0;overflow-x:auto} figcaption{color:var(--muted);font-size:13px}
@@ -270,10 +271,46 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
         if let Some(locks) = &b.locks {
             out.push_str(&lock_section(locks));
         }
+        if let Some(p) = &b.stacks {
+            out.push_str(&profile_section(&b.name, p));
+        }
     }
     out.push_str(&environment(&run.environment, "Environment"));
     out.push_str("</section>");
     out
+}
+
+/// A benchmark's sampled stacks (`--profile`): the headline, the flame
+/// graph, and the functions with their self and inclusive shares.
+pub fn profile_section(name: &str, p: &perfsleuth_model::StackProfile) -> String {
+    let total = p.samples.max(1) as f64;
+    let share = |n: u64| perfsleuth_model::quantity::format_share(n as f64 / total, 1);
+    let rows: Vec<Vec<String>> = p
+        .functions()
+        .iter()
+        .take(20)
+        .map(|f| {
+            vec![
+                f.frame.function.clone(),
+                f.frame.module.clone(),
+                share(f.self_total()),
+                share(f.inclusive_total()),
+            ]
+        })
+        .collect();
+    let mut inner = format!(
+        "<p>{}</p><p class=\"note\">{}</p>",
+        escape(&crate::stacks_headline(p)),
+        escape(&crate::stacks_events(p, None))
+    );
+    if let Some(svg) = crate::flame_svg(&crate::folded_per_run_us(&[p]), name) {
+        inner.push_str(&crate::svg_img(
+            &svg,
+            &format!("Flame graph of {name}: on-CPU time per run by call stack"),
+        ));
+    }
+    inner.push_str(&table(&["function", "object", "self", "inclusive"], &rows));
+    details("Profile (on-CPU time, sampled)", &inner, true)
 }
 
 /// A benchmark's lock waits (`--locks`): the headline, every site with

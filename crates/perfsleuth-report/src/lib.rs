@@ -52,7 +52,9 @@ pub use markdown::{TableDialect, render_markdown, render_table};
 pub use perfsleuth_model::schema::{HyperfineDoc, HyperfineResult};
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};
 pub use simulation::{render_simulation, render_simulation_markdown};
-pub use stacks::{folded, stacks_events, stacks_headline};
+pub use stacks::{
+    diff_flame_svg, flame_svg, folded, folded_per_run_us, stacks_events, stacks_headline, svg_img,
+};
 pub use style::Style;
 pub use terminal::render_terminal;
 

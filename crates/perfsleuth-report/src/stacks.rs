@@ -1,7 +1,9 @@
 //! The wall-time profile of a benchmark (`run --profile`): the headline
 //! naming the hottest functions, the line saying what was sampled and lost,
-//! and the folded stacks (`--export-folded`, Brendan Gregg's format, which
-//! inferno, flamegraph.pl and speedscope read).
+//! the folded stacks (`--export-folded`, Brendan Gregg's format, which
+//! inferno, flamegraph.pl and speedscope read), and the flame graphs of the
+//! HTML report, drawn by inferno (the Rust port of flamegraph.pl): one per
+//! benchmark and a differential one per comparison.
 
 use perfsleuth_model::quantity::format_share;
 use perfsleuth_model::{Run, StackProfile};
@@ -94,23 +96,127 @@ pub fn folded(run: &Run) -> String {
             if prefix {
                 parts.push(folded_name(name));
             }
-            for &f in &s.frames {
-                let Some(frame) = p.frames.get(f as usize) else {
-                    continue;
-                };
-                let mut text = folded_name(&frame.function);
-                if frame.function == "[kernel]" {
-                    text.push_str("_[k]");
-                } else if frame.inlined {
-                    text.push_str("_[i]");
-                }
-                parts.push(text);
-            }
+            parts.extend(
+                s.frames
+                    .iter()
+                    .filter_map(|&f| p.frames.get(f as usize))
+                    .map(frame_text),
+            );
             out.push_str(&parts.join(";"));
             out.push_str(&format!(" {count}\n"));
         }
     }
     out
+}
+
+/// The folded stacks of `profiles` (one benchmark's, over one or several
+/// runs) in on-CPU microseconds per run: comparable between sides that
+/// measured different numbers of runs.
+pub fn folded_per_run_us(profiles: &[&StackProfile]) -> String {
+    let runs: usize = profiles.iter().map(|p| p.iterations.len()).sum();
+    let mut by_stack: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
+    for p in profiles {
+        for s in &p.stacks {
+            let ns: f64 = s
+                .counts
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| f64::from(c) * p.period_of(i) as f64)
+                .sum();
+            let names: Vec<String> = s
+                .frames
+                .iter()
+                .filter_map(|&f| p.frames.get(f as usize))
+                .map(frame_text)
+                .collect();
+            *by_stack.entry(names.join(";")).or_default() += ns;
+        }
+    }
+    let mut out = String::new();
+    for (stack, ns) in by_stack {
+        let us = (ns / 1e3 / runs.max(1) as f64).round() as u64;
+        if us > 0 {
+            out.push_str(&format!("{stack} {us}\n"));
+        }
+    }
+    out
+}
+
+/// A frame as a folded line names it: the `_[i]` and `_[k]` suffixes.
+fn frame_text(frame: &perfsleuth_model::ProfileFrame) -> String {
+    let mut text = folded_name(&frame.function);
+    if frame.function == "[kernel]" {
+        text.push_str("_[k]");
+    } else if frame.inlined {
+        text.push_str("_[i]");
+    }
+    text
+}
+
+/// The report's flame graph options: a fixed width, static (no script: the
+/// report runs none), counts in microseconds of CPU per run.
+fn flame_options<'a>(title: &str) -> inferno::flamegraph::Options<'a> {
+    let mut o = inferno::flamegraph::Options::default();
+    o.title = title.to_string();
+    o.count_name = "µs a run".into();
+    o.image_width = Some(1200);
+    o.no_javascript = true;
+    o.deterministic = true;
+    o.hash = true;
+    o
+}
+
+/// inferno's SVG without its script element and its `onload` (with
+/// `no_javascript` it still declares a few variables and an `init` call).
+fn without_script(svg: String) -> String {
+    let mut svg = svg.replace(" onload=\"init(evt)\"", "");
+    if let (Some(a), Some(b)) = (svg.find("<script"), svg.find("</script>")) {
+        svg.replace_range(a..b + "</script>".len(), "");
+    }
+    svg
+}
+
+/// A flame graph of folded stacks, as a standalone SVG document.
+pub fn flame_svg(folded: &str, title: &str) -> Option<String> {
+    if folded.trim().is_empty() {
+        return None;
+    }
+    let mut out = Vec::new();
+    inferno::flamegraph::from_lines(&mut flame_options(title), folded.lines(), &mut out).ok()?;
+    String::from_utf8(out).ok().map(without_script)
+}
+
+/// A differential flame graph: the `after` stacks drawn, red where they
+/// took more time than `before`, blue where less (both in the same units,
+/// not normalised: a function that got slower is red however the others
+/// moved).
+pub fn diff_flame_svg(before: &str, after: &str, title: &str) -> Option<String> {
+    if before.trim().is_empty() || after.trim().is_empty() {
+        return None;
+    }
+    let mut diff = Vec::new();
+    inferno::differential::from_readers(
+        inferno::differential::Options::default(),
+        before.as_bytes(),
+        after.as_bytes(),
+        &mut diff,
+    )
+    .ok()?;
+    let diff = String::from_utf8(diff).ok()?;
+    let mut out = Vec::new();
+    inferno::flamegraph::from_lines(&mut flame_options(title), diff.lines(), &mut out).ok()?;
+    String::from_utf8(out).ok().map(without_script)
+}
+
+/// An SVG document as an `<img>` of the HTML report: its own styles and ids
+/// stay out of the page, and nothing in it runs.
+pub fn svg_img(svg: &str, alt: &str) -> String {
+    use base64::Engine as _;
+    format!(
+        "<img class=\"flame\" alt=\"{}\" src=\"data:image/svg+xml;base64,{}\">",
+        crate::markup::escape(alt),
+        base64::engine::general_purpose::STANDARD.encode(svg)
+    )
 }
 
 /// A frame's name with the format's separators taken out.
@@ -180,6 +286,30 @@ mod tests {
         let e = stacks_events(&p, Some(40.0e6));
         assert!(e.starts_with("20 samples in 2 runs at 997 Hz, user and kernel mode, 0 lost; on CPU 50% of the wall time"), "{e}");
         assert!(e.contains("off-CPU time is not sampled"), "{e}");
+    }
+
+    #[test]
+    fn flame_graphs_are_static_svg_naming_the_functions() {
+        let p = profile();
+        let folded = folded_per_run_us(&[&p]);
+        // 12 samples × 1.003 ms over 2 runs: 6 018 µs a run.
+        assert!(folded.contains("main;alpha 6018\n"), "{folded}");
+        let svg = flame_svg(&folded, "b").unwrap();
+        assert!(svg.contains("<svg") && svg.contains("alpha"), "{svg}");
+        assert!(!svg.contains("<script") && !svg.contains("onload"));
+        let mut slower = p.clone();
+        slower.stacks[0].counts = vec![12, 12];
+        let diff = diff_flame_svg(&folded, &folded_per_run_us(&[&slower]), "b").unwrap();
+        // The grown function is drawn red (inferno: rgb(255,…,…) for growth).
+        assert!(
+            diff.contains("alpha") && diff.contains("rgb(255,"),
+            "{diff}"
+        );
+        let img = svg_img(&svg, "flame <b>");
+        assert!(img.starts_with(
+            "<img class=\"flame\" alt=\"flame &lt;b&gt;\" src=\"data:image/svg+xml;base64,"
+        ));
+        assert_eq!(flame_svg("", "x"), None);
     }
 
     #[test]

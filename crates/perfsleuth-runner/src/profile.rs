@@ -4,7 +4,7 @@
 
 pub use crate::When;
 pub use perfsleuth_measure::sampler::{
-    Collected, DEFAULT_RATE_HZ, Sampler, SamplerConfig, SamplerError,
+    Collected, DEFAULT_RATE_HZ, Sampler, SamplerConfig, SamplerError, running_as_root,
 };
 use perfsleuth_model::StackProfile;
 

@@ -1,0 +1,352 @@
+//! `--profile`: wall-time profiles end to end (docs/PROFILES.md). Real C
+//! programs built with gcc, sampled through perf_event_open by the
+//! perfsleuth the tests built: the hottest functions named in their shares,
+//! stored and exported, folded stacks, `ab` naming the function a change
+//! sits in, flame graphs opened in headless Chromium, and every refusal.
+//! Where the kernel refuses the cpu-clock event the tests say so and skip
+//! (fail when `PERFSLEUTH_TEST_REQUIRE` names `perf_software`).
+
+mod common;
+
+use common::Sandbox;
+
+/// Three functions whose self time is in the proportion of their
+/// arguments (millions of iterations of one dependent loop each),
+/// interleaved in 20 slices, called from `work` (the sampler's own test
+/// program).
+const SHARES: &str = include_str!("../../perfsleuth-measure/tests/progs/shares.c");
+
+/// Whether this machine samples cpu-clock at all (perf_event_open on a
+/// child); otherwise the test is skipped, saying why.
+fn sampling_works(sb: &Sandbox) -> bool {
+    let out = sb.bench(["--runs", "2", "--profile=auto", "true"]);
+    match out
+        .stderr
+        .lines()
+        .find(|l| l.contains("not profiled: the kernel refused"))
+    {
+        Some(line) => {
+            perfsleuth_testkit::skip("perf_software", format!("cpu-clock sampling: {line}"));
+            false
+        }
+        None => true,
+    }
+}
+
+/// Per function: self samples summed over its stacks and runs.
+fn self_samples(stacks: &serde_json::Value) -> Vec<(String, u64)> {
+    let frames = stacks["frames"].as_array().unwrap();
+    let mut by: std::collections::BTreeMap<String, u64> = Default::default();
+    for s in stacks["stacks"].as_array().unwrap() {
+        let leaf = s["frames"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .as_u64()
+            .unwrap();
+        let n: u64 = s["counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .sum();
+        *by.entry(
+            frames[leaf as usize]["function"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        )
+        .or_default() += n;
+    }
+    let mut v: Vec<_> = by.into_iter().collect();
+    v.sort_by_key(|e| std::cmp::Reverse(e.1));
+    v
+}
+
+#[test]
+fn a_profiled_run_names_its_hot_functions_stores_them_and_exports_folded_stacks() {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return;
+    }
+    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    let cmd = format!("{} 50 30 20", prog.display());
+    let folded = sb.path("out.folded");
+    let out = sb
+        .bench([
+            "--runs",
+            "6",
+            "--profile",
+            "--export-folded",
+            folded.to_str().unwrap(),
+            &cmd,
+        ])
+        .ok();
+    let profile_line = out
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("Profile:"))
+        .unwrap_or_else(|| panic!("no profile line: {out:?}"));
+    assert!(
+        profile_line.contains("`alpha` 5") || profile_line.contains("`alpha` 4"),
+        "alpha named first with about half: {profile_line}"
+    );
+    assert!(
+        out.stdout.contains("off-CPU time is not sampled"),
+        "{out:?}"
+    );
+
+    // Stored with the run, typed: 6 timed runs, alpha > beta > gamma.
+    let doc = sb.show_json("latest");
+    let stacks = &doc["run"]["benchmarks"][0]["stacks"];
+    assert_eq!(stacks["event"], "cpu-clock", "{doc}");
+    assert_eq!(stacks["iterations"].as_array().unwrap().len(), 6);
+    let ranked = self_samples(stacks);
+    let names: Vec<&str> = ranked.iter().take(3).map(|(f, _)| f.as_str()).collect();
+    assert_eq!(names, ["alpha", "beta", "gamma_"], "{ranked:?}");
+    let total: u64 = ranked.iter().map(|(_, n)| n).sum();
+    let share = |f: &str| ranked.iter().find(|(n, _)| n == f).unwrap().1 as f64 / total as f64;
+    assert!((share("alpha") - 0.5).abs() < 0.1, "{ranked:?}");
+
+    // The folded stacks: one line a stack, counts summing to the samples.
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let (mut sum, mut in_work) = (0, 0);
+    for line in text.lines() {
+        let (stack, count) = line.rsplit_once(' ').expect("`stack count`");
+        let n = count.parse::<u64>().expect("a count");
+        sum += n;
+        if stack.starts_with("_start;") && stack.contains(";main;work;") {
+            in_work += n;
+        }
+    }
+    assert_eq!(sum, total, "{text}");
+    // Unwound without frame pointers to the entry point (a sample or two
+    // may fall in start-up or exit).
+    assert!(in_work * 100 >= sum * 95, "{text}");
+}
+
+#[test]
+fn auto_keeps_no_profile_of_runs_too_short_to_sample_and_says_why() {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return;
+    }
+    let out = sb.bench(["--runs", "5", "--profile=auto", "true"]).ok();
+    assert!(
+        out.stderr
+            .contains("`true` not profiled: 0 samples per run")
+            || out
+                .stdout
+                .contains("`true` not profiled: 0 samples per run"),
+        "{out:?}"
+    );
+    let doc = sb.show_json("latest");
+    assert!(doc["run"]["benchmarks"][0].get("stacks").is_none(), "{doc}");
+    // Asked for: kept, thin, and said so.
+    let out = sb.bench(["--runs", "5", "--profile", "true"]).ok();
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(all.contains("`true`: only 0 samples per run"), "{out:?}");
+}
+
+#[test]
+fn a_process_tree_is_profiled_whole_and_fork_storms_are_counted_as_one_run_each() {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return;
+    }
+    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    // A shell that starts 200 short children, then the program: every
+    // process of the tree belongs to the run that started it.
+    let script = format!(
+        "for i in $(seq 200); do /bin/true; done; {} 20 20 20",
+        prog.display()
+    );
+    let out = sb
+        .bench(["--runs", "4", "--profile", "-S", "sh", &script])
+        .ok();
+    assert!(!out.stderr.contains("not profiled"), "{out:?}");
+    let doc = sb.show_json("latest");
+    let stacks = &doc["run"]["benchmarks"][0]["stacks"];
+    assert_eq!(stacks["iterations"].as_array().unwrap().len(), 4, "{doc}");
+    let ranked = self_samples(stacks);
+    assert!(
+        ranked.iter().take(4).any(|(f, _)| f == "alpha"),
+        "the program the shell started is in its run's profile: {ranked:?}"
+    );
+}
+
+/// A C wrapper that runs its arguments with `perf_event_open` refused
+/// (EACCES), as a container's seccomp profile refuses it.
+const NO_PERF: &str = r#"
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    if (argc < 2 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+        perror("seccomp");
+        return 125;
+    }
+    execvp(argv[1], argv + 1);
+    perror("exec");
+    return 126;
+}
+"#;
+
+#[test]
+fn a_refused_event_is_an_error_when_asked_for_and_a_note_with_auto() {
+    let sb = Sandbox::new();
+    let wrap = sb.gcc("no_perf", NO_PERF, &[]);
+    let exe = env!("CARGO_BIN_EXE_perfsleuth");
+    let store = sb.store();
+    let run = |args: &[&str]| -> common::Out {
+        let mut c = std::process::Command::new(&wrap);
+        c.arg(exe).args(["run", "--store", &store]).args(args);
+        c.env("NO_COLOR", "1");
+        c.output().expect("wrapper runs").into()
+    };
+    let out = run(&["--runs", "2", "--profile", "true"]).usage_error("cannot profile");
+    assert!(out.stderr.contains("EACCES"), "{out:?}");
+    assert!(
+        out.stderr.contains("seccomp") || out.stderr.contains("paranoid"),
+        "{out:?}"
+    );
+    // Nothing stored by the refused run.
+    assert!(!sb.db().exists() || sb.runs_json().is_empty());
+    let out = run(&["--runs", "2", "--profile=auto", "true"]).ok();
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(all.contains("not profiled: the kernel refused"), "{out:?}");
+    // Simulation mode samples nothing: asked for, it is refused.
+    sb.bench(["--mode", "simulation", "--profile", "true"])
+        .usage_error("--profile samples real runs");
+}
+
+#[test]
+fn ab_names_the_function_a_change_is_in_and_the_report_draws_both_flame_graphs() {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return;
+    }
+    let repo = sb.path("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("shares.c"), SHARES).unwrap();
+    std::fs::write(
+        repo.join("Makefile"),
+        "bench: shares.c\n\tgcc -O2 -g -o bench shares.c\n",
+    )
+    .unwrap();
+    common::git(&repo, &["init", "-q", "-b", "main"]);
+    common::git(&repo, &["add", "-A"]);
+    common::git(&repo, &["commit", "-qm", "base"]);
+    // The candidate: alpha does 20 % more work, beta and gamma the same.
+    let src = SHARES.replace("alpha(a / 20);", "alpha(a / 20 * 6 / 5);");
+    assert_ne!(src, SHARES);
+    std::fs::write(repo.join("shares.c"), src).unwrap();
+    let out = sb
+        .cmd()
+        .current_dir(&repo)
+        .args([
+            "ab",
+            "--store",
+            &sb.store(),
+            "--profile",
+            "--build",
+            "make",
+            "--",
+            "./bench 30 20 20",
+        ])
+        .output()
+        .unwrap();
+    let out: common::Out = out.into();
+    assert_eq!(out.code, 0, "{out:?}");
+    let note = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("wall is in") || l.contains("cpu is in"))
+        .unwrap_or_else(|| panic!("no attribution: {out:?}"));
+    assert!(
+        note.contains("is in `alpha` (bench): +"),
+        "alpha named first, slower: {note}"
+    );
+    assert!(!note.contains("in `gamma_`"), "gamma_ untouched: {note}");
+
+    let page = sb.path("ab.html");
+    sb.cmd()
+        .current_dir(&repo)
+        .args(["report", "--store", &sb.store(), "latest~1", "latest", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script"), "the report runs nothing");
+    let images = flame_images(&html);
+    // Each side's flame graph and the differential one.
+    assert!(images.len() >= 3, "{} flame graphs", images.len());
+    assert!(
+        images
+            .iter()
+            .all(|svg| svg.contains("alpha") && svg.contains("work"))
+    );
+    let diff = images
+        .iter()
+        .find(|svg| svg.contains("./bench 30 20 20") && svg.contains("rgb(255,"))
+        .expect("a differential graph with a grown (red) frame");
+    assert!(diff.contains("alpha"));
+    let (dom, log) = common::chromium(&format!("file://{}", page.display()), &["--dump-dom"]);
+    assert!(
+        !log.lines().any(|l| l.contains("CONSOLE")),
+        "console messages: {log}"
+    );
+    assert!(
+        dom.matches("class=\"flame\"").count() >= 3,
+        "images in the DOM"
+    );
+    // Each image decodes and draws in the browser: its natural width is
+    // inferno's 1200 px (0 for an image that failed).
+    let probe = sb.write(
+        "probe.html",
+        html.replacen(
+            "</body>",
+            "<script>window.onload=function(){document.title='['+Array.from(document.querySelectorAll('img.flame')).map(function(i){return i.naturalWidth}).join(',')+']'}</script></body>",
+            1,
+        ),
+    );
+    let (dom, _) = common::chromium(
+        &format!("file://{}", probe.display()),
+        &["--dump-dom", "--virtual-time-budget=2000"],
+    );
+    let title = &dom[dom.find("<title>[").expect("title set") + 8..];
+    let widths: Vec<&str> = title[..title.find(']').unwrap()].split(',').collect();
+    assert!(
+        widths.len() >= 3 && widths.iter().all(|w| *w == "1200"),
+        "{widths:?}"
+    );
+}
+
+/// The SVG documents of the page's flame graphs, decoded.
+fn flame_images(html: &str) -> Vec<String> {
+    use base64::Engine as _;
+    html.split("class=\"flame\"")
+        .skip(1)
+        .filter_map(|rest| {
+            let start = rest.find("base64,")? + 7;
+            let end = start + rest[start..].find('"')?;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(&rest[start..end])
+                .ok()?;
+            String::from_utf8(bytes).ok()
+        })
+        .collect()
+}
