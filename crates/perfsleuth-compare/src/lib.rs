@@ -2408,15 +2408,21 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             }
             (false, false) => {}
         }
-        if let Some(mut moves) = time_moves(&b, &c, opts.confidence()) {
-            let wall_shift = row.candidate_median - row.baseline_median;
-            if let Some(note) =
-                time_attribution(&moves, row.metric.name(), wall_shift, change.change)
-            {
-                row.notes.push(note);
+        match time_moves(&b, &c, opts.confidence()) {
+            Some(mut moves) => {
+                let wall_shift = row.candidate_median - row.baseline_median;
+                if let Some(note) =
+                    time_attribution(&moves, row.metric.name(), wall_shift, change.change)
+                {
+                    row.notes.push(note);
+                }
+                moves.truncate(FUNCTIONS_SHOWN);
+                row.time_functions = moves;
             }
-            moves.truncate(FUNCTIONS_SHOWN);
-            row.time_functions = moves;
+            None => row.notes.push(format!(
+                "profiled, but with fewer than {} runs a side (an imported profile is one run): no interval to say which functions the change is in; see the differential flame graph (`perfsleuth report`)",
+                stacks::MIN_PROFILED_RUNS
+            )),
         }
     }
 

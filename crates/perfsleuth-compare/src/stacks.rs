@@ -59,9 +59,13 @@ fn per_run(profiles: &[&StackProfile]) -> (usize, PerRun) {
     (runs, out)
 }
 
+/// Fewest profiled runs a side needs for an interval of a function's shift.
+pub const MIN_PROFILED_RUNS: usize = 3;
+
 /// Each function's move between the sides, the biggest self shift first;
-/// `None` when a side has no profiled run. `confidence`: the intervals'
-/// level (the verdict's).
+/// `None` when a side has fewer than [`MIN_PROFILED_RUNS`] profiled runs
+/// (an imported profile is one). `confidence`: the intervals' level (the
+/// verdict's).
 pub fn time_moves(
     baseline: &[&StackProfile],
     candidate: &[&StackProfile],
@@ -69,7 +73,7 @@ pub fn time_moves(
 ) -> Option<Vec<TimeMove>> {
     let (nb, base) = per_run(baseline);
     let (nc, cand) = per_run(candidate);
-    if nb == 0 || nc == 0 {
+    if nb < MIN_PROFILED_RUNS || nc < MIN_PROFILED_RUNS {
         return None;
     }
     let zeros_b = (vec![0.0; nb], vec![0.0; nb]);
@@ -209,6 +213,7 @@ mod tests {
                     counts: counts(g),
                 },
             ],
+            source: None,
         }
     }
 

@@ -17,6 +17,7 @@ mod gotest;
 mod gungraun;
 mod hyperfine;
 mod pytest;
+pub mod stacks;
 
 pub use criterion::{CriterionBench, parse_criterion};
 

@@ -588,6 +588,7 @@ impl Collected {
                 .sum(),
             frames,
             stacks,
+            source: None,
         }
     }
 

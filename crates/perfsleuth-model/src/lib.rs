@@ -683,6 +683,10 @@ pub struct StackProfile {
     pub frames: Vec<ProfileFrame>,
     /// The distinct stacks, each with its sample count per profiled run.
     pub stacks: Vec<ProfileStack>,
+    /// Where an imported profile came from (`perf script (perf.txt)`);
+    /// absent for one perfsleuth sampled. An imported file is one run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// One function of a profile.

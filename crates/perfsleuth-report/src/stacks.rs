@@ -51,6 +51,17 @@ pub fn stacks_headline(p: &StackProfile) -> String {
 /// benchmark's wall time summed over the profiled runs, where known.
 pub fn stacks_events(p: &StackProfile, wall_ns: Option<f64>) -> String {
     let hz = 1e9 / p.period_ns.max(1) as f64;
+    if let Some(source) = &p.source {
+        let rate = if p.period_ns > 0 {
+            format!(" at {hz:.0} Hz")
+        } else {
+            String::new()
+        };
+        return format!(
+            "{} samples{rate} imported from {source} (one profiled run)",
+            p.samples
+        );
+    }
     let mut t = format!(
         "{} samples in {} runs at {hz:.0} Hz, {} mode, {} lost",
         p.samples,
@@ -273,6 +284,7 @@ mod tests {
                     counts: vec![1, 2],
                 },
             ],
+            source: None,
         }
     }
 

@@ -220,6 +220,16 @@ pub trait Store {
         stacks: &perfsleuth_model::StackProfile,
     ) -> Result<(), StoreError>;
 
+    /// Gives benchmark `position` of a stored run the stacks a profiler took
+    /// elsewhere (`import --into`), unless it has some: `false` then, and
+    /// nothing changed.
+    fn attach_stacks(
+        &mut self,
+        run_id: i64,
+        position: usize,
+        stacks: &perfsleuth_model::StackProfile,
+    ) -> Result<bool, StoreError>;
+
     /// Appends probe results to a run in one transaction (after any stored
     /// before), so each probe's numbers are kept as soon as it finishes.
     fn add_probe_results(&mut self, run_id: i64, results: &[ProbeResult])

@@ -325,6 +325,22 @@ pub(crate) fn set_profile<D: Db + ?Sized>(
     set_benchmark_json(db, benchmark_id, "profile", serde_json::to_string(profile))
 }
 
+/// [`crate::Store::attach_stacks`].
+pub(crate) fn attach_stacks<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    position: usize,
+    stacks: &StackProfile,
+) -> Result<bool, StoreError> {
+    let text = json(db.place(), serde_json::to_string(stacks))?;
+    let changed = db.execute(
+        "UPDATE benchmarks SET stacks = ?1 WHERE run_id = ?2 AND position = ?3 \
+         AND stacks IS NULL AND run_id IN (SELECT id FROM runs WHERE project = ?4)",
+        &vals![text, run_id, position as i64, db.project()],
+    )?;
+    Ok(changed > 0)
+}
+
 /// Sets one JSON column of a benchmark of this handle's project, once its
 /// runs are done; `column` is one of ours, never user input.
 fn set_benchmark_json<D: Db + ?Sized>(
@@ -1333,6 +1349,14 @@ macro_rules! impl_store {
                 stacks: &perfsleuth_model::StackProfile,
             ) -> Result<(), StoreError> {
                 queries::set_stacks(self, benchmark_id, stacks)
+            }
+            fn attach_stacks(
+                &mut self,
+                run_id: i64,
+                position: usize,
+                stacks: &perfsleuth_model::StackProfile,
+            ) -> Result<bool, StoreError> {
+                queries::attach_stacks(self, run_id, position, stacks)
             }
             fn add_probe_results(
                 &mut self,

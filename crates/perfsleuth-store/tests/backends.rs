@@ -176,6 +176,7 @@ fn a_measured_run_and_an_ingested_run_load_back_identically() {
                     counts: vec![1, 0, 2],
                 },
             ],
+            source: None,
         });
         let original = run("main", vec![traced, bench("a", 2)]);
         let id = measure(store.as_mut(), &original);

@@ -62,6 +62,10 @@ pub const FEATURES: &[(&str, &str)] = &[
     ),
     ("go", "go test -bench runs (Debian's golang-go)"),
     (
+        "perf",
+        "perf record and perf script run (Debian's linux-perf): profiles taken elsewhere, imported",
+    ),
+    (
         "pyyaml",
         "python3 imports yaml (the CI templates' scripts are read from their YAML)",
     ),

@@ -274,7 +274,7 @@ pub struct ReportArgs {
 /// `perfsleuth import`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Formats: hyperfine (--export-json), criterion (the target/criterion directory, or one benchmark's directory in it), google-benchmark (--benchmark_format=json), pytest-benchmark (--benchmark-json), go (the text of go test -bench), callgrind (a callgrind.out file: a simulation run with its profile), gungraun (iai-callgrind's cargo bench output: a simulation run), bmf (Bencher Metric Format: summaries, no samples). Each becomes one stored run; `runs`, `show`, `compare`, `history` and `report` treat it like a measured one.\n\nExamples:\n  perfsleuth import results.json\n  perfsleuth import --format criterion target/criterion\n  go test -bench . -count 10 | perfsleuth import --format go -"
+    after_help = "Formats: hyperfine (--export-json), criterion (the target/criterion directory, or one benchmark's directory in it), google-benchmark (--benchmark_format=json), pytest-benchmark (--benchmark-json), go (the text of go test -bench), callgrind (a callgrind.out file: a simulation run with its profile), gungraun (iai-callgrind's cargo bench output: a simulation run), bmf (Bencher Metric Format: summaries, no samples). Each becomes one stored run; `runs`, `show`, `compare`, `history` and `report` treat it like a measured one. Profiles taken elsewhere join a stored run's benchmark instead (--into): folded (Brendan Gregg's folded stacks: inferno, flamegraph.pl, --export-folded) and perf-script (the text of `perf script` for a `perf record -g` file).\n\nExamples:\n  perfsleuth import results.json\n  perfsleuth import --format criterion target/criterion\n  go test -bench . -count 10 | perfsleuth import --format go -\n  perf script | perfsleuth import --format perf-script --into latest -"
 )]
 pub struct ImportArgs {
     /// The results: a file, a criterion directory, or `-` for standard input.
@@ -296,6 +296,13 @@ pub struct ImportArgs {
     /// command line, which differs between two builds).
     #[arg(short, long, value_name = "NAME")]
     pub name: Option<String>,
+    /// A profile (folded, perf-script) joins this stored run's benchmark.
+    ///
+    /// A profile (folded, perf-script) joins this stored run (id, `latest`,
+    /// `latest~N`): its benchmark named by --name, or its only one. A benchmark
+    /// that has a profile keeps it; nothing is replaced. [default: latest]
+    #[arg(long, value_name = "RUN")]
+    pub into: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -26,14 +26,72 @@ struct Read {
     detected: bool,
 }
 
+/// A profile format `import` attaches to a stored run (`--into`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProfileFormat {
+    Folded,
+    PerfScript,
+}
+
+impl ProfileFormat {
+    fn from_name(s: &str) -> Option<ProfileFormat> {
+        match s.to_ascii_lowercase().as_str() {
+            "folded" | "collapsed" => Some(ProfileFormat::Folded),
+            "perf-script" | "perf" => Some(ProfileFormat::PerfScript),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            ProfileFormat::Folded => "folded stacks",
+            ProfileFormat::PerfScript => "perf script",
+        }
+    }
+}
+
 /// Runs `perfsleuth import`.
 pub fn import(args: ImportArgs) -> Result<i32, Fail> {
-    let chosen = chosen_format(&args.format)?;
+    let named = ProfileFormat::from_name(&args.format);
+    if named.is_none() && args.into.is_some() && args.format != "auto" {
+        return Err(Fail::usage(
+            format!(
+                "--into attaches a profile; {} results become a run of their own",
+                args.format
+            ),
+            "drop --into, or give --format folded or --format perf-script",
+        ));
+    }
+    let chosen = match named {
+        Some(_) => None,
+        None => chosen_format(&args.format)?,
+    };
     let label = args.input.display().to_string();
     let read = if args.input != Path::new("-") && args.input.is_dir() {
+        if named.is_some() || args.into.is_some() {
+            return Err(Fail::usage(
+                format!("{label} is a directory, not a profile"),
+                "give the folded stacks or perf script text as a file, or - for standard input",
+            ));
+        }
         read_criterion(&args.input, chosen, None)?
     } else {
-        parse_text(&label, read_input(&args.input)?, chosen)?
+        let text = read_input(&args.input)?;
+        let detected = named.or_else(|| {
+            (args.format == "auto")
+                .then(|| detect_profile(&text))
+                .flatten()
+        });
+        if let Some(format) = detected {
+            return import_profile(&args, format, &text, &label);
+        }
+        if args.into.is_some() {
+            return Err(Fail::usage(
+                format!("--into attaches a profile, and {label} is not one"),
+                "give folded stacks or perf script text, or drop --into to import results as a run",
+            ));
+        }
+        parse_text(&label, text, chosen)?
     };
     let mut read = read;
     if let Some(name) = &args.name {
@@ -53,6 +111,106 @@ pub fn import(args: ImportArgs) -> Result<i32, Fail> {
         &source,
         args.store.store.as_deref(),
     )
+}
+
+/// A profile format recognised from the text, for `--format auto`.
+fn detect_profile(text: &str) -> Option<ProfileFormat> {
+    if perfsleuth_import::detect(text).is_some() {
+        return None;
+    }
+    if perfsleuth_import::stacks::looks_perf_script(text) {
+        Some(ProfileFormat::PerfScript)
+    } else if perfsleuth_import::stacks::looks_folded(text) {
+        Some(ProfileFormat::Folded)
+    } else {
+        None
+    }
+}
+
+/// `import --into`: a profile taken elsewhere joins a stored run's
+/// benchmark (named by --name, or the run's only one), unless it has one.
+fn import_profile(
+    args: &ImportArgs,
+    format: ProfileFormat,
+    text: &str,
+    label: &str,
+) -> Result<i32, Fail> {
+    let source = format!("{} ({label})", format.name());
+    let parsed = match format {
+        ProfileFormat::Folded => perfsleuth_import::stacks::parse_folded(text, &source),
+        ProfileFormat::PerfScript => perfsleuth_import::stacks::parse_perf_script(text, &source),
+    };
+    let profile = parsed.map_err(|e| {
+        Fail::usage(
+            format!("cannot import {label} as {}: {e}", format.name()),
+            e.hint.clone(),
+        )
+    })?;
+    let mut store = output::open_existing_store(args.store.store.as_deref())?;
+    let spec = args.into.as_deref().unwrap_or("latest");
+    let id = store.resolve_run(spec).map_err(output::store_fail)?;
+    let run = store
+        .load_run(id)
+        .map_err(output::store_fail)?
+        .ok_or_else(|| {
+            Fail::usage(
+                format!("run {id} not found in {}", store.location().display()),
+                "list the stored runs with `perfsleuth runs`",
+            )
+        })?;
+    let names = || {
+        run.benchmarks
+            .iter()
+            .map(|b| format!("`{}`", b.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let position = match &args.name {
+        Some(name) => run
+            .benchmarks
+            .iter()
+            .position(|b| &b.name == name)
+            .ok_or_else(|| {
+                Fail::usage(
+                    format!("run {id} has no benchmark `{name}`"),
+                    format!("give --name one of {}", names()),
+                )
+            })?,
+        None if run.benchmarks.len() == 1 => 0,
+        None => {
+            return Err(Fail::usage(
+                format!(
+                    "run {id} has {} benchmarks: which one is profiled?",
+                    run.benchmarks.len()
+                ),
+                format!("give --name one of {}", names()),
+            ));
+        }
+    };
+    let bench = &run.benchmarks[position];
+    let attached = store
+        .attach_stacks(id, position, &profile)
+        .map_err(output::store_fail)?;
+    if !attached {
+        return Err(Fail::usage(
+            format!(
+                "`{}` of run {id} already has a profile; nothing was changed",
+                bench.name
+            ),
+            "import into another run, or compare the two runs' profiles with `perfsleuth compare`",
+        ));
+    }
+    emit(
+        &format!(
+            "Attached {} samples of {} to `{}` of run {id}: {}\n",
+            profile.samples,
+            format.name(),
+            bench.name,
+            perfsleuth_report::stacks_headline(&profile)
+        ),
+        false,
+    );
+    Ok(0)
 }
 
 /// Runs `perfsleuth exec`: the suite, then an import of what it wrote.

@@ -350,3 +350,129 @@ fn flame_images(html: &str) -> Vec<String> {
         })
         .collect()
 }
+
+#[test]
+fn a_profile_taken_with_perf_joins_a_stored_run_once_and_folded_stacks_join_another() {
+    let sb = Sandbox::new();
+    if !perfsleuth_testkit::tools_present("import --into", &["perf"]) {
+        return;
+    }
+    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    let data = sb.path("perf.data");
+    // perf's own profile of the program, with DWARF call stacks.
+    let recorded = std::process::Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "997",
+            "--call-graph",
+            "dwarf",
+            "-o",
+        ])
+        .arg(&data)
+        .arg(&prog)
+        .args(["40", "20", "20"])
+        .output()
+        .unwrap();
+    if !recorded.status.success() {
+        perfsleuth_testkit::skip(
+            "perf",
+            format!("perf record: {}", String::from_utf8_lossy(&recorded.stderr)),
+        );
+        return;
+    }
+    let script = std::process::Command::new("perf")
+        .args(["script", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(script.status.success(), "{script:?}");
+    let text = sb.write("perf.txt", &script.stdout);
+    let cmd = format!("{} 40 20 20", prog.display());
+    sb.bench(["--runs", "3", &cmd]).ok();
+    // Detected from the text; joins the latest run's only benchmark.
+    let out = sb
+        .run(["import", "--store", &sb.store(), text.to_str().unwrap()])
+        .ok();
+    assert!(out.stdout.contains("samples of perf script to"), "{out:?}");
+    assert!(
+        out.stdout.contains("`alpha` 5") || out.stdout.contains("`alpha` 4"),
+        "{out:?}"
+    );
+    let doc = sb.show_json("latest");
+    let stacks = &doc["run"]["benchmarks"][0]["stacks"];
+    assert_eq!(stacks["event"], "cpu-clock", "{doc}");
+    assert_eq!(stacks["period_ns"], 1_003_009);
+    assert!(
+        stacks["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("perf script (")
+    );
+    assert_eq!(self_samples(stacks)[0].0, "alpha");
+    // Nothing stored is replaced.
+    let again = sb.run(["import", "--store", &sb.store(), text.to_str().unwrap()]);
+    again.usage_error("already has a profile; nothing was changed");
+    assert_eq!(
+        sb.show_json("latest")["run"]["benchmarks"][0]["stacks"],
+        *stacks
+    );
+
+    // Folded stacks (perfsleuth's own export) into a run of two benchmarks.
+    let folded = sb.path("one.folded");
+    sb.bench([
+        "--runs",
+        "3",
+        "--export-folded",
+        folded.to_str().unwrap(),
+        &cmd,
+    ])
+    .ok();
+    sb.bench(["--runs", "2", "-n", "a", "true", "-n", "b", "true"])
+        .ok();
+    sb.run([
+        "import",
+        "--store",
+        &sb.store(),
+        "--format",
+        "folded",
+        folded.to_str().unwrap(),
+    ])
+    .usage_error("which one is profiled?");
+    sb.run([
+        "import",
+        "--store",
+        &sb.store(),
+        "--format",
+        "folded",
+        "--into",
+        "latest",
+        "--name",
+        "b",
+        folded.to_str().unwrap(),
+    ])
+    .ok();
+    let doc = sb.show_json("latest");
+    assert!(doc["run"]["benchmarks"][0].get("stacks").is_none());
+    assert_eq!(
+        self_samples(&doc["run"]["benchmarks"][1]["stacks"])[0].0,
+        "alpha"
+    );
+    // A results file is no profile.
+    let hf = sb.write(
+        "hf.json",
+        r#"{"results": [{"command": "x", "times": [0.1, 0.2]}]}"#,
+    );
+    sb.run([
+        "import",
+        "--store",
+        &sb.store(),
+        "--into",
+        "latest",
+        hf.to_str().unwrap(),
+    ])
+    .usage_error("is not one");
+}
