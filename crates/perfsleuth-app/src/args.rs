@@ -561,6 +561,17 @@ pub struct ExplainArgs {
     /// Significance level of each verdict, before the Holm adjustment over the experiments.
     #[arg(hide_short_help = true, long, value_name = "ALPHA")]
     pub alpha: Option<f64>,
+    /// Sample the experiments' call stacks too (docs/PROFILES.md), kept with their run.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = When::Off,
+        default_missing_value = "on"
+    )]
+    pub profile: When,
     /// The metric to explain [default: wall time; Ir in simulation].
     #[arg(long, value_name = "NAME")]
     pub metric: Vec<String>,
@@ -697,6 +708,17 @@ pub struct ScaleArgs {
         default_missing_value = "on"
     )]
     pub locks: When,
+    /// Sample each level's on-CPU call stacks (docs/PROFILES.md), kept per level.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = When::Off,
+        default_missing_value = "on"
+    )]
+    pub profile: When,
     /// Do not store the results (also when PERFSLEUTH_STORE is set).
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,

@@ -26,6 +26,8 @@ pub struct Following<'a, S: Spawn> {
     inner: &'a mut S,
     queued: VecDeque<Forked>,
     forked: Vec<Forked>,
+    /// [`Spawn::note_timed`]: the next run's timed iteration.
+    next_timed: Option<u32>,
 }
 
 impl<'a, S: Spawn> Following<'a, S> {
@@ -35,6 +37,7 @@ impl<'a, S: Spawn> Following<'a, S> {
             inner,
             queued: VecDeque::new(),
             forked: Vec::new(),
+            next_timed: None,
         }
     }
 
@@ -86,9 +89,10 @@ impl<S: Spawn> Spawn for Following<'_, S> {
         capture_stderr: bool,
     ) -> Result<(), MeasureError> {
         self.inner.begin(id, iteration, capture_stderr)?;
+        let noted = self.next_timed.take();
         self.queued.push_back(Forked {
             id,
-            timed: (!capture_stderr).then_some(iteration),
+            timed: noted.or((!capture_stderr).then_some(iteration)),
         });
         Ok(())
     }
@@ -127,5 +131,8 @@ impl<S: Spawn> Spawn for Following<'_, S> {
     }
     fn peak_rss_floor(&self) -> Option<u64> {
         self.inner.peak_rss_floor()
+    }
+    fn note_timed(&mut self, iteration: u32) {
+        self.next_timed = Some(iteration);
     }
 }

@@ -36,6 +36,10 @@ pub trait Spawn {
     fn stderr_tail(&mut self, id: CommandId, lines: usize) -> String;
     /// The executor's own peak RSS: the floor of every child's reported peak.
     fn peak_rss_floor(&self) -> Option<u64>;
+    /// Says that the next run requested is timed iteration `iteration`
+    /// although it keeps its stderr (the scale sweep's runs); only the
+    /// run-numbering wrapper cares.
+    fn note_timed(&mut self, _iteration: u32) {}
 }
 
 impl Spawn for Spawner {

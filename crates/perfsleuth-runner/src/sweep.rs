@@ -188,6 +188,9 @@ impl Sweep<'_> {
             })?;
         }
         let before = CpuTimes::read().ok();
+        if timed {
+            spawner.note_timed(iteration);
+        }
         let outcome = spawner
             .run_once(l.id, iteration)
             .map_err(|source| RunError::Measure {

@@ -476,3 +476,43 @@ fn a_profile_taken_with_perf_joins_a_stored_run_once_and_folded_stacks_join_anot
     ])
     .usage_error("is not one");
 }
+
+#[test]
+fn scale_keeps_a_profile_per_level_from_its_timed_runs() {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return;
+    }
+    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    let cmd = format!("{} {{n}} 10 10", prog.display());
+    sb.run([
+        "scale",
+        "--store",
+        &sb.store(),
+        "--profile",
+        "--param",
+        "n=20,40",
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--work",
+        "1",
+        "--",
+        &cmd,
+    ])
+    .ok();
+    let doc = sb.show_json("latest");
+    let levels = doc["run"]["benchmarks"].as_array().unwrap();
+    assert_eq!(levels.len(), 2, "{doc}");
+    let mut alpha = Vec::new();
+    for l in levels {
+        let stacks = &l["stacks"];
+        // The three timed runs, not the warmup.
+        assert_eq!(stacks["iterations"], serde_json::json!([0, 1, 2]), "{l}");
+        let ranked = self_samples(stacks);
+        assert_eq!(ranked[0].0, "alpha", "{ranked:?}");
+        alpha.push(ranked[0].1);
+    }
+    assert!(alpha[1] > alpha[0], "twice the work at n=40: {alpha:?}");
+}

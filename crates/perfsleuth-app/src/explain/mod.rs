@@ -672,6 +672,10 @@ fn run_args(
     }
     r.store = args.store.clone();
     r.no_store = args.no_store;
+    // Simulation counts every function already; a profile samples real runs.
+    if mode != Mode::Simulation {
+        r.profile = args.profile;
+    }
     // A run made by `run` says how it measured; an import (hyperfine's
     // command times) reruns with the defaults.
     if template.origin() == perfsleuth_model::RunOrigin::Measured
