@@ -67,8 +67,9 @@ pub const STACK_BYTES: u32 = 8192;
 /// The ring buffers' data size over all CPUs asked for first (each CPU's a
 /// power of two, at least [`MIN_RING_BYTES`]), then halved on refusal (an
 /// unprivileged user may lock only `perf_event_mlock_kb`, 516 KiB by default).
-const RING_BYTES: usize = 8 << 20;
-const MIN_RING_BYTES: usize = 64 << 10;
+pub const RING_BYTES: usize = 8 << 20;
+/// The smallest ring buffer per CPU.
+pub const MIN_RING_BYTES: usize = 64 << 10;
 /// The flag asking for timestamps from `clockid` (perf_event_attr bit 25).
 const USE_CLOCKID: u64 = 1 << 25;
 
@@ -113,6 +114,8 @@ pub struct SamplerConfig {
     /// Sample kernel mode too (needs `perf_event_paranoid` ≤ 1 or
     /// CAP_PERFMON); else user mode only.
     pub kernel: bool,
+    /// The ring buffers' size over all CPUs, bytes ([`RING_BYTES`]).
+    pub ring_bytes: usize,
 }
 
 impl SamplerConfig {
@@ -121,6 +124,7 @@ impl SamplerConfig {
         SamplerConfig {
             rate_hz: DEFAULT_RATE_HZ,
             kernel: may_sample_kernel(),
+            ring_bytes: RING_BYTES,
         }
     }
 
@@ -194,10 +198,10 @@ impl Sampler {
             flags |= EXCLUDE_KERNEL;
         }
         let cpus = online_cpus();
-        let mut per_cpu = (RING_BYTES / cpus.len().max(1))
+        let mut per_cpu = (config.ring_bytes / cpus.len().max(1))
             .next_power_of_two()
             .max(MIN_RING_BYTES);
-        if per_cpu * cpus.len() > RING_BYTES {
+        if per_cpu * cpus.len() > config.ring_bytes {
             per_cpu /= 2;
         }
         let per_cpu = per_cpu.max(MIN_RING_BYTES);
@@ -804,15 +808,25 @@ impl State {
                         |n| n.to_string_lossy().into_owned(),
                     )
                 });
-            ids.push(
-                self.collected.frame(ProfileFrame {
-                    function: module
-                        .as_ref()
-                        .map_or_else(|| "[unknown]".to_string(), |m| format!("[{m}]")),
-                    module: module.unwrap_or_default(),
+            // Code in no file (a JIT's, `//anon` in the mmap records) or
+            // in a file that could not be read.
+            let anonymous = module
+                .as_deref()
+                .is_none_or(|m| m == "anon" || m.starts_with("[anon") || m.starts_with("memfd:"));
+            ids.push(self.collected.frame(if anonymous {
+                ProfileFrame {
+                    function: "[anonymous code]".into(),
+                    module: "[anon]".into(),
                     inlined: false,
-                }),
-            );
+                }
+            } else {
+                let m = module.unwrap_or_default();
+                ProfileFrame {
+                    function: format!("[{m}]"),
+                    module: m,
+                    inlined: false,
+                }
+            }));
         }
         // Outermost first.
         frames.reverse();

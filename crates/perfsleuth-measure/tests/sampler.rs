@@ -149,3 +149,46 @@ fn samples_name_the_hot_functions_in_their_shares_unwound_to_main() {
         p.frames
     );
 }
+
+#[test]
+fn a_ring_that_overflows_counts_the_samples_the_kernel_lost() {
+    let dir = scratch("overflow");
+    let Some(prog) = compile(&dir, "spin2", &["-O2", "-pthread"]) else {
+        return;
+    };
+    let mut sp = Spawner::start().unwrap();
+    // 20 kHz into the smallest rings (64 KiB a CPU: seven 8 KiB stacks),
+    // drained every 10 ms: two busy threads fill them many times over.
+    let config = SamplerConfig {
+        rate_hz: 20_000,
+        ring_bytes: 0,
+        ..SamplerConfig::default_for_this_process()
+    };
+    let sampler = match Sampler::start(sp.pid(), config) {
+        Ok(s) => s,
+        Err(e) => {
+            skip("perf_software", format!("cpu-clock sampling: {e}"));
+            return;
+        }
+    };
+    let id = sp
+        .prepare(
+            &argv(&[prog.to_str().unwrap(), "300"]),
+            &IoConfig::default(),
+        )
+        .unwrap();
+    match sp.run_once(id, 0).unwrap() {
+        Outcome::Completed(s) if s.succeeded() => {}
+        other => panic!("{other:?}"),
+    }
+    let collected = sampler.finish();
+    assert_eq!(collected.runs_seen, 1);
+    let p = collected.report(&[(1, 0)]);
+    println!(
+        "kept {} samples, lost {}, throttled {} times",
+        p.samples, p.lost, collected.throttled
+    );
+    assert!(p.lost > 0, "nothing lost: {collected:?}");
+    assert_eq!(p.lost, collected.lost);
+    assert!(p.samples > 0, "and some kept");
+}

@@ -24,26 +24,30 @@ pub fn stacks_headline(p: &StackProfile) -> String {
             format!(
                 "`{}` {}",
                 f.frame.function,
-                format_share(f.self_total() as f64 / p.samples as f64, 0)
+                rounded_share(f.self_total() as f64 / p.samples as f64)
             )
         })
         .collect();
     let rest: u64 = functions.iter().skip(NAMED).map(|f| f.self_total()).sum();
     let mut t = named.join(", ");
     if rest > 0 {
-        let share = rest as f64 / p.samples as f64;
         t.push_str(&format!(
             ", {} in {} other functions",
-            if share < 0.005 {
-                "<1%".to_string()
-            } else {
-                format_share(share, 0)
-            },
+            rounded_share(rest as f64 / p.samples as f64),
             functions.len() - NAMED
         ));
     }
     t.push_str(" (self time)");
     t
+}
+
+/// A share to the whole percent, "<1%" for a few samples rather than "0%".
+fn rounded_share(share: f64) -> String {
+    if share > 0.0 && share < 0.005 {
+        "<1%".to_string()
+    } else {
+        format_share(share, 0)
+    }
 }
 
 /// "514 samples in 5 runs at 997 Hz, user and kernel mode, 0 lost; on CPU

@@ -12,6 +12,28 @@ use perfsleuth_model::StackProfile;
 /// profile: a share would then move by a tenth with one sample.
 pub const MIN_SAMPLES_PER_RUN: u64 = 10;
 
+/// The file most samples are in without a function name (`file+0x…`),
+/// with the share of the samples, when that is at least half of them.
+fn unnamed(p: &StackProfile) -> Option<(String, f64)> {
+    let mut by: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for s in &p.stacks {
+        let Some(leaf) = s.frames.last().and_then(|&f| p.frames.get(f as usize)) else {
+            continue;
+        };
+        if leaf
+            .function
+            .strip_prefix(leaf.module.as_str())
+            .is_some_and(|rest| rest.starts_with("+0x"))
+        {
+            *by.entry(&leaf.module).or_default() +=
+                s.counts.iter().map(|&c| u64::from(c)).sum::<u64>();
+        }
+    }
+    let (module, n) = by.into_iter().max_by_key(|(_, n)| *n)?;
+    let share = n as f64 / p.samples.max(1) as f64;
+    (share >= 0.5).then(|| (module.to_string(), share))
+}
+
 /// Starts the sampler on the spawner `root` as `choice` asks: `Ok(None)` for
 /// off, or for auto where sampling is impossible (with the note why); `Err`
 /// only when asked for explicitly and impossible.
@@ -89,6 +111,12 @@ pub fn finish(
                         "`{name}`: only {median} samples per run (~{ms:.0} ms on CPU); its shares are coarse"
                     )),
                 }
+            }
+            if let Some((module, share)) = unnamed(&p) {
+                notes.push(format!(
+                    "`{name}`: {:.0}% of the samples are in {module}, which has no symbols (a stripped binary): its functions are named by offset ({module}+0x…); keep its symbol table (strip --strip-debug, or build with -g) to see their names",
+                    100.0 * share
+                ));
             }
             if p.truncated * 10 > p.samples.max(1) {
                 notes.push(format!(

@@ -176,14 +176,16 @@ fn a_process_tree_is_profiled_whole_and_fork_storms_are_counted_as_one_run_each(
     );
 }
 
-/// A C wrapper that runs its arguments with `perf_event_open` refused
-/// (EACCES), as a container's seccomp profile refuses it.
+/// A C wrapper that runs its arguments (after the errno number) with
+/// `perf_event_open` failing with that errno: EACCES as a container's
+/// seccomp profile refuses it, ENOENT as a kernel without the event.
 const NO_PERF: &str = r#"
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -191,15 +193,15 @@ int main(int argc, char **argv) {
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (argc > 1 ? atoi(argv[1]) : EACCES)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = {sizeof f / sizeof f[0], f};
-    if (argc < 2 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+    if (argc < 3 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
         perror("seccomp");
         return 125;
     }
-    execvp(argv[1], argv + 1);
+    execvp(argv[2], argv + 2);
     perror("exec");
     return 126;
 }
@@ -211,9 +213,13 @@ fn a_refused_event_is_an_error_when_asked_for_and_a_note_with_auto() {
     let wrap = sb.gcc("no_perf", NO_PERF, &[]);
     let exe = env!("CARGO_BIN_EXE_perfsleuth");
     let store = sb.store();
+    let errno = std::cell::Cell::new("13");
     let run = |args: &[&str]| -> common::Out {
         let mut c = std::process::Command::new(&wrap);
-        c.arg(exe).args(["run", "--store", &store]).args(args);
+        c.arg(errno.get())
+            .arg(exe)
+            .args(["run", "--store", &store])
+            .args(args);
         c.env("NO_COLOR", "1");
         c.output().expect("wrapper runs").into()
     };
@@ -228,6 +234,9 @@ fn a_refused_event_is_an_error_when_asked_for_and_a_note_with_auto() {
     let out = run(&["--runs", "2", "--profile=auto", "true"]).ok();
     let all = format!("{}{}", out.stdout, out.stderr);
     assert!(all.contains("not profiled: the kernel refused"), "{out:?}");
+    // A kernel without the event (ENOENT).
+    errno.set("2");
+    run(&["--runs", "2", "--profile", "true"]).usage_error("not supported");
     // Simulation mode samples nothing: asked for, it is refused.
     sb.bench(["--mode", "simulation", "--profile", "true"])
         .usage_error("--profile samples real runs");
@@ -515,4 +524,60 @@ fn scale_keeps_a_profile_per_level_from_its_timed_runs() {
         alpha.push(ranked[0].1);
     }
     assert!(alpha[1] > alpha[0], "twice the work at n=40: {alpha:?}");
+}
+
+#[test]
+fn a_stripped_binary_is_named_by_offset_and_says_so() {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return;
+    }
+    let prog = sb.gcc("shares", SHARES, &["-s"]);
+    let cmd = format!("{} 40 20 20", prog.display());
+    let out = sb.bench(["--runs", "3", "--profile", &cmd]).ok();
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        all.contains("which has no symbols (a stripped binary)"),
+        "{out:?}"
+    );
+    assert!(all.contains("`shares+0x"), "named by offset: {out:?}");
+}
+
+/// A program whose hot loop is machine code it wrote into anonymous
+/// memory at run time, as a JIT compiler's is.
+const JIT: &str = r#"
+#include <string.h>
+#include <sys/mman.h>
+int main(void) {
+    /* mov ecx, 100000000; loop: dec ecx; jnz loop; ret */
+    unsigned char code[] = {0xb9, 0x00, 0xe1, 0xf5, 0x05, 0xff, 0xc9, 0x75, 0xfc, 0xc3};
+    void *m = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return 1;
+    memcpy(m, code, sizeof code);
+    for (int i = 0; i < 3; i++) ((void (*)(void))m)();
+    return 0;
+}
+"#;
+
+#[test]
+fn code_in_no_file_is_unknown_and_said_so() {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return;
+    }
+    let prog = sb.gcc("jit", JIT, &[]);
+    let out = sb
+        .bench(["--runs", "3", "--profile", prog.to_str().unwrap()])
+        .ok();
+    let all = format!("{}{}", out.stdout, out.stderr);
+    let headline = out
+        .stdout
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("Profile:"))
+        .unwrap_or_default();
+    assert!(
+        headline.trim_start().starts_with("`[anonymous code]` "),
+        "{out:?}"
+    );
+    assert!(all.contains("code in no file, such as a JIT's"), "{out:?}");
 }
