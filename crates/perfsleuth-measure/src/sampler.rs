@@ -501,6 +501,18 @@ fn record_time(r: &[u8]) -> u64 {
     .unwrap_or(0)
 }
 
+/// Whether `source` is a file of a language's standard library, inlined
+/// from its headers or sources: Rust's (`/rustc/HASH/library/…`, or a
+/// local rust-src), C and C++'s system headers.
+fn is_library_source(source: Option<&str>) -> bool {
+    source.is_some_and(|s| {
+        s.starts_with("/rustc/")
+            || s.contains("/lib/rustlib/src/rust/library/")
+            || s.starts_with("/usr/include/")
+            || s.starts_with("/usr/lib/gcc/")
+    })
+}
+
 /// What the reader counted, by kernel run number; [`Collected::report`]
 /// per benchmark.
 #[derive(Debug, Default)]
@@ -831,6 +843,12 @@ impl State {
         // Outermost first.
         frames.reverse();
         for f in frames {
+            // A standard library function inlined into the program's own
+            // (`Range::next`, `u64::lt`) is no call of its own: its time is
+            // its caller's.
+            if f.inlined && is_library_source(f.source.as_deref()) {
+                continue;
+            }
             ids.push(self.collected.frame(ProfileFrame {
                 function: f.function,
                 module: f.file,

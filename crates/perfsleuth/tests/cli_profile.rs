@@ -9,6 +9,7 @@
 mod common;
 
 use common::Sandbox;
+use std::path::Path;
 
 /// Three functions whose self time is in the proportion of their
 /// arguments (millions of iterations of one dependent loop each),
@@ -580,4 +581,41 @@ fn code_in_no_file_is_unknown_and_said_so() {
         "{out:?}"
     );
     assert!(all.contains("code in no file, such as a JIT's"), "{out:?}");
+}
+
+#[test]
+fn inlined_rust_functions_are_named_and_the_standard_library_inlined_into_them_is_not() {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return;
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/profiles/three.rs");
+    let prog = sb.path("three");
+    let built = std::process::Command::new("rustc")
+        .args(["-C", "opt-level=2", "-g", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .status()
+        .expect("rustc runs (the toolchain that builds the tests)");
+    assert!(built.success());
+    let out = sb
+        .bench(["--runs", "4", "--profile", prog.to_str().unwrap()])
+        .ok();
+    let headline = out
+        .stdout
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("Profile:"))
+        .unwrap_or_default()
+        .trim_start();
+    // alpha, beta and gamma exist only as inlined frames of `work`; the
+    // `Range::next` and integer methods inlined into them are not theirs.
+    assert!(
+        headline.starts_with("`three::alpha` 4") || headline.starts_with("`three::alpha` 3"),
+        "{out:?}"
+    );
+    assert!(
+        headline.contains("`three::beta`") && headline.contains("`three::gamma`"),
+        "{out:?}"
+    );
+    assert!(!headline.contains("core::"), "{out:?}");
 }

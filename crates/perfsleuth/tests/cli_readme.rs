@@ -352,6 +352,8 @@ fn every_readme_command_runs_as_written() {
         "probe.html",
         "here.json",
         "sleep.json",
+        "three.folded",
+        "three.html",
     ] {
         assert!(repo.join(f).exists(), "README's {f} was not written");
     }
