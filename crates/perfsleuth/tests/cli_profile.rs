@@ -619,3 +619,51 @@ fn inlined_rust_functions_are_named_and_the_standard_library_inlined_into_them_i
     );
     assert!(!headline.contains("core::"), "{out:?}");
 }
+
+#[test]
+fn a_profiled_run_pushed_to_a_team_server_keeps_its_stacks() {
+    let common::Team {
+        sandbox: _server_box,
+        store: team,
+        secret,
+        server,
+    } = common::team();
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return;
+    }
+    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    let cmd = format!("{} 20 10 10", prog.display());
+    let out: common::Out = sb
+        .cmd()
+        .env("PERFSLEUTH_SERVER", &server.base)
+        .env("PERFSLEUTH_PROJECT", "app")
+        .env("PERFSLEUTH_TOKEN", &secret)
+        .args([
+            "run",
+            "--store",
+            &sb.store(),
+            "--runs",
+            "3",
+            "--profile",
+            "--push",
+            &cmd,
+        ])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("sent to"), "{out:?}");
+    let local = sb.show_json("latest");
+    let remote: common::Out = sb
+        .cmd()
+        .env("PERFSLEUTH_STORE_PROJECT", "app")
+        .args(["show", "--json", "--store", &team, "latest"])
+        .output()
+        .unwrap()
+        .into();
+    let remote = common::parse_json(&remote.stdout);
+    let stacks = &remote["run"]["benchmarks"][0]["stacks"];
+    assert_eq!(stacks["event"], "cpu-clock", "{remote}");
+    assert_eq!(*stacks, local["run"]["benchmarks"][0]["stacks"]);
+}
