@@ -111,9 +111,15 @@ impl Instruments {
     pub fn attach(&mut self, run: &mut Run, sink: &mut StoreSink<'_>) -> Result<(), Fail> {
         attach(run, std::mem::take(&mut self.reports), sink)?;
         for (i, profile) in std::mem::take(&mut self.profiles).into_iter().enumerate() {
-            let (Some(profile), Some(bench)) = (profile, run.benchmarks.get_mut(i)) else {
+            let (Some(mut profile), Some(bench)) = (profile, run.benchmarks.get_mut(i)) else {
                 continue;
             };
+            // A run cut short (Ctrl-C) was sampled but kept no sample.
+            let kept: Vec<u32> = bench.samples.iter().map(|s| s.iteration).collect();
+            profile.keep_iterations(&kept);
+            if profile.iterations.is_empty() {
+                continue;
+            }
             sink.set_stacks(i, &profile)?;
             bench.stacks = Some(profile);
         }

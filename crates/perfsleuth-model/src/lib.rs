@@ -805,6 +805,56 @@ impl StackProfile {
         out
     }
 
+    /// Keeps only the runs of `iterations` (those whose samples were kept:
+    /// a run cut short by Ctrl-C was sampled but not stored), and the
+    /// stacks and frames still sampled in them.
+    pub fn keep_iterations(&mut self, iterations: &[u32]) {
+        let keep: Vec<bool> = self
+            .iterations
+            .iter()
+            .map(|i| iterations.contains(i))
+            .collect();
+        if keep.iter().all(|&k| k) {
+            return;
+        }
+        let pick = |v: &[u32]| -> Vec<u32> {
+            v.iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(x, _)| *x)
+                .collect()
+        };
+        self.iterations = pick(&self.iterations);
+        if !self.periods_ns.is_empty() {
+            self.periods_ns = self
+                .periods_ns
+                .iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(x, _)| *x)
+                .collect();
+        }
+        for s in &mut self.stacks {
+            s.counts = pick(&s.counts);
+        }
+        self.stacks.retain(|s| s.counts.iter().any(|&c| c > 0));
+        // Renumber the frames still used.
+        let mut map = vec![u32::MAX; self.frames.len()];
+        let mut frames = Vec::new();
+        for s in &mut self.stacks {
+            for f in &mut s.frames {
+                let i = *f as usize;
+                if map[i] == u32::MAX {
+                    map[i] = frames.len() as u32;
+                    frames.push(self.frames[i].clone());
+                }
+                *f = map[i];
+            }
+        }
+        self.frames = frames;
+        self.samples = self.run_totals().iter().sum();
+    }
+
     /// The sampling period of profiled run `i`, ns.
     pub fn period_of(&self, i: usize) -> u64 {
         self.periods_ns.get(i).copied().unwrap_or(self.period_ns)
@@ -1440,7 +1490,44 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn a_profile_keeps_only_the_runs_whose_samples_were_kept() {
+        let f = |n: &str| ProfileFrame {
+            function: n.into(),
+            module: "m".into(),
+            inlined: false,
+        };
+        let mut p = StackProfile {
+            event: "cpu-clock".into(),
+            period_ns: 1_000_000,
+            periods_ns: vec![900_000, 1_000_000, 1_100_000],
+            iterations: vec![0, 1, 2],
+            samples: 16,
+            frames: vec![f("main"), f("a"), f("b")],
+            stacks: vec![
+                ProfileStack {
+                    frames: vec![0, 1],
+                    counts: vec![5, 5, 0],
+                },
+                ProfileStack {
+                    frames: vec![0, 2],
+                    counts: vec![0, 0, 6],
+                },
+            ],
+            ..StackProfile::default()
+        };
+        // Run 2 was cut short: its samples and the frame only it saw go.
+        p.keep_iterations(&[0, 1]);
+        assert_eq!(p.iterations, vec![0, 1]);
+        assert_eq!(p.periods_ns, vec![900_000, 1_000_000]);
+        assert_eq!(p.samples, 10);
+        assert_eq!(p.stacks.len(), 1);
+        assert_eq!(p.frames, vec![f("main"), f("a")]);
+        assert_eq!(p.stacks[0].frames, vec![0, 1]);
+    }
 
     #[test]
     fn floats_read_back_to_the_same_bits() {

@@ -667,3 +667,97 @@ fn a_profiled_run_pushed_to_a_team_server_keeps_its_stacks() {
     assert_eq!(stacks["event"], "cpu-clock", "{remote}");
     assert_eq!(*stacks, local["run"]["benchmarks"][0]["stacks"]);
 }
+
+#[test]
+fn ctrl_c_keeps_the_runs_measured_and_their_profile() {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return;
+    }
+    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    let cmd = format!("{} 20 10 10", prog.display());
+    let child = sb
+        .std_cmd()
+        .args([
+            "run",
+            "--store",
+            &sb.store(),
+            "--profile",
+            "--runs",
+            "1000",
+            &cmd,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: kill on the child's pid with a valid signal.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "Ctrl-C exits 130: {out:?}");
+    let doc = sb.show_json("latest");
+    assert_eq!(doc["run"]["status"], "interrupted", "{doc}");
+    let bench = &doc["run"]["benchmarks"][0];
+    let samples = bench["samples"].as_array().unwrap().len();
+    assert!(samples >= 5, "the runs measured are kept: {samples}");
+    // The profile of the runs measured, or a note why there is none;
+    // never one of runs that were not kept.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match bench.get("stacks") {
+        Some(stacks) => {
+            let profiled = stacks["iterations"].as_array().unwrap().len();
+            assert!(
+                profiled >= 1 && profiled <= samples,
+                "{profiled} of {samples}"
+            );
+        }
+        None => assert!(stderr.contains("not profiled"), "{stderr}"),
+    }
+}
+
+#[test]
+fn an_unprivileged_user_profiles_user_mode() {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return;
+    }
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2);
+    if unsafe { libc::geteuid() } != 0 || paranoid > 2 {
+        perfsleuth_testkit::skip(
+            "perf_software",
+            "needs root to switch to nobody, and perf_event_paranoid ≤ 2",
+        );
+        return;
+    }
+    // A directory nobody may read, with the program in it.
+    let dir = std::env::temp_dir().join(format!("perfsleuth-nobody-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    let shared = dir.join("shares");
+    std::fs::copy(&prog, &shared).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out: common::Out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_perfsleuth"))
+        .args(["run", "--no-store", "--runs", "3", "--profile"])
+        .arg(format!("{} 40 20 20", shared.display()))
+        .current_dir(&dir)
+        .env("HOME", &dir)
+        .env("NO_COLOR", "1")
+        .env_remove("PERFSLEUTH_STORE")
+        .output()
+        .expect("setpriv runs")
+        .into();
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = out.ok();
+    assert!(out.stdout.contains("at 997 Hz, user mode"), "{out:?}");
+    assert!(
+        out.stdout.contains("Profile:                  `alpha`"),
+        "{out:?}"
+    );
+}
