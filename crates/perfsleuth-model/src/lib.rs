@@ -1490,7 +1490,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
     use std::time::{Duration, UNIX_EPOCH};
 
     #[test]

@@ -726,7 +726,9 @@ fn an_unprivileged_user_profiles_user_mode() {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(2);
-    if unsafe { libc::geteuid() } != 0 || paranoid > 2 {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || paranoid > 2 {
         perfsleuth_testkit::skip(
             "perf_software",
             "needs root to switch to nobody, and perf_event_paranoid ≤ 2",
