@@ -273,8 +273,37 @@ impl Module {
 
 /// Rust names without their hash; other names as they are.
 fn demangle(name: &str) -> String {
-    match rustc_demangle::try_demangle(name) {
-        Ok(d) => format!("{d:#}"),
-        Err(_) => name.to_string(),
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        return format!("{d:#}");
+    }
+    // C++ (Itanium ABI), without parameters and return type, as Rust names
+    // are shown without their hash: `shapes::accumulate<long>`.
+    if name.starts_with("_Z")
+        && let Ok(sym) = cpp_demangle::Symbol::new(name)
+        && let Ok(d) = sym.demangle(
+            &cpp_demangle::DemangleOptions::new()
+                .no_params()
+                .no_return_type(),
+        )
+    {
+        return d;
+    }
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rust_and_cpp_names_are_demangled_and_c_names_kept() {
+        assert_eq!(
+            super::demangle("_ZN6shapes10accumulateIlEET_RKSt6vectorIS1_SaIS1_EEi"),
+            "shapes::accumulate<long>"
+        );
+        assert_eq!(
+            super::demangle("_ZN5three5alpha17h0123456789abcdefE"),
+            "three::alpha"
+        );
+        assert_eq!(super::demangle("alpha"), "alpha");
+        assert_eq!(super::demangle("_Zgarbage"), "_Zgarbage");
     }
 }

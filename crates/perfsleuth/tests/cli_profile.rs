@@ -763,3 +763,46 @@ fn an_unprivileged_user_profiles_user_mode() {
         "{out:?}"
     );
 }
+
+/// A C++ function template, its name mangled in the symbol table.
+const CPP: &str = r#"
+#include <cstdio>
+#include <vector>
+namespace shapes {
+template <typename T> __attribute__((noinline)) T accumulate(const std::vector<T>& v, int reps) {
+    T s = 0;
+    for (int r = 0; r < reps; r++)
+        for (auto x : v) s = s * 3 + x;
+    return s;
+}
+}
+int main() {
+    std::vector<long> v(1000000, 1);
+    std::printf("%ld\n", shapes::accumulate(v, 60));
+}
+"#;
+
+#[test]
+fn cpp_functions_are_named_demangled() {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) || !perfsleuth_testkit::tools_present("C++ names", &["g++"]) {
+        return;
+    }
+    let src = sb.write("shapes.cpp", CPP);
+    let prog = sb.path("shapes");
+    let built = std::process::Command::new("g++")
+        .args(["-O2", "-g", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let out = sb
+        .bench(["--runs", "3", "--profile", prog.to_str().unwrap()])
+        .ok();
+    assert!(
+        out.stdout
+            .contains("Profile:                  `shapes::accumulate<long>` 9"),
+        "{out:?}"
+    );
+}
