@@ -347,7 +347,29 @@ fn a_malloc_tunable_is_named_in_wall_time() {
         &[("MALLOC_MMAP_THRESHOLD_", "131072"), ("GOGC", "50")],
         &wall,
     );
-    let doc = explain_json(&sb, &["1", "2", "--runs", "15", "--rounds", "5"]);
+    // The experiments are profiled too, where this machine samples.
+    let samples = sb
+        .run(["run", "--no-store", "--runs", "1", "--profile", "true"])
+        .code
+        == 0;
+    let mut args = vec!["1", "2", "--runs", "15", "--rounds", "5"];
+    if samples {
+        args.push("--profile");
+    } else {
+        perfsleuth_testkit::skip(
+            "perf_software",
+            "explain --profile: cpu-clock sampling refused",
+        );
+    }
+    let doc = explain_json(&sb, &args);
+    if samples {
+        let measured = sb.show_json("latest");
+        let benches = measured["run"]["benchmarks"].as_array().unwrap();
+        assert!(
+            benches.len() >= 3 && benches.iter().all(|b| b["stacks"]["event"] == "cpu-clock"),
+            "every experiment profiled: {measured}"
+        );
+    }
     let b = &doc["benchmarks"][0];
     // Wall-time mode: the judged time, CPU time for this program that keeps
     // one CPU busy without waiting (mmap and munmap are system time).
