@@ -134,7 +134,8 @@ pub fn render_html(c: &Comparison) -> String {
     }
     // Both sides profiled: a differential flame graph per benchmark.
     for f in &c.flames {
-        let Some(svg) = perfsleuth_report::diff_flame_svg(&f.before, &f.after, &f.key) else {
+        let Some(svg) = perfsleuth_report::diff_flame_svg(&f.before, &f.after, &f.key, f.unit)
+        else {
             continue;
         };
         let img = perfsleuth_report::svg_img(

@@ -407,7 +407,8 @@ pub struct Row {
     pub time_functions: Vec<TimeMove>,
 }
 
-/// One benchmark's stacks on both sides, folded in on-CPU µs per run.
+/// One benchmark's stacks on both sides, folded per run (on-CPU µs, or
+/// samples where a side has no sampling period).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Flame {
     /// The pairing key, as rows show it.
@@ -416,6 +417,8 @@ pub struct Flame {
     pub before: String,
     /// The candidate's folded stacks.
     pub after: String,
+    /// Their counts' unit (µs or samples a run).
+    pub unit: &'static str,
 }
 
 /// Functions kept per row in [`Row::functions`].
@@ -2375,19 +2378,28 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         };
         let (b, c) = (stacks(&base_entries), stacks(&cand_entries));
         if !b.is_empty() && !c.is_empty() {
+            let samples = perfsleuth_report::in_samples(&b) || perfsleuth_report::in_samples(&c);
             flames.push(Flame {
                 key: row.key(),
-                before: perfsleuth_report::folded_per_run_us(&b),
-                after: perfsleuth_report::folded_per_run_us(&c),
+                before: perfsleuth_report::folded_per_run(&b, samples),
+                after: perfsleuth_report::folded_per_run(&c, samples),
+                unit: perfsleuth_report::flame_unit(samples),
             });
         }
     }
+    // The one time row a benchmark's attribution goes on: its gating one
+    // (CPU time for a program judged on it), else wall time.
+    let gating_time: HashSet<String> = rows
+        .iter()
+        .filter(|r| r.gating && matches!(r.metric, Metric::Wall | Metric::Cpu))
+        .map(Row::key)
+        .collect();
     for row in &mut rows {
         let time = matches!(row.metric, Metric::Wall | Metric::Cpu);
         let Some(change) = row.change.as_ref().filter(|_| time) else {
             continue;
         };
-        if !changed(row.verdict) {
+        if !changed(row.verdict) || (!row.gating && gating_time.contains(&row.key())) {
             continue;
         }
         let stacks = |entries: &Entries<'a>| {
@@ -2409,18 +2421,27 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             (false, false) => {}
         }
         match time_moves(&b, &c, opts.confidence()) {
-            Some(mut moves) => {
-                let wall_shift = row.candidate_median - row.baseline_median;
-                if let Some(note) =
-                    time_attribution(&moves, row.metric.name(), wall_shift, change.change)
-                {
-                    row.notes.push(note);
-                }
+            Some(found) => {
+                // CPU time: shares of its change. Wall time, which may
+                // include waiting and several threads' CPU: shares of the
+                // change of the time on CPU the samples saw.
+                let note = if row.metric == Metric::Cpu {
+                    time_attribution(
+                        &found.moves,
+                        row.metric.name(),
+                        row.candidate_median - row.baseline_median,
+                        change.change,
+                    )
+                } else {
+                    time_attribution(&found.moves, "on-CPU", found.on_cpu.shift, change.change)
+                };
+                row.notes.extend(note);
+                let mut moves = found.moves;
                 moves.truncate(FUNCTIONS_SHOWN);
                 row.time_functions = moves;
             }
             None => row.notes.push(format!(
-                "profiled, but with fewer than {} runs a side (an imported profile is one run): no interval to say which functions the change is in; see the differential flame graph (`perfsleuth report`)",
+                "profiled, but with fewer than {} runs a side or without sampling periods (an imported profile is one run; folded stacks have no times): no interval to say which functions the change is in; see the differential flame graph (`perfsleuth report`)",
                 stacks::MIN_PROFILED_RUNS
             )),
         }

@@ -62,25 +62,61 @@ fn per_run(profiles: &[&StackProfile]) -> (usize, PerRun) {
 /// Fewest profiled runs a side needs for an interval of a function's shift.
 pub const MIN_PROFILED_RUNS: usize = 3;
 
-/// Each function's move between the sides, the biggest self shift first;
-/// `None` when a side has fewer than [`MIN_PROFILED_RUNS`] profiled runs
-/// (an imported profile is one). `confidence`: the intervals' level (the
-/// verdict's).
+/// Functions tested for a shift: those with the most self time on the two
+/// sides together. Each is judged at a Bonferroni-corrected level, so that
+/// among them all a function is called moved by chance at most the
+/// verdict's α of the time.
+pub const FUNCTIONS_TESTED: usize = 10;
+
+/// Where a change sits: the tested functions' moves, and the shift of the
+/// profiled on-CPU time per run as a whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeMoves {
+    /// The tested functions, the biggest self shift first.
+    pub moves: Vec<TimeMove>,
+    /// Shift of the samples' CPU time per run (all functions), ns.
+    pub on_cpu: MedianShift,
+}
+
+/// Each of the [`FUNCTIONS_TESTED`] busiest functions' move between the
+/// sides, the biggest self shift first; `None` when a side has fewer than
+/// [`MIN_PROFILED_RUNS`] profiled runs (an imported profile is one) or a
+/// profile without a sampling period (imported folded stacks: shares, no
+/// times). `confidence`: the verdict's level, shared by the functions.
 pub fn time_moves(
     baseline: &[&StackProfile],
     candidate: &[&StackProfile],
     confidence: f64,
-) -> Option<Vec<TimeMove>> {
+) -> Option<TimeMoves> {
+    if baseline.iter().chain(candidate).any(|p| p.period_ns == 0) {
+        return None;
+    }
     let (nb, base) = per_run(baseline);
     let (nc, cand) = per_run(candidate);
     if nb < MIN_PROFILED_RUNS || nc < MIN_PROFILED_RUNS {
         return None;
     }
+    let totals =
+        |ps: &[&StackProfile]| -> Vec<f64> { ps.iter().flat_map(|p| p.run_cpu_ns()).collect() };
+    let on_cpu = bootstrap_median_shift(
+        &totals(baseline),
+        &totals(candidate),
+        confidence,
+        RESAMPLES / 2,
+        SEED,
+    )?;
     let zeros_b = (vec![0.0; nb], vec![0.0; nb]);
     let zeros_c = (vec![0.0; nc], vec![0.0; nc]);
     let mut keys: Vec<&(String, String)> = base.keys().chain(cand.keys()).collect();
     keys.sort();
     keys.dedup();
+    let busy = |k: &(String, String)| -> f64 {
+        let m = |v: Option<&(Vec<f64>, Vec<f64>)>| v.map_or(0.0, |v| v.0.iter().sum::<f64>());
+        m(base.get(k)) / nb as f64 + m(cand.get(k)) / nc as f64
+    };
+    keys.sort_by(|a, b| busy(b).total_cmp(&busy(a)).then(a.cmp(b)));
+    keys.truncate(FUNCTIONS_TESTED);
+    let level = 1.0 - (1.0 - confidence) / keys.len().max(1) as f64;
     let mut moves = Vec::with_capacity(keys.len());
     for (n, key) in keys.into_iter().enumerate() {
         let b = base.get(key).unwrap_or(&zeros_b);
@@ -88,8 +124,8 @@ pub fn time_moves(
         // A per-function stream, so the intervals are not correlated.
         let seed = SEED ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let (Some(self_shift), Some(inclusive_shift)) = (
-            bootstrap_median_shift(&b.0, &c.0, confidence, RESAMPLES / 5, seed),
-            bootstrap_median_shift(&b.1, &c.1, confidence, RESAMPLES / 5, seed ^ 1),
+            bootstrap_median_shift(&b.0, &c.0, level, RESAMPLES / 2, seed),
+            bootstrap_median_shift(&b.1, &c.1, level, RESAMPLES / 2, seed ^ 1),
         ) else {
             continue;
         };
@@ -109,7 +145,7 @@ pub fn time_moves(
             .total_cmp(&a.self_shift.shift.abs())
             .then(a.function.cmp(&b.function))
     });
-    Some(moves)
+    Some(TimeMoves { moves, on_cpu })
 }
 
 /// Functions named in the sentence.
@@ -130,6 +166,15 @@ pub fn time_attribution(
     if wall_shift_ns == 0.0 || !wall_shift_ns.is_finite() {
         return None;
     }
+    let change_text = if metric == "on-CPU" {
+        format!(
+            "the {}{} on CPU a run",
+            if wall_shift_ns < 0.0 { "−" } else { "+" },
+            perfsleuth_model::quantity::format_duration_ns(wall_shift_ns.abs())
+        )
+    } else {
+        format!("{:+.1}% {metric}", 100.0 * change)
+    };
     let ms = |ns: f64| perfsleuth_model::quantity::format_duration_ns(ns.abs());
     let signed = |ns: f64| format!("{}{}", if ns < 0.0 { "−" } else { "+" }, ms(ns));
     let mut parts = Vec::new();
@@ -154,20 +199,15 @@ pub fn time_attribution(
         .collect();
     let mut text = match parts.split_first() {
         Some((first, rest)) => {
-            let first = first.replacen(
-                " in ",
-                &format!(" of {:+.1}% {metric} is in ", 100.0 * change),
-                1,
-            );
+            let first = first.replacen(" in ", &format!(" of {change_text} is in "), 1);
             std::iter::once(first)
                 .chain(rest.iter().cloned())
                 .collect::<Vec<_>>()
                 .join("; ")
         }
-        None => format!(
-            "no function's own time moved beyond the noise of the runs ({:+.1}% {metric})",
-            100.0 * change
-        ),
+        None => {
+            format!("no function's own time moved beyond the noise of the runs ({change_text})")
+        }
     };
     if !noise.is_empty() {
         text.push_str(&format!("; in the noise: {}", noise.join(", ")));
@@ -220,8 +260,8 @@ mod tests {
     #[test]
     fn the_function_that_slowed_is_named_first_with_its_sign_and_the_untouched_one_is_noise() {
         let base = profile(10, 50, 30, 20);
-        let cand = profile(10, 60, 28, 20);
-        let moves = time_moves(&[&base], &[&cand], 0.95).unwrap();
+        let cand = profile(10, 60, 26, 20);
+        let moves = time_moves(&[&base], &[&cand], 0.95).unwrap().moves;
         assert_eq!(moves[0].function, "alpha");
         assert!(moves[0].self_shift.shift > 9e6 && !moves[0].in_the_noise());
         let beta = moves.iter().find(|m| m.function == "beta").unwrap();
@@ -233,23 +273,31 @@ mod tests {
         assert!(gamma.in_the_noise(), "{gamma:?}");
         // main's own time is 0 on both sides; its inclusive time moved.
         let main = moves.iter().find(|m| m.function == "main").unwrap();
-        assert!(main.in_the_noise() && main.inclusive_shift.shift > 7e6);
+        assert!(main.in_the_noise() && main.inclusive_shift.shift > 5e6);
         let text = time_attribution(&moves, "wall", 8e6, 0.08).unwrap();
         assert!(
-            text.starts_with("125% of +8.0% wall is in `alpha` (shares): +10.000 ms a run [+8.500 ms, +11.500 ms]"),
+            text.starts_with("125% of +8.0% wall is in `alpha` (shares): +10.000 ms a run ["),
             "{text}"
         );
         assert!(
-            text.contains("; -25% in `beta` (shares): −2.000 ms a run [−3.500 ms, −500.0 µs]"),
+            text.contains("; -50% in `beta` (shares): −4.000 ms a run ["),
             "{text}"
         );
         assert!(text.ends_with("; in the noise: `gamma`, `main`"), "{text}");
+        // Wall time: shares of the change of the time on CPU.
+        let found = time_moves(&[&base], &[&cand], 0.95).unwrap();
+        assert_eq!(found.on_cpu.shift, 6e6);
+        let text = time_attribution(&found.moves, "on-CPU", found.on_cpu.shift, 0.08).unwrap();
+        assert!(
+            text.starts_with("167% of the +6.000 ms on CPU a run is in `alpha` (shares)"),
+            "{text}"
+        );
     }
 
     #[test]
     fn without_a_move_the_sentence_says_so_and_a_side_without_profiles_gives_none() {
         let base = profile(10, 50, 30, 20);
-        let moves = time_moves(&[&base], &[&base], 0.95).unwrap();
+        let moves = time_moves(&[&base], &[&base], 0.95).unwrap().moves;
         let text = time_attribution(&moves, "wall", 1e5, 0.001).unwrap();
         assert!(text.starts_with("no function's own time moved"), "{text}");
         assert_eq!(time_moves(&[], &[&base], 0.95), None);

@@ -119,7 +119,8 @@ fn parse_weighted(text: &str, source: &str, weight: u64) -> Result<StackProfile,
         if ids.is_empty() {
             continue;
         }
-        *by_stack.entry(ids).or_default() += count;
+        let total = by_stack.entry(ids).or_default();
+        *total = total.saturating_add(count);
         if by_stack.len() > MAX_STACKS {
             return Err(ImportError::new(
                 at(),

@@ -79,6 +79,9 @@ pub const JITTER: f64 = 0.1;
 /// `PERF_EVENT_IOC_PERIOD`: `_IOW('$', 4, __u64)`.
 const IOC_PERIOD: libc::c_ulong = 0x4008_2404;
 
+/// How old a record must be before it is put in order and read.
+const ORDER_MARGIN_NS: u64 = 20_000_000;
+
 /// How often the reader drains the ring when it is not half full.
 const DRAIN_EVERY: Duration = Duration::from_millis(10);
 
@@ -204,32 +207,17 @@ impl Sampler {
         if per_cpu * cpus.len() > config.ring_bytes {
             per_cpu /= 2;
         }
-        let per_cpu = per_cpu.max(MIN_RING_BYTES);
-        let attr = PerfEventAttr {
-            kind: PERF_TYPE_SOFTWARE,
-            size: PERF_ATTR_SIZE_VER5 as u32,
-            config: SW_CPU_CLOCK,
-            sample_period: config.period_ns(),
-            sample_type: SAMPLE_IP
-                | SAMPLE_TID
-                | SAMPLE_TIME
-                | SAMPLE_PERIOD
-                | SAMPLE_REGS_USER
-                | SAMPLE_STACK_USER,
-            flags,
-            // With `watermark`, wake the reader when half a ring is full.
-            wakeup_events: (per_cpu / 2) as u32,
-            sample_regs_user: (1 << REG_BP) | (1 << REG_SP) | (1 << REG_IP),
-            sample_stack_user: STACK_BYTES,
-            clockid: libc::CLOCK_MONOTONIC,
-            ..PerfEventAttr::default()
+        let mut per_cpu = per_cpu.max(MIN_RING_BYTES);
+        // Every CPU's ring the same size: the kernel's lock limit is per CPU
+        // (`perf_event_mlock_kb` each, plus RLIMIT_MEMLOCK), so a refusal
+        // closes them all and tries again at half the size.
+        let rings = loop {
+            match open_rings(&cpus, pid, flags, config, per_cpu) {
+                Ok(rings) => break rings,
+                Err(SamplerError::Map(_)) if per_cpu / 2 >= MIN_RING_BYTES => per_cpu /= 2,
+                Err(e) => return Err(e),
+            }
         };
-        let mut rings = Vec::with_capacity(cpus.len());
-        for &cpu in &cpus {
-            let event = perf_event_open_on(&attr, pid, cpu, -1)
-                .map_err(|errno| SamplerError::Open(open_error(errno, config.kernel)))?;
-            rings.push(Ring::map(event, per_cpu)?);
-        }
         // Not inherited: keeps the spawner's context unlike its children's.
         let guard = PerfEventAttr {
             kind: PERF_TYPE_SOFTWARE,
@@ -255,7 +243,48 @@ impl Sampler {
             config,
         })
     }
+}
 
+/// Opens the sampling event on `pid` on every CPU and maps a ring of
+/// `per_cpu` bytes for each.
+fn open_rings(
+    cpus: &[i32],
+    pid: libc::pid_t,
+    flags: u64,
+    config: SamplerConfig,
+    per_cpu: usize,
+) -> Result<Vec<Ring>, SamplerError> {
+    {
+        let attr = PerfEventAttr {
+            kind: PERF_TYPE_SOFTWARE,
+            size: PERF_ATTR_SIZE_VER5 as u32,
+            config: SW_CPU_CLOCK,
+            sample_period: config.period_ns(),
+            sample_type: SAMPLE_IP
+                | SAMPLE_TID
+                | SAMPLE_TIME
+                | SAMPLE_PERIOD
+                | SAMPLE_REGS_USER
+                | SAMPLE_STACK_USER,
+            flags,
+            // With `watermark`, wake the reader when half a ring is full.
+            wakeup_events: (per_cpu / 2) as u32,
+            sample_regs_user: (1 << REG_BP) | (1 << REG_SP) | (1 << REG_IP),
+            sample_stack_user: STACK_BYTES,
+            clockid: libc::CLOCK_MONOTONIC,
+            ..PerfEventAttr::default()
+        };
+        let mut rings = Vec::with_capacity(cpus.len());
+        for &cpu in cpus {
+            let event = perf_event_open_on(&attr, pid, cpu, -1)
+                .map_err(|errno| SamplerError::Open(open_error(errno, config.kernel)))?;
+            rings.push(Ring::map(event, per_cpu)?);
+        }
+        Ok(rings)
+    }
+}
+
+impl Sampler {
     /// The configuration sampled with.
     pub fn config(&self) -> SamplerConfig {
         self.config
@@ -265,11 +294,20 @@ impl Sampler {
     /// the runs have been waited for), and returns what it counted.
     pub fn finish(mut self) -> Collected {
         self.stop.store(true, Ordering::Release);
-        let mut collected = self
-            .reader
-            .take()
-            .and_then(|r| r.join().ok())
-            .unwrap_or_default();
+        let mut collected = match self.reader.take().map(|r| r.join()) {
+            Some(Ok(c)) => c,
+            Some(Err(panic)) => Collected {
+                failed: Some(
+                    panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "it panicked".into()),
+                ),
+                ..Collected::default()
+            },
+            None => Collected::default(),
+        };
         collected.period_ns = self.config.period_ns();
         collected.kernel = self.config.kernel;
         collected
@@ -330,8 +368,8 @@ impl Ring {
             .ok()
             .filter(|&p| p > 0)
             .unwrap_or(4096);
-        let mut data = bytes;
-        loop {
+        let data = bytes;
+        {
             let len = page + data;
             // SAFETY: maps `len` bytes of the perf event's buffer, shared; the
             // kernel checks the size (1 + 2^n pages) and the lock limit.
@@ -369,12 +407,10 @@ impl Ring {
                 });
             }
             let err = std::io::Error::last_os_error();
-            if data / 2 < MIN_RING_BYTES {
-                return Err(SamplerError::Map(format!(
-                    "{err} (perf_event_mlock_kb and RLIMIT_MEMLOCK limit it)"
-                )));
-            }
-            data /= 2;
+            Err(SamplerError::Map(format!(
+                "{err} ({} KiB a CPU; perf_event_mlock_kb and RLIMIT_MEMLOCK limit it)",
+                data >> 10
+            )))
         }
     }
 
@@ -459,8 +495,10 @@ fn read(rings: Vec<Ring>, period_ns: u64, stop: &AtomicBool) -> Collected {
     loop {
         // Checked before draining, so what was written before the stop is read.
         let stopping = stop.load(Ordering::Acquire);
-        // Every record older than this is in its ring by now.
-        let cutoff = monotonic_ns().saturating_sub(1_000_000);
+        // Every record older than this is in its ring by now: a record is
+        // written when its event happens; the margin covers a virtual CPU
+        // paused between the two.
+        let cutoff = monotonic_ns().saturating_sub(ORDER_MARGIN_NS);
         for ring in &rings {
             ring.drain(&mut pending);
         }
@@ -525,6 +563,8 @@ pub struct Collected {
     pub throttled: u64,
     /// Samples of processes no run started (none expected).
     pub outside: u64,
+    /// Why the reader stopped before the end, if it did (nothing was counted then).
+    pub failed: Option<String>,
     period_ns: u64,
     kernel: bool,
     frames: Vec<ProfileFrame>,
@@ -533,8 +573,9 @@ pub struct Collected {
     stack_ids: HashMap<Vec<u32>, u32>,
     /// (run, stack) → samples.
     counts: HashMap<(u32, u32), u32>,
-    /// run → the period its samples were taken at, ns.
-    periods: HashMap<u32, u64>,
+    /// run → (sum of its samples' periods, samples): a run's processes may
+    /// have been sampled at different periods.
+    periods: HashMap<u32, (u64, u64)>,
     /// run → samples not unwound past the sampled function.
     truncated: HashMap<u32, u64>,
 }
@@ -594,7 +635,10 @@ impl Collected {
             iterations: runs.iter().map(|&(_, it)| it).collect(),
             periods_ns: runs
                 .iter()
-                .map(|(r, _)| self.periods.get(r).copied().unwrap_or(self.period_ns))
+                .map(|(r, _)| match self.periods.get(r) {
+                    Some(&(sum, n)) if n > 0 => (sum as f64 / n as f64).round() as u64,
+                    _ => self.period_ns,
+                })
                 .collect(),
             samples,
             lost: self.lost,
@@ -766,7 +810,9 @@ impl State {
             return;
         };
         if let Some(period) = u64_at(r, 32) {
-            self.collected.periods.entry(run).or_insert(period);
+            let e = self.collected.periods.entry(run).or_default();
+            e.0 = e.0.saturating_add(period);
+            e.1 += 1;
         }
         let mut at = 8 + 8 + 8 + 8 + 8;
         let abi = u64_at(r, at).unwrap_or(0);
@@ -781,11 +827,12 @@ impl State {
         } else {
             None
         };
-        let size = u64_at(r, at).unwrap_or(0) as usize;
+        let size = usize::try_from(u64_at(r, at).unwrap_or(0)).unwrap_or(usize::MAX);
         at += 8;
-        let stack = r.get(at..at + size).unwrap_or(&[]);
+        let end = at.saturating_add(size);
+        let stack = r.get(at..end).unwrap_or(&[]);
         let dyn_size = if size > 0 {
-            u64_at(r, at + size).unwrap_or(0) as usize
+            usize::try_from(u64_at(r, end).unwrap_or(0)).unwrap_or(0)
         } else {
             0
         };

@@ -853,6 +853,8 @@ impl StackProfile {
         }
         self.frames = frames;
         self.samples = self.run_totals().iter().sum();
+        // Counted over all runs: at most what is left.
+        self.truncated = self.truncated.min(self.samples);
     }
 
     /// The sampling period of profiled run `i`, ns.

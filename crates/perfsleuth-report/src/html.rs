@@ -303,7 +303,12 @@ pub fn profile_section(name: &str, p: &perfsleuth_model::StackProfile) -> String
         escape(&crate::stacks_headline(p)),
         escape(&crate::stacks_events(p, None))
     );
-    if let Some(svg) = crate::flame_svg(&crate::folded_per_run_us(&[p]), name) {
+    let samples = crate::in_samples(&[p]);
+    if let Some(svg) = crate::flame_svg(
+        &crate::folded_per_run(&[p], samples),
+        name,
+        crate::flame_unit(samples),
+    ) {
         inner.push_str(&crate::svg_img(
             &svg,
             &format!("Flame graph of {name}: on-CPU time per run by call stack"),

@@ -124,19 +124,42 @@ pub fn folded(run: &Run) -> String {
     out
 }
 
+/// Whether `profiles` must be drawn in samples rather than time: one of
+/// them has no sampling period (imported folded stacks).
+pub fn in_samples(profiles: &[&StackProfile]) -> bool {
+    profiles.iter().any(|p| p.period_ns == 0)
+}
+
+/// The unit of [`folded_per_run`]'s counts.
+pub fn flame_unit(in_samples: bool) -> &'static str {
+    if in_samples {
+        "samples a run"
+    } else {
+        "µs a run"
+    }
+}
+
 /// The folded stacks of `profiles` (one benchmark's, over one or several
-/// runs) in on-CPU microseconds per run: comparable between sides that
-/// measured different numbers of runs.
-pub fn folded_per_run_us(profiles: &[&StackProfile]) -> String {
+/// runs) per run — on-CPU microseconds, or samples where `in_samples` —:
+/// comparable between sides that measured different numbers of runs.
+pub fn folded_per_run(profiles: &[&StackProfile], in_samples: bool) -> String {
     let runs: usize = profiles.iter().map(|p| p.iterations.len()).sum();
     let mut by_stack: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
     for p in profiles {
         for s in &p.stacks {
+            // Samples weigh a thousand, to be read as the µs of a ms period.
             let ns: f64 = s
                 .counts
                 .iter()
                 .enumerate()
-                .map(|(i, &c)| f64::from(c) * p.period_of(i) as f64)
+                .map(|(i, &c)| {
+                    let w = if in_samples {
+                        1000.0
+                    } else {
+                        p.period_of(i) as f64
+                    };
+                    f64::from(c) * w
+                })
                 .sum();
             let names: Vec<String> = s
                 .frames
@@ -169,11 +192,11 @@ fn frame_text(frame: &perfsleuth_model::ProfileFrame) -> String {
 }
 
 /// The report's flame graph options: a fixed width, static (no script: the
-/// report runs none), counts in microseconds of CPU per run.
-fn flame_options<'a>(title: &str) -> inferno::flamegraph::Options<'a> {
+/// report runs none), counts in `unit` ([`flame_unit`]).
+fn flame_options<'a>(title: &str, unit: &str) -> inferno::flamegraph::Options<'a> {
     let mut o = inferno::flamegraph::Options::default();
     o.title = title.to_string();
-    o.count_name = "µs a run".into();
+    o.count_name = unit.to_string();
     o.image_width = Some(1200);
     o.no_javascript = true;
     o.deterministic = true;
@@ -192,12 +215,13 @@ fn without_script(svg: String) -> String {
 }
 
 /// A flame graph of folded stacks, as a standalone SVG document.
-pub fn flame_svg(folded: &str, title: &str) -> Option<String> {
+pub fn flame_svg(folded: &str, title: &str, unit: &str) -> Option<String> {
     if folded.trim().is_empty() {
         return None;
     }
     let mut out = Vec::new();
-    inferno::flamegraph::from_lines(&mut flame_options(title), folded.lines(), &mut out).ok()?;
+    inferno::flamegraph::from_lines(&mut flame_options(title, unit), folded.lines(), &mut out)
+        .ok()?;
     String::from_utf8(out).ok().map(without_script)
 }
 
@@ -205,7 +229,7 @@ pub fn flame_svg(folded: &str, title: &str) -> Option<String> {
 /// took more time than `before`, blue where less (both in the same units,
 /// not normalised: a function that got slower is red however the others
 /// moved).
-pub fn diff_flame_svg(before: &str, after: &str, title: &str) -> Option<String> {
+pub fn diff_flame_svg(before: &str, after: &str, title: &str, unit: &str) -> Option<String> {
     if before.trim().is_empty() || after.trim().is_empty() {
         return None;
     }
@@ -219,7 +243,8 @@ pub fn diff_flame_svg(before: &str, after: &str, title: &str) -> Option<String> 
     .ok()?;
     let diff = String::from_utf8(diff).ok()?;
     let mut out = Vec::new();
-    inferno::flamegraph::from_lines(&mut flame_options(title), diff.lines(), &mut out).ok()?;
+    inferno::flamegraph::from_lines(&mut flame_options(title, unit), diff.lines(), &mut out)
+        .ok()?;
     String::from_utf8(out).ok().map(without_script)
 }
 
@@ -307,15 +332,21 @@ mod tests {
     #[test]
     fn flame_graphs_are_static_svg_naming_the_functions() {
         let p = profile();
-        let folded = folded_per_run_us(&[&p]);
+        let folded = folded_per_run(&[&p], false);
         // 12 samples × 1.003 ms over 2 runs: 6 018 µs a run.
         assert!(folded.contains("main;alpha 6018\n"), "{folded}");
-        let svg = flame_svg(&folded, "b").unwrap();
+        let svg = flame_svg(&folded, "b", flame_unit(false)).unwrap();
         assert!(svg.contains("<svg") && svg.contains("alpha"), "{svg}");
         assert!(!svg.contains("<script") && !svg.contains("onload"));
         let mut slower = p.clone();
         slower.stacks[0].counts = vec![12, 12];
-        let diff = diff_flame_svg(&folded, &folded_per_run_us(&[&slower]), "b").unwrap();
+        let diff = diff_flame_svg(
+            &folded,
+            &folded_per_run(&[&slower], false),
+            "b",
+            flame_unit(false),
+        )
+        .unwrap();
         // The grown function is drawn red (inferno: rgb(255,…,…) for growth).
         assert!(
             diff.contains("alpha") && diff.contains("rgb(255,"),
@@ -325,7 +356,12 @@ mod tests {
         assert!(img.starts_with(
             "<img class=\"flame\" alt=\"flame &lt;b&gt;\" src=\"data:image/svg+xml;base64,"
         ));
-        assert_eq!(flame_svg("", "x"), None);
+        assert_eq!(flame_svg("", "x", "µs a run"), None);
+        // Without a period (imported folded stacks): samples a run.
+        let mut imported = p.clone();
+        imported.period_ns = 0;
+        assert!(in_samples(&[&imported]));
+        assert!(folded_per_run(&[&imported], true).contains("main;alpha 6\n"));
     }
 
     #[test]

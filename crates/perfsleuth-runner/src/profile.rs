@@ -68,16 +68,18 @@ pub fn finish(
 ) -> (Vec<Option<StackProfile>>, Vec<String>) {
     let collected = sampler.finish();
     let mut notes = Vec::new();
-    if collected.runs_seen as usize != forked {
-        let why = if collected.runs_seen == 0 && forked > 0 {
-            "the sampler saw no run start: perfsleuth may run in a PID namespace of its own (a container), whose pids the kernel does not report".to_string()
-        } else {
-            format!(
-                "the kernel saw {} runs start and perfsleuth {forked}, so their samples cannot be matched to benchmarks (a run that failed to start, or an interrupted queue)",
-                collected.runs_seen
-            )
-        };
-        notes.push(format!("not profiled: {why}"));
+    let why = if let Some(failed) = &collected.failed {
+        Some(format!("the sampler's reader failed ({failed})"))
+    } else if collected.runs_seen as usize != forked {
+        Some(format!(
+            "the kernel reported {} runs starting and perfsleuth started {forked}, so their samples cannot be matched to benchmarks (a run that failed to start, or records lost)",
+            collected.runs_seen
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        notes.push(format!("not profiled: {why}; the measurements are kept"));
         return (vec![None; runs.len()], notes);
     }
     if collected.lost > 0 {

@@ -471,6 +471,20 @@ fn a_profile_taken_with_perf_joins_a_stored_run_once_and_folded_stacks_join_anot
         self_samples(&doc["run"]["benchmarks"][1]["stacks"])[0].0,
         "alpha"
     );
+    // Folded stacks have no period: the flame graph is drawn in samples.
+    let page = sb.path("imported.html");
+    sb.run([
+        "report",
+        "--store",
+        &sb.store(),
+        "latest",
+        "-o",
+        page.to_str().unwrap(),
+    ])
+    .ok();
+    let images = flame_images(&std::fs::read_to_string(&page).unwrap());
+    assert_eq!(images.len(), 1);
+    assert!(images[0].contains("alpha") && images[0].contains("samples a run"));
     // A results file is no profile.
     let hf = sb.write(
         "hf.json",

@@ -675,6 +675,11 @@ fn run_args(
     // Simulation counts every function already; a profile samples real runs.
     if mode != Mode::Simulation {
         r.profile = args.profile;
+    } else if args.profile == crate::args::When::On {
+        return Err(Fail::usage(
+            "--profile samples real runs; these runs are explained in simulation mode, whose counts already name every function",
+            "drop --profile, or explain two wall-time runs",
+        ));
     }
     // A run made by `run` says how it measured; an import (hyperfine's
     // command times) reruns with the defaults.
