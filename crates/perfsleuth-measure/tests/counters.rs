@@ -9,59 +9,19 @@ use perfsleuth_measure::{
     CounterConfig, CounterSelection, CounterStatus, IoConfig, Outcome, Spawner,
 };
 use perfsleuth_model::Sample;
+mod common;
+
+use common::argv;
 use perfsleuth_testkit::{Rerun, rerun_with_tracefs, skip};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// A fresh directory for this test's binaries, removed when dropped.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
+fn scratch(name: &str) -> common::Scratch {
+    common::scratch("counters", name)
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    let dir =
-        std::env::temp_dir().join(format!("perfsleuth-counters-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
-}
-
-/// Compiles `tests/progs/<name>.c` into `dir`; `None` (after printing why)
-/// when gcc is not installed.
+/// Compiles `tests/progs/<name>.c` into `dir`.
 fn compile(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/progs")
-        .join(format!("{name}.c"));
-    let out = dir.join(name);
-    match Command::new("gcc")
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-    {
-        Ok(s) if s.success() => Some(out),
-        Ok(s) => panic!("gcc failed on {}: {s}", src.display()),
-        Err(_) => {
-            skip("gcc", "gcc not installed");
-            None
-        }
-    }
-}
-
-fn argv(s: &[&str]) -> Vec<String> {
-    s.iter().map(|x| x.to_string()).collect()
+    common::compile(dir, &common::prog(name), name, flags)
 }
 
 /// Software counters and tracepoints.

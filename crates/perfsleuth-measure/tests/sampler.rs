@@ -6,47 +6,22 @@
 use perfsleuth_measure::sampler::{Sampler, SamplerConfig};
 use perfsleuth_measure::{IoConfig, Outcome, Spawner};
 use perfsleuth_model::StackProfile;
+mod common;
+
+use common::argv;
 use perfsleuth_testkit::skip;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("perfsleuth-sampler-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// The studies' program (bench/profiles/three.c): alpha, beta and gamma_
+/// doing the given millions of iterations each.
+fn three(dir: &Path) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/profiles/three.c");
+    common::compile(dir, &src, "three", &["-O2", "-g"])
 }
 
-/// Compiles `tests/progs/<name>.c`; `None` (after saying why) without gcc.
-fn compile(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/progs")
-        .join(format!("{name}.c"));
-    let out = dir.join(name);
-    match Command::new("gcc")
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-    {
-        Ok(s) if s.success() => Some(out),
-        Ok(s) => panic!("gcc failed on {}: {s}", src.display()),
-        Err(_) => {
-            skip("gcc", "gcc not installed");
-            None
-        }
-    }
-}
-
-fn argv(s: &[&str]) -> Vec<String> {
-    s.iter().map(|x| x.to_string()).collect()
-}
-
-/// Starts the sampler on the spawner, or skips the test saying why.
-fn sampler(sp: &Spawner) -> Option<Sampler> {
-    match Sampler::start(sp.pid(), SamplerConfig::default_for_this_process()) {
+/// Starts the sampler on the spawner with `config`, or skips the test saying why.
+fn sampler(sp: &Spawner, config: SamplerConfig) -> Option<Sampler> {
+    match Sampler::start(sp.pid(), config) {
         Ok(s) => Some(s),
         Err(e) => {
             skip("perf_software", format!("cpu-clock sampling: {e}"));
@@ -68,13 +43,13 @@ fn self_counts(p: &StackProfile) -> std::collections::HashMap<String, u64> {
 
 #[test]
 fn samples_name_the_hot_functions_in_their_shares_unwound_to_main() {
-    let dir = scratch("shares");
+    let dir = common::scratch("sampler", "three");
     // -O2 without frame pointers: the stacks are unwound with .eh_frame.
-    let Some(prog) = compile(&dir, "shares", &["-O2", "-g"]) else {
+    let Some(prog) = three(&dir) else {
         return;
     };
     let mut sp = Spawner::start().unwrap();
-    let Some(sampler) = sampler(&sp) else {
+    let Some(sampler) = sampler(&sp, SamplerConfig::default_for_this_process()) else {
         return;
     };
     let id = sp
@@ -152,8 +127,9 @@ fn samples_name_the_hot_functions_in_their_shares_unwound_to_main() {
 
 #[test]
 fn a_ring_that_overflows_counts_the_samples_the_kernel_lost() {
-    let dir = scratch("overflow");
-    let Some(prog) = compile(&dir, "spin2", &["-O2", "-pthread"]) else {
+    let dir = common::scratch("sampler", "overflow");
+    let Some(prog) = common::compile(&dir, &common::prog("spin2"), "spin2", &["-O2", "-pthread"])
+    else {
         return;
     };
     let mut sp = Spawner::start().unwrap();
@@ -164,12 +140,8 @@ fn a_ring_that_overflows_counts_the_samples_the_kernel_lost() {
         ring_bytes: 0,
         ..SamplerConfig::default_for_this_process()
     };
-    let sampler = match Sampler::start(sp.pid(), config) {
-        Ok(s) => s,
-        Err(e) => {
-            skip("perf_software", format!("cpu-clock sampling: {e}"));
-            return;
-        }
+    let Some(sampler) = sampler(&sp, config) else {
+        return;
     };
     let id = sp
         .prepare(
