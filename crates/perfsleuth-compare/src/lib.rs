@@ -657,6 +657,11 @@ impl<'a> Entries<'a> {
         self.find(&row.benchmark, &row.parameters)
             .map(|i| &self.list[i])
     }
+
+    /// The sampled stacks of a row's benchmark, one per profiled run.
+    fn stacks_of(&self, row: &Row) -> Vec<&'a perfsleuth_model::StackProfile> {
+        self.of(row).map(|e| e.stacks.clone()).unwrap_or_default()
+    }
 }
 
 /// The benchmarks of a side keyed by (name, parameters), in order of first appearance.
@@ -2370,13 +2375,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         if row.metric != Metric::Wall {
             continue;
         }
-        let stacks = |entries: &Entries<'a>| {
-            entries
-                .of(row)
-                .map(|e| e.stacks.clone())
-                .unwrap_or_default()
-        };
-        let (b, c) = (stacks(&base_entries), stacks(&cand_entries));
+        let (b, c) = (base_entries.stacks_of(row), cand_entries.stacks_of(row));
         if !b.is_empty() && !c.is_empty() {
             let samples = perfsleuth_report::in_samples(&b) || perfsleuth_report::in_samples(&c);
             flames.push(Flame {
@@ -2402,13 +2401,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         if !changed(row.verdict) || (!row.gating && gating_time.contains(&row.key())) {
             continue;
         }
-        let stacks = |entries: &Entries<'a>| {
-            entries
-                .of(row)
-                .map(|e| e.stacks.clone())
-                .unwrap_or_default()
-        };
-        let (b, c) = (stacks(&base_entries), stacks(&cand_entries));
+        let (b, c) = (base_entries.stacks_of(row), cand_entries.stacks_of(row));
         match (b.is_empty(), c.is_empty()) {
             (true, true) => continue,
             (true, false) | (false, true) => {
