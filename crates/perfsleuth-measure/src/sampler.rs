@@ -254,34 +254,32 @@ fn open_rings(
     config: SamplerConfig,
     per_cpu: usize,
 ) -> Result<Vec<Ring>, SamplerError> {
-    {
-        let attr = PerfEventAttr {
-            kind: PERF_TYPE_SOFTWARE,
-            size: PERF_ATTR_SIZE_VER5 as u32,
-            config: SW_CPU_CLOCK,
-            sample_period: config.period_ns(),
-            sample_type: SAMPLE_IP
-                | SAMPLE_TID
-                | SAMPLE_TIME
-                | SAMPLE_PERIOD
-                | SAMPLE_REGS_USER
-                | SAMPLE_STACK_USER,
-            flags,
-            // With `watermark`, wake the reader when half a ring is full.
-            wakeup_events: (per_cpu / 2) as u32,
-            sample_regs_user: (1 << REG_BP) | (1 << REG_SP) | (1 << REG_IP),
-            sample_stack_user: STACK_BYTES,
-            clockid: libc::CLOCK_MONOTONIC,
-            ..PerfEventAttr::default()
-        };
-        let mut rings = Vec::with_capacity(cpus.len());
-        for &cpu in cpus {
-            let event = perf_event_open_on(&attr, pid, cpu, -1)
-                .map_err(|errno| SamplerError::Open(open_error(errno, config.kernel)))?;
-            rings.push(Ring::map(event, per_cpu)?);
-        }
-        Ok(rings)
+    let attr = PerfEventAttr {
+        kind: PERF_TYPE_SOFTWARE,
+        size: PERF_ATTR_SIZE_VER5 as u32,
+        config: SW_CPU_CLOCK,
+        sample_period: config.period_ns(),
+        sample_type: SAMPLE_IP
+            | SAMPLE_TID
+            | SAMPLE_TIME
+            | SAMPLE_PERIOD
+            | SAMPLE_REGS_USER
+            | SAMPLE_STACK_USER,
+        flags,
+        // With `watermark`, wake the reader when half a ring is full.
+        wakeup_events: (per_cpu / 2) as u32,
+        sample_regs_user: (1 << REG_BP) | (1 << REG_SP) | (1 << REG_IP),
+        sample_stack_user: STACK_BYTES,
+        clockid: libc::CLOCK_MONOTONIC,
+        ..PerfEventAttr::default()
+    };
+    let mut rings = Vec::with_capacity(cpus.len());
+    for &cpu in cpus {
+        let event = perf_event_open_on(&attr, pid, cpu, -1)
+            .map_err(|errno| SamplerError::Open(open_error(errno, config.kernel)))?;
+        rings.push(Ring::map(event, per_cpu)?);
     }
+    Ok(rings)
 }
 
 impl Sampler {
@@ -369,49 +367,47 @@ impl Ring {
             .filter(|&p| p > 0)
             .unwrap_or(4096);
         let data = bytes;
-        {
-            let len = page + data;
-            // SAFETY: maps `len` bytes of the perf event's buffer, shared; the
-            // kernel checks the size (1 + 2^n pages) and the lock limit.
-            let base = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    event.as_raw_fd(),
-                    0,
-                )
-            };
-            if base != libc::MAP_FAILED {
-                let base = base.cast::<u8>();
-                // SAFETY: the first page is the kernel's perf_event_mmap_page;
-                // data_offset and data_size are at 1040 and 1048.
-                let (off, size) = unsafe {
-                    (
-                        std::ptr::read_volatile(base.add(1040).cast::<u64>()),
-                        std::ptr::read_volatile(base.add(1048).cast::<u64>()),
-                    )
-                };
-                let (data_offset, data_size) = if size == 0 {
-                    (page, data)
-                } else {
-                    (off as usize, size as usize)
-                };
-                return Ok(Ring {
-                    event,
-                    base,
-                    len,
-                    data_offset,
-                    data_size,
-                });
-            }
+        let len = page + data;
+        // SAFETY: maps `len` bytes of the perf event's buffer, shared; the
+        // kernel checks the size (1 + 2^n pages) and the lock limit.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                event.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
             let err = std::io::Error::last_os_error();
-            Err(SamplerError::Map(format!(
+            return Err(SamplerError::Map(format!(
                 "{err} ({} KiB a CPU; perf_event_mlock_kb and RLIMIT_MEMLOCK limit it)",
                 data >> 10
-            )))
+            )));
         }
+        let base = base.cast::<u8>();
+        // SAFETY: the first page is the kernel's perf_event_mmap_page;
+        // data_offset and data_size are at 1040 and 1048.
+        let (off, size) = unsafe {
+            (
+                std::ptr::read_volatile(base.add(1040).cast::<u64>()),
+                std::ptr::read_volatile(base.add(1048).cast::<u64>()),
+            )
+        };
+        let (data_offset, data_size) = if size == 0 {
+            (page, data)
+        } else {
+            (off as usize, size as usize)
+        };
+        Ok(Ring {
+            event,
+            base,
+            len,
+            data_offset,
+            data_size,
+        })
     }
 
     fn head(&self) -> u64 {

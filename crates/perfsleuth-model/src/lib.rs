@@ -817,25 +817,19 @@ impl StackProfile {
         if keep.iter().all(|&k| k) {
             return;
         }
-        let pick = |v: &[u32]| -> Vec<u32> {
+        fn pick<T: Copy>(v: &[T], keep: &[bool]) -> Vec<T> {
             v.iter()
-                .zip(&keep)
+                .zip(keep)
                 .filter(|(_, k)| **k)
                 .map(|(x, _)| *x)
                 .collect()
-        };
-        self.iterations = pick(&self.iterations);
+        }
+        self.iterations = pick(&self.iterations, &keep);
         if !self.periods_ns.is_empty() {
-            self.periods_ns = self
-                .periods_ns
-                .iter()
-                .zip(&keep)
-                .filter(|(_, k)| **k)
-                .map(|(x, _)| *x)
-                .collect();
+            self.periods_ns = pick(&self.periods_ns, &keep);
         }
         for s in &mut self.stacks {
-            s.counts = pick(&s.counts);
+            s.counts = pick(&s.counts, &keep);
         }
         self.stacks.retain(|s| s.counts.iter().any(|&c| c > 0));
         // Renumber the frames still used.
