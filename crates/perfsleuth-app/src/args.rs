@@ -404,27 +404,9 @@ pub struct RunArgs {
         default_missing_value = "on"
     )]
     pub locks: When,
-    /// Sample where the time goes on CPU: call stacks of every timed run (docs/PROFILES.md).
-    ///
-    /// Sample where the time goes on CPU: the call stacks of every timed run,
-    /// cpu-clock at 997 Hz through perf_event_open, unwound with the files'
-    /// DWARF call frame information and named with inlined frames; kept per
-    /// benchmark and run, shown as the hottest functions, compared by
-    /// `compare` and `ab`, drawn as flame graphs by `report`, written by
-    /// --export-folded. Off-CPU time (sleeping, waiting) is not sampled; see
-    /// --locks. `--profile` is `--profile=on`, an error where the kernel does
-    /// not allow it; `--profile=auto` says why instead, and keeps no profile
-    /// of runs too short to give 10 samples each (docs/PROFILES.md).
-    #[arg(
-        long,
-        value_enum,
-        value_name = "WHEN",
-        num_args = 0..=1,
-        require_equals = true,
-        default_value_t = When::Off,
-        default_missing_value = "on"
-    )]
-    pub profile: When,
+    /// `--profile`.
+    #[command(flatten)]
+    pub profiling: Profiling,
     /// `run --baseline` (see [`RunCommand`]); never an option of its own here.
     #[arg(skip)]
     pub baseline: Option<String>,
@@ -479,6 +461,34 @@ pub enum ModeChoice {
     Walltime,
     /// Each run under callgrind with a fixed cache model: instruction and miss counts.
     Simulation,
+}
+
+/// `--profile`, as `run`, `ab`, `explain` (its experiments) and `scale`
+/// (each level) take it.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Profiling {
+    /// Sample where the time goes on CPU: call stacks of every timed run (docs/PROFILES.md).
+    ///
+    /// Sample where the time goes on CPU: the call stacks of every timed run
+    /// (of each experiment in `explain`, each level in `scale`), cpu-clock at
+    /// 997 Hz through perf_event_open, unwound with the files' DWARF call frame
+    /// information and named with inlined frames; kept per benchmark and run,
+    /// shown as the hottest functions, compared by `compare` and `ab`, drawn as
+    /// flame graphs by `report`, written by --export-folded. Off-CPU time
+    /// (sleeping, waiting) is not sampled; see --locks. `--profile` is
+    /// `--profile=on`, an error where the kernel does not allow it;
+    /// `--profile=auto` says why instead, and keeps no profile of runs too
+    /// short to give 10 samples each (docs/PROFILES.md).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = When::Off,
+        default_missing_value = "on"
+    )]
+    pub profile: When,
 }
 
 /// When to trace lock waits (`--locks`) or sample stacks (`--profile`).
@@ -561,17 +571,9 @@ pub struct ExplainArgs {
     /// Significance level of each verdict, before the Holm adjustment over the experiments.
     #[arg(hide_short_help = true, long, value_name = "ALPHA")]
     pub alpha: Option<f64>,
-    /// Sample the experiments' call stacks too (docs/PROFILES.md), kept with their run.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "WHEN",
-        num_args = 0..=1,
-        require_equals = true,
-        default_value_t = When::Off,
-        default_missing_value = "on"
-    )]
-    pub profile: When,
+    /// `--profile`.
+    #[command(flatten)]
+    pub profiling: Profiling,
     /// The metric to explain [default: wall time; Ir in simulation].
     #[arg(long, value_name = "NAME")]
     pub metric: Vec<String>,
@@ -708,17 +710,9 @@ pub struct ScaleArgs {
         default_missing_value = "on"
     )]
     pub locks: When,
-    /// Sample each level's on-CPU call stacks (docs/PROFILES.md), kept per level.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "WHEN",
-        num_args = 0..=1,
-        require_equals = true,
-        default_value_t = When::Off,
-        default_missing_value = "on"
-    )]
-    pub profile: When,
+    /// `--profile`.
+    #[command(flatten)]
+    pub profiling: Profiling,
     /// Do not store the results (also when PERFSLEUTH_STORE is set).
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,

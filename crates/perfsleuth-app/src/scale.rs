@@ -127,7 +127,7 @@ pub fn measure(args: &ScaleArgs, spawner: Option<Spawner>) -> Result<ScaleOutcom
         false,
         true,
         args.locks,
-        args.profile,
+        args.profiling.profile,
         &mut run.environment,
     )?;
     let empty: Vec<_> = levels.iter().map(|l| l.to_benchmark(false)).collect();

@@ -219,7 +219,9 @@ pub fn measure(
             "drop --locks, or use --mode walltime",
         ));
     }
-    if c.simulation.is_some() && (args.profile == When::On || args.export_folded.is_some()) {
+    if c.simulation.is_some()
+        && (args.profiling.profile == When::On || args.export_folded.is_some())
+    {
         return Err(Fail::usage(
             "--profile samples real runs; simulation mode already counts every function's instructions under valgrind",
             "drop --profile (the simulation's per-function costs are kept), or use --mode walltime",
@@ -243,10 +245,10 @@ pub fn measure(
         },
         if c.simulation.is_some() {
             When::Off
-        } else if args.export_folded.is_some() && args.profile == When::Off {
+        } else if args.export_folded.is_some() && args.profiling.profile == When::Off {
             When::On
         } else {
-            args.profile
+            args.profiling.profile
         },
         &mut run.environment,
     )?;

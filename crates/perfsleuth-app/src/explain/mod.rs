@@ -674,8 +674,8 @@ fn run_args(
     r.no_store = args.no_store;
     // Simulation counts every function already; a profile samples real runs.
     if mode != Mode::Simulation {
-        r.profile = args.profile;
-    } else if args.profile == crate::args::When::On {
+        r.profiling = args.profiling;
+    } else if args.profiling.profile == crate::args::When::On {
         return Err(Fail::usage(
             "--profile samples real runs; these runs are explained in simulation mode, whose counts already name every function",
             "drop --profile, or explain two wall-time runs",
