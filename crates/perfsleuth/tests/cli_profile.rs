@@ -34,6 +34,26 @@ fn sampling_works(sb: &Sandbox) -> bool {
     }
 }
 
+/// A sandbox with the three-function program built (with line tables) as
+/// `shares`, where this machine samples; `None` (the skip said) elsewhere.
+fn sandbox_with_three() -> Option<(Sandbox, std::path::PathBuf)> {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return None;
+    }
+    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    Some((sb, prog))
+}
+
+/// The text after `Profile:` in a run's summary ("" without one).
+fn headline(out: &common::Out) -> &str {
+    out.stdout
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("Profile:"))
+        .unwrap_or_default()
+        .trim_start()
+}
+
 /// Per function: self samples summed over its stacks and runs.
 fn self_samples(stacks: &serde_json::Value) -> Vec<(String, u64)> {
     let frames = stacks["frames"].as_array().unwrap();
@@ -67,11 +87,9 @@ fn self_samples(stacks: &serde_json::Value) -> Vec<(String, u64)> {
 
 #[test]
 fn a_profiled_run_names_its_hot_functions_stores_them_and_exports_folded_stacks() {
-    let sb = Sandbox::new();
-    if !sampling_works(&sb) {
+    let Some((sb, prog)) = sandbox_with_three() else {
         return;
-    }
-    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    };
     let cmd = format!("{} 50 30 20", prog.display());
     let folded = sb.path("out.folded");
     let out = sb
@@ -84,14 +102,10 @@ fn a_profiled_run_names_its_hot_functions_stores_them_and_exports_folded_stacks(
             &cmd,
         ])
         .ok();
-    let profile_line = out
-        .stdout
-        .lines()
-        .find(|l| l.trim_start().starts_with("Profile:"))
-        .unwrap_or_else(|| panic!("no profile line: {out:?}"));
+    let first = headline(&out);
     assert!(
-        profile_line.contains("`alpha` 5") || profile_line.contains("`alpha` 4"),
-        "alpha named first with about half: {profile_line}"
+        first.starts_with("`alpha` 5") || first.starts_with("`alpha` 4"),
+        "alpha named first with about half: {out:?}"
     );
     assert!(
         out.stdout.contains("off-CPU time is not sampled"),
@@ -152,11 +166,9 @@ fn auto_keeps_no_profile_of_runs_too_short_to_sample_and_says_why() {
 
 #[test]
 fn a_process_tree_is_profiled_whole_and_fork_storms_are_counted_as_one_run_each() {
-    let sb = Sandbox::new();
-    if !sampling_works(&sb) {
+    let Some((sb, prog)) = sandbox_with_three() else {
         return;
-    }
-    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    };
     // A shell that starts 200 short children, then the program: every
     // process of the tree belongs to the run that started it.
     let script = format!(
@@ -504,11 +516,9 @@ fn a_profile_taken_with_perf_joins_a_stored_run_once_and_folded_stacks_join_anot
 
 #[test]
 fn scale_keeps_a_profile_per_level_from_its_timed_runs() {
-    let sb = Sandbox::new();
-    if !sampling_works(&sb) {
+    let Some((sb, prog)) = sandbox_with_three() else {
         return;
-    }
-    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    };
     let cmd = format!("{} {{n}} 10 10", prog.display());
     sb.run([
         "scale",
@@ -586,15 +596,7 @@ fn code_in_no_file_is_unknown_and_said_so() {
         .bench(["--runs", "3", "--profile", prog.to_str().unwrap()])
         .ok();
     let all = format!("{}{}", out.stdout, out.stderr);
-    let headline = out
-        .stdout
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("Profile:"))
-        .unwrap_or_default();
-    assert!(
-        headline.trim_start().starts_with("`[anonymous code]` "),
-        "{out:?}"
-    );
+    assert!(headline(&out).starts_with("`[anonymous code]` "), "{out:?}");
     assert!(all.contains("code in no file, such as a JIT's"), "{out:?}");
 }
 
@@ -616,12 +618,7 @@ fn inlined_rust_functions_are_named_and_the_standard_library_inlined_into_them_i
     let out = sb
         .bench(["--runs", "4", "--profile", prog.to_str().unwrap()])
         .ok();
-    let headline = out
-        .stdout
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("Profile:"))
-        .unwrap_or_default()
-        .trim_start();
+    let headline = headline(&out);
     // alpha, beta and gamma exist only as inlined frames of `work`; the
     // `Range::next` and integer methods inlined into them are not theirs.
     assert!(
@@ -643,11 +640,9 @@ fn a_profiled_run_pushed_to_a_team_server_keeps_its_stacks() {
         secret,
         server,
     } = common::team();
-    let sb = Sandbox::new();
-    if !sampling_works(&sb) {
+    let Some((sb, prog)) = sandbox_with_three() else {
         return;
-    }
-    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    };
     let cmd = format!("{} 20 10 10", prog.display());
     let out: common::Out = sb
         .cmd()
@@ -685,11 +680,9 @@ fn a_profiled_run_pushed_to_a_team_server_keeps_its_stacks() {
 
 #[test]
 fn ctrl_c_keeps_the_runs_measured_and_their_profile() {
-    let sb = Sandbox::new();
-    if !sampling_works(&sb) {
+    let Some((sb, prog)) = sandbox_with_three() else {
         return;
-    }
-    let prog = sb.gcc("shares", SHARES, &["-g"]);
+    };
     let cmd = format!("{} 20 10 10", prog.display());
     let child = sb
         .std_cmd()
