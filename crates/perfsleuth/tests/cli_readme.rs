@@ -184,6 +184,38 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// README commands that run a program the quickstart's set-up does not
+/// install, and the test feature naming it: each is skipped, saying so,
+/// where the program is not on `PATH` (and fails where the feature is
+/// required, as `.ci/run` requires `go`).
+const NEEDS: &[(&str, &str)] = &[("go test ", "go")];
+
+/// Whether `program` is an executable file in a directory of `PATH`.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(d.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Whether `cmd` can run here: `false` (the skip said) where it needs a
+/// program of [`NEEDS`] that is not installed.
+fn runnable(cmd: &str) -> bool {
+    for (text, program) in NEEDS {
+        if cmd.contains(text) && !on_path(program) {
+            perfsleuth_testkit::skip(
+                program,
+                format!("README's `{cmd}` is not run: {program} is not installed"),
+            );
+            return false;
+        }
+    }
+    true
+}
+
 /// Which exit codes the README allows `cmd`.
 fn allowed(cmd: &str, root: bool) -> Vec<i32> {
     let gate =
@@ -256,7 +288,10 @@ fn every_readme_command_runs_as_written() {
                     }
                 }
             }
-            if skip || (cmd.starts_with("python3 welch_ttest.py") && welch.is_none()) {
+            if skip
+                || (cmd.starts_with("python3 welch_ttest.py") && welch.is_none())
+                || !runnable(&cmd)
+            {
                 continue;
             }
             let i = expected.len();
