@@ -160,12 +160,19 @@ fn parse_weighted(text: &str, source: &str, weight: u64) -> Result<StackProfile,
         frames,
         stacks,
         source: Some(source.to_string()),
+        // The time waited is in the stacks (`[off-cpu: …]` leaves); a
+        // file has no exact total of its own.
+        off_cpu_ns: Vec::new(),
     })
 }
 
 /// A folded frame: flamegraph.pl's suffixes say inlined (`_[i]`), kernel
-/// (`_[k]`) and JIT (`_[j]`) code.
+/// (`_[k]`) and JIT (`_[j]`) code; `[off-cpu: REASON]` (perfsleuth's wall
+/// profiles) is time waited off the CPU.
 fn frame_of(f: &str) -> ProfileFrame {
+    if let Some(reason) = perfsleuth_model::OffCpuReason::of_frame(f) {
+        return reason.frame();
+    }
     let (name, module, inlined) = if let Some(n) = f.strip_suffix("_[i]") {
         (n, "", true)
     } else if let Some(n) = f.strip_suffix("_[k]") {

@@ -63,8 +63,14 @@ pub(crate) const TASK: u64 = 1 << 13;
 pub(crate) const WATERMARK: u64 = 1 << 14;
 pub(crate) const SAMPLE_ID_ALL: u64 = 1 << 18;
 pub(crate) const EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
+pub(crate) const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
 pub(crate) const MMAP2: u64 = 1 << 23;
 pub(crate) const COMM_EXEC: u64 = 1 << 24;
+pub(crate) const USE_CLOCKID: u64 = 1 << 25;
+/// `context_switch`: `PERF_RECORD_SWITCH` records at every switch in and out.
+pub(crate) const CONTEXT_SWITCH: u64 = 1 << 26;
+/// `PERF_EVENT_IOC_SET_OUTPUT`: `_IO('$', 5)`, another event's ring for this one's records.
+pub(crate) const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
 
 pub(crate) const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
 pub(crate) const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;

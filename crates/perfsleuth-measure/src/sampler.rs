@@ -43,11 +43,29 @@
 //! kernel could not write, a ring being full, are counted from its `LOST`
 //! records.
 //!
-//! Off-CPU time (sleeping, waiting for locks or I/O) is not sampled: the
-//! clock only runs while a thread is on a CPU.
+//! **Off the CPU** (a wall profile, the default). The clock only runs while
+//! a thread is on a CPU, so a second event per CPU, the `context-switches`
+//! software event with a period of 1, writes into the same ring: a sample
+//! at every switch-out of a measured thread, taken in that thread, with its
+//! user registers and stack (where a blocked thread is: the system call it
+//! made), and `PERF_RECORD_SWITCH` records, in and out, whose switch-out
+//! says whether the thread was preempted (still runnable). The interval
+//! from a thread's switch-out to its next switch-in is time it waited, added
+//! to its stack with a leaf `[off-cpu: REASON]`: preempted is `runnable`;
+//! otherwise the reason is the system call it blocked in, read from the
+//! sample's kernel call chain (`__x64_sys_futex` is a `lock`, `ppoll`
+//! `poll`, `read` `I/O`, `nanosleep` `sleep`), named with `/proc/kallsyms`;
+//! where the kernel hides its addresses, from the C library function the
+//! user stack ends in.
+//! A process waiting for its child (`wait4`) is left out: the child's own
+//! time is in the profile. This needs no tracefs and no BPF, only that the
+//! event may count in kernel mode (root, or `perf_event_paranoid` ≤ 1);
+//! where the kernel refuses it the profile is on-CPU only and says why.
+//! Waits are summed in nanoseconds per (run, stack) and stored as periods
+//! of the run (docs/PROFILES.md, "Off the CPU").
 
 use crate::perf::*;
-use perfsleuth_model::{ProfileFrame, ProfileStack, StackProfile};
+use perfsleuth_model::{OffCpuReason, ProfileFrame, ProfileStack, StackProfile};
 use perfsleuth_unwind::{Mapping, Maps, Symbolizer, UserStack};
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -70,8 +88,6 @@ pub const STACK_BYTES: u32 = 8192;
 pub const RING_BYTES: usize = 8 << 20;
 /// The smallest ring buffer per CPU.
 pub const MIN_RING_BYTES: usize = 64 << 10;
-/// The flag asking for timestamps from `clockid` (perf_event_attr bit 25).
-const USE_CLOCKID: u64 = 1 << 25;
 
 /// How far a run's sampling period may be from the nominal one.
 pub const JITTER: f64 = 0.1;
@@ -89,10 +105,15 @@ const SAMPLE_IP: u64 = 1 << 0;
 const SAMPLE_TID: u64 = 1 << 1;
 const SAMPLE_TIME: u64 = 1 << 2;
 const SAMPLE_PERIOD: u64 = 1 << 8;
+const SAMPLE_CALLCHAIN: u64 = 1 << 5;
 const SAMPLE_REGS_USER: u64 = 1 << 12;
 const SAMPLE_STACK_USER: u64 = 1 << 13;
 
-// x86-64 `perf_regs` numbers: bp, sp, ip (reported in this order).
+// x86-64 `perf_regs` numbers (reported in this order): a system call's
+// third, second and first arguments (dx, si, di), then bp, sp, ip.
+const REG_DX: u64 = 3;
+const REG_SI: u64 = 4;
+const REG_DI: u64 = 5;
 const REG_BP: u64 = 6;
 const REG_SP: u64 = 7;
 const REG_IP: u64 = 8;
@@ -105,6 +126,12 @@ const RECORD_THROTTLE: u32 = 5;
 const RECORD_FORK: u32 = 7;
 const RECORD_SAMPLE: u32 = 9;
 const RECORD_LOST_SAMPLES: u32 = 13;
+const RECORD_SWITCH: u32 = 14;
+/// `PERF_RECORD_MISC_SWITCH_OUT` (a switch record's misc; shares its bit
+/// with `MISC_COMM_EXEC`).
+const MISC_SWITCH_OUT: u16 = 1 << 13;
+/// `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT`: switched out while runnable.
+const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 const MISC_CPUMODE_MASK: u16 = 7;
 const MISC_KERNEL: u16 = 1;
 const MISC_COMM_EXEC: u16 = 1 << 13;
@@ -119,6 +146,8 @@ pub struct SamplerConfig {
     pub kernel: bool,
     /// The ring buffers' size over all CPUs, bytes ([`RING_BYTES`]).
     pub ring_bytes: usize,
+    /// Record the time threads spend off the CPU too (a wall profile).
+    pub off_cpu: bool,
 }
 
 impl SamplerConfig {
@@ -128,6 +157,7 @@ impl SamplerConfig {
             rate_hz: DEFAULT_RATE_HZ,
             kernel: may_sample_kernel(),
             ring_bytes: RING_BYTES,
+            off_cpu: true,
         }
     }
 
@@ -174,6 +204,8 @@ pub struct Sampler {
     reader: Option<std::thread::JoinHandle<Collected>>,
     _guard: OwnedFd,
     config: SamplerConfig,
+    /// Why off-CPU time is not recorded although it was asked for.
+    off_cpu_refused: Option<String>,
 }
 
 impl Sampler {
@@ -211,9 +243,9 @@ impl Sampler {
         // Every CPU's ring the same size: the kernel's lock limit is per CPU
         // (`perf_event_mlock_kb` each, plus RLIMIT_MEMLOCK), so a refusal
         // closes them all and tries again at half the size.
-        let rings = loop {
+        let (rings, off_cpu_refused) = loop {
             match open_rings(&cpus, pid, flags, config, per_cpu) {
-                Ok(rings) => break rings,
+                Ok(opened) => break opened,
                 Err(SamplerError::Map(_)) if per_cpu / 2 >= MIN_RING_BYTES => per_cpu /= 2,
                 Err(e) => return Err(e),
             }
@@ -229,42 +261,52 @@ impl Sampler {
         let guard = perf_event_open(&guard, pid, -1)
             .map_err(|errno| SamplerError::Open(open_error(errno, config.kernel)))?;
         let stop = Arc::new(AtomicBool::new(false));
+        // Read before the first run: reading them when the first wait is
+        // seen would hold up the reader, and the periods it redraws.
+        let kernel = off_cpu_refused
+            .is_none()
+            .then(|| config.off_cpu.then(KernelSymbols::load))
+            .flatten();
         let reader = {
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("perfsleuth-sampler".into())
-                .spawn(move || read(rings, config.period_ns(), &stop))
+                .spawn(move || read(rings, config.period_ns(), kernel, &stop))
                 .map_err(|e| SamplerError::Map(format!("cannot start the reader thread: {e}")))?
         };
         Ok(Sampler {
             stop,
             reader: Some(reader),
             _guard: guard,
-            config,
+            config: SamplerConfig {
+                off_cpu: config.off_cpu && off_cpu_refused.is_none(),
+                ..config
+            },
+            off_cpu_refused,
         })
     }
 }
 
+/// What every sample carries, on- and off-CPU alike (one record layout).
+const SAMPLE_TYPE: u64 =
+    SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_PERIOD | SAMPLE_REGS_USER | SAMPLE_STACK_USER;
+
 /// Opens the sampling event on `pid` on every CPU and maps a ring of
-/// `per_cpu` bytes for each.
+/// `per_cpu` bytes for each; with `config.off_cpu`, the context-switch
+/// event too, into the same rings, or the reason it was refused.
 fn open_rings(
     cpus: &[i32],
     pid: libc::pid_t,
     flags: u64,
     config: SamplerConfig,
     per_cpu: usize,
-) -> Result<Vec<Ring>, SamplerError> {
+) -> Result<(Vec<Ring>, Option<String>), SamplerError> {
     let attr = PerfEventAttr {
         kind: PERF_TYPE_SOFTWARE,
         size: PERF_ATTR_SIZE_VER5 as u32,
         config: SW_CPU_CLOCK,
         sample_period: config.period_ns(),
-        sample_type: SAMPLE_IP
-            | SAMPLE_TID
-            | SAMPLE_TIME
-            | SAMPLE_PERIOD
-            | SAMPLE_REGS_USER
-            | SAMPLE_STACK_USER,
+        sample_type: SAMPLE_TYPE,
         flags,
         // With `watermark`, wake the reader when half a ring is full.
         wakeup_events: (per_cpu / 2) as u32,
@@ -273,19 +315,93 @@ fn open_rings(
         clockid: libc::CLOCK_MONOTONIC,
         ..PerfEventAttr::default()
     };
+    // A sample at every switch-out (in kernel mode by nature: it cannot
+    // exclude the kernel), and the switch records; no side-band of its own.
+    // Its kernel call chain names the system call the thread blocked in.
+    let switches = PerfEventAttr {
+        config: SW_CONTEXT_SWITCHES,
+        sample_period: 1,
+        sample_type: SAMPLE_TYPE | SAMPLE_CALLCHAIN,
+        // A blocked thread's user registers are those it entered the
+        // system call with: its first three arguments say what it waits on.
+        sample_regs_user: (1 << REG_DX)
+            | (1 << REG_SI)
+            | (1 << REG_DI)
+            | (1 << REG_BP)
+            | (1 << REG_SP)
+            | (1 << REG_IP),
+        flags: DISABLED
+            | INHERIT
+            | ENABLE_ON_EXEC
+            | EXCLUDE_HV
+            | SAMPLE_ID_ALL
+            | EXCLUDE_CALLCHAIN_USER
+            | USE_CLOCKID
+            | CONTEXT_SWITCH,
+        wakeup_events: 0,
+        ..attr
+    };
     let mut rings = Vec::with_capacity(cpus.len());
+    let mut refused = (!config.off_cpu).then(String::new);
     for &cpu in cpus {
         let event = perf_event_open_on(&attr, pid, cpu, -1)
             .map_err(|errno| SamplerError::Open(open_error(errno, config.kernel)))?;
-        rings.push(Ring::map(event, per_cpu)?);
+        let mut ring = Ring::map(event, per_cpu)?;
+        if refused.is_none() {
+            match open_switches(&switches, pid, cpu, &ring) {
+                Ok(fd) => ring.switches = Some(fd),
+                Err(why) => refused = Some(why),
+            }
+        }
+        rings.push(ring);
     }
-    Ok(rings)
+    if refused.is_some() {
+        // All CPUs or none: a wait seen on some CPUs only would mislead.
+        for ring in &mut rings {
+            ring.switches = None;
+        }
+    }
+    Ok((rings, refused.filter(|why| !why.is_empty())))
+}
+
+/// Opens the context-switch event on `cpu` and sends its records to `ring`.
+fn open_switches(
+    attr: &PerfEventAttr,
+    pid: libc::pid_t,
+    cpu: i32,
+    ring: &Ring,
+) -> Result<OwnedFd, String> {
+    let fd = perf_event_open_on(attr, pid, cpu, -1).map_err(|errno| {
+        let why = open_error(errno, true);
+        if errno == libc::EACCES && !running_as_root() {
+            format!(
+                "the kernel refused the context-switch event ({why}): off-CPU time needs perf_event_paranoid ≤ 1 or CAP_PERFMON"
+            )
+        } else {
+            format!("the kernel refused the context-switch event ({why})")
+        }
+    })?;
+    // SAFETY: both are perf events of ours on the same CPU; the call takes
+    // the target's descriptor as its argument.
+    let set = unsafe { libc::ioctl(fd.as_raw_fd(), IOC_SET_OUTPUT, ring.event.as_raw_fd()) };
+    if set != 0 {
+        return Err(format!(
+            "the kernel would not put context switches into the sampling ring ({})",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(fd)
 }
 
 impl Sampler {
-    /// The configuration sampled with.
+    /// The configuration sampled with (`off_cpu` as granted).
     pub fn config(&self) -> SamplerConfig {
         self.config
+    }
+
+    /// Why off-CPU time is not recorded although it was asked for.
+    pub fn off_cpu_refused(&self) -> Option<&str> {
+        self.off_cpu_refused.as_deref()
     }
 
     /// Stops the reader after it has read what the rings hold (call it once
@@ -308,6 +424,7 @@ impl Sampler {
         };
         collected.period_ns = self.config.period_ns();
         collected.kernel = self.config.kernel;
+        collected.off_cpu = self.config.off_cpu;
         collected
     }
 }
@@ -349,6 +466,8 @@ fn monotonic_ns() -> u64 {
 /// The mapped ring buffer of the event.
 struct Ring {
     event: OwnedFd,
+    /// The context-switch event writing into this ring (a wall profile).
+    switches: Option<OwnedFd>,
     base: *mut u8,
     len: usize,
     data_offset: usize,
@@ -403,6 +522,7 @@ impl Ring {
         };
         Ok(Ring {
             event,
+            switches: None,
             base,
             len,
             data_offset,
@@ -472,11 +592,17 @@ impl Drop for Ring {
 
 /// The reader thread: drain, order, count; sleep until a ring is half full
 /// or [`DRAIN_EVERY`] has passed.
-fn read(rings: Vec<Ring>, period_ns: u64, stop: &AtomicBool) -> Collected {
+fn read(
+    rings: Vec<Ring>,
+    period_ns: u64,
+    kernel: Option<KernelSymbols>,
+    stop: &AtomicBool,
+) -> Collected {
     let mut state = State {
         events: rings.iter().map(|r| r.event.as_raw_fd()).collect(),
         nominal_ns: period_ns,
         rng: monotonic_ns() | 1,
+        kernel,
         ..State::default()
     };
     let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
@@ -563,6 +689,10 @@ pub struct Collected {
     pub failed: Option<String>,
     period_ns: u64,
     kernel: bool,
+    /// Whether off-CPU time was recorded.
+    off_cpu: bool,
+    /// Context switches out of measured threads seen (off-CPU samples).
+    pub switches: u64,
     frames: Vec<ProfileFrame>,
     frame_ids: HashMap<ProfileFrame, u32>,
     stacks: Vec<Vec<u32>>,
@@ -574,6 +704,10 @@ pub struct Collected {
     periods: HashMap<u32, (u64, u64)>,
     /// run → samples not unwound past the sampled function.
     truncated: HashMap<u32, u64>,
+    /// (run, stack ending in its `[off-cpu: …]` frame) → ns waited.
+    waited: HashMap<(u32, u32), u64>,
+    /// run → ns its threads waited off the CPU, in all.
+    waited_total: HashMap<u32, u64>,
 }
 
 impl Collected {
@@ -581,11 +715,24 @@ impl Collected {
     /// timed iteration), in the order of the iterations.
     pub fn report(&self, runs: &[(u32, u32)]) -> StackProfile {
         let mut by_stack: HashMap<u32, Vec<u32>> = HashMap::new();
+        let period_of = |r: &u32| match self.periods.get(r) {
+            Some(&(sum, n)) if n > 0 => (sum as f64 / n as f64).round() as u64,
+            _ => self.period_ns,
+        };
         for (i, (run, _)) in runs.iter().enumerate() {
             for (&(r, stack), &n) in &self.counts {
                 if r == *run {
                     by_stack.entry(stack).or_insert_with(|| vec![0; runs.len()])[i] += n;
                 }
+            }
+            let waits: Vec<(u32, u64)> = self
+                .waited
+                .iter()
+                .filter(|((r, _), _)| r == run)
+                .map(|(&(_, stack), &ns)| (stack, ns))
+                .collect();
+            for (stack, n) in in_periods(&waits, period_of(run)) {
+                by_stack.entry(stack).or_insert_with(|| vec![0; runs.len()])[i] += n;
             }
         }
         // Only the frames these stacks use, renumbered; stacks sorted by
@@ -629,13 +776,7 @@ impl Collected {
             period_ns: self.period_ns,
             kernel: self.kernel,
             iterations: runs.iter().map(|&(_, it)| it).collect(),
-            periods_ns: runs
-                .iter()
-                .map(|(r, _)| match self.periods.get(r) {
-                    Some(&(sum, n)) if n > 0 => (sum as f64 / n as f64).round() as u64,
-                    _ => self.period_ns,
-                })
-                .collect(),
+            periods_ns: runs.iter().map(|(r, _)| period_of(r)).collect(),
             samples,
             lost: self.lost,
             truncated: runs
@@ -645,6 +786,13 @@ impl Collected {
             frames,
             stacks,
             source: None,
+            off_cpu_ns: if self.off_cpu {
+                runs.iter()
+                    .map(|(r, _)| self.waited_total.get(r).copied().unwrap_or(0))
+                    .collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -658,8 +806,8 @@ impl Collected {
         id
     }
 
-    fn count(&mut self, run: u32, stack: Vec<u32>) {
-        let id = match self.stack_ids.get(&stack) {
+    fn stack(&mut self, stack: Vec<u32>) -> u32 {
+        match self.stack_ids.get(&stack) {
             Some(&id) => id,
             None => {
                 let id = self.stacks.len() as u32;
@@ -667,9 +815,55 @@ impl Collected {
                 self.stack_ids.insert(stack, id);
                 id
             }
-        };
+        }
+    }
+
+    fn count(&mut self, run: u32, stack: Vec<u32>) {
+        let id = self.stack(stack);
         *self.counts.entry((run, id)).or_default() += 1;
     }
+
+    /// Adds `ns` waited by a thread of `run` in `stack` (ending in its
+    /// reason's frame).
+    fn wait(&mut self, run: u32, stack: Vec<u32>, ns: u64) {
+        let id = self.stack(stack);
+        *self.waited.entry((run, id)).or_default() += ns;
+        *self.waited_total.entry(run).or_default() += ns;
+    }
+}
+
+/// One run's waits per stack (ns) as periods of `period_ns`: each stack its
+/// whole periods, and the periods the run's total rounds to beyond those
+/// to the stacks with the largest remainders, so that the run's periods
+/// are its total time to the nearest period and no stack is rounded away
+/// systematically.
+fn in_periods(waits: &[(u32, u64)], period_ns: u64) -> Vec<(u32, u32)> {
+    let period = period_ns.max(1);
+    let total: u64 = waits.iter().map(|(_, ns)| ns).sum();
+    let mut out: Vec<(u32, u32, u64)> = waits
+        .iter()
+        .map(|&(stack, ns)| (stack, (ns / period) as u32, ns % period))
+        .collect();
+    let whole: u64 = out.iter().map(|&(_, n, _)| u64::from(n)).sum();
+    let extra = ((total + period / 2) / period).saturating_sub(whole) as usize;
+    // Largest remainder first; ties by stack, so the result is stable.
+    out.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    for e in out.iter_mut().take(extra) {
+        e.1 += 1;
+    }
+    out.into_iter()
+        .filter(|&(_, n, _)| n > 0)
+        .map(|(stack, n, _)| (stack, n))
+        .collect()
+}
+
+/// Where a thread switched out, until it switches back in.
+struct Wait {
+    run: u32,
+    /// Its stack's frames, outermost first (the reason's frame not yet on).
+    frames: Vec<u32>,
+    reason: OffCpuReason,
+    since: u64,
 }
 
 /// The processes followed, their maps, and the counts so far.
@@ -685,6 +879,12 @@ struct State {
     maps: HashMap<u32, Maps>,
     symbolizer: Symbolizer,
     collected: Collected,
+    /// tid → the wait it switched out for.
+    waits: HashMap<u32, Wait>,
+    /// The kernel's function addresses, read at the first switch-out.
+    kernel: Option<KernelSymbols>,
+    /// tid → pid of the threads the followed processes started.
+    threads: HashMap<u32, u32>,
 }
 
 fn u32_at(b: &[u8], i: usize) -> Option<u32> {
@@ -702,7 +902,97 @@ fn c_str(b: &[u8], i: usize) -> Option<String> {
     Some(String::from_utf8_lossy(&rest[..end]).into_owned())
 }
 
+/// What a thread blocked in, from its kernel call chain.
+#[derive(Debug, Clone, PartialEq)]
+enum Blocked {
+    /// A system call, by name (`futex`, `ppoll`).
+    Call(String),
+    /// A page fault.
+    Fault,
+}
+
+/// The kernel's text symbols from `/proc/kallsyms`: their addresses in
+/// order, and for the system-call entry points and the page-fault handler
+/// what they are (the others are only boundaries).
+#[derive(Default)]
+struct KernelSymbols {
+    starts: Vec<u64>,
+    /// Parallel to `starts`: `Some` for the symbols a wait is told by.
+    what: Vec<Option<Blocked>>,
+}
+
+impl KernelSymbols {
+    /// Reads `/proc/kallsyms`; empty where the kernel hides its addresses
+    /// (`kptr_restrict`, not root): then no wait is told by its chain.
+    fn load() -> KernelSymbols {
+        let Ok(text) = std::fs::read_to_string("/proc/kallsyms") else {
+            return KernelSymbols::default();
+        };
+        let mut all: Vec<(u64, Option<Blocked>)> = Vec::new();
+        for line in text.lines() {
+            let mut parts = line.split_whitespace();
+            let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            if !matches!(kind, "t" | "T") {
+                continue;
+            }
+            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+                continue;
+            };
+            if addr == 0 {
+                // Hidden addresses read as zeros.
+                return KernelSymbols::default();
+            }
+            let what = if let Some(call) = name
+                .strip_prefix("__x64_sys_")
+                .or_else(|| name.strip_prefix("__ia32_sys_"))
+            {
+                Some(Blocked::Call(call.to_string()))
+            } else if name == "exc_page_fault" || name == "asm_exc_page_fault" {
+                Some(Blocked::Fault)
+            } else {
+                None
+            };
+            all.push((addr, what));
+        }
+        all.sort_by_key(|(a, _)| *a);
+        let (starts, what) = all.into_iter().unzip();
+        KernelSymbols { starts, what }
+    }
+
+    /// The innermost system call or page fault in `chain` (kernel
+    /// addresses, innermost first; context markers skipped).
+    fn blocked_in(&self, chain: &[u64]) -> Option<Blocked> {
+        // PERF_CONTEXT_* markers are the top 4095 values.
+        const MARKERS: u64 = u64::MAX - 4095;
+        chain.iter().filter(|&&a| a < MARKERS).find_map(|&a| {
+            let at = self.starts.partition_point(|&s| s <= a).checked_sub(1)?;
+            self.what[at].clone()
+        })
+    }
+}
+
 impl State {
+    /// Whether a futex call of process `pid` with operation `op` and
+    /// expected value `val` waits for one of its threads to end: a plain
+    /// wait on the thread's id (mutexes and condition variables wait on
+    /// small counters, robust mutexes on an owner id with the waiters bit).
+    fn is_join(&self, pid: u32, op: u64, val: u64) -> bool {
+        // FUTEX_WAIT and FUTEX_WAIT_BITSET, any flags.
+        let cmd = op & 0x7f;
+        (cmd == 0 || cmd == 9)
+            && u32::try_from(val & 0xffff_ffff)
+                .ok()
+                .and_then(|tid| self.threads.get(&tid))
+                .is_some_and(|&p| p == pid)
+    }
+
+    fn kernel_symbols(&mut self) -> &KernelSymbols {
+        self.kernel.get_or_insert_with(KernelSymbols::load)
+    }
+
     fn record(&mut self, r: &[u8]) {
         let (Some(kind), Some(misc)) = (u32_at(r, 0), r.get(4..6)) else {
             return;
@@ -733,11 +1023,21 @@ impl State {
                     let maps = self.maps.get(&ppid).cloned().unwrap_or_default();
                     self.maps.insert(pid, maps);
                 }
+                // A new thread of a followed process (pid, ppid, tid, ptid).
+                if pid == ppid
+                    && self.run_of.contains_key(&pid)
+                    && let Some(tid) = u32_at(r, 16)
+                {
+                    self.threads.insert(tid, pid);
+                }
             }
             RECORD_EXIT => {
                 let (Some(pid), Some(tid)) = (u32_at(r, 8), u32_at(r, 16)) else {
                     return;
                 };
+                // A thread's last switch-out is its end, not a wait.
+                self.waits.remove(&tid);
+                self.threads.remove(&tid);
                 if pid == tid {
                     self.run_of.remove(&pid);
                     self.maps.remove(&pid);
@@ -746,6 +1046,7 @@ impl State {
             RECORD_LOST => self.collected.lost += u64_at(r, 16).unwrap_or(0),
             RECORD_LOST_SAMPLES => self.collected.lost += u64_at(r, 8).unwrap_or(0),
             RECORD_THROTTLE => self.collected.throttled += 1,
+            RECORD_SWITCH => self.switch(r, misc),
             _ => {}
         }
     }
@@ -796,23 +1097,70 @@ impl State {
         );
     }
 
+    /// A switch record: the end of a thread's wait (in), or that the
+    /// thread left the CPU still runnable (out, preempted).
+    fn switch(&mut self, r: &[u8], misc: u16) {
+        // sample_id: pid, tid, time.
+        let (Some(tid), Some(time)) = (u32_at(r, 12), u64_at(r, 16)) else {
+            return;
+        };
+        if misc & MISC_SWITCH_OUT != 0 {
+            if misc & MISC_SWITCH_OUT_PREEMPT != 0
+                && let Some(w) = self.waits.get_mut(&tid)
+            {
+                w.reason = OffCpuReason::Runnable;
+            }
+            return;
+        }
+        let Some(w) = self.waits.remove(&tid) else {
+            return;
+        };
+        let mut frames = w.frames;
+        frames.push(self.collected.frame(w.reason.frame()));
+        self.collected
+            .wait(w.run, frames, time.saturating_sub(w.since));
+    }
+
     fn sample(&mut self, r: &[u8], misc: u16) {
         // ip, pid/tid, time, period, regs_user (abi + bp, sp, ip), stack_user.
         let (Some(ip), Some(pid)) = (u64_at(r, 8), u32_at(r, 16)) else {
             return;
         };
+        let period = u64_at(r, 32);
+        // The context-switch event's samples: a thread leaving the CPU.
+        let switched_out = period == Some(1);
         let Some(&run) = self.run_of.get(&pid) else {
-            self.collected.outside += 1;
+            if !switched_out {
+                self.collected.outside += 1;
+            }
             return;
         };
-        if let Some(period) = u64_at(r, 32) {
+        if let Some(period) = period.filter(|_| !switched_out) {
             let e = self.collected.periods.entry(run).or_default();
             e.0 = e.0.saturating_add(period);
             e.1 += 1;
         }
         let mut at = 8 + 8 + 8 + 8 + 8;
+        // A switch-out's kernel call chain: nr, then the addresses.
+        let mut syscall = None;
+        if switched_out {
+            let nr = usize::try_from(u64_at(r, at).unwrap_or(0)).unwrap_or(0);
+            let chain: Vec<u64> = (0..nr.min(256))
+                .filter_map(|i| u64_at(r, at + 8 + 8 * i))
+                .collect();
+            syscall = self.kernel_symbols().blocked_in(&chain);
+            at += 8 + 8 * nr;
+        }
         let abi = u64_at(r, at).unwrap_or(0);
         at += 8;
+        // A switch-out's system-call arguments: di, si, dx.
+        let mut args = [0u64; 3];
+        if switched_out && abi != 0 {
+            for (i, a) in [2, 1, 0].into_iter().zip(0..) {
+                args[i] = u64_at(r, at + 8 * a).unwrap_or(0);
+            }
+            at += 24;
+        }
         let regs = if abi != 0 {
             let regs = (u64_at(r, at), u64_at(r, at + 8), u64_at(r, at + 16));
             at += 24;
@@ -833,8 +1181,8 @@ impl State {
             0
         };
         let stack = &stack[..dyn_size.min(stack.len())];
-        let kernel = misc & MISC_CPUMODE_MASK == MISC_KERNEL;
-        let mut frames = match (regs, self.maps.get(&pid)) {
+        let kernel = misc & MISC_CPUMODE_MASK == MISC_KERNEL && !switched_out;
+        let frames = match (regs, self.maps.get(&pid)) {
             (Some((bp, sp, uip)), Some(maps)) => self.symbolizer.unwind(
                 &UserStack {
                     ip: uip,
@@ -846,12 +1194,67 @@ impl State {
             ),
             _ => Vec::new(),
         };
-        let mut ids = Vec::with_capacity(frames.len() + 1);
+        if switched_out {
+            let (Some(tid), Some(time)) = (u32_at(r, 20), u64_at(r, 24)) else {
+                return;
+            };
+            self.collected.switches += 1;
+            // The system call, else the C library function the stack ends in.
+            let blocked = syscall.unwrap_or_else(|| {
+                let leaf = frames.first().map_or("", |f| f.function.as_str());
+                Blocked::Call(leaf.to_string())
+            });
+            let reason = match &blocked {
+                // Waiting for a child: the child's time is the child's.
+                Blocked::Call(name) if is_child_wait(name) => return,
+                // Joining a thread: glibc waits on the futex word that holds
+                // the thread's id until the kernel clears it at its exit;
+                // the thread's time is its own.
+                Blocked::Call(name)
+                    if name == "futex" && self.is_join(pid, args[1], args[2]) =>
+                {
+                    return;
+                }
+                Blocked::Call(name) => OffCpuReason::of_blocking_function(name),
+                Blocked::Fault => OffCpuReason::Other,
+            };
+            let ids = self.frame_ids(pid, regs.map_or(ip, |(_, _, uip)| uip), frames);
+            self.waits.insert(
+                tid,
+                Wait {
+                    run,
+                    frames: ids,
+                    reason,
+                    since: time,
+                },
+            );
+            return;
+        }
         if frames.len() <= 1 {
             *self.collected.truncated.entry(run).or_default() += 1;
         }
+        let mut ids = self.frame_ids(pid, regs.map_or(ip, |(_, _, uip)| uip), frames);
+        if kernel {
+            ids.push(self.collected.frame(ProfileFrame {
+                function: "[kernel]".into(),
+                module: "[kernel]".into(),
+                inlined: false,
+            }));
+        }
+        self.collected.count(run, ids);
+    }
+
+    /// The frame ids of an unwound stack (`frames` innermost first),
+    /// outermost first; where nothing unwound, the file or JIT code
+    /// `user_ip` is in.
+    fn frame_ids(
+        &mut self,
+        pid: u32,
+        user_ip: u64,
+        mut frames: Vec<perfsleuth_unwind::Frame>,
+    ) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(frames.len() + 1);
         if frames.is_empty() {
-            let user_ip = regs.map_or(ip, |(_, _, uip)| uip);
             let module = self
                 .maps
                 .get(&pid)
@@ -898,13 +1301,14 @@ impl State {
                 inlined: f.inlined,
             }));
         }
-        if kernel {
-            ids.push(self.collected.frame(ProfileFrame {
-                function: "[kernel]".into(),
-                module: "[kernel]".into(),
-                inlined: false,
-            }));
-        }
-        self.collected.count(run, ids);
+        ids
     }
+}
+
+/// Whether a thread blocked in `function` waits for a child process.
+fn is_child_wait(function: &str) -> bool {
+    let n = function.trim_start_matches('_');
+    let n = n.strip_prefix("GI_").unwrap_or(n).trim_start_matches('_');
+    let n = n.strip_prefix("libc_").unwrap_or(n);
+    matches!(n, "wait4" | "waitpid" | "waitid" | "wait" | "wait3")
 }

@@ -164,3 +164,144 @@ fn a_ring_that_overflows_counts_the_samples_the_kernel_lost() {
     assert_eq!(p.lost, collected.lost);
     assert!(p.samples > 0, "and some kept");
 }
+
+/// The wait program (bench/profiles/waits.c).
+fn waits(dir: &Path) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/profiles/waits.c");
+    common::compile(dir, &src, "waits", &["-O2", "-g", "-pthread"])
+}
+
+/// Runs `args` of the wait program `runs` times under a wall-profile
+/// sampler: its profile and each run's wall time less its CPU time (ns);
+/// `None` (the skip said) where the kernel refuses either event.
+fn wall_profile(name: &str, args: &[&str], runs: u32) -> Option<(StackProfile, Vec<f64>)> {
+    let dir = common::scratch("sampler", name);
+    let prog = waits(&dir)?;
+    let mut sp = Spawner::start().unwrap();
+    let s = sampler(&sp, SamplerConfig::default_for_this_process())?;
+    if let Some(why) = s.off_cpu_refused() {
+        skip("perf_software", format!("off-CPU time: {why}"));
+        return None;
+    }
+    let mut argv_: Vec<&str> = vec![prog.to_str().unwrap()];
+    argv_.extend(args);
+    let id = sp.prepare(&argv(&argv_), &IoConfig::default()).unwrap();
+    let mut off = Vec::new();
+    for i in 0..runs {
+        match sp.run_once(id, i).unwrap() {
+            Outcome::Completed(s) if s.succeeded() => {
+                off.push(s.wall_ns as f64 - (s.user_ns + s.sys_ns) as f64);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let collected = s.finish();
+    assert_eq!(collected.runs_seen, runs, "{collected:?}");
+    let pairs: Vec<(u32, u32)> = (1..=runs).map(|r| (r, r - 1)).collect();
+    Some((collected.report(&pairs), off))
+}
+
+/// Per off-CPU reason and waiting function: ns per run, from the periods.
+fn waited_ms(p: &StackProfile) -> Vec<(String, String, f64)> {
+    let runs = p.iterations.len() as f64;
+    let mut out: Vec<(String, String, f64)> = p
+        .functions()
+        .into_iter()
+        .filter_map(|f| {
+            let reason = f.off_cpu?;
+            let ns: f64 = f
+                .self_counts
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| c as f64 * p.period_of(i) as f64)
+                .sum();
+            Some((f.frame.function, reason.word().to_string(), ns / runs / 1e6))
+        })
+        .collect();
+    out.sort_by(|a, b| b.2.total_cmp(&a.2));
+    out
+}
+
+#[test]
+fn a_wait_in_poll_is_off_cpu_time_in_the_function_that_polled() {
+    // 20 requests: ~0.5 ms of CPU in crunch, then 2 ms in poll each.
+    let Some((p, reference)) = wall_profile("poll", &["requests", "20", "400", "2000"], 4) else {
+        return;
+    };
+    let waited = waited_ms(&p);
+    println!(
+        "{waited:?}; off-CPU ns per run {:?}, wall − CPU {reference:?}",
+        p.off_cpu_ns
+    );
+    let (function, reason, ms) = &waited[0];
+    assert_eq!((function.as_str(), reason.as_str()), ("fetch_row", "poll"));
+    // 40 ms a run at least (the kernel may wake a poll late).
+    assert!(*ms >= 38.0, "{waited:?}");
+    // One thread: its time off the CPU is the run's wall time less its CPU
+    // time (less the start and end of the process, which are not waits).
+    for (&ns, &r) in p.off_cpu_ns.iter().zip(&reference) {
+        assert!(
+            (ns as f64 - r).abs() <= 0.1 * r + 2e6,
+            "{:?} vs {reference:?}",
+            p.off_cpu_ns
+        );
+    }
+    // The periods add up to the exact total, to a period a run.
+    let off: Vec<u64> = p
+        .run_totals()
+        .iter()
+        .zip(p.run_samples())
+        .map(|(all, on)| all - on)
+        .collect();
+    for (i, (&periods, &ns)) in off.iter().zip(&p.off_cpu_ns).enumerate() {
+        let as_periods = ns as f64 / p.period_of(i) as f64;
+        assert!((periods as f64 - as_periods).abs() <= 0.5 + 1e-9, "{off:?} {:?}", p.off_cpu_ns);
+    }
+    // On the CPU, crunch as before.
+    let on = self_counts(&p);
+    assert!(on.get("crunch").copied().unwrap_or(0) > 0, "{on:?}");
+}
+
+#[test]
+fn a_contended_mutex_is_the_waiting_threads_lock_wait() {
+    // The holder keeps the mutex 2 ms, 30 times; the waiter waits for it.
+    let Some((p, _)) = wall_profile("lock", &["lock", "30", "2000"], 3) else {
+        return;
+    };
+    let mut waited = waited_ms(&p);
+    println!("{waited:?}");
+    // Time runnable (preempted) is the machine's load, not the program's:
+    // the program's own waits are the blocked ones.
+    waited.retain(|w| w.1 != "runnable");
+    let (function, reason, ms) = &waited[0];
+    assert_eq!((function.as_str(), reason.as_str()), ("take_lock", "lock"));
+    // Up to 2 ms a round, 30 rounds; main's wait to join them is not a wait.
+    assert!(*ms > 10.0, "{waited:?}");
+    assert!(!waited.iter().any(|w| w.0 == "main"), "{waited:?}");
+}
+
+#[test]
+fn a_cpu_profile_records_no_off_cpu_time() {
+    let dir = common::scratch("sampler", "cpu-only");
+    let Some(prog) = waits(&dir) else {
+        return;
+    };
+    let mut sp = Spawner::start().unwrap();
+    let config = SamplerConfig {
+        off_cpu: false,
+        ..SamplerConfig::default_for_this_process()
+    };
+    let Some(s) = sampler(&sp, config) else {
+        return;
+    };
+    let id = sp
+        .prepare(
+            &argv(&[prog.to_str().unwrap(), "requests", "10", "400", "2000"]),
+            &IoConfig::default(),
+        )
+        .unwrap();
+    sp.run_once(id, 0).unwrap();
+    let p = s.finish().report(&[(1, 0)]);
+    assert!(!p.has_off_cpu(), "{p:?}");
+    assert!(p.off_cpu_ns.is_empty());
+}

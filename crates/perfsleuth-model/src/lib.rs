@@ -651,7 +651,11 @@ pub struct Benchmark {
 
 /// A benchmark's sampled call stacks: the `cpu-clock` samples of its timed
 /// runs' whole process trees, aggregated by stack, each stack counted per
-/// run so that a share of the time has an interval across runs.
+/// run so that a share of the time has an interval across runs. A wall
+/// profile also holds the time its threads spent off the CPU: stacks whose
+/// leaf is an [`OFF_CPU_MODULE`] frame (`[off-cpu: poll]`), counted in
+/// periods of the run (the time waited there ÷ the run's period, rounded so
+/// that the run's periods add up to its exact total, [`Self::off_cpu_ns`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StackProfile {
     /// The event sampled (`cpu-clock`: on-CPU time, user and, where
@@ -687,6 +691,115 @@ pub struct StackProfile {
     /// absent for one perfsleuth sampled. An imported file is one run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// A wall profile's off-CPU time per profiled run (its threads' time
+    /// switched out, summed over threads; waits for a child process not
+    /// counted), ns, exact, in `iterations`' order; empty where off-CPU
+    /// time was not recorded (`--profile=cpu`, a kernel that refused it, an
+    /// import without it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub off_cpu_ns: Vec<u64>,
+}
+
+/// The module of the pseudo-frames that end an off-CPU stack: the frame
+/// `[off-cpu: REASON]` says why the thread was off the CPU there.
+pub const OFF_CPU_MODULE: &str = "[off-cpu]";
+
+/// Why a thread was off the CPU, as a wall profile tells it (the leaf
+/// frame `[off-cpu: REASON]` of its stack).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OffCpuReason {
+    /// Waiting for a lock or condition (a futex: mutexes, condition
+    /// variables, semaphores, thread joins).
+    Lock,
+    /// Waiting in poll, select or epoll for a file descriptor.
+    Poll,
+    /// Reading or writing a file, pipe or socket, or syncing a file.
+    Io,
+    /// Sleeping for a time (nanosleep, clock_nanosleep).
+    Sleep,
+    /// Ready to run but switched out: preempted by another task, or yielded.
+    Runnable,
+    /// Blocked in another system call, or in a page fault.
+    Other,
+}
+
+impl OffCpuReason {
+    /// Every reason, in the order the legend lists them.
+    pub const ALL: [OffCpuReason; 6] = [
+        OffCpuReason::Lock,
+        OffCpuReason::Poll,
+        OffCpuReason::Io,
+        OffCpuReason::Sleep,
+        OffCpuReason::Runnable,
+        OffCpuReason::Other,
+    ];
+
+    /// Its word in the pseudo-frame and the attribution (`poll`).
+    pub fn word(self) -> &'static str {
+        match self {
+            OffCpuReason::Lock => "lock",
+            OffCpuReason::Poll => "poll",
+            OffCpuReason::Io => "I/O",
+            OffCpuReason::Sleep => "sleep",
+            OffCpuReason::Runnable => "runnable",
+            OffCpuReason::Other => "other",
+        }
+    }
+
+    /// The pseudo-frame ending a stack that waited for this reason.
+    pub fn frame(self) -> ProfileFrame {
+        ProfileFrame {
+            function: format!("[off-cpu: {}]", self.word()),
+            module: OFF_CPU_MODULE.into(),
+            inlined: false,
+        }
+    }
+
+    /// The reason a pseudo-frame's function names (`[off-cpu: poll]`), if
+    /// it is one.
+    pub fn of_frame(function: &str) -> Option<OffCpuReason> {
+        let word = function.strip_prefix("[off-cpu: ")?.strip_suffix(']')?;
+        OffCpuReason::ALL.into_iter().find(|r| r.word() == word)
+    }
+
+    /// Why a thread that switched out without being preempted waited,
+    /// from the innermost function of its user stack (the C library's
+    /// system-call wrapper it blocked in): glibc's internal spellings
+    /// (`__GI___poll`, `__futex_abstimed_wait_common64`, `__libc_read`) and
+    /// musl's plain ones alike.
+    pub fn of_blocking_function(name: &str) -> OffCpuReason {
+        let mut n = name.trim_start_matches('_');
+        for prefix in ["GI_", "libc_", "pthread_"] {
+            if let Some(rest) = n.strip_prefix(prefix) {
+                n = rest.trim_start_matches('_');
+            }
+        }
+        let n = n
+            .trim_end_matches("_nocancel")
+            .trim_end_matches("64")
+            .trim_end_matches("_time");
+        let any = |words: &[&str]| words.iter().any(|w| n.contains(w));
+        let is = |words: &[&str]| words.contains(&n);
+        if any(&["futex", "lll_lock", "mutex", "cond_", "cond", "rwlock", "sem_", "barrier"])
+            || is(&["join", "timedjoin", "clockjoin"])
+        {
+            OffCpuReason::Lock
+        } else if any(&["poll", "select", "epoll"]) {
+            OffCpuReason::Poll
+        } else if any(&["sleep", "pause"]) {
+            OffCpuReason::Sleep
+        } else if is(&[
+            "read", "write", "pread", "pwrite", "readv", "writev", "preadv", "pwritev", "recv",
+            "recvfrom", "recvmsg", "recvmmsg", "send", "sendto", "sendmsg", "sendmmsg", "accept",
+            "accept4", "connect", "open", "openat", "fsync", "fdatasync", "sync_file_range",
+            "syncfs", "sendfile", "splice", "copy_file_range", "io_uring_enter", "io_getevents",
+            "msgrcv", "msgsnd", "flock", "fcntl",
+        ]) {
+            OffCpuReason::Io
+        } else {
+            OffCpuReason::Other
+        }
+    }
 }
 
 /// One function of a profile.
@@ -719,6 +832,11 @@ pub struct ProfileStack {
 pub struct FunctionSamples {
     /// The function (an inlined one is a function of its own).
     pub frame: ProfileFrame,
+    /// Time the function spent off the CPU for this reason, rather than
+    /// on it: the function is the innermost of the program's frames (the
+    /// C library's are passed over) where a thread blocked or was switched
+    /// out; its self counts are periods waited ([`StackProfile`]).
+    pub off_cpu: Option<OffCpuReason>,
     /// Samples in the function itself, per run.
     pub self_counts: Vec<u64>,
     /// Samples in it or in what it called, per run (a recursive function's
@@ -738,9 +856,35 @@ impl FunctionSamples {
     }
 }
 
+/// Whether `module` (a file name) is the C library or its dynamic loader,
+/// whose system-call wrappers are where a thread blocks but not why.
+fn is_c_library(module: &str) -> bool {
+    ["libc.so", "libc-", "ld-linux", "ld-musl", "libpthread", "librt.so", "libc.musl"]
+        .iter()
+        .any(|p| module.starts_with(p))
+}
+
 impl StackProfile {
+    /// Whether off-CPU time was recorded (a wall profile), or an imported
+    /// profile has stacks of it.
+    pub fn has_off_cpu(&self) -> bool {
+        !self.off_cpu_ns.is_empty() || self.stacks.iter().any(|s| self.off_cpu_reason(s).is_some())
+    }
+
+    /// Why stack `s` was off the CPU, if it is an off-CPU stack.
+    pub fn off_cpu_reason(&self, s: &ProfileStack) -> Option<OffCpuReason> {
+        let leaf = self.frames.get(*s.frames.last()? as usize)?;
+        if leaf.module != OFF_CPU_MODULE {
+            return None;
+        }
+        OffCpuReason::of_frame(&leaf.function).or(Some(OffCpuReason::Other))
+    }
+
     /// Every function's samples per run, the most self samples first (ties
-    /// by inclusive samples, then name).
+    /// by inclusive samples, then name). An off-CPU stack's periods are the
+    /// self time of its innermost program frame, as a function of its own
+    /// for each reason (`fetch_row` off the CPU in poll is not `fetch_row`
+    /// on it); the `[off-cpu: …]` pseudo-frames are no function.
     pub fn functions(&self) -> Vec<FunctionSamples> {
         let runs = self.iterations.len();
         let mut by: Vec<FunctionSamples> = self
@@ -748,10 +892,15 @@ impl StackProfile {
             .iter()
             .map(|f| FunctionSamples {
                 frame: f.clone(),
+                off_cpu: None,
                 self_counts: vec![0; runs],
                 inclusive: vec![0; runs],
             })
             .collect();
+        // (canonical frame, reason) → its entry in `waiting`.
+        let mut waiting: Vec<FunctionSamples> = Vec::new();
+        let mut waiting_at: std::collections::HashMap<(usize, OffCpuReason), usize> =
+            std::collections::HashMap::new();
         // Frames are unique per (function, module, inlined); merge the
         // inlined and outlined copies of one function.
         let mut canonical: Vec<usize> = (0..self.frames.len()).collect();
@@ -773,24 +922,62 @@ impl StackProfile {
                     seen.push(c);
                 }
             }
+            // Off the CPU: the innermost frame outside the C library (the
+            // leaf itself where every frame is in it) owns the wait.
+            let owner = self.off_cpu_reason(s).map(|reason| {
+                let inner = &s.frames[..s.frames.len() - 1];
+                let at = inner
+                    .iter()
+                    .rev()
+                    .find(|&&f| {
+                        self.frames
+                            .get(f as usize)
+                            .is_some_and(|f| !is_c_library(&f.module))
+                    })
+                    .or(inner.last())
+                    .and_then(|&f| canonical.get(f as usize).copied());
+                let key = (at.unwrap_or(usize::MAX), reason);
+                *waiting_at.entry(key).or_insert_with(|| {
+                    let frame = at
+                        .and_then(|c| self.frames.get(c).cloned())
+                        .unwrap_or_else(|| ProfileFrame {
+                            function: "[unknown]".into(),
+                            module: String::new(),
+                            inlined: false,
+                        });
+                    waiting.push(FunctionSamples {
+                        frame,
+                        off_cpu: Some(reason),
+                        self_counts: vec![0; runs],
+                        inclusive: vec![0; runs],
+                    });
+                    waiting.len() - 1
+                })
+            });
             for (r, &n) in s.counts.iter().enumerate().take(runs) {
                 for &c in &seen {
                     if let Some(f) = by.get_mut(c) {
                         f.inclusive[r] += u64::from(n);
                     }
                 }
-                if let Some(&leaf) = s.frames.last()
+                if let Some(w) = owner {
+                    waiting[w].self_counts[r] += u64::from(n);
+                    waiting[w].inclusive[r] += u64::from(n);
+                } else if let Some(&leaf) = s.frames.last()
                     && let Some(f) = canonical.get(leaf as usize).and_then(|&c| by.get_mut(c))
                 {
                     f.self_counts[r] += u64::from(n);
                 }
             }
         }
-        let keep: Vec<bool> = (0..by.len()).map(|i| canonical[i] == i).collect();
+        let keep: Vec<bool> = (0..by.len())
+            .map(|i| canonical[i] == i && self.frames[i].module != OFF_CPU_MODULE)
+            .collect();
         let mut out: Vec<FunctionSamples> = by
             .into_iter()
             .zip(keep)
             .filter(|(f, keep)| *keep && f.inclusive_total() > 0)
+            .chain(waiting.into_iter().map(|f| (f, true)))
             .map(|(mut f, _)| {
                 f.frame.inlined = false;
                 f
@@ -828,6 +1015,9 @@ impl StackProfile {
         if !self.periods_ns.is_empty() {
             self.periods_ns = pick(&self.periods_ns, &keep);
         }
+        if !self.off_cpu_ns.is_empty() {
+            self.off_cpu_ns = pick(&self.off_cpu_ns, &keep);
+        }
         for s in &mut self.stacks {
             s.counts = pick(&s.counts, &keep);
         }
@@ -856,24 +1046,56 @@ impl StackProfile {
         self.periods_ns.get(i).copied().unwrap_or(self.period_ns)
     }
 
-    /// The CPU time the samples of each profiled run stand for, ns.
+    /// The CPU time the samples of each profiled run stand for, ns (its
+    /// on-CPU stacks only).
     pub fn run_cpu_ns(&self) -> Vec<f64> {
-        self.run_totals()
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| n as f64 * self.period_of(i) as f64)
-            .collect()
+        self.periods_as_ns(&self.totals_where(|off| !off))
     }
 
-    /// The samples of each profiled run, in `iterations`' order.
+    /// The time each profiled run's stacks stand for, ns: on the CPU, and
+    /// off it in a wall profile (its threads' time, summed).
+    pub fn run_time_ns(&self) -> Vec<f64> {
+        self.periods_as_ns(&self.run_totals())
+    }
+
+    /// The periods of each profiled run, in `iterations`' order: samples,
+    /// and in a wall profile the periods waited off the CPU.
     pub fn run_totals(&self) -> Vec<u64> {
+        self.totals_where(|_| true)
+    }
+
+    /// The on-CPU samples of each profiled run, in `iterations`' order.
+    pub fn run_samples(&self) -> Vec<u64> {
+        self.totals_where(|off| !off)
+    }
+
+    /// Samples taken on the CPU, over all runs (`samples` less the periods
+    /// waited off it).
+    pub fn on_cpu_samples(&self) -> u64 {
+        self.run_samples().iter().sum()
+    }
+
+    /// Per run, the counts of the stacks `pick` keeps (given whether the
+    /// stack is off the CPU).
+    fn totals_where(&self, pick: impl Fn(bool) -> bool) -> Vec<u64> {
         let mut totals = vec![0u64; self.iterations.len()];
         for s in &self.stacks {
+            if !pick(self.off_cpu_reason(s).is_some()) {
+                continue;
+            }
             for (t, &c) in totals.iter_mut().zip(&s.counts) {
                 *t += u64::from(c);
             }
         }
         totals
+    }
+
+    fn periods_as_ns(&self, totals: &[u64]) -> Vec<f64> {
+        totals
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| n as f64 * self.period_of(i) as f64)
+            .collect()
     }
 }
 
