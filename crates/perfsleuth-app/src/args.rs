@@ -467,28 +467,90 @@ pub enum ModeChoice {
 /// (each level) take it.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct Profiling {
-    /// Sample where the time goes on CPU: call stacks of every timed run (docs/PROFILES.md).
+    /// Profile where the time goes, on and off the CPU: call stacks of every timed run (docs/PROFILES.md).
     ///
-    /// Sample where the time goes on CPU: the call stacks of every timed run
-    /// (of each experiment in `explain`, each level in `scale`), cpu-clock at
-    /// 997 Hz through perf_event_open, unwound with the files' DWARF call frame
-    /// information and named with inlined frames; kept per benchmark and run,
-    /// shown as the hottest functions, compared by `compare` and `ab`, drawn as
-    /// flame graphs by `report`, written by --export-folded. Off-CPU time
-    /// (sleeping, waiting) is not sampled; see --locks. `--profile` is
-    /// `--profile=on`, an error where the kernel does not allow it;
-    /// `--profile=auto` says why instead, and keeps no profile of runs too
-    /// short to give 10 samples each (docs/PROFILES.md).
+    /// Profile where the time goes: the call stacks of every timed run (of
+    /// each experiment in `explain`, each level in `scale`), on the CPU
+    /// (cpu-clock samples at 997 Hz through perf_event_open) and off it
+    /// (every switch-out of a measured thread, timed until it runs again,
+    /// with the reason: lock, poll, I/O, sleep, runnable), unwound with the
+    /// files' DWARF call frame information and named with inlined frames;
+    /// kept per benchmark and run, shown as the functions the time is in,
+    /// compared by `compare` and `ab`, drawn as flame graphs by `report`,
+    /// written by --export-folded. Values, comma-separated: `wall` (on and
+    /// off the CPU, the default) or `cpu` (on the CPU only); `on` (an error
+    /// where the kernel does not allow it) or `auto` (a note instead, and no
+    /// profile of runs too short to give 10 samples each). `--profile` is
+    /// `--profile=on,wall`. Off-CPU time needs root or
+    /// perf_event_paranoid ≤ 1; without it the profile is on-CPU only and
+    /// says so.
     #[arg(
         long,
-        value_enum,
-        value_name = "WHEN",
+        value_name = "WHAT",
         num_args = 0..=1,
         require_equals = true,
-        default_value_t = When::Off,
-        default_missing_value = "on"
+        default_value = "off",
+        default_missing_value = "on",
+        value_parser = ProfileChoice::parse
     )]
-    pub profile: When,
+    pub profile: ProfileChoice,
+}
+
+/// What `--profile` records, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProfileChoice {
+    /// Whether to profile: off, where possible, or always.
+    pub when: When,
+    /// Time off the CPU too (a wall profile), not only on it.
+    pub off_cpu: bool,
+}
+
+impl ProfileChoice {
+    /// No profile.
+    pub const OFF: ProfileChoice = ProfileChoice {
+        when: When::Off,
+        off_cpu: true,
+    };
+
+    /// Parses `--profile`'s value: `on`, `off`, `auto`, `wall`, `cpu`, comma-separated.
+    pub fn parse(text: &str) -> Result<ProfileChoice, String> {
+        let mut choice = ProfileChoice {
+            when: When::On,
+            off_cpu: true,
+        };
+        let (mut when, mut what) = (None, None);
+        for word in text.split(',').map(str::trim) {
+            let (slot, value) = match word {
+                "on" => (&mut when, "on"),
+                "off" => (&mut when, "off"),
+                "auto" => (&mut when, "auto"),
+                "wall" => (&mut what, "wall"),
+                "cpu" => (&mut what, "cpu"),
+                other => {
+                    return Err(format!(
+                        "`{other}` is not a profile; give on, off or auto, and wall (on and off the CPU) or cpu (on it only), e.g. --profile=auto,cpu"
+                    ));
+                }
+            };
+            if let Some(earlier) = slot.replace(value) {
+                return Err(format!(
+                    "`{earlier}` and `{value}` both given; give one of on, off, auto and one of wall, cpu"
+                ));
+            }
+        }
+        choice.when = match when {
+            Some("off") => When::Off,
+            Some("auto") => When::Auto,
+            _ => When::On,
+        };
+        choice.off_cpu = what != Some("cpu");
+        Ok(choice)
+    }
+
+    /// Whether a profile is taken at all (`on` or `auto`).
+    pub fn is_on(self) -> bool {
+        self.when != When::Off
+    }
 }
 
 /// When to trace lock waits (`--locks`) or sample stacks (`--profile`).

@@ -3,7 +3,7 @@
 //! sampler started before anything is stored, their errors in the CLI's
 //! terms, and the lock reports and profiles kept with the run.
 
-use crate::args::When;
+use crate::args::{ProfileChoice, When};
 use crate::error::Fail;
 use crate::sink::StoreSink;
 use perfsleuth_measure::Spawner;
@@ -35,7 +35,7 @@ impl Instruments {
         kernel: bool,
         tracepoints: bool,
         locks: When,
-        profile: When,
+        profile: ProfileChoice,
         env: &mut Environment,
     ) -> Result<Instruments, Fail> {
         let mut notes =
@@ -46,10 +46,20 @@ impl Instruments {
         match &sampler {
             Some(s) => {
                 let c = s.config();
+                let off_cpu = match s.off_cpu_refused() {
+                    _ if c.off_cpu => "; off-CPU time from context switches".to_string(),
+                    Some(why) => {
+                        notes.push(format!(
+                            "profile: off-CPU time is not recorded: {why}; the profile is of the time on the CPU only"
+                        ));
+                        format!("; off-CPU time not recorded: {why}")
+                    }
+                    None => "; on-CPU only (--profile=cpu)".to_string(),
+                };
                 env.set(
                     "measure.profile",
                     format!(
-                        "cpu-clock at {} Hz, {} mode",
+                        "cpu-clock at {} Hz, {} mode{off_cpu}",
                         c.rate_hz,
                         if c.kernel { "user and kernel" } else { "user" }
                     ),
@@ -67,7 +77,7 @@ impl Instruments {
             tracer,
             reports: Vec::new(),
             sampler,
-            profile,
+            profile: profile.when,
             profiles: Vec::new(),
             notes,
         })
@@ -128,11 +138,17 @@ impl Instruments {
 }
 
 /// Starts the sampler as `choice` asks; with `auto` where it cannot, the note why.
-fn start_sampler(choice: When, spawner: u32) -> Result<(Option<Sampler>, Option<String>), Fail> {
+fn start_sampler(
+    choice: ProfileChoice,
+    spawner: u32,
+) -> Result<(Option<Sampler>, Option<String>), Fail> {
     perfsleuth_runner::profile::start(
-        choice.runner(),
+        choice.when.runner(),
         spawner,
-        SamplerConfig::default_for_this_process(),
+        SamplerConfig {
+            off_cpu: choice.off_cpu,
+            ..SamplerConfig::default_for_this_process()
+        },
     )
     .map_err(|e| {
         let hint = match e {

@@ -4,7 +4,7 @@
 //! then [`measure`]: the store and its sink, counters, the lock tracer,
 //! Ctrl-C, the noise snapshots, the runner's schedule, and conclude.
 
-use crate::args::{CounterChoice, ModeChoice, RunArgs, When};
+use crate::args::{CounterChoice, ModeChoice, ProfileChoice, RunArgs, When};
 use crate::error::Fail;
 use crate::locks::Instruments;
 use crate::output;
@@ -220,7 +220,7 @@ pub fn measure(
         ));
     }
     if c.simulation.is_some()
-        && (args.profiling.profile == When::On || args.export_folded.is_some())
+        && (args.profiling.profile.when == When::On || args.export_folded.is_some())
     {
         return Err(Fail::usage(
             "--profile samples real runs; simulation mode already counts every function's instructions under valgrind",
@@ -244,9 +244,12 @@ pub fn measure(
             args.locks
         },
         if c.simulation.is_some() {
-            When::Off
-        } else if args.export_folded.is_some() && args.profiling.profile == When::Off {
-            When::On
+            ProfileChoice::OFF
+        } else if args.export_folded.is_some() && !args.profiling.profile.is_on() {
+            ProfileChoice {
+                when: When::On,
+                ..args.profiling.profile
+            }
         } else {
             args.profiling.profile
         },

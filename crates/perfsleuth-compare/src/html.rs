@@ -11,6 +11,10 @@ use perfsleuth_report::html::{details, escape, figure, notes, table};
 use perfsleuth_report::{format_change, format_metric};
 use std::fmt::Write as _;
 
+/// A function in the noise holding at least this share of the time shown
+/// keeps its row in the report's function table; smaller ones are counted.
+const LARGE_SHARE: f64 = 0.05;
+
 /// The comparison section.
 pub fn render_html(c: &Comparison) -> String {
     let mut out = String::new();
@@ -154,18 +158,28 @@ pub fn render_html(c: &Comparison) -> String {
             true,
         ));
     }
-    // Wall time, profiled: where the on-CPU time moved.
+    // Wall time, profiled: where the time moved. The functions that moved
+    // and those that hold a large part of the time are shown; the rest,
+    // small and in the noise, are counted in one line.
     for r in c.rows.iter().filter(|r| !r.time_functions.is_empty()) {
         let d = |ns: f64| perfsleuth_model::quantity::format_duration_ns(ns);
         let shift = |s: &perfsleuth_stats::MedianShift| {
             format!("{} [{}, {}]", d(s.shift), d(s.ci.lo), d(s.ci.hi))
         };
-        let rows: Vec<Vec<String>> = r
+        let size = |f: &crate::TimeMove| f.baseline_self_ns.max(f.candidate_self_ns);
+        let total: f64 = r.time_functions.iter().map(size).sum();
+        let (shown, folded): (Vec<_>, Vec<_>) = r
             .time_functions
+            .iter()
+            .partition(|f| !f.in_the_noise() || size(f) >= LARGE_SHARE * total);
+        let mut rows: Vec<Vec<String>> = shown
             .iter()
             .map(|f| {
                 vec![
-                    f.function.clone(),
+                    match f.off_cpu {
+                        Some(reason) => format!("{} ({})", f.function, reason.describe()),
+                        None => f.function.clone(),
+                    },
                     f.object.clone(),
                     d(f.baseline_self_ns),
                     d(f.candidate_self_ns),
@@ -180,9 +194,22 @@ pub fn render_html(c: &Comparison) -> String {
                 ]
             })
             .collect();
+        if !folded.is_empty() {
+            let mut row = vec![
+                format!(
+                    "{} more function{}, each under {:.0}% of the time and in the noise",
+                    folded.len(),
+                    if folded.len() == 1 { "" } else { "s" },
+                    100.0 * LARGE_SHARE
+                ),
+                String::new(),
+            ];
+            row.extend(std::iter::repeat_n(String::new(), 5));
+            rows.push(row);
+        }
         out.push_str(&details(
             &format!(
-                "{} · {}: the functions whose on-CPU time moved most (per run, sampled)",
+                "{} · {}: the functions whose time moved most (per run, sampled)",
                 r.key(),
                 r.metric.name()
             ),

@@ -55,6 +55,7 @@ fn row_doc(r: &Row, confidence: f64) -> CompareRow {
             .map(|m| perfsleuth_model::schema::CompareTimeFunction {
                 function: m.function.clone(),
                 object: m.object.clone(),
+                off_cpu: m.off_cpu.map(|r| r.word().to_string()),
                 baseline_self_ns: m.baseline_self_ns,
                 candidate_self_ns: m.candidate_self_ns,
                 self_shift_ns: m.self_shift.shift,

@@ -2415,18 +2415,37 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         }
         match time_moves(&b, &c, opts.confidence()) {
             Some(found) => {
-                // CPU time: shares of its change. Wall time, which may
-                // include waiting and several threads' CPU: shares of the
-                // change of the time on CPU the samples saw.
-                let note = if row.metric == Metric::Cpu {
+                // CPU time: shares of its change. Wall time with a wall
+                // profile of one thread (its time on and off the CPU is the
+                // wall time, to a tenth): shares of the wall change; of
+                // several threads, shares of their time's change. Wall time
+                // with on-CPU profiles: shares of the change of the time on
+                // CPU the samples saw.
+                let one_thread = (found.baseline_profiled_ns / row.baseline_median - 1.0).abs()
+                    < 0.1;
+                let note = if row.metric == Metric::Cpu
+                    || (row.metric == Metric::Wall && found.off_cpu && one_thread)
+                {
                     time_attribution(
                         &found.moves,
                         row.metric.name(),
                         row.candidate_median - row.baseline_median,
                         change.change,
                     )
+                } else if found.off_cpu {
+                    time_attribution(
+                        &found.moves,
+                        stacks::THREADS,
+                        found.profiled.shift,
+                        change.change,
+                    )
                 } else {
-                    time_attribution(&found.moves, "on-CPU", found.on_cpu.shift, change.change)
+                    time_attribution(
+                        &found.moves,
+                        stacks::ON_CPU,
+                        found.profiled.shift,
+                        change.change,
+                    )
                 };
                 row.notes.extend(note);
                 let mut moves = found.moves;

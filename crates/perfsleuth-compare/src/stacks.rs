@@ -1,12 +1,15 @@
 //! Where a wall-time change sits, from the two sides' sampled stacks
-//! (`run --profile`): each function's on-CPU time per run (its samples ×
-//! the sampling period), the shift of its median between the sides with a
-//! bootstrap interval from the runs, self and inclusive, ranked by how much
-//! of the change it carries; a function whose interval holds 0 is in the
-//! noise. Stated in the simulation attribution's words: "87% of +20.1%
-//! wall is in `alpha` (shares)".
+//! (`run --profile`): each function's time per run (its samples × the
+//! sampling period; in a wall profile also its periods waited off the CPU,
+//! apart per reason: `fetch_row` waiting in poll is not `fetch_row`
+//! computing), the shift of its median between the sides with a bootstrap
+//! interval from the runs, self and inclusive, ranked by how much of the
+//! change it carries; a function whose interval holds 0 is in the noise.
+//! Stated in the simulation attribution's words: "87% of +20.1% wall is in
+//! `alpha` (shares)", "92% of +36.0% wall is in `fetch_row` (prog; off
+//! CPU: poll)".
 
-use perfsleuth_model::StackProfile;
+use perfsleuth_model::{OffCpuReason, StackProfile};
 use perfsleuth_stats::{MedianShift, RESAMPLES, SEED, bootstrap_median_shift};
 use std::collections::BTreeMap;
 
@@ -17,6 +20,9 @@ pub struct TimeMove {
     pub function: String,
     /// Its binary or library's file name.
     pub object: String,
+    /// Time it spent off the CPU for this reason (a wall profile), rather
+    /// than on it.
+    pub off_cpu: Option<OffCpuReason>,
     /// Median self time per run in the baseline, ns.
     pub baseline_self_ns: f64,
     /// Median self time per run in the candidate, ns.
@@ -32,10 +38,35 @@ impl TimeMove {
     pub fn in_the_noise(&self) -> bool {
         self.self_shift.in_the_noise()
     }
+
+    /// "`fetch_row` (off CPU: poll)", "`alpha`".
+    pub fn label(&self) -> String {
+        match self.off_cpu {
+            Some(reason) => format!("`{}` ({})", self.function, reason.describe()),
+            None => format!("`{}`", self.function),
+        }
+    }
+
+    /// "`fetch_row` (prog; off CPU: poll)", "`alpha` (prog)".
+    fn label_with_object(&self) -> String {
+        match self.off_cpu {
+            Some(reason) => format!(
+                "`{}` ({}; {})",
+                self.function,
+                self.object,
+                reason.describe()
+            ),
+            None => format!("`{}` ({})", self.function, self.object),
+        }
+    }
 }
 
-/// Per function (name, object): its self and inclusive time in each run, ns.
-type PerRun = BTreeMap<(String, String), (Vec<f64>, Vec<f64>)>;
+/// A function of a profile: its name, object and, for its time off the
+/// CPU, the reason.
+type Key = (String, String, Option<OffCpuReason>);
+
+/// Per function: its self and inclusive time in each run, ns.
+type PerRun = BTreeMap<Key, (Vec<f64>, Vec<f64>)>;
 
 /// The runs of the profiles, and each function's time in them; runs where
 /// it was never sampled count 0.
@@ -46,7 +77,7 @@ fn per_run(profiles: &[&StackProfile]) -> (usize, PerRun) {
     for p in profiles {
         for f in p.functions() {
             let e = out
-                .entry((f.frame.function.clone(), f.frame.module.clone()))
+                .entry((f.frame.function.clone(), f.frame.module.clone(), f.off_cpu))
                 .or_insert_with(|| (vec![0.0; runs], vec![0.0; runs]));
             for (i, (&s, &inc)) in f.self_counts.iter().zip(&f.inclusive).enumerate() {
                 let period = p.period_of(i) as f64;
@@ -69,13 +100,18 @@ pub const MIN_PROFILED_RUNS: usize = 3;
 pub const FUNCTIONS_TESTED: usize = 10;
 
 /// Where a change sits: the tested functions' moves, and the shift of the
-/// profiled on-CPU time per run as a whole.
+/// profiled time per run as a whole.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimeMoves {
     /// The tested functions, the biggest self shift first.
     pub moves: Vec<TimeMove>,
-    /// Shift of the samples' CPU time per run (all functions), ns.
-    pub on_cpu: MedianShift,
+    /// Shift of the profiled time per run (all functions), ns: on the CPU,
+    /// and off it where both sides are wall profiles.
+    pub profiled: MedianShift,
+    /// Median profiled time per run in the baseline, ns.
+    pub baseline_profiled_ns: f64,
+    /// Both sides are wall profiles: `profiled` holds time off the CPU too.
+    pub off_cpu: bool,
 }
 
 /// Each of the [`FUNCTIONS_TESTED`] busiest functions' move between the
@@ -96,10 +132,21 @@ pub fn time_moves(
     if nb < MIN_PROFILED_RUNS || nc < MIN_PROFILED_RUNS {
         return None;
     }
-    let totals =
-        |ps: &[&StackProfile]| -> Vec<f64> { ps.iter().flat_map(|p| p.run_cpu_ns()).collect() };
-    let on_cpu = bootstrap_median_shift(
-        &totals(baseline),
+    let off_cpu = baseline.iter().chain(candidate).all(|p| p.has_off_cpu());
+    let totals = |ps: &[&StackProfile]| -> Vec<f64> {
+        ps.iter()
+            .flat_map(|p| {
+                if off_cpu {
+                    p.run_time_ns()
+                } else {
+                    p.run_cpu_ns()
+                }
+            })
+            .collect()
+    };
+    let baseline_totals = totals(baseline);
+    let profiled = bootstrap_median_shift(
+        &baseline_totals,
         &totals(candidate),
         confidence,
         RESAMPLES / 2,
@@ -107,10 +154,10 @@ pub fn time_moves(
     )?;
     let zeros_b = (vec![0.0; nb], vec![0.0; nb]);
     let zeros_c = (vec![0.0; nc], vec![0.0; nc]);
-    let mut keys: Vec<&(String, String)> = base.keys().chain(cand.keys()).collect();
+    let mut keys: Vec<&Key> = base.keys().chain(cand.keys()).collect();
     keys.sort();
     keys.dedup();
-    let busy = |k: &(String, String)| -> f64 {
+    let busy = |k: &Key| -> f64 {
         let m = |v: Option<&(Vec<f64>, Vec<f64>)>| v.map_or(0.0, |v| v.0.iter().sum::<f64>());
         m(base.get(k)) / nb as f64 + m(cand.get(k)) / nc as f64
     };
@@ -132,6 +179,7 @@ pub fn time_moves(
         moves.push(TimeMove {
             function: key.0.clone(),
             object: key.1.clone(),
+            off_cpu: key.2,
             baseline_self_ns: perfsleuth_stats::median(&b.0).unwrap_or(0.0),
             candidate_self_ns: perfsleuth_stats::median(&c.0).unwrap_or(0.0),
             self_shift,
@@ -145,18 +193,31 @@ pub fn time_moves(
             .total_cmp(&a.self_shift.shift.abs())
             .then(a.function.cmp(&b.function))
     });
-    Some(TimeMoves { moves, on_cpu })
+    Some(TimeMoves {
+        moves,
+        profiled,
+        baseline_profiled_ns: perfsleuth_stats::median(&baseline_totals).unwrap_or(0.0),
+        off_cpu,
+    })
 }
 
 /// Functions named in the sentence.
 const NAMED: usize = 3;
 
+/// [`time_attribution`]'s metric for shares of the profiled on-CPU time.
+pub const ON_CPU: &str = "on-CPU";
+
+/// [`time_attribution`]'s metric for shares of a wall profile's time, on
+/// and off the CPU, its threads' summed.
+pub const THREADS: &str = "threads";
+
 /// "87% of +20.1% wall is in `alpha` (shares): +17.9 ms a run [+17.2 ms,
 /// +18.6 ms]; −9% in `beta` (shares): −1.8 ms [−2.3 ms, −1.3 ms]; in the
 /// noise: `gamma_`": the functions whose own time moved beyond the noise,
 /// biggest first, as shares of the change of the median time per run of
-/// `metric` (wall or CPU time: `wall_shift_ns`, the relative `change`),
-/// then those that did not.
+/// `metric` (wall or CPU time: `wall_shift_ns`, the relative `change`; or
+/// [`ON_CPU`] and [`THREADS`], the profile's own time a run), then those
+/// that did not.
 pub fn time_attribution(
     moves: &[TimeMove],
     metric: &str,
@@ -166,12 +227,15 @@ pub fn time_attribution(
     if wall_shift_ns == 0.0 || !wall_shift_ns.is_finite() {
         return None;
     }
-    let change_text = if metric == "on-CPU" {
-        format!(
-            "the {}{} on CPU a run",
-            if wall_shift_ns < 0.0 { "−" } else { "+" },
-            perfsleuth_model::quantity::format_duration_ns(wall_shift_ns.abs())
-        )
+    let signed_total = format!(
+        "{}{}",
+        if wall_shift_ns < 0.0 { "−" } else { "+" },
+        perfsleuth_model::quantity::format_duration_ns(wall_shift_ns.abs())
+    );
+    let change_text = if metric == ON_CPU {
+        format!("the {signed_total} on CPU a run")
+    } else if metric == THREADS {
+        format!("the {signed_total} a run on and off the CPU (its threads' time summed)")
     } else {
         format!("{:+.1}% {metric}", 100.0 * change)
     };
@@ -181,10 +245,9 @@ pub fn time_attribution(
     for m in moves.iter().filter(|m| !m.in_the_noise()).take(NAMED) {
         let share = m.self_shift.shift / wall_shift_ns;
         parts.push(format!(
-            "{:.0}% in `{}` ({}): {} a run [{}, {}]",
+            "{:.0}% in {}: {} a run [{}, {}]",
             100.0 * share,
-            m.function,
-            m.object,
+            m.label_with_object(),
             signed(m.self_shift.shift),
             signed(m.self_shift.ci.lo),
             signed(m.self_shift.ci.hi)
@@ -195,7 +258,7 @@ pub fn time_attribution(
         .take(NAMED + parts.len())
         .filter(|m| m.in_the_noise())
         .take(NAMED)
-        .map(|m| format!("`{}`", m.function))
+        .map(TimeMove::label)
         .collect();
     let mut text = match parts.split_first() {
         Some((first, rest)) => {
@@ -254,7 +317,79 @@ mod tests {
                 },
             ],
             source: None,
+            off_cpu_ns: Vec::new(),
         }
+    }
+
+    /// A wall profile of `runs` runs: main→crunch `cpu` samples a run, and
+    /// main→fetch_row→poll (libc) waiting `wait` periods a run in poll.
+    fn wall(runs: usize, cpu: u32, wait: u32) -> StackProfile {
+        let mut p = profile(runs, cpu, 0, 0);
+        p.frames = vec![
+            ProfileFrame {
+                function: "main".into(),
+                module: "prog".into(),
+                inlined: false,
+            },
+            ProfileFrame {
+                function: "crunch".into(),
+                module: "prog".into(),
+                inlined: false,
+            },
+            ProfileFrame {
+                function: "fetch_row".into(),
+                module: "prog".into(),
+                inlined: false,
+            },
+            ProfileFrame {
+                function: "poll".into(),
+                module: "libc.so.6".into(),
+                inlined: false,
+            },
+            OffCpuReason::Poll.frame(),
+        ];
+        p.stacks.truncate(1);
+        p.stacks.push(ProfileStack {
+            frames: vec![0, 2, 3, 4],
+            counts: (0..runs).map(|i| wait + (i % 2) as u32).collect(),
+        });
+        p.off_cpu_ns = p.stacks[1]
+            .counts
+            .iter()
+            .map(|&c| u64::from(c) * 1_000_000)
+            .collect();
+        p
+    }
+
+    #[test]
+    fn a_longer_wait_is_named_in_the_function_that_waited_with_its_reason() {
+        let base = wall(10, 12, 40);
+        let cand = wall(10, 12, 60);
+        let found = time_moves(&[&base], &[&cand], 0.95).unwrap();
+        assert!(found.off_cpu);
+        assert_eq!(found.profiled.shift, 20e6);
+        let first = &found.moves[0];
+        assert_eq!(
+            (first.function.as_str(), first.off_cpu),
+            ("fetch_row", Some(OffCpuReason::Poll))
+        );
+        // Not poll's, which is the C library's: the program's function waited.
+        assert!(
+            !found
+                .moves
+                .iter()
+                .any(|m| m.function == "poll" && m.off_cpu.is_some())
+        );
+        let crunch = found.moves.iter().find(|m| m.function == "crunch").unwrap();
+        assert!(crunch.in_the_noise(), "{crunch:?}");
+        let text = time_attribution(&found.moves, "wall", 20e6, 0.38).unwrap();
+        assert!(
+            text.starts_with(
+                "100% of +38.0% wall is in `fetch_row` (prog; off CPU: poll): +20.000 ms a run ["
+            ),
+            "{text}"
+        );
+        assert!(text.contains("in the noise: `crunch`"), "{text}");
     }
 
     #[test]
@@ -286,8 +421,9 @@ mod tests {
         assert!(text.ends_with("; in the noise: `gamma`, `main`"), "{text}");
         // Wall time: shares of the change of the time on CPU.
         let found = time_moves(&[&base], &[&cand], 0.95).unwrap();
-        assert_eq!(found.on_cpu.shift, 6e6);
-        let text = time_attribution(&found.moves, "on-CPU", found.on_cpu.shift, 0.08).unwrap();
+        assert_eq!(found.profiled.shift, 6e6);
+        assert!(!found.off_cpu);
+        let text = time_attribution(&found.moves, ON_CPU, found.profiled.shift, 0.08).unwrap();
         assert!(
             text.starts_with("167% of the +6.000 ms on CPU a run is in `alpha` (shares)"),
             "{text}"

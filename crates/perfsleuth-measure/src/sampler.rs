@@ -1210,9 +1210,7 @@ impl State {
                 // Joining a thread: glibc waits on the futex word that holds
                 // the thread's id until the kernel clears it at its exit;
                 // the thread's time is its own.
-                Blocked::Call(name)
-                    if name == "futex" && self.is_join(pid, args[1], args[2]) =>
-                {
+                Blocked::Call(name) if name == "futex" && self.is_join(pid, args[1], args[2]) => {
                     return;
                 }
                 Blocked::Call(name) => OffCpuReason::of_blocking_function(name),

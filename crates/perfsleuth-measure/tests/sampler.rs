@@ -255,7 +255,11 @@ fn a_wait_in_poll_is_off_cpu_time_in_the_function_that_polled() {
         .collect();
     for (i, (&periods, &ns)) in off.iter().zip(&p.off_cpu_ns).enumerate() {
         let as_periods = ns as f64 / p.period_of(i) as f64;
-        assert!((periods as f64 - as_periods).abs() <= 0.5 + 1e-9, "{off:?} {:?}", p.off_cpu_ns);
+        assert!(
+            (periods as f64 - as_periods).abs() <= 0.5 + 1e-9,
+            "{off:?} {:?}",
+            p.off_cpu_ns
+        );
     }
     // On the CPU, crunch as before.
     let on = self_counts(&p);

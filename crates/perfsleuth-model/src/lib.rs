@@ -746,6 +746,12 @@ impl OffCpuReason {
         }
     }
 
+    /// How a function's time waiting for this reason is named beside it:
+    /// "off CPU: poll".
+    pub fn describe(self) -> String {
+        format!("off CPU: {}", self.word())
+    }
+
     /// The pseudo-frame ending a stack that waited for this reason.
     pub fn frame(self) -> ProfileFrame {
         ProfileFrame {
@@ -780,8 +786,9 @@ impl OffCpuReason {
             .trim_end_matches("_time");
         let any = |words: &[&str]| words.iter().any(|w| n.contains(w));
         let is = |words: &[&str]| words.contains(&n);
-        if any(&["futex", "lll_lock", "mutex", "cond_", "cond", "rwlock", "sem_", "barrier"])
-            || is(&["join", "timedjoin", "clockjoin"])
+        if any(&[
+            "futex", "lll_lock", "mutex", "cond_", "cond", "rwlock", "sem_", "barrier",
+        ]) || is(&["join", "timedjoin", "clockjoin"])
         {
             OffCpuReason::Lock
         } else if any(&["poll", "select", "epoll"]) {
@@ -789,11 +796,40 @@ impl OffCpuReason {
         } else if any(&["sleep", "pause"]) {
             OffCpuReason::Sleep
         } else if is(&[
-            "read", "write", "pread", "pwrite", "readv", "writev", "preadv", "pwritev", "recv",
-            "recvfrom", "recvmsg", "recvmmsg", "send", "sendto", "sendmsg", "sendmmsg", "accept",
-            "accept4", "connect", "open", "openat", "fsync", "fdatasync", "sync_file_range",
-            "syncfs", "sendfile", "splice", "copy_file_range", "io_uring_enter", "io_getevents",
-            "msgrcv", "msgsnd", "flock", "fcntl",
+            "read",
+            "write",
+            "pread",
+            "pwrite",
+            "readv",
+            "writev",
+            "preadv",
+            "pwritev",
+            "recv",
+            "recvfrom",
+            "recvmsg",
+            "recvmmsg",
+            "send",
+            "sendto",
+            "sendmsg",
+            "sendmmsg",
+            "accept",
+            "accept4",
+            "connect",
+            "open",
+            "openat",
+            "fsync",
+            "fdatasync",
+            "sync_file_range",
+            "syncfs",
+            "sendfile",
+            "splice",
+            "copy_file_range",
+            "io_uring_enter",
+            "io_getevents",
+            "msgrcv",
+            "msgsnd",
+            "flock",
+            "fcntl",
         ]) {
             OffCpuReason::Io
         } else {
@@ -845,6 +881,15 @@ pub struct FunctionSamples {
 }
 
 impl FunctionSamples {
+    /// The function as the profile lines name it: "`fetch_row`", and for
+    /// time off the CPU "`fetch_row` (off CPU: poll)".
+    pub fn label(&self) -> String {
+        match self.off_cpu {
+            Some(reason) => format!("`{}` ({})", self.frame.function, reason.describe()),
+            None => format!("`{}`", self.frame.function),
+        }
+    }
+
     /// Self samples over all runs.
     pub fn self_total(&self) -> u64 {
         self.self_counts.iter().sum()
@@ -859,9 +904,17 @@ impl FunctionSamples {
 /// Whether `module` (a file name) is the C library or its dynamic loader,
 /// whose system-call wrappers are where a thread blocks but not why.
 fn is_c_library(module: &str) -> bool {
-    ["libc.so", "libc-", "ld-linux", "ld-musl", "libpthread", "librt.so", "libc.musl"]
-        .iter()
-        .any(|p| module.starts_with(p))
+    [
+        "libc.so",
+        "libc-",
+        "ld-linux",
+        "ld-musl",
+        "libpthread",
+        "librt.so",
+        "libc.musl",
+    ]
+    .iter()
+    .any(|p| module.starts_with(p))
 }
 
 impl StackProfile {

@@ -915,6 +915,10 @@ pub struct CompareTimeFunction {
     pub function: String,
     /// Its binary or library's file name.
     pub object: String,
+    /// Its time off the CPU for this reason (`lock`, `poll`, `I/O`,
+    /// `sleep`, `runnable`, `other`; a wall profile), not on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_cpu: Option<String>,
     /// Median self time per run in the baseline.
     pub baseline_self_ns: f64,
     /// Median self time per run in the candidate.

@@ -291,7 +291,10 @@ pub fn profile_section(name: &str, p: &perfsleuth_model::StackProfile) -> String
         .take(20)
         .map(|f| {
             vec![
-                f.frame.function.clone(),
+                match f.off_cpu {
+                    Some(reason) => format!("{} ({})", f.frame.function, reason.describe()),
+                    None => f.frame.function.clone(),
+                },
                 f.frame.module.clone(),
                 share(f.self_total()),
                 share(f.inclusive_total()),
@@ -309,13 +312,26 @@ pub fn profile_section(name: &str, p: &perfsleuth_model::StackProfile) -> String
         name,
         crate::flame_unit(samples),
     ) {
+        let what = if p.has_off_cpu() {
+            "time on the CPU and, in blue, off it"
+        } else {
+            "on-CPU time"
+        };
         inner.push_str(&crate::svg_img(
             &svg,
-            &format!("Flame graph of {name}: on-CPU time per run by call stack"),
+            &format!("Flame graph of {name}: {what} per run by call stack"),
         ));
     }
     inner.push_str(&table(&["function", "object", "self", "inclusive"], &rows));
-    details("Profile (on-CPU time, sampled)", &inner, true)
+    details(
+        if p.has_off_cpu() {
+            "Profile (time on and off the CPU)"
+        } else {
+            "Profile (on-CPU time, sampled)"
+        },
+        &inner,
+        true,
+    )
 }
 
 /// A benchmark's lock waits (`--locks`): the headline, every site with

@@ -1,5 +1,6 @@
 //! The wall-time profile of a benchmark (`run --profile`): the headline
-//! naming the hottest functions, the line saying what was sampled and lost,
+//! naming the functions the time is in (on the CPU, and off it in a wall
+//! profile), the line saying what was sampled and lost,
 //! the folded stacks (`--export-folded`, Brendan Gregg's format, which
 //! inferno, flamegraph.pl and speedscope read), and the flame graphs of the
 //! HTML report, drawn by inferno (the Rust port of flamegraph.pl): one per
@@ -11,7 +12,10 @@ use perfsleuth_model::{Run, StackProfile};
 /// Functions named in the headline.
 const NAMED: usize = 3;
 
-/// "`alpha` 50%, `beta` 30%, `gamma_` 20% of 514 samples (self time)".
+/// "`alpha` 50%, `beta` 30%, `gamma_` 20% (self time)"; in a wall profile
+/// the time waited is its function's too: "`fetch_row` (off CPU: poll)
+/// 76%, `crunch` 23%, <1% in 4 other functions (self time, on and off the
+/// CPU)".
 pub fn stacks_headline(p: &StackProfile) -> String {
     if p.samples == 0 {
         return "no samples (the runs were too short, or spent no time on CPU)".into();
@@ -22,22 +26,34 @@ pub fn stacks_headline(p: &StackProfile) -> String {
         .take(NAMED)
         .map(|f| {
             format!(
-                "`{}` {}",
-                f.frame.function,
+                "{} {}",
+                f.label(),
                 rounded_share(f.self_total() as f64 / p.samples as f64)
             )
         })
         .collect();
-    let rest: u64 = functions.iter().skip(NAMED).map(|f| f.self_total()).sum();
+    // Functions with time of their own: a caller's inclusive time is not more.
+    let others: Vec<u64> = functions
+        .iter()
+        .skip(NAMED)
+        .map(|f| f.self_total())
+        .filter(|&n| n > 0)
+        .collect();
+    let rest: u64 = others.iter().sum();
     let mut t = named.join(", ");
     if rest > 0 {
         t.push_str(&format!(
-            ", {} in {} other functions",
+            ", {} in {} other function{}",
             rounded_share(rest as f64 / p.samples as f64),
-            functions.len() - NAMED
+            others.len(),
+            if others.len() == 1 { "" } else { "s" }
         ));
     }
-    t.push_str(" (self time)");
+    t.push_str(if p.has_off_cpu() {
+        " (self time, on and off the CPU)"
+    } else {
+        " (self time)"
+    });
     t
 }
 
@@ -68,7 +84,7 @@ pub fn stacks_events(p: &StackProfile, wall_ns: Option<f64>) -> String {
     }
     let mut t = format!(
         "{} samples in {} runs at {hz:.0} Hz, {} mode, {} lost",
-        p.samples,
+        p.on_cpu_samples(),
         p.iterations.len(),
         if p.kernel { "user and kernel" } else { "user" },
         p.lost
@@ -76,14 +92,26 @@ pub fn stacks_events(p: &StackProfile, wall_ns: Option<f64>) -> String {
     if p.truncated > 0 {
         t.push_str(&format!(", {} not unwound", p.truncated));
     }
-    if let Some(wall) = wall_ns.filter(|w| *w > 0.0) {
-        let on_cpu = p.run_cpu_ns().iter().sum::<f64>() / wall;
+    let runs = p.iterations.len().max(1) as f64;
+    let ms = |ns: f64| perfsleuth_model::quantity::format_duration_ns(ns / runs);
+    let on_cpu: f64 = p.run_cpu_ns().iter().sum();
+    if !p.off_cpu_ns.is_empty() {
+        let off: f64 = p.off_cpu_ns.iter().map(|&n| n as f64).sum();
         t.push_str(&format!(
-            "; on CPU {} of the wall time (off-CPU time is not sampled; --locks traces waits)",
-            format_share(on_cpu, 0)
+            "; a run: {} on the CPU, {} off it",
+            ms(on_cpu),
+            ms(off)
+        ));
+        if let Some(wall) = wall_ns.filter(|w| *w > 0.0) {
+            t.push_str(&format!(" (threads summed; wall {})", ms(wall)));
+        }
+    } else if let Some(wall) = wall_ns.filter(|w| *w > 0.0) {
+        t.push_str(&format!(
+            "; on CPU {} of the wall time (off-CPU time is not recorded: --profile=wall)",
+            format_share(on_cpu / wall, 0)
         ));
     } else {
-        t.push_str("; off-CPU time is not sampled");
+        t.push_str("; off-CPU time is not recorded");
     }
     t
 }
@@ -191,6 +219,49 @@ fn frame_text(frame: &perfsleuth_model::ProfileFrame) -> String {
     text
 }
 
+/// The fill of the frames of time off the CPU: a blue apart from the
+/// flame graph's warm on-CPU colours.
+const OFF_CPU_FILL: &str = "rgb(86,143,209)";
+
+/// The legend of a flame graph with time off the CPU.
+const OFF_CPU_LEGEND: &str =
+    "blue: time off the CPU, the frame [off-cpu: REASON] above where the thread waited";
+
+/// Gives every frame of time off the CPU (its title names an
+/// `[off-cpu: …]` frame) the [`OFF_CPU_FILL`].
+fn mark_off_cpu(svg: String) -> String {
+    const TITLE: &str = "<title>[off-cpu: ";
+    if !svg.contains(TITLE) {
+        return svg;
+    }
+    let mut out = String::with_capacity(svg.len());
+    let mut rest = svg.as_str();
+    while let Some(at) = rest.find(TITLE) {
+        let (before, after) = rest.split_at(at);
+        out.push_str(before);
+        // This frame's rectangle follows its title: replace its fill.
+        match after.find("fill=\"").map(|f| f + "fill=\"".len()) {
+            Some(start) => match after[start..].find('"') {
+                Some(len) => {
+                    out.push_str(&after[..start]);
+                    out.push_str(OFF_CPU_FILL);
+                    rest = &after[start + len..];
+                }
+                None => {
+                    rest = after;
+                    break;
+                }
+            },
+            None => {
+                rest = after;
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The report's flame graph options: a fixed width, static (no script: the
 /// report runs none), counts in `unit` ([`flame_unit`]).
 fn flame_options<'a>(title: &str, unit: &str) -> inferno::flamegraph::Options<'a> {
@@ -214,15 +285,22 @@ fn without_script(svg: String) -> String {
     svg
 }
 
-/// A flame graph of folded stacks, as a standalone SVG document.
+/// A flame graph of folded stacks, as a standalone SVG document; time off
+/// the CPU in blue, with a legend saying so.
 pub fn flame_svg(folded: &str, title: &str, unit: &str) -> Option<String> {
     if folded.trim().is_empty() {
         return None;
     }
+    let mut options = flame_options(title, unit);
+    if folded.contains("[off-cpu: ") {
+        options.subtitle = Some(OFF_CPU_LEGEND.to_string());
+    }
     let mut out = Vec::new();
-    inferno::flamegraph::from_lines(&mut flame_options(title, unit), folded.lines(), &mut out)
-        .ok()?;
-    String::from_utf8(out).ok().map(without_script)
+    inferno::flamegraph::from_lines(&mut options, folded.lines(), &mut out).ok()?;
+    String::from_utf8(out)
+        .ok()
+        .map(without_script)
+        .map(mark_off_cpu)
 }
 
 /// A differential flame graph: the `after` stacks drawn, red where they
@@ -242,9 +320,14 @@ pub fn diff_flame_svg(before: &str, after: &str, title: &str, unit: &str) -> Opt
     )
     .ok()?;
     let diff = String::from_utf8(diff).ok()?;
+    let mut options = flame_options(title, unit);
+    if diff.contains("[off-cpu: ") {
+        // Red and blue say more or less time here: waits are told by name.
+        options.subtitle =
+            Some("frames [off-cpu: REASON]: time off the CPU, where the thread waited".into());
+    }
     let mut out = Vec::new();
-    inferno::flamegraph::from_lines(&mut flame_options(title, unit), diff.lines(), &mut out)
-        .ok()?;
+    inferno::flamegraph::from_lines(&mut options, diff.lines(), &mut out).ok()?;
     String::from_utf8(out).ok().map(without_script)
 }
 
@@ -314,6 +397,7 @@ mod tests {
                 },
             ],
             source: None,
+            off_cpu_ns: Vec::new(),
         }
     }
 
@@ -326,7 +410,59 @@ mod tests {
         );
         let e = stacks_events(&p, Some(40.0e6));
         assert!(e.starts_with("20 samples in 2 runs at 997 Hz, user and kernel mode, 0 lost; on CPU 50% of the wall time"), "{e}");
-        assert!(e.contains("off-CPU time is not sampled"), "{e}");
+        assert!(
+            e.contains("off-CPU time is not recorded: --profile=wall"),
+            "{e}"
+        );
+    }
+
+    /// [`profile`] with 8 and 12 periods waited in poll under `alpha`.
+    fn wall() -> StackProfile {
+        let mut p = profile();
+        p.frames.push(ProfileFrame {
+            function: "__poll".into(),
+            module: "libc.so.6".into(),
+            inlined: false,
+        });
+        p.frames.push(perfsleuth_model::OffCpuReason::Poll.frame());
+        p.stacks.push(ProfileStack {
+            frames: vec![0, 1, 4, 5],
+            counts: vec![8, 12],
+        });
+        p.samples = 40;
+        p.off_cpu_ns = vec![8_100_000, 11_900_000];
+        p
+    }
+
+    #[test]
+    fn a_wall_profile_names_the_wait_in_its_function_and_says_both_times() {
+        let p = wall();
+        assert_eq!(
+            stacks_headline(&p),
+            "`alpha` (off CPU: poll) 50%, `alpha` 30%, `beta;x` 12%, 8% in 1 other function (self time, on and off the CPU)"
+        );
+        let e = stacks_events(&p, Some(62.0e6));
+        assert!(
+            e.starts_with("20 samples in 2 runs at 997 Hz, user and kernel mode, 0 lost; a run: 10.030 ms on the CPU, 10.000 ms off it (threads summed; wall 31.000 ms)"),
+            "{e}"
+        );
+        // The folded stacks end in the reason's frame; the graph draws it blue
+        // with a legend.
+        let folded = folded_per_run(&[&p], false);
+        assert!(
+            folded.contains("main;alpha;__poll;[off-cpu: poll] 10030\n"),
+            "{folded}"
+        );
+        let svg = flame_svg(&folded, "b", flame_unit(false)).unwrap();
+        assert!(svg.contains(OFF_CPU_LEGEND), "{svg}");
+        let frame = svg.find("<title>[off-cpu: poll]").unwrap();
+        let fill = &svg[frame..][svg[frame..].find("fill=\"").unwrap()..];
+        assert!(
+            fill.starts_with(&format!("fill=\"{OFF_CPU_FILL}\"")),
+            "{fill}"
+        );
+        // Only that frame: alpha's keeps a warm colour.
+        assert_eq!(svg.matches(OFF_CPU_FILL).count(), 1, "{svg}");
     }
 
     #[test]

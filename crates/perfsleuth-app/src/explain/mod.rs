@@ -675,7 +675,7 @@ fn run_args(
     // Simulation counts every function already; a profile samples real runs.
     if mode != Mode::Simulation {
         r.profiling = args.profiling;
-    } else if args.profiling.profile == crate::args::When::On {
+    } else if args.profiling.profile.when == crate::args::When::On {
         return Err(Fail::usage(
             "--profile samples real runs; these runs are explained in simulation mode, whose counts already name every function",
             "drop --profile, or explain two wall-time runs",
