@@ -72,7 +72,12 @@ impl Module {
         if !meta.is_file() || meta.len() > MAX_FILE {
             return None;
         }
-        let data = std::fs::read(path).ok()?;
+        Module::parse(path.to_path_buf(), std::fs::read(path).ok()?)
+    }
+
+    /// Parses an ELF image held in memory, named `path` (the vDSO, which
+    /// is no file); `None` if it is not ELF.
+    pub fn parse(path: PathBuf, data: Vec<u8>) -> Option<Module> {
         let file = object::File::parse(&*data).ok()?;
         let endian = if file.is_little_endian() {
             RunTimeEndian::Little
@@ -141,7 +146,7 @@ impl Module {
             None
         };
         Some(Module {
-            path: path.to_path_buf(),
+            path,
             segments,
             functions,
             objects,

@@ -82,7 +82,17 @@ impl Symbolizer {
     /// The module and file address of a code address.
     fn locate(&mut self, maps: &Maps, pc: u64) -> Option<(Rc<Module>, u64)> {
         let m = maps.find(pc).filter(|m| m.executable)?;
-        let module = self.module(m.path.as_ref().filter(|p| p.is_absolute())?)?;
+        let path = m.path.as_ref()?;
+        let module = if path.as_os_str() == VDSO {
+            // No file: the kernel maps one image into every process, so
+            // this process's own stands for the program's.
+            self.modules
+                .entry(path.clone())
+                .or_insert_with(|| own_vdso().map(Rc::new))
+                .clone()?
+        } else {
+            self.module(Some(path).filter(|p| p.is_absolute())?)?
+        };
         let addr = module.address_of_offset(pc - m.start + m.offset)?;
         Some((module, addr))
     }
@@ -190,6 +200,33 @@ impl Symbolizer {
         }
         None
     }
+}
+
+/// The name the kernel gives the vDSO's mapping.
+const VDSO: &str = "[vdso]";
+
+/// This process's vDSO (where `AT_SYSINFO_EHDR` says, as long as its
+/// mapping in `/proc/self/maps`), parsed.
+fn own_vdso() -> Option<Module> {
+    // SAFETY: getauxval has no preconditions.
+    let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) };
+    if base == 0 {
+        return None;
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let len = maps.lines().find_map(|l| {
+        let (range, rest) = l.split_once(' ')?;
+        let (start, end) = range.split_once('-')?;
+        let (start, end) = (
+            u64::from_str_radix(start, 16).ok()?,
+            u64::from_str_radix(end, 16).ok()?,
+        );
+        (rest.trim_end().ends_with(VDSO) && start == base).then(|| end - start)
+    })?;
+    // SAFETY: the kernel maps the vDSO readable at `base` for `len` bytes
+    // for the life of the process.
+    let image = unsafe { std::slice::from_raw_parts(base as *const u8, len as usize) };
+    Module::parse(PathBuf::from(VDSO), image.to_vec())
 }
 
 /// Whether `path` is a system library rather than the program's own code.
