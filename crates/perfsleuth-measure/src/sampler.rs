@@ -1310,3 +1310,34 @@ fn is_child_wait(function: &str) -> bool {
     let n = n.strip_prefix("libc_").unwrap_or(n);
     matches!(n, "wait4" | "waitpid" | "waitid" | "wait" | "wait3")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_become_periods_that_add_up_to_the_runs_total() {
+        // 0.4 + 0.4 + 0.4 + 2.7 periods: 3.9, so 4 periods in all; the
+        // whole ones first, then the largest remainders.
+        let p = 1_000_000;
+        let out = in_periods(
+            &[(1, 400_000), (2, 400_000), (3, 400_000), (4, 2_700_000)],
+            p,
+        );
+        let total: u32 = out.iter().map(|&(_, n)| n).sum();
+        assert_eq!(total, 4, "{out:?}");
+        assert!(out.contains(&(4, 3)), "{out:?}");
+        // Small waits are not all rounded away.
+        assert_eq!(in_periods(&[(1, 300_000), (2, 300_000)], p), vec![(1, 1)]);
+        assert_eq!(in_periods(&[(1, 200_000)], p), vec![]);
+        assert_eq!(in_periods(&[], p), vec![]);
+    }
+
+    #[test]
+    fn child_waits_are_known_in_glibcs_spellings() {
+        for name in ["wait4", "__GI___wait4", "__libc_waitpid", "waitid"] {
+            assert!(is_child_wait(name), "{name}");
+        }
+        assert!(!is_child_wait("wait_for_it"));
+    }
+}

@@ -768,22 +768,79 @@ impl OffCpuReason {
         OffCpuReason::ALL.into_iter().find(|r| r.word() == word)
     }
 
-    /// Why a thread that switched out without being preempted waited,
-    /// from the innermost function of its user stack (the C library's
-    /// system-call wrapper it blocked in): glibc's internal spellings
-    /// (`__GI___poll`, `__futex_abstimed_wait_common64`, `__libc_read`) and
-    /// musl's plain ones alike.
-    pub fn of_blocking_function(name: &str) -> OffCpuReason {
+    /// Whether `name` is one of the C library's blocking calls (`__poll`,
+    /// `pthread_mutex_lock`, `__futex_abstimed_wait_common64`), by name.
+    pub fn is_blocking_call(name: &str) -> bool {
+        let n = Self::bare(name);
+        n.contains("futex")
+            || n.starts_with("lll_")
+            || n.starts_with("mutex_lock")
+            || n.starts_with("cond_")
+            || n.starts_with("rwlock_")
+            || n.starts_with("sem_")
+            || n.starts_with("clockjoin")
+            || [
+                "join",
+                "poll",
+                "ppoll",
+                "select",
+                "pselect",
+                "pselect6",
+                "epoll_wait",
+                "epoll_pwait",
+                "epoll_pwait2",
+                "nanosleep",
+                "clock_nanosleep",
+                "usleep",
+                "sleep",
+                "pause",
+                "read",
+                "write",
+                "pread",
+                "pwrite",
+                "readv",
+                "writev",
+                "recv",
+                "recvfrom",
+                "recvmsg",
+                "send",
+                "sendto",
+                "sendmsg",
+                "accept",
+                "accept4",
+                "connect",
+                "fsync",
+                "fdatasync",
+                "wait4",
+                "waitpid",
+                "waitid",
+                "syscall",
+            ]
+            .contains(&n)
+    }
+
+    /// A C library function's name without glibc's internal prefixes and
+    /// suffixes: `__GI___poll` → `poll`, `__libc_read` → `read`,
+    /// `___pthread_mutex_lock` → `mutex_lock`.
+    fn bare(name: &str) -> &str {
         let mut n = name.trim_start_matches('_');
         for prefix in ["GI_", "libc_", "pthread_"] {
             if let Some(rest) = n.strip_prefix(prefix) {
                 n = rest.trim_start_matches('_');
             }
         }
-        let n = n
-            .trim_end_matches("_nocancel")
+        n.trim_end_matches("_nocancel")
             .trim_end_matches("64")
-            .trim_end_matches("_time");
+            .trim_end_matches("_time")
+    }
+
+    /// Why a thread that switched out without being preempted waited,
+    /// from the innermost function of its user stack (the C library's
+    /// system-call wrapper it blocked in): glibc's internal spellings
+    /// (`__GI___poll`, `__futex_abstimed_wait_common64`, `__libc_read`) and
+    /// musl's plain ones alike.
+    pub fn of_blocking_function(name: &str) -> OffCpuReason {
+        let n = Self::bare(name);
         let any = |words: &[&str]| words.iter().any(|w| n.contains(w));
         let is = |words: &[&str]| words.contains(&n);
         if any(&[
@@ -901,9 +958,14 @@ impl FunctionSamples {
     }
 }
 
-/// Whether `module` (a file name) is the C library or its dynamic loader,
-/// whose system-call wrappers are where a thread blocks but not why.
-fn is_c_library(module: &str) -> bool {
+/// Whether `frame` is the C library's (or its dynamic loader's): where a
+/// thread blocks, not why. Frames of imported folded stacks have no module:
+/// then the C library's blocking calls are known by name.
+fn is_c_library(frame: &ProfileFrame) -> bool {
+    let module = frame.module.as_str();
+    if module.is_empty() {
+        return OffCpuReason::is_blocking_call(&frame.function);
+    }
     [
         "libc.so",
         "libc-",
@@ -985,7 +1047,7 @@ impl StackProfile {
                     .find(|&&f| {
                         self.frames
                             .get(f as usize)
-                            .is_some_and(|f| !is_c_library(&f.module))
+                            .is_some_and(|f| !is_c_library(f))
                     })
                     .or(inner.last())
                     .and_then(|&f| canonical.get(f as usize).copied());
@@ -1762,6 +1824,83 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn a_blocking_call_is_told_by_its_c_library_name_in_any_spelling() {
+        use OffCpuReason::*;
+        for (name, reason) in [
+            ("__GI___poll", Poll),
+            ("ppoll", Poll),
+            ("epoll_wait", Poll),
+            ("__futex_abstimed_wait_common64", Lock),
+            ("__lll_lock_wait", Lock),
+            ("___pthread_cond_wait", Lock),
+            ("__libc_read", Io),
+            ("__GI___libc_write", Io),
+            ("fsync", Io),
+            ("__GI___clock_nanosleep", Sleep),
+            ("__nanosleep", Sleep),
+            ("madvise", Other),
+            ("fetch_row", Other),
+        ] {
+            assert_eq!(OffCpuReason::of_blocking_function(name), reason, "{name}");
+        }
+        assert!(OffCpuReason::is_blocking_call("__poll"));
+        assert!(!OffCpuReason::is_blocking_call("poll_events"));
+        for r in OffCpuReason::ALL {
+            assert_eq!(OffCpuReason::of_frame(&r.frame().function), Some(r));
+        }
+        assert_eq!(OffCpuReason::of_frame("[off-cpu: nap]"), None);
+    }
+
+    #[test]
+    fn a_wait_is_the_time_of_the_innermost_program_function_and_apart_from_its_cpu() {
+        let f = |n: &str, m: &str| ProfileFrame {
+            function: n.into(),
+            module: m.into(),
+            inlined: false,
+        };
+        let p = StackProfile {
+            event: "cpu-clock".into(),
+            period_ns: 1_000_000,
+            iterations: vec![0, 1],
+            samples: 30,
+            frames: vec![
+                f("main", "prog"),
+                f("fetch_row", "prog"),
+                f("__poll", "libc.so.6"),
+                OffCpuReason::Poll.frame(),
+            ],
+            stacks: vec![
+                ProfileStack {
+                    frames: vec![0, 1],
+                    counts: vec![2, 3],
+                },
+                ProfileStack {
+                    frames: vec![0, 1, 2, 3],
+                    counts: vec![12, 13],
+                },
+            ],
+            off_cpu_ns: vec![12_100_000, 12_900_000],
+            ..StackProfile::default()
+        };
+        assert!(p.has_off_cpu());
+        let functions = p.functions();
+        let label: Vec<String> = functions.iter().map(FunctionSamples::label).collect();
+        // The wait first, then fetch_row's own CPU; the pseudo-frame and the
+        // C library's wrapper own nothing.
+        assert_eq!(label[0], "`fetch_row` (off CPU: poll)");
+        assert_eq!(functions[0].self_counts, vec![12, 13]);
+        assert_eq!(label[1], "`fetch_row`");
+        assert_eq!(functions[1].self_counts, vec![2, 3]);
+        assert_eq!(functions[1].inclusive, vec![14, 16]);
+        assert!(!label.iter().any(|l| l.contains("[off-cpu")), "{label:?}");
+        assert_eq!(p.run_samples(), vec![2, 3]);
+        assert_eq!(p.run_totals(), vec![14, 16]);
+        assert_eq!(p.run_cpu_ns(), vec![2e6, 3e6]);
+        assert_eq!(p.run_time_ns(), vec![14e6, 16e6]);
+        assert_eq!(p.on_cpu_samples(), 5);
+    }
 
     #[test]
     fn a_profile_keeps_only_the_runs_whose_samples_were_kept() {

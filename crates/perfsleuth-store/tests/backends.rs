@@ -175,9 +175,21 @@ fn a_measured_run_and_an_ingested_run_load_back_identically() {
                     frames: vec![0],
                     counts: vec![1, 0, 2],
                 },
+                // A wall profile's wait: its leaf says why.
+                perfsleuth_model::ProfileStack {
+                    frames: vec![0, 2],
+                    counts: vec![4, 4, 5],
+                },
             ],
             source: None,
+            off_cpu_ns: vec![4_100_000, 3_900_000, 5_050_000],
         });
+        traced
+            .stacks
+            .as_mut()
+            .unwrap()
+            .frames
+            .push(perfsleuth_model::OffCpuReason::Lock.frame());
         let original = run("main", vec![traced, bench("a", 2)]);
         let id = measure(store.as_mut(), &original);
         let loaded = store.load_run(id).unwrap().expect("stored");

@@ -11,6 +11,9 @@ mod common;
 use common::Sandbox;
 use std::path::Path;
 
+/// Programs that wait (poll, a lock, sleep), the wall-profile studies'.
+const WAITS: &str = include_str!("../../../bench/profiles/waits.c");
+
 /// Three functions whose self time is in the proportion of their
 /// arguments (millions of iterations of one dependent loop each),
 /// interleaved in 20 slices, called from `work`: the studies' program
@@ -108,11 +111,12 @@ fn a_profiled_run_names_its_hot_functions_stores_them_and_exports_folded_stacks(
     };
     let cmd = format!("{} 50 30 20", prog.display());
     let folded = sb.path("out.folded");
+    // On the CPU only: the shares are of the time computing.
     let out = sb
         .bench([
             "--runs",
             "6",
-            "--profile",
+            "--profile=cpu",
             "--export-folded",
             folded.to_str().unwrap(),
             &cmd,
@@ -122,7 +126,8 @@ fn a_profiled_run_names_its_hot_functions_stores_them_and_exports_folded_stacks(
     assert_eq!(names.first(), Some(&"alpha"), "{out:?}");
     assert!(in_order(&names, &["alpha", "beta", "gamma_"]), "{out:?}");
     assert!(
-        out.stdout.contains("off-CPU time is not sampled"),
+        out.stdout
+            .contains("off-CPU time is not recorded: --profile=wall"),
         "{out:?}"
     );
 
@@ -829,4 +834,202 @@ fn cpp_functions_are_named_demangled() {
         Some(&"shapes::accumulate<long>"),
         "{out:?}"
     );
+}
+
+/// A sandbox with the wait program built as `waits` (and, with
+/// `-DWAIT=150`, its slower twin in `slow/waits`), where this machine
+/// records time off the CPU; `None` (the skip said) elsewhere.
+fn sandbox_with_waits() -> Option<(Sandbox, std::path::PathBuf, std::path::PathBuf)> {
+    let sb = Sandbox::new();
+    if !sampling_works(&sb) {
+        return None;
+    }
+    let prog = sb.gcc("waits", WAITS, &["-g", "-pthread"]);
+    let out = sb.bench(["--runs", "2", "--profile", "true"]);
+    if let Some(line) = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("off-CPU time is not recorded"))
+    {
+        perfsleuth_testkit::skip("perf_software", format!("off-CPU time: {line}"));
+        return None;
+    }
+    std::fs::create_dir_all(sb.path("slow")).unwrap();
+    let slow = sb.path("slow/waits");
+    let built = std::process::Command::new("gcc")
+        .args(["-O2", "-g", "-pthread", "-DWAIT=150", "-o"])
+        .arg(&slow)
+        .arg(sb.path("waits.c"))
+        .status()
+        .unwrap();
+    assert!(built.success());
+    Some((sb, prog, slow))
+}
+
+#[test]
+fn a_wall_profile_names_the_wait_in_its_function_stores_exports_and_imports_it() {
+    let Some((sb, prog, _)) = sandbox_with_waits() else {
+        return;
+    };
+    // 20 requests a run: a little CPU in crunch, then 2 ms in poll.
+    let cmd = format!("{} requests 20 300 2000", prog.display());
+    let folded = sb.path("wall.folded");
+    // --profile is a wall profile.
+    let out = sb
+        .bench([
+            "--runs",
+            "5",
+            "--profile",
+            "--export-folded",
+            folded.to_str().unwrap(),
+            &cmd,
+        ])
+        .ok();
+    let line = headline(&out);
+    assert!(
+        line.starts_with("`fetch_row` (off CPU: poll) "),
+        "the wait, in the function that polled: {out:?}"
+    );
+    assert!(ranked(line).contains(&"crunch"), "{out:?}");
+    assert!(line.ends_with("(self time, on and off the CPU)"), "{out:?}");
+    assert!(
+        out.stdout.contains(" off it (threads summed; wall "),
+        "{out:?}"
+    );
+
+    // Stored: the exact time off the CPU of each run, at least the 40 ms
+    // the program waits.
+    let doc = sb.show_json("latest");
+    let stacks = &doc["run"]["benchmarks"][0]["stacks"];
+    let off: Vec<u64> = stacks["off_cpu_ns"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc}"))
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(off.len(), 5, "{off:?}");
+    assert!(off.iter().all(|&ns| ns >= 40_000_000), "{off:?}");
+    let env = &doc["run"]["environment"];
+    assert!(
+        env.to_string()
+            .contains("off-CPU time from context switches"),
+        "{env}"
+    );
+
+    // Exported: the wait's stacks end in the reason's frame.
+    let text = std::fs::read_to_string(&folded).unwrap();
+    assert!(
+        text.lines().any(|l| l.contains(";fetch_row;")
+            && l.rsplit_once(' ').unwrap().0.ends_with(";[off-cpu: poll]")),
+        "{text}"
+    );
+    // And read back: an imported profile keeps its waits as waits.
+    let cmd2 = format!("{} requests 5 300 1000", prog.display());
+    sb.bench(["--runs", "2", &cmd2]).ok();
+    let out = sb
+        .run([
+            "import",
+            "--store",
+            &sb.store(),
+            "--into",
+            "latest",
+            folded.to_str().unwrap(),
+        ])
+        .ok();
+    assert!(
+        out.stdout.contains("`fetch_row` (off CPU: poll) "),
+        "{out:?}"
+    );
+
+    // The report draws the waits in blue, with the legend.
+    let page = sb.path("wall.html");
+    sb.run([
+        "report",
+        "--store",
+        &sb.store(),
+        "latest~1",
+        "-o",
+        page.to_str().unwrap(),
+    ])
+    .ok();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let images = flame_images(&html);
+    let svg = images
+        .iter()
+        .find(|s| s.contains("[off-cpu: poll]"))
+        .unwrap_or_else(|| panic!("no wall flame graph in {html}"));
+    assert!(svg.contains("blue: time off the CPU"), "{svg}");
+    assert!(svg.contains("rgb(86,143,209)"), "{svg}");
+    assert!(html.contains("Profile (time on and off the CPU)"), "{html}");
+}
+
+#[test]
+fn compare_names_the_longer_wait_with_its_reason_and_cpu_profiles_have_none() {
+    let Some((sb, prog, slow)) = sandbox_with_waits() else {
+        return;
+    };
+    // The same program name on both sides; the candidate waits 3 ms, not 2.
+    for p in [&prog, &slow] {
+        sb.bench([
+            "--runs",
+            "8",
+            "--profile",
+            "-n",
+            "app",
+            &format!("{} requests 20 300 2000", p.display()),
+        ])
+        .ok();
+    }
+    let out = sb.run(["compare", "--store", &sb.store(), "latest~1", "latest"]);
+    let note = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("wall is in"))
+        .unwrap_or_else(|| panic!("no attribution: {out:?}"));
+    assert!(
+        note.contains("of +") && note.contains("is in `fetch_row` (waits; off CPU: poll): +"),
+        "the longer wait, where it waits: {note}"
+    );
+    assert!(!note.contains("is in `crunch`"), "{note}");
+    // The compare document says which time moved: the wait's.
+    let json = sb.run([
+        "compare",
+        "--store",
+        &sb.store(),
+        "--format",
+        "json",
+        "latest~1",
+        "latest",
+    ]);
+    let doc = common::parse_json(&json.stdout);
+    let functions = doc["rows"][0]["time_functions"].as_array().unwrap();
+    assert_eq!(functions[0]["function"], "fetch_row", "{doc}");
+    assert_eq!(functions[0]["off_cpu"], "poll", "{doc}");
+
+    // --profile=cpu records no wait: nothing off the CPU is stored.
+    let out = sb
+        .bench([
+            "--runs",
+            "3",
+            "--profile=cpu",
+            &format!("{} requests 5 300 1000", prog.display()),
+        ])
+        .ok();
+    assert!(!headline(&out).contains("off CPU"), "{out:?}");
+    let doc = sb.show_json("latest");
+    assert!(
+        doc["run"]["benchmarks"][0]["stacks"]
+            .get("off_cpu_ns")
+            .is_none(),
+        "{doc}"
+    );
+}
+
+#[test]
+fn profile_values_are_checked() {
+    let sb = Sandbox::new();
+    sb.bench(["--runs", "2", "--profile=bogus", "true"])
+        .clap_error("`bogus` is not a profile");
+    sb.bench(["--runs", "2", "--profile=cpu,wall", "true"])
+        .clap_error("`cpu` and `wall` both given");
 }
