@@ -39,7 +39,63 @@ pub enum ScaleOutcome {
         notes: Vec<String>,
         /// "Stored as run N in …", when stored.
         stored_note: Option<String>,
+        /// `--profile`: each level's profile and where its shares moved
+        /// between the levels ([`profile_text`]); empty without one.
+        profiles: String,
     },
+}
+
+/// `scale --profile`'s text: each profiled level's headline, then how the
+/// shares of the profiled time moved from the level of most throughput to
+/// the least efficient one (the most throughput lost per thread; case B:
+/// the waiting that grows is in the lock). Empty without profiles.
+pub fn profile_text(run: &perfsleuth_model::Run, analysis: &Analysis) -> String {
+    let param = &analysis.parameter;
+    let level =
+        |b: &perfsleuth_model::Benchmark| -> Option<f64> { b.parameters.get(param)?.parse().ok() };
+    let profiled: Vec<(f64, &perfsleuth_model::StackProfile)> = run
+        .benchmarks
+        .iter()
+        .filter_map(|b| Some((level(b)?, b.stacks.as_ref()?)))
+        .collect();
+    if profiled.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nProfiles:\n");
+    for (n, p) in &profiled {
+        out.push_str(&format!(
+            "  {param}={n}: {}\n",
+            perfsleuth_report::stacks_headline(p)
+        ));
+    }
+    let point = |n: f64| analysis.points.iter().find(|p| p.n == n);
+    let best = profiled
+        .iter()
+        .filter_map(|(n, p)| Some((point(*n)?.throughput, *n, *p)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let worst = profiled
+        .iter()
+        .filter_map(|(n, p)| Some((point(*n)?.efficiency, *n, *p)))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    if let (Some((_, nb, pb)), Some((_, nw, pw))) = (best, worst)
+        && nb != nw
+    {
+        let moved: Vec<String> = perfsleuth_report::shares_moved(pb, pw, 3)
+            .into_iter()
+            .map(|(label, a, b)| {
+                format!(
+                    "{label} {} → {}",
+                    perfsleuth_report::rounded_share(a),
+                    perfsleuth_report::rounded_share(b)
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "  from {param}={nb} (the most throughput) to {param}={nw} (the least per thread), shares of the profiled time: {}\n",
+            moved.join(", ")
+        ));
+    }
+    out
 }
 
 /// Plans the levels, sweeps them in one session and analyses the run.
@@ -186,6 +242,7 @@ pub fn measure(args: &ScaleArgs, spawner: Option<Spawner>) -> Result<ScaleOutcom
                 )
             })?;
             Ok(ScaleOutcome::Measured {
+                profiles: profile_text(&run, &analysis),
                 analysis: Box::new(analysis),
                 run_id: run.id,
                 template,

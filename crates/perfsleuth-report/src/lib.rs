@@ -53,8 +53,8 @@ pub use perfsleuth_model::schema::{HyperfineDoc, HyperfineResult};
 pub use perfsleuth_stats::{Interval, RatioEstimate, Summary};
 pub use simulation::{render_simulation, render_simulation_markdown};
 pub use stacks::{
-    diff_flame_svg, flame_svg, flame_unit, folded, folded_per_run, in_samples, stacks_events,
-    stacks_headline, svg_img,
+    diff_flame_svg, flame_svg, flame_unit, folded, folded_per_run, in_samples, rounded_share,
+    shares_moved, stacks_events, stacks_headline, svg_img,
 };
 pub use style::Style;
 pub use terminal::render_terminal;

@@ -57,8 +57,45 @@ pub fn stacks_headline(p: &StackProfile) -> String {
     t
 }
 
+/// How the shares of the profiled time moved from profile `a` to `b`:
+/// each function's share of its profile's time in `a` and in `b`, the
+/// biggest move first, at most `n`. Shares, not times, so profiles of
+/// different work (a sweep's levels, each with its own number of threads)
+/// are comparable.
+pub fn shares_moved(a: &StackProfile, b: &StackProfile, n: usize) -> Vec<(String, f64, f64)> {
+    let shares = |p: &StackProfile| -> std::collections::HashMap<String, f64> {
+        let total = p.samples.max(1) as f64;
+        p.functions()
+            .into_iter()
+            .map(|f| (f.label(), f.self_total() as f64 / total))
+            .collect()
+    };
+    let (sa, sb) = (shares(a), shares(b));
+    let mut labels: Vec<&String> = sa.keys().chain(sb.keys()).collect();
+    labels.sort();
+    labels.dedup();
+    let mut moved: Vec<(String, f64, f64)> = labels
+        .into_iter()
+        .map(|l| {
+            (
+                l.clone(),
+                sa.get(l).copied().unwrap_or(0.0),
+                sb.get(l).copied().unwrap_or(0.0),
+            )
+        })
+        .collect();
+    moved.sort_by(|x, y| {
+        (y.2 - y.1)
+            .abs()
+            .total_cmp(&(x.2 - x.1).abs())
+            .then(x.0.cmp(&y.0))
+    });
+    moved.truncate(n);
+    moved
+}
+
 /// A share to the whole percent, "<1%" for a few samples rather than "0%".
-fn rounded_share(share: f64) -> String {
+pub fn rounded_share(share: f64) -> String {
     if share > 0.0 && share < 0.005 {
         "<1%".to_string()
     } else {

@@ -34,6 +34,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         template,
         notes,
         stored_note,
+        profiles,
     } = measured
     else {
         let ScaleOutcome::Interrupted { ids, code } = measured else {
@@ -53,6 +54,9 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         args.plot.as_deref(),
         args.color,
     )?;
+    if !args.json && !profiles.is_empty() {
+        emit(&profiles, false);
+    }
     // After the results, so they never stand between the user and an error.
     for note in &notes {
         emit(&format!("note: {note}\n"), true);

@@ -542,7 +542,7 @@ fn scale_keeps_a_profile_per_level_from_its_timed_runs() {
         return;
     };
     let cmd = format!("{} {{n}} 10 10", prog.display());
-    sb.run([
+    let out = sb.run([
         "scale",
         "--store",
         &sb.store(),
@@ -557,8 +557,22 @@ fn scale_keeps_a_profile_per_level_from_its_timed_runs() {
         "1",
         "--",
         &cmd,
-    ])
-    .ok();
+    ]);
+    let out = out.ok();
+    // Printed per level, then how the shares moved between the levels.
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "Profiles:")
+        .unwrap_or_else(|| panic!("{out:?}"));
+    for (line, n) in lines[at + 1..].iter().zip(["20", "40"]) {
+        assert!(line.starts_with(&format!("  n={n}: `alpha` ")), "{out:?}");
+    }
+    let moved = lines[at + 3];
+    assert!(
+        moved.starts_with("  from n=") && moved.contains("shares of the profiled time: `"),
+        "{out:?}"
+    );
     let doc = sb.show_json("latest");
     let levels = doc["run"]["benchmarks"].as_array().unwrap();
     assert_eq!(levels.len(), 2, "{doc}");
