@@ -17,14 +17,27 @@ attribution  Three programs (three.c; three.rs, whose functions are inlined
 accuracy     Self shares of alpha, beta and gamma from `perfsleuth run
              --profile` (10 runs), from `perf report` on `perf record` of the
              same 10 runs, and from callgrind's instruction counts.
-overhead     Wall time of the cpu and alloc validation programs under
-             `perfsleuth run` with and without `--profile`, rounds
-             interleaved; beside the wall time of the same programs under
-             `perf record -F 997 --call-graph dwarf` against plain, timed
-             from inside by a launcher so perf's own start-up is not counted.
+overhead     Wall time of the cpu and alloc validation programs and of the
+             waiting programs (waits.c: requests, lock) under `perfsleuth
+             run` plain, with `--profile=cpu` and with `--profile` (wall),
+             rounds interleaved; beside the wall time of the same programs
+             under `perf record -F 997 --call-graph dwarf` (cpu-clock) and
+             with the context-switch event too (`-e cs -c 1`, what a wall
+             profile adds), against plain, timed from inside by a launcher
+             so perf's own start-up is not counted.
+wall         Off the CPU. Totals: each run's time off the CPU from
+             `perfsleuth run --profile` beside `perf sched timehist` (wait
+             time + scheduling delay of the program's threads, from the
+             sched tracepoints, tracefs mounted in a private mount
+             namespace) of as many runs of the same program, and beside
+             wall − CPU for the one-thread program. Attribution: `perfsleuth
+             ab --profile` of a git repository whose candidate waits 50 %
+             longer (poll in `fetch_row`; the lock held longer by `holder`),
+             N times: the function named first, and the share of the wall
+             change it carries.
 
 Usage, from the repository root, after `cargo build --release -p perfsleuth`:
-    python3 bench/profiles/study.py [attribution|accuracy|overhead|all] [N]
+    python3 bench/profiles/study.py [attribution|accuracy|overhead|wall|all] [N]
 Prints Markdown tables, and the raw numbers as JSON on the last line.
 """
 
@@ -169,7 +182,8 @@ def attribution(n):
 
 def self_shares_perfsleuth(cmd, cwd, names):
     out = os.path.join(cwd, "run.json")
-    sh([PS, "run", "--no-store", "--runs", "10", "--warmup", "1", "--profile", "--export-json", out,
+    # On the CPU only, as perf report and callgrind count.
+    sh([PS, "run", "--no-store", "--runs", "10", "--warmup", "1", "--profile=cpu", "--export-json", out,
         " ".join(cmd)], cwd=cwd)
     st = json.load(open(out))["run"]["benchmarks"][0]["stacks"]
     by = {}
@@ -265,6 +279,22 @@ def ratio_ci(pairs, resamples=4000):
     return statistics.median(r), boot[int(0.025 * resamples)], boot[int(0.975 * resamples)]
 
 
+def build_waits(work, wait=100, name="waits"):
+    exe = os.path.join(work, name)
+    sh(["gcc", "-O2", "-g", "-pthread", f"-DWAIT={wait}", "-o", exe, os.path.join(HERE, "waits.c")])
+    return exe
+
+
+WAIT_ARGS = {"requests": ["requests", "20", "400", "2000"], "lock": ["lock", "30", "2000"]}
+
+# perf record of what each perfsleuth profile records: cpu-clock samples,
+# and for a wall profile a sample at every context switch too.
+PERF_EVENTS = {
+    "cpu": ["-e", "cpu-clock", "-F", "997"],
+    "wall": ["-e", "cpu-clock/freq=997/", "-e", "cs/period=1/"],
+}
+
+
 def overhead(rounds):
     work = tempfile.mkdtemp(prefix="perfsleuth-overhead-")
     timed = os.path.join(work, "timed")
@@ -276,38 +306,136 @@ def overhead(rounds):
         exe = os.path.join(work, name)
         sh(["gcc", "-O2", "-g", "-I", VALIDATION, "-o", exe, os.path.join(VALIDATION, name + ".c"), "-lm"])
         progs[name] = [exe, "1.0", base]
+    waits = build_waits(work)
+    for name, args in WAIT_ARGS.items():
+        progs[name] = [waits, *args]
+    # --locks: the eBPF tracer on sched_switch and the futex calls, the
+    # other way to time waits (docs/ARCHITECTURE.md, "Off-CPU time").
+    configs = {"plain": None, "--profile=cpu": "--profile=cpu", "--profile (wall)": "--profile",
+               "--locks": "--locks"}
     results = {}
     for name, cmd in progs.items():
-        plain_ps, prof_ps, plain_perf, perf_rec = [], [], [], []
+        ours = {c: [] for c in configs}
+        peers = {c: [] for c in ["timed", "perf record cpu", "perf record wall"]}
         for r in range(rounds):
-            order = ["plain", "profile", "timed", "perf"]
-            if r % 2:
-                order.reverse()
+            order = list(configs) + list(peers)
+            random.Random(r).shuffle(order)
             for cfg in order:
-                if cfg in ("plain", "profile"):
+                if cfg in configs:
                     out = os.path.join(work, "o.json")
                     args = [PS, "run", "--no-store", "--runs", "5", "--warmup", "1", "--export-json", out]
-                    if cfg == "profile":
-                        args.append("--profile")
+                    if configs[cfg]:
+                        args.append(configs[cfg])
                     sh(args + [" ".join(cmd)])
                     walls = [s["wall_ns"] for s in json.load(open(out))["run"]["benchmarks"][0]["samples"]]
-                    (prof_ps if cfg == "profile" else plain_ps).append(statistics.median(walls))
+                    ours[cfg].append(statistics.median(walls))
                 else:
                     walls = []
                     for _ in range(5):
-                        if cfg == "perf":
-                            p = sh(["perf", "record", "-q", "-e", "cpu-clock", "-F", "997", "--call-graph", "dwarf",
+                        if cfg.startswith("perf"):
+                            p = sh(["perf", "record", "-q", *PERF_EVENTS[cfg.split()[-1]], "--call-graph", "dwarf",
                                     "-o", os.path.join(work, "ov.data"), "--", timed, *cmd])
                         else:
                             p = sh([timed, *cmd])
                         walls.append(int(re.search(r"elapsed_ns (\d+)", p.stderr).group(1)))
-                    (perf_rec if cfg == "perf" else plain_perf).append(statistics.median(walls))
+                    peers[cfg].append(statistics.median(walls))
         results[name] = {
-            "perfsleuth --profile": ratio_ci(list(zip(plain_ps, prof_ps))),
-            "perf record": ratio_ci(list(zip(plain_perf, perf_rec))),
-            "plain_ms": statistics.median(plain_ps) / 1e6,
+            "perfsleuth --profile=cpu": ratio_ci(list(zip(ours["plain"], ours["--profile=cpu"]))),
+            "perfsleuth --profile": ratio_ci(list(zip(ours["plain"], ours["--profile (wall)"]))),
+            "perfsleuth --locks": ratio_ci(list(zip(ours["plain"], ours["--locks"]))),
+            "perf record": ratio_ci(list(zip(peers["timed"], peers["perf record cpu"]))),
+            "perf record -e cs": ratio_ci(list(zip(peers["timed"], peers["perf record wall"]))),
+            "plain_ms": statistics.median(ours["plain"]) / 1e6,
         }
         print(f"{name}: {results[name]}", file=sys.stderr)
+    return results
+
+
+def wall_totals(runs):
+    """Each run's off-CPU time from a perfsleuth wall profile and, for the
+    same runs, from `perf sched timehist`: perfsleuth runs under `perf sched
+    record` (tracefs mounted in a private mount namespace), and each run's
+    threads (grouped by process) sum their wait time and scheduling delay.
+    The lock program's main thread only waits to join the others, which a
+    wall profile leaves out, so the reference leaves it out too."""
+    work = tempfile.mkdtemp(prefix="perfsleuth-wall-")
+    waits = build_waits(work)
+    results = {}
+    for name, args in WAIT_ARGS.items():
+        cmd = [waits, *args]
+        out = os.path.join(work, "w.json")
+        data = os.path.join(work, "sched.data")
+        # Each run appends its threads' own count of their time off the CPU.
+        own = os.path.join(work, f"{name}.own")
+        script = ("mount -t tracefs nodev /sys/kernel/tracing && "
+                  f"perf sched record -q -o {data} -- {PS} run --no-store --runs {runs} --warmup 0 --profile "
+                  f"--export-json {out} '{' '.join(cmd)}' >/dev/null && "
+                  f"perf sched timehist -i {data}")
+        ev = sh(["unshare", "-m", "sh", "-c", script], env={**os.environ, "WAITS_REPORT": own}).stdout
+        threads_own = [float(x) for x in open(own).read().split()]
+        b = json.load(open(out))["run"]["benchmarks"][0]
+        ours = b["stacks"]["off_cpu_ns"]
+        wall_less_cpu = [s["wall_ns"] - s["user_ns"] - s["sys_ns"] for s in b["samples"]]
+        by_pid = {}
+        for line in ev.splitlines():
+            # time [cpu] comm[tid(/pid)] wait-time sch-delay run-time (ms)
+            m = re.match(r"\s*[\d.]+\s+\[\d+\]\s+(\S+)\[(\d+)(?:/(\d+))?\]\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
+            if not m or m.group(1) != "waits":
+                continue
+            tid = int(m.group(2))
+            pid = int(m.group(3)) if m.group(3) else tid
+            if name == "lock" and tid == pid:
+                continue
+            by_pid[pid] = by_pid.get(pid, 0.0) + (float(m.group(4)) + float(m.group(5))) * 1e6
+        ref = [by_pid[p] for p in sorted(by_pid)]
+        results[name] = {"perfsleuth": ours, "perf sched timehist": ref, "wall - cpu": wall_less_cpu,
+                         "threads' own": threads_own}
+        print(f"{name}: ours {[round(x / 1e6, 2) for x in ours]}, perf sched {[round(x / 1e6, 2) for x in ref]}, "
+              f"wall-cpu {[round(x / 1e6, 2) for x in wall_less_cpu]}, threads' own {[round(x / 1e6, 2) for x in threads_own]}",
+              file=sys.stderr)
+    return results
+
+
+def wall_repo(work, name):
+    d = os.path.join(work, name)
+    os.makedirs(d)
+    with open(os.path.join(HERE, "waits.c")) as src, open(os.path.join(d, "waits.c"), "w") as dst:
+        dst.write(src.read())
+    git = lambda *a: sh(["git", "-c", "user.name=s", "-c", "user.email=s@s", *a], cwd=d)
+    git("init", "-q", "-b", "main")
+    for wait in (100, 150):
+        with open(os.path.join(d, "Makefile"), "w") as f:
+            f.write(f"bench: waits.c\n\tgcc -O2 -g -pthread -DWAIT={wait} -o bench waits.c\n")
+        git("add", "-A")
+        git("commit", "-qm", f"wait {wait} %")
+    return d
+
+
+def wall_attribution(n):
+    work = tempfile.mkdtemp(prefix="perfsleuth-wall-ab-")
+    results = {}
+    for name, args in WAIT_ARGS.items():
+        d = wall_repo(work, name)
+        rows = []
+        for i in range(n):
+            start = time.time()
+            p = sh([PS, "ab", "--no-store", "--profile", "--format", "json", "--baseline", "HEAD~1",
+                    "--candidate", "HEAD", "--build", "make", "--", "./bench " + " ".join(args)], cwd=d)
+            elapsed = time.time() - start
+            doc = json.loads(p.stdout)
+            wall = next((r for r in doc["rows"] if r["metric"] == "wall"), None)
+            row = attribution_row(doc)
+            fs = row["time_functions"] if row else []
+            first = fs[0] if fs else {}
+            shift = wall["candidate_median"] - wall["baseline_median"] if wall else 0
+            label = first.get("function", "") + (f" (off CPU: {first['off_cpu']})" if first.get("off_cpu") else "")
+            share = first.get("self_shift_ns", 0) / shift if shift else 0
+            blocked = [f for f in fs if f.get("off_cpu") not in (None, "runnable")]
+            rows.append({"first": label, "share_of_wall_change": share, "verdict": wall and wall["verdict"],
+                         "metric": row and row["metric"], "first_blocked": blocked and blocked[0]["function"],
+                         "seconds": elapsed})
+            print(f"{name} #{i + 1}: {label} {100 * share:.0f}% of {shift / 1e6:+.2f} ms", file=sys.stderr)
+        results[name] = rows
     return results
 
 
@@ -334,11 +462,36 @@ def main():
                 print(f"| {kind} | `{f}` | {a:.1f} | {b:.1f} | {a - b:+.1f} | {c:.1f} | {a - c:+.1f} |")
     if what in ("overhead", "all"):
         out["overhead"] = overhead(n)
-        print("\n| program | plain (ms) | perfsleuth --profile / plain [95% CI] | perf record -F 997 --call-graph dwarf / plain [95% CI] |")
-        print("|---|---|---|---|")
+        print("\n| program | plain (ms) | perfsleuth --profile=cpu / plain [95% CI] | perfsleuth --profile (wall) / plain | perfsleuth --locks (eBPF) / plain | perf record -F 997 --call-graph dwarf / plain | perf record, + -e cs -c 1 / plain |")
+        print("|---|---|---|---|---|---|---|")
+        f = lambda a: f"{a[0]:.3f}× [{a[1]:.3f}, {a[2]:.3f}]"
         for name, r in out["overhead"].items():
-            a, b = r["perfsleuth --profile"], r["perf record"]
-            print(f"| {name} | {r['plain_ms']:.1f} | {a[0]:.3f}× [{a[1]:.3f}, {a[2]:.3f}] | {b[0]:.3f}× [{b[1]:.3f}, {b[2]:.3f}] |")
+            print(f"| {name} | {r['plain_ms']:.1f} | {f(r['perfsleuth --profile=cpu'])} | {f(r['perfsleuth --profile'])} | "
+                  f"{f(r['perfsleuth --locks'])} | "
+                  f"{f(r['perf record'])} | {f(r['perf record -e cs'])} |")
+    if what in ("wall", "all"):
+        out["wall_totals"] = wall_totals(n)
+        print("\n| program | runs | perfsleuth off-CPU a run (median ms) | the threads' own count, same runs | perfsleuth / own, median [min, max] over runs | perf sched timehist, same runs | perf sched / own, median [min, max] | wall − CPU |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name, r in out["wall_totals"].items():
+            med = {k: statistics.median(v) / 1e6 for k, v in r.items()}
+            OWN = "threads' own"
+            span = lambda xs: f"{statistics.median(xs):.3f} [{min(xs):.3f}, {max(xs):.3f}]"
+            ours = [x / y for x, y in zip(r["perfsleuth"], r["threads' own"]) if y]
+            perf = [x / y for x, y in zip(r["perf sched timehist"], r["threads' own"]) if y]
+            print(f"| {name} | {len(ours)} | {med['perfsleuth']:.2f} | {med[OWN]:.2f} | {span(ours)} | "
+                  f"{med['perf sched timehist']:.2f} | {span(perf)} | {med['wall - cpu']:.2f} |")
+        out["wall_attribution"] = wall_attribution(n)
+        print("\n| program (candidate waits 50 % longer) | named first | times | share of the wall change in it (median, min) | s a comparison |")
+        print("|---|---|---|---|---|")
+        for name, rows in out["wall_attribution"].items():
+            firsts = {}
+            for r in rows:
+                firsts[r["first"]] = firsts.get(r["first"], 0) + 1
+            top = max(firsts, key=firsts.get)
+            shares = [r["share_of_wall_change"] for r in rows if r["first"] == top]
+            print(f"| {name} | `{top}` | {firsts[top]}/{len(rows)} | {100 * statistics.median(shares):.0f}%, {100 * min(shares):.0f}% | "
+                  f"{statistics.median(r['seconds'] for r in rows):.1f} |")
     print(json.dumps(out))
 
 

@@ -13,6 +13,12 @@
  *       Nothing sleeps: the one wait is the lock's.
  *   waits sleep N US
  *       N times `nap`: nanosleep for US µs.
+ *
+ * With WAITS_REPORT set to a file, each run appends the time its threads
+ * (the main one for requests and sleep, holder and waiter for lock) were
+ * off the CPU, as each thread measures it from inside: its lifetime on the
+ * monotonic clock less its CPU time (CLOCK_THREAD_CPUTIME_ID), in ns: the
+ * studies' reference for the profile's totals.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -53,6 +59,35 @@ static long now_us(void) {
     return t.tv_sec * 1000000L + t.tv_nsec / 1000;
 }
 
+static long now_ns(clockid_t c) {
+    struct timespec t;
+    clock_gettime(c, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* The threads' time off the CPU so far, ns (WAITS_REPORT). */
+static long off_cpu_ns;
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A thread's start, for its off-CPU time at its end. */
+static long thread_start(void) { return now_ns(CLOCK_MONOTONIC); }
+
+static void thread_end(long start) {
+    long off = now_ns(CLOCK_MONOTONIC) - start - now_ns(CLOCK_THREAD_CPUTIME_ID);
+    pthread_mutex_lock(&report_lock);
+    off_cpu_ns += off;
+    pthread_mutex_unlock(&report_lock);
+}
+
+static void report(void) {
+    const char *path = getenv("WAITS_REPORT");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "%ld\n", off_cpu_ns);
+        fclose(f);
+    }
+}
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static long rounds, hold_us;
 
@@ -65,6 +100,7 @@ __attribute__((noinline)) void hold(long us) {
 
 static void *holder(void *arg) {
     (void)arg;
+    long start = thread_start();
     for (long i = 0; i < rounds; i++) {
         pthread_mutex_lock(&lock);
         hold(hold_us * WAIT / 100);
@@ -72,6 +108,7 @@ static void *holder(void *arg) {
         /* Let the waiter in before taking it again. */
         hold(100);
     }
+    thread_end(start);
     return NULL;
 }
 
@@ -82,10 +119,12 @@ __attribute__((noinline)) void take_lock(void) {
 
 static void *waiter(void *arg) {
     (void)arg;
+    long start = thread_start();
     for (long i = 0; i < rounds; i++) {
         hold(300);
         take_lock();
     }
+    thread_end(start);
     return NULL;
 }
 
@@ -100,6 +139,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     long n = atol(argv[2]);
+    /* CPU time before this point (the loader, libc's start) is the main
+     * thread's but not its lifetime's here: counted from zero alike. */
+    long start = thread_start() - now_ns(CLOCK_THREAD_CPUTIME_ID);
     if (strcmp(argv[1], "requests") == 0 && argc >= 5) {
         int fds[2];
         if (pipe(fds) != 0)
@@ -110,6 +152,8 @@ int main(int argc, char **argv) {
             crunch(work);
             fetch_row(fds[0], us);
         }
+        thread_end(start);
+        report();
         return 0;
     }
     if (strcmp(argv[1], "lock") == 0) {
@@ -120,12 +164,15 @@ int main(int argc, char **argv) {
         pthread_create(&b, NULL, waiter, NULL);
         pthread_join(a, NULL);
         pthread_join(b, NULL);
+        report();
         return 0;
     }
     if (strcmp(argv[1], "sleep") == 0) {
         long us = atol(argv[3]) * WAIT / 100;
         for (long i = 0; i < n; i++)
             nap(us);
+        thread_end(start);
+        report();
         return 0;
     }
     fprintf(stderr, "unknown mode %s\n", argv[1]);
