@@ -2413,7 +2413,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             }
             (false, false) => {}
         }
-        match time_moves(&b, &c, opts.confidence()) {
+        match time_moves(&b, &c, opts.confidence(), row.metric == Metric::Cpu) {
             Some(found) => {
                 // CPU time: shares of its change. Wall time with a wall
                 // profile of one thread (its time on and off the CPU is the

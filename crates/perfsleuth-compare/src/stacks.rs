@@ -123,9 +123,21 @@ pub fn time_moves(
     baseline: &[&StackProfile],
     candidate: &[&StackProfile],
     confidence: f64,
+    on_cpu_only: bool,
 ) -> Option<TimeMoves> {
     if baseline.iter().chain(candidate).any(|p| p.period_ns == 0) {
         return None;
+    }
+    // A change of CPU time is in the time on the CPU: a wall profile's
+    // waits are no part of it.
+    if on_cpu_only && baseline.iter().chain(candidate).any(|p| p.has_off_cpu()) {
+        let strip = |ps: &[&StackProfile]| -> Vec<StackProfile> {
+            ps.iter().map(|p| p.on_cpu_only()).collect()
+        };
+        let (b, c) = (strip(baseline), strip(candidate));
+        let (b, c): (Vec<&StackProfile>, Vec<&StackProfile>) =
+            (b.iter().collect(), c.iter().collect());
+        return time_moves(&b, &c, confidence, false);
     }
     let (nb, base) = per_run(baseline);
     let (nc, cand) = per_run(candidate);
@@ -365,7 +377,7 @@ mod tests {
     fn a_longer_wait_is_named_in_the_function_that_waited_with_its_reason() {
         let base = wall(10, 12, 40);
         let cand = wall(10, 12, 60);
-        let found = time_moves(&[&base], &[&cand], 0.95).unwrap();
+        let found = time_moves(&[&base], &[&cand], 0.95, false).unwrap();
         assert!(found.off_cpu);
         assert_eq!(found.profiled.shift, 20e6);
         let first = &found.moves[0];
@@ -390,13 +402,21 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("in the noise: `crunch`"), "{text}");
+        // A change of CPU time is judged on the time on the CPU: the wait
+        // is no function of it, and crunch alone is tested.
+        let cpu = time_moves(&[&base], &[&cand], 0.95, true).unwrap();
+        assert!(
+            !cpu.off_cpu && cpu.moves.iter().all(|m| m.off_cpu.is_none()),
+            "{cpu:?}"
+        );
+        assert_eq!(cpu.profiled.shift, 0.0);
     }
 
     #[test]
     fn the_function_that_slowed_is_named_first_with_its_sign_and_the_untouched_one_is_noise() {
         let base = profile(10, 50, 30, 20);
         let cand = profile(10, 60, 26, 20);
-        let moves = time_moves(&[&base], &[&cand], 0.95).unwrap().moves;
+        let moves = time_moves(&[&base], &[&cand], 0.95, false).unwrap().moves;
         assert_eq!(moves[0].function, "alpha");
         assert!(moves[0].self_shift.shift > 9e6 && !moves[0].in_the_noise());
         let beta = moves.iter().find(|m| m.function == "beta").unwrap();
@@ -420,7 +440,7 @@ mod tests {
         );
         assert!(text.ends_with("; in the noise: `gamma`, `main`"), "{text}");
         // Wall time: shares of the change of the time on CPU.
-        let found = time_moves(&[&base], &[&cand], 0.95).unwrap();
+        let found = time_moves(&[&base], &[&cand], 0.95, false).unwrap();
         assert_eq!(found.profiled.shift, 6e6);
         assert!(!found.off_cpu);
         let text = time_attribution(&found.moves, ON_CPU, found.profiled.shift, 0.08).unwrap();
@@ -433,9 +453,9 @@ mod tests {
     #[test]
     fn without_a_move_the_sentence_says_so_and_a_side_without_profiles_gives_none() {
         let base = profile(10, 50, 30, 20);
-        let moves = time_moves(&[&base], &[&base], 0.95).unwrap().moves;
+        let moves = time_moves(&[&base], &[&base], 0.95, false).unwrap().moves;
         let text = time_attribution(&moves, "wall", 1e5, 0.001).unwrap();
         assert!(text.starts_with("no function's own time moved"), "{text}");
-        assert_eq!(time_moves(&[], &[&base], 0.95), None);
+        assert_eq!(time_moves(&[], &[&base], 0.95, false), None);
     }
 }

@@ -986,6 +986,16 @@ impl StackProfile {
         !self.off_cpu_ns.is_empty() || self.stacks.iter().any(|s| self.off_cpu_reason(s).is_some())
     }
 
+    /// The profile of the time on the CPU only: a wall profile without its
+    /// waits (what a change of CPU time is attributed from).
+    pub fn on_cpu_only(&self) -> StackProfile {
+        let mut p = self.clone();
+        p.stacks.retain(|s| self.off_cpu_reason(s).is_none());
+        p.off_cpu_ns.clear();
+        p.samples = p.run_totals().iter().sum();
+        p
+    }
+
     /// Why stack `s` was off the CPU, if it is an off-CPU stack.
     pub fn off_cpu_reason(&self, s: &ProfileStack) -> Option<OffCpuReason> {
         let leaf = self.frames.get(*s.frames.last()? as usize)?;

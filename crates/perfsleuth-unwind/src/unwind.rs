@@ -110,38 +110,9 @@ impl Symbolizer {
         for depth in 0..MAX_FRAMES {
             // A return address points after the call: look up the call itself.
             let probe = if depth == 0 { pc } else { pc.wrapping_sub(1) };
-            let Some((module, addr)) = self.locate(maps, probe) else {
+            let Some(known) = self.name_into(maps, probe, &mut frames) else {
                 break;
             };
-            let system = is_system(&module.path);
-            let file = module.file_name();
-            let known = Rc::clone(
-                self.known
-                    .entry((module.path.clone(), addr))
-                    .or_insert_with(|| Rc::new((module.step(addr), module.name(addr)))),
-            );
-            let named = known.1.clone();
-            if named.is_empty() {
-                frames.push(Frame {
-                    function: format!("{file}+{addr:#x}"),
-                    line: None,
-                    source: None,
-                    file: file.clone(),
-                    system,
-                    inlined: false,
-                });
-            }
-            let last = named.len().saturating_sub(1);
-            for (i, n) in named.into_iter().enumerate() {
-                frames.push(Frame {
-                    function: n.function,
-                    line: n.line,
-                    source: n.source,
-                    file: file.clone(),
-                    system,
-                    inlined: i < last,
-                });
-            }
             let next = match known.0 {
                 Some(Step::End) => break,
                 Some(Step::Cfa {
@@ -173,6 +144,58 @@ impl Symbolizer {
             }
         }
         frames
+    }
+
+    /// The frames of a stack given as its return addresses (innermost
+    /// first, as glibc's `backtrace` gives them), innermost first: each
+    /// named with its inlined frames; one that lies in no file ends it.
+    pub fn name_return_addresses(&mut self, pcs: &[u64], maps: &Maps) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        for &pc in pcs.iter().take(MAX_FRAMES) {
+            if self
+                .name_into(maps, pc.wrapping_sub(1), &mut frames)
+                .is_none()
+            {
+                break;
+            }
+        }
+        frames
+    }
+
+    /// Names code address `probe` (its inlined frames first) onto
+    /// `frames`, and says how to step past it; `None` for code in no file.
+    fn name_into(&mut self, maps: &Maps, probe: u64, frames: &mut Vec<Frame>) -> Option<Rc<Known>> {
+        let (module, addr) = self.locate(maps, probe)?;
+        let system = is_system(&module.path);
+        let file = module.file_name();
+        let known = Rc::clone(
+            self.known
+                .entry((module.path.clone(), addr))
+                .or_insert_with(|| Rc::new((module.step(addr), module.name(addr)))),
+        );
+        let named = known.1.clone();
+        if named.is_empty() {
+            frames.push(Frame {
+                function: format!("{file}+{addr:#x}"),
+                line: None,
+                source: None,
+                file: file.clone(),
+                system,
+                inlined: false,
+            });
+        }
+        let last = named.len().saturating_sub(1);
+        for (i, n) in named.into_iter().enumerate() {
+            frames.push(Frame {
+                function: n.function,
+                line: n.line,
+                source: n.source,
+                file: file.clone(),
+                system,
+                inlined: i < last,
+            });
+        }
+        Some(known)
     }
 
     /// The static variable at `addr` in any file of `maps`, as
