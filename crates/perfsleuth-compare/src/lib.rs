@@ -1043,7 +1043,7 @@ fn measure(
     // one run per side decides, and no test is needed.
     // Counts that wobble by a few instructions (a thread start, a signal) are
     // as good as exact when the wobble is far inside the noise threshold.
-    let simulated = matches!(metric, Metric::Counter(c) if c.is_simulated());
+    let simulated = matches!(metric, Metric::Counter(c) if c.is_deterministic());
     let spread = |v: &[f64]| {
         let (lo, hi) = v
             .iter()

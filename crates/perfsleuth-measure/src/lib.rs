@@ -3,6 +3,7 @@
 //! a [`Sample`]. Also splits command lines and resolves programs before any
 //! timing starts, so bad input fails fast.
 
+pub mod alloc;
 pub mod callgrind;
 pub mod counters;
 mod exec;

@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub mod allocs;
 pub mod exit;
 pub mod hex;
 pub mod input;
@@ -35,6 +36,7 @@ pub fn short_commit(commit: &str) -> &str {
     commit.get(..SHORT_COMMIT).unwrap_or(commit)
 }
 
+pub use allocs::{ALLOC_COUNTERS, AllocProfile, AllocStack, FunctionAllocs};
 pub use judged::{BUSY_MAX, BUSY_MIN, JudgedTime, WAITS_MAX, judged_time};
 
 /// Version of the JSON export schema and of the model as a whole.
@@ -324,7 +326,7 @@ const fn lower(key: &'static str, unit: &'static str, about: &'static str) -> Co
 /// Every counter perfsleuth knows: hardware and software perf_event
 /// counters, tracepoints, callgrind's events (simulation mode) and the
 /// throughput `scale` records, and the per-operation metrics imports bring.
-pub const COUNTERS: [Counter; 26] = [
+pub const COUNTERS: [Counter; 29] = [
     lower("instructions", "count", "instructions retired (hardware)"),
     lower("cycles", "count", "CPU cycles (hardware)"),
     lower(
@@ -388,6 +390,21 @@ pub const COUNTERS: [Counter; 26] = [
         "count",
         "allocations per operation (imported)",
     ),
+    lower(
+        "alloc_count",
+        "count",
+        "allocations a run, exact (allocation profile)",
+    ),
+    lower(
+        "alloc_bytes",
+        "bytes",
+        "bytes allocated a run, exact (allocation profile)",
+    ),
+    lower(
+        "alloc_peak_bytes",
+        "bytes",
+        "peak of the live heap a run, usable bytes (allocation profile)",
+    ),
 ];
 
 impl Counter {
@@ -395,6 +412,13 @@ impl Counter {
     /// repeatable for a deterministic program, so one run per side decides.
     pub fn is_simulated(&self) -> bool {
         self.about.ends_with("(callgrind)")
+    }
+
+    /// Whether the counter counts what the program did rather than timing
+    /// it (callgrind's events, an allocation profile's counts): exact and
+    /// repeatable for a deterministic program, so one run per side decides.
+    pub fn is_deterministic(&self) -> bool {
+        self.is_simulated() || self.about.ends_with("(allocation profile)")
     }
 
     /// The known counter with this key.
@@ -647,6 +671,10 @@ pub struct Benchmark {
     /// (`run --profile`, docs/PROFILES.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stacks: Option<StackProfile>,
+    /// What its runs allocated, exactly, and where (sampled stacks)
+    /// (`run --profile=alloc`, docs/PROFILES.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocs: Option<AllocProfile>,
 }
 
 /// A benchmark's sampled call stacks: the `cpu-clock` samples of its timed

@@ -220,6 +220,16 @@ pub trait Store {
         stacks: &perfsleuth_model::StackProfile,
     ) -> Result<(), StoreError>;
 
+    /// Records a benchmark's allocation profile (`--profile=alloc`), once its
+    /// runs are done, and each profiled run's counts on its sample
+    /// (`counters`: iteration and that sample's counters, the counts among them).
+    fn set_allocs(
+        &mut self,
+        benchmark_id: i64,
+        allocs: &perfsleuth_model::AllocProfile,
+        counters: &[(u32, &std::collections::BTreeMap<String, f64>)],
+    ) -> Result<(), StoreError>;
+
     /// Gives benchmark `position` of a stored run the stacks a profiler took
     /// elsewhere (`import --into`), unless it has some: `false` then, and
     /// nothing changed.

@@ -29,6 +29,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::PROJECTS_AND_TOKENS,
     schema::BENCHMARK_LOCKS,
     schema::BENCHMARK_STACKS,
+    schema::BENCHMARK_ALLOCS,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

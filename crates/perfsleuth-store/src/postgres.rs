@@ -137,6 +137,7 @@ pub(crate) const PG_MIGRATIONS: &[&str] = &[
     );",
     "ALTER TABLE benchmarks ADD COLUMN locks TEXT",
     "ALTER TABLE benchmarks ADD COLUMN stacks TEXT",
+    "ALTER TABLE benchmarks ADD COLUMN allocs TEXT",
 ];
 
 /// A perfsleuth store in a PostgreSQL database; its operations are the [`crate::Store`] trait's.

@@ -171,9 +171,13 @@ fn insert_benchmark<D: Db + ?Sized>(
         place,
         bench.stacks.as_ref().map(serde_json::to_string).transpose(),
     )?;
+    let allocs = json(
+        place,
+        bench.allocs.as_ref().map(serde_json::to_string).transpose(),
+    )?;
     let rows = db.query(
         "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile, \
-         summaries, locks, stacks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+         summaries, locks, stacks, allocs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
          RETURNING id",
         &vals![
             run_id,
@@ -186,7 +190,8 @@ fn insert_benchmark<D: Db + ?Sized>(
             profile,
             summaries,
             locks,
-            stacks
+            stacks,
+            allocs
         ],
     )?;
     first_int(&rows)
@@ -314,6 +319,28 @@ pub(crate) fn set_stacks<D: Db + ?Sized>(
     stacks: &StackProfile,
 ) -> Result<(), StoreError> {
     set_benchmark_json(db, benchmark_id, "stacks", serde_json::to_string(stacks))
+}
+
+/// [`crate::Store::set_allocs`]: the profile, and each profiled run's
+/// counts as counters of its sample (`counters`: (iteration, the sample's
+/// counters with them)), in one transaction.
+pub(crate) fn set_allocs<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    allocs: &perfsleuth_model::AllocProfile,
+    counters: &[(u32, &BTreeMap<String, f64>)],
+) -> Result<(), StoreError> {
+    transaction(db, true, || {
+        set_benchmark_json(db, benchmark_id, "allocs", serde_json::to_string(allocs))?;
+        for (iteration, c) in counters {
+            let text = json(db.place(), serde_json::to_string(c))?;
+            db.execute(
+                "UPDATE samples SET counters = ?1 WHERE benchmark_id = ?2 AND iteration = ?3",
+                &vals![text, benchmark_id, i64::from(*iteration)],
+            )?;
+        }
+        Ok(())
+    })
 }
 
 /// [`crate::Store::set_profile`].
@@ -487,7 +514,7 @@ pub(crate) fn load_run<D: Db + ?Sized>(db: &D, id: i64) -> Result<Option<Run>, S
         let mut benchmarks = Vec::new();
         let bench_rows = db.query(
             "SELECT id, name, command, argv, parameters, facts, profile, summaries, locks, \
-             stacks FROM benchmarks WHERE run_id = ?1 ORDER BY position",
+             stacks, allocs FROM benchmarks WHERE run_id = ?1 ORDER BY position",
             &vals![id],
         )?;
         for b in &bench_rows {
@@ -514,6 +541,10 @@ pub(crate) fn load_run<D: Db + ?Sized>(db: &D, id: i64) -> Result<Option<Run>, S
                     None => None,
                 },
                 stacks: match b.opt_text(9)? {
+                    Some(text) => Some(json(place, serde_json::from_str(&text))?),
+                    None => None,
+                },
+                allocs: match b.opt_text(10)? {
                     Some(text) => Some(json(place, serde_json::from_str(&text))?),
                     None => None,
                 },
@@ -1357,6 +1388,14 @@ macro_rules! impl_store {
                 stacks: &perfsleuth_model::StackProfile,
             ) -> Result<bool, StoreError> {
                 queries::attach_stacks(self, run_id, position, stacks)
+            }
+            fn set_allocs(
+                &mut self,
+                benchmark_id: i64,
+                allocs: &perfsleuth_model::AllocProfile,
+                counters: &[(u32, &std::collections::BTreeMap<String, f64>)],
+            ) -> Result<(), StoreError> {
+                queries::set_allocs(self, benchmark_id, allocs, counters)
             }
             fn add_probe_results(
                 &mut self,

@@ -114,6 +114,12 @@ pub(crate) const BENCHMARK_LOCKS: &str = "ALTER TABLE benchmarks ADD COLUMN lock
 /// `StackProfile` as JSON; NULL when not profiled.
 pub(crate) const BENCHMARK_STACKS: &str = "ALTER TABLE benchmarks ADD COLUMN stacks TEXT";
 
+/// Version 12: a benchmark's allocation profile (`--profile=alloc`), an
+/// `AllocProfile` as JSON; NULL when not profiled. Its per-run counts are
+/// also counters of the samples (`alloc_count`, `alloc_bytes`,
+/// `alloc_peak_bytes`).
+pub(crate) const BENCHMARK_ALLOCS: &str = "ALTER TABLE benchmarks ADD COLUMN allocs TEXT";
+
 /// Version 9: each run's UUID (kept wherever the run is copied; existing
 /// runs get a random one) and project ("" in a local store), and a team
 /// server's projects and API tokens (only the SHA-256 of a secret is kept).
