@@ -478,12 +478,16 @@ pub struct Profiling {
     /// kept per benchmark and run, shown as the functions the time is in,
     /// compared by `compare` and `ab`, drawn as flame graphs by `report`,
     /// written by --export-folded. Values, comma-separated: `wall` (on and
-    /// off the CPU, the default) or `cpu` (on the CPU only); `on` (an error
-    /// where the kernel does not allow it) or `auto` (a note instead, and no
-    /// profile of runs too short to give 10 samples each). `--profile` is
-    /// `--profile=on,wall`. Off-CPU time needs root or
+    /// off the CPU, the default) or `cpu` (on the CPU only); `alloc` (every
+    /// allocation of the runs counted, exactly, and where they were made,
+    /// sampled stacks: a preloaded recorder in front of the C library's
+    /// allocator; alone, no time profile; `wall,alloc` for both); `on` (an
+    /// error where the kernel does not allow it) or `auto` (a note instead,
+    /// and no profile of runs too short to give 10 samples each).
+    /// `--profile` is `--profile=on,wall`. Off-CPU time needs root or
     /// perf_event_paranoid ≤ 1; without it the profile is on-CPU only and
-    /// says so.
+    /// says so. The allocation counts are metrics `compare` judges
+    /// (alloc_count, alloc_bytes, alloc_peak_bytes).
     #[arg(
         long,
         value_name = "WHAT",
@@ -501,24 +505,32 @@ pub struct Profiling {
 pub struct ProfileChoice {
     /// Whether to profile: off, where possible, or always.
     pub when: When,
+    /// Where the time goes (sampled stacks).
+    pub time: bool,
     /// Time off the CPU too (a wall profile), not only on it.
     pub off_cpu: bool,
+    /// What the runs allocate (the preloaded recorder).
+    pub alloc: bool,
 }
 
 impl ProfileChoice {
     /// No profile.
     pub const OFF: ProfileChoice = ProfileChoice {
         when: When::Off,
+        time: true,
         off_cpu: true,
+        alloc: false,
     };
 
-    /// Parses `--profile`'s value: `on`, `off`, `auto`, `wall`, `cpu`, comma-separated.
+    /// Parses `--profile`'s value: `on`, `off`, `auto`, `wall`, `cpu`,
+    /// `alloc`, comma-separated.
     pub fn parse(text: &str) -> Result<ProfileChoice, String> {
         let mut choice = ProfileChoice {
             when: When::On,
-            off_cpu: true,
+            ..ProfileChoice::OFF
         };
         let (mut when, mut what) = (None, None);
+        let mut alloc = false;
         for word in text.split(',').map(str::trim) {
             let (slot, value) = match word {
                 "on" => (&mut when, "on"),
@@ -526,9 +538,14 @@ impl ProfileChoice {
                 "auto" => (&mut when, "auto"),
                 "wall" => (&mut what, "wall"),
                 "cpu" => (&mut what, "cpu"),
+                "alloc" if !alloc => {
+                    alloc = true;
+                    continue;
+                }
+                "alloc" => return Err("`alloc` given twice".to_string()),
                 other => {
                     return Err(format!(
-                        "`{other}` is not a profile; give on, off or auto, and wall (on and off the CPU) or cpu (on it only), e.g. --profile=auto,cpu"
+                        "`{other}` is not a profile; give on, off or auto, wall (on and off the CPU) or cpu (on it only), and alloc (allocations), e.g. --profile=auto,cpu or --profile=wall,alloc"
                     ));
                 }
             };
@@ -544,7 +561,20 @@ impl ProfileChoice {
             _ => When::On,
         };
         choice.off_cpu = what != Some("cpu");
+        // `alloc` alone records no time; with `wall` or `cpu`, both.
+        choice.time = what.is_some() || !alloc;
+        choice.alloc = alloc;
         Ok(choice)
+    }
+
+    /// Whether stacks are sampled for the time (`wall` or `cpu`).
+    pub fn samples_time(self) -> bool {
+        self.is_on() && self.time
+    }
+
+    /// Whether allocations are recorded.
+    pub fn records_allocations(self) -> bool {
+        self.is_on() && self.alloc
     }
 
     /// Whether a profile is taken at all (`on` or `auto`).

@@ -7,7 +7,7 @@ use crate::args::{ProfileChoice, When};
 use crate::error::Fail;
 use crate::sink::StoreSink;
 use perfsleuth_measure::Spawner;
-use perfsleuth_model::{Environment, ImpactClass, LockReport, Run, StackProfile};
+use perfsleuth_model::{AllocProfile, Environment, ImpactClass, LockReport, Run, StackProfile};
 use perfsleuth_runner::Counters;
 use perfsleuth_runner::locks::{Following, LockError, Tracer};
 use perfsleuth_runner::profile::{Sampler, SamplerConfig, SamplerError};
@@ -19,6 +19,7 @@ pub struct Instruments {
     sampler: Option<Sampler>,
     profile: When,
     profiles: Vec<Option<StackProfile>>,
+    allocs: Vec<Option<AllocProfile>>,
     /// What enabling them said (counters unavailable, `--locks=auto` off, …).
     pub notes: Vec<String>,
 }
@@ -42,7 +43,11 @@ impl Instruments {
             perfsleuth_runner::counters::enable(spawner, counters, kernel, tracepoints, env);
         let (tracer, note) = start(locks, spawner.pid())?;
         notes.extend(note);
-        let (sampler, note) = start_sampler(profile, spawner.pid())?;
+        let (sampler, note) = if profile.time {
+            start_sampler(profile, spawner.pid())?
+        } else {
+            (None, None)
+        };
         match &sampler {
             Some(s) => {
                 let c = s.config();
@@ -79,23 +84,44 @@ impl Instruments {
             sampler,
             profile: profile.when,
             profiles: Vec::new(),
+            allocs: Vec::new(),
             notes,
         })
     }
 
     /// Detaches the tracer and stops the sampler (if any), reading which
     /// runs were each benchmark's (`benches`: their spawner command ids and
-    /// names, in the run's order) from `following`.
+    /// names, in the run's order) from `following`; with `alloc` (the
+    /// recorder and the spawner's pid), collects each benchmark's
+    /// allocation records.
     pub fn stop<'n>(
         &mut self,
         following: &Following<'_, Spawner>,
         benches: impl IntoIterator<Item = (perfsleuth_measure::CommandId, &'n str)>,
+        alloc: Option<(&perfsleuth_measure::alloc::Recorder, u32)>,
     ) {
         let (ids, names): (Vec<_>, Vec<String>) = benches
             .into_iter()
             .map(|(id, name)| (id, name.to_string()))
             .unzip();
         let runs: Vec<Vec<u32>> = ids.iter().map(|&id| following.runs_of(id)).collect();
+        if let Some((recorder, spawner)) = alloc {
+            self.allocs = ids
+                .iter()
+                .zip(&names)
+                .enumerate()
+                .map(|(i, (&id, name))| {
+                    recorder
+                        .collect(i, spawner, &following.runs_in_order(id))
+                        .map_err(|why| {
+                            self.notes.push(format!(
+                                "`{name}` not allocation-profiled: {why}; the measurements are kept"
+                            ))
+                        })
+                        .ok()
+                })
+                .collect();
+        }
         self.reports = finish(
             self.tracer.take(),
             &runs,
@@ -132,6 +158,34 @@ impl Instruments {
             }
             sink.set_stacks(i, &profile)?;
             bench.stacks = Some(profile);
+        }
+        for (i, allocs) in std::mem::take(&mut self.allocs).into_iter().enumerate() {
+            let (Some(mut allocs), Some(bench)) = (allocs, run.benchmarks.get_mut(i)) else {
+                continue;
+            };
+            let kept: Vec<u32> = bench.samples.iter().map(|s| s.iteration).collect();
+            allocs.keep_iterations(&kept);
+            if allocs.iterations.is_empty() {
+                continue;
+            }
+            // The counts are metrics of the runs: counters of their samples.
+            for (k, &iteration) in allocs.iterations.iter().enumerate() {
+                if let (Some(counters), Some(s)) = (
+                    allocs.counters_of(k),
+                    bench.samples.iter_mut().find(|s| s.iteration == iteration),
+                ) {
+                    s.counters
+                        .extend(counters.iter().map(|&(key, v)| (key.to_string(), v)));
+                }
+            }
+            let counters: Vec<(u32, &std::collections::BTreeMap<String, f64>)> = bench
+                .samples
+                .iter()
+                .filter(|s| allocs.iterations.contains(&s.iteration))
+                .map(|s| (s.iteration, &s.counters))
+                .collect();
+            sink.set_allocs(i, &allocs, &counters)?;
+            bench.allocs = Some(allocs);
         }
         Ok(())
     }

@@ -281,6 +281,7 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
                 cleanup,
                 cwd: None,
                 variant: None,
+                env: Vec::new(),
             });
         }
     }

@@ -103,6 +103,12 @@ pub fn measure(args: &ScaleArgs, spawner: Option<Spawner>) -> Result<ScaleOutcom
     let spec = args.param.as_deref().unwrap_or_default();
     let (param, values) = crate::parse::scale_param(spec)
         .map_err(|e| Fail::usage(e, "e.g. --param threads=1,2,4,8"))?;
+    if args.profiling.profile.records_allocations() {
+        return Err(Fail::usage(
+            "scale does not record allocations: --profile=alloc profiles one command",
+            "profile a level's allocations with `perfsleuth run --profile=alloc`, its value substituted; scale --profile samples where each level's time goes",
+        ));
+    }
     let method = throughput_method(args)?;
     let shell = Shell(args.shell.clone());
     if let Some(sh) = &args.shell {
@@ -210,6 +216,7 @@ pub fn measure(args: &ScaleArgs, spawner: Option<Spawner>) -> Result<ScaleOutcom
     instruments.stop(
         &following,
         levels.iter().zip(&names).map(|(l, n)| (l.id(), n.as_str())),
+        None,
     );
     sink.progress.clear();
 

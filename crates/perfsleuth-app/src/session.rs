@@ -82,6 +82,9 @@ pub struct Checked {
     pub max_time: std::time::Duration,
     /// Rounds to measure at least (`--rounds`, or its default).
     pub rounds: u32,
+    /// `--profile=alloc`: the allocation recorder the benchmarked commands
+    /// are given (their files, collected after measuring).
+    pub alloc: Option<perfsleuth_measure::alloc::Recorder>,
 }
 
 /// One stored run of a measurement: `run` makes one, `ab` one per side,
@@ -170,10 +173,33 @@ pub const AB_ROUNDS: u32 = 10;
 /// Prepares `planned` in the spawner (the commands resolved, programs hashed).
 pub fn prepare(
     c: &Checked,
-    planned: Vec<perfsleuth_runner::Planned>,
+    mut planned: Vec<perfsleuth_runner::Planned>,
     spawner: &mut Spawner,
     args: &RunArgs,
 ) -> Result<Vec<perfsleuth_runner::Bench>, Fail> {
+    if let Some(recorder) = &c.alloc {
+        for (i, p) in planned.iter_mut().enumerate() {
+            // The command's own preloads stay, after the recorder.
+            let own = |env: &[(String, Option<String>)]| {
+                env.iter()
+                    .rev()
+                    .find(|(k, _)| k == "LD_PRELOAD")
+                    .map(|(_, v)| v.clone())
+            };
+            let preload = p
+                .variant
+                .as_ref()
+                .and_then(|v| own(&v.env))
+                .or_else(|| own(&c.io.env))
+                .unwrap_or_else(|| std::env::var("LD_PRELOAD").ok());
+            p.env = recorder.env_for(i, preload.as_deref()).map_err(|e| {
+                Fail::usage(
+                    format!("cannot record allocations: {e}"),
+                    "drop alloc from --profile",
+                )
+            })?;
+        }
+    }
     perfsleuth_runner::prepare(
         spawner,
         planned,
@@ -328,6 +354,7 @@ pub fn measure(
     let noise = perfsleuth_env::NoiseSnapshot::take(&perfsleuth_env::Source::live());
     // With a comparison to follow, rounds are added while it is inconclusive.
     let template = run.clone();
+    let spawner_pid = spawner.pid();
     let mut following = perfsleuth_runner::locks::Following::new(spawner);
     let (measured, rounds, look) = c.schedule.measure_until(
         &mut following,
@@ -341,6 +368,7 @@ pub fn measure(
     instruments.stop(
         &following,
         benches.iter().map(|b| (b.main_id(), b.plan.name.as_str())),
+        c.alloc.as_ref().map(|r| (r, spawner_pid)),
     );
     counter_notes.append(&mut instruments.notes);
     sink.watchdog = None;
@@ -780,6 +808,7 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         simulation.is_some(),
         simulation.is_none() && args.counters == CounterChoice::Auto,
     );
+    let alloc = allocation_recorder(args, simulation.is_some())?;
     Ok(Checked {
         tolerate,
         simulation,
@@ -791,7 +820,38 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         aux_io,
         max_time,
         rounds: k,
+        alloc,
     })
+}
+
+/// `--profile=alloc`'s recorder: refused in simulation mode (valgrind runs
+/// the program); where it cannot be made, an error with `on` and a note
+/// with `auto`.
+fn allocation_recorder(
+    args: &RunArgs,
+    simulation: bool,
+) -> Result<Option<perfsleuth_measure::alloc::Recorder>, Fail> {
+    let choice = args.profiling.profile;
+    if !choice.records_allocations() {
+        return Ok(None);
+    }
+    if simulation {
+        return Err(Fail::usage(
+            "--profile=alloc records real runs; simulation mode runs the command under valgrind",
+            "drop alloc from --profile, or use --mode walltime",
+        ));
+    }
+    match perfsleuth_measure::alloc::Recorder::new() {
+        Ok(r) => Ok(Some(r)),
+        Err(e) if choice.when == When::Auto => {
+            emit(&format!("note: not allocation-profiled: {e}\n"), true);
+            Ok(None)
+        }
+        Err(e) => Err(Fail::usage(
+            format!("cannot record allocations: {e}"),
+            "drop alloc from --profile, or use --profile=auto,alloc",
+        )),
+    }
 }
 
 /// `perfsleuth run sleep 0.1` is two commands, `sleep` and `0.1`: an

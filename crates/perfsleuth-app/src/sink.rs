@@ -125,6 +125,22 @@ impl StoreSink<'_> {
         Ok(())
     }
 
+    /// Stores benchmark `bench`'s allocation profile (`--profile=alloc`) and
+    /// its runs' counts on their samples, once its runs are done.
+    pub fn set_allocs(
+        &mut self,
+        bench: usize,
+        allocs: &perfsleuth_model::AllocProfile,
+        counters: &[(u32, &std::collections::BTreeMap<String, f64>)],
+    ) -> Result<(), crate::error::Fail> {
+        if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
+            store
+                .set_allocs(id, allocs, counters)
+                .map_err(crate::output::store_fail)?;
+        }
+        Ok(())
+    }
+
     /// The dimmed "Stored as run N in PATH" line, when the run was stored.
     pub fn stored_note(&self, color: bool) -> Option<String> {
         let path = self.path.as_ref()?;

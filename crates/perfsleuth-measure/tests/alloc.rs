@@ -110,14 +110,8 @@ fn counts_are_dhats_and_the_stacks_name_who_allocated() {
 #[test]
 fn a_run_that_writes_no_record_is_said_not_guessed() {
     let dir = common::scratch("alloc", "static");
-    let src = dir.join("s.c");
-    std::fs::write(
-        &src,
-        "#include <stdlib.h>\nint main(void){return malloc(10)==0;}\n",
-    )
-    .unwrap();
     // A static binary cannot preload anything.
-    let Some(prog) = common::compile(&dir, &src, "s", &["-static"]) else {
+    let Some(prog) = common::compile(&dir, &common::prog("one_malloc"), "s", &["-static"]) else {
         return;
     };
     let err = profile(&[prog.to_str().unwrap()], 0, 2).unwrap_err();

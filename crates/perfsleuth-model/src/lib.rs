@@ -2101,6 +2101,7 @@ mod tests {
         let b = Benchmark {
             locks: None,
             stacks: None,
+            allocs: None,
             name: "b".into(),
             command: "b".into(),
             argv: vec![],

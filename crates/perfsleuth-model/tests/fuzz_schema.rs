@@ -112,6 +112,7 @@ fn benchmark() -> impl Strategy<Value = Benchmark> {
             |(name, command, argv, parameters, facts, samples)| Benchmark {
                 locks: None,
                 stacks: None,
+                allocs: None,
                 name,
                 command,
                 argv,

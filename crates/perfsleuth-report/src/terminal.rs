@@ -89,6 +89,10 @@ pub fn render_terminal(run: &Run, report: &RunReport, style: &Style) -> String {
                 &style.dim(&crate::stacks_events(p, Some(wall))),
             );
         }
+        if let Some(p) = run.benchmarks.get(i).and_then(|b| b.allocs.as_ref()) {
+            labelled(&mut out, "Allocations:", &crate::allocs_headline(p));
+            labelled(&mut out, "", &style.dim(&crate::allocs_events(p)));
+        }
     }
     if !report.comparisons.is_empty() {
         out.push('\n');

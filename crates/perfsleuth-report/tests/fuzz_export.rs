@@ -102,6 +102,7 @@ fn run() -> impl Strategy<Value = (Run, Option<usize>)> {
                     Benchmark {
                         locks: None,
                         stacks: None,
+                        allocs: None,
                         name: name.clone(),
                         command: name.clone(),
                         argv: name.split(' ').map(str::to_string).collect(),

@@ -55,6 +55,16 @@ impl<'a, S: Spawn> Following<'a, S> {
             .collect()
     }
 
+    /// The runs of command `id` in the order they ran, each with its
+    /// timed iteration (`None`: a warmup).
+    pub fn runs_in_order(&self, id: CommandId) -> Vec<Option<u32>> {
+        self.forked
+            .iter()
+            .filter(|c| c.id == id)
+            .map(|c| c.timed)
+            .collect()
+    }
+
     /// The kernel's numbers of the timed runs of command `id`, each with
     /// its iteration, in the order they ran.
     pub fn timed_runs_of(&self, id: CommandId) -> Vec<(u32, u32)> {

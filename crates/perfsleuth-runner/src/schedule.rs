@@ -45,6 +45,9 @@ pub struct Planned {
     /// The named machine set-up the command runs under (`run --variant`),
     /// applied to the benchmarked command only, not its helpers.
     pub variant: Option<Variant>,
+    /// Environment set for the benchmarked command only, after the
+    /// variant's: the allocation recorder's (`--profile=alloc`).
+    pub env: Vec<(String, Option<String>)>,
 }
 
 /// A named set-up of the machine for a command's process (`run --variant
@@ -116,6 +119,7 @@ impl Planned {
         Benchmark {
             locks: None,
             stacks: None,
+            allocs: None,
             name: self.name.clone(),
             command: self.command.clone(),
             argv: self.argv.clone(),
@@ -373,6 +377,7 @@ pub fn prepare(
             main_io.settings = v.settings.clone();
             main_io.disable_aslr |= v.aslr_off;
         }
+        main_io.env.extend(p.env.iter().cloned());
         let io = &main_io;
         let (main, sim_dir) = match simulation {
             Some(sim) => {

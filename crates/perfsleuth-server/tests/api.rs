@@ -103,6 +103,7 @@ fn run(name: &str, base_ns: u64, samples: u32) -> Run {
         benchmarks: vec![Benchmark {
             locks: None,
             stacks: None,
+            allocs: None,
             name: name.into(),
             command: name.into(),
             argv: vec![name.into()],

@@ -64,6 +64,7 @@ fn bench(name: &str, n: u32) -> Benchmark {
     Benchmark {
         locks: None,
         stacks: None,
+        allocs: None,
         name: name.to_string(),
         command: format!("sleep {name}"),
         argv: vec!["sleep".into(), name.into()],
@@ -104,6 +105,7 @@ fn measure(store: &mut dyn Store, run: &Run) -> i64 {
         let plain = Benchmark {
             locks: None,
             stacks: None,
+            allocs: None,
             ..b.clone()
         };
         let bid = store.add_benchmark(id, &plain).unwrap();

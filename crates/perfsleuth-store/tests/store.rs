@@ -46,6 +46,7 @@ fn bench(name: &str, samples: Vec<Sample>) -> Benchmark {
     Benchmark {
         locks: None,
         stacks: None,
+        allocs: None,
         name: name.to_string(),
         command: format!("sleep {name}"),
         argv: vec!["sleep".into(), name.into()],

@@ -394,6 +394,7 @@ pub mod testutil {
         Benchmark {
             locks: None,
             stacks: None,
+            allocs: None,
             name: name.to_string(),
             command: name.to_string(),
             argv: name.split(' ').map(str::to_string).collect(),

@@ -444,6 +444,7 @@ fn synthetic_run(pusher: usize, i: usize) -> perfsleuth_model::schema::RunExport
         benchmarks: vec![Benchmark {
             locks: None,
             stacks: None,
+            allocs: None,
             name: format!("bench-{pusher}"),
             command: "true".into(),
             argv: vec!["true".into()],
