@@ -498,6 +498,20 @@ pub struct Profiling {
         value_parser = ProfileChoice::parse
     )]
     pub profile: ProfileChoice,
+    /// With --profile=alloc: sample a stack every SIZE bytes allocated, on average [default: 512KiB].
+    ///
+    /// With --profile=alloc: sample an allocation's stack every SIZE bytes
+    /// allocated, on average (a Poisson process over the bytes, as tcmalloc
+    /// and Go sample). The counts are exact whatever the size; smaller sizes
+    /// name smaller changes of who allocated, and cost more for a program
+    /// that allocates a lot (docs/PROFILES.md, "Allocations").
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "512KiB",
+        value_parser = crate::parse::byte_size
+    )]
+    pub alloc_sample: u64,
 }
 
 /// What `--profile` records, and when.

@@ -841,7 +841,7 @@ fn allocation_recorder(
             "drop alloc from --profile, or use --mode walltime",
         ));
     }
-    match perfsleuth_measure::alloc::Recorder::new() {
+    match perfsleuth_measure::alloc::Recorder::new(args.profiling.alloc_sample) {
         Ok(r) => Ok(Some(r)),
         Err(e) if choice.when == When::Auto => {
             emit(&format!("note: not allocation-profiled: {e}\n"), true);

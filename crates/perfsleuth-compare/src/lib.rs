@@ -10,6 +10,7 @@
 
 #![forbid(unsafe_code)]
 
+mod allocs;
 mod format;
 mod html;
 mod json;
@@ -617,6 +618,8 @@ struct Entry<'a> {
     profile: Option<&'a Profile>,
     /// The sampled stacks of each run that profiled it (`--profile`).
     stacks: Vec<&'a perfsleuth_model::StackProfile>,
+    /// The allocation profile of each run that recorded it (`--profile=alloc`).
+    allocs: Vec<&'a perfsleuth_model::AllocProfile>,
     /// What a tool reported where it kept no samples (summary-only imports).
     summaries: &'a [perfsleuth_model::ReportedSummary],
     /// Independent stretches of measuring: one per run, more for a run
@@ -662,6 +665,11 @@ impl<'a> Entries<'a> {
     fn stacks_of(&self, row: &Row) -> Vec<&'a perfsleuth_model::StackProfile> {
         self.of(row).map(|e| e.stacks.clone()).unwrap_or_default()
     }
+
+    /// The allocation profiles of a row's benchmark, one per profiled run.
+    fn allocs_of(&self, row: &Row) -> Vec<&'a perfsleuth_model::AllocProfile> {
+        self.of(row).map(|e| e.allocs.clone()).unwrap_or_default()
+    }
 }
 
 /// The benchmarks of a side keyed by (name, parameters), in order of first appearance.
@@ -687,6 +695,7 @@ fn collect(side: &Side) -> Entries<'_> {
                         groups: Vec::new(),
                         profile: None,
                         stacks: Vec::new(),
+                        allocs: Vec::new(),
                         summaries: &b.summaries,
                         windows: 0.0,
                     });
@@ -701,6 +710,9 @@ fn collect(side: &Side) -> Entries<'_> {
             }
             if let Some(stacks) = &b.stacks {
                 entry.stacks.push(stacks);
+            }
+            if let Some(allocs) = &b.allocs {
+                entry.allocs.push(allocs);
             }
             if !b.summaries.is_empty() {
                 entry.summaries = &b.summaries;
@@ -1712,6 +1724,24 @@ fn mismatch(b_label: &str, b: Vec<&str>, c_label: &str, c: Vec<&str>) -> Option<
     ))
 }
 
+/// Whether some run of the side recorded allocations (`--profile=alloc`).
+fn allocation_profiled(side: &Side) -> bool {
+    side.runs
+        .iter()
+        .any(|r| r.benchmarks.iter().any(|b| b.allocs.is_some()))
+}
+
+/// Options that show the allocation counts too (after the metrics asked for).
+fn with_allocation_metrics(opts: &Options) -> Options {
+    let mut o = opts.clone();
+    for key in perfsleuth_model::ALLOC_COUNTERS {
+        if let Some(m) = Metric::parse(key) {
+            push_unique(&mut o.metrics, m);
+        }
+    }
+    o
+}
+
 /// Whether every run of the side is a `perfsleuth scale` sweep.
 fn scale_sweep(side: &Side) -> bool {
     !side.runs.is_empty() && side.runs.iter().all(Run::is_scale_sweep)
@@ -1897,6 +1927,17 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
     } else if scale_sweep(baseline) && scale_sweep(candidate) {
         sim_opts = scale_options(opts);
         &sim_opts
+    } else {
+        opts
+    };
+    // Both sides allocation-profiled: their counts are shown beside time.
+    let alloc_opts;
+    let opts = if [baseline, candidate]
+        .iter()
+        .all(|side| allocation_profiled(side))
+    {
+        alloc_opts = with_allocation_metrics(opts);
+        &alloc_opts
     } else {
         opts
     };
@@ -2454,6 +2495,30 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
             }
             None => row.notes.push(format!(
                 "profiled, but with fewer than {} runs a side or without sampling periods (an imported profile is one run; folded stacks have no times): no interval to say which functions the change is in; see the differential flame graph (`perfsleuth report`)",
+                stacks::MIN_PROFILED_RUNS
+            )),
+        }
+    }
+
+    // Allocations: which functions a judged change of bytes or count is in.
+    for row in &mut rows {
+        let what = match row.metric {
+            Metric::Counter(c) if c.key == "alloc_bytes" => allocs::AllocWhat::Bytes,
+            Metric::Counter(c) if c.key == "alloc_count" => allocs::AllocWhat::Count,
+            _ => continue,
+        };
+        if !changed(row.verdict) {
+            continue;
+        }
+        let (b, c) = (base_entries.allocs_of(row), cand_entries.allocs_of(row));
+        if b.is_empty() || c.is_empty() {
+            continue;
+        }
+        let shift = row.candidate_median - row.baseline_median;
+        match allocs::alloc_attribution(&b, &c, what, shift, opts.confidence()) {
+            Some(note) => row.notes.push(note),
+            None => row.notes.push(format!(
+                "allocation-profiled, but with fewer than {} runs a side: no interval to say which functions the change is in",
                 stacks::MIN_PROFILED_RUNS
             )),
         }

@@ -39,12 +39,15 @@ pub enum AllocError {
 pub struct Recorder {
     dir: PathBuf,
     library: PathBuf,
+    sample_bytes: u64,
 }
 
 impl Recorder {
     /// Makes the session's directory (under the system's temporary
-    /// directory, readable by its owner only) and writes the library there.
-    pub fn new() -> Result<Recorder, AllocError> {
+    /// directory, readable by its owner only) and writes the library there;
+    /// the recorder samples a stack every `sample_bytes` bytes allocated,
+    /// on average.
+    pub fn new(sample_bytes: u64) -> Result<Recorder, AllocError> {
         if LIBRARY.is_empty() {
             return Err(AllocError::Unsupported);
         }
@@ -63,7 +66,11 @@ impl Recorder {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(prepare)?;
         let library = dir.join("perfsleuth-alloc.so");
         std::fs::write(&library, LIBRARY).map_err(prepare)?;
-        Ok(Recorder { dir, library })
+        Ok(Recorder {
+            dir,
+            library,
+            sample_bytes: sample_bytes.max(1),
+        })
     }
 
     /// The directory of command `command`'s files.
@@ -89,6 +96,10 @@ impl Recorder {
         Ok(vec![
             ("LD_PRELOAD".into(), Some(libs)),
             (DIR_VAR.into(), Some(dir.display().to_string())),
+            (
+                "PERFSLEUTH_ALLOC_SAMPLE_BYTES".into(),
+                Some(self.sample_bytes.to_string()),
+            ),
         ])
     }
 

@@ -22,7 +22,7 @@ fn allocs(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
 /// Runs `args` `warmups + timed` times through the spawner with the
 /// recorder, and collects the profile of the timed runs.
 fn profile(args: &[&str], warmups: u32, timed: u32) -> Result<AllocProfile, String> {
-    let recorder = Recorder::new().unwrap();
+    let recorder = Recorder::new(512 << 10).unwrap();
     let mut sp = Spawner::start().unwrap();
     let io = IoConfig {
         env: recorder.env_for(0, None).unwrap(),

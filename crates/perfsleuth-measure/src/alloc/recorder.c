@@ -9,10 +9,11 @@
  *   it), the aligned variants, and anonymous mmap; the bytes asked
  *   for; the frees; and the live bytes (as the allocator's usable sizes, the
  *   only size it knows at a free) with their peak;
- * - samples stacks: on average one allocation in every SAMPLE_BYTES bytes
- *   allocated (a Poisson process over the bytes, as tcmalloc, jemalloc and
- *   Go sample), with glibc's backtrace(); a sampled allocation of s bytes
- *   stands for 1 / (1 - exp(-s / SAMPLE_BYTES)) allocations, so each
+ * - samples stacks: on average one allocation in every sample_bytes bytes
+ *   allocated (SAMPLE_BYTES, or $PERFSLEUTH_ALLOC_SAMPLE_BYTES: a Poisson
+ *   process over the bytes, as tcmalloc, jemalloc and Go sample), with
+ *   glibc's backtrace(); a sampled allocation of s bytes stands for
+ *   1 / (1 - exp(-s / sample_bytes)) allocations, so each
  *   stack's count and bytes are unbiased estimates; the sampled blocks still
  *   live are followed to their free, and those live when the live bytes
  *   last reached a new peak (within 5 %) are the stacks live at the peak;
@@ -79,6 +80,7 @@ struct counts {
 static struct counts *slots; /* SLOTS entries, mmap'd */
 static _Atomic uint32_t n_slots;
 static _Atomic uint64_t live, peak, dropped;
+static int64_t sample_bytes = SAMPLE_BYTES;
 static _Atomic uint64_t snapshot_at = SAMPLE_BYTES;
 static int enabled;
 static uint64_t start_ns;
@@ -139,10 +141,10 @@ static uint64_t next_random(void) {
     return rng;
 }
 
-/* Bytes until the next sample: exponential with mean SAMPLE_BYTES. */
+/* Bytes until the next sample: exponential with mean sample_bytes. */
 static int64_t next_gap(void) {
     double u = ((next_random() >> 11) + 1) * (1.0 / 9007199254740993.0);
-    return (int64_t)(-log(u) * SAMPLE_BYTES) + 1;
+    return (int64_t)(-log(u) * (double)sample_bytes) + 1;
 }
 
 static void *boot_alloc(size_t n) {
@@ -228,7 +230,7 @@ static void allocated(void *p, size_t size, size_t usable_bytes) {
         if (now >= atomic_load_explicit(&snapshot_at, memory_order_relaxed)) {
             for (uint32_t i = 0; i < n_stacks; i++)
                 stacks[i].at_peak = stacks[i].live;
-            atomic_store_explicit(&snapshot_at, now + now / 20 + SAMPLE_BYTES, memory_order_relaxed);
+            atomic_store_explicit(&snapshot_at, now + now / 20 + (uint64_t)sample_bytes, memory_order_relaxed);
         }
         pthread_mutex_unlock(&mutex);
         in_hook = 0;
@@ -292,7 +294,7 @@ static void sample(void *p, size_t size) {
         skip++;
     void **pc = raw + skip;
     int depth = n - skip > MAX_DEPTH ? MAX_DEPTH : n - skip;
-    double weight = 1.0 / (1.0 - exp(-(double)size / SAMPLE_BYTES));
+    double weight = 1.0 / (1.0 - exp(-(double)size / (double)sample_bytes));
     uint64_t h = hash_pcs(pc, depth);
     pthread_mutex_lock(&mutex);
     uint32_t s = 0;
@@ -540,11 +542,11 @@ static void report(void) {
         return;
     int n = snprintf(line, sizeof line,
                      "perfsleuth-alloc 1\npid %d\nppid %d\nstart_ns %llu\nallocs %llu\nbytes %llu\nfrees %llu\n"
-                     "peak_live %llu\nsample_bytes %d\ndropped %llu\n",
+                     "peak_live %llu\nsample_bytes %lld\ndropped %llu\n",
                      (int)getpid(), (int)getppid(), (unsigned long long)start_ns,
                      (unsigned long long)total(0), (unsigned long long)total(1),
                      (unsigned long long)total(2), (unsigned long long)atomic_load(&peak),
-                     SAMPLE_BYTES, (unsigned long long)atomic_load(&dropped));
+                     (long long)sample_bytes, (unsigned long long)atomic_load(&dropped));
     put(fd, line, (size_t)n);
     pthread_mutex_lock(&mutex);
     for (uint32_t s = 0; stacks && s < n_stacks; s++) {
@@ -577,7 +579,7 @@ static void after_fork(void) {
     atomic_store(&live, 0);
     atomic_store(&peak, 0);
     atomic_store(&dropped, 0);
-    atomic_store(&snapshot_at, SAMPLE_BYTES);
+    atomic_store(&snapshot_at, (uint64_t)sample_bytes);
     for (uint32_t s = 0; stacks && s < n_stacks; s++)
         memset(&stacks[s], 0, sizeof stacks[s]);
     n_stacks = 0;
@@ -593,6 +595,13 @@ __attribute__((constructor)) static void init(void) {
     resolve();
     if (!getenv("PERFSLEUTH_ALLOC_DIR"))
         return;
+    const char *every = getenv("PERFSLEUTH_ALLOC_SAMPLE_BYTES");
+    if (every) {
+        long long b = atoll(every);
+        if (b >= 1 && b <= (1LL << 40))
+            sample_bytes = b;
+    }
+    atomic_store(&snapshot_at, (uint64_t)sample_bytes);
     Dl_info info;
     if (dladdr((void *)&init, &info) && info.dli_fbase) {
         self_lo = (uintptr_t)info.dli_fbase;
