@@ -120,3 +120,32 @@ fn a_run_that_writes_no_record_is_said_not_guessed() {
         "{err}"
     );
 }
+
+#[test]
+fn cpp_new_goes_through_malloc_and_is_counted_as_dhat_counts_it() {
+    if !perfsleuth_testkit::tools_present("C++ allocations", &["g++"]) {
+        return;
+    }
+    let dir = common::scratch("alloc", "cpp");
+    let prog = dir.join("widgets");
+    let built = std::process::Command::new("g++")
+        .args(["-O2", "-g", "-o"])
+        .arg(&prog)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/progs/widgets.cpp"))
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let args = [prog.to_str().unwrap(), "50000"];
+    let p = profile(&args, 0, 3).unwrap();
+    // 50 000 widgets, the vector's 17 growths, stdout's buffer, and what
+    // the C++ runtime allocates at start (its emergency pool): DHAT's count.
+    assert!(p.allocations[0] >= 50_000 + 17, "{:?}", p.allocations);
+    if let Some((bytes, blocks)) = dhat(&args) {
+        assert_eq!((p.bytes[0], p.allocations[0]), (bytes, blocks));
+    }
+    let first = &p.functions()[0];
+    assert_eq!(
+        first.frame.function, "make_widget",
+        "operator new is the runtime's: {first:?}"
+    );
+}

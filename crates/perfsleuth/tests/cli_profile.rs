@@ -1047,3 +1047,144 @@ fn profile_values_are_checked() {
     sb.bench(["--runs", "2", "--profile=cpu,wall", "true"])
         .clap_error("`cpu` and `wall` both given");
 }
+
+/// The allocation program of the studies (bench/profiles/allocs.c).
+const ALLOCS: &str = include_str!("../../../bench/profiles/allocs.c");
+
+/// A sandbox with the allocation program built as `allocs` and, with
+/// `-DMORE=110` (10 % more keys copied in `intern`), as `more/allocs`.
+fn sandbox_with_allocs() -> (Sandbox, std::path::PathBuf, std::path::PathBuf) {
+    let sb = Sandbox::new();
+    let prog = sb.gcc("allocs", ALLOCS, &["-g"]);
+    std::fs::create_dir_all(sb.path("more")).unwrap();
+    let more = sb.path("more/allocs");
+    let built = std::process::Command::new("gcc")
+        .args(["-O2", "-g", "-DMORE=110", "-o"])
+        .arg(&more)
+        .arg(sb.path("allocs.c"))
+        .status()
+        .unwrap();
+    assert!(built.success());
+    (sb, prog, more)
+}
+
+#[test]
+fn an_allocation_profile_counts_exactly_stores_the_counts_as_metrics_and_names_who_asked() {
+    let (sb, prog, _) = sandbox_with_allocs();
+    let cmd = format!("{} 20000", prog.display());
+    let out = sb.bench(["--runs", "4", "--profile=alloc", &cmd]).ok();
+    // 20 000 keys and cells, the table, 20 log buffers, stdout's buffer.
+    let line = out
+        .stdout
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("Allocations:"))
+        .unwrap_or_else(|| panic!("{out:?}"))
+        .trim_start();
+    assert!(
+        line.starts_with("40022 allocations a run, ")
+            && line.contains(" asked for (exact); peak live "),
+        "{out:?}"
+    );
+    assert!(line.contains("`intern` "), "{out:?}");
+    // No time profile with alloc alone.
+    assert!(headline(&out).is_empty(), "{out:?}");
+
+    let doc = sb.show_json("latest");
+    let b = &doc["run"]["benchmarks"][0];
+    assert_eq!(
+        b["allocs"]["allocations"],
+        serde_json::json!([40022, 40022, 40022, 40022]),
+        "{b}"
+    );
+    // Every timed run's sample carries its counts, as metrics.
+    for s in b["samples"].as_array().unwrap() {
+        assert_eq!(s["counters"]["alloc_count"], 40022.0, "{s}");
+        assert!(s["counters"]["alloc_bytes"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    // With a wall profile too.
+    let out = sb.bench(["--runs", "3", "--profile=wall,alloc", &cmd]).ok();
+    assert!(!headline(&out).is_empty(), "{out:?}");
+    assert!(out.stdout.contains("Allocations:"), "{out:?}");
+}
+
+#[test]
+fn compare_judges_allocations_exactly_and_names_the_function_that_allocates_more() {
+    let (sb, prog, more) = sandbox_with_allocs();
+    for p in [&prog, &more] {
+        sb.bench([
+            "--runs",
+            "8",
+            "--profile=alloc",
+            // Fine enough that a tenth more of intern's bytes is many samples.
+            "--alloc-sample",
+            "1KiB",
+            "-n",
+            "app",
+            &format!("{} 20000", p.display()),
+        ])
+        .ok();
+    }
+    let out = sb.run(["compare", "--store", &sb.store(), "latest~1", "latest"]);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("alloc_count"))
+        .unwrap_or_else(|| panic!("{out:?}"));
+    // 2 000 more allocations (10 % of the keys copied twice) of 40 022.
+    assert!(
+        row.contains("+5.0% (exact)") && row.contains("regressed"),
+        "{row}"
+    );
+    let note = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("· alloc_bytes:"))
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert!(
+        note.contains("allocated a run is in `intern` (allocs): +"),
+        "{note}"
+    );
+}
+
+#[test]
+fn what_cannot_be_allocation_profiled_says_why() {
+    let sb = Sandbox::new();
+    // A static binary: no library can be preloaded; the run is kept.
+    let prog = sb.gcc(
+        "one",
+        "#include <stdlib.h>\nint main(void){return malloc(10)==0;}\n",
+        &["-static"],
+    );
+    let out = sb
+        .bench(["--runs", "2", "--profile=alloc", prog.to_str().unwrap()])
+        .ok();
+    assert!(
+        out.stderr
+            .contains("not allocation-profiled: 0 of the 3 runs wrote allocation records"),
+        "{out:?}"
+    );
+    assert!(sb.show_json("latest")["run"]["benchmarks"][0]["allocs"].is_null());
+    // Simulation mode and scale refuse it with the reason.
+    sb.bench([
+        "--runs",
+        "1",
+        "--mode",
+        "simulation",
+        "--profile=alloc",
+        "true",
+    ])
+    .usage_error("--profile=alloc records real runs");
+    sb.run([
+        "scale",
+        "--store",
+        &sb.store(),
+        "--profile=alloc",
+        "--param",
+        "n=1,2",
+        "--work",
+        "1",
+        "--",
+        "echo {n}",
+    ])
+    .usage_error("scale does not record allocations");
+}

@@ -91,6 +91,17 @@ static uint64_t start_ns;
 static TLS int in_hook;
 static TLS struct counts *mine;
 static TLS int shared_slot;
+
+/* Set up at the first call of any hook, or at load: a library the program
+ * links (libstdc++'s start-up allocates) may be started before this one's
+ * constructor runs, and its allocations count. */
+static _Atomic int started;
+static void init(void);
+
+static inline void start(void) {
+    if (__builtin_expect(!atomic_load_explicit(&started, memory_order_acquire), 0) && !in_hook)
+        init();
+}
 static TLS int64_t until_sample;
 static TLS uint64_t rng;
 
@@ -214,6 +225,7 @@ static uint64_t total(int which) {
 
 /* A block of `size` bytes asked for, at `p` (usable: its usable size). */
 static void allocated(void *p, size_t size, size_t usable_bytes) {
+    start();
     if (!enabled || in_hook || !p)
         return;
     struct counts *c = my_slot();
@@ -452,6 +464,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
     if (!real_mmap)
         resolve();
     void *p = real_mmap(addr, len, prot, flags, fd, off);
+    start();
     if (p == MAP_FAILED || !(flags & MAP_ANONYMOUS) || !enabled || in_hook)
         return p;
     in_hook = 1;
@@ -592,9 +605,15 @@ static void after_fork(void) {
 }
 
 __attribute__((constructor)) static void init(void) {
-    resolve();
-    if (!getenv("PERFSLEUTH_ALLOC_DIR"))
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&started, &expected, 1))
         return;
+    in_hook = 1;
+    resolve();
+    if (!getenv("PERFSLEUTH_ALLOC_DIR")) {
+        in_hook = 0;
+        return;
+    }
     const char *every = getenv("PERFSLEUTH_ALLOC_SAMPLE_BYTES");
     if (every) {
         long long b = atoll(every);
@@ -610,20 +629,21 @@ __attribute__((constructor)) static void init(void) {
     size_t counts_bytes = sizeof(struct counts) * SLOTS;
     void *m = real_mmap(NULL, counts_bytes + sizeof(struct stack) * STACKS + sizeof(struct block) * LIVE,
                         PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
+    if (m == MAP_FAILED) {
+        in_hook = 0;
         return; /* nothing recorded: the run's file is missing, and said so */
+    }
     slots = m;
     stacks = (struct stack *)((char *)m + counts_bytes);
     blocks = (struct block *)((char *)stacks + sizeof(struct stack) * STACKS);
     /* backtrace() loads libgcc_s at its first call, allocating: now, not
      * inside a hook. */
     void *warm[4];
-    in_hook = 1;
     backtrace(warm, 4);
-    in_hook = 0;
     pthread_atfork(NULL, NULL, after_fork);
     start_ns = now_ns();
     enabled = 1;
+    in_hook = 0;
 }
 
 __attribute__((destructor)) static void fini(void) {
