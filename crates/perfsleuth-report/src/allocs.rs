@@ -48,6 +48,35 @@ pub fn allocs_headline(p: &AllocProfile) -> String {
     t
 }
 
+/// The sampled stacks as folded lines (`outer;…;inner KiB`), their bytes a
+/// run in KiB: what the report's allocation flame graph draws.
+pub fn alloc_folded(p: &AllocProfile) -> String {
+    let runs = p.iterations.len().max(1) as f64;
+    let mut by: std::collections::BTreeMap<String, f64> = Default::default();
+    for s in &p.stacks {
+        let names: Vec<&str> = s
+            .frames
+            .iter()
+            .filter_map(|&f| p.frames.get(f as usize))
+            .map(|f| f.function.as_str())
+            .collect();
+        let key = names
+            .iter()
+            .map(|n| n.replace([';', '\n', '\r'], " "))
+            .collect::<Vec<_>>()
+            .join(";");
+        *by.entry(key).or_default() += s.bytes.iter().sum::<f64>() / runs;
+    }
+    let mut out = String::new();
+    for (stack, bytes) in by {
+        let kib = (bytes / 1024.0).round() as u64;
+        if kib > 0 && !stack.is_empty() {
+            out.push_str(&format!("{stack} {kib}\n"));
+        }
+    }
+    out
+}
+
 /// "41 stacks from 3 runs, an allocation sampled every 512 KiB allocated
 /// on average, 0 dropped".
 pub fn allocs_events(p: &AllocProfile) -> String {

@@ -274,6 +274,9 @@ pub fn run_section(run: &Run, report: &RunReport) -> String {
         if let Some(p) = &b.stacks {
             out.push_str(&profile_section(&b.name, p));
         }
+        if let Some(p) = &b.allocs {
+            out.push_str(&alloc_section(&b.name, p));
+        }
     }
     out.push_str(&environment(&run.environment, "Environment"));
     out.push_str("</section>");
@@ -332,6 +335,52 @@ pub fn profile_section(name: &str, p: &perfsleuth_model::StackProfile) -> String
         &inner,
         true,
     )
+}
+
+/// A benchmark's allocation profile (`--profile=alloc`): the headline, a
+/// flame graph of the bytes asked for a run by call stack, and the
+/// functions with their bytes, allocations and bytes live at the peak.
+pub fn alloc_section(name: &str, p: &perfsleuth_model::AllocProfile) -> String {
+    let runs = p.iterations.len().max(1) as f64;
+    let bytes = |v: &[f64]| perfsleuth_model::quantity::format_bytes(v.iter().sum::<f64>() / runs);
+    let rows: Vec<Vec<String>> = p
+        .functions()
+        .iter()
+        .take(20)
+        .map(|f| {
+            vec![
+                f.frame.function.clone(),
+                f.frame.module.clone(),
+                bytes(&f.self_bytes),
+                perfsleuth_model::quantity::format_si(f.self_count.iter().sum::<f64>() / runs),
+                bytes(&f.at_peak),
+                bytes(&f.inclusive_bytes),
+            ]
+        })
+        .collect();
+    let mut inner = format!(
+        "<p>{}</p><p class=\"note\">{}</p>",
+        escape(&crate::allocs_headline(p)),
+        escape(&crate::allocs_events(p))
+    );
+    if let Some(svg) = crate::flame_svg(&crate::alloc_folded(p), name, "KiB a run") {
+        inner.push_str(&crate::svg_img(
+            &svg,
+            &format!("Flame graph of {name}: bytes allocated per run by call stack (sampled)"),
+        ));
+    }
+    inner.push_str(&table(
+        &[
+            "function",
+            "object",
+            "bytes a run",
+            "allocations a run",
+            "live at the peak",
+            "inclusive bytes",
+        ],
+        &rows,
+    ));
+    details("Allocations (exact counts; stacks sampled)", &inner, true)
 }
 
 /// A benchmark's lock waits (`--locks`): the headline, every site with

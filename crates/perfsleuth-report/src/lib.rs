@@ -36,7 +36,7 @@ pub use perfsleuth_summary::{
     BenchmarkReport, CONFIDENCE, Comparison, RunReport, SortOrder, enough_runs,
 };
 
-pub use allocs::{allocs_events, allocs_headline};
+pub use allocs::{alloc_folded, allocs_events, allocs_headline};
 pub use csv::export_csv;
 pub use export::{
     CsvExporter, ExportError, ExportFormat, Exporter, HyperfineExporter, JsonExporter,

@@ -1101,6 +1101,28 @@ fn an_allocation_profile_counts_exactly_stores_the_counts_as_metrics_and_names_w
         assert_eq!(s["counters"]["alloc_count"], 40022.0, "{s}");
         assert!(s["counters"]["alloc_bytes"].as_f64().unwrap() > 0.0, "{s}");
     }
+    // The report: the counts, a flame graph of the bytes, the functions.
+    let page = sb.path("allocs.html");
+    sb.run([
+        "report",
+        "--store",
+        &sb.store(),
+        "latest",
+        "-o",
+        page.to_str().unwrap(),
+    ])
+    .ok();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("Allocations (exact counts; stacks sampled)"),
+        "{html}"
+    );
+    assert!(
+        flame_images(&html)
+            .iter()
+            .any(|svg| svg.contains("intern") && svg.contains("KiB a run")),
+        "{html}"
+    );
     // With a wall profile too.
     let out = sb.bench(["--runs", "3", "--profile=wall,alloc", &cmd]).ok();
     assert!(!headline(&out).is_empty(), "{out:?}");
