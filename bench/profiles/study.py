@@ -36,8 +36,20 @@ wall         Off the CPU. Totals: each run's time off the CPU from
              N times: the function named first, and the share of the wall
              change it carries.
 
+alloc        Allocations. Counts: `perfsleuth run --profile=alloc` (N runs)
+             of four programs — allocs.c (C), widgets.cpp (C++: new, a
+             growing vector), the allocation-heavy validation program
+             alloc.c, and threads.c (four threads allocating at once) —
+             beside valgrind's DHAT on the same program: blocks and bytes
+             exact? Shares: each function's share of the bytes by sampled
+             stack beside DHAT's exact per-point bytes. Overhead: plain and
+             `--profile=alloc` as `perfsleuth run` measures them; heaptrack
+             and DHAT against plain, all three timed from outside, whole
+             (heaptrack does not follow a launcher's child); rounds
+             shuffled.
+
 Usage, from the repository root, after `cargo build --release -p perfsleuth`:
-    python3 bench/profiles/study.py [attribution|accuracy|overhead|wall|all] [N]
+    python3 bench/profiles/study.py [attribution|accuracy|overhead|wall|alloc|all] [N]
 Prints Markdown tables, and the raw numbers as JSON on the last line.
 """
 
@@ -439,6 +451,162 @@ def wall_attribution(n):
     return results
 
 
+THREADS_C = r"""
+/* Four threads allocating at once: each makes N blocks of 32..1055 bytes
+ * in `worker`, keeping a window of 64 and freeing the rest. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+static long n;
+__attribute__((noinline)) static void *worker(void *arg) {
+    long seed = (long)arg;
+    char *keep[64] = {0};
+    for (long i = 0; i < n; i++) {
+        size_t sz = 32 + (size_t)((seed * 2654435761u + i * 40503u) % 1024);
+        char *p = malloc(sz);
+        memset(p, (int)i, 16);
+        free(keep[i % 64]);
+        keep[i % 64] = p;
+    }
+    for (int k = 0; k < 64; k++) free(keep[k]);
+    return NULL;
+}
+int main(int argc, char **argv) {
+    n = argc > 1 ? atol(argv[1]) : 200000;
+    pthread_t t[4];
+    for (long k = 0; k < 4; k++) pthread_create(&t[k], NULL, worker, (void *)(k + 1));
+    for (int k = 0; k < 4; k++) pthread_join(t[k], NULL);
+    return 0;
+}
+"""
+
+
+def alloc_programs(work):
+    """The study's programs: name → argv."""
+    progs = {}
+    exe = os.path.join(work, "allocs")
+    sh(["gcc", "-O2", "-g", "-o", exe, os.path.join(HERE, "allocs.c")])
+    progs["allocs.c (C)"] = [exe, "200000"]
+    exe = os.path.join(work, "widgets")
+    sh(["g++", "-O2", "-g", "-o", exe, os.path.join(ROOT, "crates", "perfsleuth-measure", "tests", "progs", "widgets.cpp")])
+    progs["widgets.cpp (C++)"] = [exe, "300000"]
+    exe = os.path.join(work, "alloc")
+    sh(["gcc", "-O2", "-g", "-I", VALIDATION, "-o", exe, os.path.join(VALIDATION, "alloc.c"), "-lm"])
+    progs["alloc.c (allocation-heavy)"] = [exe, "1.0", "2100000"]
+    src = os.path.join(work, "threads.c")
+    with open(src, "w") as f:
+        f.write(THREADS_C)
+    exe = os.path.join(work, "threads")
+    sh(["gcc", "-O2", "-g", "-pthread", "-o", exe, src])
+    progs["threads.c (4 threads)"] = [exe, "200000"]
+    return progs
+
+
+def dhat_run(cmd, out):
+    """DHAT's totals and exact bytes per function (the innermost frame
+    that is not the allocator's) of one run of `cmd`."""
+    p = sh(["valgrind", "--tool=dhat", f"--dhat-out-file={out}", *cmd])
+    m = re.search(r"Total:\s+([\d,]+) bytes in ([\d,]+) blocks", p.stderr)
+    total = (int(m.group(1).replace(",", "")), int(m.group(2).replace(",", "")))
+    d = json.load(open(out))
+    by = {}
+    for pp in d["pps"]:
+        name = None
+        for f in pp["fs"]:
+            text = d["ftbl"][f]
+            fm = re.match(r"0x[0-9A-F]+: (.+?) \(", text)
+            fn = fm.group(1) if fm else text
+            if "vgpreload" in text or fn.startswith("operator new") or "libstdc++" in text or "libc.so" in text:
+                continue
+            name = fn
+            break
+        by[name or "?"] = by.get(name or "?", 0) + pp["tb"]
+    return total, by
+
+
+def alloc_study(n):
+    work = tempfile.mkdtemp(prefix="perfsleuth-alloc-")
+    progs = alloc_programs(work)
+    counts, shares = {}, {}
+    for name, cmd in progs.items():
+        out = os.path.join(work, "a.json")
+        sh([PS, "run", "--no-store", "--runs", str(n), "--warmup", "1", "--profile=alloc", "--export-json", out,
+            " ".join(cmd)])
+        b = json.load(open(out))["run"]["benchmarks"][0]["allocs"]
+        (dhat_bytes, dhat_blocks), dhat_by = dhat_run(cmd, os.path.join(work, "dhat.json"))
+        counts[name] = {"perfsleuth allocations": b["allocations"], "perfsleuth bytes": b["bytes"],
+                        "dhat blocks": dhat_blocks, "dhat bytes": dhat_bytes}
+        # Sampled bytes per function (its own), over all runs, as shares.
+        by = {}
+        for st in b["stacks"]:
+            frames = [b["frames"][i] for i in st["frames"]]
+            owner = next((f["function"] for f in reversed(frames)
+                          if not (f["module"].startswith(("libc.so", "libstdc++", "ld-linux"))
+                                  or f["function"].startswith("operator new"))),
+                         frames[-1]["function"] if frames else "?")
+            by[owner] = by.get(owner, 0) + sum(st["bytes"])
+        # DHAT writes `make_widget(long)` and `allocate`, perfsleuth
+        # `make_widget` and `std::__new_allocator<Widget*>::allocate`:
+        # compared by the last name, without parameters.
+        def bare(n):
+            n = re.sub(r"\(.*$", "", n)
+            return re.sub(r"<[^<>]*>", "", n).split("::")[-1]
+        norm = lambda d: {k2: sum(v for k, v in d.items() if bare(k) == k2) for k2 in {bare(k) for k in d}}
+        by, dhat_by = norm(by), norm(dhat_by)
+        tot, dtot = sum(by.values()) or 1, sum(dhat_by.values()) or 1
+        top = sorted(dhat_by, key=lambda k: -dhat_by[k])[:3]
+        shares[name] = {f: (100 * by.get(f, 0) / tot, 100 * dhat_by[f] / dtot) for f in top}
+        print(f"{name}: {counts[name]} {shares[name]}", file=sys.stderr)
+    # Overhead: rounds shuffled, each configuration's median of 5 runs.
+    work2 = tempfile.mkdtemp(prefix="perfsleuth-alloc-ov-")
+    timed = os.path.join(work2, "timed")
+    with open(timed + ".c", "w") as f:
+        f.write(TIMED)
+    sh(["gcc", "-O2", "-o", timed, timed + ".c"])
+    overhead = {}
+    for name in ["allocs.c (C)", "widgets.cpp (C++)", "alloc.c (allocation-heavy)", "threads.c (4 threads)"]:
+        cmd = progs[name]
+        res = {k: [] for k in ["plain", "alloc", "timed", "heaptrack", "dhat"]}
+        for r in range(n):
+            order = list(res)
+            random.Random(r).shuffle(order)
+            for cfg in order:
+                if cfg in ("plain", "alloc"):
+                    out = os.path.join(work2, "o.json")
+                    args = [PS, "run", "--no-store", "--runs", "5", "--warmup", "1", "--export-json", out]
+                    if cfg == "alloc":
+                        args.append("--profile=alloc")
+                    sh(args + [" ".join(cmd)])
+                    walls = [s["wall_ns"] for s in json.load(open(out))["run"]["benchmarks"][0]["samples"]]
+                    res[cfg].append(statistics.median(walls))
+                else:
+                    # The peers are timed from outside, whole: heaptrack
+                    # does not follow a launcher's child, and its cost is
+                    # what a user waits for (its recording and compressing
+                    # run beside the program). Plain is timed the same way.
+                    walls = []
+                    reps = 1 if cfg == "dhat" else 5
+                    for _ in range(reps):
+                        if cfg == "heaptrack":
+                            argv = ["heaptrack", "-o", os.path.join(work2, "ht"), *cmd]
+                        elif cfg == "dhat":
+                            argv = ["valgrind", "--tool=dhat", f"--dhat-out-file={os.path.join(work2, 'dh.out')}", *cmd]
+                        else:
+                            argv = cmd
+                        t0 = time.perf_counter()
+                        sh(argv)
+                        walls.append((time.perf_counter() - t0) * 1e9)
+                    res[cfg].append(statistics.median(walls))
+        overhead[name] = {
+            "perfsleuth --profile=alloc": ratio_ci(list(zip(res["plain"], res["alloc"]))),
+            "heaptrack": ratio_ci(list(zip(res["timed"], res["heaptrack"]))),
+            "DHAT": ratio_ci(list(zip(res["timed"], res["dhat"]))),
+            "plain_ms": statistics.median(res["plain"]) / 1e6,
+        }
+        print(f"{name}: {overhead[name]}", file=sys.stderr)
+    return {"counts": counts, "shares": shares, "overhead": overhead}
+
+
 def main():
     what = sys.argv[1] if len(sys.argv) > 1 else "all"
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 10
@@ -492,6 +660,24 @@ def main():
             shares = [r["share_of_wall_change"] for r in rows if r["first"] == top]
             print(f"| {name} | `{top}` | {firsts[top]}/{len(rows)} | {100 * statistics.median(shares):.0f}%, {100 * min(shares):.0f}% | "
                   f"{statistics.median(r['seconds'] for r in rows):.1f} |")
+    if what in ("alloc", "all"):
+        out["alloc"] = a = alloc_study(n)
+        print("\n| program | perfsleuth allocations a run (every run) | DHAT blocks | perfsleuth bytes a run (every run) | DHAT bytes | equal |")
+        print("|---|---|---|---|---|---|")
+        for name, c in a["counts"].items():
+            al, by = sorted(set(c["perfsleuth allocations"])), sorted(set(c["perfsleuth bytes"]))
+            eq = al == [c["dhat blocks"]] and by == [c["dhat bytes"]]
+            print(f"| {name} | {', '.join(map(str, al))} | {c['dhat blocks']} | {', '.join(map(str, by))} | {c['dhat bytes']} | {'yes' if eq else 'no'} |")
+        print("\n| program | function | perfsleuth share of the bytes (sampled stacks) | DHAT share (exact) | Δ (points) |")
+        print("|---|---|---|---|---|")
+        for name, sh_ in a["shares"].items():
+            for f, (ours, exact) in sh_.items():
+                print(f"| {name} | `{f}` | {ours:.1f} | {exact:.1f} | {ours - exact:+.1f} |")
+        print("\n| program | plain (ms) | perfsleuth --profile=alloc / plain [95% CI] | heaptrack / plain | DHAT / plain |")
+        print("|---|---|---|---|---|")
+        fm = lambda x: f"{x[0]:.2f}× [{x[1]:.2f}, {x[2]:.2f}]"
+        for name, o in a["overhead"].items():
+            print(f"| {name} | {o['plain_ms']:.1f} | {fm(o['perfsleuth --profile=alloc'])} | {fm(o['heaptrack'])} | {fm(o['DHAT'])} |")
     print(json.dumps(out))
 
 

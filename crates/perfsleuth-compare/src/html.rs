@@ -176,10 +176,7 @@ pub fn render_html(c: &Comparison) -> String {
             .iter()
             .map(|f| {
                 vec![
-                    match f.off_cpu {
-                        Some(reason) => format!("{} ({})", f.function, reason.describe()),
-                        None => f.function.clone(),
-                    },
+                    f.label().replace('`', ""),
                     f.object.clone(),
                     d(f.baseline_self_ns),
                     d(f.candidate_self_ns),

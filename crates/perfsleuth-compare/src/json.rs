@@ -56,6 +56,7 @@ fn row_doc(r: &Row, confidence: f64) -> CompareRow {
                 function: m.function.clone(),
                 object: m.object.clone(),
                 off_cpu: m.off_cpu.map(|r| r.word().to_string()),
+                thread: m.thread.clone(),
                 baseline_self_ns: m.baseline_self_ns,
                 candidate_self_ns: m.candidate_self_ns,
                 self_shift_ns: m.self_shift.shift,

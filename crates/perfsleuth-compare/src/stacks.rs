@@ -23,6 +23,9 @@ pub struct TimeMove {
     /// Time it spent off the CPU for this reason (a wall profile), rather
     /// than on it.
     pub off_cpu: Option<OffCpuReason>,
+    /// For a wait in a thread other than the main one: the function the
+    /// thread started in.
+    pub thread: Option<String>,
     /// Median self time per run in the baseline, ns.
     pub baseline_self_ns: f64,
     /// Median self time per run in the candidate, ns.
@@ -41,29 +44,32 @@ impl TimeMove {
 
     /// "`fetch_row` (off CPU: poll)", "`alpha`".
     pub fn label(&self) -> String {
-        match self.off_cpu {
-            Some(reason) => format!("`{}` ({})", self.function, reason.describe()),
-            None => format!("`{}`", self.function),
-        }
+        perfsleuth_model::off_cpu_label(&self.function, self.off_cpu, self.thread.as_deref())
     }
 
     /// "`fetch_row` (prog; off CPU: poll)", "`alpha` (prog)".
     fn label_with_object(&self) -> String {
-        match self.off_cpu {
-            Some(reason) => format!(
+        match (self.off_cpu, &self.thread) {
+            (Some(reason), Some(t)) => format!(
+                "`{}` ({}; {}, in thread `{t}`)",
+                self.function,
+                self.object,
+                reason.describe()
+            ),
+            (Some(reason), None) => format!(
                 "`{}` ({}; {})",
                 self.function,
                 self.object,
                 reason.describe()
             ),
-            None => format!("`{}` ({})", self.function, self.object),
+            (None, _) => format!("`{}` ({})", self.function, self.object),
         }
     }
 }
 
 /// A function of a profile: its name, object and, for its time off the
-/// CPU, the reason.
-type Key = (String, String, Option<OffCpuReason>);
+/// CPU, the reason and the thread.
+type Key = (String, String, Option<OffCpuReason>, Option<String>);
 
 /// Per function: its self and inclusive time in each run, ns.
 type PerRun = BTreeMap<Key, (Vec<f64>, Vec<f64>)>;
@@ -77,7 +83,12 @@ fn per_run(profiles: &[&StackProfile]) -> (usize, PerRun) {
     for p in profiles {
         for f in p.functions() {
             let e = out
-                .entry((f.frame.function.clone(), f.frame.module.clone(), f.off_cpu))
+                .entry((
+                    f.frame.function.clone(),
+                    f.frame.module.clone(),
+                    f.off_cpu,
+                    f.thread.clone(),
+                ))
                 .or_insert_with(|| (vec![0.0; runs], vec![0.0; runs]));
             for (i, (&s, &inc)) in f.self_counts.iter().zip(&f.inclusive).enumerate() {
                 let period = p.period_of(i) as f64;
@@ -192,6 +203,7 @@ pub fn time_moves(
             function: key.0.clone(),
             object: key.1.clone(),
             off_cpu: key.2,
+            thread: key.3.clone(),
             baseline_self_ns: perfsleuth_stats::median(&b.0).unwrap_or(0.0),
             candidate_self_ns: perfsleuth_stats::median(&c.0).unwrap_or(0.0),
             self_shift,

@@ -283,6 +283,17 @@ fn a_contended_mutex_is_the_waiting_threads_lock_wait() {
     // scheduled); main's wait to join them is not a wait.
     assert!(*ms > 0.0, "{waited:?}");
     assert!(!waited.iter().any(|w| w.0 == "main"), "{waited:?}");
+    // Which thread waited: the one that started in `waiter`.
+    let take = p
+        .functions()
+        .into_iter()
+        .find(|f| f.frame.function == "take_lock" && f.off_cpu.is_some())
+        .unwrap();
+    assert_eq!(take.thread.as_deref(), Some("waiter"), "{take:?}");
+    assert_eq!(
+        take.label(),
+        "`take_lock` (off CPU: lock, in thread `waiter`)"
+    );
     // The holder spins on the clock, in the vDSO (no file): read from
     // perfsleuth's own, it is named and unwound to the function that spins.
     let names = |s: &perfsleuth_model::ProfileStack| -> Vec<String> {

@@ -958,6 +958,9 @@ pub struct FunctionSamples {
     /// C library's are passed over) where a thread blocked or was switched
     /// out; its self counts are periods waited ([`StackProfile`]).
     pub off_cpu: Option<OffCpuReason>,
+    /// For time off the CPU in a thread other than the main one: the
+    /// function that thread started in (`waiter`), which thread waited.
+    pub thread: Option<String>,
     /// Samples in the function itself, per run.
     pub self_counts: Vec<u64>,
     /// Samples in it or in what it called, per run (a recursive function's
@@ -969,10 +972,7 @@ impl FunctionSamples {
     /// The function as the profile lines name it: "`fetch_row`", and for
     /// time off the CPU "`fetch_row` (off CPU: poll)".
     pub fn label(&self) -> String {
-        match self.off_cpu {
-            Some(reason) => format!("`{}` ({})", self.frame.function, reason.describe()),
-            None => format!("`{}`", self.frame.function),
-        }
+        off_cpu_label(&self.frame.function, self.off_cpu, self.thread.as_deref())
     }
 
     /// Self samples over all runs.
@@ -983,6 +983,20 @@ impl FunctionSamples {
     /// Inclusive samples over all runs.
     pub fn inclusive_total(&self) -> u64 {
         self.inclusive.iter().sum()
+    }
+}
+
+/// "`fetch_row`", "`fetch_row` (off CPU: poll)", "`take_lock` (off CPU:
+/// lock, in thread `waiter`)": a function as the profile lines name it.
+pub fn off_cpu_label(
+    function: &str,
+    off_cpu: Option<OffCpuReason>,
+    thread: Option<&str>,
+) -> String {
+    match (off_cpu, thread) {
+        (Some(reason), Some(t)) => format!("`{function}` ({}, in thread `{t}`)", reason.describe()),
+        (Some(reason), None) => format!("`{function}` ({})", reason.describe()),
+        (None, _) => format!("`{function}`"),
     }
 }
 
@@ -1033,6 +1047,34 @@ impl StackProfile {
         OffCpuReason::of_frame(&leaf.function).or(Some(OffCpuReason::Other))
     }
 
+    /// The function a thread other than the main one started in, from a
+    /// stack's frames (outermost first): its outermost frame of the
+    /// program's own, past the C library's thread start (`clone3`,
+    /// `start_thread`, often unnamed in a stripped C library) and a
+    /// language runtime's (`std::…`); `None` for the main thread (its
+    /// stack starts at `_start` or runs through `main`).
+    fn thread_entry(&self, frames: &[u32]) -> Option<u32> {
+        let frame = |f: u32| self.frames.get(f as usize);
+        if frames
+            .iter()
+            .any(|&f| frame(f).is_some_and(|f| f.function == "main" || f.function == "_start"))
+        {
+            return None;
+        }
+        frames.iter().copied().find(|&f| {
+            frame(f).is_some_and(|f| {
+                let n = f.function.as_str();
+                !is_c_library(f)
+                    && !["start_thread", "clone", "clone3", "thread_start"].contains(&n)
+                    && !n.contains("thread_start")
+                    && !["std::", "core::", "alloc::"]
+                        .iter()
+                        .any(|p| n.starts_with(p))
+                    && !n.starts_with('[')
+            })
+        })
+    }
+
     /// Every function's samples per run, the most self samples first (ties
     /// by inclusive samples, then name). An off-CPU stack's periods are the
     /// self time of its innermost program frame, as a function of its own
@@ -1046,13 +1088,14 @@ impl StackProfile {
             .map(|f| FunctionSamples {
                 frame: f.clone(),
                 off_cpu: None,
+                thread: None,
                 self_counts: vec![0; runs],
                 inclusive: vec![0; runs],
             })
             .collect();
         // (canonical frame, reason) → its entry in `waiting`.
         let mut waiting: Vec<FunctionSamples> = Vec::new();
-        let mut waiting_at: std::collections::HashMap<(usize, OffCpuReason), usize> =
+        let mut waiting_at: std::collections::HashMap<(usize, OffCpuReason, usize), usize> =
             std::collections::HashMap::new();
         // Frames are unique per (function, module, inlined); merge the
         // inlined and outlined copies of one function.
@@ -1089,7 +1132,14 @@ impl StackProfile {
                     })
                     .or(inner.last())
                     .and_then(|&f| canonical.get(f as usize).copied());
-                let key = (at.unwrap_or(usize::MAX), reason);
+                let entry = self
+                    .thread_entry(inner)
+                    .and_then(|f| canonical.get(f as usize).copied());
+                let key = (
+                    at.unwrap_or(usize::MAX),
+                    reason,
+                    entry.unwrap_or(usize::MAX),
+                );
                 *waiting_at.entry(key).or_insert_with(|| {
                     let frame = at
                         .and_then(|c| self.frames.get(c).cloned())
@@ -1101,6 +1151,9 @@ impl StackProfile {
                     waiting.push(FunctionSamples {
                         frame,
                         off_cpu: Some(reason),
+                        thread: entry
+                            .and_then(|e| self.frames.get(e))
+                            .map(|f| f.function.clone()),
                         self_counts: vec![0; runs],
                         inclusive: vec![0; runs],
                     });

@@ -919,6 +919,10 @@ pub struct CompareTimeFunction {
     /// `sleep`, `runnable`, `other`; a wall profile), not on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_cpu: Option<String>,
+    /// For a wait in a thread other than the main one: the function that
+    /// thread started in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
     /// Median self time per run in the baseline.
     pub baseline_self_ns: f64,
     /// Median self time per run in the candidate.

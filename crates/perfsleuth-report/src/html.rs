@@ -294,10 +294,7 @@ pub fn profile_section(name: &str, p: &perfsleuth_model::StackProfile) -> String
         .take(20)
         .map(|f| {
             vec![
-                match f.off_cpu {
-                    Some(reason) => format!("{} ({})", f.frame.function, reason.describe()),
-                    None => f.frame.function.clone(),
-                },
+                f.label().replace('`', ""),
                 f.frame.module.clone(),
                 share(f.self_total()),
                 share(f.inclusive_total()),

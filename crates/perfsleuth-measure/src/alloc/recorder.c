@@ -195,6 +195,8 @@ static size_t usable(void *p) {
 }
 
 static void sample(void *p, size_t size);
+static void live_add(int64_t d);
+static pthread_key_t flush_key;
 
 /* This thread's slot, claimed at its first call. */
 static struct counts *my_slot(void) {
@@ -202,6 +204,10 @@ static struct counts *my_slot(void) {
         uint32_t i = atomic_fetch_add_explicit(&n_slots, 1, memory_order_relaxed);
         shared_slot = i >= SLOTS - 1;
         mine = &slots[shared_slot ? SLOTS - 1 : i];
+        int was = in_hook;
+        in_hook = 1; /* pthread_setspecific may allocate */
+        pthread_setspecific(flush_key, mine);
+        in_hook = was;
     }
     return mine;
 }
@@ -231,7 +237,30 @@ static void allocated(void *p, size_t size, size_t usable_bytes) {
     struct counts *c = my_slot();
     add(&c->allocs, 1);
     add(&c->bytes, size);
-    uint64_t now = atomic_fetch_add_explicit(&live, usable_bytes, memory_order_relaxed) + usable_bytes;
+    live_add((int64_t)usable_bytes);
+    if (until_sample == 0)
+        until_sample = next_gap();
+    until_sample -= (int64_t)size;
+    if (until_sample < 0) {
+        until_sample = next_gap();
+        sample(p, size);
+    }
+}
+
+/* Adds `d` (negative: freed) to the live bytes and follows their peak.
+ * While one thread allocates, every change goes to the shared count and
+ * the peak is exact; once there are several, each thread gathers up to
+ * FLUSH bytes either way before it adds them (a locked add on one cache
+ * line for every allocation of every thread would serialize them), so the
+ * peak may be under the true one by up to FLUSH bytes a thread; a thread
+ * adds what it holds when it ends. */
+#define FLUSH (16 * 1024)
+static TLS int64_t pending;
+
+static void flush_live(int64_t d) {
+    uint64_t now = atomic_fetch_add_explicit(&live, (uint64_t)d, memory_order_relaxed) + (uint64_t)d;
+    if (d <= 0)
+        return;
     uint64_t top = atomic_load_explicit(&peak, memory_order_relaxed);
     while (now > top &&
            !atomic_compare_exchange_weak_explicit(&peak, &top, now, memory_order_relaxed, memory_order_relaxed))
@@ -247,12 +276,28 @@ static void allocated(void *p, size_t size, size_t usable_bytes) {
         pthread_mutex_unlock(&mutex);
         in_hook = 0;
     }
-    if (until_sample == 0)
-        until_sample = next_gap();
-    until_sample -= (int64_t)size;
-    if (until_sample < 0) {
-        until_sample = next_gap();
-        sample(p, size);
+}
+
+static void live_add(int64_t d) {
+    if (__builtin_expect(atomic_load_explicit(&n_slots, memory_order_relaxed) <= 1, 1) && pending == 0) {
+        flush_live(d);
+        return;
+    }
+    pending += d;
+    if (pending > FLUSH || pending < -FLUSH) {
+        int64_t all = pending;
+        pending = 0;
+        flush_live(all);
+    }
+}
+
+/* A thread's end: what it holds goes to the shared count. */
+static void thread_ends(void *unused) {
+    (void)unused;
+    if (pending) {
+        int64_t all = pending;
+        pending = 0;
+        flush_live(all);
     }
 }
 
@@ -260,7 +305,7 @@ static void released(void *p, size_t usable_bytes) {
     if (!enabled || in_hook || !p)
         return;
     add(&my_slot()->frees, 1);
-    atomic_fetch_sub_explicit(&live, usable_bytes, memory_order_relaxed);
+    live_add(-(int64_t)usable_bytes);
     uintptr_t key = (uintptr_t)p;
     if (!blocks || atomic_load_explicit(&filter[filter_of(key)], memory_order_relaxed) == 0)
         return;
@@ -523,7 +568,7 @@ EXPORT int munmap(void *addr, size_t len) {
     pthread_mutex_unlock(&mutex);
     in_hook = 0;
     if (gone) {
-        atomic_fetch_sub_explicit(&live, gone, memory_order_relaxed);
+        live_add(-(int64_t)gone);
         add(&my_slot()->frees, (uint64_t)whole);
     }
     return r;
@@ -543,6 +588,7 @@ static void put(int fd, const char *s, size_t n) {
 static void report(void) {
     if (!enabled)
         return;
+    thread_ends(NULL);
     enabled = 0;
     in_hook = 1;
     const char *dir = getenv("PERFSLEUTH_ALLOC_DIR");
@@ -641,6 +687,7 @@ __attribute__((constructor)) static void init(void) {
     void *warm[4];
     backtrace(warm, 4);
     pthread_atfork(NULL, NULL, after_fork);
+    pthread_key_create(&flush_key, thread_ends);
     start_ns = now_ns();
     enabled = 1;
     in_hook = 0;
