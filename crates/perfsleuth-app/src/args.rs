@@ -509,7 +509,8 @@ pub struct Profiling {
         long,
         value_name = "SIZE",
         default_value = "512KiB",
-        value_parser = crate::parse::byte_size
+        value_parser = crate::parse::byte_size,
+        hide_short_help = true
     )]
     pub alloc_sample: u64,
 }
