@@ -4,7 +4,7 @@
 //! estimates from allocations sampled on average once every
 //! [`AllocProfile::sample_bytes`] bytes.
 
-use crate::ProfileFrame;
+use crate::{ProfileFrame, pick};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -162,13 +162,6 @@ impl AllocProfile {
             .collect();
         if keep.iter().all(|&k| k) {
             return;
-        }
-        fn pick<T: Copy>(v: &[T], keep: &[bool]) -> Vec<T> {
-            v.iter()
-                .zip(keep)
-                .filter(|(_, k)| **k)
-                .map(|(x, _)| *x)
-                .collect()
         }
         self.iterations = pick(&self.iterations, &keep);
         self.allocations = pick(&self.allocations, &keep);

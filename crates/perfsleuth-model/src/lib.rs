@@ -732,6 +732,45 @@ pub struct StackProfile {
 /// `[off-cpu: REASON]` says why the thread was off the CPU there.
 pub const OFF_CPU_MODULE: &str = "[off-cpu]";
 
+/// The C library's calls that wait for a file, pipe or socket: a wait
+/// in one is `I/O`.
+const IO_CALLS: &[&str] = &[
+    "read",
+    "write",
+    "pread",
+    "pwrite",
+    "readv",
+    "writev",
+    "preadv",
+    "pwritev",
+    "recv",
+    "recvfrom",
+    "recvmsg",
+    "recvmmsg",
+    "send",
+    "sendto",
+    "sendmsg",
+    "sendmmsg",
+    "accept",
+    "accept4",
+    "connect",
+    "open",
+    "openat",
+    "fsync",
+    "fdatasync",
+    "sync_file_range",
+    "syncfs",
+    "sendfile",
+    "splice",
+    "copy_file_range",
+    "io_uring_enter",
+    "io_getevents",
+    "msgrcv",
+    "msgsnd",
+    "flock",
+    "fcntl",
+];
+
 /// Why a thread was off the CPU, as a wall profile tells it (the leaf
 /// frame `[off-cpu: REASON]` of its stack).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -807,6 +846,7 @@ impl OffCpuReason {
             || n.starts_with("rwlock_")
             || n.starts_with("sem_")
             || n.starts_with("clockjoin")
+            || IO_CALLS.contains(&n)
             || [
                 "join",
                 "poll",
@@ -822,23 +862,6 @@ impl OffCpuReason {
                 "usleep",
                 "sleep",
                 "pause",
-                "read",
-                "write",
-                "pread",
-                "pwrite",
-                "readv",
-                "writev",
-                "recv",
-                "recvfrom",
-                "recvmsg",
-                "send",
-                "sendto",
-                "sendmsg",
-                "accept",
-                "accept4",
-                "connect",
-                "fsync",
-                "fdatasync",
                 "wait4",
                 "waitpid",
                 "waitid",
@@ -880,42 +903,7 @@ impl OffCpuReason {
             OffCpuReason::Poll
         } else if any(&["sleep", "pause"]) {
             OffCpuReason::Sleep
-        } else if is(&[
-            "read",
-            "write",
-            "pread",
-            "pwrite",
-            "readv",
-            "writev",
-            "preadv",
-            "pwritev",
-            "recv",
-            "recvfrom",
-            "recvmsg",
-            "recvmmsg",
-            "send",
-            "sendto",
-            "sendmsg",
-            "sendmmsg",
-            "accept",
-            "accept4",
-            "connect",
-            "open",
-            "openat",
-            "fsync",
-            "fdatasync",
-            "sync_file_range",
-            "syncfs",
-            "sendfile",
-            "splice",
-            "copy_file_range",
-            "io_uring_enter",
-            "io_getevents",
-            "msgrcv",
-            "msgsnd",
-            "flock",
-            "fcntl",
-        ]) {
+        } else if is(IO_CALLS) {
             OffCpuReason::Io
         } else {
             OffCpuReason::Other
@@ -998,6 +986,16 @@ pub fn off_cpu_label(
         (Some(reason), None) => format!("`{function}` ({})", reason.describe()),
         (None, _) => format!("`{function}`"),
     }
+}
+
+/// The elements of `v` whose `keep` is true: a profile's per-run vectors
+/// for the runs kept.
+pub(crate) fn pick<T: Copy>(v: &[T], keep: &[bool]) -> Vec<T> {
+    v.iter()
+        .zip(keep)
+        .filter(|(_, k)| **k)
+        .map(|(x, _)| *x)
+        .collect()
 }
 
 /// Whether `frame` is the C library's (or its dynamic loader's): where a
@@ -1209,13 +1207,6 @@ impl StackProfile {
             .collect();
         if keep.iter().all(|&k| k) {
             return;
-        }
-        fn pick<T: Copy>(v: &[T], keep: &[bool]) -> Vec<T> {
-            v.iter()
-                .zip(keep)
-                .filter(|(_, k)| **k)
-                .map(|(x, _)| *x)
-                .collect()
         }
         self.iterations = pick(&self.iterations, &keep);
         if !self.periods_ns.is_empty() {

@@ -850,6 +850,17 @@ fn cpp_functions_are_named_demangled() {
     );
 }
 
+/// `src` built with `flags` as `DIR/NAME` in the sandbox: a candidate of
+/// the same name as the baseline, so the two sides' functions are one
+/// program's.
+fn variant(sb: &Sandbox, dir: &str, name: &str, src: &str, flags: &[&str]) -> std::path::PathBuf {
+    let built = sb.gcc(&format!("{dir}-{name}"), src, flags);
+    std::fs::create_dir_all(sb.path(dir)).unwrap();
+    let path = sb.path(&format!("{dir}/{name}"));
+    std::fs::rename(built, &path).unwrap();
+    path
+}
+
 /// A sandbox with the wait program built as `waits` (and, with
 /// `-DWAIT=150`, its slower twin in `slow/waits`), where this machine
 /// records time off the CPU; `None` (the skip said) elsewhere.
@@ -868,15 +879,13 @@ fn sandbox_with_waits() -> Option<(Sandbox, std::path::PathBuf, std::path::PathB
         perfsleuth_testkit::skip("perf_software", format!("off-CPU time: {line}"));
         return None;
     }
-    std::fs::create_dir_all(sb.path("slow")).unwrap();
-    let slow = sb.path("slow/waits");
-    let built = std::process::Command::new("gcc")
-        .args(["-O2", "-g", "-pthread", "-DWAIT=150", "-o"])
-        .arg(&slow)
-        .arg(sb.path("waits.c"))
-        .status()
-        .unwrap();
-    assert!(built.success());
+    let slow = variant(
+        &sb,
+        "slow",
+        "waits",
+        WAITS,
+        &["-g", "-pthread", "-DWAIT=150"],
+    );
     Some((sb, prog, slow))
 }
 
@@ -1056,15 +1065,7 @@ const ALLOCS: &str = include_str!("../../../bench/profiles/allocs.c");
 fn sandbox_with_allocs() -> (Sandbox, std::path::PathBuf, std::path::PathBuf) {
     let sb = Sandbox::new();
     let prog = sb.gcc("allocs", ALLOCS, &["-g"]);
-    std::fs::create_dir_all(sb.path("more")).unwrap();
-    let more = sb.path("more/allocs");
-    let built = std::process::Command::new("gcc")
-        .args(["-O2", "-g", "-DMORE=110", "-o"])
-        .arg(&more)
-        .arg(sb.path("allocs.c"))
-        .status()
-        .unwrap();
-    assert!(built.success());
+    let more = variant(&sb, "more", "allocs", ALLOCS, &["-g", "-DMORE=110"]);
     (sb, prog, more)
 }
 
