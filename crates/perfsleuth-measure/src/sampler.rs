@@ -371,15 +371,12 @@ fn open_switches(
     cpu: i32,
     ring: &Ring,
 ) -> Result<OwnedFd, String> {
+    // open_error says why, and for perf_event_paranoid what it needs.
     let fd = perf_event_open_on(attr, pid, cpu, -1).map_err(|errno| {
-        let why = open_error(errno, true);
-        if errno == libc::EACCES && !running_as_root() {
-            format!(
-                "the kernel refused the context-switch event ({why}): off-CPU time needs perf_event_paranoid ≤ 1 or CAP_PERFMON"
-            )
-        } else {
-            format!("the kernel refused the context-switch event ({why})")
-        }
+        format!(
+            "the kernel refused the context-switch event: {}",
+            open_error(errno, true)
+        )
     })?;
     // SAFETY: both are perf events of ours on the same CPU; the call takes
     // the target's descriptor as its argument.

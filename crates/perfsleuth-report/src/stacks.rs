@@ -144,7 +144,7 @@ pub fn stacks_events(p: &StackProfile, wall_ns: Option<f64>) -> String {
         }
     } else if let Some(wall) = wall_ns.filter(|w| *w > 0.0) {
         t.push_str(&format!(
-            "; on CPU {} of the wall time (off-CPU time is not recorded: --profile=wall)",
+            "; on CPU {} of the wall time (off-CPU time is not recorded)",
             format_share(on_cpu / wall, 0)
         ));
     } else {
@@ -448,7 +448,7 @@ mod tests {
         let e = stacks_events(&p, Some(40.0e6));
         assert!(e.starts_with("20 samples in 2 runs at 997 Hz, user and kernel mode, 0 lost; on CPU 50% of the wall time"), "{e}");
         assert!(
-            e.contains("off-CPU time is not recorded: --profile=wall"),
+            e.contains("(off-CPU time is not recorded)"),
             "{e}"
         );
     }
