@@ -447,10 +447,7 @@ mod tests {
         );
         let e = stacks_events(&p, Some(40.0e6));
         assert!(e.starts_with("20 samples in 2 runs at 997 Hz, user and kernel mode, 0 lost; on CPU 50% of the wall time"), "{e}");
-        assert!(
-            e.contains("(off-CPU time is not recorded)"),
-            "{e}"
-        );
+        assert!(e.contains("(off-CPU time is not recorded)"), "{e}");
     }
 
     /// [`profile`] with 8 and 12 periods waited in poll under `alpha`.

@@ -126,8 +126,7 @@ fn a_profiled_run_names_its_hot_functions_stores_them_and_exports_folded_stacks(
     assert_eq!(names.first(), Some(&"alpha"), "{out:?}");
     assert!(in_order(&names, &["alpha", "beta", "gamma_"]), "{out:?}");
     assert!(
-        out.stdout
-            .contains("(off-CPU time is not recorded)"),
+        out.stdout.contains("(off-CPU time is not recorded)"),
         "{out:?}"
     );
 
