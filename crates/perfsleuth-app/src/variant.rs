@@ -471,3 +471,52 @@ pub fn against_base(
     }
     Ok(Some(out))
 }
+
+/// The comparison a `run` of two commands or more gives, through the one
+/// verdict rule of `compare` on the adjacent pairs of runs: each benchmark
+/// against the reference (`reference`, else the first), as one comparison
+/// whose rows are the other benchmarks' — for `--fail-on`, `--format
+/// github` and `--export-junit`. `None` for fewer than two benchmarks, or
+/// a run of variants (compared with `base` instead).
+pub fn in_run(
+    run: &perfsleuth_model::Run,
+    reference: Option<usize>,
+    verdict: &crate::args::VerdictArgs,
+) -> Result<Option<perfsleuth_compare::Comparison>, Fail> {
+    let variants = run
+        .benchmarks
+        .iter()
+        .any(|b| b.parameters.contains_key("variant"));
+    if run.benchmarks.len() < 2 || variants {
+        return Ok(None);
+    }
+    let r = reference.filter(|&r| r < run.benchmarks.len()).unwrap_or(0);
+    let reference = &run.benchmarks[r];
+    // The baseline side holds, under each other benchmark's name, a copy
+    // of the reference: the rows pair each benchmark with it, run by run.
+    let mut base = run.clone();
+    let mut cand = run.clone();
+    base.benchmarks.clear();
+    cand.benchmarks.clear();
+    for (i, b) in run.benchmarks.iter().enumerate() {
+        if i == r {
+            continue;
+        }
+        base.benchmarks.push(perfsleuth_model::Benchmark {
+            name: b.name.clone(),
+            parameters: b.parameters.clone(),
+            ..reference.clone()
+        });
+        cand.benchmarks.push(b.clone());
+    }
+    let opts = crate::verdict::paired_options(verdict)?;
+    let side = |label: &str, run: perfsleuth_model::Run| perfsleuth_compare::Side {
+        label: label.to_string(),
+        runs: vec![run],
+    };
+    Ok(Some(perfsleuth_compare::compare(
+        &side(&reference.name, base),
+        &side("each command", cand),
+        &opts,
+    )))
+}

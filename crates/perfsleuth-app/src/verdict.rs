@@ -94,7 +94,8 @@ pub struct Baseline {
 }
 
 /// Compares a run just made with `--baseline REF` (resolved before measuring)
-/// at its last `look` (see [`perfsleuth_compare::Options::at_look`]).
+/// at its last `look` (see [`perfsleuth_compare::Options::at_look`]) and
+/// prints it; the comparison is the caller's to gate on and export.
 /// `to_stderr`: an export owns stdout, so the comparison goes to stderr.
 pub fn after_run(
     baseline: &Baseline,
@@ -103,7 +104,7 @@ pub fn after_run(
     verdict: &VerdictArgs,
     color: ColorChoice,
     to_stderr: bool,
-) -> Result<i32, Fail> {
+) -> Result<Comparison, Fail> {
     let (opts, baseline_side) = (&baseline.opts.at_look(look), &baseline.side);
     let candidate = Side {
         label: run
@@ -126,7 +127,49 @@ pub fn after_run(
         &perfsleuth_compare::render_terminal(&comparison, use_color(color, to_stderr)),
         to_stderr,
     );
-    Ok(exit_code(&comparison, verdict))
+    Ok(comparison)
+}
+
+/// What a run's comparison (with `--baseline`, or of its commands with the
+/// reference) also gives for CI (`run --format github`, `--export-junit`).
+#[derive(Debug, Clone, Default)]
+pub struct CiOutputs {
+    /// The Markdown report to $GITHUB_STEP_SUMMARY and an annotation per
+    /// changed gating benchmark on stdout.
+    pub github: bool,
+    /// A JUnit XML test report: a test case per benchmark and metric.
+    pub junit: Option<std::path::PathBuf>,
+}
+
+impl CiOutputs {
+    /// Whether any is asked for.
+    pub fn any(&self) -> bool {
+        self.github || self.junit.is_some()
+    }
+
+    /// Gives `comparison` as asked (`suite`: the JUnit suite's name), and
+    /// the gate's exit code.
+    pub fn give(
+        &self,
+        comparison: &Comparison,
+        suite: &str,
+        verdict: &VerdictArgs,
+    ) -> Result<i32, Fail> {
+        if self.github {
+            emit(
+                &github(
+                    &perfsleuth_compare::render_markdown(comparison),
+                    &perfsleuth_compare::render_github_annotations(comparison),
+                )?,
+                false,
+            );
+        }
+        if let Some(path) = &self.junit {
+            let xml = perfsleuth_compare::render_junit(comparison, suite, verdict.allow_missing);
+            crate::output::write_junit(path, xml)?;
+        }
+        Ok(exit_code(comparison, verdict))
+    }
 }
 
 /// Whether the comparison of the benchmarks measured so far (`run` with

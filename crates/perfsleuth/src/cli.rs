@@ -416,9 +416,38 @@ pub struct RunCommand {
     /// After measuring, compare with this run (id, latest, branch, revision or export file).
     #[arg(long, value_name = "REF")]
     pub baseline: Option<String>,
+    /// Also give the verdict for CI: `github` (annotations and $GITHUB_STEP_SUMMARY).
+    ///
+    /// Also give the run's verdict — its commands against the reference
+    /// (the first, or --reference), or the run against --baseline — for CI:
+    /// `github` appends the comparison's Markdown report to
+    /// $GITHUB_STEP_SUMMARY (printed when it is not set) and prints an
+    /// `::error` annotation for each regressed gating benchmark, a
+    /// `::notice` for each improved one, after the summary (docs/CI.md).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = RunFormat::Terminal)]
+    pub format: RunFormat,
+    /// Write the run's verdict as a JUnit XML test report (a test case per benchmark and metric).
+    ///
+    /// Write the run's verdict — its commands against the reference, or the
+    /// run against --baseline — as a JUnit XML test report for GitLab,
+    /// Jenkins or Azure test views: a test case per compared benchmark and
+    /// metric, failed where --fail-on regressed would fail it (docs/CI.md).
+    #[arg(long, value_name = "FILE.xml")]
+    pub export_junit: Option<PathBuf>,
     /// After storing the run, send it to a team server (`perfsleuth push`).
     #[command(flatten)]
     pub push: RunPushArgs,
+}
+
+/// `run --format`: what the verdict is also given as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunFormat {
+    /// The summary for the terminal only.
+    Terminal,
+    /// The summary, and the verdict for GitHub Actions: the comparison's
+    /// Markdown report appended to $GITHUB_STEP_SUMMARY (printed when it is
+    /// not set) and an annotation for each changed gating benchmark.
+    Github,
 }
 
 /// `run --push`.

@@ -45,11 +45,18 @@ fn main() {
             let RunCommand {
                 mut args,
                 baseline,
+                format,
+                export_junit,
                 push,
             } = *cmd;
             args.baseline = baseline;
             let push = push.push.then_some(push.target);
-            perfsleuth_app::session::settle(&mut args).and_then(|()| run::run(args, push, spawner))
+            let ci = perfsleuth_app::verdict::CiOutputs {
+                github: format == cli::RunFormat::Github,
+                junit: export_junit,
+            };
+            perfsleuth_app::session::settle(&mut args)
+                .and_then(|()| run::run(args, push, ci, spawner))
         }
         Command::Ab(args) => ab::ab(*args, spawner),
         Command::Runs(args) => history::runs(args),

@@ -16,7 +16,12 @@ use perfsleuth_runner::Stop;
 
 /// Runs `perfsleuth run` and returns the exit code: once, or `--repeat N`
 /// times and then what the repeats say about the noise.
-pub fn run(args: RunArgs, push: Option<PushTarget>, spawner: Option<Spawner>) -> Result<i32, Fail> {
+pub fn run(
+    args: RunArgs,
+    push: Option<PushTarget>,
+    ci: crate::compare::CiOutputs,
+    spawner: Option<Spawner>,
+) -> Result<i32, Fail> {
     let repeat = args.repeat;
     let refuse = |what: &str, hint: &str| Err(Fail::usage(what.to_string(), hint.to_string()));
     if repeat == 0 {
@@ -48,12 +53,21 @@ pub fn run(args: RunArgs, push: Option<PushTarget>, spawner: Option<Spawner>) ->
     if let Some(target) = &push {
         crate::server::check_push_target(target)?;
     }
+    if let Some(junit) = &ci.junit {
+        crate::output::check_writable(junit, "--export-junit", args.store.store.as_deref())?;
+    }
+    if ci.any() && repeat > 1 {
+        return refuse(
+            "--repeat with --format github or --export-junit: every repeat would give its own verdict",
+            "give the verdict of one run: drop --repeat",
+        );
+    }
     let mut spawner = spawner_or_start(spawner)?;
     for i in 1..=repeat {
         if repeat > 1 {
             emit(&format!("repeat {i} of {repeat}\n"), true);
         }
-        let code = run_once(&args, push.as_ref(), &mut spawner)?;
+        let code = run_once(&args, push.as_ref(), &ci, &mut spawner)?;
         if code != ExitCode::OK {
             return Ok(code);
         }
@@ -117,8 +131,19 @@ fn report_repeats(args: &RunArgs) -> Result<(), Fail> {
 }
 
 /// One measurement: validate, prepare, measure, conclude, render.
-fn run_once(args: &RunArgs, push: Option<&PushTarget>, spawner: &mut Spawner) -> Result<i32, Fail> {
+fn run_once(
+    args: &RunArgs,
+    push: Option<&PushTarget>,
+    ci: &crate::compare::CiOutputs,
+    spawner: &mut Spawner,
+) -> Result<i32, Fail> {
     let c = validate(args)?;
+    if ci.any() && c.baseline.is_none() && c.planned.len() < 2 {
+        return Err(Fail::usage(
+            "--format github and --export-junit give a verdict, and one command has none",
+            "give two commands or more (the first, or --reference, is the reference), or --baseline RUN",
+        ));
+    }
     let benches = prepare(&c, c.planned.clone(), spawner, args)?;
     let parts = vec![Part {
         git: None,
@@ -231,11 +256,29 @@ fn run_once(args: &RunArgs, push: Option<&PushTarget>, spawner: &mut Spawner) ->
             if c.simulation.is_none() {
                 warn_if_unfit(&run.environment);
             }
+            // The verdict — against --baseline, or of the commands against
+            // the reference — gates --fail-on and goes to the CI outputs.
             let code = match &c.baseline {
                 Some(b) => {
-                    crate::compare::after_run(b, &run, look, &args.verdict, args.color, to_stderr)?
+                    let comparison = crate::compare::after_run(
+                        b,
+                        &run,
+                        look,
+                        &args.verdict,
+                        args.color,
+                        to_stderr,
+                    )?;
+                    let suite = format!("run: {} → {}", comparison.baseline, comparison.candidate);
+                    ci.give(&comparison, &suite, &args.verdict)?
                 }
-                None => 0,
+                None if !ci.any() && args.verdict.fail_on.is_none() => 0,
+                None => match perfsleuth_app::variant::in_run(&run, c.reference, &args.verdict)? {
+                    Some(comparison) => {
+                        let suite = format!("run: each command against `{}`", comparison.baseline);
+                        ci.give(&comparison, &suite, &args.verdict)?
+                    }
+                    None => 0,
+                },
             };
             if let Some(target) = push {
                 let ids: Vec<i64> = ids.iter().flatten().copied().collect();

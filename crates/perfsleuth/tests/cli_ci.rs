@@ -392,3 +392,90 @@ fn every_shell_block_of_the_ci_guide_runs_as_written() {
         assert_eq!(cases[0]["suite"], "history --check", "{cases:?}");
     }
 }
+
+#[test]
+fn run_gates_its_commands_against_the_reference_and_gives_the_ci_outputs() {
+    let sb = Sandbox::new();
+    // The second command sleeps three times as long: regressed on wall time.
+    let cmds = ["sleep 0.001", "sleep 0.003"];
+    // --fail-on gated only `--baseline` comparisons: a run of two commands
+    // exited 0 with the second 3× slower.
+    let out = sb.bench(["--runs", "12", "--fail-on", "regressed", cmds[0], cmds[1]]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("gate failed: `sleep 0.003 wall` regressed"),
+        "{out:?}"
+    );
+    // --format github: the summary, then the report to $GITHUB_STEP_SUMMARY
+    // and an annotation; --export-junit: a failed case where the gate fails.
+    let summary = sb.path("summary.md");
+    let junit = sb.path("run.xml");
+    let out: Out = sb
+        .cmd()
+        .args([
+            "run",
+            "--store",
+            &sb.store(),
+            "--runs",
+            "12",
+            "--format",
+            "github",
+            "--export-junit",
+            junit.to_str().unwrap(),
+            "--reference",
+            cmds[0],
+            cmds[1],
+        ])
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap()
+        .into();
+    let out = out.ok();
+    assert!(out.stdout.contains("Benchmark 1: sleep 0.001"), "{out:?}");
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("::error title=perfsleuth%3A sleep 0.003 regressed::wall +")),
+        "{out:?}"
+    );
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.contains("| `sleep 0.003` | wall (gating) |") && md.contains("**regressed**"),
+        "{md}"
+    );
+    if let Some(failures) = junit_failures(&junit) {
+        assert_eq!(failures, ["sleep 0.003 · wall"]);
+    }
+    // One command gives no verdict: said before measuring.
+    sb.bench([
+        "--runs",
+        "2",
+        "--export-junit",
+        junit.to_str().unwrap(),
+        "true",
+    ])
+    .usage_error("one command has none");
+    // Against --baseline: the same outputs, of that comparison.
+    let out = sb
+        .bench([
+            "--runs",
+            "12",
+            "--baseline",
+            "latest",
+            "--export-junit",
+            junit.to_str().unwrap(),
+            cmds[0],
+            cmds[1],
+        ])
+        .ok();
+    assert!(out.stdout.contains("Benchmark 2"), "{out:?}");
+    if let Some(cases) = common::junit_cases(&junit) {
+        assert!(
+            cases
+                .iter()
+                .all(|c| c["suite"].as_str().unwrap().starts_with("run: run ")),
+            "{cases:?}"
+        );
+    }
+}
