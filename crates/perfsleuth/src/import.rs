@@ -76,6 +76,13 @@ pub fn import(args: ImportArgs) -> Result<i32, Fail> {
         }
         read_criterion(&args.input, chosen, None)?
     } else {
+        // The target first: a wrong --into or --name is said before a
+        // large file is read.
+        let target = if args.into.is_some() || named.is_some() {
+            Some(profile_target(&args)?)
+        } else {
+            None
+        };
         let text = read_input(&args.input)?;
         let detected = named.or_else(|| {
             (args.format == "auto")
@@ -83,7 +90,7 @@ pub fn import(args: ImportArgs) -> Result<i32, Fail> {
                 .flatten()
         });
         if let Some(format) = detected {
-            return import_profile(&args, format, &text, &label);
+            return import_profile(&args, format, &text, &label, target);
         }
         if args.into.is_some() {
             return Err(Fail::usage(
@@ -127,26 +134,21 @@ fn detect_profile(text: &str) -> Option<ProfileFormat> {
     }
 }
 
-/// `import --into`: a profile taken elsewhere joins a stored run's
-/// benchmark (named by --name, or the run's only one), unless it has one.
-fn import_profile(
-    args: &ImportArgs,
-    format: ProfileFormat,
-    text: &str,
-    label: &str,
-) -> Result<i32, Fail> {
-    let source = format!("{} ({label})", format.name());
-    let parsed = match format {
-        ProfileFormat::Folded => perfsleuth_import::stacks::parse_folded(text, &source),
-        ProfileFormat::PerfScript => perfsleuth_import::stacks::parse_perf_script(text, &source),
-    };
-    let profile = parsed.map_err(|e| {
-        Fail::usage(
-            format!("cannot import {label} as {}: {e}", format.name()),
-            e.hint.clone(),
-        )
-    })?;
-    let mut store = output::open_existing_store(args.store.store.as_deref())?;
+/// Where `import --into` attaches a profile: the store, the run, the
+/// benchmark's position and name.
+struct Target {
+    store: Box<dyn perfsleuth_store::Store>,
+    id: i64,
+    position: usize,
+    name: String,
+}
+
+/// The run and benchmark `import --into` names (the run's only benchmark
+/// without --name), checked before the file is read: a wrong name, or a
+/// benchmark that has a profile already, is said at once, not after
+/// parsing a large file.
+fn profile_target(args: &ImportArgs) -> Result<Target, Fail> {
+    let store = output::open_existing_store(args.store.store.as_deref())?;
     let spec = args.into.as_deref().unwrap_or("latest");
     let id = store.resolve_run(spec).map_err(output::store_fail)?;
     let run = store
@@ -188,24 +190,65 @@ fn import_profile(
         }
     };
     let bench = &run.benchmarks[position];
-    let attached = store
-        .attach_stacks(id, position, &profile)
+    if bench.stacks.is_some() {
+        return Err(already_profiled(&bench.name, id));
+    }
+    Ok(Target {
+        id,
+        position,
+        name: bench.name.clone(),
+        store,
+    })
+}
+
+/// A benchmark's profile is never replaced.
+fn already_profiled(name: &str, id: i64) -> Fail {
+    Fail::usage(
+        format!("`{name}` of run {id} already has a profile; nothing was changed"),
+        "import into another run, or compare the two runs' profiles with `perfsleuth compare`",
+    )
+}
+
+/// `import --into`: a profile taken elsewhere joins a stored run's
+/// benchmark (`target`, resolved before the file was read, or here),
+/// unless it has one.
+fn import_profile(
+    args: &ImportArgs,
+    format: ProfileFormat,
+    text: &str,
+    label: &str,
+    target: Option<Target>,
+) -> Result<i32, Fail> {
+    let mut target = match target {
+        Some(t) => t,
+        None => profile_target(args)?,
+    };
+    let source = format!("{} ({label})", format.name());
+    let parsed = match format {
+        ProfileFormat::Folded => perfsleuth_import::stacks::parse_folded(text, &source),
+        ProfileFormat::PerfScript => perfsleuth_import::stacks::parse_perf_script(text, &source),
+    };
+    let profile = parsed.map_err(|e| {
+        Fail::usage(
+            format!("cannot import {label} as {}: {e}", format.name()),
+            e.hint.clone(),
+        )
+    })?;
+    let id = target.id;
+    // Another import may have attached one since: the store checks again.
+    let attached = target
+        .store
+        .attach_stacks(id, target.position, &profile)
         .map_err(output::store_fail)?;
     if !attached {
-        return Err(Fail::usage(
-            format!(
-                "`{}` of run {id} already has a profile; nothing was changed",
-                bench.name
-            ),
-            "import into another run, or compare the two runs' profiles with `perfsleuth compare`",
-        ));
+        return Err(already_profiled(&target.name, id));
     }
     emit(
         &format!(
             "Attached {} samples of {} to `{}` of run {id}: {}\n",
             profile.samples,
             format.name(),
-            bench.name,
+            target.name,
             perfsleuth_report::stacks_headline(&profile)
         ),
         false,

@@ -1220,3 +1220,35 @@ fn what_cannot_be_allocation_profiled_says_why() {
     ])
     .usage_error("scale does not record allocations");
 }
+
+#[test]
+fn import_into_checks_the_run_and_benchmark_before_it_reads_the_file() {
+    let sb = Sandbox::new();
+    sb.bench(["--runs", "2", "-n", "a", "true", "-n", "b", "true"])
+        .ok();
+    // A FIFO no one writes to reads as empty ("no stacks in the file"):
+    // the error must be the missing --name's, found before the file is
+    // read. A large file was read and parsed whole (8.7 s) first.
+    let fifo = sb.path("stacks.folded");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = sb.run([
+        "import",
+        "--store",
+        &sb.store(),
+        "--into",
+        "latest",
+        "--format",
+        "folded",
+        fifo.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("has 2 benchmarks: which one is profiled?"),
+        "{out:?}"
+    );
+}
