@@ -7,7 +7,8 @@
 
 use crate::ImportError;
 use perfsleuth_model::{ProfileFrame, ProfileStack, StackProfile};
-use std::collections::HashMap;
+// Millions of frames and stacks in a large profile: a fast hash.
+use foldhash::HashMap;
 
 /// The most distinct stacks a profile may hold (a larger file is refused
 /// rather than stored).
@@ -72,8 +73,8 @@ pub fn parse_folded(text: &str, source: &str) -> Result<StackProfile, ImportErro
 /// weighs `perf script` samples by their period).
 fn parse_weighted(text: &str, source: &str, weight: u64) -> Result<StackProfile, ImportError> {
     let mut frames: Vec<ProfileFrame> = Vec::new();
-    let mut index: HashMap<ProfileFrame, u32> = HashMap::new();
-    let mut by_stack: HashMap<Vec<u32>, u64> = HashMap::new();
+    let mut index: HashMap<ProfileFrame, u32> = HashMap::default();
+    let mut by_stack: HashMap<Vec<u32>, u64> = HashMap::default();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim_end();
         if line.is_empty() {

@@ -1093,14 +1093,14 @@ impl StackProfile {
             .collect();
         // (canonical frame, reason) → its entry in `waiting`.
         let mut waiting: Vec<FunctionSamples> = Vec::new();
-        let mut waiting_at: std::collections::HashMap<(usize, OffCpuReason, usize), usize> =
-            std::collections::HashMap::new();
+        let mut waiting_at: foldhash::HashMap<(usize, OffCpuReason, usize), usize> =
+            foldhash::HashMap::default();
         // Frames are unique per (function, module, inlined); merge the
         // inlined and outlined copies of one function.
         let mut canonical: Vec<usize> = (0..self.frames.len()).collect();
         {
-            let mut first: std::collections::HashMap<(&str, &str), usize> =
-                std::collections::HashMap::new();
+            // A profile may name millions of frames: a fast hash.
+            let mut first: foldhash::HashMap<(&str, &str), usize> = foldhash::HashMap::default();
             for (i, f) in self.frames.iter().enumerate() {
                 canonical[i] = *first
                     .entry((f.function.as_str(), f.module.as_str()))
