@@ -62,6 +62,8 @@ pub struct Spawner {
 const REQ_SETUP: u8 = 1;
 const REQ_RUN: u8 = 2;
 const REQ_COUNTERS: u8 = 3;
+/// Runs queued from now on execute again after a failure halted them.
+const REQ_RESUME: u8 = 4;
 /// Run flag: keep the run's stderr.
 const RUN_CAPTURE: u8 = 1;
 /// Run flag: run even after a failure halted the queue (diagnosis).
@@ -311,6 +313,14 @@ impl Spawner {
     pub fn run_anyway(&mut self, id: CommandId) -> Result<Outcome, MeasureError> {
         self.send_run(id, 0, RUN_CAPTURE | RUN_FORCE)?;
         self.finish()
+    }
+
+    /// After a failure halted the queue and its replies were collected:
+    /// runs requested from now on execute again (the schedule goes on with
+    /// the other benchmarks).
+    pub fn resume(&mut self) -> Result<(), MeasureError> {
+        let reply = self.round_trip(&[REQ_RESUME])?;
+        decode_error(&reply)
     }
 
     /// Starts one iteration and returns at once, so the caller can do its own
@@ -588,6 +598,10 @@ fn handle(
     let result = match r.u8() {
         Some(REQ_SETUP) => setup(&mut r, executors, capture).map(|()| vec![REP_OK]),
         Some(REQ_COUNTERS) => open_counters(&mut r, counters),
+        Some(REQ_RESUME) => {
+            *halted = false;
+            Ok(vec![REP_OK])
+        }
         Some(REQ_RUN) => match (r.u32(), r.u32(), r.u8()) {
             (Some(_), Some(_), Some(flags)) if *halted && flags & RUN_FORCE == 0 => {
                 Ok(encode_outcome(&Outcome::Skipped))

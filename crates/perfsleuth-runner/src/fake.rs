@@ -170,6 +170,11 @@ impl Spawn for FakeSpawner {
         Ok(self.execute(id, 0, true))
     }
 
+    fn resume(&mut self) -> Result<(), MeasureError> {
+        self.halted = false;
+        Ok(())
+    }
+
     fn stderr_tail(&mut self, id: CommandId, _lines: usize) -> String {
         format!("stderr of {}", self.commands[id.index() as usize].0)
     }

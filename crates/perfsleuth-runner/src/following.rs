@@ -139,6 +139,9 @@ impl<S: Spawn> Spawn for Following<'_, S> {
     fn stderr_tail(&mut self, id: CommandId, lines: usize) -> String {
         self.inner.stderr_tail(id, lines)
     }
+    fn resume(&mut self) -> Result<(), MeasureError> {
+        self.inner.resume()
+    }
     fn peak_rss_floor(&self) -> Option<u64> {
         self.inner.peak_rss_floor()
     }

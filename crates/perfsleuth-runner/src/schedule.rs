@@ -193,6 +193,11 @@ pub struct Bench {
     round: u32,
     /// Runs a round takes, once the first round has set it.
     round_runs: Option<u32>,
+    /// Why it stopped being measured: a run of it (or of a helper of its)
+    /// failed. The others are measured on, and the measurement ends with
+    /// this failure (hyperfine stops at a failing command; interleaved,
+    /// that would stop the others with nothing measured).
+    failed: Option<RunError>,
 }
 
 impl Bench {
@@ -231,7 +236,13 @@ impl Bench {
             until: None,
             round: 0,
             round_runs: None,
+            failed: None,
         }
+    }
+
+    /// Whether a run of it (or of a helper of its) failed.
+    pub fn has_failed(&self) -> bool {
+        self.failed.is_some()
     }
 
     /// The timed samples so far.
@@ -263,7 +274,7 @@ impl Bench {
             .or(rule.exact)
             .or(rule.max_runs)
             .unwrap_or(u32::MAX);
-        !self.done && self.requested < cap
+        !self.done && self.failed.is_none() && self.requested < cap
     }
 
     /// Applies the stopping rule. The CI is recomputed only when the sample
@@ -506,8 +517,24 @@ impl Schedule {
         }
     }
 
-    /// Measures `benches`, handing every sample to `sink` as it comes.
+    /// Measures `benches`, handing every sample to `sink` as it comes. A
+    /// benchmark whose run fails is set aside and the others measured to
+    /// the end; the result is then the first failure.
     pub fn measure(
+        &self,
+        spawner: &mut impl Spawn,
+        sink: &mut impl Sink,
+        benches: &mut [Bench],
+        simulation: Option<&Simulation>,
+    ) -> Measured {
+        let mut measured = self.measure_round(spawner, sink, benches, simulation);
+        end_with_failures(&mut measured, benches);
+        measured
+    }
+
+    /// [`Schedule::measure`], with a failed benchmark's failure left on it
+    /// (`Ok` where only benchmarks failed): the rounds go on without it.
+    fn measure_round(
         &self,
         spawner: &mut impl Spawn,
         sink: &mut impl Sink,
@@ -580,7 +607,7 @@ impl Schedule {
             },
             ..self.clone()
         };
-        let mut measured = first_round.measure(spawner, sink, benches, simulation);
+        let mut measured = first_round.measure_round(spawner, sink, benches, simulation);
         let first = started.elapsed();
         let per_round: Vec<u32> = benches.iter().map(|b| b.runs()).collect();
         let mut rounds = 1;
@@ -600,7 +627,7 @@ impl Schedule {
                 origin: Some(started),
                 rounds_after: target.saturating_sub(rounds + 1),
             };
-            next.measure(spawner, sink, benches, simulation)
+            next.measure_round(spawner, sink, benches, simulation)
         };
         let absorb = |measured: &mut Measured, more: Measured| {
             measured.result = more.result;
@@ -613,10 +640,15 @@ impl Schedule {
             rounds += 1;
         }
         if max_time.is_zero() {
+            end_with_failures(&mut measured, benches);
             return (measured, rounds, None);
         }
         let mut look = 0;
-        while measured.result.is_ok() && undecided(benches, look) {
+        // A failed benchmark ends the comparison: no rounds for it.
+        while measured.result.is_ok()
+            && !benches.iter().any(Bench::has_failed)
+            && undecided(benches, look)
+        {
             let target = perfsleuth_stats::look_rounds(min_rounds, look + 1);
             // The pace of the rounds after the first (which had the warmups).
             let pace = if rounds > 1 {
@@ -635,8 +667,26 @@ impl Schedule {
             }
             look += 1;
         }
+        end_with_failures(&mut measured, benches);
         (measured, rounds, Some(look))
     }
+}
+
+/// Where benchmarks failed and the measurement otherwise ended well: it
+/// ends with the first one's failure, the others' said with it.
+fn end_with_failures(measured: &mut Measured, benches: &mut [Bench]) {
+    if measured.result.is_err() {
+        return;
+    }
+    let mut failures = benches.iter_mut().filter_map(|b| b.failed.take());
+    let Some(mut first) = failures.next() else {
+        return;
+    };
+    let others: Vec<String> = failures.map(|e| format!("also: {e}")).collect();
+    if let RunError::CommandFailed { details, .. } = &mut first {
+        details.extend(others);
+    }
+    measured.result = Err(Stop::Failed(first));
 }
 
 /// How measuring ended, and what it decided about counters.
@@ -702,9 +752,10 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
     fn phases(&mut self, benches: &mut [Bench]) -> Result<(), Stop> {
         let warmup = self.schedule.warmup;
         if self.schedule.interleave {
-            for b in benches.iter_mut() {
-                self.aux(b.setup, "--setup", &b.plan.name)?;
-                b.set_up = true;
+            for b in benches.iter_mut().filter(|b| !b.has_failed()) {
+                let setup = self.aux(b.setup, "--setup", &b.plan.name);
+                self.or_set_aside(b, setup)?;
+                b.set_up = !b.has_failed();
             }
             let start = Instant::now();
             let limit = self.schedule.rule.budget * benches.len() as u32;
@@ -712,32 +763,82 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
                 if self.warmup_cut(done, warmup, start, limit) {
                     break;
                 }
-                for b in benches.iter_mut() {
-                    self.warm(b)?;
+                for b in benches.iter_mut().filter(|b| !b.has_failed()) {
+                    let warm = self.warm(b);
+                    self.or_set_aside(b, warm)?;
                 }
             }
             self.timed(benches, 0)?;
-            for b in benches.iter_mut() {
+            for b in benches.iter_mut().filter(|b| b.set_up) {
                 b.set_up = false;
-                self.aux(b.cleanup, "--cleanup", &b.plan.name)?;
+                let cleanup = self.aux(b.cleanup, "--cleanup", &b.plan.name);
+                self.or_set_aside(b, cleanup)?;
             }
         } else {
             for i in 0..benches.len() {
-                self.aux(benches[i].setup, "--setup", &benches[i].plan.name)?;
-                benches[i].set_up = true;
+                let b = &mut benches[i];
+                if b.has_failed() {
+                    continue;
+                }
+                let setup = self.aux(b.setup, "--setup", &b.plan.name);
+                self.or_set_aside(b, setup)?;
+                if b.has_failed() {
+                    continue;
+                }
+                b.set_up = true;
                 let start = Instant::now();
                 for done in 0..warmup {
-                    if self.warmup_cut(done, warmup, start, self.schedule.rule.budget) {
+                    if b.has_failed()
+                        || self.warmup_cut(done, warmup, start, self.schedule.rule.budget)
+                    {
                         break;
                     }
-                    self.warm(&mut benches[i])?;
+                    let warm = self.warm(b);
+                    self.or_set_aside(b, warm)?;
                 }
                 self.timed(&mut benches[i..=i], i)?;
-                benches[i].set_up = false;
-                self.aux(benches[i].cleanup, "--cleanup", &benches[i].plan.name)?;
+                let b = &mut benches[i];
+                b.set_up = false;
+                let cleanup = self.aux(b.cleanup, "--cleanup", &b.plan.name);
+                self.or_set_aside(b, cleanup)?;
             }
         }
         Ok(())
+    }
+
+    /// After a run of `b` (or of a helper of its) failed, `b` is set aside:
+    /// the spawner, halted by the failure, goes on, and the other
+    /// benchmarks are measured on; the measurement ends with the failure.
+    /// What is not one benchmark's failure (Ctrl-C, the store, the
+    /// spawner itself) ends the measurement now.
+    fn or_set_aside(&mut self, b: &mut Bench, result: Result<(), Stop>) -> Result<(), Stop> {
+        match result {
+            Ok(()) => Ok(()),
+            Err(Stop::Failed(e @ (RunError::CommandFailed { .. } | RunError::TimedOut { .. }))) => {
+                self.spawner.resume().map_err(|source| {
+                    Stop::Failed(RunError::Measure {
+                        what: "command".into(),
+                        source,
+                    })
+                })?;
+                b.failed = Some(e);
+                Ok(())
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Collects the replies of the runs `queue` holds, which the spawner
+    /// answers without running them after a failure; their timed runs are
+    /// requested again (under the same iterations) if their benchmark goes on.
+    fn drain_skipped(&mut self, queue: &mut VecDeque<Step>, benches: &mut [Bench]) {
+        for s in queue.drain(..) {
+            let _ = self.spawner.finish();
+            if s.kind == StepKind::Timed {
+                let b = &mut benches[s.bench];
+                b.requested = b.requested.saturating_sub(1);
+            }
+        }
     }
 
     /// The timed runs, interleaved over `benches` (whose first has index
@@ -809,9 +910,7 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
                         // Collect the replies of runs already queued (the spawner
                         // answers them without running) before anything else is
                         // asked of it, such as a re-run to show the failure.
-                        for _ in queue.drain(..) {
-                            let _ = self.spawner.finish();
-                        }
+                        self.drain_skipped(&mut queue, benches);
                     }
                     // The next queued run is executing now: store the previous sample meanwhile.
                     self.flush().and_then(|()| {
@@ -827,10 +926,9 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
             if let Err(stop) = result {
                 // Runs already queued are answered without running (the spawner
                 // halts after a failure); collect their replies to stay in step.
-                for _ in queue.drain(..) {
-                    let _ = self.spawner.finish();
-                }
-                return Err(stop);
+                self.drain_skipped(&mut queue, benches);
+                self.or_set_aside(&mut benches[step.bench], Err(stop))?;
+                continue;
             }
             if step.kind == StepKind::Timed {
                 self.show_progress(benches);

@@ -32,6 +32,9 @@ pub trait Spawn {
     }
     /// Runs once even after a failure halted the queue (diagnosis, cleanup).
     fn run_anyway(&mut self, id: CommandId) -> Result<Outcome, MeasureError>;
+    /// Lifts the halt a failure put on the queue (once its queued replies
+    /// are collected): runs requested from now on execute.
+    fn resume(&mut self) -> Result<(), MeasureError>;
     /// The last `lines` lines of the command's kept stderr.
     fn stderr_tail(&mut self, id: CommandId, lines: usize) -> String;
     /// The executor's own peak RSS: the floor of every child's reported peak.
@@ -68,6 +71,9 @@ impl Spawn for Spawner {
     }
     fn run_anyway(&mut self, id: CommandId) -> Result<Outcome, MeasureError> {
         Spawner::run_anyway(self, id)
+    }
+    fn resume(&mut self) -> Result<(), MeasureError> {
+        Spawner::resume(self)
     }
     fn stderr_tail(&mut self, id: CommandId, lines: usize) -> String {
         Spawner::stderr_tail(self, id, lines)

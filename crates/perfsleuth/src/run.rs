@@ -176,6 +176,11 @@ fn run_once(
     let to_stderr = output::summary_to_stderr(args);
     match result {
         Err(Stop::Failed(e)) => {
+            // The others were measured to the end: their results first,
+            // then the failure.
+            if run.benchmarks.iter().any(|b| !b.samples.is_empty()) {
+                output::print_summary(&run, c.reference, &output::View::of(args), to_stderr);
+            }
             let mut fail = runner_fail(e);
             // As hyperfine does: the --export-* files get the results so
             // far (status failed), so a long run's samples are not lost; a

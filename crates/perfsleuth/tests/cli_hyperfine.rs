@@ -416,3 +416,50 @@ fn a_failing_command_still_leaves_the_exports_of_what_was_measured() {
     assert!(text.contains("failed: summary of the"), "{text}");
     assert!(text.contains("| `true` |"), "{text}");
 }
+
+#[test]
+fn a_command_that_fails_at_its_first_run_leaves_the_others_measured_and_exported() {
+    // hyperfine's exports_intermediate_results: `--runs=1 true false`. Run
+    // interleaved, `false` failed in the first warmup round, before any
+    // timed run: the export was not written at all.
+    let sb = Sandbox::new();
+    let md = sb.path("md.md");
+    let out = sb.bench([
+        "--runs=1",
+        "--export-markdown",
+        md.to_str().unwrap(),
+        "true",
+        "false",
+    ]);
+    assert_eq!(out.code, 2, "{out:?}");
+    let text = std::fs::read_to_string(&md).expect("the export exists");
+    assert!(text.contains("| `true` |"), "{text}");
+    // Three commands, the middle one failing: the others are measured to
+    // the end, shown, stored and exported; the failure ends the run.
+    let json = sb.path("all.json");
+    let out = sb.bench([
+        "--runs",
+        "4",
+        "--export-json",
+        json.to_str().unwrap(),
+        "true",
+        "false",
+        "sleep 0.001",
+    ]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("command `false` exited with code 1"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("Benchmark 3: sleep 0.001"), "{out:?}");
+    let doc = common::parse_json(&std::fs::read_to_string(&json).unwrap());
+    let runs: Vec<usize> = doc["run"]["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["samples"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(runs, [4, 0, 4], "{doc}");
+    let stored = sb.show_json("latest");
+    assert_eq!(stored["run"]["status"], "failed", "{stored}");
+}

@@ -248,7 +248,7 @@ fn the_time_budget_stops_a_benchmark_that_never_gets_precise() {
 }
 
 #[test]
-fn a_failure_drains_the_queue_reruns_for_stderr_and_cleans_up() {
+fn a_failing_benchmark_is_set_aside_and_the_others_are_measured_to_the_end() {
     let mut sp = FakeSpawner::new(|p, n| {
         // b's third execution (its second timed run) fails; its re-run too.
         if p == "b" && n >= 2 {
@@ -279,14 +279,45 @@ fn a_failure_drains_the_queue_reruns_for_stderr_and_cleans_up() {
     assert_eq!(sp.queued(), 0, "every queued request was answered");
     let trace = sp.trace();
     let failed = trace.iter().position(|r| r == "b#1").expect("b#1 ran");
-    // After the failure: only the untimed re-run of b and a's cleanup.
-    assert_eq!(trace[failed + 1..], ["b~0", "clean-a~0"], "{trace:?}");
-    // Samples before the failure were all handed to the sink.
+    // After the failure: the untimed re-run of b for its stderr; then a
+    // goes on to its 5 runs (the run queued behind the failure, skipped,
+    // again under its iteration) and its cleanup. (It stopped here with a
+    // one run measured: an export got nothing of it.)
     assert_eq!(
-        sink.samples.len(),
-        b[0].samples().len() + b[1].samples().len()
+        trace[failed + 1..],
+        [
+            "b~0",
+            "prep-a~0",
+            "a#1",
+            "prep-a~0",
+            "a#2",
+            "prep-a~0",
+            "a#3",
+            "prep-a~0",
+            "a#4",
+            "clean-a~0"
+        ],
+        "{trace:?}"
     );
+    assert_eq!(b[0].samples().len(), 5);
     assert_eq!(b[1].samples().len(), 1);
+    // Every sample was handed to the sink.
+    assert_eq!(sink.samples.len(), 6);
+}
+
+#[test]
+fn a_warmup_that_fails_sets_its_benchmark_aside_before_any_timed_run() {
+    // hyperfine's `true false` with a warmup: false fails at once.
+    let mut sp = FakeSpawner::new(|p, _| if p == "false" { exit(1) } else { ok(1_000) });
+    let mut b = benches(&mut sp, vec![planned("true"), planned("false")]);
+    let m = schedule(exact(3), 1, true).measure(&mut sp, &mut Collect::default(), &mut b, None);
+    assert!(
+        matches!(&m.result, Err(Stop::Failed(RunError::CommandFailed { label, .. })) if label == "command `false`"),
+        "{:?}",
+        m.result
+    );
+    assert_eq!(b[0].samples().len(), 3, "true measured to the end");
+    assert_eq!(b[1].samples().len(), 0);
 }
 
 #[test]
@@ -494,6 +525,9 @@ fn a_spawner_error_stops_the_run_with_the_command_named() {
         }
         fn stderr_tail(&mut self, id: CommandId, n: usize) -> String {
             self.0.stderr_tail(id, n)
+        }
+        fn resume(&mut self) -> Result<(), perfsleuth_measure::MeasureError> {
+            self.0.resume()
         }
         fn peak_rss_floor(&self) -> Option<u64> {
             None
