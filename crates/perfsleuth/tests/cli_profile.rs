@@ -519,11 +519,13 @@ fn a_profile_taken_with_perf_joins_a_stored_run_once_and_folded_stacks_join_anot
     let images = flame_images(&std::fs::read_to_string(&page).unwrap());
     assert_eq!(images.len(), 1);
     assert!(images[0].contains("alpha") && images[0].contains("samples a run"));
-    // A results file is no profile.
+    // A results file is no profile (the run and benchmark are checked
+    // first: a benchmark without a profile is named).
     let hf = sb.write(
         "hf.json",
         r#"{"results": [{"command": "x", "times": [0.1, 0.2]}]}"#,
     );
+    sb.bench(["--runs", "2", "true"]).ok();
     sb.run([
         "import",
         "--store",
