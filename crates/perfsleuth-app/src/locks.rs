@@ -92,27 +92,33 @@ impl Instruments {
     /// Detaches the tracer and stops the sampler (if any), reading which
     /// runs were each benchmark's (`benches`: their spawner command ids and
     /// names, in the run's order) from `following`; with `alloc` (the
-    /// recorder and the spawner's pid), collects each benchmark's
-    /// allocation records.
+    /// recorder, the spawner's pid, and each benchmark's record directory),
+    /// collects each benchmark's allocation records.
     pub fn stop<'n>(
         &mut self,
         following: &Following<'_, Spawner>,
         benches: impl IntoIterator<Item = (perfsleuth_measure::CommandId, &'n str)>,
-        alloc: Option<(&perfsleuth_measure::alloc::Recorder, u32)>,
+        alloc: Option<(
+            &perfsleuth_measure::alloc::Recorder,
+            u32,
+            Vec<Option<std::path::PathBuf>>,
+        )>,
     ) {
         let (ids, names): (Vec<_>, Vec<String>) = benches
             .into_iter()
             .map(|(id, name)| (id, name.to_string()))
             .unzip();
         let runs: Vec<Vec<u32>> = ids.iter().map(|&id| following.runs_of(id)).collect();
-        if let Some((recorder, spawner)) = alloc {
+        if let Some((recorder, spawner, dirs)) = alloc {
             self.allocs = ids
                 .iter()
                 .zip(&names)
-                .enumerate()
-                .map(|(i, (&id, name))| {
-                    recorder
-                        .collect(i, spawner, &following.runs_in_order(id))
+                .zip(dirs)
+                .map(|((&id, name), dir)| {
+                    dir.ok_or_else(|| "its command had no recorder".to_string())
+                        .and_then(|dir| {
+                            recorder.collect(&dir, spawner, &following.runs_in_order(id))
+                        })
                         .map_err(|why| {
                             self.notes.push(format!(
                                 "`{name}` not allocation-profiled: {why}; the measurements are kept"

@@ -178,7 +178,7 @@ pub fn prepare(
     args: &RunArgs,
 ) -> Result<Vec<perfsleuth_runner::Bench>, Fail> {
     if let Some(recorder) = &c.alloc {
-        for (i, p) in planned.iter_mut().enumerate() {
+        for p in planned.iter_mut() {
             // The command's own preloads stay, after the recorder.
             let own = |env: &[(String, Option<String>)]| {
                 env.iter()
@@ -192,7 +192,7 @@ pub fn prepare(
                 .and_then(|v| own(&v.env))
                 .or_else(|| own(&c.io.env))
                 .unwrap_or_else(|| std::env::var("LD_PRELOAD").ok());
-            p.env = recorder.env_for(i, preload.as_deref()).map_err(|e| {
+            p.env = recorder.env_for(preload.as_deref()).map_err(|e| {
                 Fail::usage(
                     format!("cannot record allocations: {e}"),
                     "drop alloc from --profile",
@@ -368,7 +368,13 @@ pub fn measure(
     instruments.stop(
         &following,
         benches.iter().map(|b| (b.main_id(), b.plan.name.as_str())),
-        c.alloc.as_ref().map(|r| (r, spawner_pid)),
+        c.alloc.as_ref().map(|r| {
+            let dirs = benches
+                .iter()
+                .map(|b| perfsleuth_measure::alloc::dir_of_env(&b.plan.env))
+                .collect();
+            (r, spawner_pid, dirs)
+        }),
     );
     counter_notes.append(&mut instruments.notes);
     sink.watchdog = None;

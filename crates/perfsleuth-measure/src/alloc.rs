@@ -40,6 +40,8 @@ pub struct Recorder {
     dir: PathBuf,
     library: PathBuf,
     sample_bytes: u64,
+    /// Commands given a directory so far.
+    commands: std::cell::Cell<usize>,
 }
 
 impl Recorder {
@@ -70,23 +72,21 @@ impl Recorder {
             dir,
             library,
             sample_bytes: sample_bytes.max(1),
+            commands: std::cell::Cell::new(0),
         })
     }
 
-    /// The directory of command `command`'s files.
-    fn dir_of(&self, command: usize) -> PathBuf {
-        self.dir.join(command.to_string())
-    }
-
-    /// The environment command `command` runs with: the library preloaded
-    /// before any the command's own environment preloads (`preload`, its
-    /// `LD_PRELOAD` if any), and its directory.
+    /// The environment a benchmarked command runs with: the library
+    /// preloaded before any the command's own environment preloads
+    /// (`preload`, its `LD_PRELOAD` if any), and a directory of its own for
+    /// its processes' records ([`DIR_VAR`]; [`dir_of_env`] finds it again).
     pub fn env_for(
         &self,
-        command: usize,
         preload: Option<&str>,
     ) -> Result<Vec<(String, Option<String>)>, AllocError> {
-        let dir = self.dir_of(command);
+        let command = self.commands.get();
+        self.commands.set(command + 1);
+        let dir = self.dir.join(command.to_string());
         std::fs::create_dir_all(&dir).map_err(|e| AllocError::Prepare(dir.clone(), e))?;
         let mut libs = self.library.display().to_string();
         if let Some(p) = preload.filter(|p| !p.trim().is_empty()) {
@@ -103,18 +103,22 @@ impl Recorder {
         ])
     }
 
-    /// The allocation profile of command `command`'s timed runs. `runs`: the
-    /// command's runs in the order the spawner (process `spawner`) started
-    /// them, each `Some(iteration)` when timed (`None`: a warmup). `Err`
-    /// says why there is none (a run whose processes wrote nothing: a
-    /// static binary, one that ended without `exit`, or was killed).
+    /// The allocation profile of a command's timed runs, from its records
+    /// in `dir` (its [`DIR_VAR`]). `runs`: the command's runs in the order
+    /// the spawner (process `spawner`) started them, each `Some(iteration)`
+    /// when timed (`None`: a warmup). `Err` says why there is none (a run
+    /// whose processes wrote nothing: a static binary, one that ended
+    /// without `exit`, or was killed).
     pub fn collect(
         &self,
-        command: usize,
+        dir: &Path,
         spawner: u32,
         runs: &[Option<u32>],
     ) -> Result<AllocProfile, String> {
-        let mut records = read_dir(&self.dir_of(command))?;
+        if !dir.starts_with(&self.dir) {
+            return Err(format!("{} is not this session's", dir.display()));
+        }
+        let mut records = read_dir(dir)?;
         records.sort_by_key(|r| (r.start_ns, r.pid));
         // The run of each process: a root (the spawner's child) starts
         // one; a process belongs to its parent's run.
@@ -133,9 +137,15 @@ impl Recorder {
             }
             of_record.push(run);
         }
-        if roots != runs.len() {
+        if roots < runs.len() {
             return Err(format!(
                 "{roots} of the {} runs wrote allocation records (a static binary, an allocator under names of its own, or a process that ended without exit(): _exit, a signal)",
+                runs.len()
+            ));
+        }
+        if roots > runs.len() {
+            return Err(format!(
+                "{roots} processes wrote allocation records as runs of its {} (records of another command's)",
                 runs.len()
             ));
         }
@@ -217,6 +227,16 @@ impl Drop for Recorder {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The record directory a command's environment names (see
+/// [`Recorder::env_for`]).
+pub fn dir_of_env(env: &[(String, Option<String>)]) -> Option<PathBuf> {
+    env.iter()
+        .rev()
+        .find(|(k, _)| k == DIR_VAR)
+        .and_then(|(_, v)| v.as_deref())
+        .map(PathBuf::from)
 }
 
 /// One process's record.

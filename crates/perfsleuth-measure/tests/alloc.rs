@@ -25,7 +25,7 @@ fn profile(args: &[&str], warmups: u32, timed: u32) -> Result<AllocProfile, Stri
     let recorder = Recorder::new(512 << 10).unwrap();
     let mut sp = Spawner::start().unwrap();
     let io = IoConfig {
-        env: recorder.env_for(0, None).unwrap(),
+        env: recorder.env_for(None).unwrap(),
         ..IoConfig::default()
     };
     let id = sp.prepare(&argv(args), &io).unwrap();
@@ -37,7 +37,8 @@ fn profile(args: &[&str], warmups: u32, timed: u32) -> Result<AllocProfile, Stri
         }
         runs.push((i >= warmups).then(|| i - warmups));
     }
-    recorder.collect(0, sp.pid(), &runs)
+    let dir = perfsleuth_measure::alloc::dir_of_env(&io.env).unwrap();
+    recorder.collect(&dir, sp.pid(), &runs)
 }
 
 /// valgrind DHAT's totals of a run of `args`: (bytes, blocks).

@@ -1254,3 +1254,59 @@ fn import_into_checks_the_run_and_benchmark_before_it_reads_the_file() {
         "{out:?}"
     );
 }
+
+#[test]
+fn ab_records_each_sides_allocations_apart_and_names_the_function_that_allocates_more() {
+    let sb = Sandbox::new();
+    let repo = sb.path("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("allocs.c"), ALLOCS).unwrap();
+    let makefile = |flags: &str| {
+        std::fs::write(
+            repo.join("Makefile"),
+            format!("bench: allocs.c\n\tgcc -O2 -g {flags} -o bench allocs.c\n"),
+        )
+        .unwrap();
+    };
+    makefile("");
+    common::git(&repo, &["init", "-q", "-b", "main"]);
+    common::git(&repo, &["add", "-A"]);
+    common::git(&repo, &["commit", "-qm", "base"]);
+    makefile("-DMORE=110");
+    // The two sides' commands were each given directory 0 (one per prepare
+    // call): their records mixed, and neither side was profiled.
+    let out: common::Out = sb
+        .cmd()
+        .current_dir(&repo)
+        .args([
+            "ab",
+            "--store",
+            &sb.store(),
+            "--profile=alloc",
+            "--alloc-sample",
+            "1KiB",
+            "--build",
+            "make",
+            "--",
+            "./bench 20000",
+        ])
+        .output()
+        .unwrap()
+        .into();
+    let out = out.ok();
+    assert!(!out.stderr.contains("not allocation-profiled"), "{out:?}");
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("alloc_count"))
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert!(
+        row.contains("+5.0% (exact)") && row.contains("regressed"),
+        "{row}"
+    );
+    assert!(
+        out.stdout
+            .contains("allocated a run is in `intern` (bench): +"),
+        "{out:?}"
+    );
+}
