@@ -155,7 +155,7 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "N", conflicts_with_all = ["min_runs", "max_runs"], value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
     /// At least N timed runs per command.
-    #[arg(short = 'm', long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..))]
+    #[arg(short = 'm', long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub min_runs: u32,
     /// At most N timed runs per command.
     #[arg(hide_short_help = true, short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
@@ -168,8 +168,9 @@ pub struct RunArgs {
     /// Stop early once the 95% CI of the median is within ±PERCENT of it
     /// [default: 1; off when measuring in several rounds, which spend their
     /// share of the time budget: a round's own precision says nothing about
-    /// the machine's drift between rounds].
-    #[arg(hide_short_help = true, long, value_name = "PERCENT", value_parser = crate::parse::percent)]
+    /// the machine's drift between rounds; 0 turns it off: the budget or
+    /// --max-runs decides].
+    #[arg(hide_short_help = true, long, value_name = "PERCENT", value_parser = crate::parse::percentage)]
     pub precision: Option<f64>,
     /// Command run before every timed run, untimed (once, or once per command).
     #[arg(short, long, value_name = "CMD")]
@@ -185,7 +186,8 @@ pub struct RunArgs {
     pub cleanup: Vec<String>,
     /// Run commands through this shell [default: none, as hyperfine's -N].
     ///
-    /// Run commands through this shell (`SHELL -c CMD`) instead of directly
+    /// Run commands through this shell (`SHELL -c CMD`; it may carry its own
+    /// arguments: `--shell 'bash --norc'`) instead of directly
     /// [default: none, as hyperfine's -N; `--shell none` says so explicitly].
     #[arg(short = 'S', long, value_name = "SHELL")]
     pub shell: Option<String>,

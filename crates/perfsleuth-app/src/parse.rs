@@ -137,8 +137,9 @@ pub fn percent(s: &str) -> Result<f64, String> {
     Ok(f)
 }
 
-/// Parses `--min-change`: a percentage (`2`, `2%`, `0.5%`) into a
-/// fraction; unlike [`percent`], 0 is allowed (no floor).
+/// Parses `--min-change` and `--precision`: a percentage (`2`, `2%`,
+/// `0.5%`) into a fraction; unlike [`percent`], 0 is allowed (no floor, no
+/// early stop).
 pub fn percentage(s: &str) -> Result<f64, String> {
     if s.trim().trim_end_matches('%').parse::<f64>() == Ok(0.0) {
         return Ok(0.0);

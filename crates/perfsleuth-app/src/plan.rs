@@ -12,7 +12,18 @@ use std::collections::BTreeMap;
 pub struct Shell(pub Option<String>);
 
 impl Shell {
-    /// Splits (or wraps in `SHELL -c`) one command line.
+    /// The shell's program and its own arguments: `--shell` may be a
+    /// command line, as hyperfine's (`--shell "bash --norc"`).
+    pub fn words(shell: &str) -> Result<Vec<String>, Fail> {
+        split_command(shell).map_err(|e| {
+            Fail::usage(
+                format!("cannot split --shell `{shell}`: {e}"),
+                "give a shell and its arguments, e.g. --shell sh or --shell 'bash --norc'",
+            )
+        })
+    }
+
+    /// Splits (or wraps in `SHELL [ARGS] -c`) one command line.
     pub fn argv(&self, line: &str, what: &str) -> Result<Vec<String>, Fail> {
         if let Some(shell) = &self.0 {
             if line.trim().is_empty() {
@@ -21,7 +32,9 @@ impl Shell {
                     "give a command to run",
                 ));
             }
-            return Ok(vec![shell.clone(), "-c".into(), line.into()]);
+            let mut argv = Shell::words(shell)?;
+            argv.extend(["-c".to_string(), line.to_string()]);
+            return Ok(argv);
         }
         split_command(line).map_err(|e| match e {
             SplitError::ShellSyntax(op) => Fail::usage(

@@ -112,7 +112,8 @@ pub fn measure(args: &ScaleArgs, spawner: Option<Spawner>) -> Result<ScaleOutcom
     let method = throughput_method(args)?;
     let shell = Shell(args.shell.clone());
     if let Some(sh) = &args.shell {
-        perfsleuth_measure::resolve_program(sh, std::env::var_os("PATH").as_deref())
+        let program = &Shell::words(sh)?[0];
+        perfsleuth_measure::resolve_program(program, std::env::var_os("PATH").as_deref())
             .map_err(|e| measure_fail(e, "--shell"))?;
     }
     let template = command_template(&args.command)?;

@@ -435,34 +435,15 @@ fn reference_command(
     args: &RunArgs,
     planned: &[perfsleuth_runner::Planned],
     shell: &Shell,
+    helpers: &Helpers,
 ) -> Result<Option<perfsleuth_runner::Planned>, Fail> {
     let Some(spec) = args.reference.as_deref() else {
         return Ok(None);
     };
-    let names_one = planned.iter().any(|p| p.name == spec);
-    // A command starts with a program that exists here; anything else (a
-    // misspelt name) gets the name's error, with the names.
-    let program = spec.split_whitespace().next().unwrap_or_default();
-    let path = std::env::var_os("PATH");
-    let runs = perfsleuth_measure::resolve_program(program, path.as_deref()).is_ok();
-    if spec.parse::<usize>().is_ok() || names_one || !runs {
+    if !own_reference(args) || planned.iter().any(|p| p.name == spec) {
         return Ok(None);
     }
-    // Helpers given once apply to every command, the reference too; one
-    // per command belong to the commands.
-    let shared = |list: &[String]| -> Vec<String> {
-        if list.len() == 1 {
-            list.to_vec()
-        } else {
-            Vec::new()
-        }
-    };
-    let (prepare, conclude, setup, cleanup) = (
-        shared(&args.prepare),
-        shared(&args.conclude),
-        shared(&args.setup),
-        shared(&args.cleanup),
-    );
+    let [prepare, conclude, setup, cleanup] = helpers.reference.clone();
     let commands = [spec.to_string()];
     let names: Vec<String> = args.reference_name.iter().cloned().collect();
     let mut one = plan(
@@ -499,6 +480,71 @@ fn reference_command(
         reference = crate::plan::in_dir(&reference, dir);
     }
     Ok(Some(reference))
+}
+
+/// Whether `--reference` is a command of its own (not one of the
+/// benchmarks by 1-based index or name): a program that exists here, not
+/// a number, not a command or --name given. A misspelt name is no command
+/// and gets the name's error, with the names.
+fn own_reference(args: &RunArgs) -> bool {
+    let Some(spec) = args.reference.as_deref() else {
+        return false;
+    };
+    let program = spec.split_whitespace().next().unwrap_or_default();
+    let path = std::env::var_os("PATH");
+    spec.parse::<usize>().is_err()
+        && !args.commands.iter().any(|c| c == spec)
+        && !args.name.iter().any(|n| n == spec)
+        && perfsleuth_measure::resolve_program(program, path.as_deref()).is_ok()
+}
+
+/// `--prepare`, `--conclude`, `--setup` and `--cleanup` as hyperfine 1.20
+/// takes them with a `--reference` command of its own: given once, for
+/// every command, the reference too; given once per command, the
+/// reference's first.
+struct Helpers {
+    /// For the benchmarks: prepare, conclude, setup, cleanup.
+    commands: [Vec<String>; 4],
+    /// For the reference command.
+    reference: [Vec<String>; 4],
+}
+
+impl Helpers {
+    fn split(args: &RunArgs) -> Result<Helpers, Fail> {
+        let lists = [&args.prepare, &args.conclude, &args.setup, &args.cleanup];
+        let names = ["--prepare", "--conclude", "--setup", "--cleanup"];
+        let own = own_reference(args);
+        let mut commands: [Vec<String>; 4] = Default::default();
+        let mut reference: [Vec<String>; 4] = Default::default();
+        for (i, list) in lists.into_iter().enumerate() {
+            if !own || list.len() <= 1 {
+                commands[i] = list.clone();
+                reference[i] = list.clone();
+                continue;
+            }
+            if list.len() != args.commands.len() + 1 {
+                return Err(Fail::usage(
+                    format!(
+                        "{} {} values for {} commands and the --reference command",
+                        list.len(),
+                        names[i],
+                        args.commands.len()
+                    ),
+                    format!(
+                        "give {} once (for all), or once for each command, the reference's first ({} in all)",
+                        names[i],
+                        args.commands.len() + 1
+                    ),
+                ));
+            }
+            reference[i] = list[..1].to_vec();
+            commands[i] = list[1..].to_vec();
+        }
+        Ok(Helpers {
+            commands,
+            reference,
+        })
+    }
 }
 
 /// `--portable[=BASELINE]` / `--no-portable` in the runner's terms.
@@ -605,20 +651,22 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         precision: precision(args, k),
     };
     if let Some(shell) = &args.shell {
-        perfsleuth_measure::resolve_program(shell, std::env::var_os("PATH").as_deref())
+        let program = &Shell::words(shell)?[0];
+        perfsleuth_measure::resolve_program(program, std::env::var_os("PATH").as_deref())
             .map_err(|e| measure_fail(e, "--shell"))?;
     }
     if args.shell.is_none() && !args.sides {
         split_command(&args.commands)?;
     }
     let shell = Shell(args.shell.clone());
+    let helpers = Helpers::split(args)?;
     let templates = Templates {
         commands: &args.commands,
         names: &args.name,
-        prepare: &args.prepare,
-        conclude: &args.conclude,
-        setup: &args.setup,
-        cleanup: &args.cleanup,
+        prepare: &helpers.commands[0],
+        conclude: &helpers.commands[1],
+        setup: &helpers.commands[2],
+        cleanup: &helpers.commands[3],
         lists: &args.parameter_list,
         scans: &args.parameter_scan,
         step: args.step.as_deref(),
@@ -705,7 +753,7 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         }
         None => None,
     };
-    let reference = match reference_command(args, &planned, &shell)? {
+    let reference = match reference_command(args, &planned, &shell, &helpers)? {
         Some(first) => {
             planned.insert(0, first);
             Some(0)

@@ -17,6 +17,11 @@ use std::time::{Duration, Instant};
 
 /// Runs shorter than this are collected by polling rather than blocking.
 const POLL_BELOW: Duration = Duration::from_millis(5);
+/// Runs at least this long are requested one at a time: the bookkeeping
+/// between them is a fraction of a percent of a run, and a run queued
+/// ahead would be one more than the stopping rule wanted (a whole run of
+/// a slow command; hyperfine's `--min-runs 1` of `sleep 4` runs once).
+const ONE_AT_A_TIME_FROM: Duration = Duration::from_millis(50);
 /// How long to sleep between polls for short runs.
 const POLL_INTERVAL: Duration = Duration::from_millis(2);
 
@@ -951,10 +956,14 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
             .filter(|b| b.wants_more(&self.schedule.rule))
             .filter_map(|b| b.last_unit)
             .fold((Duration::ZERO, 0u32), |(s, n), d| (s + d, n + 1));
+        // Until a run's length is known (no warmup): one at a time.
         if count == 0 {
-            return (2, false);
+            return (1, false);
         }
         let typical = sum / count;
+        if typical >= ONE_AT_A_TIME_FROM {
+            return (1, false);
+        }
         if typical >= POLL_BELOW {
             return (2, false);
         }

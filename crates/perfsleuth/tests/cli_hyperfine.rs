@@ -28,6 +28,18 @@ fn no_shell_spellings_and_shell_note() {
         out.stderr.contains("ran through `sh -c`") && out.stderr.contains("not subtracted"),
         "{out:?}"
     );
+    // The shell may carry its own arguments, as hyperfine's (`sh -e`: the
+    // first failing command ends the line, so `echo` never runs).
+    let line = "false; echo AFTER";
+    let out = sb
+        .bench(["--runs=1", "--show-output", "--shell=sh", line])
+        .ok();
+    assert!(out.stdout.contains("AFTER"), "{out:?}");
+    let out = sb.bench(["--runs=1", "--show-output", "--shell=sh -e", line]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(!out.stdout.contains("AFTER"), "{out:?}");
+    sb.bench(["--runs=1", "--shell=sh 'unclosed", "true"])
+        .usage_error("cannot split --shell");
 }
 
 #[test]
@@ -442,4 +454,387 @@ fn a_command_that_fails_at_its_first_run_leaves_the_others_measured_and_exported
     assert_eq!(runs, [4, 0, 4], "{doc}");
     let stored = sb.show_json("latest");
     assert_eq!(stored["run"]["status"], "failed", "{stored}");
+}
+
+/// Samples per benchmark of the latest stored run.
+fn runs_of(sb: &Sandbox) -> Vec<usize> {
+    sb.show_json("latest")["run"]["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["samples"].as_array().unwrap().len())
+        .collect()
+}
+
+/// hyperfine 1.20's `tests/integration_tests.rs` (Unix), translated test by
+/// test into perfsleuth's terms: the same command line where perfsleuth
+/// takes it, the same promise checked. Where hyperfine's test relies on its
+/// `--debug-mode` (fake timings: `sleep 1000.0` answered at once), the
+/// translation runs real short commands and checks the same promise
+/// (units, comparison wording, run counts by the same rules: at least
+/// `--min-runs` 10, then the 3 s budget, helpers' time counted in it).
+/// Exit codes are perfsleuth's: 2 for a bad command line or a failed
+/// command (hyperfine: 1 for the latter).
+#[test]
+fn hyperfines_integration_tests_translated() {
+    let sb = Sandbox::new();
+    let no = "some-nonexisting-program-b5d9574198b7e4b12a71fa4747c0a577";
+    // runs_successfully, one_run_is_supported
+    sb.bench(["--runs=2", "echo dummy benchmark"]).ok();
+    sb.bench(["--runs=1", "echo dummy benchmark"]).ok();
+    // fails_with_zero_runs
+    for option in ["--runs", "--min-runs", "--max-runs"] {
+        sb.bench([option, "0", "echo dummy benchmark"])
+            .clap_error(&format!("invalid value '0' for '{option}"));
+    }
+    // min_runs_of_one_still_performs_one_run: a run longer than the budget
+    // (hyperfine: `sleep 4` and 3 s), once a round (5 by default; --min-runs
+    // was refused below 2)
+    sb.bench([
+        "--min-runs=1",
+        "--warmup=0",
+        "--time-budget=0.05s",
+        "--rounds=1",
+        "sleep 0.1",
+    ])
+    .ok();
+    assert_eq!(runs_of(&sb), [1]);
+    sb.bench([
+        "--min-runs=1",
+        "--warmup=0",
+        "--time-budget=0.05s",
+        "sleep 0.1",
+    ])
+    .ok();
+    assert_eq!(runs_of(&sb), [5]);
+    // can_run_commands_without_a_shell (perfsleuth's default)
+    let out = sb
+        .bench([
+            "--runs=1",
+            "--show-output",
+            "--shell=none",
+            "echo 'hello world' argument2",
+        ])
+        .ok();
+    assert!(out.stdout.contains("hello world argument2"), "{out:?}");
+    // fails_with_wrong_number_of_command_name_arguments
+    sb.bench(["--command-name=a", "--command-name=b", "echo a"])
+        .usage_error("2 --name values for 1 commands");
+    // fails_with_wrong_number_of_prepare_options / _conclude_options
+    for helper in ["prepare", "conclude"] {
+        let (a, b, r) = (
+            format!("--{helper}=echo a"),
+            format!("--{helper}=echo b"),
+            format!("--{helper}=echo ref"),
+        );
+        sb.bench(["--runs=1", &a, &b, "echo a", "echo b"]).ok();
+        sb.bench([
+            "--runs=1",
+            &r,
+            &a,
+            &b,
+            "--reference=echo ref",
+            "echo a",
+            "echo b",
+        ])
+        .ok();
+        sb.bench(["--runs=1", &a, &b, "echo a", "echo b", "echo c"])
+            .usage_error(&format!("2 --{helper} values for 3 commands"));
+        sb.bench([
+            "--runs=1",
+            &a,
+            &b,
+            "--reference=echo ref",
+            "echo a",
+            "echo b",
+        ])
+        .usage_error(&format!(
+            "2 --{helper} values for 2 commands and the --reference command"
+        ));
+    }
+    // fails_with_duplicate_parameter_names
+    sb.bench(["-L", "x", "1,2,3", "-L", "x", "a,b,c", "echo test"])
+        .usage_error("parameter `x` is given twice");
+    // fails_for_unknown_command (through a shell), _without_shell
+    let out = sb.bench(["--runs=1", "--shell", "sh", no]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("exited with code 127"), "{out:?}");
+    sb.bench(["--shell=none", "--runs=1", no])
+        .usage_error("not found");
+    // fails_for_failing_command_without_shell
+    let out = sb.bench(["--shell=none", "--runs=1", "false"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("command `false` exited with code 1"),
+        "{out:?}"
+    );
+    // fails_for_unknown_{setup,cleanup,prepare,conclude}_command
+    for helper in ["setup", "cleanup", "prepare", "conclude"] {
+        let out = sb.bench([
+            "--runs=1",
+            "--shell",
+            "sh",
+            &format!("--{helper}={no}"),
+            "echo test",
+        ]);
+        assert_eq!(out.code, 2, "{helper}: {out:?}");
+        assert!(
+            out.stderr.contains(&format!(
+                "--{helper} command of `echo test` exited with code 127"
+            )),
+            "{helper}: {out:?}"
+        );
+    }
+    // can_run_failing_commands_with_ignore_failure_option
+    assert_eq!(sb.bench(["--runs=1", "false"]).code, 2);
+    sb.bench(["--runs=1", "--ignore-failure", "false"]).ok();
+    // can_ignore_specific_exit_codes, can_ignore_multiple_exit_codes,
+    // ignore_failure_with_all_non_zero (`exit N` is a shell's builtin)
+    let exit = |codes: &str, code: u32| {
+        sb.bench([
+            "--runs=1",
+            "--shell",
+            "sh",
+            &format!("--ignore-failure={codes}"),
+            &format!("exit {code}"),
+        ])
+    };
+    exit("1", 1).ok();
+    assert!(exit("1", 2).stderr.contains("exited with code 2"));
+    for code in 1..=3 {
+        exit("1,2,3", code).ok();
+    }
+    assert!(exit("1,2,3", 4).stderr.contains("exited with code 4"));
+    exit("all-non-zero", 5).ok();
+    // shows_output_of_benchmarked_command (perfsleuth warms up once by
+    // default; hyperfine does not)
+    let out = sb
+        .bench([
+            "--runs=2",
+            "--warmup=0",
+            "--command-name=dummy",
+            "--show-output",
+            "echo 4fd47015",
+        ])
+        .ok();
+    assert_eq!(out.stdout.matches("4fd47015").count(), 2, "{out:?}");
+    // runs_commands_using_user_defined_shell: a shell with its own arguments
+    let out = sb
+        .bench([
+            "--runs=1",
+            "--warmup=0",
+            "--show-output",
+            "--shell",
+            "echo 'custom_shell' '--shell-arg'",
+            "echo benchmark",
+        ])
+        .ok();
+    assert!(
+        out.stdout
+            .contains("custom_shell --shell-arg -c echo benchmark"),
+        "{out:?}"
+    );
+    // can_pass_input_to_command_from_a_file, fails_if_invalid_stdin_data_file_provided
+    let input = sb.write("example_input_file.txt", "This text is part of a file\n");
+    let out = sb
+        .bench([
+            "--runs=1",
+            "--warmup=0",
+            &format!("--input={}", input.display()),
+            "--show-output",
+            "cat",
+        ])
+        .ok();
+    assert!(
+        out.stdout.contains("This text is part of a file"),
+        "{out:?}"
+    );
+    sb.bench([
+        "--runs=1",
+        "--input=example_non_existent_file.txt",
+        "--show-output",
+        "cat",
+    ])
+    .usage_error("example_non_existent_file.txt");
+    // returns_mean_time_in_correct_unit (real 12 ms runs instead of fake
+    // 1.234 s ones)
+    let out = sb.bench(["--runs=3", "sleep 0.012"]).ok();
+    assert!(out.stdout.contains(" ms ±"), "{out:?}");
+    let out = sb
+        .bench(["--runs=3", "--time-unit=millisecond", "sleep 0.012"])
+        .ok();
+    assert!(out.stdout.contains(" ms ±"), "{out:?}");
+    let out = sb
+        .bench(["--runs=3", "--time-unit=microsecond", "sleep 0.012"])
+        .ok();
+    assert!(out.stdout.contains(" µs ±"), "{out:?}");
+    // performs_ten_runs_for_slow_commands: at least 10 runs, beyond the
+    // budget (0.4 s here for hyperfine's 3 s and sleep 0.5, the same shape)
+    sb.bench(["--time-budget=0.4s", "sleep 0.05"]).ok();
+    assert_eq!(runs_of(&sb), [10]);
+    // performs_three_seconds_of_benchmarking_for_fast_commands; and
+    // takes_{preparation,conclusion,both}_command_into_account_for_computing_number_of_runs:
+    // the helpers' time is spent from the budget. (perfsleuth also stops
+    // once the median's 95 % interval is within --precision: off here.)
+    let spent = |helpers: &[&str]| -> usize {
+        let mut args = vec!["--time-budget=0.6s", "--precision=0"];
+        args.extend(helpers);
+        args.push("sleep 0.005");
+        sb.bench(&args).ok();
+        runs_of(&sb)[0]
+    };
+    let alone = spent(&[]);
+    let prepared = spent(&["--prepare=sleep 0.02"]);
+    let concluded = spent(&["--conclude=sleep 0.02"]);
+    let both = spent(&["--prepare=sleep 0.01", "--conclude=sleep 0.01"]);
+    assert!(
+        alone > prepared && alone > concluded && alone > both,
+        "{alone} {prepared} {concluded} {both}"
+    );
+    assert!(prepared >= 10 && concluded >= 10 && both >= 10);
+    // shows_benchmark_comparison_with_relative_times, _with_same_time,
+    // _relative_to_reference; shows_reference_name
+    let out = sb
+        .bench(["--runs=5", "sleep 0.01", "sleep 0.02", "sleep 0.03"])
+        .ok();
+    assert!(
+        out.stdout.contains("Comparison with `sleep 0.01`:"),
+        "{out:?}"
+    );
+    // (a change under 2× is said in percent: "89% slower")
+    assert_eq!(
+        out.stdout.matches(" slower — significant").count(),
+        2,
+        "{out:?}"
+    );
+    let out = sb
+        .bench([
+            "--runs=5",
+            "--reference=sleep 0.02",
+            "--reference-name=refabc123",
+            "sleep 0.01",
+            "sleep 0.03",
+        ])
+        .ok();
+    assert!(out.stdout.contains("Benchmark 1: refabc123"), "{out:?}");
+    assert!(
+        out.stdout.contains("Comparison with `refabc123`:"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains(" faster — significant")
+            && out.stdout.contains(" slower — significant"),
+        "{out:?}"
+    );
+    // performs_all_benchmarks_in_parameter_scan,
+    // performs_reference_and_all_benchmarks_in_parameter_scan
+    let scan = [
+        "--runs=1",
+        "--parameter-scan",
+        "time",
+        "30",
+        "45",
+        "--parameter-step-size",
+        "5",
+    ];
+    let out = sb.bench(scan.iter().copied().chain(["echo {time}"])).ok();
+    for (i, t) in [30, 35, 40, 45].iter().enumerate() {
+        assert!(
+            out.stdout
+                .contains(&format!("Benchmark {}: echo {t}", i + 1)),
+            "{out:?}"
+        );
+    }
+    assert!(!out.stdout.contains("echo 50"), "{out:?}");
+    let out = sb
+        .bench(
+            scan.iter()
+                .copied()
+                .chain(["--reference=echo 25", "echo {time}"]),
+        )
+        .ok();
+    assert!(out.stdout.contains("Benchmark 1: echo 25"), "{out:?}");
+    assert!(out.stdout.contains("Benchmark 5: echo 45"), "{out:?}");
+    assert!(!out.stdout.contains("Benchmark 6"), "{out:?}");
+    // intermediate_results_are_not_exported_to_stdout
+    let out = sb
+        .bench([
+            "--runs=2",
+            "--style=none",
+            "--export-markdown",
+            "-",
+            "sleep 0.01",
+            "sleep 0.02",
+        ])
+        .ok();
+    assert_eq!(out.stdout.matches("sleep 0.01").count(), 1, "{out:?}");
+    assert_eq!(out.stdout.matches("sleep 0.02").count(), 1, "{out:?}");
+    // exports_intermediate_results_to_file: see
+    // a_command_that_fails_at_its_first_run_leaves_the_others_measured_and_exported.
+    // unused_parameters_are_shown_in_benchmark_name
+    let out = sb
+        .bench(["--runs=2", "-L", "branch", "master,feature", "echo test"])
+        .ok();
+    assert!(
+        out.stdout.contains("echo test (branch = master)")
+            && out.stdout.contains("echo test (branch = feature)"),
+        "{out:?}"
+    );
+    // speed_comparison_sort_order. One difference, on purpose: hyperfine
+    // compares with the fastest command, perfsleuth with the first (or the
+    // --reference), the base a change is judged against. --sort orders the
+    // tables: mean-time puts the fastest first, command and auto keep the
+    // order given.
+    let table = |sort: &str| {
+        let out = sb
+            .bench([
+                "--runs=3",
+                &format!("--sort={sort}"),
+                "--export-markdown=-",
+                "sleep 0.02",
+                "sleep 0.01",
+            ])
+            .ok();
+        // (the report goes to stderr while the table takes stdout)
+        assert!(
+            out.stderr.contains("Comparison with `sleep 0.02`:"),
+            "{sort}: {out:?}"
+        );
+        let (slow, fast) = (
+            out.stdout.rfind("| `sleep 0.02`").expect("a row"),
+            out.stdout.rfind("| `sleep 0.01`").expect("a row"),
+        );
+        fast < slow
+    };
+    assert!(table("mean-time"));
+    assert!(!table("command"));
+    assert!(!table("auto"));
+}
+
+#[test]
+fn exits_quietly_when_stdout_is_closed() {
+    // hyperfine's regression test: a closed stdout pipe is no panic, and
+    // no failure either.
+    let sb = Sandbox::new();
+    for args in [
+        vec!["--runs=1", "echo dummy benchmark"],
+        vec!["--runs=1", "--export-json=-", "echo dummy benchmark"],
+        vec!["--runs=1", "echo dummy benchmark", "echo second benchmark"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = sb
+            .std_cmd()
+            .arg("run")
+            .arg("--store")
+            .arg(sb.store())
+            .args(&args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(out.status.success(), "{args:?}: {stderr}");
+    }
 }

@@ -191,7 +191,7 @@ fn runs_min_runs_and_max_runs_reject_out_of_range_values() {
     let sb = Sandbox::new();
     sb.bench(["--runs", "0", "true"]).clap_error("--runs");
     sb.bench(["--runs", "-1", "true"]).clap_error("");
-    sb.bench(["--min-runs", "1", "true"])
+    sb.bench(["--min-runs", "0", "true"])
         .clap_error("--min-runs");
     sb.bench(["--max-runs", "1", "true"])
         .clap_error("--max-runs");
@@ -277,7 +277,7 @@ fn precision_rejects_invalid_values() {
     let sb = Sandbox::new();
     sb.bench(["--precision", "abc", "true"])
         .clap_error("invalid percentage `abc`");
-    sb.bench(["--precision", "0", "true"])
+    sb.bench(["--precision", "-1", "true"])
         .clap_error("between 0 and 100");
     sb.bench(["--precision", "150%", "true"])
         .clap_error("between 0 and 100");
