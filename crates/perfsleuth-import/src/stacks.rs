@@ -73,7 +73,10 @@ pub fn parse_folded(text: &str, source: &str) -> Result<StackProfile, ImportErro
 /// weighs `perf script` samples by their period).
 fn parse_weighted(text: &str, source: &str, weight: u64) -> Result<StackProfile, ImportError> {
     let mut frames: Vec<ProfileFrame> = Vec::new();
-    let mut index: HashMap<ProfileFrame, u32> = HashMap::default();
+    // Keyed by the frame's text where it lies in the file, so a frame is
+    // built (and its name copied) once: `frame_of` gives each text a frame
+    // of its own, so the frames stay unique.
+    let mut index: HashMap<&str, u32> = HashMap::default();
     let mut by_stack: HashMap<Vec<u32>, u64> = HashMap::default();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim_end();
@@ -110,9 +113,8 @@ fn parse_weighted(text: &str, source: &str, weight: u64) -> Result<StackProfile,
             .split(';')
             .filter(|f| !f.is_empty())
             .map(|f| {
-                let frame = frame_of(f);
-                *index.entry(frame.clone()).or_insert_with(|| {
-                    frames.push(frame);
+                *index.entry(f).or_insert_with(|| {
+                    frames.push(frame_of(f));
                     (frames.len() - 1) as u32
                 })
             })

@@ -936,8 +936,20 @@ pub struct ProfileStack {
     pub counts: Vec<u32>,
 }
 
-/// One function's samples in each profiled run of a [`StackProfile`].
+/// The functions a profile's headline names, and the rest in two numbers
+/// ([`StackProfile::top_functions`]).
 #[derive(Debug, Clone, PartialEq)]
+pub struct TopFunctions {
+    /// The first functions, in [`StackProfile::functions`]' order.
+    pub named: Vec<FunctionSamples>,
+    /// How many of the others have samples of their own.
+    pub others: usize,
+    /// Their self samples, over all runs.
+    pub others_self: u64,
+}
+
+/// One function's samples in each profiled run of a [`StackProfile`].
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct FunctionSamples {
     /// The function (an inlined one is a function of its own).
     pub frame: ProfileFrame,
@@ -1079,46 +1091,54 @@ impl StackProfile {
     /// for each reason (`fetch_row` off the CPU in poll is not `fetch_row`
     /// on it); the `[off-cpu: …]` pseudo-frames are no function.
     pub fn functions(&self) -> Vec<FunctionSamples> {
+        self.top_functions(usize::MAX).named
+    }
+
+    /// The first `n` of [`StackProfile::functions`], and how many of the
+    /// others have time of their own and how much: what a profile's
+    /// headline needs, without building a row for each of millions of
+    /// frames (an imported profile may name that many).
+    pub fn top_functions(&self, n: usize) -> TopFunctions {
         let runs = self.iterations.len();
-        let mut by: Vec<FunctionSamples> = self
-            .frames
-            .iter()
-            .map(|f| FunctionSamples {
-                frame: f.clone(),
-                off_cpu: None,
-                thread: None,
-                self_counts: vec![0; runs],
-                inclusive: vec![0; runs],
-            })
-            .collect();
-        // (canonical frame, reason) → its entry in `waiting`.
-        let mut waiting: Vec<FunctionSamples> = Vec::new();
-        let mut waiting_at: foldhash::HashMap<(usize, OffCpuReason, usize), usize> =
-            foldhash::HashMap::default();
         // Frames are unique per (function, module, inlined); merge the
         // inlined and outlined copies of one function.
-        let mut canonical: Vec<usize> = (0..self.frames.len()).collect();
+        let mut canonical: Vec<u32> = (0..self.frames.len() as u32).collect();
         {
-            // A profile may name millions of frames: a fast hash.
-            let mut first: foldhash::HashMap<(&str, &str), usize> = foldhash::HashMap::default();
-            for (i, f) in self.frames.iter().enumerate() {
-                canonical[i] = *first
-                    .entry((f.function.as_str(), f.module.as_str()))
-                    .or_insert(i);
+            // Only the names some inlined frame has can have two frames: a
+            // table of those (few) rather than of every frame (an imported
+            // profile may name millions).
+            fn key(f: &ProfileFrame) -> (&str, &str) {
+                (f.function.as_str(), f.module.as_str())
             }
-        }
-        let mut seen = Vec::new();
-        for s in &self.stacks {
-            seen.clear();
-            for &f in &s.frames {
-                let c = canonical.get(f as usize).copied().unwrap_or(0);
-                if !seen.contains(&c) {
-                    seen.push(c);
+            let mut first: foldhash::HashMap<(&str, &str), u32> = self
+                .frames
+                .iter()
+                .filter(|f| f.inlined)
+                .map(|f| (key(f), u32::MAX))
+                .collect();
+            if !first.is_empty() {
+                for (i, f) in self.frames.iter().enumerate() {
+                    if let Some(at) = first.get_mut(&key(f)) {
+                        if *at == u32::MAX {
+                            *at = i as u32;
+                        }
+                        canonical[i] = *at;
+                    }
                 }
             }
-            // Off the CPU: the innermost frame outside the C library (the
-            // leaf itself where every frame is in it) owns the wait.
-            let owner = self.off_cpu_reason(s).map(|reason| {
+        }
+        let canon = |f: u32| canonical.get(f as usize).copied();
+        // Off the CPU: the innermost frame outside the C library (the leaf
+        // itself where every frame is in it) owns the wait, a function of
+        // its own per (frame, reason, thread).
+        let mut waiting: Vec<FunctionSamples> = Vec::new();
+        let mut waiting_at: foldhash::HashMap<(u32, OffCpuReason, u32), usize> =
+            foldhash::HashMap::default();
+        let owners: Vec<Option<usize>> = self
+            .stacks
+            .iter()
+            .map(|s| {
+                let reason = self.off_cpu_reason(s)?;
                 let inner = &s.frames[..s.frames.len() - 1];
                 let at = inner
                     .iter()
@@ -1129,18 +1149,12 @@ impl StackProfile {
                             .is_some_and(|f| !is_c_library(f))
                     })
                     .or(inner.last())
-                    .and_then(|&f| canonical.get(f as usize).copied());
-                let entry = self
-                    .thread_entry(inner)
-                    .and_then(|f| canonical.get(f as usize).copied());
-                let key = (
-                    at.unwrap_or(usize::MAX),
-                    reason,
-                    entry.unwrap_or(usize::MAX),
-                );
-                *waiting_at.entry(key).or_insert_with(|| {
+                    .and_then(|&f| canon(f));
+                let entry = self.thread_entry(inner).and_then(canon);
+                let key = (at.unwrap_or(u32::MAX), reason, entry.unwrap_or(u32::MAX));
+                Some(*waiting_at.entry(key).or_insert_with(|| {
                     let frame = at
-                        .and_then(|c| self.frames.get(c).cloned())
+                        .and_then(|c| self.frames.get(c as usize).cloned())
                         .unwrap_or_else(|| ProfileFrame {
                             function: "[unknown]".into(),
                             module: String::new(),
@@ -1150,50 +1164,145 @@ impl StackProfile {
                         frame,
                         off_cpu: Some(reason),
                         thread: entry
-                            .and_then(|e| self.frames.get(e))
+                            .and_then(|e| self.frames.get(e as usize))
                             .map(|f| f.function.clone()),
                         self_counts: vec![0; runs],
                         inclusive: vec![0; runs],
                     });
                     waiting.len() - 1
-                })
-            });
-            for (r, &n) in s.counts.iter().enumerate().take(runs) {
-                for &c in &seen {
-                    if let Some(f) = by.get_mut(c) {
+                }))
+            })
+            .collect();
+        // Pass one: every function's totals, in flat tables (no row per
+        // frame), to rank them. `mark` counts a recursive function's stack
+        // once: the stack that last counted each frame.
+        let mut self_total = vec![0u64; self.frames.len()];
+        let mut inclusive_total = vec![0u64; self.frames.len()];
+        let mut mark = vec![u32::MAX; self.frames.len()];
+        let visit = |si: usize, s: &ProfileStack, mark: &mut Vec<u32>, f: &mut dyn FnMut(u32)| {
+            for &fr in &s.frames {
+                if let Some(c) = canon(fr)
+                    && mark[c as usize] != si as u32
+                {
+                    mark[c as usize] = si as u32;
+                    f(c);
+                }
+            }
+        };
+        for (si, s) in self.stacks.iter().enumerate() {
+            let n: u64 = s.counts.iter().take(runs).map(|&c| u64::from(c)).sum();
+            visit(si, s, &mut mark, &mut |c| inclusive_total[c as usize] += n);
+            match owners[si] {
+                Some(w) => {
+                    for (r, &c) in s.counts.iter().enumerate().take(runs) {
+                        waiting[w].self_counts[r] += u64::from(c);
+                        waiting[w].inclusive[r] += u64::from(c);
+                    }
+                }
+                None => {
+                    if let Some(leaf) = s.frames.last().and_then(|&f| canon(f)) {
+                        self_total[leaf as usize] += n;
+                    }
+                }
+            }
+        }
+        // The candidates in the order the rows were first listed (frames,
+        // then waits), which breaks the ties of equal totals and names.
+        #[derive(Clone, Copy)]
+        enum Row {
+            Frame(u32),
+            Wait(usize),
+        }
+        let keyed = |row: Row| -> (u64, u64, &str) {
+            match row {
+                Row::Frame(i) => (
+                    self_total[i as usize],
+                    inclusive_total[i as usize],
+                    self.frames[i as usize].function.as_str(),
+                ),
+                Row::Wait(w) => (
+                    waiting[w].self_total(),
+                    waiting[w].inclusive_total(),
+                    waiting[w].frame.function.as_str(),
+                ),
+            }
+        };
+        let mut rows: Vec<(usize, Row)> = (0..self.frames.len())
+            .filter(|&i| {
+                canonical[i] == i as u32
+                    && self.frames[i].module != OFF_CPU_MODULE
+                    && inclusive_total[i] > 0
+            })
+            .map(|i| Row::Frame(i as u32))
+            .chain((0..waiting.len()).map(Row::Wait))
+            .enumerate()
+            .collect();
+        let order = |a: &(usize, Row), b: &(usize, Row)| {
+            let (ka, kb) = (keyed(a.1), keyed(b.1));
+            kb.0.cmp(&ka.0)
+                .then(kb.1.cmp(&ka.1))
+                .then(ka.2.cmp(kb.2))
+                .then(a.0.cmp(&b.0))
+        };
+        if n < rows.len() {
+            rows.select_nth_unstable_by(n, order);
+        }
+        let rest = rows.split_off(n.min(rows.len()));
+        rows.sort_unstable_by(order);
+        let others_self: Vec<u64> = rest
+            .iter()
+            .map(|&(_, r)| keyed(r).0)
+            .filter(|&t| t > 0)
+            .collect();
+        // Pass two: the per-run counts of the rows kept.
+        let mut slot = vec![u32::MAX; self.frames.len()];
+        let mut named: Vec<FunctionSamples> = Vec::with_capacity(rows.len());
+        let mut waits = waiting.into_iter().map(Some).collect::<Vec<_>>();
+        for &(_, row) in &rows {
+            match row {
+                Row::Frame(i) => {
+                    slot[i as usize] = named.len() as u32;
+                    let mut frame = self.frames[i as usize].clone();
+                    frame.inlined = false;
+                    named.push(FunctionSamples {
+                        frame,
+                        off_cpu: None,
+                        thread: None,
+                        self_counts: vec![0; runs],
+                        inclusive: vec![0; runs],
+                    });
+                }
+                Row::Wait(w) => {
+                    let mut f = waits[w].take().unwrap_or_default();
+                    f.frame.inlined = false;
+                    named.push(f);
+                }
+            }
+        }
+        mark.fill(u32::MAX);
+        for (si, s) in self.stacks.iter().enumerate() {
+            let counts = &s.counts[..s.counts.len().min(runs)];
+            visit(si, s, &mut mark, &mut |c| {
+                if let Some(f) = named.get_mut(slot[c as usize] as usize) {
+                    for (r, &n) in counts.iter().enumerate() {
                         f.inclusive[r] += u64::from(n);
                     }
                 }
-                if let Some(w) = owner {
-                    waiting[w].self_counts[r] += u64::from(n);
-                    waiting[w].inclusive[r] += u64::from(n);
-                } else if let Some(&leaf) = s.frames.last()
-                    && let Some(f) = canonical.get(leaf as usize).and_then(|&c| by.get_mut(c))
-                {
+            });
+            if owners[si].is_none()
+                && let Some(leaf) = s.frames.last().and_then(|&f| canon(f))
+                && let Some(f) = named.get_mut(slot[leaf as usize] as usize)
+            {
+                for (r, &n) in counts.iter().enumerate() {
                     f.self_counts[r] += u64::from(n);
                 }
             }
         }
-        let keep: Vec<bool> = (0..by.len())
-            .map(|i| canonical[i] == i && self.frames[i].module != OFF_CPU_MODULE)
-            .collect();
-        let mut out: Vec<FunctionSamples> = by
-            .into_iter()
-            .zip(keep)
-            .filter(|(f, keep)| *keep && f.inclusive_total() > 0)
-            .chain(waiting.into_iter().map(|f| (f, true)))
-            .map(|(mut f, _)| {
-                f.frame.inlined = false;
-                f
-            })
-            .collect();
-        out.sort_by(|a, b| {
-            b.self_total()
-                .cmp(&a.self_total())
-                .then(b.inclusive_total().cmp(&a.inclusive_total()))
-                .then(a.frame.function.cmp(&b.frame.function))
-        });
-        out
+        TopFunctions {
+            named,
+            others: others_self.len(),
+            others_self: others_self.iter().sum(),
+        }
     }
 
     /// Keeps only the runs of `iterations` (those whose samples were kept:
@@ -1982,6 +2091,81 @@ mod tests {
         assert_eq!(p.run_cpu_ns(), vec![2e6, 3e6]);
         assert_eq!(p.run_time_ns(), vec![14e6, 16e6]);
         assert_eq!(p.on_cpu_samples(), 5);
+    }
+
+    #[test]
+    fn the_top_functions_are_the_first_rows_of_all_and_the_rest_is_counted() {
+        let f = |n: &str, inlined: bool| ProfileFrame {
+            function: n.into(),
+            module: "m".into(),
+            inlined,
+        };
+        let stack = |frames: Vec<u32>, counts: Vec<u32>| ProfileStack { frames, counts };
+        let p = StackProfile {
+            event: "cpu-clock".into(),
+            period_ns: 1_000_000,
+            iterations: vec![0, 1],
+            frames: vec![
+                f("main", false),
+                f("rec", false),
+                f("tie_b", false),
+                f("tie_a", false),
+                f("hot", true),
+                f("hot", false),
+                ProfileFrame {
+                    module: "libc.so.6".into(),
+                    ..f("__poll", false)
+                },
+                OffCpuReason::Poll.frame(),
+                f("cold", false),
+            ],
+            stacks: vec![
+                // `rec` calls itself: its stack counts once in its total.
+                stack(vec![0, 1, 1, 1], vec![3, 4]),
+                // Equal totals: the name breaks the tie, then the order.
+                stack(vec![0, 2], vec![2, 2]),
+                stack(vec![0, 3], vec![2, 2]),
+                // The inlined and outlined copies of `hot` are one function.
+                stack(vec![0, 4], vec![5, 0]),
+                stack(vec![0, 5], vec![0, 6]),
+                stack(vec![0, 1, 6, 7], vec![1, 1]),
+                stack(vec![0, 8], vec![0, 1]),
+            ],
+            ..StackProfile::default()
+        };
+        let all = p.functions();
+        let label: Vec<String> = all.iter().map(FunctionSamples::label).collect();
+        assert_eq!(
+            label,
+            [
+                "`hot`",
+                "`rec`",
+                "`tie_a`",
+                "`tie_b`",
+                "`rec` (off CPU: poll)",
+                "`cold`",
+                "`main`",
+                "`__poll`"
+            ]
+        );
+        assert_eq!(all[0].self_counts, vec![5, 6]);
+        assert_eq!(all[1].inclusive, vec![4, 5]);
+        assert_eq!(all[6].inclusive, vec![13, 16]);
+        for n in 0..=all.len() + 1 {
+            let top = p.top_functions(n);
+            let rest = &all[n.min(all.len())..];
+            assert_eq!(top.named, all[..n.min(all.len())], "{n}");
+            assert_eq!(
+                top.others,
+                rest.iter().filter(|f| f.self_total() > 0).count(),
+                "{n}"
+            );
+            assert_eq!(
+                top.others_self,
+                rest.iter().map(FunctionSamples::self_total).sum::<u64>(),
+                "{n}"
+            );
+        }
     }
 
     #[test]

@@ -289,9 +289,9 @@ pub fn profile_section(name: &str, p: &perfsleuth_model::StackProfile) -> String
     let total = p.samples.max(1) as f64;
     let share = |n: u64| perfsleuth_model::quantity::format_share(n as f64 / total, 1);
     let rows: Vec<Vec<String>> = p
-        .functions()
+        .top_functions(20)
+        .named
         .iter()
-        .take(20)
         .map(|f| {
             vec![
                 f.label().replace('`', ""),

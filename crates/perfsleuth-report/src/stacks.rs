@@ -20,10 +20,10 @@ pub fn stacks_headline(p: &StackProfile) -> String {
     if p.samples == 0 {
         return "no samples (the runs were too short, or spent no time on CPU)".into();
     }
-    let functions = p.functions();
-    let named: Vec<String> = functions
+    let top = p.top_functions(NAMED);
+    let named: Vec<String> = top
+        .named
         .iter()
-        .take(NAMED)
         .map(|f| {
             format!(
                 "{} {}",
@@ -33,20 +33,13 @@ pub fn stacks_headline(p: &StackProfile) -> String {
         })
         .collect();
     // Functions with time of their own: a caller's inclusive time is not more.
-    let others: Vec<u64> = functions
-        .iter()
-        .skip(NAMED)
-        .map(|f| f.self_total())
-        .filter(|&n| n > 0)
-        .collect();
-    let rest: u64 = others.iter().sum();
     let mut t = named.join(", ");
-    if rest > 0 {
+    if top.others_self > 0 {
         t.push_str(&format!(
             ", {} in {} other function{}",
-            rounded_share(rest as f64 / p.samples as f64),
-            others.len(),
-            if others.len() == 1 { "" } else { "s" }
+            rounded_share(top.others_self as f64 / p.samples as f64),
+            top.others,
+            if top.others == 1 { "" } else { "s" }
         ));
     }
     t.push_str(if p.has_off_cpu() {

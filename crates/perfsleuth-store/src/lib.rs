@@ -265,6 +265,11 @@ pub trait Store {
     /// Loads a whole run: environment merged from its env row and context, benchmarks in insertion order, samples in iteration order, probe results in the order stored; `Ok(None)` if no such id.
     fn load_run(&self, id: i64) -> Result<Option<Run>, StoreError>;
 
+    /// [`Store::load_run`] without the sampled profiles (`stacks` and
+    /// `allocs` are `None`): for what reads the measurements or the
+    /// environment only, where a large profile would cost seconds.
+    fn load_run_measurements(&self, id: i64) -> Result<Option<Run>, StoreError>;
+
     /// Lists runs newest first, at most `limit` of them.
     fn list_runs(&self, limit: Option<usize>) -> Result<Vec<RunListing>, StoreError>;
 

@@ -50,6 +50,17 @@ fn json<T>(place: &Path, r: Result<T, serde_json::Error>) -> Result<T, StoreErro
     })
 }
 
+/// Column `i` of `row`, JSON or NULL, parsed where it lies.
+fn opt_json<T: serde::de::DeserializeOwned>(
+    place: &Path,
+    row: &Row,
+    i: usize,
+) -> Result<Option<T>, StoreError> {
+    row.opt_str(i)?
+        .map(|text| json(place, serde_json::from_str(text)))
+        .transpose()
+}
+
 impl RunKind {
     /// The SQL condition on `runs` (aliased `r`) selecting this kind.
     fn condition(self, dialect: Dialect) -> String {
@@ -167,10 +178,7 @@ fn insert_benchmark<D: Db + ?Sized>(
         place,
         bench.locks.as_ref().map(serde_json::to_string).transpose(),
     )?;
-    let stacks = json(
-        place,
-        bench.stacks.as_ref().map(serde_json::to_string).transpose(),
-    )?;
+    let stacks = json(place, bench.stacks.as_ref().map(stacks_json).transpose())?;
     let allocs = json(
         place,
         bench.allocs.as_ref().map(serde_json::to_string).transpose(),
@@ -312,13 +320,33 @@ pub(crate) fn set_locks<D: Db + ?Sized>(
     set_benchmark_json(db, benchmark_id, "locks", serde_json::to_string(locks))
 }
 
+/// A profile's stacks as JSON, written into a buffer sized for them first:
+/// an imported profile's text may be hundreds of megabytes, and a growing
+/// one would be copied (and held twice) at each doubling.
+fn stacks_json(stacks: &StackProfile) -> serde_json::Result<String> {
+    let size = 256
+        + stacks
+            .frames
+            .iter()
+            .map(|f| f.function.len() + f.module.len() + 32)
+            .sum::<usize>()
+        + stacks
+            .stacks
+            .iter()
+            .map(|s| 8 * (s.frames.len() + s.counts.len()) + 32)
+            .sum::<usize>();
+    let mut out = Vec::with_capacity(size);
+    serde_json::to_writer(&mut out, stacks)?;
+    String::from_utf8(out).map_err(<serde_json::Error as serde::ser::Error>::custom)
+}
+
 /// [`crate::Store::set_stacks`].
 pub(crate) fn set_stacks<D: Db + ?Sized>(
     db: &D,
     benchmark_id: i64,
     stacks: &StackProfile,
 ) -> Result<(), StoreError> {
-    set_benchmark_json(db, benchmark_id, "stacks", serde_json::to_string(stacks))
+    set_benchmark_json(db, benchmark_id, "stacks", stacks_json(stacks))
 }
 
 /// [`crate::Store::set_allocs`]: the profile, and each profiled run's
@@ -359,7 +387,7 @@ pub(crate) fn attach_stacks<D: Db + ?Sized>(
     position: usize,
     stacks: &StackProfile,
 ) -> Result<bool, StoreError> {
-    let text = json(db.place(), serde_json::to_string(stacks))?;
+    let text = json(db.place(), stacks_json(stacks))?;
     let changed = db.execute(
         "UPDATE benchmarks SET stacks = ?1 WHERE run_id = ?2 AND position = ?3 \
          AND stacks IS NULL AND run_id IN (SELECT id FROM runs WHERE project = ?4)",
@@ -496,8 +524,13 @@ pub(crate) fn run_by_uuid<D: Db + ?Sized>(db: &D, uuid: &str) -> Result<Option<i
     .transpose()
 }
 
-/// [`crate::Store::load_run`].
-pub(crate) fn load_run<D: Db + ?Sized>(db: &D, id: i64) -> Result<Option<Run>, StoreError> {
+/// [`crate::Store::load_run`] and, without the sampled profiles,
+/// [`crate::Store::load_run_measurements`].
+pub(crate) fn load_run<D: Db + ?Sized>(
+    db: &D,
+    id: i64,
+    profiles: bool,
+) -> Result<Option<Run>, StoreError> {
     let place = db.place();
     // One read transaction, so a concurrent writer cannot show us half a state.
     transaction(db, false, || {
@@ -512,42 +545,35 @@ pub(crate) fn load_run<D: Db + ?Sized>(db: &D, id: i64) -> Result<Option<Run>, S
             return Ok(None);
         };
         let mut benchmarks = Vec::new();
+        // A sampled profile may be hundreds of megabytes of JSON: not read
+        // where it is not used.
+        let sampled = if profiles {
+            "stacks, allocs"
+        } else {
+            "NULL, NULL"
+        };
         let bench_rows = db.query(
-            "SELECT id, name, command, argv, parameters, facts, profile, summaries, locks, \
-             stacks, allocs FROM benchmarks WHERE run_id = ?1 ORDER BY position",
+            &format!(
+                "SELECT id, name, command, argv, parameters, facts, profile, summaries, locks, \
+                 {sampled} FROM benchmarks WHERE run_id = ?1 ORDER BY position"
+            ),
             &vals![id],
         )?;
-        for b in &bench_rows {
+        // Each row dropped once read: a profile's text is freed before the
+        // next one is parsed.
+        for b in bench_rows {
             benchmarks.push(Benchmark {
                 name: b.text(1)?,
                 command: b.text(2)?,
                 argv: json(place, serde_json::from_str(&b.text(3)?))?,
                 parameters: json(place, serde_json::from_str(&b.text(4)?))?,
-                facts: match b.opt_text(5)? {
-                    Some(text) => json(place, serde_json::from_str(&text))?,
-                    None => Environment::default(),
-                },
+                facts: opt_json(place, &b, 5)?.unwrap_or_default(),
                 samples: load_samples(db, b.int(0)?)?,
-                profile: match b.opt_text(6)? {
-                    Some(text) => Some(json(place, serde_json::from_str(&text))?),
-                    None => None,
-                },
-                summaries: match b.opt_text(7)? {
-                    Some(text) => json(place, serde_json::from_str(&text))?,
-                    None => Vec::new(),
-                },
-                locks: match b.opt_text(8)? {
-                    Some(text) => Some(json(place, serde_json::from_str(&text))?),
-                    None => None,
-                },
-                stacks: match b.opt_text(9)? {
-                    Some(text) => Some(json(place, serde_json::from_str(&text))?),
-                    None => None,
-                },
-                allocs: match b.opt_text(10)? {
-                    Some(text) => Some(json(place, serde_json::from_str(&text))?),
-                    None => None,
-                },
+                profile: opt_json(place, &b, 6)?,
+                summaries: opt_json(place, &b, 7)?.unwrap_or_default(),
+                locks: opt_json(place, &b, 8)?,
+                stacks: opt_json(place, &b, 9)?,
+                allocs: opt_json(place, &b, 10)?,
             });
         }
         let probes = load_probe_results(db, id)?;
@@ -822,7 +848,8 @@ pub(crate) fn same_binary_runs<D: Db + ?Sized>(
         if comparability_hash(&machine) != wanted {
             continue;
         }
-        let Some(mut run) = load_run(db, run_id)? else {
+        // For their samples (the noise they show): their profiles are not read.
+        let Some(mut run) = load_run(db, run_id, false)? else {
             continue;
         };
         // Matched again on the loaded run rather than by position, so
@@ -1419,7 +1446,10 @@ macro_rules! impl_store {
                 queries::run_by_uuid(self, uuid)
             }
             fn load_run(&self, id: i64) -> Result<Option<Run>, StoreError> {
-                queries::load_run(self, id)
+                queries::load_run(self, id, true)
+            }
+            fn load_run_measurements(&self, id: i64) -> Result<Option<Run>, StoreError> {
+                queries::load_run(self, id, false)
             }
             fn list_runs(&self, limit: Option<usize>) -> Result<Vec<RunListing>, StoreError> {
                 queries::list_runs(self, limit)

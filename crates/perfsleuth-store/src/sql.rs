@@ -123,9 +123,15 @@ impl Row {
 
     /// A text or NULL.
     pub(crate) fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        Ok(self.opt_str(i)?.map(str::to_string))
+    }
+
+    /// A text or NULL, borrowed: a profile's JSON may be hundreds of
+    /// megabytes, parsed where it lies rather than copied first.
+    pub(crate) fn opt_str(&self, i: usize) -> Result<Option<&str>, StoreError> {
         match self.at(i) {
             Val::Null => Ok(None),
-            Val::Text(s) => Ok(Some(s.clone())),
+            Val::Text(s) => Ok(Some(s)),
             _ => Err(self.wrong(i, "text")),
         }
     }

@@ -199,6 +199,14 @@ fn a_measured_run_and_an_ingested_run_load_back_identically() {
         expected.id = Some(id);
         expected.uuid = loaded.uuid.clone();
         assert_eq!(loaded, expected, "{name}");
+        // Without the profiles: the same run, its stacks (and allocations) left out.
+        let light = store.load_run_measurements(id).unwrap().expect("stored");
+        let mut bare = expected.clone();
+        for b in &mut bare.benchmarks {
+            b.stacks = None;
+            b.allocs = None;
+        }
+        assert_eq!(light, bare, "{name}");
 
         // The same run ingested whole into another project: equal but for its id.
         store.use_project("team");

@@ -170,12 +170,15 @@ fn resolve(
     }
     let store = open_existing_store(store)?;
     let id = store.resolve_run(spec).map_err(store_fail)?;
-    let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
-        Fail::usage(
-            format!("run {id} not found"),
-            "list the stored runs with `perfsleuth runs`",
-        )
-    })?;
+    let run = store
+        .load_run_measurements(id)
+        .map_err(store_fail)?
+        .ok_or_else(|| {
+            Fail::usage(
+                format!("run {id} not found"),
+                "list the stored runs with `perfsleuth runs`",
+            )
+        })?;
     Ok((format!("run {id}"), run.environment))
 }
 

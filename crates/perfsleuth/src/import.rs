@@ -90,7 +90,7 @@ pub fn import(args: ImportArgs) -> Result<i32, Fail> {
                 .flatten()
         });
         if let Some(format) = detected {
-            return import_profile(&args, format, &text, &label, target);
+            return import_profile(&args, format, text, &label, target);
         }
         if args.into.is_some() {
             return Err(Fail::usage(
@@ -215,7 +215,7 @@ fn already_profiled(name: &str, id: i64) -> Fail {
 fn import_profile(
     args: &ImportArgs,
     format: ProfileFormat,
-    text: &str,
+    text: String,
     label: &str,
     target: Option<Target>,
 ) -> Result<i32, Fail> {
@@ -225,9 +225,12 @@ fn import_profile(
     };
     let source = format!("{} ({label})", format.name());
     let parsed = match format {
-        ProfileFormat::Folded => perfsleuth_import::stacks::parse_folded(text, &source),
-        ProfileFormat::PerfScript => perfsleuth_import::stacks::parse_perf_script(text, &source),
+        ProfileFormat::Folded => perfsleuth_import::stacks::parse_folded(&text, &source),
+        ProfileFormat::PerfScript => perfsleuth_import::stacks::parse_perf_script(&text, &source),
     };
+    // The file's text is not needed once parsed: freed before the profile
+    // is written (a large file's text and its JSON are not held together).
+    drop(text);
     let profile = parsed.map_err(|e| {
         Fail::usage(
             format!("cannot import {label} as {}: {e}", format.name()),

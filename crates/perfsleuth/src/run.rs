@@ -83,7 +83,10 @@ pub fn run(
 fn report_repeats(args: &RunArgs) -> Result<(), Fail> {
     let store = output::open_existing_store(args.store.store.as_deref())?;
     let id = store.resolve_run("latest").map_err(output::store_fail)?;
-    let Some(latest) = store.load_run(id).map_err(output::store_fail)? else {
+    let Some(latest) = store
+        .load_run_measurements(id)
+        .map_err(output::store_fail)?
+    else {
         return Ok(());
     };
     let mut out = String::from("\n");
