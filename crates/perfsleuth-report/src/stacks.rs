@@ -302,6 +302,11 @@ fn flame_options<'a>(title: &str, unit: &str) -> inferno::flamegraph::Options<'a
     o.no_javascript = true;
     o.deterministic = true;
     o.hash = true;
+    // Frames under a pixel are invisible but would still set the graph's
+    // height: one thin deep stack (a page fault's kernel path) left most
+    // of the box empty above a shallow program. inferno's width is a
+    // percentage of the total; 0.1 % of 1 200 pixels is about one.
+    o.min_width = 0.1;
     o
 }
 
@@ -490,6 +495,32 @@ mod tests {
         );
         // Only that frame: alpha's keeps a warm colour.
         assert_eq!(svg.matches(OFF_CPU_FILL).count(), 1, "{svg}");
+    }
+
+    #[test]
+    fn a_flame_graph_is_as_tall_as_the_stacks_it_draws() {
+        let height = |svg: &str| -> usize {
+            let at = svg.find(" height=\"").unwrap() + " height=\"".len();
+            svg[at..][..svg[at..].find('"').unwrap()].parse().unwrap()
+        };
+        let shallow = "main;work;alpha 50000\nmain;work;beta 50000\n";
+        // 0.06 % of the time 40 frames deep: under a pixel wide.
+        let deep = format!(
+            "{shallow}main;work;{} 60\n",
+            (0..40)
+                .map(|i| format!("k{i}"))
+                .collect::<Vec<_>>()
+                .join(";")
+        );
+        let alone = flame_svg(shallow, "b", "µs a run").unwrap();
+        assert_eq!(
+            height(&flame_svg(&deep, "b", "µs a run").unwrap()),
+            height(&alone)
+        );
+        assert_eq!(
+            height(&diff_flame_svg(shallow, &deep, "b", "µs a run").unwrap()),
+            height(&alone)
+        );
     }
 
     #[test]
