@@ -43,7 +43,7 @@ def folded(path, n):
 
 
 def main():
-    exe = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/perfsleuth")
+    exe = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/perfsleuth")
     sizes = [int(a) for a in sys.argv[2:]] or [50_000, 100_000, 200_000]
     inferno = shutil.which("inferno-flamegraph")
     work = tempfile.mkdtemp(prefix="perfsleuth-bigprofile-")
