@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A big imported profile, end to end (issue 48, point 4): `import --into` of
-folded stacks, then `show` of the run, then `compare` of it with itself.
+folded stacks, then `show` of the run, `compare` of it with itself and its HTML `report`.
 
 The profile is the worst shape for a profile store: N unique stacks of 20
 frames, every frame a function of its own (as a JIT's or a template-heavy
@@ -57,7 +57,9 @@ def main():
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         rows = [("import --into", [exe, "import", "--store", f"sqlite:{store}", "--into", "latest", prof]),
                 ("show", [exe, "show", "--store", f"sqlite:{store}", "latest"]),
-                ("compare", [exe, "compare", "--store", f"sqlite:{store}", "latest", "latest"])]
+                ("compare", [exe, "compare", "--store", f"sqlite:{store}", "latest", "latest"]),
+                ("report", [exe, "report", "--store", f"sqlite:{store}", "-o",
+                            os.path.join(work, "r.html"), "latest"])]
         if inferno:
             rows.append(("inferno-flamegraph", [inferno, prof]))
         for what, argv in rows:
