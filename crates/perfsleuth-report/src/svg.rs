@@ -8,6 +8,8 @@
 //! skipped), and every line series is clipped to the plot area by explicit
 //! segment intersection, so no coordinate lies outside it.
 
+use crate::chart::{nice_step, ticks_with_step};
+use crate::markup::escape;
 use perfsleuth_model::quantity::MISSING;
 use std::fmt::Write as _;
 
@@ -787,78 +789,10 @@ fn wrap_notes(notes: &[String]) -> Vec<String> {
     lines
 }
 
-/// Formats a coordinate with fixed precision; never emits NaN/inf or "-0".
+/// A coordinate of the scale chart, at 0.01 px.
 fn c(v: f64) -> String {
-    if !v.is_finite() {
-        debug_assert!(false, "non-finite coordinate");
-        return "0".to_string();
-    }
-    let s = format!("{v:.2}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" || s.is_empty() {
-        "0".to_string()
-    } else {
-        s.to_string()
-    }
-}
-
-/// Escapes text for XML content and attribute values, dropping characters
-/// XML 1.0 forbids.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(' '),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The 1-2-5 step that divides `range` into at most about `target` intervals.
-fn nice_step(range: f64, target: f64) -> f64 {
-    let raw = range / target;
-    if !(raw.is_finite() && raw > 0.0) {
-        return 1.0;
-    }
-    let mag = 10f64.powf(raw.log10().floor());
-    let norm = raw / mag;
-    let m = if norm <= 1.0 {
-        1.0
-    } else if norm <= 2.0 {
-        2.0
-    } else if norm <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    m * mag
-}
-
-/// Multiples of `step` within `[lo, hi]` (inclusive, with a small tolerance).
-fn ticks_with_step(lo: f64, hi: f64, step: f64) -> Vec<f64> {
-    if !(lo.is_finite() && hi.is_finite() && step.is_finite() && step > 0.0 && hi >= lo) {
-        return Vec::new();
-    }
-    let first = (lo / step - 1e-9).ceil();
-    let last = (hi / step + 1e-9).floor();
-    if !(last - first).is_finite() || last - first > 1000.0 {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    let mut i = first;
-    while i <= last {
-        let t = i * step;
-        out.push(if t == 0.0 { 0.0 } else { t });
-        i += 1.0;
-    }
-    out
+    debug_assert!(v.is_finite(), "non-finite coordinate");
+    crate::markup::coord(v, 2)
 }
 
 /// "Nice" tick values (1-2-5 steps) covering `[lo, hi]` with at most about
@@ -1166,7 +1100,7 @@ mod tests {
         chart.notes = vec!["note </svg> & \u{1} end".into()];
         let svg = render_scale_svg(&chart);
         check_xml(&svg).unwrap();
-        assert!(svg.contains("a &lt;&amp;&gt; &quot;b&quot; &apos;c&apos;"));
+        assert!(svg.contains("a &lt;&amp;&gt; &quot;b&quot; &#39;c&#39;"));
         assert!(svg.contains("&lt;x&gt;"));
         assert!(svg.contains("fit &amp; more"));
         assert!(svg.contains("note &lt;/svg&gt; &amp;  end"));

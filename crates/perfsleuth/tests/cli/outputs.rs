@@ -5,9 +5,7 @@
 //! another live store; and the inputs and store names a hostile user tried.
 //! Each test here failed before its fix.
 
-mod common;
-
-use common::{Out, Sandbox};
+use crate::common::{Out, Sandbox};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::Duration;

@@ -2,9 +2,7 @@
 //! store, reads that hung or never ended, failures that exited 0. Each test
 //! here failed before its fix.
 
-mod common;
-
-use common::{Out, Sandbox};
+use crate::common::{Out, Sandbox};
 use std::path::Path;
 use std::time::Duration;
 
@@ -314,7 +312,11 @@ fn descriptors_do_not_grow_with_the_number_of_commands() {
     // in perfsleuth and in its spawner. 400 commands now run under 64.
     let sb = Sandbox::new();
     let out: Out = std::process::Command::new("sh")
-        .args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\"", common::BIN])
+        .args([
+            "-c",
+            "ulimit -n 64 && exec \"$0\" \"$@\"",
+            crate::common::BIN,
+        ])
         .args(["run", "--store", &sb.store(), "--color", "never"])
         .args(["-P", "n", "1", "400", "--runs", "2", "--warmup", "0"])
         .arg("true {n}")
@@ -528,7 +530,7 @@ fn an_empty_root_is_not_called_fit() {
     assert!(!out.stdout.contains("Fit for benchmarking"), "{out:?}");
     assert!(out.stdout.contains("Cannot tell whether"), "{out:?}");
     let out = sb.run(["env", "check", "--root", "empty", "--json"]);
-    let doc = common::parse_json(&out.stdout);
+    let doc = crate::common::parse_json(&out.stdout);
     assert_eq!(doc["fit"], false, "{doc}");
 }
 

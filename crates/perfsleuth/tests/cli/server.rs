@@ -4,9 +4,7 @@
 //! the server killed and restarted under 8 concurrent pushers without a run
 //! lost or duplicated.
 
-mod common;
-
-use common::{Out, Sandbox, chromium, parse_json, serve, serve_with, token};
+use crate::common::{Out, Sandbox, chromium, parse_json, serve, serve_with, token};
 use perfsleuth_store::StoreUrl;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -63,12 +61,12 @@ fn with_push_env(sb: &Sandbox, server: &str, token: &str, args: &[&str]) -> Out 
 #[test]
 fn a_ci_job_pushes_and_another_machine_reads_the_comparison() {
     // Declared first, dropped last: the server stops before its sandbox goes.
-    let common::Team {
+    let crate::common::Team {
         sandbox: server_box,
         store: team,
         secret,
         server,
-    } = common::team();
+    } = crate::common::team();
     let ci = Sandbox::new();
 
     // The CI job: two runs, each pushed as it is stored; a retry sends nothing twice.
@@ -159,12 +157,12 @@ fn the_readme_push_sequence_compares_the_newest_measured_run() {
     // older run arrives last; the server's `latest` was the last to arrive,
     // so the comparison came out reversed or not at all (issue 38).
     // Declared first, dropped last: the server stops before its sandbox goes.
-    let common::Team {
+    let crate::common::Team {
         sandbox: _server_box,
         store: _,
         secret,
         server,
-    } = common::team();
+    } = crate::common::team();
     let ci = Sandbox::new();
     ci.bench(["--warmup", "0", "--runs", "5", "-n", "work", "sleep 0.01"])
         .ok();

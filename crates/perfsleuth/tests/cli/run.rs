@@ -1,9 +1,7 @@
 //! `perfsleuth run`: every option, checked through real child processes, the
 //! files they leave behind, and what the store holds afterwards.
 
-mod common;
-
-use common::{Sandbox, bench_names, own_sleep, process_running_with, samples};
+use crate::common::{Sandbox, bench_names, own_sleep, process_running_with, samples};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -1311,7 +1309,7 @@ fn reference_by_index_and_by_name() {
         comparison_line(&out.stdout).starts_with("Comparison with `second`"),
         "{out:?}"
     );
-    let doc = common::parse_json(&std::fs::read_to_string(sb.path("e.json")).unwrap());
+    let doc = crate::common::parse_json(&std::fs::read_to_string(sb.path("e.json")).unwrap());
     assert_eq!(doc["summary"]["reference"], 1, "0-based index of `second`");
 }
 
@@ -1350,7 +1348,7 @@ fn piped_output_has_no_escapes_and_no_progress_bar() {
 #[test]
 fn piped_output_has_no_escapes_even_without_no_color() {
     let sb = Sandbox::new();
-    let out: common::Out = sb
+    let out: crate::common::Out = sb
         .cmd()
         .env_remove("NO_COLOR")
         .args(["run", "--no-store", "--warmup", "0", "--runs", "2", "true"])
@@ -1576,7 +1574,7 @@ fn bench_list_commands_run_from_the_config_s_directory_wherever_run_starts() {
     let script = sb.write("where.sh", "#!/bin/sh\npwd > ran-in.txt\n");
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     std::fs::create_dir(sb.path("sub")).unwrap();
-    let out: common::Out = sb
+    let out: crate::common::Out = sb
         .cmd()
         .current_dir(sb.path("sub"))
         .args([

@@ -1,9 +1,7 @@
 //! How failures are reported and cleaned up after: stderr of timed runs,
 //! intermittent failures, `--cleanup` after a failure, refused option mixes.
 
-mod common;
-
-use common::Sandbox;
+use crate::common::Sandbox;
 
 #[test]
 fn a_failing_timed_run_shows_stderr_from_an_untimed_rerun() {
@@ -69,7 +67,7 @@ fn a_command_that_floods_stderr_is_measured() {
     ])
     .ok();
     let doc = sb.show_json("latest");
-    assert_eq!(common::samples(&doc, 0).len(), 3);
+    assert_eq!(crate::common::samples(&doc, 0).len(), 3);
 }
 
 #[test]

@@ -3,9 +3,7 @@
 //! back by the benchmarked process itself from `/proc/self`, so the test
 //! checks what the child got, not what perfsleuth meant to give it.
 
-mod common;
-
-use common::Sandbox;
+use crate::common::Sandbox;
 use serde_json::Value;
 
 /// A command that prints what its process got: CPU set, THP, personality,
@@ -33,7 +31,7 @@ fn strings(test: &str) -> Option<(Sandbox, String)> {
     let sb = Sandbox::new();
     let prog = sb.gcc(
         "strings",
-        include_str!("../../../bench/simulation/strings.c"),
+        include_str!("../../../../bench/simulation/strings.c"),
         &[],
     );
     let cmd = format!("{} 20", prog.display());
@@ -277,7 +275,7 @@ fn simulation_variants_count_their_own_glibc_tunables() {
         "simulation",
         &cmd,
     ]);
-    common::Out::from(started.output().unwrap()).ok();
+    crate::common::Out::from(started.output().unwrap()).ok();
     let run = sb.show_json("latest")["run"]["benchmarks"][0]["samples"][0]["counters"]["Ir"]
         .as_f64()
         .unwrap();
@@ -441,7 +439,7 @@ fn settings_that_need_root_are_refused_for_other_users() {
         ("v=nice:5", "needs CAP_SYS_NICE"),
         ("v=sched:idle", "needs CAP_SYS_NICE"),
     ] {
-        let out: common::Out = std::process::Command::new("setpriv")
+        let out: crate::common::Out = std::process::Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(env!("CARGO_BIN_EXE_perfsleuth"))
             .args(["run", "--no-store", "--variant", spec, "true"])
@@ -494,7 +492,7 @@ fn variables_reach_the_program_under_valgrind_whose_launcher_edits_ld_library_pa
     }
     let sb = Sandbox::new();
     for spec in ["v=unset:LD_LIBRARY_PATH", "v=env:LD_LIBRARY_PATH=/opt/x"] {
-        let out: common::Out = sb
+        let out: crate::common::Out = sb
             .cmd()
             .args([
                 "run",

@@ -3,14 +3,12 @@
 //! its data points, text present, a screenshot that is not blank), and
 //! each bad input.
 
-mod common;
-
-use common::Sandbox;
+use crate::common::Sandbox;
 use std::path::Path;
 
 /// Runs headless Chromium on `page` with `args`; its stdout and stderr.
 fn chromium(page: &Path, args: &[&str]) -> (String, String) {
-    common::chromium(&format!("file://{}", page.display()), args)
+    crate::common::chromium(&format!("file://{}", page.display()), args)
 }
 
 /// What the browser made of `page`: the DOM it parsed, checked for console
@@ -49,7 +47,7 @@ fn in_browser(sb: &Sandbox, page: &Path) -> String {
     dom
 }
 
-fn report(sb: &Sandbox, args: &[&str]) -> common::Out {
+fn report(sb: &Sandbox, args: &[&str]) -> crate::common::Out {
     let store = sb.store();
     let mut all = vec!["report", "--store", &store];
     all.extend(args);
@@ -151,7 +149,7 @@ fn bad_input_is_an_error_with_a_hint() {
     // A run that measured nothing (an export with its samples taken out).
     sb.bench(["--runs", "3", "--export-json", "e.json", "true"])
         .ok();
-    let mut doc = common::parse_json(&std::fs::read_to_string(sb.path("e.json")).unwrap());
+    let mut doc = crate::common::parse_json(&std::fs::read_to_string(sb.path("e.json")).unwrap());
     for b in doc["run"]["benchmarks"].as_array_mut().unwrap() {
         b["samples"] = serde_json::json!([]);
     }

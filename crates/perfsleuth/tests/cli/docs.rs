@@ -1,8 +1,6 @@
 //! Shell completions, man pages and `--version`, generated from the parser.
 
-mod common;
-
-use common::Sandbox;
+use crate::common::Sandbox;
 use std::process::Command;
 
 #[test]

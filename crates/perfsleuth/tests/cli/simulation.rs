@@ -5,9 +5,7 @@
 //! tracefs can be mounted; `PERFSLEUTH_TEST_REQUIRE` turns those skips into
 //! failures (`perfsleuth_testkit`).
 
-mod common;
-
-use common::{Sandbox, parse_json};
+use crate::common::{Sandbox, parse_json};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
@@ -65,7 +63,7 @@ fn build(sb: &Sandbox, name: &str, extra: u32) -> PathBuf {
     out
 }
 
-fn sim(sb: &Sandbox, args: &[&str]) -> common::Out {
+fn sim(sb: &Sandbox, args: &[&str]) -> crate::common::Out {
     let store = sb.store();
     let mut all = vec!["run", "--mode", "simulation", "--store", store.as_str()];
     all.extend_from_slice(args);
@@ -225,7 +223,7 @@ fn failures_under_valgrind_and_missing_pieces_are_clear() {
     assert!(!failed.stderr.contains("=="), "{failed:?}");
     sim(&sb, &["./no-such-program 1"]).usage_error("not found");
     // valgrind not on PATH: the install hint.
-    let out: common::Out = sb
+    let out: crate::common::Out = sb
         .cmd()
         .env("PATH", sb.path("empty-bin"))
         .args(["run", "--mode", "simulation", "--no-store"])
@@ -411,7 +409,7 @@ fn walltime_and_simulation_runs_are_never_compared() {
 /// else (as root, with util-linux's `unshare`) inside a private mount
 /// namespace that mounts it for this one process; Err (with the reason)
 /// where neither works.
-fn with_tracefs(sb: &Sandbox, args: &[String]) -> Result<common::Out, String> {
+fn with_tracefs(sb: &Sandbox, args: &[String]) -> Result<crate::common::Out, String> {
     if std::path::Path::new("/sys/kernel/tracing/events").is_dir() {
         return Ok(sb.cmd().args(args).output().expect("start").into());
     }
@@ -419,7 +417,7 @@ fn with_tracefs(sb: &Sandbox, args: &[String]) -> Result<common::Out, String> {
     let out = Command::new("unshare")
         .args(["-m", "sh", "-c"])
         .arg(r#"mount -t tracefs nodev /sys/kernel/tracing && exec "$0" "$@""#)
-        .arg(common::BIN)
+        .arg(crate::common::BIN)
         .args(args)
         .env("NO_COLOR", "1")
         .current_dir(sb.root())

@@ -3,9 +3,7 @@
 //! fast; memory and bandwidth are the slow probes), so the file stays well
 //! under a minute on a 2-CPU machine.
 
-mod common;
-
-use common::{Out, Sandbox, assert_no_panic, parse_json};
+use crate::common::{Out, Sandbox, assert_no_panic, parse_json};
 use perfsleuth_model::{ImpactClass, Mode, Run, RunStatus};
 use perfsleuth_store::{SqliteStore, Store as _};
 use serde_json::Value;
@@ -548,7 +546,7 @@ fn current_is_probed_as_the_other_side_was_and_unlike_sides_are_not_judged() {
         .ok();
     std::fs::write(sb.path("quick.json"), &quick.stdout).unwrap();
     let out = sb.run(["probe", "diff", "full.json", "current", "--json"]);
-    let doc = common::parse_json(&out.stdout);
+    let doc = crate::common::parse_json(&out.stdout);
     assert_eq!(doc["b"]["quick"], false, "{doc}");
     // A quick side against a full one: listed, not judged, and said.
     let out = sb.run(["probe", "diff", "full.json", "quick.json"]);

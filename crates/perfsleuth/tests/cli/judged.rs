@@ -2,9 +2,7 @@
 //! CPU busy without waiting, wall time once a change adds waiting
 //! (docs/COMPARE.md, "Which time is judged").
 
-mod common;
-
-use common::Sandbox;
+use crate::common::Sandbox;
 
 #[test]
 fn a_change_that_adds_a_sleep_is_judged_on_wall_time_and_caught() {
@@ -14,7 +12,7 @@ fn a_change_that_adds_a_sleep_is_judged_on_wall_time_and_caught() {
     }
     let prog = sb.gcc(
         "wait",
-        include_str!("../../../bench/validation/progs/wait.c"),
+        include_str!("../../../../bench/validation/progs/wait.c"),
         &[],
     );
     let p = prog.display().to_string();
@@ -39,7 +37,7 @@ fn a_change_that_adds_a_sleep_is_judged_on_wall_time_and_caught() {
         &format!("{p} 3"),
     ])
     .ok();
-    let doc = common::parse_json(&std::fs::read_to_string(&export).unwrap());
+    let doc = crate::common::parse_json(&std::fs::read_to_string(&export).unwrap());
     let comparisons = doc["summary"]["comparisons"].as_array().unwrap();
     // The same busy program: judged on CPU time, from 30 adjacent pairs.
     let same = &comparisons[0]["time"];

@@ -1,8 +1,6 @@
 //! Where results are stored, and reading them back with `runs` and `show`.
 
-mod common;
-
-use common::{Out, Sandbox, parse_json, samples};
+use crate::common::{Out, Sandbox, parse_json, samples};
 use std::path::Path;
 use std::process::Stdio;
 
@@ -398,7 +396,7 @@ fn runs_on_a_missing_store_is_an_error_with_a_hint() {
     let sb = Sandbox::new();
     let out = sb.run(["runs", "--store", &sb.store()]);
     assert_eq!(out.code, 2, "{out:?}");
-    common::assert_no_panic(&out);
+    crate::common::assert_no_panic(&out);
     assert!(out.stderr.starts_with("error: "), "{out:?}");
     assert!(out.stderr.contains("no results stored yet"), "{out:?}");
     assert!(out.stderr.contains("perfsleuth run"), "hint: {out:?}");
@@ -500,7 +498,7 @@ fn show_unknown_runs_are_errors() {
     for spec in ["999", "latest~5", "abc", "latest~x", "-1"] {
         let out = sb.run(["show", "--store", &sb.store(), "--", spec]);
         assert_eq!(out.code, 2, "{spec}: {out:?}");
-        common::assert_no_panic(&out);
+        crate::common::assert_no_panic(&out);
         assert!(out.stderr.starts_with("error: "), "{spec}: {out:?}");
         assert!(out.stderr.contains("hint:"), "{spec}: {out:?}");
         assert!(out.stdout.is_empty(), "{spec}: {out:?}");
@@ -574,7 +572,7 @@ fn corrupted_store_is_refused_without_panicking() {
         let store = sb.store();
         all.extend(["--store", &store]);
         let out = sb.run(&all);
-        common::assert_no_panic(&out);
+        crate::common::assert_no_panic(&out);
         assert!(
             out.code == 0 || out.code == 2,
             "{args:?}: unexpected exit: {out:?}"
@@ -607,7 +605,7 @@ fn store_path_whose_parent_is_a_file_is_refused() {
         &["sh -c 'echo ran >> marker'"],
     );
     assert_eq!(out.code, 2, "{out:?}");
-    common::assert_no_panic(&out);
+    crate::common::assert_no_panic(&out);
     assert!(out.stderr.starts_with("error: "), "{out:?}");
     assert!(
         out.stderr.contains("plain/r.db") && out.stderr.contains("hint"),
@@ -688,7 +686,7 @@ fn runs_limit_zero_does_not_claim_the_store_is_empty() {
     let sb = Sandbox::new();
     sb.bench(["--warmup", "0", "--runs", "2", "true"]).ok();
     let out = sb.run(["runs", "--limit", "0", "--store", &sb.store()]);
-    common::assert_no_panic(&out);
+    crate::common::assert_no_panic(&out);
     assert!(
         out.code == 2 || !out.stdout.contains("No runs stored"),
         "{out:?}"
@@ -722,7 +720,7 @@ fn runs_filters_mode_column_and_long_names() {
     let ids = |args: &[&str]| -> Vec<i64> {
         let mut all = vec!["runs", "--json", "--store", &store];
         all.extend_from_slice(args);
-        let doc = common::parse_json(&sb.run(all).ok().stdout);
+        let doc = crate::common::parse_json(&sb.run(all).ok().stdout);
         doc["runs"]
             .as_array()
             .unwrap()

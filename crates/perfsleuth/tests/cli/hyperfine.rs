@@ -1,9 +1,7 @@
 //! hyperfine's option names, as hyperfine users type them, and the
 //! hyperfine-shaped export read by hyperfine's own scripts.
 
-mod common;
-
-use common::Sandbox;
+use crate::common::Sandbox;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -99,7 +97,10 @@ fn show_output_conclude_and_aliases() {
     let opts = options(&sb);
     assert_eq!(opts["time_budget_s"], 0.25);
     assert_eq!(opts["names"][0], "t{n}");
-    assert_eq!(common::bench_names(&sb.show_json("latest")), ["t1", "t3"]);
+    assert_eq!(
+        crate::common::bench_names(&sb.show_json("latest")),
+        ["t1", "t3"]
+    );
 }
 
 #[test]
@@ -250,7 +251,7 @@ fn hyperfine_scripts_read_the_hyperfine_export() {
         "sleep {t}",
     ])
     .ok();
-    let doc = common::parse_json(&std::fs::read_to_string(sb.path("h.json")).unwrap());
+    let doc = crate::common::parse_json(&std::fs::read_to_string(sb.path("h.json")).unwrap());
     let results = doc["results"].as_array().expect("results");
     assert_eq!(results.len(), 2);
     for (r, t) in results.iter().zip(["0.001", "0.004"]) {
@@ -366,7 +367,7 @@ fn hyperfine_1_20_reference_command_and_ignore_failure_spelling() {
         .ok();
     assert!(out.stdout.contains("Comparison with `ref`:"), "{out:?}");
     assert_eq!(
-        common::bench_names(&sb.show_json("latest")),
+        crate::common::bench_names(&sb.show_json("latest")),
         ["ref", "sleep 0.002"]
     );
     // With a scan, the reference runs once and the scan is compared with it.
@@ -385,7 +386,7 @@ fn hyperfine_1_20_reference_command_and_ignore_failure_spelling() {
     ])
     .ok();
     assert_eq!(
-        common::bench_names(&sb.show_json("latest")),
+        crate::common::bench_names(&sb.show_json("latest")),
         ["true", "echo 1", "echo 2", "echo 3"]
     );
     // A name for a benchmark that is already one of them is refused.
@@ -444,7 +445,7 @@ fn a_command_that_fails_at_its_first_run_leaves_the_others_measured_and_exported
         "{out:?}"
     );
     assert!(out.stdout.contains("Benchmark 3: sleep 0.001"), "{out:?}");
-    let doc = common::parse_json(&std::fs::read_to_string(&json).unwrap());
+    let doc = crate::common::parse_json(&std::fs::read_to_string(&json).unwrap());
     let runs: Vec<usize> = doc["run"]["benchmarks"]
         .as_array()
         .unwrap()

@@ -3,14 +3,12 @@
 //! input. Commands are tiny shell one-liners whose reported throughput is
 //! exact, so assertions never depend on timing.
 
-mod common;
-
-use common::{Sandbox, parse_json};
+use crate::common::{Sandbox, parse_json};
 use serde_json::Value;
 
 /// `perfsleuth scale --store <sandbox> --warmup 0 --runs 2 ARGS…` (without
 /// `--store` when ARGS has `--no-store`).
-fn scale(sb: &Sandbox, args: &[&str]) -> common::Out {
+fn scale(sb: &Sandbox, args: &[&str]) -> crate::common::Out {
     let store = sb.store();
     let mut all = vec!["scale", "--warmup", "0", "--runs", "2"];
     if !args.contains(&"--no-store") {

@@ -1,9 +1,7 @@
 //! `perfsleuth ab`: two revisions of a real git repository, built and
 //! measured in temporary worktrees, with every bad input the issue lists.
 
-mod common;
-
-use common::{Out, Sandbox, git};
+use crate::common::{Out, Sandbox, git};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -123,7 +121,7 @@ fn two_revisions_are_measured_interleaved_and_stored_as_linked_runs() {
             doc["run"]["options"]["ab"]["build"]["command"], "echo built > built.txt",
             "{doc}"
         );
-        let samples = common::samples(&doc, 0);
+        let samples = crate::common::samples(&doc, 0);
         assert_eq!(samples.len(), 4, "{doc}");
         // Each side's program was the file in its own worktree.
         let path = doc["run"]["benchmarks"][0]["facts"]["binary.path"]["value"]
@@ -170,7 +168,7 @@ fn identical_programs_and_an_explicit_a_a_pair_are_said_first() {
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert!(!out.stderr.contains("gate failed"), "{out:?}");
-    if let Some(cases) = common::junit_cases(&sb.path("aa.xml")) {
+    if let Some(cases) = crate::common::junit_cases(&sb.path("aa.xml")) {
         assert!(!cases.is_empty());
         assert!(
             cases.iter().all(|c| c["result"] == "passed"),
@@ -179,7 +177,7 @@ fn identical_programs_and_an_explicit_a_a_pair_are_said_first() {
     }
     // {root} is each side's worktree; the name stays the template.
     let out = ab(&sb, &dir, &["--format", "json", "{root}/bench.sh"]).ok();
-    let doc = common::parse_json(&out.stdout);
+    let doc = crate::common::parse_json(&out.stdout);
     assert_eq!(doc["schema"], "perfsleuth/compare", "{doc}");
     assert_eq!(doc["rows"][0]["benchmark"], "{root}/bench.sh", "{doc}");
     // The two revisions, as fields and not only as notes.
@@ -343,7 +341,7 @@ fn simulation_mode_compares_exact_counts_between_revisions() {
         ],
     )
     .ok();
-    let doc = common::parse_json(&out.stdout);
+    let doc = crate::common::parse_json(&out.stdout);
     let ir = doc["rows"]
         .as_array()
         .unwrap()
@@ -401,7 +399,7 @@ fn a_slower_candidate_fails_the_gate_judged_round_by_round() {
     );
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stdout.contains("regressed"), "{out:?}");
-    if let Some(cases) = common::junit_cases(&sb.path("ab.xml")) {
+    if let Some(cases) = crate::common::junit_cases(&sb.path("ab.xml")) {
         let failed: Vec<_> = cases.iter().filter(|c| c["result"] == "failure").collect();
         assert_eq!(failed.len(), 1, "{cases:#?}");
         assert_eq!(failed[0]["name"], "./bench.sh · wall", "{cases:#?}");
@@ -430,7 +428,7 @@ fn ctrl_c_while_measuring_keeps_both_sides_as_interrupted_runs() {
     loop {
         let out = sb.run(["runs", "--json", "--store", &sb.store()]);
         let enough = out.code == 0
-            && common::parse_json(&out.stdout)["runs"]
+            && crate::common::parse_json(&out.stdout)["runs"]
                 .as_array()
                 .is_some_and(|r| {
                     r.iter().all(|r| r["samples"].as_u64() >= Some(2)) && r.len() == 2
@@ -526,7 +524,7 @@ fn benchmarks_come_from_the_bench_list_of_perfsleuth_toml() {
     // Found at the top of the repository from a subdirectory, as compare finds it.
     std::fs::create_dir(dir.join("sub")).unwrap();
     let out = ab(&sb, &dir.join("sub"), &["--format", "json"]).ok();
-    let doc = common::parse_json(&out.stdout);
+    let doc = crate::common::parse_json(&out.stdout);
     let rows: Vec<&str> = doc["rows"]
         .as_array()
         .unwrap()

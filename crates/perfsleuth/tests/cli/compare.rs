@@ -7,9 +7,7 @@
 //! samples of an exported JSON run, which makes the verdict deterministic (the
 //! bootstrap is seeded).
 
-mod common;
-
-use common::{Out, Sandbox, parse_json};
+use crate::common::{Out, Sandbox, parse_json};
 use perfsleuth_compare::{MACHINES_DIFFER, SAME_BINARY_NOTE};
 use serde_json::Value;
 use std::process::Command;
@@ -1095,7 +1093,7 @@ fn run_with_baseline_compares_after_the_summary() {
         "sleep 0.03",
     ]);
     assert_eq!(out.code, 1, "{out:?}");
-    common::assert_no_panic(&out);
+    crate::common::assert_no_panic(&out);
     let summary = out
         .stdout
         .find("Benchmark 1: work")
@@ -2031,7 +2029,7 @@ fn export_junit_has_a_case_per_benchmark_and_metric_failing_where_the_gate_fails
         ],
     );
     assert_eq!(out.code, 1, "{out:?}");
-    let Some(cases) = common::junit_cases(&sb.path("c.xml")) else {
+    let Some(cases) = crate::common::junit_cases(&sb.path("c.xml")) else {
         return;
     };
     let find = |name: &str| {
@@ -2084,7 +2082,7 @@ fn export_junit_has_a_case_per_benchmark_and_metric_failing_where_the_gate_fails
         &["1", "2", "--export-junit", "c.xml", "--allow-missing"],
     )
     .ok();
-    let cases = common::junit_cases(&sb.path("c.xml")).unwrap();
+    let cases = crate::common::junit_cases(&sb.path("c.xml")).unwrap();
     let gone = cases.iter().find(|c| c["name"] == "gone").unwrap();
     assert_eq!(gone["result"], "skipped", "{gone}");
     // The store is never the file written.
@@ -2117,7 +2115,7 @@ fn format_github_writes_the_step_summary_and_annotates_the_regression() {
         "regressed",
     ])
     .env("GITHUB_STEP_SUMMARY", &summary);
-    let out: common::Out = cmd.output().unwrap().into();
+    let out: crate::common::Out = cmd.output().unwrap().into();
     assert_eq!(out.code, 1, "the gate fails: {out:?}");
     // The annotation names the benchmark in the checks view…
     assert!(
@@ -2149,14 +2147,14 @@ fn format_github_writes_the_step_summary_and_annotates_the_regression() {
     let mut cmd = sb.cmd();
     cmd.args(["compare", "--store", &store, "1", "2", "--format", "github"])
         .env("GITHUB_STEP_SUMMARY", &fifo);
-    let out: common::Out = cmd.output().unwrap().into();
+    let out: crate::common::Out = cmd.output().unwrap().into();
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("not a regular file"), "{out:?}");
     // Nor is the store appended to.
     let mut cmd = sb.cmd();
     cmd.args(["compare", "--store", &store, "1", "2", "--format", "github"])
         .env("GITHUB_STEP_SUMMARY", sb.db());
-    let out: common::Out = cmd.output().unwrap().into();
+    let out: crate::common::Out = cmd.output().unwrap().into();
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr.contains("would destroy the stored results"),

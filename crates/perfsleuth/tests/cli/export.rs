@@ -1,8 +1,6 @@
 //! `perfsleuth run --export-json/--export-csv/--export-markdown`.
 
-mod common;
-
-use common::{Sandbox, parse_json, samples};
+use crate::common::{Sandbox, parse_json, samples};
 
 fn read(sb: &Sandbox, rel: &str) -> String {
     std::fs::read_to_string(sb.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))

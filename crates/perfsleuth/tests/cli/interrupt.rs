@@ -1,8 +1,6 @@
 //! Ctrl-C: SIGINT to perfsleuth's whole process group, as a terminal sends it.
 
-mod common;
-
-use common::{Out, Sandbox, own_sleep, process_running_with, samples};
+use crate::common::{Out, Sandbox, own_sleep, process_running_with, samples};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -68,7 +66,7 @@ fn wait_for_samples(sb: &Sandbox, n: u64) {
     loop {
         let out = sb.run(["runs", "--json", "--store", &sb.store()]);
         if out.code == 0 {
-            let doc = common::parse_json(&out.stdout);
+            let doc = crate::common::parse_json(&out.stdout);
             if doc["runs"][0]["samples"].as_u64().is_some_and(|s| s >= n) {
                 return;
             }
@@ -118,7 +116,7 @@ fn ctrl_c_stores_an_interrupted_run_and_prints_the_partial_summary() {
     let out = finish(child);
 
     assert_eq!(out.code, 130, "{out:?}");
-    common::assert_no_panic(&out);
+    crate::common::assert_no_panic(&out);
     assert!(out.stdout.contains("Benchmark 1: sleepy"), "{out:?}");
     assert!(
         out.stdout.to_lowercase().contains("interrupted"),
@@ -173,7 +171,7 @@ fn ctrl_c_without_a_store_still_summarises() {
     signal_group(pgid, "-INT");
     let out = finish(child);
     assert_eq!(out.code, 130, "{out:?}");
-    common::assert_no_panic(&out);
+    crate::common::assert_no_panic(&out);
     assert!(out.stdout.contains("Benchmark 1:"), "{out:?}");
     assert!(out.stderr.contains("Interrupted"), "{out:?}");
     assert!(!out.stderr.contains("stored as run"), "{out:?}");
@@ -211,7 +209,7 @@ fn ctrl_c_during_warmup_stores_an_interrupted_run_without_samples() {
     signal_group(pgid, "-INT");
     let out = finish(child);
     assert_eq!(out.code, 130, "{out:?}");
-    common::assert_no_panic(&out);
+    crate::common::assert_no_panic(&out);
     let doc = sb.show_json("latest");
     assert_eq!(doc["run"]["status"], "interrupted");
     assert_eq!(samples(&doc, 0).len(), 0);
@@ -229,7 +227,7 @@ fn stops_like_ctrl_c(signal: &str, code: i32) {
     wait_for_samples(&sb, 2);
     signal_group(pgid, signal);
     let out = finish(child);
-    common::assert_no_panic(&out);
+    crate::common::assert_no_panic(&out);
     assert_eq!(out.code, code, "128 + {signal} expected: {out:?}");
     let doc = sb.show_json("latest");
     assert_eq!(doc["run"]["status"], "interrupted");

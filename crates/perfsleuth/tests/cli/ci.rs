@@ -5,9 +5,7 @@
 //! files (`$GITHUB_STEP_SUMMARY`, `$GITHUB_OUTPUT`) and a real `perfsleuth
 //! serve` for the fleet. The YAML is linted in .ci/run (tests/ci/lint.py).
 
-mod common;
-
-use common::{Out, Sandbox, git, parse_json};
+use crate::common::{Out, Sandbox, git, parse_json};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -142,7 +140,7 @@ fn action_steps(sb: &Sandbox, action: &Value, dir: &Path, env: &[(&str, String)]
 
 /// The JUnit failures' names, or `None` when junitparser is absent.
 fn junit_failures(path: &Path) -> Option<Vec<String>> {
-    let cases = common::junit_cases(path)?;
+    let cases = crate::common::junit_cases(path)?;
     Some(
         cases
             .iter()
@@ -331,7 +329,7 @@ fn the_gitlab_template_gates_a_merge_request_and_the_default_branch() {
 /// docs/CI.md's shell blocks, each after its `<!-- ci-test: … -->` line:
 /// `branch=B exit=N` pairs, separated by `;` (run on B, expect N).
 fn guide_blocks() -> Vec<(Vec<(String, i32)>, String)> {
-    common::marked_sh_blocks("docs/CI.md", "ci-test")
+    crate::common::marked_sh_blocks("docs/CI.md", "ci-test")
         .into_iter()
         .map(|(m, code)| {
             let runs = m
@@ -360,12 +358,12 @@ fn every_shell_block_of_the_ci_guide_runs_as_written() {
     let sb = Sandbox::new();
     let (dir, base) = project(&sb);
     // Declared first, dropped last: the server stops before its sandbox goes.
-    let common::Team {
+    let crate::common::Team {
         sandbox: _server_box,
         store: _,
         secret,
         server,
-    } = common::team();
+    } = crate::common::team();
     let env = [
         ("BASE_SHA", base),
         ("BRANCH", "feature".to_string()),
@@ -388,7 +386,7 @@ fn every_shell_block_of_the_ci_guide_runs_as_written() {
     assert!(report.contains("**regressed**"), "{report}");
     let comment = std::fs::read_to_string(dir.join("perfsleuth-comment.md")).unwrap();
     assert!(comment.contains("**regressed**"), "{comment}");
-    if let Some(cases) = common::junit_cases(&dir.join("perfsleuth-junit.xml")) {
+    if let Some(cases) = crate::common::junit_cases(&dir.join("perfsleuth-junit.xml")) {
         assert_eq!(cases[0]["suite"], "history --check", "{cases:?}");
     }
 }
@@ -470,7 +468,7 @@ fn run_gates_its_commands_against_the_reference_and_gives_the_ci_outputs() {
         ])
         .ok();
     assert!(out.stdout.contains("Benchmark 2"), "{out:?}");
-    if let Some(cases) = common::junit_cases(&junit) {
+    if let Some(cases) = crate::common::junit_cases(&junit) {
         assert!(
             cases
                 .iter()

@@ -4,9 +4,7 @@
 //! them in step with the types). Each test runs short commands: `true`
 //! benchmarks, quick probes and a sweep of shell one-liners.
 
-mod common;
-
-use common::{Out, Sandbox, parse_json};
+use crate::common::{Out, Sandbox, parse_json};
 use serde_json::Value;
 
 /// Validates `doc` against `docs/schema/<stem>.schema.json`, listing every violation.

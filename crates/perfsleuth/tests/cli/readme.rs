@@ -17,9 +17,7 @@
 //! panic. The few commands that cannot run as written here are in
 //! [`REWRITES`], each with what runs instead and why.
 
-mod common;
-
-use common::Sandbox;
+use crate::common::Sandbox;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -39,7 +37,7 @@ const REWRITES: &[(&str, Option<&str>, &str)] = &[
     (
         "perfsleuth exec --format criterion -- cargo bench",
         Some("perfsleuth import target/criterion"),
-        "exec runs the suite and then imports what it wrote; a criterion suite would be built from crates.io here, so the import of criterion's real output (tests/fixtures/criterion) stands for it (exec itself is run with Google Benchmark, pytest-benchmark and go in cli_import)",
+        "exec runs the suite and then imports what it wrote; a criterion suite would be built from crates.io here, so the import of criterion's real output (tests/fixtures/criterion) stands for it (exec itself is run with Google Benchmark, pytest-benchmark and go in the import tests)",
     ),
     (
         "pst_…",
@@ -51,7 +49,7 @@ const REWRITES: &[(&str, Option<&str>, &str)] = &[
 /// The README's `sh` blocks: (context, commands), comments and line
 /// continuations removed.
 fn blocks() -> Vec<(String, Vec<String>)> {
-    common::marked_sh_blocks("README.md", "readme-test")
+    crate::common::marked_sh_blocks("README.md", "readme-test")
         .into_iter()
         .map(|(ctx, body)| {
             let cmds = body
@@ -88,7 +86,7 @@ fn top() -> PathBuf {
 
 /// The target directory this test was built in.
 fn target_dir() -> PathBuf {
-    Path::new(common::BIN)
+    Path::new(crate::common::BIN)
         .parent()
         .and_then(Path::parent)
         .unwrap()
@@ -139,14 +137,14 @@ fn ab_project(dir: &Path) {
     );
     write(dir, "bench.c", &bench(2_000_000));
     write(dir, ".gitignore", "target/\nbench\n.perfsleuth/\n");
-    common::git(dir, &["init", "-q", "-b", "main"]);
-    common::git(dir, &["add", "-A"]);
-    common::git(dir, &["commit", "-qm", "v1.2"]);
-    common::git(dir, &["tag", "v1.2"]);
-    common::git(dir, &["checkout", "-qb", "feature"]);
+    crate::common::git(dir, &["init", "-q", "-b", "main"]);
+    crate::common::git(dir, &["add", "-A"]);
+    crate::common::git(dir, &["commit", "-qm", "v1.2"]);
+    crate::common::git(dir, &["tag", "v1.2"]);
+    crate::common::git(dir, &["checkout", "-qb", "feature"]);
     write(dir, "src/main.rs", &source(4000));
     write(dir, "bench.c", &bench(4_000_000));
-    common::git(dir, &["commit", "-qam", "twice the work"]);
+    crate::common::git(dir, &["commit", "-qam", "twice the work"]);
 }
 
 /// `imports`: criterion's real output where `cargo bench` leaves it,
@@ -161,8 +159,8 @@ fn imports(sb: &Sandbox, dir: &Path) {
         "fib_test.go",
         "package fib\n\nimport \"testing\"\n\nfunc fib(n int) int {\n\tif n < 2 {\n\t\treturn n\n\t}\n\treturn fib(n-1) + fib(n-2)\n}\n\nfunc BenchmarkFib(b *testing.B) {\n\tfor i := 0; i < b.N; i++ {\n\t\tfib(15)\n\t}\n}\n",
     );
-    let out: common::Out = sb
-        .shell(common::BIN)
+    let out: crate::common::Out = sb
+        .shell(crate::common::BIN)
         .current_dir(dir)
         .args(["import", "target/criterion"])
         .output()

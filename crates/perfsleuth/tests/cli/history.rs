@@ -2,9 +2,7 @@
 //! seeded through the store API (a code step and a kernel change), and runs
 //! measured by `perfsleuth run` itself.
 
-mod common;
-
-use common::{Sandbox, parse_json};
+use crate::common::{Sandbox, parse_json};
 use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, Mode, Run, RunStatus, Sample,
 };
@@ -173,7 +171,7 @@ fn check_gates_a_new_code_regression_once_and_not_an_environment_change() {
         junit.to_str().unwrap(),
     ]);
     assert_eq!(out.code, 1, "{out:?}");
-    if let Some(cases) = common::junit_cases(&junit) {
+    if let Some(cases) = crate::common::junit_cases(&junit) {
         assert_eq!(cases.len(), 1, "{cases:?}");
         let c = &cases[0];
         assert_eq!(c["name"], "work · wall");
@@ -218,7 +216,7 @@ fn check_gates_a_new_code_regression_once_and_not_an_environment_change() {
         "{}",
         out.stdout
     );
-    if let Some(cases) = common::junit_cases(&sb.path("env.xml")) {
+    if let Some(cases) = crate::common::junit_cases(&sb.path("env.xml")) {
         assert_eq!(cases[0]["result"], "passed", "{cases:?}");
         assert!(
             cases[0]["out"]

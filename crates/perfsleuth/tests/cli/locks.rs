@@ -6,9 +6,7 @@
 //! simulation mode, Ctrl-C while attached (nothing left loaded, by bpftool).
 //! Needs root and BTF (`bpf` in PERFSLEUTH_TEST_REQUIRE).
 
-mod common;
-
-use common::{BIN, Out, Sandbox, parse_json};
+use crate::common::{BIN, Out, Sandbox, parse_json};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;

@@ -3,9 +3,7 @@
 //! their findings are exact; the wall-time case is a twentyfold effect of
 //! a malloc tunable on one thread, which no load on the machine hides.
 
-mod common;
-
-use common::{Sandbox, parse_json};
+use crate::common::{Sandbox, parse_json};
 use serde_json::Value;
 
 /// Builds `src` (a C file of the repository) into the sandbox; `None` (the
@@ -29,7 +27,7 @@ fn strings(sb: &Sandbox, test: &str) -> Option<String> {
     build(
         sb,
         test,
-        include_str!("../../../bench/explain/memops.c"),
+        include_str!("../../../../bench/explain/memops.c"),
         "memops",
         &[],
         &["valgrind", "gcc"],
@@ -54,12 +52,12 @@ fn bench_with(sb: &Sandbox, env: &[(&str, &str)], args: &[&str]) {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out: common::Out = cmd.output().expect("start perfsleuth").into();
+    let out: crate::common::Out = cmd.output().expect("start perfsleuth").into();
     let out = out.ok();
     assert!(out.stderr.contains("Stored as run"), "{out:?}");
 }
 
-fn explain(sb: &Sandbox, args: &[&str]) -> common::Out {
+fn explain(sb: &Sandbox, args: &[&str]) -> crate::common::Out {
     let mut all = vec!["explain", "--store"];
     let store = sb.store();
     all.push(&store);
@@ -331,7 +329,7 @@ fn a_malloc_tunable_is_named_in_wall_time() {
     let Some(prog) = build(
         &sb,
         "explain malloc",
-        include_str!("../../../bench/explain/malloc.c"),
+        include_str!("../../../../bench/explain/malloc.c"),
         "malloc",
         &["-pthread"],
         &["gcc"],
@@ -529,7 +527,7 @@ fn against_this_machine_the_experiments_start_from_the_candidate() {
         "json",
     ]);
     c.env_remove("GLIBC_TUNABLES");
-    let out: common::Out = c.output().expect("start perfsleuth").into();
+    let out: crate::common::Out = c.output().expect("start perfsleuth").into();
     let doc = parse_json(&out.ok().stdout);
     assert_eq!(doc["from"], "candidate", "{doc:#}");
     let b = &doc["benchmarks"][0];
@@ -550,7 +548,7 @@ fn a_malloc_tunable_in_glibc_tunables_is_named_in_simulation() {
     let Some(prog) = build(
         &sb,
         "explain tcache",
-        include_str!("../../../bench/explain/malloc.c"),
+        include_str!("../../../../bench/explain/malloc.c"),
         "malloc",
         &["-pthread"],
         &["valgrind", "gcc"],

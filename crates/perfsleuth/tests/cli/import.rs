@@ -4,9 +4,7 @@
 //! read; criterion's directory from checked-in real output; and each bad
 //! input refused with nothing stored.
 
-mod common;
-
-use common::Sandbox;
+use crate::common::Sandbox;
 use serde_json::Value;
 use std::process::Command;
 
@@ -39,7 +37,7 @@ fn tool(sb: &Sandbox, feature: &str, program: &str, args: &[&str]) -> Option<Str
     }
 }
 
-fn import(sb: &Sandbox, args: &[&str]) -> common::Out {
+fn import(sb: &Sandbox, args: &[&str]) -> crate::common::Out {
     let store = sb.store();
     let mut all = vec!["import", "--store", &store];
     all.extend(args);
@@ -696,7 +694,7 @@ fn summary_only_results_compare_by_their_reported_spread() {
         "--format",
         "json",
     ]);
-    let doc = common::parse_json(&cmp.stdout);
+    let doc = crate::common::parse_json(&cmp.stdout);
     let rows = doc["rows"].as_array().unwrap();
     let verdict = |bench: &str| {
         rows.iter()
@@ -838,7 +836,7 @@ fn compare_shows_no_rows_for_metrics_an_import_never_measured() {
             "json",
         ])
         .ok();
-    let doc = common::parse_json(&out.stdout);
+    let doc = crate::common::parse_json(&out.stdout);
     let metrics: Vec<&str> = doc["rows"]
         .as_array()
         .unwrap()

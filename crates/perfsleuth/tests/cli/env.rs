@@ -2,9 +2,7 @@
 //! trees of perfsleuth-env (`--root`, `PERFSLEUTH_ROOT`, `--cpuid`) and
 //! against stored runs and exported files.
 
-mod common;
-
-use common::{Out, Sandbox, assert_no_panic, parse_json};
+use crate::common::{Out, Sandbox, assert_no_panic, parse_json};
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::path::PathBuf;

@@ -4,16 +4,14 @@
 //! reason, only where valgrind or gcc is missing or this is not x86-64 with
 //! glibc; `PERFSLEUTH_TEST_REQUIRE` turns those skips into failures.
 
-mod common;
-
-use common::{Sandbox, parse_json};
+use crate::common::{Sandbox, parse_json};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// memcpy/memset/strlen/strchr/memcmp over sizes from 7 bytes to 100 KB,
 /// and malloc/free: the functions glibc dispatches by CPU.
-const STRINGS: &str = include_str!("../../../bench/simulation/strings.c");
+const STRINGS: &str = include_str!("../../../../bench/simulation/strings.c");
 
 const LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
 
@@ -41,7 +39,7 @@ fn gcc(sb: &Sandbox, name: &str, source: &str, args: &[&str]) -> PathBuf {
 }
 
 /// `perfsleuth run --mode simulation ARGS` with `GLIBC_TUNABLES` as given.
-fn sim(sb: &Sandbox, tunables: Option<&str>, args: &[&str]) -> common::Out {
+fn sim(sb: &Sandbox, tunables: Option<&str>, args: &[&str]) -> crate::common::Out {
     let mut cmd = sb.cmd();
     cmd.args(["run", "--mode", "simulation", "--store", &sb.store()])
         .args(args);
@@ -346,7 +344,7 @@ fn a_profile_glibc_does_not_apply_is_refused_or_reported() {
             b"glibc.cpu.hwcaps=-AVX2,\xff",
         ),
     );
-    let out: common::Out = cmd.output().expect("start perfsleuth").into();
+    let out: crate::common::Out = cmd.output().expect("start perfsleuth").into();
     out.usage_error("GLIBC_TUNABLES is not valid UTF-8");
     sim(
         &sb,

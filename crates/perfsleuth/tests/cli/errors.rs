@@ -1,15 +1,13 @@
 //! Bad input to `perfsleuth run`: exit 2, a one-line `error:` with a hint,
 //! nothing run, nothing stored, nothing overwritten.
 
-mod common;
-
-use common::Sandbox;
+use crate::common::Sandbox;
 use std::os::unix::fs::PermissionsExt;
 
 /// Runs `perfsleuth run --store <sandbox>/r.db ARGS…` and checks that no
 /// store was created.
 #[track_caller]
-fn refused(sb: &Sandbox, args: &[&str], needle: &str) -> common::Out {
+fn refused(sb: &Sandbox, args: &[&str], needle: &str) -> crate::common::Out {
     let out = sb.bench(args).usage_error(needle);
     assert!(!sb.db().exists(), "bad input created a store: {out:?}");
     assert!(
