@@ -155,11 +155,10 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<AbOutcome, Fail>
     for ((rev, root), build) in [&baseline, &candidate].iter().zip(&sides).zip(&builds) {
         let planned: Vec<Planned> = c.planned.iter().map(|p| for_side(p, root, rev)).collect();
         let n = planned.len();
-        let side =
-            crate::session::prepare(&c, planned, &mut spawner, run_args).map_err(|mut f| {
-                f.message = format!("in the {} ({}): {}", rev.role, rev.short(), f.message);
-                f
-            })?;
+        let side = crate::session::prepare(&c, planned, &mut spawner).map_err(|mut f| {
+            f.message = format!("in the {} ({}): {}", rev.role, rev.short(), f.message);
+            f
+        })?;
         benches.extend(side);
         // The stored run says which side it was, in the report's terms.
         let mut stored =
@@ -189,7 +188,7 @@ pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<AbOutcome, Fail>
             &opts.at_look(Some(look)),
         )
     };
-    let mut m = crate::session::measure(run_args, &c, &mut spawner, benches, parts, &more)?;
+    let mut m = crate::session::measure(&c, &mut spawner, benches, parts, &more)?;
     if m.rounds > c.rounds {
         notes.push(crate::verdict::extension_note(
             m.rounds,

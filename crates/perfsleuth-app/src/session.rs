@@ -64,7 +64,6 @@ pub fn interrupted_line(what: &str, ids: &[i64], after: &str) -> String {
 
 /// Everything `run` needs, checked before anything is measured.
 pub struct Checked {
-    tolerate: Tolerate,
     /// Simulation mode's set-up (valgrind, the portable profile); `None` in wall time.
     pub simulation: Option<Simulation>,
     schedule: Schedule,
@@ -85,6 +84,82 @@ pub struct Checked {
     /// `--profile=alloc`: the allocation recorder the benchmarked commands
     /// are given (their files, collected after measuring).
     pub alloc: Option<perfsleuth_measure::alloc::Recorder>,
+    /// What measuring records beside the times, settled for the mode.
+    instruments: Instrumentation,
+    /// Where the run is stored (`--store`, `--no-store`).
+    store: Option<String>,
+    no_store: bool,
+    /// The progress line (`--progress`) and colour of what is printed.
+    progress: Option<bool>,
+    color: crate::args::ColorChoice,
+    /// `--time-budget`: how long a benchmark is given (a silent command
+    /// gets a note after ten of them).
+    time_budget: std::time::Duration,
+    /// Whether the commands run in a shell (`--shell`).
+    shell: bool,
+    /// The options stored with the run (`sequential` set when measuring:
+    /// the caller may turn the extension off after validation).
+    options: perfsleuth_model::schema::RunOptions,
+}
+
+/// The instruments a run starts, settled from the arguments and the mode:
+/// simulation turns each off (valgrind runs the program).
+struct Instrumentation {
+    counters: Counters,
+    counters_kernel: bool,
+    tracepoints: bool,
+    locks: When,
+    profile: ProfileChoice,
+    /// Said once measuring starts (options given that the mode ignores).
+    notes: Vec<String>,
+}
+
+impl Instrumentation {
+    fn settle(args: &RunArgs, simulated: bool, auto_counters: bool) -> Result<Self, Fail> {
+        if simulated && args.locks == When::On {
+            return Err(Fail::usage(
+                "--locks traces the threads of real runs; simulation mode runs the command under valgrind",
+                "drop --locks, or use --mode walltime",
+            ));
+        }
+        if simulated && (args.profiling.profile.when == When::On || args.export_folded.is_some()) {
+            return Err(Fail::usage(
+                "--profile samples real runs; simulation mode already counts every function's instructions under valgrind",
+                "drop --profile (the simulation's per-function costs are kept), or use --mode walltime",
+            ));
+        }
+        let mut notes = Vec::new();
+        if simulated && (args.counters == CounterChoice::All || args.counters_kernel) {
+            notes.push(
+                "perf_event counters are not read in simulation mode: they would count valgrind, not the program"
+                    .to_string(),
+            );
+        }
+        Ok(Instrumentation {
+            // Counting valgrind itself would say nothing about the program;
+            // `auto` is decided by the runner after the warmups, when their
+            // duration says whether the counters' cost would show.
+            counters: if simulated || auto_counters {
+                Counters::None
+            } else {
+                counters(args.counters)
+            },
+            counters_kernel: args.counters_kernel,
+            tracepoints: args.counters == CounterChoice::All,
+            locks: if simulated { When::Off } else { args.locks },
+            profile: if simulated {
+                ProfileChoice::OFF
+            } else if args.export_folded.is_some() && !args.profiling.profile.is_on() {
+                ProfileChoice {
+                    when: When::On,
+                    ..args.profiling.profile
+                }
+            } else {
+                args.profiling.profile
+            },
+            notes,
+        })
+    }
 }
 
 /// One stored run of a measurement: `run` makes one, `ab` one per side,
@@ -175,7 +250,6 @@ pub fn prepare(
     c: &Checked,
     mut planned: Vec<perfsleuth_runner::Planned>,
     spawner: &mut Spawner,
-    args: &RunArgs,
 ) -> Result<Vec<perfsleuth_runner::Bench>, Fail> {
     if let Some(recorder) = &c.alloc {
         for p in planned.iter_mut() {
@@ -206,7 +280,7 @@ pub fn prepare(
         &c.io,
         &c.aux_io,
         c.simulation.as_ref(),
-        args.shell.is_some(),
+        c.shell,
     )
     .map_err(runner_fail)
 }
@@ -216,78 +290,43 @@ pub fn prepare(
 /// 0 first) says a comparison cannot decide yet, rounds are added up to
 /// `--max-time`, on the grid of looks the runner keeps.
 pub fn measure(
-    args: &RunArgs,
     c: &Checked,
     spawner: &mut Spawner,
     mut benches: Vec<perfsleuth_runner::Bench>,
     parts: Vec<Part>,
     undecided: &dyn Fn(&Run, &[perfsleuth_runner::Bench], u32) -> bool,
 ) -> Result<Measurement, Fail> {
-    let mut store = open_store(args.store.store.as_deref(), args.no_store)?;
+    let mut store = open_store(c.store.as_deref(), c.no_store)?;
     let mode = if c.simulation.is_some() {
         Mode::Simulation
     } else {
         Mode::Walltime
     };
+    let options = perfsleuth_model::schema::RunOptions {
+        sequential: !c.max_time.is_zero(),
+        ..c.options.clone()
+    };
     let mut run = output::new_run(
         mode,
-        options_json(args, &c.tolerate, c.rounds, !c.max_time.is_zero()),
+        serde_json::to_value(options).unwrap_or_default(),
         perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live()),
     );
     if let Some(sim) = &c.simulation {
         sim.record(&mut run.environment);
     }
-    // `auto` is decided by the runner after the warmups, when their duration
-    // says whether the counters' cost would show.
-    if c.simulation.is_some() && args.locks == When::On {
-        return Err(Fail::usage(
-            "--locks traces the threads of real runs; simulation mode runs the command under valgrind",
-            "drop --locks, or use --mode walltime",
-        ));
-    }
-    if c.simulation.is_some()
-        && (args.profiling.profile.when == When::On || args.export_folded.is_some())
-    {
-        return Err(Fail::usage(
-            "--profile samples real runs; simulation mode already counts every function's instructions under valgrind",
-            "drop --profile (the simulation's per-function costs are kept), or use --mode walltime",
-        ));
-    }
     // Before anything is stored: a refusal must leave no run behind.
+    let i = &c.instruments;
     let mut instruments = Instruments::start(
         spawner,
-        if c.simulation.is_some() || c.schedule.auto_counters {
-            // Counting valgrind itself would say nothing about the program.
-            Counters::None
-        } else {
-            counters(args.counters)
-        },
-        args.counters_kernel,
-        args.counters == CounterChoice::All,
-        if c.simulation.is_some() {
-            When::Off
-        } else {
-            args.locks
-        },
-        if c.simulation.is_some() {
-            ProfileChoice::OFF
-        } else if args.export_folded.is_some() && !args.profiling.profile.is_on() {
-            ProfileChoice {
-                when: When::On,
-                ..args.profiling.profile
-            }
-        } else {
-            args.profiling.profile
-        },
+        i.counters,
+        i.counters_kernel,
+        i.tracepoints,
+        i.locks,
+        i.profile,
         &mut run.environment,
     )?;
     let mut counter_notes = std::mem::take(&mut instruments.notes);
-    if c.simulation.is_some() && (args.counters == CounterChoice::All || args.counters_kernel) {
-        counter_notes.push(
-            "perf_event counters are not read in simulation mode: they would count valgrind, not the program"
-                .to_string(),
-        );
-    }
+    counter_notes.extend(i.notes.iter().cloned());
     let empty: Vec<_> = benches.iter().map(|b| b.to_benchmark(false)).collect();
     // Each part's runs row and its share of the plan's benchmarks.
     let mut ranges = Vec::with_capacity(parts.len());
@@ -322,7 +361,7 @@ pub fn measure(
         // Forced on only where the commands do not write to the terminal
         // themselves (`--style full --show-output` would interleave them).
         ProgressLine::new(c.io.output == OutputTarget::Inherit).forced(
-            args.progress
+            c.progress
                 .filter(|on| !on || c.io.output != OutputTarget::Inherit),
         ),
     )?;
@@ -346,7 +385,7 @@ pub fn measure(
     // No default timeout (a benchmark may rightly take an hour), but a
     // command silent for ten time budgets gets a note on how to stop it.
     if c.io.timeout.is_none() {
-        let after = (args.time_budget * 10).max(std::time::Duration::from_secs(1));
+        let after = (c.time_budget * 10).max(std::time::Duration::from_secs(1));
         sink.watchdog = Some(crate::term::Watchdog::start(after));
     }
 
@@ -415,7 +454,7 @@ pub fn measure(
     conclude(&mut run, &measured.result, &*spawner, &mut sink).map_err(runner_fail)?;
     Ok(Measurement {
         ids: stored.iter().map(|r| r.id).collect(),
-        stored_note: sink.stored_note(use_color(args.color, true)),
+        stored_note: sink.stored_note(use_color(c.color, true)),
         run,
         result: measured.result,
         notes: counter_notes,
@@ -863,8 +902,9 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         simulation.is_none() && args.counters == CounterChoice::Auto,
     );
     let alloc = allocation_recorder(args, simulation.is_some())?;
+    let instruments = Instrumentation::settle(args, simulation.is_some(), schedule.auto_counters)?;
+    let options = run_options(args, &tolerate, k);
     Ok(Checked {
-        tolerate,
         simulation,
         schedule,
         planned,
@@ -875,6 +915,14 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         max_time,
         rounds: k,
         alloc,
+        instruments,
+        store: args.store.store.clone(),
+        no_store: args.no_store,
+        progress: args.progress,
+        color: args.color,
+        time_budget: args.time_budget,
+        shell: args.shell.is_some(),
+        options,
     })
 }
 
@@ -1176,15 +1224,16 @@ pub fn runner_fail(e: RunError) -> Fail {
     }
 }
 
-fn options_json(
+/// The options stored with the run, as measured (`sequential` is set by
+/// [`measure`]).
+fn run_options(
     a: &RunArgs,
     tolerate: &Tolerate,
     rounds: u32,
-    sequential: bool,
-) -> serde_json::Value {
+) -> perfsleuth_model::schema::RunOptions {
     use perfsleuth_model::schema::{IgnoreFailure, RunOptions};
     let path = |p: &Option<PathBuf>| p.as_deref().map(Path::display).map(|d| d.to_string());
-    let options = RunOptions {
+    RunOptions {
         commands: a.commands.clone(),
         warmup: a.warmup,
         runs: a.runs,
@@ -1216,9 +1265,8 @@ fn options_json(
         counters_kernel: a.counters_kernel,
         rounds,
         max_time_s: a.max_time.map(|t| t.as_secs_f64()),
-        sequential,
-    };
-    serde_json::to_value(options).unwrap_or_default()
+        sequential: false,
+    }
 }
 
 #[cfg(test)]

@@ -147,7 +147,7 @@ fn run_once(
             "give two commands or more (the first, or --reference, is the reference), or --baseline RUN",
         ));
     }
-    let benches = prepare(&c, c.planned.clone(), spawner, args)?;
+    let benches = prepare(&c, c.planned.clone(), spawner)?;
     let parts = vec![Part {
         git: None,
         extra: serde_json::Map::new(),
@@ -163,7 +163,7 @@ fn run_once(
             perfsleuth_summary::undecided(&crate::compare::so_far(template, benches), c.reference)
         }
     };
-    let m = measure(args, &c, spawner, benches, parts, &more)?;
+    let m = measure(&c, spawner, benches, parts, &more)?;
     let Measurement {
         run,
         result,

@@ -408,7 +408,7 @@ pub fn explain(args: &ExplainArgs, spawner: Option<Spawner>) -> Result<Explained
     let planned = planned_from(&c.planned, template, &benches)?;
     let planned = crate::variant::expand_with_base(planned, &base, &variants)?;
     let mut spawner = crate::session::spawner_or_start(spawner)?;
-    let prepared = crate::session::prepare(&c, planned, &mut spawner, &run_args)?;
+    let prepared = crate::session::prepare(&c, planned, &mut spawner)?;
     let mut extra = serde_json::Map::new();
     extra.insert(
         "explain".into(),
@@ -427,9 +427,7 @@ pub fn explain(args: &ExplainArgs, spawner: Option<Spawner>) -> Result<Explained
         benchmarks: prepared.len(),
         label: "",
     }];
-    let m = crate::session::measure(&run_args, &c, &mut spawner, prepared, parts, &|_, _, _| {
-        false
-    })?;
+    let m = crate::session::measure(&c, &mut spawner, prepared, parts, &|_, _, _| false)?;
     match m.result {
         Err(Stop::Failed(e)) => return Err(crate::session::runner_fail(e)),
         Err(Stop::Interrupted) => {
