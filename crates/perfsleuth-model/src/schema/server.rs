@@ -1,0 +1,126 @@
+//! The team server's API documents.
+
+use super::*;
+
+/// `perfsleuth/ingest`: what the team server did with an uploaded run
+/// (`POST /api/v1/projects/{project}/runs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IngestDoc {
+    /// Always `"perfsleuth/ingest"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// The run's id on the server.
+    pub id: i64,
+    /// The run's UUID (the uploaded one, or a new one when it had none).
+    pub uuid: String,
+    /// False when the project already held a run with this UUID: nothing was written.
+    pub created: bool,
+    /// The run's path on the server.
+    pub url: String,
+}
+document!(IngestDoc, "perfsleuth/ingest", crate::SCHEMA_VERSION);
+
+/// `perfsleuth/error`: why a team server request failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ApiErrorDoc {
+    /// Always `"perfsleuth/error"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// The HTTP status.
+    pub status: u16,
+    /// What went wrong, one line.
+    pub error: String,
+    /// What to do about it.
+    #[serde(default)]
+    pub hint: Option<String>,
+}
+document!(ApiErrorDoc, "perfsleuth/error", crate::SCHEMA_VERSION);
+
+/// `perfsleuth/health`: the team server is up and reaches its store (`GET /api/v1/health`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HealthDoc {
+    /// Always `"perfsleuth/health"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// `ok`, or `unavailable` when the store cannot be reached (HTTP 503).
+    pub status: String,
+    /// The server's perfsleuth version.
+    pub version: String,
+    /// The store's backend: `sqlite` or `postgres`.
+    pub store: String,
+    /// The store schema version this server reads and writes.
+    pub store_schema_version: u32,
+}
+document!(HealthDoc, "perfsleuth/health", crate::SCHEMA_VERSION);
+
+/// One API token of a team server, as listed (its secret only when just created).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenInfo {
+    /// Its id (`server token revoke ID`).
+    pub id: i64,
+    /// The project it opens.
+    pub project: String,
+    /// A name for people.
+    pub name: String,
+    /// `ingest`, `read` and/or `admin`.
+    pub scopes: Vec<String>,
+    /// When it was created, RFC 3339 UTC.
+    pub created_at: String,
+    /// When it was revoked; `None` while valid.
+    #[serde(default)]
+    pub revoked_at: Option<String>,
+    /// The secret, shown once by `server token create`; the server keeps only its SHA-256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+/// `perfsleuth/tokens`: `server token create|list --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TokensDoc {
+    /// Always `"perfsleuth/tokens"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// The tokens, oldest first.
+    pub tokens: Vec<TokenInfo>,
+}
+document!(TokensDoc, "perfsleuth/tokens", crate::SCHEMA_VERSION);
+
+/// What `perfsleuth push` did with one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PushedRun {
+    /// The run's local id.
+    pub local_id: i64,
+    /// Its UUID.
+    pub uuid: String,
+    /// `sent` (stored now), `present` (already on the server, not sent
+    /// again) or `failed`.
+    pub outcome: String,
+    /// Its id on the server, when known.
+    #[serde(default)]
+    pub server_id: Option<i64>,
+    /// HTTP attempts made (retries after network errors and 5xx included).
+    pub attempts: u32,
+    /// Why it failed.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// `perfsleuth/push`: `perfsleuth push --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PushDoc {
+    /// Always `"perfsleuth/push"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// The server's base URL.
+    pub server: String,
+    /// The project.
+    pub project: String,
+    /// One entry per run, in the order given.
+    pub runs: Vec<PushedRun>,
+}
+document!(PushDoc, "perfsleuth/push", crate::SCHEMA_VERSION);

@@ -1,0 +1,450 @@
+//! Reading runs back: whole runs, their listings, and the selectors that
+//! name them (ids, `latest~N`, commits, branches).
+
+use super::*;
+
+/// [`crate::Store::run_by_uuid`].
+pub(crate) fn run_by_uuid<D: Db + ?Sized>(db: &D, uuid: &str) -> Result<Option<i64>, StoreError> {
+    db.query(
+        "SELECT id FROM runs WHERE uuid = ?1 AND project = ?2",
+        &vals![uuid, db.project()],
+    )?
+    .first()
+    .map(|r| r.int(0))
+    .transpose()
+}
+
+/// [`crate::Store::load_run`] and, without the sampled profiles,
+/// [`crate::Store::load_run_measurements`].
+pub(crate) fn load_run<D: Db + ?Sized>(
+    db: &D,
+    id: i64,
+    profiles: bool,
+) -> Result<Option<Run>, StoreError> {
+    let place = db.place();
+    // One read transaction, so a concurrent writer cannot show us half a state.
+    transaction(db, false, || {
+        let rows = db.query(
+            "SELECT r.started_at, r.ended_at, r.status, r.tool_version, r.git_commit, \
+             r.git_branch, r.git_dirty, r.mode, r.options, e.facts, r.context, r.uuid \
+             FROM runs r JOIN environments e ON e.id = r.environment_id \
+             WHERE r.id = ?1 AND r.project = ?2",
+            &vals![id, db.project()],
+        )?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let mut benchmarks = Vec::new();
+        // A sampled profile may be hundreds of megabytes of JSON: not read
+        // where it is not used.
+        let sampled = if profiles {
+            "stacks, allocs"
+        } else {
+            "NULL, NULL"
+        };
+        let bench_rows = db.query(
+            &format!(
+                "SELECT id, name, command, argv, parameters, facts, profile, summaries, locks, \
+                 {sampled} FROM benchmarks WHERE run_id = ?1 ORDER BY position"
+            ),
+            &vals![id],
+        )?;
+        // Each row dropped once read: a profile's text is freed before the
+        // next one is parsed.
+        for b in bench_rows {
+            benchmarks.push(Benchmark {
+                name: b.text(1)?,
+                command: b.text(2)?,
+                argv: json(place, serde_json::from_str(&b.text(3)?))?,
+                parameters: json(place, serde_json::from_str(&b.text(4)?))?,
+                facts: opt_json(place, &b, 5)?.unwrap_or_default(),
+                samples: load_samples(db, b.int(0)?)?,
+                profile: opt_json(place, &b, 6)?,
+                summaries: opt_json(place, &b, 7)?.unwrap_or_default(),
+                locks: opt_json(place, &b, 8)?,
+                stacks: opt_json(place, &b, 9)?,
+                allocs: opt_json(place, &b, 10)?,
+            });
+        }
+        let probes = load_probe_results(db, id)?;
+        Ok(Some(Run {
+            id: Some(id),
+            uuid: row.opt_text(11)?,
+            status: parse_status(place, id, &row.text(2)?)?,
+            mode: parse_mode(place, id, &row.text(7)?)?,
+            git: git_info(row.opt_text(4)?, row.opt_text(5)?, row.opt_bool(6)?),
+            options: json(place, serde_json::from_str(&row.text(8)?))?,
+            environment: merged_environment(place, &row.text(9)?, &row.text(10)?)?,
+            started_at: row.text(0)?,
+            ended_at: row.opt_text(1)?,
+            tool_version: row.text(3)?,
+            benchmarks,
+            probes,
+        }))
+    })
+}
+
+/// [`crate::Store::list_runs`].
+pub(crate) fn list_runs<D: Db + ?Sized>(
+    db: &D,
+    limit: Option<usize>,
+) -> Result<Vec<RunListing>, StoreError> {
+    // A number we format ourselves: both databases take a literal LIMIT,
+    // while "no limit" is spelled differently as a parameter.
+    let limit = match limit {
+        Some(n) => format!("LIMIT {}", i64::try_from(n).unwrap_or(i64::MAX)),
+        None => String::new(),
+    };
+    listings(db, None, &limit)
+}
+
+/// [`crate::Store::run_listing`].
+pub(crate) fn run_listing<D: Db + ?Sized>(
+    db: &D,
+    id: i64,
+) -> Result<Option<RunListing>, StoreError> {
+    Ok(listings(db, Some(id), "")?.pop())
+}
+
+/// The listings of the project's runs (of run `only`), newest first.
+pub(crate) fn listings<D: Db + ?Sized>(
+    db: &D,
+    only: Option<i64>,
+    limit: &str,
+) -> Result<Vec<RunListing>, StoreError> {
+    let place = db.place();
+    // An id we hold as an integer: formatted, it cannot be anything else.
+    let only = only.map_or(String::new(), |id| format!("AND r.id = {id}"));
+    transaction(db, false, || {
+        let rows = db.query(
+            &format!(
+                "SELECT r.id, r.started_at, r.ended_at, r.status, r.mode, r.git_commit, \
+                 r.git_branch, r.git_dirty, e.facts, r.context, r.uuid, \
+                 (SELECT count(*) FROM samples s JOIN benchmarks b ON b.id = s.benchmark_id \
+                  WHERE b.run_id = r.id) \
+                 FROM runs r JOIN environments e ON e.id = r.environment_id \
+                 WHERE r.project = ?1 {only} ORDER BY r.id DESC {limit}"
+            ),
+            &vals![db.project()],
+        )?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id = row.int(0)?;
+            let env = merged_environment(place, &row.text(8)?, &row.text(9)?)?;
+            let benchmarks = db
+                .query(
+                    "SELECT name FROM benchmarks WHERE run_id = ?1 ORDER BY position",
+                    &vals![id],
+                )?
+                .iter()
+                .map(|r| r.text(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            let probes = db
+                .query(
+                    "SELECT probe FROM probe_results WHERE run_id = ?1 \
+                     GROUP BY probe ORDER BY min(position)",
+                    &vals![id],
+                )?
+                .iter()
+                .map(|r| r.text(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.push(RunListing {
+                id,
+                uuid: row.opt_text(10)?,
+                status: parse_status(place, id, &row.text(3)?)?,
+                mode: parse_mode(place, id, &row.text(4)?)?,
+                git: git_info(row.opt_text(5)?, row.opt_text(6)?, row.opt_bool(7)?),
+                started_at: row.text(1)?,
+                ended_at: row.opt_text(2)?,
+                benchmarks,
+                samples: to_u64(row.int(11)?),
+                cpu_model: env.get("cpu.model").map(str::to_string),
+                host: env.get("host.name").map(str::to_string),
+                comparability: comparability_hash(&env),
+                probes,
+            });
+        }
+        Ok(out)
+    })
+}
+
+/// [`crate::Store::resolve_run_of`].
+pub(crate) fn resolve_run_of<D: Db + ?Sized>(
+    db: &D,
+    spec: &str,
+    kind: RunKind,
+) -> Result<i64, StoreError> {
+    let not_found = || StoreError::NotFound(spec.to_string());
+    let spec_t = spec.trim();
+    let back = if spec_t == "latest" {
+        Some(0)
+    } else if let Some(n) = spec_t.strip_prefix("latest~") {
+        // Like git's HEAD~: a bare `~` means one back.
+        Some(if n.is_empty() {
+            1
+        } else {
+            n.parse::<i64>().map_err(|_| not_found())?
+        })
+    } else {
+        None
+    };
+    let rows = match back {
+        Some(n) if n < 0 => return Err(not_found()),
+        // By when each run was measured, not when it arrived: a server
+        // stores pushed runs in the order they come (`push latest~1` after
+        // `run --push`), and `latest` is still the newest measured.
+        Some(n) => db.query(
+            &format!(
+                "SELECT r.id FROM runs r WHERE r.project = ?1 AND {} \
+                 ORDER BY r.started_at DESC, r.id DESC LIMIT 1 OFFSET {n}",
+                kind.condition(db.dialect())
+            ),
+            &vals![db.project()],
+        )?,
+        None => {
+            let id: i64 = spec_t.parse().map_err(|_| not_found())?;
+            db.query(
+                "SELECT id FROM runs WHERE id = ?1 AND project = ?2",
+                &vals![id, db.project()],
+            )?
+        }
+    };
+    rows.first()
+        .map(|r| r.int(0))
+        .transpose()?
+        .ok_or_else(not_found)
+}
+
+/// [`crate::Store::earlier_runs`]: one query, however many runs there are.
+pub(crate) fn earlier_runs<D: Db + ?Sized>(
+    db: &D,
+    before: Option<i64>,
+    kind: RunKind,
+) -> Result<Vec<crate::EarlierRun>, StoreError> {
+    // Measured before run `id` (ties: stored before it), newest first.
+    let below = match before {
+        Some(id) => format!(
+            "AND (r.started_at < (SELECT started_at FROM runs WHERE id = {id}) \
+             OR (r.started_at = (SELECT started_at FROM runs WHERE id = {id}) AND r.id < {id}))"
+        ),
+        None => String::new(),
+    };
+    let rows = db.query(
+        &format!(
+            "SELECT r.id, r.git_branch, b.name, r.started_at FROM runs r LEFT JOIN benchmarks b ON b.run_id = r.id \
+             WHERE r.project = ?1 AND {} {below} ORDER BY r.started_at DESC, r.id DESC, b.position",
+            kind.condition(db.dialect())
+        ),
+        &vals![db.project()],
+    )?;
+    let mut out: Vec<crate::EarlierRun> = Vec::new();
+    for row in rows {
+        let id = row.int(0)?;
+        if out.last().is_none_or(|r| r.id != id) {
+            out.push(crate::EarlierRun {
+                id,
+                branch: row.opt_text(1)?,
+                benchmarks: Vec::new(),
+                started_at: row.opt_text(3)?.unwrap_or_default(),
+            });
+        }
+        if let (Some(last), Some(name)) = (out.last_mut(), row.opt_text(2)?) {
+            last.benchmarks.push(name);
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn ids<D: Db + ?Sized>(
+    db: &D,
+    sql: &str,
+    params: &[Val],
+) -> Result<Vec<i64>, StoreError> {
+    db.query(sql, params)?.iter().map(|r| r.int(0)).collect()
+}
+
+/// [`crate::Store::runs_at_commit`].
+pub(crate) fn runs_at_commit<D: Db + ?Sized>(db: &D, commit: &str) -> Result<Vec<i64>, StoreError> {
+    ids(
+        db,
+        "SELECT id FROM runs WHERE git_commit = ?1 AND status = 'complete' \
+         AND mode <> 'probe' AND project = ?2 ORDER BY id DESC",
+        &vals![commit, db.project()],
+    )
+}
+
+/// [`crate::Store::runs_on_branch`].
+pub(crate) fn runs_on_branch<D: Db + ?Sized>(db: &D, branch: &str) -> Result<Vec<i64>, StoreError> {
+    ids(
+        db,
+        "SELECT id FROM runs WHERE git_branch = ?1 AND status = 'complete' \
+         AND mode <> 'probe' AND project = ?2 ORDER BY id DESC",
+        &vals![branch, db.project()],
+    )
+}
+
+/// [`crate::Store::run_before_of`].
+pub(crate) fn run_before_of<D: Db + ?Sized>(
+    db: &D,
+    id: i64,
+    kind: RunKind,
+) -> Result<Option<i64>, StoreError> {
+    Ok(ids(
+        db,
+        &format!(
+            "SELECT r.id FROM runs r WHERE r.project = ?2 AND {} \
+             AND (r.started_at < (SELECT started_at FROM runs WHERE id = ?1) \
+             OR (r.started_at = (SELECT started_at FROM runs WHERE id = ?1) AND r.id < ?1)) \
+             ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
+            kind.condition(db.dialect())
+        ),
+        &vals![id, db.project()],
+    )?
+    .first()
+    .copied())
+}
+
+/// [`crate::Store::latest_probe_run_for`].
+pub(crate) fn latest_probe_run_for<D: Db + ?Sized>(
+    db: &D,
+    env: &Environment,
+) -> Result<Option<i64>, StoreError> {
+    let place = db.place();
+    let stable = json(place, serde_json::to_string(&env.only(&STABLE_CLASSES)))?;
+    let exact = sha256_hex(stable.as_bytes());
+    let wanted = comparability_hash(env);
+    let rows = db.query(
+        "SELECT r.id, e.hash, e.facts FROM runs r JOIN environments e ON e.id = r.environment_id \
+         WHERE EXISTS (SELECT 1 FROM probe_results p WHERE p.run_id = r.id) AND r.project = ?1 \
+         ORDER BY r.id DESC",
+        &vals![db.project()],
+    )?;
+    for row in &rows {
+        if row.text(1)? == exact {
+            return Ok(Some(row.int(0)?));
+        }
+    }
+    for row in &rows {
+        let facts: Environment = json(place, serde_json::from_str(&row.text(2)?))?;
+        if comparability_hash(&facts) == wanted {
+            return Ok(Some(row.int(0)?));
+        }
+    }
+    Ok(None)
+}
+
+/// Loads one benchmark's samples in iteration order.
+pub(crate) fn load_samples<D: Db + ?Sized>(
+    db: &D,
+    bench_id: i64,
+) -> Result<Vec<Sample>, StoreError> {
+    let place = db.place();
+    let rows = db.query(
+        "SELECT iteration, wall_ns, user_ns, sys_ns, peak_rss_bytes, minor_faults, \
+         major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, round, \
+         wall_exact_ns FROM samples WHERE benchmark_id = ?1 ORDER BY iteration",
+        &vals![bench_id],
+    )?;
+    let small = |r: &Row, i: usize| -> Result<u32, StoreError> {
+        Ok(u32::try_from(r.int(i)?).unwrap_or(u32::MAX))
+    };
+    let opt_i32 = |r: &Row, i: usize| -> Result<Option<i32>, StoreError> {
+        Ok(r.opt_int(i)?.map(|v| v as i32))
+    };
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut sample = Sample {
+            iteration: small(&r, 0)?,
+            wall_ns: to_u64(r.int(1)?),
+            user_ns: to_u64(r.int(2)?),
+            sys_ns: to_u64(r.int(3)?),
+            peak_rss_bytes: to_u64(r.int(4)?),
+            minor_faults: to_u64(r.int(5)?),
+            major_faults: to_u64(r.int(6)?),
+            voluntary_cs: to_u64(r.int(7)?),
+            involuntary_cs: to_u64(r.int(8)?),
+            exit_code: opt_i32(&r, 9)?,
+            signal: opt_i32(&r, 10)?,
+            round: small(&r, 12)?,
+            wall_exact_ns: r.opt_real(13)?,
+            counters: BTreeMap::new(),
+        };
+        if let Some(text) = r.opt_text(11)? {
+            // serde_json writes non-finite floats as null; read them back as NaN.
+            let raw: BTreeMap<String, Option<f64>> = json(place, serde_json::from_str(&text))?;
+            sample.counters = raw
+                .into_iter()
+                .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
+                .collect();
+        }
+        out.push(sample);
+    }
+    Ok(out)
+}
+
+/// Loads a run's probe results in the order stored; NULL numbers (NaN when
+/// written to SQLite) load as NaN.
+pub(crate) fn load_probe_results<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+) -> Result<Vec<ProbeResult>, StoreError> {
+    let rows = db.query(
+        "SELECT probe, metric, value, unit, lower_is_better, cycles, spread, stable, \
+         headline, note FROM probe_results WHERE run_id = ?1 ORDER BY position",
+        &vals![run_id],
+    )?;
+    rows.iter()
+        .map(|r| {
+            Ok(ProbeResult {
+                probe: r.text(0)?,
+                metric: r.text(1)?,
+                value: r.real_or_nan(2)?,
+                unit: r.text(3)?,
+                lower_is_better: r.bool(4)?,
+                cycles: r.opt_real(5)?,
+                spread: r.real_or_nan(6)?,
+                stable: r.bool(7)?,
+                headline: r.bool(8)?,
+                note: r.opt_text(9)?,
+            })
+        })
+        .collect()
+}
+
+/// Rebuilds the full environment from the shared env row and the run's context facts.
+pub(crate) fn merged_environment(
+    place: &Path,
+    facts: &str,
+    context: &str,
+) -> Result<Environment, StoreError> {
+    let mut env: Environment = json(place, serde_json::from_str(facts))?;
+    let context: Environment = json(place, serde_json::from_str(context))?;
+    env.merge(context);
+    Ok(env)
+}
+
+pub(crate) fn git_info(
+    commit: Option<String>,
+    branch: Option<String>,
+    dirty: Option<bool>,
+) -> Option<GitInfo> {
+    commit.map(|commit| GitInfo {
+        commit,
+        branch,
+        dirty: dirty.unwrap_or(false),
+    })
+}
+
+pub(crate) fn parse_status(place: &Path, id: i64, s: &str) -> Result<RunStatus, StoreError> {
+    RunStatus::parse(s).ok_or_else(|| StoreError::Corrupt {
+        path: place.to_path_buf(),
+        detail: format!("run {id} has unknown status {s:?}"),
+    })
+}
+
+pub(crate) fn parse_mode(place: &Path, id: i64, s: &str) -> Result<Mode, StoreError> {
+    Mode::parse(s).ok_or_else(|| StoreError::Corrupt {
+        path: place.to_path_buf(),
+        detail: format!("run {id} has unknown mode {s:?}"),
+    })
+}

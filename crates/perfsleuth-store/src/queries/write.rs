@@ -1,0 +1,498 @@
+//! The write path: runs begun, benchmarks and samples added as they are
+//! measured, profiles and probe results attached, runs finished and
+//! ingested whole.
+
+use super::*;
+
+pub(crate) const INSERT_PROBE_RESULT: &str = "INSERT INTO probe_results (run_id, position, probe, metric, \
+    value, unit, lower_is_better, cycles, spread, stable, headline, note) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+
+pub(crate) const INSERT_SAMPLE: &str = "INSERT INTO samples (benchmark_id, iteration, wall_ns, user_ns, sys_ns, \
+    peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, \
+    round, wall_exact_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+
+/// Samples per multi-row INSERT when a whole run is ingested: 15 values a
+/// row stays far below both databases' limits on bound parameters.
+pub(crate) const SAMPLES_PER_INSERT: usize = 256;
+
+/// Inserts (or finds) the run's environment and its run row with `status`;
+/// returns the run id.
+pub(crate) fn insert_run<D: Db + ?Sized>(
+    db: &D,
+    run: &Run,
+    uuid: &str,
+    status: RunStatus,
+    ended_at: Option<&str>,
+) -> Result<i64, StoreError> {
+    let place = db.place();
+    let stable = run.environment.only(&STABLE_CLASSES);
+    let context = run.environment.only(&[ImpactClass::Context]);
+    // Environment serialises as a BTreeMap, so this JSON is canonical.
+    let facts = json(place, serde_json::to_string(&stable))?;
+    let context = json(place, serde_json::to_string(&context))?;
+    let options = json(place, serde_json::to_string(&run.options))?;
+    let hash = sha256_hex(facts.as_bytes());
+    db.execute(
+        "INSERT INTO environments (hash, facts) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
+        &vals![hash.as_str(), facts],
+    )?;
+    let env_id = db
+        .query(
+            "SELECT id FROM environments WHERE hash = ?1",
+            &vals![hash.as_str()],
+        )?
+        .first()
+        .map(|r| r.int(0))
+        .transpose()?
+        .ok_or_else(|| StoreError::NotFound(format!("environment {hash}")))?;
+    let git = run.git.as_ref();
+    let rows = db.query(
+        "INSERT INTO runs (started_at, ended_at, status, tool_version, git_commit, git_branch, \
+         git_dirty, mode, options, environment_id, context, uuid, project) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id",
+        &vals![
+            run.started_at.as_str(),
+            ended_at,
+            status.as_str(),
+            run.tool_version.as_str(),
+            git.map(|g| g.commit.as_str()),
+            git.and_then(|g| g.branch.as_deref()),
+            git.map(|g| g.dirty),
+            run.mode.as_str(),
+            options,
+            env_id,
+            context,
+            uuid,
+            db.project(),
+        ],
+    )?;
+    first_int(&rows)
+}
+
+pub(crate) fn first_int(rows: &[Row]) -> Result<i64, StoreError> {
+    rows.first()
+        .ok_or_else(|| StoreError::NotFound("inserted row".into()))?
+        .int(0)
+}
+
+/// Inserts a benchmark row at `position` and returns its id.
+pub(crate) fn insert_benchmark<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    position: i64,
+    bench: &Benchmark,
+) -> Result<i64, StoreError> {
+    let place = db.place();
+    let argv = json(place, serde_json::to_string(&bench.argv))?;
+    let parameters = json(place, serde_json::to_string(&bench.parameters))?;
+    let facts = if bench.facts.facts.is_empty() {
+        None
+    } else {
+        Some(json(place, serde_json::to_string(&bench.facts))?)
+    };
+    let profile = json(
+        place,
+        bench
+            .profile
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose(),
+    )?;
+    let summaries = if bench.summaries.is_empty() {
+        None
+    } else {
+        Some(json(place, serde_json::to_string(&bench.summaries))?)
+    };
+    let locks = json(
+        place,
+        bench.locks.as_ref().map(serde_json::to_string).transpose(),
+    )?;
+    let stacks = json(place, bench.stacks.as_ref().map(stacks_json).transpose())?;
+    let allocs = json(
+        place,
+        bench.allocs.as_ref().map(serde_json::to_string).transpose(),
+    )?;
+    let rows = db.query(
+        "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile, \
+         summaries, locks, stacks, allocs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+         RETURNING id",
+        &vals![
+            run_id,
+            position,
+            bench.name.as_str(),
+            bench.command.as_str(),
+            argv,
+            parameters,
+            facts,
+            profile,
+            summaries,
+            locks,
+            stacks,
+            allocs
+        ],
+    )?;
+    first_int(&rows)
+}
+
+/// The values of one sample row, in [`SAMPLE_COLUMNS`] order.
+pub(crate) fn sample_values(
+    place: &Path,
+    benchmark_id: i64,
+    s: &Sample,
+) -> Result<Vec<Val>, StoreError> {
+    let counters = if s.counters.is_empty() {
+        None
+    } else {
+        Some(json(place, serde_json::to_string(&s.counters))?)
+    };
+    Ok(Vec::from(vals![
+        benchmark_id,
+        s.iteration,
+        to_i64(s.wall_ns),
+        to_i64(s.user_ns),
+        to_i64(s.sys_ns),
+        to_i64(s.peak_rss_bytes),
+        to_i64(s.minor_faults),
+        to_i64(s.major_faults),
+        to_i64(s.voluntary_cs),
+        to_i64(s.involuntary_cs),
+        s.exit_code,
+        s.signal,
+        counters,
+        s.round,
+        s.wall_exact_ns,
+    ]))
+}
+
+/// Inserts a probe result row.
+pub(crate) fn insert_probe<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    position: i64,
+    p: &ProbeResult,
+) -> Result<(), StoreError> {
+    db.execute(
+        INSERT_PROBE_RESULT,
+        &vals![
+            run_id,
+            position,
+            p.probe.as_str(),
+            p.metric.as_str(),
+            p.value,
+            p.unit.as_str(),
+            p.lower_is_better,
+            p.cycles,
+            p.spread,
+            p.stable,
+            p.headline,
+            p.note.as_deref(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// [`crate::Store::begin_run`].
+pub(crate) fn begin_run<D: Db + ?Sized>(db: &D, run: &Run) -> Result<i64, StoreError> {
+    let uuid = run.uuid.clone().unwrap_or_else(new_uuid);
+    transaction(db, true, || {
+        insert_run(db, run, &uuid, RunStatus::Running, None)
+    })
+}
+
+/// [`crate::Store::add_benchmark`].
+pub(crate) fn add_benchmark<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    bench: &Benchmark,
+) -> Result<i64, StoreError> {
+    transaction(db, true, || {
+        let position = next_position(db, run_id, "benchmarks")?;
+        insert_benchmark(db, run_id, position, bench)
+    })
+}
+
+/// [`crate::Store::add_sample`]: one autocommit insert, a cached statement.
+pub(crate) fn add_sample<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    sample: &Sample,
+) -> Result<(), StoreError> {
+    db.execute(
+        INSERT_SAMPLE,
+        &sample_values(db.place(), benchmark_id, sample)?,
+    )?;
+    Ok(())
+}
+
+/// [`crate::Store::update_context`].
+pub(crate) fn update_context<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    env: &Environment,
+) -> Result<(), StoreError> {
+    let context = json(
+        db.place(),
+        serde_json::to_string(&env.only(&[ImpactClass::Context])),
+    )?;
+    let changed = db.execute(
+        "UPDATE runs SET context = ?1 WHERE id = ?2 AND project = ?3",
+        &vals![context, run_id, db.project()],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(run_id.to_string()));
+    }
+    Ok(())
+}
+
+/// [`crate::Store::set_locks`].
+pub(crate) fn set_locks<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    locks: &LockReport,
+) -> Result<(), StoreError> {
+    set_benchmark_json(db, benchmark_id, "locks", serde_json::to_string(locks))
+}
+
+/// A profile's stacks as JSON, written into a buffer sized for them first:
+/// an imported profile's text may be hundreds of megabytes, and a growing
+/// one would be copied (and held twice) at each doubling.
+pub(crate) fn stacks_json(stacks: &StackProfile) -> serde_json::Result<String> {
+    let size = 256
+        + stacks
+            .frames
+            .iter()
+            .map(|f| f.function.len() + f.module.len() + 32)
+            .sum::<usize>()
+        + stacks
+            .stacks
+            .iter()
+            .map(|s| 8 * (s.frames.len() + s.counts.len()) + 32)
+            .sum::<usize>();
+    let mut out = Vec::with_capacity(size);
+    serde_json::to_writer(&mut out, stacks)?;
+    String::from_utf8(out).map_err(<serde_json::Error as serde::ser::Error>::custom)
+}
+
+/// [`crate::Store::set_stacks`].
+pub(crate) fn set_stacks<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    stacks: &StackProfile,
+) -> Result<(), StoreError> {
+    set_benchmark_json(db, benchmark_id, "stacks", stacks_json(stacks))
+}
+
+/// [`crate::Store::set_allocs`]: the profile, and each profiled run's
+/// counts as counters of its sample (`counters`: (iteration, the sample's
+/// counters with them)), in one transaction.
+pub(crate) fn set_allocs<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    allocs: &perfsleuth_model::AllocProfile,
+    counters: &[(u32, &BTreeMap<String, f64>)],
+) -> Result<(), StoreError> {
+    transaction(db, true, || {
+        set_benchmark_json(db, benchmark_id, "allocs", serde_json::to_string(allocs))?;
+        for (iteration, c) in counters {
+            let text = json(db.place(), serde_json::to_string(c))?;
+            db.execute(
+                "UPDATE samples SET counters = ?1 WHERE benchmark_id = ?2 AND iteration = ?3",
+                &vals![text, benchmark_id, i64::from(*iteration)],
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// [`crate::Store::set_profile`].
+pub(crate) fn set_profile<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    profile: &Profile,
+) -> Result<(), StoreError> {
+    set_benchmark_json(db, benchmark_id, "profile", serde_json::to_string(profile))
+}
+
+/// [`crate::Store::attach_stacks`].
+pub(crate) fn attach_stacks<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    position: usize,
+    stacks: &StackProfile,
+) -> Result<bool, StoreError> {
+    let text = json(db.place(), stacks_json(stacks))?;
+    let changed = db.execute(
+        "UPDATE benchmarks SET stacks = ?1 WHERE run_id = ?2 AND position = ?3 \
+         AND stacks IS NULL AND run_id IN (SELECT id FROM runs WHERE project = ?4)",
+        &vals![text, run_id, position as i64, db.project()],
+    )?;
+    Ok(changed > 0)
+}
+
+/// Sets one JSON column of a benchmark of this handle's project, once its
+/// runs are done; `column` is one of ours, never user input.
+pub(crate) fn set_benchmark_json<D: Db + ?Sized>(
+    db: &D,
+    benchmark_id: i64,
+    column: &'static str,
+    text: serde_json::Result<String>,
+) -> Result<(), StoreError> {
+    let text = json(db.place(), text)?;
+    let changed = db.execute(
+        &format!(
+            "UPDATE benchmarks SET {column} = ?1 WHERE id = ?2 AND run_id IN \
+             (SELECT id FROM runs WHERE project = ?3)"
+        ),
+        &vals![text, benchmark_id, db.project()],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(format!("benchmark {benchmark_id}")));
+    }
+    Ok(())
+}
+
+/// [`crate::Store::add_probe_results`].
+pub(crate) fn add_probe_results<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    results: &[ProbeResult],
+) -> Result<(), StoreError> {
+    transaction(db, true, || {
+        let first = next_position(db, run_id, "probe_results")?;
+        for (i, p) in results.iter().enumerate() {
+            insert_probe(db, run_id, first + i as i64, p)?;
+        }
+        Ok(())
+    })
+}
+
+/// [`crate::Store::finish_run`].
+pub(crate) fn finish_run<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    status: RunStatus,
+    ended_at: &str,
+) -> Result<(), StoreError> {
+    let changed = db.execute(
+        "UPDATE runs SET status = ?1, ended_at = ?2 WHERE id = ?3 AND project = ?4",
+        &vals![status.as_str(), ended_at, run_id, db.project()],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(run_id.to_string()));
+    }
+    Ok(())
+}
+
+/// [`crate::Store::ingest_run`]: the whole run in one transaction, or nothing.
+pub(crate) fn ingest_run<D: Db + ?Sized>(db: &D, run: &Run) -> Result<Ingested, StoreError> {
+    let uuid = run.uuid.clone().unwrap_or_else(new_uuid);
+    match ingest_once(db, run, &uuid) {
+        // Another connection stored the same run between our look-up and
+        // our insert (PostgreSQL writers do not serialise): it is there now.
+        Err(StoreError::Conflict(what)) => match run_by_uuid(db, &uuid)? {
+            Some(id) => Ok(Ingested {
+                id,
+                uuid,
+                created: false,
+            }),
+            None => Err(StoreError::Conflict(what)),
+        },
+        other => other,
+    }
+}
+
+pub(crate) fn ingest_once<D: Db + ?Sized>(
+    db: &D,
+    run: &Run,
+    uuid: &str,
+) -> Result<Ingested, StoreError> {
+    let place = db.place();
+    transaction(db, true, || {
+        if let Some(id) = run_by_uuid(db, uuid)? {
+            return Ok(Ingested {
+                id,
+                uuid: uuid.to_string(),
+                created: false,
+            });
+        }
+        // A run still `running` where it came from is stored as it was sent.
+        let id = insert_run(db, run, uuid, run.status, run.ended_at.as_deref())?;
+        for (position, bench) in run.benchmarks.iter().enumerate() {
+            let bench_id = insert_benchmark(db, id, position as i64, bench)?;
+            for chunk in bench.samples.chunks(SAMPLES_PER_INSERT) {
+                let mut sql = format!("INSERT INTO samples ({SAMPLE_COLUMNS}) VALUES ");
+                let mut params = Vec::with_capacity(chunk.len() * 15);
+                for (i, s) in chunk.iter().enumerate() {
+                    if i > 0 {
+                        sql.push_str(", ");
+                    }
+                    sql.push('(');
+                    for c in 0..15 {
+                        if c > 0 {
+                            sql.push_str(", ");
+                        }
+                        sql.push_str(&format!("?{}", i * 15 + c + 1));
+                    }
+                    sql.push(')');
+                    params.extend(sample_values(place, bench_id, s)?);
+                }
+                db.execute(&sql, &params)?;
+            }
+        }
+        for (position, p) in run.probes.iter().enumerate() {
+            insert_probe(db, id, position as i64, p)?;
+        }
+        Ok(Ingested {
+            id,
+            uuid: uuid.to_string(),
+            created: true,
+        })
+    })
+}
+
+/// [`crate::Store::put_metric_summaries`].
+pub(crate) fn put_metric_summaries<D: Db + ?Sized>(
+    db: &D,
+    metric: Metric,
+    rows: &[(i64, MetricSummary)],
+) -> Result<(), StoreError> {
+    transaction(db, true, || {
+        for (id, s) in rows {
+            db.execute(
+                "INSERT INTO metric_summaries (benchmark_id, metric, n, median, lo, hi) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (benchmark_id, metric) DO UPDATE \
+                 SET n = excluded.n, median = excluded.median, lo = excluded.lo, hi = excluded.hi",
+                &vals![
+                    *id,
+                    metric.name(),
+                    i64::try_from(s.n).unwrap_or(i64::MAX),
+                    s.median,
+                    s.lo,
+                    s.hi
+                ],
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// The next free `position` of run `run_id`'s rows in `table` (one of ours,
+/// never user input); `NotFound` when the run does not exist in this project.
+pub(crate) fn next_position<D: Db + ?Sized>(
+    db: &D,
+    run_id: i64,
+    table: &'static str,
+) -> Result<i64, StoreError> {
+    let exists = db.query(
+        "SELECT 1 FROM runs WHERE id = ?1 AND project = ?2",
+        &vals![run_id, db.project()],
+    )?;
+    if exists.is_empty() {
+        return Err(StoreError::NotFound(run_id.to_string()));
+    }
+    first_int(&db.query(
+        &format!("SELECT coalesce(max(position) + 1, 0) FROM {table} WHERE run_id = ?1"),
+        &vals![run_id],
+    )?)
+}
