@@ -1,7 +1,18 @@
 //! Advice in words: what would decide an inconclusive change, and what
 //! the noise and the resolution allow.
 
-use super::*;
+use crate::noise::MIN_HISTORY;
+use crate::noise::Noise;
+use crate::noise::noise_text;
+use crate::noise::percent_text;
+use crate::outcome::Row;
+use crate::sides::Entry;
+use crate::sides::Side;
+use crate::sides::newest;
+use perfsleuth_model::Metric;
+use perfsleuth_stats::RelativeChange;
+use perfsleuth_stats::VerdictRule;
+use perfsleuth_stats::median;
 
 /// What would decide an inconclusive row, in one line: for an interval that
 /// reaches across a band edge, about how many more samples per side would

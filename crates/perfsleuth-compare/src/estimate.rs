@@ -1,7 +1,16 @@
 //! The estimation of each benchmark and metric: medians, intervals and
 //! p-values, over a small thread pool.
 
-use super::*;
+use crate::noise::group_spread;
+use crate::options::Options;
+use crate::sides::Entry;
+use perfsleuth_model::Metric;
+use perfsleuth_model::ReportedSummary;
+use perfsleuth_model::Sample;
+use perfsleuth_stats::Interval;
+use perfsleuth_stats::RelativeChange;
+use perfsleuth_stats::mann_whitney_u;
+use perfsleuth_stats::median;
 
 /// The statistics of one (benchmark, metric) before any verdict.
 pub(crate) struct Measured {
@@ -450,11 +459,5 @@ pub(crate) fn stats_direction(metric: Metric) -> perfsleuth_stats::Direction {
     match metric.direction() {
         perfsleuth_model::Direction::Lower => perfsleuth_stats::Direction::LowerIsBetter,
         perfsleuth_model::Direction::Higher => perfsleuth_stats::Direction::HigherIsBetter,
-    }
-}
-
-pub(crate) fn push_unique(list: &mut Vec<Metric>, m: Metric) {
-    if !list.contains(&m) {
-        list.push(m);
     }
 }

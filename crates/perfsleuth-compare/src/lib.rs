@@ -41,14 +41,11 @@ pub use stacks::{TimeMove, time_attribution, time_moves};
 
 use perfsleuth_env::Change;
 pub use perfsleuth_model::schema::VerdictLabel;
-use perfsleuth_model::{
-    Environment, ImpactClass, Metric, Mode, Profile, ReportedSummary, Run, Sample,
-};
+use perfsleuth_model::{ImpactClass, Metric, Profile, Sample};
 use perfsleuth_stats::{
-    Evidence, Interval, RelativeChange, Verdict, VerdictRule, bh_adjusted, decide, mann_whitney_u,
-    median, smallest_p,
+    Evidence, Interval, RelativeChange, Verdict, bh_adjusted, decide, smallest_p,
 };
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashSet;
 /// Compares `candidate` against `baseline`: pairs benchmarks by name and
 /// parameters, computes a row per paired benchmark and metric, and
 /// attributes changes to the environment where the machines differ.

@@ -1,7 +1,10 @@
 //! The noise a change must leave to count: learned from the history of
 //! same-binary runs, or assumed from the machine class.
 
-use super::*;
+use perfsleuth_model::Environment;
+use perfsleuth_model::Metric;
+use perfsleuth_model::Sample;
+use perfsleuth_stats::median;
 
 /// Same-binary runs needed before their spread counts as the learned noise.
 pub const MIN_HISTORY: usize = 5;

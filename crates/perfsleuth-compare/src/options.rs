@@ -1,7 +1,10 @@
 //! The options of a comparison: its thresholds and rule, and the variants
 //! that simulation, allocation profiles, scale sweeps and paired runs need.
 
-use super::*;
+use perfsleuth_model::Metric;
+use perfsleuth_model::Sample;
+use perfsleuth_stats::VerdictRule;
+use std::collections::BTreeMap;
 
 /// Per-benchmark overrides of [`Options`] (from a config file); `None` keeps the global value.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -215,5 +218,11 @@ pub fn paired(opts: &Options) -> Options {
         prior: false,
         paired: true,
         ..opts.clone()
+    }
+}
+
+pub(crate) fn push_unique(list: &mut Vec<Metric>, m: Metric) {
+    if !list.contains(&m) {
+        list.push(m);
     }
 }

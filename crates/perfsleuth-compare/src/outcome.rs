@@ -1,7 +1,15 @@
 //! What a comparison produces: its rows, their verdicts, and the gate CI
 //! reads from them.
 
-use super::*;
+use crate::noise::Noise;
+use crate::stacks::TimeMove;
+use perfsleuth_env::Change;
+use perfsleuth_model::ImpactClass;
+use perfsleuth_model::Metric;
+use perfsleuth_model::schema::VerdictLabel;
+use perfsleuth_stats::RelativeChange;
+use perfsleuth_stats::Verdict;
+use std::collections::BTreeMap;
 
 /// The label of the verdict rule's answer: the rule's five verdicts are a
 /// part of the one vocabulary ([`VerdictLabel`], with its one text), which
@@ -241,4 +249,19 @@ pub fn gate(c: &Comparison, allow_missing: bool) -> Gate {
         return Gate::Missing(c.unpaired_baseline.clone());
     }
     Gate::Pass
+}
+
+/// `name`, or `name [k=v, …]` when the benchmark has parameters.
+pub fn benchmark_key(name: &str, parameters: &BTreeMap<String, String>) -> String {
+    // A `--variant` benchmark's name already ends in its set-up
+    // (`./bench [fast]`): its `variant` parameter is not said twice.
+    let params: Vec<String> = parameters
+        .iter()
+        .filter(|(k, v)| !(k.as_str() == "variant" && name.ends_with(&format!(" [{v}]"))))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if params.is_empty() {
+        return name.to_string();
+    }
+    format!("{name} [{}]", params.join(", "))
 }

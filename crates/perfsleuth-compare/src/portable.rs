@@ -1,7 +1,16 @@
 //! Simulation (portable counts): the environment that matters to counted
 //! work, and which functions' cost moved.
 
-use super::*;
+use crate::outcome::FunctionMove;
+use crate::sides::list_keys;
+use crate::sides::machine_env;
+use perfsleuth_env::Change;
+use perfsleuth_model::Environment;
+use perfsleuth_model::ImpactClass;
+use perfsleuth_model::Mode;
+use perfsleuth_model::Profile;
+use perfsleuth_model::Run;
+use std::collections::BTreeMap;
 
 /// The run fact naming objects that execute CPUID (`perfsleuth_runner::CPUID_KEY`).
 pub(crate) const CPUID_FACT: &str = "sim.cpuid_dispatch";

@@ -1,7 +1,16 @@
 //! The two sides: their runs grouped into entries by benchmark, and what
 //! is said of where they came from and how they were measured.
 
-use super::*;
+use crate::outcome::Row;
+use perfsleuth_model::Environment;
+use perfsleuth_model::ImpactClass;
+use perfsleuth_model::Mode;
+use perfsleuth_model::Profile;
+use perfsleuth_model::Run;
+use perfsleuth_model::Sample;
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::collections::HashSet;
 
 /// One side of a comparison: a label and the runs it consists of.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,21 +20,6 @@ pub struct Side {
     /// Its runs; several runs are repeated runs of the same revision, and
     /// an empty list is treated as a side without benchmarks.
     pub runs: Vec<Run>,
-}
-
-/// `name`, or `name [k=v, …]` when the benchmark has parameters.
-pub fn benchmark_key(name: &str, parameters: &BTreeMap<String, String>) -> String {
-    // A `--variant` benchmark's name already ends in its set-up
-    // (`./bench [fast]`): its `variant` parameter is not said twice.
-    let params: Vec<String> = parameters
-        .iter()
-        .filter(|(k, v)| !(k.as_str() == "variant" && name.ends_with(&format!(" [{v}]"))))
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    if params.is_empty() {
-        return name.to_string();
-    }
-    format!("{name} [{}]", params.join(", "))
 }
 
 /// One benchmark on one side: its samples grouped by run, and the facts of

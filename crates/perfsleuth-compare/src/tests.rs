@@ -3,6 +3,9 @@
 
 use super::*;
 use perfsleuth_model::{Benchmark, Mode, RunStatus};
+use perfsleuth_model::{Environment, Run};
+use perfsleuth_stats::{VerdictRule, mann_whitney_u};
+use std::collections::BTreeMap;
 
 const MS: f64 = 1e6;
 
