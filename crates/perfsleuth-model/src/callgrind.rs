@@ -1,7 +1,9 @@
 //! Simulation's per-function profile (callgrind): inclusive and exclusive
 //! costs per function.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
 
 /// Where the cost of simulated runs went, per function (callgrind): what the
 /// parser in `perfsleuth-measure` produces and, cut to the top functions,

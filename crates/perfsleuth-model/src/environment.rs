@@ -1,7 +1,10 @@
 //! The environment fingerprint: facts, their impact classes, and the
 //! environment a run was measured in.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// How much a fact matters when two environments are compared.
 #[derive(

@@ -5,12 +5,6 @@
 
 #![forbid(unsafe_code)]
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
-use std::collections::BTreeMap;
-use std::fmt;
-
 pub mod allocs;
 pub mod exit;
 pub mod hex;
@@ -39,19 +33,19 @@ pub fn short_commit(commit: &str) -> &str {
 pub use allocs::{ALLOC_COUNTERS, AllocProfile, AllocStack, FunctionAllocs};
 pub use judged::{BUSY_MAX, BUSY_MIN, JudgedTime, WAITS_MAX, judged_time};
 
+mod benchmark;
 mod callgrind;
 mod environment;
 mod locks;
 mod metric;
 mod run;
-mod sample;
 mod stacks;
+pub use benchmark::*;
 pub use callgrind::*;
 pub use environment::*;
 pub use locks::*;
 pub use metric::*;
 pub use run::*;
-pub use sample::*;
 pub use stacks::*;
 
 /// Version of the JSON export schema and of the model as a whole.

@@ -1,6 +1,8 @@
 //! Lock traces (`--locks`): the waits per lock site and their events.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
 
 /// A benchmark's futex waits, traced with eBPF over its timed and warmup
 /// runs (docs/LOCKS.md): where its threads waited for locks, ranked.

@@ -1,7 +1,11 @@
 //! Metrics: what a benchmark's samples measure, their units and directions,
 //! and the counters a run may read.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 /// Whether smaller or larger values of a metric are better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -301,4 +305,88 @@ impl<'de> Deserialize<'de> for Metric {
         Metric::parse(&name)
             .ok_or_else(|| serde::de::Error::custom(format!("unknown metric `{name}`")))
     }
+}
+
+pub(crate) fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// One timed iteration of one benchmark.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Sample {
+    /// 0-based index among this benchmark's timed iterations.
+    pub iteration: u32,
+    /// 0-based round of the run it was measured in (`run --rounds`, and the
+    /// rounds `run --baseline` adds while undecided); omitted when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub round: u32,
+    /// Wall-clock time from spawn to exit, from a monotonic clock.
+    pub wall_ns: u64,
+    /// The wall time with its fraction of a nanosecond, where the source
+    /// has one: an imported per-iteration time (criterion, Google
+    /// Benchmark, go test) of a few nanoseconds would lose whole percents
+    /// to rounding. `wall_ns` is it rounded; [`Metric::of`] reads this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_exact_ns: Option<f64>,
+    /// User CPU time of this child (from `wait4`).
+    pub user_ns: u64,
+    /// System CPU time of this child (from `wait4`).
+    pub sys_ns: u64,
+    /// Peak resident set size of this child.
+    pub peak_rss_bytes: u64,
+    /// Minor page faults.
+    pub minor_faults: u64,
+    /// Major page faults.
+    pub major_faults: u64,
+    /// Voluntary context switches.
+    pub voluntary_cs: u64,
+    /// Involuntary context switches.
+    pub involuntary_cs: u64,
+    /// Exit code, when the child exited normally.
+    pub exit_code: Option<i32>,
+    /// Terminating signal, when the child was killed.
+    pub signal: Option<i32>,
+    /// Extra counters (e.g. hardware events), keyed by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, f64>,
+}
+
+impl Sample {
+    /// Whether the child exited with status 0.
+    pub fn succeeded(&self) -> bool {
+        self.exit_code == Some(0) && self.signal.is_none()
+    }
+}
+
+/// Samples grouped by their round, rounds ascending, each in the order
+/// measured; no groups for no samples.
+pub fn by_round<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Vec<Vec<&'a Sample>> {
+    let mut rounds: BTreeMap<u32, Vec<&Sample>> = BTreeMap::new();
+    for s in samples {
+        rounds.entry(s.round).or_default().push(s);
+    }
+    rounds.into_values().collect()
+}
+
+/// The runs of two benchmarks measured interleaved, paired as they ran:
+/// round k of one with round k of the other, and within a round the i-th
+/// run of each (the schedule takes them round-robin, so they ran next to
+/// each other and share the machine's state of that moment). In measuring
+/// order; the runs of a side without a partner are left out. Each side's
+/// groups hold one round each ([`by_round`]).
+pub fn adjacent_pairs<'a>(
+    base: &[Vec<&'a Sample>],
+    cand: &[Vec<&'a Sample>],
+) -> Vec<(&'a Sample, &'a Sample)> {
+    let round = |g: &Vec<&Sample>| g.first().map(|s| s.round);
+    base.iter()
+        .filter_map(|b| {
+            Some((
+                b,
+                cand.iter()
+                    .find(|c| round(c) == round(b) && round(b).is_some())?,
+            ))
+        })
+        .flat_map(|(b, c)| b.iter().copied().zip(c.iter().copied()))
+        .collect()
 }

@@ -1,7 +1,14 @@
 //! A run: its status, mode, source control, origin, benchmarks and probe
 //! results, and the RFC 3339 times it is stamped with.
 
-use super::*;
+use crate::benchmark::Benchmark;
+use crate::benchmark::f64_or_nan;
+use crate::environment::Environment;
+use crate::schema;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
+use std::fmt;
 
 /// Lifecycle of a stored run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -1,7 +1,9 @@
 //! Sampled call stacks (`--profile`): frames, stacks per run, time off the
 //! CPU and its reasons, and the functions they add up to.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
 
 /// A benchmark's sampled call stacks: the `cpu-clock` samples of its timed
 /// runs' whole process trees, aggregated by stack, each stack counted per
