@@ -9,19 +9,14 @@
 //! ~1 MiB floor). Timing is taken inside the spawner, around spawn→`wait4`,
 //! so the pipe round trip is not part of any sample.
 
-use crate::counters::{CounterConfig, CounterSelection, CounterStatus, Counters};
+use crate::counters::{CounterConfig, CounterSelection, CounterStatus};
 use crate::exec::{
-    Executor, IoConfig, Outcome, OutputTarget, Tolerate, named_temp_file, resolve_program, tail_of,
+    IoConfig, Outcome, OutputTarget, Tolerate, named_temp_file, resolve_program, tail_of,
 };
 use crate::{MeasureError, interrupted};
-use perfsleuth_model::Sample;
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
 
 mod server;
 mod wire;
@@ -546,6 +541,9 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use perfsleuth_model::Sample;
+    use std::path::PathBuf;
+    use std::time::Duration;
 
     fn argv(s: &[&str]) -> Vec<String> {
         s.iter().map(|x| x.to_string()).collect()

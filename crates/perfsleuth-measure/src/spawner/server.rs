@@ -1,7 +1,31 @@
 //! The spawner side: the forked process that serves the requests, sets up
 //! the commands and times each run around spawn and `wait4`.
 
-use super::*;
+use crate::MeasureError;
+use crate::counters::CounterConfig;
+use crate::counters::CounterSelection;
+use crate::counters::CounterStatus;
+use crate::counters::Counters;
+use crate::exec::Executor;
+use crate::exec::IoConfig;
+use crate::exec::Outcome;
+use crate::exec::OutputTarget;
+use crate::exec::Tolerate;
+use crate::spawner::RUN_CAPTURE;
+use crate::spawner::RUN_FORCE;
+use crate::spawner::protocol_error;
+use crate::spawner::wire::Reader;
+use crate::spawner::wire::encode_error;
+use crate::spawner::wire::encode_outcome;
+use crate::spawner::wire::put_bytes;
+use crate::spawner::wire::put_u32;
+use crate::spawner::{REP_OK, REQ_COUNTERS, REQ_RESUME, REQ_RUN, REQ_SETUP};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Which stderr capture file a command is prepared with.
 pub(crate) enum Capture {

@@ -1,7 +1,14 @@
 //! The wire format between perfsleuth and its spawner: little-endian,
 //! length-prefixed byte strings, errors and run outcomes.
 
-use super::*;
+use crate::MeasureError;
+use crate::exec::Outcome;
+use crate::spawner::REP_ERR;
+use crate::spawner::REP_OK;
+use crate::spawner::protocol_error;
+use perfsleuth_model::Sample;
+use std::path::Path;
+use std::path::PathBuf;
 
 pub(crate) fn put_u32(v: &mut Vec<u8>, x: u32) {
     v.extend_from_slice(&x.to_le_bytes());

@@ -1,6 +1,13 @@
 //! The team server's administration: projects and their tokens.
 
-use super::*;
+use crate::ProjectInfo;
+use crate::TokenRecord;
+use crate::error::StoreError;
+use crate::queries::to_u64;
+use crate::queries::write::first_int;
+use crate::sql::Db;
+use crate::sql::Row;
+use crate::sql::vals;
 
 /// [`crate::Store::projects`]: those created and those holding runs.
 pub(crate) fn projects<D: Db + ?Sized>(db: &D) -> Result<Vec<ProjectInfo>, StoreError> {

@@ -1,7 +1,25 @@
 //! The history across runs: series of a metric, their summaries, the
 //! same-binary runs the noise is learned from, environments over time.
 
-use super::*;
+use crate::HistoryEntry;
+use crate::MetricSummary;
+use crate::error::StoreError;
+use crate::hash::comparability_hash;
+use crate::queries::json;
+use crate::queries::load::git_info;
+use crate::queries::load::load_run;
+use crate::queries::load::merged_environment;
+use crate::queries::load::parse_mode;
+use crate::queries::to_u64;
+use crate::sql::Db;
+use crate::sql::Row;
+use crate::sql::transaction;
+use crate::sql::vals;
+use perfsleuth_model::Environment;
+use perfsleuth_model::Metric;
+use perfsleuth_model::Mode;
+use perfsleuth_model::Run;
+use std::collections::BTreeMap;
 
 /// [`crate::Store::same_binary_runs`].
 pub(crate) fn same_binary_runs<D: Db + ?Sized>(

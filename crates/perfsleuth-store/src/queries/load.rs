@@ -1,7 +1,30 @@
 //! Reading runs back: whole runs, their listings, and the selectors that
 //! name them (ids, `latest~N`, commits, branches).
 
-use super::*;
+use crate::RunKind;
+use crate::RunListing;
+use crate::error::StoreError;
+use crate::hash::STABLE_CLASSES;
+use crate::hash::comparability_hash;
+use crate::hash::sha256_hex;
+use crate::queries::json;
+use crate::queries::opt_json;
+use crate::queries::to_u64;
+use crate::sql::Db;
+use crate::sql::Row;
+use crate::sql::Val;
+use crate::sql::transaction;
+use crate::sql::vals;
+use perfsleuth_model::Benchmark;
+use perfsleuth_model::Environment;
+use perfsleuth_model::GitInfo;
+use perfsleuth_model::Mode;
+use perfsleuth_model::ProbeResult;
+use perfsleuth_model::Run;
+use perfsleuth_model::RunStatus;
+use perfsleuth_model::Sample;
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// [`crate::Store::run_by_uuid`].
 pub(crate) fn run_by_uuid<D: Db + ?Sized>(db: &D, uuid: &str) -> Result<Option<i64>, StoreError> {

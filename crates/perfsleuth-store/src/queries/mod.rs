@@ -5,15 +5,9 @@
 //! server's projects never see each other's runs and a local store (project
 //! "") never sees a server's.
 
+use crate::RunKind;
 use crate::error::StoreError;
-use crate::hash::{STABLE_CLASSES, comparability_hash, sha256_hex};
-use crate::sql::{Db, Dialect, Row, Val, transaction, vals};
-use crate::{HistoryEntry, Ingested, MetricSummary, ProjectInfo, RunKind, RunListing, TokenRecord};
-use perfsleuth_model::{
-    Benchmark, Environment, GitInfo, ImpactClass, LockReport, Metric, Mode, ProbeResult, Profile,
-    Run, RunStatus, Sample, StackProfile,
-};
-use std::collections::BTreeMap;
+use crate::sql::{Dialect, Row};
 use std::path::Path;
 
 mod admin;

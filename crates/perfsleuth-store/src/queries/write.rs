@@ -2,7 +2,34 @@
 //! measured, profiles and probe results attached, runs finished and
 //! ingested whole.
 
-use super::*;
+use crate::Ingested;
+use crate::MetricSummary;
+use crate::error::StoreError;
+use crate::hash::STABLE_CLASSES;
+use crate::hash::sha256_hex;
+use crate::queries::SAMPLE_COLUMNS;
+use crate::queries::json;
+use crate::queries::load::run_by_uuid;
+use crate::queries::new_uuid;
+use crate::queries::to_i64;
+use crate::sql::Db;
+use crate::sql::Row;
+use crate::sql::Val;
+use crate::sql::transaction;
+use crate::sql::vals;
+use perfsleuth_model::Benchmark;
+use perfsleuth_model::Environment;
+use perfsleuth_model::ImpactClass;
+use perfsleuth_model::LockReport;
+use perfsleuth_model::Metric;
+use perfsleuth_model::ProbeResult;
+use perfsleuth_model::Profile;
+use perfsleuth_model::Run;
+use perfsleuth_model::RunStatus;
+use perfsleuth_model::Sample;
+use perfsleuth_model::StackProfile;
+use std::collections::BTreeMap;
+use std::path::Path;
 
 pub(crate) const INSERT_PROBE_RESULT: &str = "INSERT INTO probe_results (run_id, position, probe, metric, \
     value, unit, lower_is_better, cycles, spread, stable, headline, note) \
