@@ -1,6 +1,12 @@
 //! The comparison document (`compare --format json`).
 
-use super::*;
+use crate::schema::explain::AbInfo;
+use crate::schema::explain::CompareEnvChange;
+use crate::schema::explain::CompareRow;
+use crate::schema::explain::VerdictCounts;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
 
 /// `perfsleuth/compare`: baseline vs candidate (`compare --format json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

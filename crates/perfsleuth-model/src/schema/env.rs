@@ -1,6 +1,10 @@
 //! Environment documents (`env show --json`, `env diff --json`).
 
-use super::*;
+use crate::Environment;
+use crate::ImpactClass;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
 
 /// `perfsleuth/environment`: a fingerprint (`env show --json`); `env diff` reads it back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

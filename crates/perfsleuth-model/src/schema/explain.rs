@@ -1,6 +1,12 @@
 //! The explanation document (`explain --format json`).
 
-use super::*;
+use crate::Direction;
+use crate::ImpactClass;
+use crate::Metric;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// `perfsleuth/explain`: which differences between two set-ups reproduce a
 /// result difference when tried on this machine (`explain --format json`).

@@ -1,6 +1,12 @@
 //! History documents: series, change points and checks.
 
-use super::*;
+use crate::Direction;
+use crate::ImpactClass;
+use crate::Mode;
+use crate::f64_or_nan;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
 
 /// `perfsleuth/history`: each benchmark's series over time, its change
 /// points and the environment changes along it (`history --format json`,

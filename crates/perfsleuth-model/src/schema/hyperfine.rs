@@ -1,6 +1,9 @@
 //! hyperfine's own export layout (`--export-hyperfine`).
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// hyperfine's JSON export shape (`run --export-hyperfine`): `{"results": [...]}`.
 /// No `schema` header: it is hyperfine's document, which its scripts read.

@@ -7,14 +7,9 @@
 //! producers (report, compare, scale, probe, env and the binary) build these
 //! structs; nothing builds an output document from untyped JSON.
 
-use crate::{
-    CalibratedClock, Direction, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Run,
-    RunStatus, f64_or_nan,
-};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// A versioned JSON document: its `schema` name and layout version.
@@ -187,9 +182,10 @@ pub fn document_from_value<D: Document>(
     serde_json::from_value(value).map_err(ReadError::Malformed)
 }
 
+/// Ties a document type to its `schema` name and version ([`Document`]).
 macro_rules! document {
     ($t:ty, $name:literal, $version:expr) => {
-        impl Document for $t {
+        impl $crate::schema::Document for $t {
             const SCHEMA: &'static str = $name;
             const VERSION: u32 = $version;
         }

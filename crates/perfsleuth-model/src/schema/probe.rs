@@ -1,6 +1,13 @@
 //! Probe results and their comparison.
 
-use super::*;
+use crate::CalibratedClock;
+use crate::Environment;
+use crate::ProbeResult;
+use crate::RunStatus;
+use crate::f64_or_nan;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
 
 /// `perfsleuth/probe`: a probe session (`probe --json`); `probe diff` reads it back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

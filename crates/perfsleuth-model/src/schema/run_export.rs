@@ -1,6 +1,10 @@
 //! The run export (`--export-json`, `show --json`) and what it holds.
 
-use super::*;
+use crate::Run;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// `perfsleuth/run`: a run with all its samples and the derived statistics
 /// (`run --export-json`, `show --json`); `compare` and `env diff` read it back.

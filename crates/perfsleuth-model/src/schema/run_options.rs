@@ -1,6 +1,8 @@
 //! The options a run was measured with, as stored.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
 
 /// The `options` of a run made by `perfsleuth scale` (stored in the run,
 /// read back by the scale analysis). Not a document of its own: the run's

@@ -1,6 +1,11 @@
 //! The list of stored runs.
 
-use super::*;
+use crate::GitInfo;
+use crate::Mode;
+use crate::RunStatus;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
 
 /// `perfsleuth/runs`: the stored runs, newest first (`runs --json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

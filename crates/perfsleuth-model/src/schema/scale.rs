@@ -1,6 +1,9 @@
 //! Scale sweeps and their fits.
 
-use super::*;
+use crate::f64_or_nan;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
 
 /// `perfsleuth/scale`: a concurrency sweep's analysis (`scale --json`, `scale fit --json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -1,6 +1,8 @@
 //! The team server's API documents.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
 
 /// `perfsleuth/ingest`: what the team server did with an uploaded run
 /// (`POST /api/v1/projects/{project}/runs`).
