@@ -119,7 +119,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "perfsleuth-report",
             "perfsleuth-compare",
             "perfsleuth-runner",
-            "perfsleuth-history",
             "perfsleuth-summary",
             "perfsleuth-scale",
         ],
