@@ -2,10 +2,11 @@
 //! failures and interrupts, without starting a process.
 
 use super::*;
+use crate::error::Role;
 use crate::fake::{Collect, FakeSpawner, exit, ok};
 use crate::{RunError, conclude};
-use perfsleuth_measure::Outcome;
-use perfsleuth_model::{Run, RunStatus};
+use perfsleuth_measure::{CommandId, IoConfig, Outcome};
+use perfsleuth_model::{Run, RunStatus, Sample};
 
 fn planned(name: &str) -> Planned {
     Planned {
