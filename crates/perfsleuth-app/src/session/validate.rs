@@ -1,72 +1,38 @@
-//! One measurement session, as `run`, `ab`, `explain` and variants make it:
-//! the settings checked into a [`Checked`] configuration before the first
-//! timed iteration (every check that can fail on user input happens here),
-//! then [`measure`]: the store and its sink, counters, the lock tracer,
-//! Ctrl-C, the noise snapshots, the runner's schedule, and conclude.
+//! Settling and checking a run's settings before anything is measured: the
+//! plan, the schedule, the instruments for the mode, the helpers, the
+//! exports; every refusal is made here.
 
-use crate::args::{CounterChoice, ModeChoice, ProfileChoice, RunArgs, When};
+use crate::args::CounterChoice;
+use crate::args::ModeChoice;
+use crate::args::ProfileChoice;
+use crate::args::RunArgs;
+use crate::args::When;
 use crate::error::Fail;
-use crate::locks::Instruments;
 use crate::output;
 use crate::parse;
-use crate::plan::{Shell, Templates, plan};
-use crate::sink::StoreSink;
-use crate::term::{ProgressLine, emit, use_color};
-use perfsleuth_measure::{IoConfig, MeasureError, OutputTarget, Spawner, Tolerate};
-use perfsleuth_model::{Mode, Run};
-use perfsleuth_runner::{
-    Counters, PortableChoice, Role, RunError, Schedule, Simulation, Stop, StopRule, conclude,
-};
-use std::path::{Path, PathBuf};
-
-/// The spawner `main` forked early, or a new one when it could not.
-pub fn spawner_or_start(spawner: Option<Spawner>) -> Result<Spawner, Fail> {
-    match spawner {
-        Some(s) => Ok(s),
-        None => Spawner::start().map_err(|e| {
-            Fail::usage(
-                format!("cannot start the process spawner: {e}"),
-                "check the process limit (ulimit -u)",
-            )
-        }),
-    }
-}
-
-pub use crate::term::catch_interrupts;
-
-/// The store a session writes to: `--store`'s (or the default), none with
-/// `--no-store`.
-pub fn open_store(url: Option<&str>, no_store: bool) -> Result<Option<output::AnyStore>, Fail> {
-    if no_store {
-        Ok(None)
-    } else {
-        output::open_store(url).map(Some)
-    }
-}
-
-/// The line a measurement stopped by Ctrl-C ends with: what of `what`
-/// ("the samples taken so far") is stored in the runs `ids`, then `after`.
-pub fn interrupted_line(what: &str, ids: &[i64], after: &str) -> String {
-    let stored = match ids {
-        [] => String::new(),
-        [id] => format!("; {what} are stored as run {id} (status interrupted)"),
-        [a, b] => format!("; {what} are stored as runs {a} and {b} (status interrupted)"),
-        more => format!(
-            "; {what} are stored as runs {} (status interrupted)",
-            more.iter()
-                .map(i64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    format!("Interrupted{stored}{after}.\n")
-}
+use crate::plan::Shell;
+use crate::plan::Templates;
+use crate::plan::plan;
+use crate::session::measure_fail;
+use crate::session::runner_fail;
+use crate::term::emit;
+use perfsleuth_measure::IoConfig;
+use perfsleuth_measure::OutputTarget;
+use perfsleuth_measure::Tolerate;
+use perfsleuth_model::Mode;
+use perfsleuth_runner::Counters;
+use perfsleuth_runner::PortableChoice;
+use perfsleuth_runner::Schedule;
+use perfsleuth_runner::Simulation;
+use perfsleuth_runner::StopRule;
+use std::path::Path;
+use std::path::PathBuf;
 
 /// Everything `run` needs, checked before anything is measured.
 pub struct Checked {
     /// Simulation mode's set-up (valgrind, the portable profile); `None` in wall time.
     pub simulation: Option<Simulation>,
-    schedule: Schedule,
+    pub(crate) schedule: Schedule,
     /// The benchmarks, in order (for `ab`, both sides').
     pub planned: Vec<perfsleuth_runner::Planned>,
     /// `--baseline`, resolved before measuring.
@@ -85,37 +51,41 @@ pub struct Checked {
     /// are given (their files, collected after measuring).
     pub alloc: Option<perfsleuth_measure::alloc::Recorder>,
     /// What measuring records beside the times, settled for the mode.
-    instruments: Instrumentation,
+    pub(crate) instruments: Instrumentation,
     /// Where the run is stored (`--store`, `--no-store`).
-    store: Option<String>,
-    no_store: bool,
+    pub(crate) store: Option<String>,
+    pub(crate) no_store: bool,
     /// The progress line (`--progress`) and colour of what is printed.
-    progress: Option<bool>,
-    color: crate::args::ColorChoice,
+    pub(crate) progress: Option<bool>,
+    pub(crate) color: crate::args::ColorChoice,
     /// `--time-budget`: how long a benchmark is given (a silent command
     /// gets a note after ten of them).
-    time_budget: std::time::Duration,
+    pub(crate) time_budget: std::time::Duration,
     /// Whether the commands run in a shell (`--shell`).
-    shell: bool,
+    pub(crate) shell: bool,
     /// The options stored with the run (`sequential` set when measuring:
     /// the caller may turn the extension off after validation).
-    options: perfsleuth_model::schema::RunOptions,
+    pub(crate) options: perfsleuth_model::schema::RunOptions,
 }
 
 /// The instruments a run starts, settled from the arguments and the mode:
 /// simulation turns each off (valgrind runs the program).
-struct Instrumentation {
-    counters: Counters,
-    counters_kernel: bool,
-    tracepoints: bool,
-    locks: When,
-    profile: ProfileChoice,
+pub(crate) struct Instrumentation {
+    pub(crate) counters: Counters,
+    pub(crate) counters_kernel: bool,
+    pub(crate) tracepoints: bool,
+    pub(crate) locks: When,
+    pub(crate) profile: ProfileChoice,
     /// Said once measuring starts (options given that the mode ignores).
-    notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl Instrumentation {
-    fn settle(args: &RunArgs, simulated: bool, auto_counters: bool) -> Result<Self, Fail> {
+    pub(crate) fn settle(
+        args: &RunArgs,
+        simulated: bool,
+        auto_counters: bool,
+    ) -> Result<Self, Fail> {
         if simulated && args.locks == When::On {
             return Err(Fail::usage(
                 "--locks traces the threads of real runs; simulation mode runs the command under valgrind",
@@ -162,42 +132,6 @@ impl Instrumentation {
     }
 }
 
-/// One stored run of a measurement: `run` makes one, `ab` one per side,
-/// each holding the next `benchmarks` of the plan.
-pub struct Part {
-    /// Its source-control state (`ab`: the side's commit).
-    pub git: Option<perfsleuth_model::GitInfo>,
-    /// Keys added to its stored options (`ab`: the side, the build).
-    pub extra: serde_json::Map<String, serde_json::Value>,
-    /// How many of the plan's benchmarks are its.
-    pub benchmarks: usize,
-    /// Its name on the progress line (`ab`: "baseline"); empty for a plain run.
-    pub label: &'static str,
-}
-
-/// What one measurement produced, before it is reported.
-pub struct Measurement {
-    /// Every benchmark measured, in one run (for `ab`, both sides').
-    pub run: Run,
-    /// The stored runs' ids, one per [`Part`].
-    pub ids: Vec<Option<i64>>,
-    /// How measuring ended.
-    pub result: Result<(), Stop>,
-    /// Notes to print after the results.
-    pub notes: Vec<String>,
-    /// Warnings to print after the notes.
-    pub warnings: Vec<String>,
-    /// Rounds measured, and in how long.
-    pub rounds: u32,
-    /// The time measuring took.
-    pub elapsed: std::time::Duration,
-    /// The comparison's last look (its α: [`perfsleuth_compare::Options::at_look`]);
-    /// `None` where it could not be extended.
-    pub look: Option<u32>,
-    /// "Stored as run N in …", when stored.
-    pub stored_note: Option<String>,
-}
-
 /// Rounds when `--rounds` is not given: five spread a side's samples over
 /// its time, so a comparison sees how much the machine's speed wanders
 /// between them (STATISTICS.md §4.3); an exact `--runs N` stays N runs, and
@@ -206,7 +140,7 @@ pub const DEFAULT_ROUNDS: u32 = 5;
 
 /// The precision stop: `--precision`, else ±1 % for a run of one round and
 /// none (0: only identical samples stop it) for several.
-fn precision(args: &RunArgs, rounds: u32) -> f64 {
+pub(crate) fn precision(args: &RunArgs, rounds: u32) -> f64 {
     match args.precision {
         Some(p) => p,
         None if rounds > 1 => 0.0,
@@ -218,7 +152,7 @@ fn precision(args: &RunArgs, rounds: u32) -> f64 {
 /// within its limits: an exact count must divide evenly, and the rounds'
 /// minimum share (`min` over k, rounded up) must not pass their maximum
 /// share (`max` over k, rounded down). One round always fits.
-fn fitting_rounds(asked: u32, exact: Option<u32>, min: u32, max: Option<u32>) -> u32 {
+pub(crate) fn fitting_rounds(asked: u32, exact: Option<u32>, min: u32, max: Option<u32>) -> u32 {
     (1..=asked.max(1))
         .rev()
         .find(|&k| match exact {
@@ -228,7 +162,7 @@ fn fitting_rounds(asked: u32, exact: Option<u32>, min: u32, max: Option<u32>) ->
         .unwrap_or(1)
 }
 
-fn rounds(args: &RunArgs, simulated: bool) -> u32 {
+pub(crate) fn rounds(args: &RunArgs, simulated: bool) -> u32 {
     match args.rounds {
         Some(k) => k,
         None if simulated => 1,
@@ -245,232 +179,12 @@ fn rounds(args: &RunArgs, simulated: bool) -> u32 {
 /// largest count up to it that divides N).
 pub const AB_ROUNDS: u32 = 10;
 
-/// Prepares `planned` in the spawner (the commands resolved, programs hashed).
-pub fn prepare(
-    c: &Checked,
-    mut planned: Vec<perfsleuth_runner::Planned>,
-    spawner: &mut Spawner,
-) -> Result<Vec<perfsleuth_runner::Bench>, Fail> {
-    if let Some(recorder) = &c.alloc {
-        for p in planned.iter_mut() {
-            // The command's own preloads stay, after the recorder.
-            let own = |env: &[(String, Option<String>)]| {
-                env.iter()
-                    .rev()
-                    .find(|(k, _)| k == "LD_PRELOAD")
-                    .map(|(_, v)| v.clone())
-            };
-            let preload = p
-                .variant
-                .as_ref()
-                .and_then(|v| own(&v.env))
-                .or_else(|| own(&c.io.env))
-                .unwrap_or_else(|| std::env::var("LD_PRELOAD").ok());
-            p.env = recorder.env_for(preload.as_deref()).map_err(|e| {
-                Fail::usage(
-                    format!("cannot record allocations: {e}"),
-                    "drop alloc from --profile",
-                )
-            })?;
-        }
-    }
-    perfsleuth_runner::prepare(
-        spawner,
-        planned,
-        &c.io,
-        &c.aux_io,
-        c.simulation.as_ref(),
-        c.shell,
-    )
-    .map_err(runner_fail)
-}
-
-/// Measures `benches` (stored as `parts`, in order) and concludes the run;
-/// while `undecided` (given the run so far, the benchmarks and the look,
-/// 0 first) says a comparison cannot decide yet, rounds are added up to
-/// `--max-time`, on the grid of looks the runner keeps.
-pub fn measure(
-    c: &Checked,
-    spawner: &mut Spawner,
-    mut benches: Vec<perfsleuth_runner::Bench>,
-    parts: Vec<Part>,
-    undecided: &dyn Fn(&Run, &[perfsleuth_runner::Bench], u32) -> bool,
-) -> Result<Measurement, Fail> {
-    let mut store = open_store(c.store.as_deref(), c.no_store)?;
-    let mode = if c.simulation.is_some() {
-        Mode::Simulation
-    } else {
-        Mode::Walltime
-    };
-    let options = perfsleuth_model::schema::RunOptions {
-        sequential: !c.max_time.is_zero(),
-        ..c.options.clone()
-    };
-    let mut run = output::new_run(
-        mode,
-        serde_json::to_value(options).unwrap_or_default(),
-        perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live()),
-    );
-    if let Some(sim) = &c.simulation {
-        sim.record(&mut run.environment);
-    }
-    // Before anything is stored: a refusal must leave no run behind.
-    let i = &c.instruments;
-    let mut instruments = Instruments::start(
-        spawner,
-        i.counters,
-        i.counters_kernel,
-        i.tracepoints,
-        i.locks,
-        i.profile,
-        &mut run.environment,
-    )?;
-    let mut counter_notes = std::mem::take(&mut instruments.notes);
-    counter_notes.extend(i.notes.iter().cloned());
-    let empty: Vec<_> = benches.iter().map(|b| b.to_benchmark(false)).collect();
-    // Each part's runs row and its share of the plan's benchmarks.
-    let mut ranges = Vec::with_capacity(parts.len());
-    let mut start = 0;
-    for part in &parts {
-        ranges.push(start..start + part.benchmarks);
-        start += part.benchmarks;
-    }
-    let mut stored: Vec<Run> = parts
-        .iter()
-        .map(|part| {
-            let mut r = run.clone();
-            if part.git.is_some() {
-                r.git = part.git.clone();
-            }
-            if let Some(options) = r.options.as_object_mut() {
-                options.extend(part.extra.clone());
-            }
-            r
-        })
-        .collect();
-    let mut slices: Vec<(&mut Run, &[perfsleuth_model::Benchmark])> = stored
-        .iter_mut()
-        .zip(&ranges)
-        .map(|(r, range)| (r, &empty[range.clone()]))
-        .collect();
-    let mut sink = StoreSink::begin_runs(
-        store
-            .as_deref_mut()
-            .map(|s| s as &mut dyn perfsleuth_store::Store),
-        &mut slices,
-        // Forced on only where the commands do not write to the terminal
-        // themselves (`--style full --show-output` would interleave them).
-        ProgressLine::new(c.io.output == OutputTarget::Inherit).forced(
-            c.progress
-                .filter(|on| !on || c.io.output != OutputTarget::Inherit),
-        ),
-    )?;
-    run.id = stored.first().and_then(|r| r.id);
-    run.uuid = stored.first().and_then(|r| r.uuid.clone());
-    sink.sides = parts
-        .iter()
-        .zip(&ranges)
-        .filter(|(p, _)| !p.label.is_empty())
-        .map(|(p, r)| (p.label, r.clone()))
-        .collect();
-    if let OutputTarget::File(path) = &c.io.output {
-        std::fs::File::create(path).map_err(|e| {
-            Fail::usage(
-                format!("cannot write --output file {}: {e}", path.display()),
-                "choose a writable path, or --output null",
-            )
-        })?;
-    }
-    catch_interrupts()?;
-    // No default timeout (a benchmark may rightly take an hour), but a
-    // command silent for ten time budgets gets a note on how to stop it.
-    if c.io.timeout.is_none() {
-        let after = (c.time_budget * 10).max(std::time::Duration::from_secs(1));
-        sink.watchdog = Some(crate::term::Watchdog::start(after));
-    }
-
-    let started = std::time::Instant::now();
-    let noise = perfsleuth_env::NoiseSnapshot::take(&perfsleuth_env::Source::live());
-    // With a comparison to follow, rounds are added while it is inconclusive.
-    let template = run.clone();
-    let spawner_pid = spawner.pid();
-    let mut following = perfsleuth_runner::locks::Following::new(spawner);
-    let (measured, rounds, look) = c.schedule.measure_until(
-        &mut following,
-        &mut sink,
-        &mut benches,
-        c.simulation.as_ref(),
-        c.rounds,
-        c.max_time,
-        |benches, look| undecided(&template, benches, look),
-    );
-    instruments.stop(
-        &following,
-        benches.iter().map(|b| (b.main_id(), b.plan.name.as_str())),
-        c.alloc.as_ref().map(|r| {
-            let dirs = benches
-                .iter()
-                .map(|b| perfsleuth_measure::alloc::dir_of_env(&b.plan.env))
-                .collect();
-            (r, spawner_pid, dirs)
-        }),
-    );
-    counter_notes.append(&mut instruments.notes);
-    sink.watchdog = None;
-    sink.progress.clear();
-    counter_notes.extend(measured.notes);
-    run.environment.merge(measured.counter_env);
-    // The warning after the run judges the run, not the minutes before it.
-    noise.since(&perfsleuth_env::Source::live(), &mut run.environment);
-    run.benchmarks = perfsleuth_runner::benchmarks(&benches);
-    instruments.attach(&mut run, &mut sink)?;
-    let mut warnings = Vec::new();
-    if let Some(sim) = &c.simulation {
-        // Variants with caches of their own are not simulated with the fixed model.
-        let mut own_caches: Vec<&str> = Vec::new();
-        for v in c.planned.iter().filter_map(|p| p.variant.as_ref()) {
-            if v.cache_model.is_some() && !own_caches.contains(&v.name.as_str()) {
-                own_caches.push(&v.name);
-            }
-        }
-        counter_notes.extend(sim.notes().into_iter().map(|n| {
-            if own_caches.is_empty() || !n.starts_with("valgrind's cache model") {
-                n
-            } else {
-                format!(
-                    "{n}, except for the variants {} (their own cache models, in their variant.cache_model facts)",
-                    own_caches.join(", ")
-                )
-            }
-        }));
-        warnings.extend(sim.warnings());
-        if sim.portable().is_some() {
-            warnings.extend(perfsleuth_runner::cpuid_check(
-                &run.benchmarks,
-                &mut run.environment,
-            ));
-        }
-    }
-    conclude(&mut run, &measured.result, &*spawner, &mut sink).map_err(runner_fail)?;
-    Ok(Measurement {
-        ids: stored.iter().map(|r| r.id).collect(),
-        stored_note: sink.stored_note(use_color(c.color, true)),
-        run,
-        result: measured.result,
-        notes: counter_notes,
-        warnings,
-        rounds,
-        look,
-        elapsed: started.elapsed(),
-    })
-}
-
 /// `--reference CMD` as hyperfine 1.20 takes it: a command that is not one
 /// of the benchmarks (by 1-based index or name) is measured as the
 /// reference, first, under `--reference-name` or its own text, once
 /// whatever the parameters (`--parameter-scan` scans the others). `None`
 /// when `--reference` names a benchmark or is not given.
-fn reference_command(
+pub(crate) fn reference_command(
     args: &RunArgs,
     planned: &[perfsleuth_runner::Planned],
     shell: &Shell,
@@ -525,7 +239,7 @@ fn reference_command(
 /// benchmarks by 1-based index or name): a program that exists here, not
 /// a number, not a command or --name given. A misspelt name is no command
 /// and gets the name's error, with the names.
-fn own_reference(args: &RunArgs) -> bool {
+pub(crate) fn own_reference(args: &RunArgs) -> bool {
     let Some(spec) = args.reference.as_deref() else {
         return false;
     };
@@ -541,15 +255,15 @@ fn own_reference(args: &RunArgs) -> bool {
 /// takes them with a `--reference` command of its own: given once, for
 /// every command, the reference too; given once per command, the
 /// reference's first.
-struct Helpers {
+pub(crate) struct Helpers {
     /// For the benchmarks: prepare, conclude, setup, cleanup.
-    commands: [Vec<String>; 4],
+    pub(crate) commands: [Vec<String>; 4],
     /// For the reference command.
-    reference: [Vec<String>; 4],
+    pub(crate) reference: [Vec<String>; 4],
 }
 
 impl Helpers {
-    fn split(args: &RunArgs) -> Result<Helpers, Fail> {
+    pub(crate) fn split(args: &RunArgs) -> Result<Helpers, Fail> {
         let lists = [&args.prepare, &args.conclude, &args.setup, &args.cleanup];
         let names = ["--prepare", "--conclude", "--setup", "--cleanup"];
         let own = own_reference(args);
@@ -587,7 +301,7 @@ impl Helpers {
 }
 
 /// `--portable[=BASELINE]` / `--no-portable` in the runner's terms.
-fn portable_choice(args: &RunArgs) -> Result<PortableChoice, Fail> {
+pub(crate) fn portable_choice(args: &RunArgs) -> Result<PortableChoice, Fail> {
     if args.no_portable {
         return Ok(PortableChoice::Off);
     }
@@ -929,7 +643,7 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
 /// `--profile=alloc`'s recorder: refused in simulation mode (valgrind runs
 /// the program); where it cannot be made, an error with `on` and a note
 /// with `auto`.
-fn allocation_recorder(
+pub(crate) fn allocation_recorder(
     args: &RunArgs,
     simulation: bool,
 ) -> Result<Option<perfsleuth_measure::alloc::Recorder>, Fail> {
@@ -960,7 +674,7 @@ fn allocation_recorder(
 /// argument that is no program, after a one-word command that is one, was
 /// almost surely meant as that command's argument (hyperfine users quote
 /// less when the shell is not in the way). Refused, with the quoting.
-fn split_command(commands: &[String]) -> Result<(), Fail> {
+pub(crate) fn split_command(commands: &[String]) -> Result<(), Fail> {
     let path = std::env::var_os("PATH");
     let is_program = |c: &str| {
         let one_word = !c.trim().is_empty() && !c.contains(char::is_whitespace);
@@ -1051,7 +765,7 @@ pub const TWO_COMMANDS_TIMES: u32 = 3;
 pub const AB_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Every export path is writable, and no two share a file.
-fn check_exports(args: &RunArgs) -> Result<(), Fail> {
+pub(crate) fn check_exports(args: &RunArgs) -> Result<(), Fail> {
     let exports: Vec<(String, &PathBuf)> = output::requested_exports(args)
         .into_iter()
         .map(|(format, path)| (output::export_option(format), path))
@@ -1081,7 +795,7 @@ fn check_exports(args: &RunArgs) -> Result<(), Fail> {
 }
 
 /// `--output`: null, inherit, or a file that must be writable.
-fn output_target(output: &str, store_url: Option<&str>) -> Result<OutputTarget, Fail> {
+pub(crate) fn output_target(output: &str, store_url: Option<&str>) -> Result<OutputTarget, Fail> {
     match output {
         "null" => Ok(OutputTarget::Null),
         "inherit" => Ok(OutputTarget::Inherit),
@@ -1100,133 +814,9 @@ fn output_target(output: &str, store_url: Option<&str>) -> Result<OutputTarget, 
     }
 }
 
-/// A spawner error on `what` (a command, `--shell`, …) as a one-line usage error.
-pub fn measure_fail(e: MeasureError, what: &str) -> Fail {
-    match e {
-        MeasureError::NotFound(p) if what == "--shell" => Fail::usage(
-            format!("--shell program not found: `{p}`"),
-            "give an installed shell, e.g. --shell sh or --shell bash",
-        ),
-        MeasureError::NotFound(p) => Fail::usage(
-            format!("{what} not found: `{p}`"),
-            "check the spelling and your PATH; use --shell for shell builtins",
-        ),
-        MeasureError::NotAProgram { path, reason } => Fail::usage(
-            format!("{what} `{}` cannot be executed: {reason}", path.display()),
-            "run it through an interpreter (e.g. --shell sh) or add a #! line",
-        ),
-        MeasureError::MissingInterpreter { .. } => Fail::usage(
-            format!("{what} {e}"),
-            "install the interpreter, or fix the #! line (e.g. #!/usr/bin/env python3)",
-        ),
-        MeasureError::Spawn { program, source } if program != "perfsleuth spawner" => Fail::usage(
-            format!("cannot run `{program}`: {source}"),
-            "is it a program for this machine and kernel? (check with `file`)",
-        ),
-        MeasureError::IsDirectory(p) => Fail::usage(
-            format!("{what} `{}` is a directory, not a program", p.display()),
-            "name the program inside it, e.g. ./dir/program",
-        ),
-        MeasureError::NotExecutable(p) => Fail::usage(
-            format!("{what} `{}` is not executable", p.display()),
-            format!("chmod +x {}", p.display()),
-        ),
-        MeasureError::File { path, source } => Fail::usage(
-            format!("cannot open {}: {source}", path.display()),
-            "check the path and its permissions",
-        ),
-        MeasureError::Setting(why) => Fail::usage(
-            format!("{what}: a --variant setting could not be applied: {why}"),
-            "check the CPUs this process may use (taskset -p $$) and its privileges (nice values and sched:idle need CAP_SYS_NICE)",
-        ),
-        MeasureError::NotApplied(why) => Fail::usage(
-            format!("{what} did not get its --variant settings: {why}"),
-            "something between perfsleuth and the program changes them (a wrapper script, a cgroup, the program itself)",
-        ),
-        other => Fail::usage(
-            format!("{other}"),
-            "this is likely a perfsleuth bug or a resource limit; please report it",
-        ),
-    }
-}
-
-/// The runner's errors as one-line messages with a hint.
-pub fn runner_fail(e: RunError) -> Fail {
-    use perfsleuth_measure::callgrind::{INSTALL_HINT, SimError};
-    let message = e.to_string();
-    match e {
-        RunError::Measure { what, source } => measure_fail(source, &what),
-        RunError::CommandFailed { details, role, .. } => Fail::usage(
-            message,
-            if role == Role::Helper {
-                "helper commands must succeed; fix it or remove the option"
-            } else {
-                "fix the command, or pass --ignore-failure (or --ignore-failure=CODES) to measure it anyway"
-            },
-        )
-        .with_details(details),
-        RunError::TimedOut { label, wall_ns } => Fail::usage(
-            format!(
-                "{label} timed out after {} and was killed",
-                perfsleuth_report::format_duration_ns(wall_ns as f64)
-            ),
-            "raise --timeout, or check why it hangs (does it wait for input? try --input FILE)",
-        ),
-        RunError::Skipped { .. } => {
-            Fail::usage(message, "this should not be reported; please report it")
-        }
-        RunError::Sink(e) => match e.downcast::<perfsleuth_store::StoreError>() {
-            Ok(store) => output::store_fail(*store),
-            Err(other) => Fail::usage(
-                format!("cannot store the results: {other}"),
-                "check the --store path",
-            ),
-        },
-        RunError::NoValgrind => Fail::usage(message, INSTALL_HINT),
-        RunError::NotPortable(_) => Fail::usage(
-            message,
-            "drop --portable to count as this CPU dispatches (the run then says the counts are not portable)",
-        ),
-        RunError::EmptyCollect => Fail::usage(
-            message,
-            "name a function, e.g. --collect parse_input (callgrind's * and ? wildcards work)",
-        ),
-        RunError::Simulation { source, .. } => Fail::usage(
-            message,
-            match source {
-                SimError::NoOutput { .. } => {
-                    "run it by hand under `valgrind --tool=callgrind` to see why"
-                }
-                SimError::Parse(_) => "the file is kept for inspection; please report this with it",
-                _ => "check the temporary directory ($TMPDIR)",
-            },
-        ),
-        RunError::NothingCollected { .. } => Fail::usage(
-            message,
-            "check the name in `callgrind_annotate` output (wildcards work: --collect 'parse*'); build with -fno-inline or #[inline(never)] to keep it",
-        ),
-        RunError::Scratch { what, .. } => Fail::usage(
-            message,
-            if what.starts_with("cannot create") {
-                "set TMPDIR to a writable directory"
-            } else if what.starts_with("cannot read") {
-                "check the temporary directory ($TMPDIR)"
-            } else {
-                "check the space in the temporary directory ($TMPDIR)"
-            },
-        ),
-        RunError::NoThroughput {
-            expected, excerpt, ..
-        } => Fail::usage(message, expected).with_details(excerpt),
-        RunError::BadThroughput { .. } => {
-            Fail::usage(message, "check what the command reports, or the --work value")
-        }
-    }
-}
-
 /// The options stored with the run, as measured (`sequential` is set by
 /// [`measure`]).
-fn run_options(
+pub(crate) fn run_options(
     a: &RunArgs,
     tolerate: &Tolerate,
     rounds: u32,
@@ -1266,40 +856,5 @@ fn run_options(
         rounds,
         max_time_s: a.max_time.map(|t| t.as_secs_f64()),
         sequential: false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{fitting_rounds, interrupted_line};
-
-    #[test]
-    fn the_interrupted_line_says_which_runs_keep_what() {
-        assert_eq!(
-            interrupted_line("the runs so far", &[], ""),
-            "Interrupted.\n"
-        );
-        assert_eq!(
-            interrupted_line("the samples taken so far", &[4], ""),
-            "Interrupted; the samples taken so far are stored as run 4 (status interrupted).\n"
-        );
-        assert_eq!(
-            interrupted_line("the samples taken so far", &[4, 5], "; worktrees removed"),
-            "Interrupted; the samples taken so far are stored as runs 4 and 5 (status interrupted); worktrees removed.\n"
-        );
-    }
-
-    #[test]
-    fn rounds_shrink_until_their_shares_fit_the_run_limits() {
-        // The default: 10 runs at least, no maximum — five rounds of two.
-        assert_eq!(fitting_rounds(5, None, 10, None), 5);
-        // --min-runs 2 --max-runs 3: three rounds of one run each.
-        assert_eq!(fitting_rounds(5, None, 2, Some(3)), 3);
-        // --min-runs 7 --max-runs 7: only one round keeps exactly 7.
-        assert_eq!(fitting_rounds(5, None, 7, Some(7)), 1);
-        // --runs 12 --rounds 5: four rounds of three; --runs 7: one round.
-        assert_eq!(fitting_rounds(5, Some(12), 10, None), 4);
-        assert_eq!(fitting_rounds(5, Some(7), 10, None), 1);
-        assert_eq!(fitting_rounds(1, None, 10, None), 1);
     }
 }
