@@ -3,10 +3,13 @@
 
 use crate::noise::group_spread;
 use crate::options::Options;
-use crate::sides::Entry;
+use crate::options::push_unique;
+use crate::outcome::{Row, benchmark_key};
+use crate::sides::{Entries, Entry, fnv1a};
 use perfsleuth_model::Metric;
 use perfsleuth_model::ReportedSummary;
 use perfsleuth_model::Sample;
+use perfsleuth_model::schema::VerdictLabel;
 use perfsleuth_stats::Interval;
 use perfsleuth_stats::RelativeChange;
 use perfsleuth_stats::mann_whitney_u;
@@ -459,5 +462,149 @@ pub(crate) fn stats_direction(metric: Metric) -> perfsleuth_stats::Direction {
     match metric.direction() {
         perfsleuth_model::Direction::Lower => perfsleuth_stats::Direction::LowerIsBetter,
         perfsleuth_model::Direction::Higher => perfsleuth_stats::Direction::HigherIsBetter,
+    }
+}
+
+/// The rows of a comparison, with their statistics: one per paired
+/// benchmark and metric, in candidate order, and beside each what its
+/// verdict is decided from.
+pub(crate) struct Estimated {
+    pub(crate) rows: Vec<Row>,
+    pub(crate) facts: Vec<RowFacts>,
+    /// Notes on samples that exited unsuccessfully.
+    pub(crate) failed_notes: Vec<String>,
+    /// How many benchmarks both sides have.
+    pub(crate) paired: usize,
+}
+
+/// Estimates every paired benchmark's metrics (`imported`: the sides made
+/// wholly of imported runs, whose zeros may be "not measured").
+pub(crate) fn estimate_rows<'a>(
+    base_entries: &Entries<'a>,
+    cand_entries: &Entries<'a>,
+    opts: &Options,
+    imported: [bool; 2],
+) -> Estimated {
+    let mut rows: Vec<Row> = Vec::new();
+    // Beside each row, what its verdict is decided from.
+    let mut facts: Vec<RowFacts> = Vec::new();
+    let mut failed_notes: Vec<String> = Vec::new();
+    let mut paired = 0usize;
+    for ce in &cand_entries.list {
+        let Some(bi) = base_entries.find(ce.name, ce.parameters) else {
+            continue;
+        };
+        let be = &base_entries.list[bi];
+        paired += 1;
+        let key = benchmark_key(ce.name, ce.parameters);
+        let overrides = opts.per_benchmark.get(ce.name);
+        let named = overrides.and_then(|o| o.metrics.as_deref());
+        let mut gating: Vec<Metric> = named.unwrap_or(&opts.gating).to_vec();
+        let mut judged_note = None;
+        if opts.judge_time && named.is_none() && gating.contains(&Metric::Wall) {
+            let flat = |e: &Entry<'a>| e.groups.iter().flatten().copied().collect::<Vec<_>>();
+            let judged = perfsleuth_model::judged_time(&flat(be), &flat(ce));
+            if judged.metric == Metric::Cpu {
+                for m in gating.iter_mut().filter(|m| **m == Metric::Wall) {
+                    *m = Metric::Cpu;
+                }
+            }
+            judged_note = Some((judged.metric, judged.sentence()));
+        }
+        let gating = gating.as_slice();
+        let mut metrics: Vec<Metric> = Vec::new();
+        for &m in opts.metrics.iter().chain(gating) {
+            push_unique(&mut metrics, m);
+        }
+        let failed =
+            |groups: &[Vec<&Sample>]| groups.iter().flatten().filter(|s| !s.succeeded()).count();
+        let (fb, fc) = (failed(&be.groups), failed(&ce.groups));
+        if fb + fc > 0 {
+            failed_notes.push(format!(
+                "{key}: {fb} baseline and {fc} candidate samples exited unsuccessfully and are included"
+            ));
+        }
+        // A metric neither side recorded at all (a summary-only import
+        // has no user or system time; criterion and pytest-benchmark
+        // samples carry zeros for CPU time and peak RSS, which their tools
+        // never measured) is no row, unless it gates.
+        let recorded = |e: &Entry<'_>, imported: bool, metric: Metric| {
+            e.groups
+                .iter()
+                .flatten()
+                .any(|s| !imported || metric.of(s) != 0.0)
+                || e.summaries.iter().any(|s| s.metric == metric.name())
+        };
+        let metrics: Vec<Metric> = metrics
+            .into_iter()
+            .filter(|&m| {
+                gating.contains(&m) || recorded(be, imported[0], m) || recorded(ce, imported[1], m)
+            })
+            .collect();
+        // Each metric bootstraps on its own seed: measured on all CPUs, the
+        // numbers are those of one (docs/PERFORMANCE.md, "compare").
+        let measured = par_map(&metrics, |&metric| {
+            let seed = perfsleuth_stats::SEED ^ fnv1a(&[&key, metric.name()]);
+            match summary_sides(be, ce, metric) {
+                Some((bs, cs)) => measure_summaries(&bs, &cs, metric, opts),
+                None => (
+                    measure(&be.groups, &ce.groups, metric, opts, seed),
+                    SummaryKind::None,
+                ),
+            }
+        });
+        for (metric, (m, kind)) in metrics.into_iter().zip(measured) {
+            facts.push(RowFacts {
+                exact: m.exact,
+                windows: (be.windows, ce.windows),
+                spread: m.spread,
+                cpu: m.cpu,
+                kind,
+            });
+            let mut m = m;
+            if let Some((judged, sentence)) = &judged_note {
+                if metric == *judged {
+                    m.notes.insert(0, sentence.clone());
+                } else if metric == Metric::Wall {
+                    m.notes.insert(
+                        0,
+                        "shown beside the judged CPU time; wall time does not gate this benchmark"
+                            .to_string(),
+                    );
+                }
+            }
+            if let Some(n) = m.pairs
+                && gating.contains(&metric)
+            {
+                m.notes.push(format!(
+                    "paired: the change is the median of the {n} adjacent runs' ratios, its interval the sign test's, widened for neighbouring pairs that move together"
+                ));
+            }
+            rows.push(Row {
+                benchmark: ce.name.to_string(),
+                parameters: ce.parameters.clone(),
+                metric,
+                gating: gating.contains(&metric),
+                baseline_median: m.baseline_median,
+                candidate_median: m.candidate_median,
+                n_baseline: m.n_baseline,
+                n_candidate: m.n_candidate,
+                change: m.change,
+                p_value: m.p_value,
+                p_adjusted: None,
+                verdict: VerdictLabel::InsufficientData,
+                notes: m.notes,
+                band: 0.0,
+                noise: None,
+                functions: Vec::new(),
+                time_functions: Vec::new(),
+            });
+        }
+    }
+    Estimated {
+        rows,
+        facts,
+        failed_notes,
+        paired,
     }
 }

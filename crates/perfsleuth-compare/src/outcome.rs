@@ -265,3 +265,8 @@ pub fn benchmark_key(name: &str, parameters: &BTreeMap<String, String>) -> Strin
     }
     format!("{name} [{}]", params.join(", "))
 }
+
+/// Whether a verdict says the benchmark moved.
+pub(crate) fn changed(v: VerdictLabel) -> bool {
+    matches!(v, VerdictLabel::Regressed | VerdictLabel::Improved)
+}

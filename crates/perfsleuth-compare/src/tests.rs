@@ -4,7 +4,8 @@
 use super::*;
 use perfsleuth_model::{Benchmark, Mode, RunStatus};
 use perfsleuth_model::{Environment, Run};
-use perfsleuth_stats::{VerdictRule, mann_whitney_u};
+use perfsleuth_model::{Metric, Sample};
+use perfsleuth_stats::{Verdict, VerdictRule, mann_whitney_u, smallest_p};
 use std::collections::BTreeMap;
 
 const MS: f64 = 1e6;
