@@ -342,7 +342,70 @@ pub fn counters(choice: CounterChoice) -> Counters {
 pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
     let tolerate = parse::ignore_failure(args.ignore_failure.as_deref())
         .map_err(|e| Fail::usage(e, "see perfsleuth run --help"))?;
-    let simulation = match args.mode {
+    let simulation = simulation_of(args)?;
+    let simulated = simulation.is_some();
+    let Rounds { warmup, k, rule } = rounds_of(args, simulated)?;
+    let (mut planned, shell, helpers) = planned_of(args)?;
+    if !args.variant.is_empty() {
+        planned = with_variants(args, planned, simulated)?;
+    }
+    // A bad --baseline must fail before anything is measured.
+    let baseline = baseline_of(args, simulated)?;
+    let reference = reference_of(args, &mut planned, &shell, &helpers)?;
+    check_exports(args)?;
+    let output = output_target(&args.output, args.store.store.as_deref())?;
+    if let Some(input) = &args.input {
+        check_input(input)?;
+    }
+    let io = IoConfig {
+        output,
+        input: args.input.clone(),
+        timeout: args.timeout,
+        tolerate: tolerate.clone(),
+        ..IoConfig::default()
+    };
+    let aux_io = IoConfig {
+        timeout: args.timeout,
+        ..IoConfig::default()
+    };
+    let max_time = max_time_of(args, planned.len(), baseline.is_some(), k, simulated)?;
+    let schedule = Schedule::new(
+        rule,
+        warmup,
+        !args.no_interleave,
+        tolerate.clone(),
+        simulated,
+        simulation.is_none() && args.counters == CounterChoice::Auto,
+    );
+    let alloc = allocation_recorder(args, simulated)?;
+    let instruments = Instrumentation::settle(args, simulated, schedule.auto_counters)?;
+    let options = run_options(args, &tolerate, k);
+    Ok(Checked {
+        simulation,
+        schedule,
+        planned,
+        baseline,
+        reference,
+        io,
+        aux_io,
+        max_time,
+        rounds: k,
+        alloc,
+        instruments,
+        store: args.store.store.clone(),
+        no_store: args.no_store,
+        progress: args.progress,
+        color: args.color,
+        time_budget: args.time_budget,
+        shell: args.shell.is_some(),
+        options,
+    })
+}
+
+/// Simulation mode's set-up (valgrind, the portable profile, a cache
+/// model), or `None` in wall time, where its options are refused.
+fn simulation_of(args: &RunArgs) -> Result<Option<Simulation>, Fail> {
+    Ok(match args.mode {
         ModeChoice::Simulation => {
             let mut sim = Simulation::new(args.collect.clone(), portable_choice(args)?)
                 .map_err(runner_fail)?;
@@ -374,10 +437,21 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
             }
             None
         }
-    };
+    })
+}
+
+/// The rounds a run is measured in and each round's share of the limits.
+struct Rounds {
+    warmup: u32,
+    k: u32,
+    rule: StopRule,
+}
+
+/// `--rounds`, the run limits and the time budget, as rounds of equal shares.
+fn rounds_of(args: &RunArgs, simulated: bool) -> Result<Rounds, Fail> {
     // Simulated runs are deterministic: one run and one that checks it, no warmup.
-    let warmup = if simulation.is_some() { 0 } else { args.warmup };
-    let asked = rounds(args, simulation.is_some());
+    let warmup = if simulated { 0 } else { args.warmup };
+    let asked = rounds(args, simulated);
     if asked == 0 {
         return Err(Fail::usage(
             "--rounds 0 measures nothing",
@@ -390,9 +464,9 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
             "raise --max-runs or lower --min-runs",
         ));
     }
-    let exact = args.runs.or(simulation
-        .as_ref()
-        .map(|_| perfsleuth_runner::SIMULATION_RUNS));
+    let exact = args
+        .runs
+        .or(simulated.then_some(perfsleuth_runner::SIMULATION_RUNS));
     let k = fitting_rounds(asked, exact, args.min_runs, args.max_runs);
     // The first round gets its share of every limit; later rounds repeat its
     // count, so k shares stay within the limits (see `fitting_rounds`).
@@ -403,6 +477,12 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         budget: args.time_budget / k,
         precision: precision(args, k),
     };
+    Ok(Rounds { warmup, k, rule })
+}
+
+/// The benchmarks the commands and their parameters make, with the shell
+/// they run in and the helper commands (`--prepare`, `--setup`, …).
+fn planned_of(args: &RunArgs) -> Result<(Vec<perfsleuth_runner::Planned>, Shell, Helpers), Fail> {
     if let Some(shell) = &args.shell {
         let program = &Shell::words(shell)?[0];
         perfsleuth_measure::resolve_program(program, std::env::var_os("PATH").as_deref())
@@ -433,68 +513,76 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
             .map(|p| crate::plan::in_dir(p, dir))
             .collect();
     }
-    if !args.variant.is_empty() {
-        for (given, option, why) in [
-            (
-                args.baseline.is_some(),
-                "--baseline",
-                "each variant is compared with base; compare a stored run with `perfsleuth compare`",
-            ),
-            (
-                args.reference.is_some(),
-                "--reference",
-                "each variant is compared with its own command under base",
-            ),
-            (
-                args.no_interleave,
-                "--no-interleave",
-                "the variants are compared run by run, which needs them interleaved",
-            ),
-        ] {
-            if given {
-                return Err(Fail::usage(
-                    format!("{option} cannot be used with --variant"),
-                    why,
-                ));
-            }
-        }
-        let config = if args.variant.iter().any(|v| !v.contains('=')) {
-            crate::config::load(args.verdict.config.as_deref())?
-                .map(|(_, c)| c.variant)
-                .unwrap_or_default()
-        } else {
-            Default::default()
-        };
-        let mut notes = Vec::new();
-        let variants = args
-            .variant
-            .iter()
-            .map(|v| crate::variant::parse(v, &config, args.store.store.clone(), &mut notes))
-            .collect::<Result<Vec<_>, _>>()?;
-        if simulation.is_none()
-            && let Some(v) = variants.iter().find(|v| v.cache_model.is_some())
-        {
+    Ok((planned, shell, helpers))
+}
+
+/// Each benchmark once per `--variant`, where the options allow variants.
+fn with_variants(
+    args: &RunArgs,
+    planned: Vec<perfsleuth_runner::Planned>,
+    simulated: bool,
+) -> Result<Vec<perfsleuth_runner::Planned>, Fail> {
+    for (given, option, why) in [
+        (
+            args.baseline.is_some(),
+            "--baseline",
+            "each variant is compared with base; compare a stored run with `perfsleuth compare`",
+        ),
+        (
+            args.reference.is_some(),
+            "--reference",
+            "each variant is compared with its own command under base",
+        ),
+        (
+            args.no_interleave,
+            "--no-interleave",
+            "the variants are compared run by run, which needs them interleaved",
+        ),
+    ] {
+        if given {
             return Err(Fail::usage(
-                format!(
-                    "--variant {}: cache-model works only in simulation mode",
-                    v.name
-                ),
-                "add --mode simulation (needs valgrind)",
+                format!("{option} cannot be used with --variant"),
+                why,
             ));
         }
-        for note in notes {
-            emit(&format!("note: {note}\n"), true);
-        }
-        planned = crate::variant::expand(planned, &variants)?;
     }
-    // A bad --baseline must fail before anything is measured.
-    let baseline = match &args.baseline {
+    let config = if args.variant.iter().any(|v| !v.contains('=')) {
+        crate::config::load(args.verdict.config.as_deref())?
+            .map(|(_, c)| c.variant)
+            .unwrap_or_default()
+    } else {
+        Default::default()
+    };
+    let mut notes = Vec::new();
+    let variants = args
+        .variant
+        .iter()
+        .map(|v| crate::variant::parse(v, &config, args.store.store.clone(), &mut notes))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !simulated && let Some(v) = variants.iter().find(|v| v.cache_model.is_some()) {
+        return Err(Fail::usage(
+            format!(
+                "--variant {}: cache-model works only in simulation mode",
+                v.name
+            ),
+            "add --mode simulation (needs valgrind)",
+        ));
+    }
+    for note in notes {
+        emit(&format!("note: {note}\n"), true);
+    }
+    crate::variant::expand(planned, &variants)
+}
+
+/// `--baseline`, resolved and checked before anything is measured.
+fn baseline_of(args: &RunArgs, simulated: bool) -> Result<Option<crate::verdict::Baseline>, Fail> {
+    Ok(match &args.baseline {
         Some(spec) => {
             let mut opts = crate::verdict::options(&args.verdict)?;
             let mut handle = crate::sides::StoreHandle::new(args.store.store.clone());
             let mut side = crate::sides::resolve(spec, &mut handle)?;
             // Refused now, not after minutes of measuring.
-            let mode = if simulation.is_some() {
+            let mode = if simulated {
                 Mode::Simulation
             } else {
                 Mode::Walltime
@@ -505,8 +593,18 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
             Some(crate::verdict::Baseline { side, opts, notes })
         }
         None => None,
-    };
-    let reference = match reference_command(args, &planned, &shell, &helpers)? {
+    })
+}
+
+/// Where `--reference` stands in the plan: its own command first, or one
+/// of the benchmarks.
+fn reference_of(
+    args: &RunArgs,
+    planned: &mut Vec<perfsleuth_runner::Planned>,
+    shell: &Shell,
+    helpers: &Helpers,
+) -> Result<Option<usize>, Fail> {
+    Ok(match reference_command(args, planned, shell, helpers)? {
         Some(first) => {
             planned.insert(0, first);
             Some(0)
@@ -526,53 +624,53 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
                 planned.iter().map(|p| p.name.as_str()),
             )?
         }
-    };
-    check_exports(args)?;
-    let output = output_target(&args.output, args.store.store.as_deref())?;
-    if let Some(input) = &args.input {
-        use perfsleuth_model::input::{self, Accept, InputError, Special};
-        // Every run reads the input from its start: a regular file, or a
-        // device like /dev/zero. A FIFO would feed the first run only (and
-        // a plain open of it blocks until someone writes).
-        match input::open(input, Accept::Regular) {
-            Ok(_) | Err(InputError::Special(Special::CharDevice)) => {}
-            Err(InputError::Special(Special::Fifo)) => {
-                return Err(Fail::usage(
-                    format!("--input {} is a FIFO (named pipe)", input.display()),
-                    "every run reads --input from the start: write the data to a file and give that",
-                ));
-            }
-            Err(InputError::Special(special)) => {
-                return Err(Fail::usage(
-                    format!("--input {} is {}", input.display(), special.describe()),
-                    "give a file to feed to the commands' standard input",
-                ));
-            }
-            Err(e) => {
-                return Err(Fail::usage(
-                    format!("cannot read --input file {}: {e}", input.display()),
-                    "check the path",
-                ));
-            }
+    })
+}
+
+/// `--input`: every run reads it from its start, so a regular file or a
+/// device like /dev/zero; a FIFO would feed the first run only (and a
+/// plain open of it blocks until someone writes).
+fn check_input(input: &Path) -> Result<(), Fail> {
+    use perfsleuth_model::input::{self, Accept, InputError, Special};
+    match input::open(input, Accept::Regular) {
+        Ok(_) | Err(InputError::Special(Special::CharDevice)) => {}
+        Err(InputError::Special(Special::Fifo)) => {
+            return Err(Fail::usage(
+                format!("--input {} is a FIFO (named pipe)", input.display()),
+                "every run reads --input from the start: write the data to a file and give that",
+            ));
+        }
+        Err(InputError::Special(special)) => {
+            return Err(Fail::usage(
+                format!("--input {} is {}", input.display(), special.describe()),
+                "give a file to feed to the commands' standard input",
+            ));
+        }
+        Err(e) => {
+            return Err(Fail::usage(
+                format!("cannot read --input file {}: {e}", input.display()),
+                "check the path",
+            ));
         }
     }
-    let io = IoConfig {
-        output,
-        input: args.input.clone(),
-        timeout: args.timeout,
-        tolerate: tolerate.clone(),
-        ..IoConfig::default()
-    };
-    let aux_io = IoConfig {
-        timeout: args.timeout,
-        ..IoConfig::default()
-    };
+    Ok(())
+}
+
+/// How long a comparison may extend the run while it is inconclusive
+/// (`--max-time`, or the default where the run count is not fixed).
+fn max_time_of(
+    args: &RunArgs,
+    benchmarks: usize,
+    with_baseline: bool,
+    k: u32,
+    simulated: bool,
+) -> Result<std::time::Duration, Fail> {
     // The default extension only where the run count is not fixed.
     // `ab` compares its two sides as `--baseline` compares with a stored run;
     // two commands measured interleaved compare with each other.
-    let two = planned.len() == 2 && !args.no_interleave && args.variant.is_empty();
-    let compared = baseline.is_some() || args.sides || two;
-    let max_time = match (args.max_time, compared) {
+    let two = benchmarks == 2 && !args.no_interleave && args.variant.is_empty();
+    let compared = with_baseline || args.sides || two;
+    Ok(match (args.max_time, compared) {
         (Some(_), false) => {
             return Err(Fail::usage(
                 "--max-time works only with --baseline, in ab, or with two commands measured interleaved",
@@ -596,47 +694,16 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
             }
             t
         }
-        (None, true) if args.runs.is_none() && simulation.is_none() => {
+        (None, true) if args.runs.is_none() && !simulated => {
             if args.sides {
                 AB_MAX_TIME
-            } else if baseline.is_some() {
+            } else if with_baseline {
                 DEFAULT_MAX_TIME
             } else {
                 args.time_budget * 2 * TWO_COMMANDS_TIMES
             }
         }
         _ => std::time::Duration::ZERO,
-    };
-    let schedule = Schedule::new(
-        rule,
-        warmup,
-        !args.no_interleave,
-        tolerate.clone(),
-        simulation.is_some(),
-        simulation.is_none() && args.counters == CounterChoice::Auto,
-    );
-    let alloc = allocation_recorder(args, simulation.is_some())?;
-    let instruments = Instrumentation::settle(args, simulation.is_some(), schedule.auto_counters)?;
-    let options = run_options(args, &tolerate, k);
-    Ok(Checked {
-        simulation,
-        schedule,
-        planned,
-        baseline,
-        reference,
-        io,
-        aux_io,
-        max_time,
-        rounds: k,
-        alloc,
-        instruments,
-        store: args.store.store.clone(),
-        no_store: args.no_store,
-        progress: args.progress,
-        color: args.color,
-        time_budget: args.time_budget,
-        shell: args.shell.is_some(),
-        options,
     })
 }
 
