@@ -162,63 +162,8 @@ pub fn explain(args: &ExplainArgs, spawner: Option<Spawner>) -> Result<Explained
 
     // The experiments.
     let simulation = mode == Mode::Simulation;
-    // How the stored runs were counted (`current` has no sim.* facts): the
-    // base counts the same way.
-    let portable = template
-        .environment
-        .get("sim.portable")
-        .filter(|v| *v != "off" && simulation)
-        .map(str::to_string);
-    if simulation
-        && let Some(model) = template.environment.get("sim.cache_model")
-        && model != perfsleuth_measure::callgrind::CACHE_MODEL
-    {
-        return Err(Fail::usage(
-            format!(
-                "the stored run was simulated with caches of its own ({model}): explain simulates callgrind's fixed model"
-            ),
-            "explain runs measured with the default cache model; compare cache models with `run --variant NAME=cache-model:…`",
-        ));
-    }
-    let listed = perfsleuth_env::portable::live_tunable_names();
-    // The CPUs this process may use, not all that are online (a cpuset).
-    let cpus = here
-        .get("process.affinity")
-        .and_then(perfsleuth_measure::parse_cpu_list)
-        .or_else(|| {
-            std::fs::read_to_string("/sys/devices/system/cpu/online")
-                .ok()
-                .and_then(|l| perfsleuth_measure::parse_cpu_list(&l))
-        })
-        .unwrap_or_default();
+    let (portable, wrapper, cx) = experiment_context(template, &here, simulation)?;
     let changes = perfsleuth_env::diff(&from_env, &to_env);
-    let wrapper = if simulation {
-        perfsleuth_measure::callgrind::find_valgrind()
-            .map(|v| perfsleuth_measure::callgrind::plain_valgrind_argv(&v))
-            .map_err(|_| {
-                Fail::usage(
-                    "the runs are simulation runs and valgrind is not installed",
-                    "install valgrind (apt-get install valgrind)",
-                )
-            })?
-    } else {
-        Vec::new()
-    };
-    // A mask can only take away what the benchmark sees: under valgrind,
-    // valgrind's CPU, not the host's.
-    let flags = simulation
-        .then(|| perfsleuth_env::portable::live_active_flags(&wrapper))
-        .flatten()
-        .or_else(|| here.get("cpu.flags").map(str::to_string))
-        .unwrap_or_default();
-    let cx = derive::Context {
-        here: &here,
-        flags,
-        simulation,
-        portable: portable.is_some(),
-        tunables: listed,
-        cpus,
-    };
     let mut plan = derive::plan(&from_env, &to_env, &changes, &cx);
     notes.append(&mut plan.notes);
     let mut untested: Vec<ExplainUntested> = plan
@@ -232,59 +177,16 @@ pub fn explain(args: &ExplainArgs, spawner: Option<Spawner>) -> Result<Explained
         .collect();
     notes.extend(probe_notes(&mut store, &from_env, &to_env, &untested));
 
-    // Checked before measuring: glibc must have read each GLIBC_TUNABLES as
-    // meant, or the experiment would be the base set-up under another name.
-    let base_settings = plan.base_settings();
-    let cannot_base = |why: String| {
-        Fail::usage(
-            format!(
-                "the set-up of {} cannot be reproduced here: {why}",
-                from_input.label()
-            ),
-            "run explain where that set-up can be made (a glibc that reads its GLIBC_TUNABLES, its CPUs)",
-        )
-    };
-    let base_verified = verify(&base_settings, &wrapper).map_err(cannot_base)?;
-    let mut variant_notes = Vec::new();
-    let mut base = crate::variant::build("base", base_settings.clone(), None, &mut variant_notes)
-        .map_err(|f| cannot_base(f.message))?;
-    base.name = crate::variant::BASE.to_string();
-    // Checked before measuring; one that cannot be made is reported, never
-    // measured as if it were the base.
-    let mut experiments: Vec<Tried> = Vec::new();
-    let mut doc_notes_later = Vec::new();
-    let attempt = |e: &Experiment, notes: &mut Vec<String>| -> Result<Tried, String> {
-        let settings = plan.settings(e);
-        let verified = verify(&settings, &wrapper)?;
-        let variant =
-            crate::variant::build(&e.name, settings.clone(), None, notes).map_err(|f| f.message)?;
-        Ok(Tried {
-            experiment: e.clone(),
-            settings,
-            verified,
-            variant,
-        })
-    };
-    for e in &plan.experiments {
-        match attempt(e, &mut variant_notes) {
-            Ok(t) => experiments.push(t),
-            Err(why) => untested.push(ExplainUntested {
-                key: e.facts.first().cloned().unwrap_or_default(),
-                summary: e.what.clone(),
-                reason: format!("the experiment could not be applied: {why}"),
-            }),
-        }
-    }
-    // Together: those that applied.
-    let applied: Vec<&Experiment> = experiments.iter().map(|t| &t.experiment).collect();
-    if let Some(all) = derive::all_together(&applied) {
-        match attempt(&all, &mut variant_notes) {
-            Ok(t) => experiments.push(t),
-            Err(why) => doc_notes_later.push(format!(
-                "the experiments could not be applied together: {why}"
-            )),
-        }
-    }
+    let Tries {
+        base,
+        base_settings,
+        base_verified,
+        experiments,
+        not_applied,
+        variant_notes,
+        mut doc_notes_later,
+    } = try_experiments(&plan, &wrapper, &from_input.label())?;
+    untested.extend(not_applied);
     let experiment_docs: Vec<ExplainExperiment> = experiments
         .iter()
         .map(|t| (&t.experiment, &t.settings, &t.verified))
@@ -371,43 +273,14 @@ pub fn explain(args: &ExplainArgs, spawner: Option<Spawner>) -> Result<Explained
     let observed = match observed {
         Some(o) => Some(o),
         None if matches!(from_input, Input::Current) => {
-            let now = Side {
-                label: "current machine".into(),
-                runs: vec![crate::variant::side_run(&m.run, crate::variant::BASE)],
-            };
             let other = to_input.runs().expect("the other side has runs");
-            let (b, c) = match from {
-                From::Baseline => (&now, other),
-                From::Candidate => (other, &now),
-            };
             opts.history.clear();
-            Some(perfsleuth_compare::to_json(&perfsleuth_compare::compare(
-                b, c, &opts,
-            )))
+            Some(measured_now(&m.run, other, from, &opts))
         }
         None => None,
     };
     let paired = crate::verdict::paired_options(&verdict_args(args))?;
-    let base_side = Side {
-        label: crate::variant::BASE.into(),
-        runs: vec![crate::variant::side_run(&m.run, crate::variant::BASE)],
-    };
-    let effects: Vec<(String, schema::CompareDoc)> = experiments
-        .iter()
-        .map(|t| &t.experiment)
-        .map(|e| {
-            let side = Side {
-                label: e.name.clone(),
-                runs: vec![crate::variant::side_run(&m.run, &e.name)],
-            };
-            (
-                e.name.clone(),
-                perfsleuth_compare::to_json(&perfsleuth_compare::compare(
-                    &base_side, &side, &paired,
-                )),
-            )
-        })
-        .collect();
+    let effects = effects(&m.run, &experiments, &paired);
     let alpha = paired.rule.alpha;
     doc.benchmarks = benches
         .iter()
@@ -419,6 +292,210 @@ pub fn explain(args: &ExplainArgs, spawner: Option<Spawner>) -> Result<Explained
         notes: m.notes,
         warnings: m.warnings,
     })
+}
+
+/// What the experiments are derived and checked with: how the stored runs
+/// were counted (their portable profile), the wrapper they run under
+/// (valgrind in simulation) and what this machine offers (its CPU flags
+/// as the benchmark sees them, glibc's tunables, the CPUs this process
+/// may use).
+fn experiment_context<'h>(
+    template: &perfsleuth_model::Run,
+    here: &'h perfsleuth_model::Environment,
+    simulation: bool,
+) -> Result<(Option<String>, Vec<String>, derive::Context<'h>), Fail> {
+    // How the stored runs were counted (`current` has no sim.* facts): the
+    // base counts the same way.
+    let portable = template
+        .environment
+        .get("sim.portable")
+        .filter(|v| *v != "off" && simulation)
+        .map(str::to_string);
+    if simulation
+        && let Some(model) = template.environment.get("sim.cache_model")
+        && model != perfsleuth_measure::callgrind::CACHE_MODEL
+    {
+        return Err(Fail::usage(
+            format!(
+                "the stored run was simulated with caches of its own ({model}): explain simulates callgrind's fixed model"
+            ),
+            "explain runs measured with the default cache model; compare cache models with `run --variant NAME=cache-model:…`",
+        ));
+    }
+    let listed = perfsleuth_env::portable::live_tunable_names();
+    // The CPUs this process may use, not all that are online (a cpuset).
+    let cpus = here
+        .get("process.affinity")
+        .and_then(perfsleuth_measure::parse_cpu_list)
+        .or_else(|| {
+            std::fs::read_to_string("/sys/devices/system/cpu/online")
+                .ok()
+                .and_then(|l| perfsleuth_measure::parse_cpu_list(&l))
+        })
+        .unwrap_or_default();
+    let wrapper = if simulation {
+        perfsleuth_measure::callgrind::find_valgrind()
+            .map(|v| perfsleuth_measure::callgrind::plain_valgrind_argv(&v))
+            .map_err(|_| {
+                Fail::usage(
+                    "the runs are simulation runs and valgrind is not installed",
+                    "install valgrind (apt-get install valgrind)",
+                )
+            })?
+    } else {
+        Vec::new()
+    };
+    // A mask can only take away what the benchmark sees: under valgrind,
+    // valgrind's CPU, not the host's.
+    let flags = simulation
+        .then(|| perfsleuth_env::portable::live_active_flags(&wrapper))
+        .flatten()
+        .or_else(|| here.get("cpu.flags").map(str::to_string))
+        .unwrap_or_default();
+    let cx = derive::Context {
+        here,
+        flags,
+        simulation,
+        portable: portable.is_some(),
+        tunables: listed,
+        cpus,
+    };
+    Ok((portable, wrapper, cx))
+}
+
+/// The base set-up and each experiment, made and checked before anything
+/// is measured; what cannot be made is said, never measured as the base.
+struct Tries {
+    base: perfsleuth_runner::Variant,
+    base_settings: Vec<String>,
+    /// What glibc was seen to apply of the base's settings.
+    base_verified: Vec<String>,
+    experiments: Vec<Tried>,
+    /// The experiments that could not be applied, and why.
+    not_applied: Vec<ExplainUntested>,
+    /// What building the variants said.
+    variant_notes: Vec<String>,
+    /// Notes for the document (the experiments together, where they failed).
+    doc_notes_later: Vec<String>,
+}
+
+/// Makes the base set-up of the side `from_label` and every experiment of
+/// `plan` under `wrapper`, each one alone and then all together.
+fn try_experiments(
+    plan: &derive::Plan,
+    wrapper: &[String],
+    from_label: &str,
+) -> Result<Tries, Fail> {
+    // Checked before measuring: glibc must have read each GLIBC_TUNABLES as
+    // meant, or the experiment would be the base set-up under another name.
+    let base_settings = plan.base_settings();
+    let cannot_base = |why: String| {
+        Fail::usage(
+            format!(
+                "the set-up of {} cannot be reproduced here: {why}",
+                from_label
+            ),
+            "run explain where that set-up can be made (a glibc that reads its GLIBC_TUNABLES, its CPUs)",
+        )
+    };
+    let base_verified = verify(&base_settings, wrapper).map_err(cannot_base)?;
+    let mut variant_notes = Vec::new();
+    let mut base = crate::variant::build("base", base_settings.clone(), None, &mut variant_notes)
+        .map_err(|f| cannot_base(f.message))?;
+    base.name = crate::variant::BASE.to_string();
+    // Checked before measuring; one that cannot be made is reported, never
+    // measured as if it were the base.
+    let mut experiments: Vec<Tried> = Vec::new();
+    let mut not_applied = Vec::new();
+    let mut doc_notes_later = Vec::new();
+    let attempt = |e: &Experiment, notes: &mut Vec<String>| -> Result<Tried, String> {
+        let settings = plan.settings(e);
+        let verified = verify(&settings, wrapper)?;
+        let variant =
+            crate::variant::build(&e.name, settings.clone(), None, notes).map_err(|f| f.message)?;
+        Ok(Tried {
+            experiment: e.clone(),
+            settings,
+            verified,
+            variant,
+        })
+    };
+    for e in &plan.experiments {
+        match attempt(e, &mut variant_notes) {
+            Ok(t) => experiments.push(t),
+            Err(why) => not_applied.push(ExplainUntested {
+                key: e.facts.first().cloned().unwrap_or_default(),
+                summary: e.what.clone(),
+                reason: format!("the experiment could not be applied: {why}"),
+            }),
+        }
+    }
+    // Together: those that applied.
+    let applied: Vec<&Experiment> = experiments.iter().map(|t| &t.experiment).collect();
+    if let Some(all) = derive::all_together(&applied) {
+        match attempt(&all, &mut variant_notes) {
+            Ok(t) => experiments.push(t),
+            Err(why) => doc_notes_later.push(format!(
+                "the experiments could not be applied together: {why}"
+            )),
+        }
+    }
+    Ok(Tries {
+        base,
+        base_settings,
+        base_verified,
+        experiments,
+        not_applied,
+        variant_notes,
+        doc_notes_later,
+    })
+}
+
+/// This machine's base, measured just now in `run`, against the stored
+/// side `other`, in the order of the sides given.
+fn measured_now(
+    run: &perfsleuth_model::Run,
+    other: &Side,
+    from: From,
+    opts: &perfsleuth_compare::Options,
+) -> schema::CompareDoc {
+    let now = Side {
+        label: "current machine".into(),
+        runs: vec![crate::variant::side_run(run, crate::variant::BASE)],
+    };
+    let (b, c) = match from {
+        From::Baseline => (&now, other),
+        From::Candidate => (other, &now),
+    };
+    perfsleuth_compare::to_json(&perfsleuth_compare::compare(b, c, opts))
+}
+
+/// Each experiment of `run` against its base, paired run by run.
+fn effects(
+    run: &perfsleuth_model::Run,
+    experiments: &[Tried],
+    paired: &perfsleuth_compare::Options,
+) -> Vec<(String, schema::CompareDoc)> {
+    let base_side = Side {
+        label: crate::variant::BASE.into(),
+        runs: vec![crate::variant::side_run(run, crate::variant::BASE)],
+    };
+    experiments
+        .iter()
+        .map(|t| &t.experiment)
+        .map(|e| {
+            let side = Side {
+                label: e.name.clone(),
+                runs: vec![crate::variant::side_run(run, &e.name)],
+            };
+            (
+                e.name.clone(),
+                perfsleuth_compare::to_json(&perfsleuth_compare::compare(
+                    &base_side, &side, paired,
+                )),
+            )
+        })
+        .collect()
 }
 
 /// The document before anything is measured.
