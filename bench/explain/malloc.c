@@ -1,5 +1,5 @@
 /* malloc-bound on purpose, for docs/EXPLAIN.md and
- * crates/perfsleuth/tests/cli_explain.rs: THREADS threads each allocate,
+ * crates/perfsleuth/tests/cli/explain.rs: THREADS threads each allocate,
  * touch and free COUNT blocks of SIZE bytes, keeping the last 16.
  *
  *   malloc 4 2048 100000    blocks too big for the per-thread cache: every

@@ -1,7 +1,7 @@
 /* memset, memcpy and strlen of a few KiB, ITERATIONS times (first
  * argument, default 20000): sizes under glibc's `rep movsb` threshold, so
  * the vector loop glibc picks for this CPU (AVX2 or SSE2) does the work,
- * for docs/EXPLAIN.md and crates/perfsleuth/tests/cli_explain.rs. The
+ * for docs/EXPLAIN.md and crates/perfsleuth/tests/cli/explain.rs. The
  * sizes come from the command line so the compiler cannot inline the calls. */
 #include <stdio.h>
 #include <stdlib.h>

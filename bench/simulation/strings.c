@@ -1,7 +1,7 @@
 /* String- and memory-function heavy: memset, memcpy, strlen, strchr and
  * memcmp over sizes from 7 bytes to 100 KB, and a malloc/free of each size:
  * the functions glibc picks by CPU (ifuncs), for the portable-count study
- * (bench/simulation/portable.py) and tests/cli_portable.rs. ROUNDS is the
+ * (bench/simulation/portable.py) and crates/perfsleuth/tests/cli/portable.rs. ROUNDS is the
  * first argument (default 50). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,13 +6,13 @@
 use crate::Context;
 use crate::advice::{below_resolution, interleave_advice, noise_note, what_would_decide};
 use crate::estimate::{RowFacts, SummaryKind, stats_direction};
-use crate::noise::{common_step, history_noise, prior_noise};
+use crate::noise::{Noise, common_step, history_noise, prior_noise};
 use crate::outcome::{Row, SAME_BINARY_NOTE, changed, label};
 use crate::sides::{Side, binary_hash, list_keys, newest};
 use perfsleuth_model::schema::VerdictLabel;
 use perfsleuth_model::{Metric, Sample};
 use perfsleuth_stats::{
-    Evidence, Interval, RelativeChange, Verdict, bh_adjusted, decide, smallest_p,
+    Evidence, Interval, RelativeChange, Verdict, VerdictRule, bh_adjusted, decide, smallest_p,
 };
 
 /// Benjamini–Hochberg over the gating p-values of all paired benchmarks,
@@ -40,7 +40,6 @@ pub(crate) fn judge_rows(
     fdr_applied: bool,
 ) {
     let (baseline, candidate, opts) = (ctx.baseline, ctx.candidate, ctx.opts);
-    let (base_entries, cand_entries) = (&ctx.base, &ctx.cand);
     // Children report at least the spawner's own peak RSS (recorded per run);
     // two medians at their floors say nothing about the programs.
     let floor = |side: &Side| {
@@ -55,7 +54,6 @@ pub(crate) fn judge_rows(
     let prior = newest(candidate)
         .or_else(|| newest(baseline))
         .map(|r| prior_noise(&r.environment));
-    let throughput = Metric::parse("throughput");
 
     for (row, f) in rows.iter_mut().zip(facts) {
         let RowFacts {
@@ -84,55 +82,13 @@ pub(crate) fn judge_rows(
             row.notes.push(why);
             continue;
         }
-        let o = opts.per_benchmark.get(&row.benchmark);
-        let mut rule = opts.rule;
-        if let Some(a) = o.and_then(|o| o.alpha) {
-            rule.alpha = a;
-        }
-        if let Some(t) = o.and_then(|o| o.threshold) {
-            // A benchmark's own threshold applies as given.
-            rule.noise_threshold = t;
-            rule.no_change_within = 0.0;
-        }
+        let mut rule = rule_for(opts, row);
         // The bootstrap interval before the between-run noise widened it.
-        let mut sampled_ci: Option<Interval> = None;
-        if !exact {
-            let key = row.key();
-            let history = opts.history.get(&key);
-            let drifts = matches!(
-                row.metric,
-                Metric::Wall | Metric::Cpu | Metric::User | Metric::Sys
-            ) || Some(row.metric) == throughput;
-            let assumed = prior
-                .clone()
-                .filter(|_| opts.prior && drifts)
-                .map(|p| p.at_least(spread));
-            let runs: &[Vec<Sample>] = history.map(Vec::as_slice).unwrap_or_default();
-            let noise = history_noise(runs, row.metric, assumed);
-            if let Some(noise) = noise {
-                let band = noise.band(wb, wc);
-                if row.gating {
-                    row.notes.push(noise_note(
-                        &key,
-                        &noise,
-                        (history.map_or(0, Vec::len), opts.history_declined),
-                        band,
-                        (wb, wc),
-                    ));
-                }
-                // Two runs of the same program differ by up to `band` on
-                // their own: the interval of the change is at least that
-                // wide around it, and it is this interval the rule judges
-                // and the report prints.
-                if let Some(change) = row.change.as_mut() {
-                    sampled_ci = Some(change.ci);
-                    change.ci.lo = change.ci.lo.min(change.change - band);
-                    change.ci.hi = change.ci.hi.max(change.change + band);
-                }
-                row.band = band;
-                row.noise = Some(noise);
-            }
-        }
+        let sampled_ci = if exact {
+            None
+        } else {
+            widen_by_noise(row, opts, prior.as_ref(), spread, (wb, wc))
+        };
         let mut p = row.p_value.unwrap_or(f64::NAN);
         if fdr_applied && row.gating {
             // Adjusted p-values are held to the stricter of alpha and q.
@@ -141,93 +97,8 @@ pub(crate) fn judge_rows(
                 rule.alpha = rule.alpha.min(q);
             }
         }
-        let direction = stats_direction(row.metric);
-        let verdict = match &row.change {
-            // Bounds wider than the threshold that hold the change cannot
-            // show it is absent either: that is not "no change".
-            Some(change)
-                if let SummaryKind::Bands(band) = kind
-                    && band > rule.noise_threshold
-                    && change.change.abs() <= band =>
-            {
-                Verdict::Inconclusive
-            }
-            Some(change) if let SummaryKind::Bands(band) = kind => decide(
-                &rule,
-                &Evidence::Bands {
-                    change: change.change,
-                    band,
-                },
-                direction,
-            ),
-            Some(_) if kind == SummaryKind::Point => Verdict::InsufficientData,
-            Some(change) if exact => decide(&rule, &Evidence::Exact(change.change), direction),
-            Some(change) => decide(
-                &rule,
-                &Evidence::Sampled {
-                    change,
-                    p_value: p,
-                    n_baseline: row.n_baseline,
-                    n_candidate: row.n_candidate,
-                },
-                direction,
-            ),
-            None => Verdict::InsufficientData,
-        };
-        // With few samples the rank test cannot reach significance at all
-        // (3 vs 3: p ≥ 0.10): say so instead of calling a large change "no change".
-        let best_p = smallest_p(row.n_baseline, row.n_candidate);
-        let judged_by_samples = matches!(kind, SummaryKind::None | SummaryKind::Welch);
-        if !exact && judged_by_samples && row.change.is_some() && best_p > rule.alpha {
-            row.notes.push(format!(
-                "{} vs {} samples cannot show significance at α = {} (the smallest possible p is {best_p:.2}): measure more runs",
-                row.n_baseline, row.n_candidate, rule.alpha
-            ));
-        } else if verdict == Verdict::Inconclusive
-            && judged_by_samples
-            && let Some(change) = &row.change
-        {
-            let t = rule.noise_threshold;
-            let decided_by_samples =
-                sampled_ci.is_some_and(|ci| ci.lo > t || ci.hi < -t || (ci.lo >= -t && ci.hi <= t));
-            // The between-run band does not narrow with more runs of one
-            // invocation: where it alone reaches across the threshold edge
-            // nearest the change, only measuring both sides interleaved decides.
-            let room = (change.change.abs() - t).abs();
-            if row.band > 0.0 && row.band >= room {
-                // Worked out only for the rows that need it: it reads every sample.
-                let advice = match (base_entries.of(row), cand_entries.of(row)) {
-                    (Some(be), Some(ce)) => {
-                        interleave_advice(baseline, candidate, be, ce, rule.noise_threshold)
-                    }
-                    _ => String::new(),
-                };
-                row.notes.push(format!(
-                    "inconclusive: two separate runs of one program differ by up to ±{:.1}% here, more than the change ({:+.1}%) lies from the ±{:.1}% threshold, and no number of runs in one invocation narrows that; {advice}",
-                    100.0 * row.band,
-                    100.0 * change.change,
-                    100.0 * t
-                ));
-            } else if decided_by_samples {
-                row.notes.push(format!(
-                    "inconclusive: the samples alone would decide, but the change ({:+.1}%) is within the ±{:.1}% two such runs differ by on their own; more runs of each side (or same-binary runs of the baseline, `perfsleuth run --repeat 5`) decide it",
-                    100.0 * change.change,
-                    100.0 * row.band
-                ));
-            } else {
-                // More runs narrow the sampled interval, not the band.
-                let sampled = RelativeChange {
-                    ci: sampled_ci.unwrap_or(change.ci),
-                    ..change.clone()
-                };
-                row.notes.push(what_would_decide(
-                    &sampled,
-                    p,
-                    rule,
-                    row.n_baseline.min(row.n_candidate),
-                ));
-            }
-        }
+        let verdict = verdict_of(row, kind, exact, &rule, p);
+        why_undecided(ctx, row, verdict, f, &rule, p, sampled_ci);
         let mut verdict = verdict;
         if matches!(verdict, Verdict::Regressed | Verdict::Improved)
             && let (Some(cpu), Some(change)) = (cpu, &row.change)
@@ -237,6 +108,181 @@ pub(crate) fn judge_rows(
             row.notes.push(why);
         }
         row.verdict = label(verdict);
+    }
+}
+
+/// The rule a row is judged by: the comparison's, with its benchmark's own
+/// alpha and threshold where given.
+fn rule_for(opts: &crate::Options, row: &Row) -> VerdictRule {
+    let o = opts.per_benchmark.get(&row.benchmark);
+    let mut rule = opts.rule;
+    if let Some(a) = o.and_then(|o| o.alpha) {
+        rule.alpha = a;
+    }
+    if let Some(t) = o.and_then(|o| o.threshold) {
+        // A benchmark's own threshold applies as given.
+        rule.noise_threshold = t;
+        rule.no_change_within = 0.0;
+    }
+    rule
+}
+
+/// Widens a row's interval by the between-run noise its history (or the
+/// machine class's prior) shows, and returns the interval the samples
+/// alone gave.
+fn widen_by_noise(
+    row: &mut Row,
+    opts: &crate::Options,
+    prior: Option<&Noise>,
+    spread: f64,
+    (wb, wc): (f64, f64),
+) -> Option<Interval> {
+    let throughput = Metric::parse("throughput");
+    let mut sampled_ci: Option<Interval> = None;
+    let key = row.key();
+    let history = opts.history.get(&key);
+    let drifts = matches!(
+        row.metric,
+        Metric::Wall | Metric::Cpu | Metric::User | Metric::Sys
+    ) || Some(row.metric) == throughput;
+    let assumed = prior
+        .cloned()
+        .filter(|_| opts.prior && drifts)
+        .map(|p| p.at_least(spread));
+    let runs: &[Vec<Sample>] = history.map(Vec::as_slice).unwrap_or_default();
+    let noise = history_noise(runs, row.metric, assumed);
+    if let Some(noise) = noise {
+        let band = noise.band(wb, wc);
+        if row.gating {
+            row.notes.push(noise_note(
+                &key,
+                &noise,
+                (history.map_or(0, Vec::len), opts.history_declined),
+                band,
+                (wb, wc),
+            ));
+        }
+        // Two runs of the same program differ by up to `band` on
+        // their own: the interval of the change is at least that
+        // wide around it, and it is this interval the rule judges
+        // and the report prints.
+        if let Some(change) = row.change.as_mut() {
+            sampled_ci = Some(change.ci);
+            change.ci.lo = change.ci.lo.min(change.change - band);
+            change.ci.hi = change.ci.hi.max(change.change + band);
+        }
+        row.band = band;
+        row.noise = Some(noise);
+    }
+    sampled_ci
+}
+
+/// The rule's verdict on a row's change, by how it was measured: sampled,
+/// exact counts, or a tool's summary bounds.
+fn verdict_of(row: &Row, kind: SummaryKind, exact: bool, rule: &VerdictRule, p: f64) -> Verdict {
+    let direction = stats_direction(row.metric);
+    match &row.change {
+        // Bounds wider than the threshold that hold the change cannot
+        // show it is absent either: that is not "no change".
+        Some(change)
+            if let SummaryKind::Bands(band) = kind
+                && band > rule.noise_threshold
+                && change.change.abs() <= band =>
+        {
+            Verdict::Inconclusive
+        }
+        Some(change) if let SummaryKind::Bands(band) = kind => decide(
+            rule,
+            &Evidence::Bands {
+                change: change.change,
+                band,
+            },
+            direction,
+        ),
+        Some(_) if kind == SummaryKind::Point => Verdict::InsufficientData,
+        Some(change) if exact => decide(rule, &Evidence::Exact(change.change), direction),
+        Some(change) => decide(
+            rule,
+            &Evidence::Sampled {
+                change,
+                p_value: p,
+                n_baseline: row.n_baseline,
+                n_candidate: row.n_candidate,
+            },
+            direction,
+        ),
+        None => Verdict::InsufficientData,
+    }
+}
+
+/// Says what keeps a row from a decision: too few samples to reach
+/// significance, or, for an inconclusive one, the noise band or the runs
+/// that would decide it.
+fn why_undecided(
+    ctx: &Context<'_, '_>,
+    row: &mut Row,
+    verdict: Verdict,
+    facts: &RowFacts,
+    rule: &VerdictRule,
+    p: f64,
+    sampled_ci: Option<Interval>,
+) {
+    let (kind, exact) = (facts.kind, facts.exact);
+    let (baseline, candidate) = (ctx.baseline, ctx.candidate);
+    let (base_entries, cand_entries) = (&ctx.base, &ctx.cand);
+    // With few samples the rank test cannot reach significance at all
+    // (3 vs 3: p ≥ 0.10): say so instead of calling a large change "no change".
+    let best_p = smallest_p(row.n_baseline, row.n_candidate);
+    let judged_by_samples = matches!(kind, SummaryKind::None | SummaryKind::Welch);
+    if !exact && judged_by_samples && row.change.is_some() && best_p > rule.alpha {
+        row.notes.push(format!(
+            "{} vs {} samples cannot show significance at α = {} (the smallest possible p is {best_p:.2}): measure more runs",
+            row.n_baseline, row.n_candidate, rule.alpha
+        ));
+    } else if verdict == Verdict::Inconclusive
+        && judged_by_samples
+        && let Some(change) = &row.change
+    {
+        let t = rule.noise_threshold;
+        let decided_by_samples =
+            sampled_ci.is_some_and(|ci| ci.lo > t || ci.hi < -t || (ci.lo >= -t && ci.hi <= t));
+        // The between-run band does not narrow with more runs of one
+        // invocation: where it alone reaches across the threshold edge
+        // nearest the change, only measuring both sides interleaved decides.
+        let room = (change.change.abs() - t).abs();
+        if row.band > 0.0 && row.band >= room {
+            // Worked out only for the rows that need it: it reads every sample.
+            let advice = match (base_entries.of(row), cand_entries.of(row)) {
+                (Some(be), Some(ce)) => {
+                    interleave_advice(baseline, candidate, be, ce, rule.noise_threshold)
+                }
+                _ => String::new(),
+            };
+            row.notes.push(format!(
+                "inconclusive: two separate runs of one program differ by up to ±{:.1}% here, more than the change ({:+.1}%) lies from the ±{:.1}% threshold, and no number of runs in one invocation narrows that; {advice}",
+                100.0 * row.band,
+                100.0 * change.change,
+                100.0 * t
+            ));
+        } else if decided_by_samples {
+            row.notes.push(format!(
+                "inconclusive: the samples alone would decide, but the change ({:+.1}%) is within the ±{:.1}% two such runs differ by on their own; more runs of each side (or same-binary runs of the baseline, `perfsleuth run --repeat 5`) decide it",
+                100.0 * change.change,
+                100.0 * row.band
+            ));
+        } else {
+            // More runs narrow the sampled interval, not the band.
+            let sampled = RelativeChange {
+                ci: sampled_ci.unwrap_or(change.ci),
+                ..change.clone()
+            };
+            row.notes.push(what_would_decide(
+                &sampled,
+                p,
+                *rule,
+                row.n_baseline.min(row.n_candidate),
+            ));
+        }
     }
 }
 

@@ -9,7 +9,6 @@
 //! segment intersection, so no coordinate lies outside it.
 
 use crate::chart::{nice_step, ticks_with_step};
-use crate::markup::escape;
 use perfsleuth_model::quantity::MISSING;
 use std::fmt::Write as _;
 
@@ -303,7 +302,7 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
             r#"<text x="{}" y="{}" text-anchor="end" font-size="12" fill="{TEXT}">{}</text>"#,
             c(PLOT_LEFT - 8.0),
             c(y + 4.0),
-            escape(&axis_label(t))
+            text(&axis_label(t))
         );
     }
     for t in ticks_with_step(0.0, x_hi, x_step) {
@@ -315,7 +314,7 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
             r#"<text x="{}" y="{}" text-anchor="middle" font-size="12" fill="{TEXT}">{}</text>"#,
             c(x),
             c(PLOT_BOTTOM + 19.0),
-            escape(&axis_label(t))
+            text(&axis_label(t))
         );
     }
     out.push_str("</g>\n");
@@ -334,7 +333,7 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
         r#"<text x="{}" y="{}" text-anchor="middle" font-size="13" fill="{TEXT}">{}</text>"#,
         c((PLOT_LEFT + PLOT_RIGHT) / 2.0),
         c(PLOT_BOTTOM + 42.0),
-        escape(&chart.x_label)
+        text(&chart.x_label)
     );
     let (ly_x, ly_y) = (20.0, (PLOT_TOP + PLOT_BOTTOM) / 2.0);
     let _ = writeln!(
@@ -342,7 +341,7 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
         r#"<text x="{0}" y="{1}" transform="rotate(-90 {0} {1})" text-anchor="middle" font-size="13" fill="{TEXT}">{2}</text>"#,
         c(ly_x),
         c(ly_y),
-        escape(&chart.y_label)
+        text(&chart.y_label)
     );
 
     // Reference lines, behind the data.
@@ -441,7 +440,7 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
             r#"<text x="{}" y="{}" text-anchor="{anchor}" font-size="12" font-weight="bold" fill="{TEXT}">{}</text>"#,
             c(tx),
             c(ty),
-            escape(label)
+            text(label)
         );
     }
 
@@ -504,7 +503,7 @@ fn header(out: &mut String, height: f64, title: &str) {
         c(WIDTH),
         c(height)
     );
-    let _ = writeln!(out, "<title>{}</title>", escape(title));
+    let _ = writeln!(out, "<title>{}</title>", text(title));
     out.push_str(&dark_style());
     out.push('\n');
     let _ = writeln!(
@@ -517,7 +516,7 @@ fn header(out: &mut String, height: f64, title: &str) {
         out,
         r#"<text x="{}" y="30" text-anchor="middle" font-size="18" font-weight="bold" fill="{TEXT}">{}</text>"#,
         c(WIDTH / 2.0),
-        escape(title)
+        text(title)
     );
 }
 
@@ -705,7 +704,7 @@ fn write_legend(out: &mut String, legend: &[Legend], rows: &[Vec<usize>]) {
                 r#"<text x="{}" y="{}" font-size="12" fill="{TEXT}">{}</text>"#,
                 c(x + 30.0),
                 c(cy + 4.0),
-                escape(e.text())
+                text(e.text())
             );
             x += legend_width(e);
         }
@@ -760,7 +759,7 @@ fn write_notes(out: &mut String, top: f64, notes: &[String]) {
             r#"<text x="{}" y="{}" font-size="13" fill="{TEXT}">{}</text>"#,
             c(PLOT_LEFT),
             c(top + 10.0 + NOTE_LINE * (i as f64 + 0.75)),
-            escape(line)
+            text(line)
         );
     }
     out.push_str("</g>\n");
@@ -787,6 +786,13 @@ fn wrap_notes(notes: &[String]) -> Vec<String> {
         }
     }
     lines
+}
+
+/// Text of the scale chart: escaped, and on one line (an SVG renderer
+/// deletes a line break inside `<text>`, joining the words either side;
+/// a `[[bench]]` command may span lines).
+fn text(s: &str) -> String {
+    crate::markup::escape(&s.replace(['\t', '\n', '\r'], " "))
 }
 
 /// A coordinate of the scale chart, at 0.01 px.
@@ -1094,7 +1100,7 @@ mod tests {
     #[test]
     fn svg_escapes_text() {
         let mut chart = sample_chart();
-        chart.title = "a <&> \"b\" 'c'".into();
+        chart.title = "a <&> \"b\"\n'c'".into();
         chart.x_label = "<x>".into();
         chart.fit_label = "fit & more".into();
         chart.notes = vec!["note </svg> & \u{1} end".into()];

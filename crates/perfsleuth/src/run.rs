@@ -238,7 +238,7 @@ fn run_once(
                     true,
                 );
             }
-            if rounds > c.rounds {
+            if rounds > c.rounds() {
                 let what = if c.baseline.is_some() {
                     "the comparison with the baseline"
                 } else {
@@ -261,7 +261,7 @@ fn run_once(
             {
                 emit(&format!("warning: {warning}\n"), true);
             }
-            if c.simulation.is_none() {
+            if !c.simulated() {
                 warn_if_unfit(&run.environment);
             }
             // The verdict — against --baseline, or of the commands against

@@ -31,7 +31,7 @@ use std::path::PathBuf;
 /// Everything `run` needs, checked before anything is measured.
 pub struct Checked {
     /// Simulation mode's set-up (valgrind, the portable profile); `None` in wall time.
-    pub simulation: Option<Simulation>,
+    pub(crate) simulation: Option<Simulation>,
     pub(crate) schedule: Schedule,
     /// The benchmarks, in order (for `ab`, both sides').
     pub planned: Vec<perfsleuth_runner::Planned>,
@@ -46,7 +46,7 @@ pub struct Checked {
     /// With a baseline: the time up to which inconclusive comparisons get more rounds.
     pub max_time: std::time::Duration,
     /// Rounds to measure at least (`--rounds`, or its default).
-    pub rounds: u32,
+    pub(crate) rounds: u32,
     /// `--profile=alloc`: the allocation recorder the benchmarked commands
     /// are given (their files, collected after measuring).
     pub alloc: Option<perfsleuth_measure::alloc::Recorder>,
@@ -78,6 +78,19 @@ pub(crate) struct Instrumentation {
     pub(crate) profile: ProfileChoice,
     /// Said once measuring starts (options given that the mode ignores).
     pub(crate) notes: Vec<String>,
+}
+
+impl Checked {
+    /// Whether the run is simulated (valgrind counts, no wall time).
+    pub fn simulated(&self) -> bool {
+        self.simulation.is_some()
+    }
+
+    /// Rounds to measure at least; read-only, as the stored options and
+    /// the instruments were settled from it.
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
 }
 
 impl Instrumentation {
