@@ -7,6 +7,10 @@
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+// The library's own value types, parsed by clap where the binary asks for it.
+pub use perfsleuth_model::Mode;
+pub use perfsleuth_runner::{Counters, When};
+
 /// Output format of `compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompareFormat {
@@ -331,8 +335,8 @@ pub struct RunArgs {
     ///
     /// walltime: real runs timed by the clock; simulation: each run under callgrind
     /// (instruction and cache-miss counts, deterministic; needs valgrind).
-    #[arg(long, value_enum, default_value_t = ModeChoice::Walltime)]
-    pub mode: ModeChoice,
+    #[arg(long, value_enum, default_value_t = Mode::Walltime)]
+    pub mode: Mode,
     /// Also run every command under this named set-up, interleaved with the unchanged one.
     ///
     /// Also run every command under this named set-up, interleaved with the
@@ -385,8 +389,8 @@ pub struct RunArgs {
     /// command's warmup took ≥ 10 ms, where their ~15 µs per process is negligible),
     /// none, software (task clock, context switches, migrations, faults) or all
     /// (+ hardware events and the futex and sched_switch tracepoints).
-    #[arg(long, value_enum, value_name = "WHICH", default_value_t = CounterChoice::Auto)]
-    pub counters: CounterChoice,
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = Counters::Auto)]
+    pub counters: Counters,
     /// Count hardware events in kernel mode too (default: user space only).
     #[arg(hide_short_help = true, long)]
     pub counters_kernel: bool,
@@ -454,15 +458,6 @@ pub struct RunArgs {
     /// How the comparisons are judged (`--baseline`, two commands, variants).
     #[command(flatten)]
     pub verdict: VerdictArgs,
-}
-
-/// How `run` measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModeChoice {
-    /// Real runs, timed by the clock.
-    Walltime,
-    /// Each run under callgrind with a fixed cache model: instruction and miss counts.
-    Simulation,
 }
 
 /// `--profile`, as `run`, `ab`, `explain` (its experiments) and `scale`
@@ -600,31 +595,6 @@ impl ProfileChoice {
     }
 }
 
-/// When to trace lock waits (`--locks`) or sample stacks (`--profile`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum When {
-    /// Not at all.
-    Off,
-    /// Where the kernel and privileges allow it; otherwise a note.
-    Auto,
-    /// Always; an error where it cannot be.
-    On,
-}
-
-/// Which counters to read per run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CounterChoice {
-    /// `run`: software counters where they do not perturb the timing (every
-    /// command's warmup ≥ 10 ms), else none. `scale`: as software.
-    Auto,
-    /// No counters.
-    None,
-    /// Software counters (task clock, context switches, migrations, page faults).
-    Software,
-    /// Software counters, tracepoints and hardware events (instructions, cycles, caches, branches).
-    All,
-}
-
 impl RunArgs {
     /// The settings with every flag at its default, as clap's attributes
     /// declare them (no command): where a run is configured from typed
@@ -636,17 +606,6 @@ impl RunArgs {
             .try_get_matches_from(std::iter::empty::<String>())
             .expect("every run flag has a default or is optional");
         RunArgs::from_arg_matches(&matches).expect("the defaults make a RunArgs")
-    }
-}
-
-impl When {
-    /// In the runner's terms.
-    pub fn runner(self) -> perfsleuth_runner::When {
-        match self {
-            When::Off => perfsleuth_runner::When::Off,
-            When::Auto => perfsleuth_runner::When::Auto,
-            When::On => perfsleuth_runner::When::On,
-        }
     }
 }
 
@@ -804,8 +763,8 @@ pub struct ScaleArgs {
     ///
     /// Counters per run through perf_event_open: none, software (+ the futex and
     /// sched_switch tracepoints, the lock-contention signal) or all (+ hardware events).
-    #[arg(long, value_enum, value_name = "WHICH", default_value_t = CounterChoice::Software)]
-    pub counters: CounterChoice,
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = Counters::Software)]
+    pub counters: Counters,
     /// Trace lock waits per level with eBPF and name the contended lock
     /// (docs/LOCKS.md): auto (where the kernel and privileges allow it, else the
     /// futex counts alone), on (an error where it cannot), off.

@@ -139,7 +139,7 @@ impl Instruments {
                 ids.iter().map(|&id| following.timed_runs_of(id)).collect();
             let (profiles, notes) = perfsleuth_runner::profile::finish(
                 sampler,
-                self.profile.runner(),
+                self.profile,
                 &names,
                 &timed,
                 following.forked(),
@@ -203,7 +203,7 @@ fn start_sampler(
     spawner: u32,
 ) -> Result<(Option<Sampler>, Option<String>), Fail> {
     perfsleuth_runner::profile::start(
-        choice.when.runner(),
+        choice.when,
         spawner,
         SamplerConfig {
             off_cpu: choice.off_cpu,
@@ -234,7 +234,7 @@ fn start(choice: When, spawner: u32) -> Result<(Option<Tracer>, Option<String>),
         // run (exit 130), not kill perfsleuth with the programs half set up.
         crate::term::catch_interrupts()?;
     }
-    perfsleuth_runner::locks::start(choice.runner(), spawner).map_err(|e| {
+    perfsleuth_runner::locks::start(choice, spawner).map_err(|e| {
         let hint = match e {
             LockError::NotPermitted => {
                 "run perfsleuth as root (or with CAP_BPF and CAP_PERFMON), or drop --locks"

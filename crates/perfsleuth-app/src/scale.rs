@@ -186,7 +186,7 @@ pub fn measure(args: &ScaleArgs, spawner: Option<Spawner>) -> Result<ScaleOutcom
     // Before anything is stored: a refusal must leave no run behind.
     let mut instruments = Instruments::start(
         &mut spawner,
-        session::counters(args.counters),
+        args.counters,
         false,
         true,
         args.locks,

@@ -56,13 +56,22 @@ impl fmt::Display for RunStatus {
 /// What was measured: wall-clock timing or a deterministic simulation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Mode {
     /// Real processes timed with a monotonic clock.
     #[default]
+    #[cfg_attr(feature = "clap", value(help = "Real runs, timed by the clock"))]
     Walltime,
     /// Instruction counts under a simulator (callgrind).
+    #[cfg_attr(
+        feature = "clap",
+        value(
+            help = "Each run under callgrind with a fixed cache model: instruction and miss counts"
+        )
+    )]
     Simulation,
     /// Machine microbenchmarks (`perfsleuth probe`): results in [`Run::probes`], no benchmarks.
+    #[cfg_attr(feature = "clap", value(skip))]
     Probe,
 }
 

@@ -8,14 +8,16 @@ use std::time::Duration;
 
 /// Which counters a run records (`--counters`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Counters {
-    /// None.
-    None,
-    /// Software counters when the warmup shows they cannot bias the time.
+    /// `run`: software counters where they do not perturb the timing (every
+    /// command's warmup ≥ 10 ms), else none. `scale`: as software.
     Auto,
-    /// Software counters.
+    /// No counters.
+    None,
+    /// Software counters (task clock, context switches, migrations, page faults).
     Software,
-    /// Software, hardware and tracepoints.
+    /// Software counters, tracepoints and hardware events (instructions, cycles, caches, branches).
     All,
 }
 

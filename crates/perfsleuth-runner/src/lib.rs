@@ -171,6 +171,7 @@ mod tests {
 /// When to use an instrument that may be impossible here (`--locks`,
 /// `--profile`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum When {
     /// Not at all.
     Off,

@@ -4,7 +4,6 @@
 use crate::args::ColorChoice;
 use crate::args::CompareFormat;
 use crate::args::ExplainArgs;
-use crate::args::ModeChoice;
 use crate::args::RunArgs;
 use crate::args::StyleChoice;
 use crate::error::Fail;
@@ -120,7 +119,7 @@ pub(crate) fn run_args(
     // A placeholder: the stored benchmarks replace the plan after validation.
     r.commands = vec!["true".into()];
     if mode == Mode::Simulation {
-        r.mode = ModeChoice::Simulation;
+        r.mode = Mode::Simulation;
         match portable {
             Some(b) => r.portable = Some(b.to_string()),
             None => r.no_portable = true,

@@ -2,8 +2,6 @@
 //! plan, the schedule, the instruments for the mode, the helpers, the
 //! exports; every refusal is made here.
 
-use crate::args::CounterChoice;
-use crate::args::ModeChoice;
 use crate::args::ProfileChoice;
 use crate::args::RunArgs;
 use crate::args::When;
@@ -112,7 +110,7 @@ impl Instrumentation {
             ));
         }
         let mut notes = Vec::new();
-        if simulated && (args.counters == CounterChoice::All || args.counters_kernel) {
+        if simulated && (args.counters == Counters::All || args.counters_kernel) {
             notes.push(
                 "perf_event counters are not read in simulation mode: they would count valgrind, not the program"
                     .to_string(),
@@ -125,10 +123,10 @@ impl Instrumentation {
             counters: if simulated || auto_counters {
                 Counters::None
             } else {
-                counters(args.counters)
+                args.counters
             },
             counters_kernel: args.counters_kernel,
-            tracepoints: args.counters == CounterChoice::All,
+            tracepoints: args.counters == Counters::All,
             locks: if simulated { When::Off } else { args.locks },
             profile: if simulated {
                 ProfileChoice::OFF
@@ -341,16 +339,6 @@ pub(crate) fn portable_choice(args: &RunArgs) -> Result<PortableChoice, Fail> {
     }
 }
 
-/// The `--counters` choice in the runner's terms.
-pub fn counters(choice: CounterChoice) -> Counters {
-    match choice {
-        CounterChoice::Auto => Counters::Auto,
-        CounterChoice::None => Counters::None,
-        CounterChoice::Software => Counters::Software,
-        CounterChoice::All => Counters::All,
-    }
-}
-
 /// Checks every option and plans the benchmarks; nothing is measured yet.
 pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
     let tolerate = parse::ignore_failure(args.ignore_failure.as_deref())
@@ -388,7 +376,7 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         !args.no_interleave,
         tolerate.clone(),
         simulated,
-        simulation.is_none() && args.counters == CounterChoice::Auto,
+        simulation.is_none() && args.counters == Counters::Auto,
     );
     let alloc = allocation_recorder(args, simulated)?;
     let instruments = Instrumentation::settle(args, simulated, schedule.auto_counters)?;
@@ -419,7 +407,7 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
 /// model), or `None` in wall time, where its options are refused.
 fn simulation_of(args: &RunArgs) -> Result<Option<Simulation>, Fail> {
     Ok(match args.mode {
-        ModeChoice::Simulation => {
+        Mode::Simulation => {
             let mut sim = Simulation::new(args.collect.clone(), portable_choice(args)?)
                 .map_err(runner_fail)?;
             if let Some(spec) = &args.cache_model {
@@ -434,7 +422,8 @@ fn simulation_of(args: &RunArgs) -> Result<Option<Simulation>, Fail> {
             }
             Some(sim)
         }
-        ModeChoice::Walltime => {
+        // `--mode` takes no `probe` (skipped among its values).
+        Mode::Walltime | Mode::Probe => {
             for (given, option) in [
                 (args.collect.is_some(), "--collect"),
                 (args.cache_model.is_some(), "--cache-model"),
