@@ -32,6 +32,27 @@ pub fn render_html(c: &Comparison) -> String {
     }
     let counts = crate::render::counts_plain(c);
     let _ = write!(out, "<p class=\"sub\">{}</p>", escape(&counts));
+    changes_section(&mut out, c);
+    environment_section(&mut out, c);
+    counted_functions_section(&mut out, c);
+    flames_section(&mut out, c);
+    timed_functions_section(&mut out, c);
+    let mut all_notes: Vec<String> = c.notes.clone();
+    for r in &c.rows {
+        for n in &r.notes {
+            all_notes.push(format!("{} · {}: {n}", r.key(), r.metric.name()));
+        }
+    }
+    if !all_notes.is_empty() {
+        out.push_str("<h3>Notes</h3>");
+        out.push_str(&notes(&all_notes));
+    }
+    out.push_str("</section>");
+    out
+}
+
+/// The chart of every change against its noise band, and its table.
+fn changes_section(out: &mut String, c: &Comparison) {
     let changes = change_rows(c);
     let mut rows = Vec::new();
     for r in &c.rows {
@@ -84,6 +105,10 @@ pub fn render_html(c: &Comparison) -> String {
     } else {
         out.push_str("<p>No benchmarks in common.</p>");
     }
+}
+
+/// What differs between the machines, identity first, with why each can move results.
+fn environment_section(out: &mut String, c: &Comparison) {
     // The environment diff, identity first.
     if !c.env_changes.is_empty() {
         let rows: Vec<Vec<String>> = c
@@ -111,6 +136,10 @@ pub fn render_html(c: &Comparison) -> String {
             open,
         ));
     }
+}
+
+/// Simulation: the functions whose counted cost moved most.
+fn counted_functions_section(out: &mut String, c: &Comparison) {
     // Simulation: where the counted cost moved.
     for r in c.rows.iter().filter(|r| !r.functions.is_empty()) {
         let rows: Vec<Vec<String>> = r
@@ -136,6 +165,10 @@ pub fn render_html(c: &Comparison) -> String {
             true,
         ));
     }
+}
+
+/// Both sides profiled: a differential flame graph per benchmark.
+fn flames_section(out: &mut String, c: &Comparison) {
     // Both sides profiled: a differential flame graph per benchmark.
     for f in &c.flames {
         let Some(svg) = perfsleuth_report::diff_flame_svg(&f.before, &f.after, &f.key, f.unit)
@@ -158,6 +191,11 @@ pub fn render_html(c: &Comparison) -> String {
             true,
         ));
     }
+}
+
+/// Wall time, profiled: the functions whose time moved, those holding a large
+/// part of it, and the rest counted in one line.
+fn timed_functions_section(out: &mut String, c: &Comparison) {
     // Wall time, profiled: where the time moved. The functions that moved
     // and those that hold a large part of the time are shown; the rest,
     // small and in the noise, are counted in one line.
@@ -225,18 +263,6 @@ pub fn render_html(c: &Comparison) -> String {
             true,
         ));
     }
-    let mut all_notes: Vec<String> = c.notes.clone();
-    for r in &c.rows {
-        for n in &r.notes {
-            all_notes.push(format!("{} · {}: {n}", r.key(), r.metric.name()));
-        }
-    }
-    if !all_notes.is_empty() {
-        out.push_str("<h3>Notes</h3>");
-        out.push_str(&notes(&all_notes));
-    }
-    out.push_str("</section>");
-    out
 }
 
 fn change_rows(c: &Comparison) -> Vec<Change> {
