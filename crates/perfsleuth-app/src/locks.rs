@@ -160,6 +160,12 @@ impl Instruments {
             let kept: Vec<u32> = bench.samples.iter().map(|s| s.iteration).collect();
             profile.keep_iterations(&kept);
             if profile.iterations.is_empty() {
+                if !kept.is_empty() {
+                    self.notes.push(format!(
+                        "`{}` not profiled: none of the runs it sampled is among the runs kept (the measuring was cut short); the measurements are kept",
+                        bench.name
+                    ));
+                }
                 continue;
             }
             sink.set_stacks(i, &profile)?;

@@ -233,6 +233,8 @@ pub fn measure(
     noise.since(&perfsleuth_env::Source::live(), &mut run.environment);
     run.benchmarks = perfsleuth_runner::benchmarks(&benches);
     instruments.attach(&mut run, &mut sink)?;
+    // What attaching found (a profile none of whose runs was kept).
+    counter_notes.append(&mut instruments.notes);
     let mut warnings = Vec::new();
     if let Some(sim) = &c.simulation {
         // Variants with caches of their own are not simulated with the fixed model.

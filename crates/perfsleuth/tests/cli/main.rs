@@ -2,7 +2,8 @@
 //! or a concern through the real `perfsleuth` binary in a sandbox
 //! (`common`); `layering` checks the crates' dependencies against the
 //! table of docs/ARCHITECTURE.md. One binary links once (30 used to take
-//! ~350 MiB of disk and a link each).
+//! ~350 MiB of disk and a link each); the README's commands run in
+//! `tests/readme.rs`, a binary of their own, alone on the machine.
 
 mod common;
 
@@ -27,7 +28,6 @@ mod outputs;
 mod portable;
 mod probe;
 mod profile;
-mod readme;
 mod report;
 mod run;
 mod scale;

@@ -17,6 +17,13 @@
 //! panic. The few commands that cannot run as written here are in
 //! [`REWRITES`], each with what runs instead and why.
 
+// A binary of its own: its commands include `ab` and `run` verdicts judged
+// against `--fail-on`, so no other test shares the machine with them (in
+// the CLI binary they ran beside the profile tests and failed under that
+// load).
+#[path = "cli/common.rs"]
+mod common;
+
 use crate::common::Sandbox;
 use std::path::{Path, PathBuf};
 use std::process::Command;
