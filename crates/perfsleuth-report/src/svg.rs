@@ -176,32 +176,72 @@ impl Legend {
 pub fn render_scale_svg(chart: &ScaleChart) -> String {
     let points = sanitize_points(&chart.points);
     let notes = wrap_notes(&chart.notes);
-    let mut out = String::new();
-
     if points.is_empty() {
-        let height = layout_height(PLOT_BOTTOM + 40.0, notes.len());
-        header(&mut out, height, &chart.title);
-        let _ = writeln!(
-            out,
-            r#"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="{AXIS}"/>"#,
-            c(PLOT_LEFT),
-            c(PLOT_TOP),
-            c(PLOT_RIGHT - PLOT_LEFT),
-            c(PLOT_BOTTOM - PLOT_TOP)
-        );
-        let _ = writeln!(
-            out,
-            r#"<text x="{}" y="{}" text-anchor="middle" font-size="20" fill="{TEXT}">no data</text>"#,
-            c((PLOT_LEFT + PLOT_RIGHT) / 2.0),
-            c((PLOT_TOP + PLOT_BOTTOM) / 2.0)
-        );
-        write_notes(&mut out, PLOT_BOTTOM + 40.0, &notes);
-        out.push_str("</svg>\n");
-        return out;
+        return no_data(chart, &notes);
     }
-
     let fitted = sanitize_curve(&chart.fitted);
+    let f = frame(chart, &points, &fitted);
+    let (legend, peak_label) = legend_of(chart, &fitted, &f);
+    let rows = legend_rows(&legend);
+    let legend_bottom = LEGEND_TOP + 12.0 + rows.len() as f64 * LEGEND_ROW;
+    let height = layout_height(legend_bottom, notes.len());
 
+    let mut out = String::new();
+    header(&mut out, height, &chart.title);
+    write_grid(&mut out, &f);
+    write_axis_labels(&mut out, chart);
+    write_references(&mut out, &f, &fitted);
+    write_points(&mut out, &points, &f);
+    if let (Some((px, py)), Some(label)) = (f.peak, &peak_label) {
+        write_peak(&mut out, &f, (px, py), label);
+    }
+    write_legend(&mut out, &legend, &rows);
+    write_notes(&mut out, legend_bottom, &notes);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// The chart of no point: the frame, "no data" and the notes.
+fn no_data(chart: &ScaleChart, notes: &[String]) -> String {
+    let mut out = String::new();
+    let height = layout_height(PLOT_BOTTOM + 40.0, notes.len());
+    header(&mut out, height, &chart.title);
+    let _ = writeln!(
+        out,
+        r#"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="{AXIS}"/>"#,
+        c(PLOT_LEFT),
+        c(PLOT_TOP),
+        c(PLOT_RIGHT - PLOT_LEFT),
+        c(PLOT_BOTTOM - PLOT_TOP)
+    );
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle" font-size="20" fill="{TEXT}">no data</text>"#,
+        c((PLOT_LEFT + PLOT_RIGHT) / 2.0),
+        c((PLOT_TOP + PLOT_BOTTOM) / 2.0)
+    );
+    write_notes(&mut out, PLOT_BOTTOM + 40.0, notes);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Where everything goes: the axes (0 to a little above all shown), their
+/// tick steps, and the reference values worth drawing within them.
+struct Frame {
+    x_axis: Axis,
+    y_axis: Axis,
+    x_step: f64,
+    y_step: f64,
+    x_hi: f64,
+    y_lo: f64,
+    y_hi: f64,
+    peak: Option<(f64, f64)>,
+    ceiling: Option<f64>,
+    linear: Option<f64>,
+}
+
+/// The frame of `points` and the `fitted` curve.
+fn frame(chart: &ScaleChart, points: &[Point], fitted: &[(f64, f64)]) -> Frame {
     // X axis: 0 to the largest N shown, rounded up to a tick.
     let x_max = points
         .iter()
@@ -262,7 +302,27 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
         px_lo: PLOT_BOTTOM,
         px_hi: PLOT_TOP,
     };
+    Frame {
+        x_axis,
+        y_axis,
+        x_step,
+        y_step,
+        x_hi,
+        y_lo,
+        y_hi,
+        peak,
+        ceiling,
+        linear,
+    }
+}
 
+/// The legend's entries in drawing order, and the peak's label.
+fn legend_of(
+    chart: &ScaleChart,
+    fitted: &[(f64, f64)],
+    f: &Frame,
+) -> (Vec<Legend>, Option<String>) {
+    let (linear, ceiling, peak) = (f.linear, f.ceiling, f.peak);
     // Legend entries, in drawing order.
     let mut legend = vec![Legend::Measured];
     if fitted.len() >= 2 {
@@ -286,17 +346,17 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
     if let Some(label) = &peak_label {
         legend.push(Legend::Peak(format!("peak {label}")));
     }
-    let rows = legend_rows(&legend);
-    let legend_bottom = LEGEND_TOP + 12.0 + rows.len() as f64 * LEGEND_ROW;
-    let height = layout_height(legend_bottom, notes.len());
+    (legend, peak_label)
+}
 
-    header(&mut out, height, &chart.title);
-
+/// The grid, the ticks with their labels, and the plot's frame.
+fn write_grid(out: &mut String, f: &Frame) {
+    let (x_axis, y_axis) = (f.x_axis, f.y_axis);
     // Grid, ticks and tick labels.
     out.push_str("<g class=\"grid\">\n");
-    for t in ticks_with_step(y_lo, y_hi, y_step) {
+    for t in ticks_with_step(f.y_lo, f.y_hi, f.y_step) {
         let y = y_axis.map(t);
-        thin_line(&mut out, (PLOT_LEFT, y), (PLOT_RIGHT, y), GRID);
+        thin_line(out, (PLOT_LEFT, y), (PLOT_RIGHT, y), GRID);
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{}" text-anchor="end" font-size="12" fill="{TEXT}">{}</text>"#,
@@ -305,10 +365,10 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
             text(&axis_label(t))
         );
     }
-    for t in ticks_with_step(0.0, x_hi, x_step) {
+    for t in ticks_with_step(0.0, f.x_hi, f.x_step) {
         let x = x_axis.map(t);
-        thin_line(&mut out, (x, PLOT_TOP), (x, PLOT_BOTTOM), GRID);
-        thin_line(&mut out, (x, PLOT_BOTTOM), (x, PLOT_BOTTOM + 5.0), AXIS);
+        thin_line(out, (x, PLOT_TOP), (x, PLOT_BOTTOM), GRID);
+        thin_line(out, (x, PLOT_BOTTOM), (x, PLOT_BOTTOM + 5.0), AXIS);
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{}" text-anchor="middle" font-size="12" fill="{TEXT}">{}</text>"#,
@@ -326,7 +386,10 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
         c(PLOT_RIGHT - PLOT_LEFT),
         c(PLOT_BOTTOM - PLOT_TOP)
     );
+}
 
+/// The axes' labels.
+fn write_axis_labels(out: &mut String, chart: &ScaleChart) {
     // Axis labels.
     let _ = writeln!(
         out,
@@ -343,9 +406,13 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
         c(ly_y),
         text(&chart.y_label)
     );
+}
 
+/// The reference lines, behind the data: the ceiling, linear scaling, the fit.
+fn write_references(out: &mut String, f: &Frame, fitted: &[(f64, f64)]) {
+    let (x_axis, y_axis, x_hi) = (f.x_axis, f.y_axis, f.x_hi);
     // Reference lines, behind the data.
-    if let Some(v) = ceiling {
+    if let Some(v) = f.ceiling {
         let y = y_axis.map(v);
         let _ = writeln!(
             out,
@@ -356,10 +423,10 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
             c(y)
         );
     }
-    if let Some(s) = linear {
+    if let Some(s) = f.linear {
         let line = [(0.0, 0.0), (x_hi, s * x_hi)];
         write_series(
-            &mut out,
+            out,
             &line,
             x_axis,
             y_axis,
@@ -369,11 +436,15 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
         );
     }
     if fitted.len() >= 2 {
-        write_series(&mut out, &fitted, x_axis, y_axis, "fit", C_FIT, "");
+        write_series(out, fitted, x_axis, y_axis, "fit", C_FIT, "");
     }
+}
 
+/// The measured points with their error bars.
+fn write_points(out: &mut String, points: &[Point], f: &Frame) {
+    let (x_axis, y_axis) = (f.x_axis, f.y_axis);
     // Measured points with error bars.
-    for p in &points {
+    for p in points {
         let x = x_axis.map(p.n);
         let (ym, yl, yh) = (y_axis.map(p.median), y_axis.map(p.low), y_axis.map(p.high));
         if !(x.is_finite() && ym.is_finite() && yl.is_finite() && yh.is_finite()) {
@@ -409,45 +480,41 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
         );
         out.push_str("</g>\n");
     }
+}
 
-    // Peak marker.
-    if let (Some((px, py)), Some(label)) = (peak, &peak_label) {
-        let (x, y) = (x_axis.map(px), y_axis.map(py));
-        let _ = writeln!(
-            out,
-            r#"<line class="peak" x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="{AXIS}" stroke-width="1" stroke-dasharray="2 3"/>"#,
-            c(x),
-            c(y),
-            c(PLOT_BOTTOM)
-        );
-        let _ = writeln!(
-            out,
-            r#"<polygon class="peak" points="{}" fill="{C_PEAK}" stroke="{TEXT}" stroke-width="1"/>"#,
-            diamond(x, y, 7.0)
-        );
-        let (tx, anchor) = if x > PLOT_RIGHT - 90.0 {
-            (x - 10.0, "end")
-        } else {
-            (x + 10.0, "start")
-        };
-        let ty = if y < PLOT_TOP + 20.0 {
-            y + 18.0
-        } else {
-            y - 10.0
-        };
-        let _ = writeln!(
-            out,
-            r#"<text x="{}" y="{}" text-anchor="{anchor}" font-size="12" font-weight="bold" fill="{TEXT}">{}</text>"#,
-            c(tx),
-            c(ty),
-            text(label)
-        );
-    }
-
-    write_legend(&mut out, &legend, &rows);
-    write_notes(&mut out, legend_bottom, &notes);
-    out.push_str("</svg>\n");
-    out
+/// The peak's marker and its label.
+fn write_peak(out: &mut String, f: &Frame, (px, py): (f64, f64), label: &str) {
+    let (x_axis, y_axis) = (f.x_axis, f.y_axis);
+    let (x, y) = (x_axis.map(px), y_axis.map(py));
+    let _ = writeln!(
+        out,
+        r#"<line class="peak" x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="{AXIS}" stroke-width="1" stroke-dasharray="2 3"/>"#,
+        c(x),
+        c(y),
+        c(PLOT_BOTTOM)
+    );
+    let _ = writeln!(
+        out,
+        r#"<polygon class="peak" points="{}" fill="{C_PEAK}" stroke="{TEXT}" stroke-width="1"/>"#,
+        diamond(x, y, 7.0)
+    );
+    let (tx, anchor) = if x > PLOT_RIGHT - 90.0 {
+        (x - 10.0, "end")
+    } else {
+        (x + 10.0, "start")
+    };
+    let ty = if y < PLOT_TOP + 20.0 {
+        y + 18.0
+    } else {
+        y - 10.0
+    };
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="{anchor}" font-size="12" font-weight="bold" fill="{TEXT}">{}</text>"#,
+        c(tx),
+        c(ty),
+        text(label)
+    );
 }
 
 /// Keeps points with a finite, non-negative N and a finite median; missing
