@@ -242,20 +242,15 @@ fn render(base: &Setup, change: &Setup, other: &[String], base_tunables: bool) -
     out
 }
 
-/// The experiments that move a set-up like `from` towards `to`, given the
-/// differences `changes` between them.
-pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx: &Context) -> Plan {
-    let mut p = Plan::default();
-    // The base: the from side's variables, where this process's differ.
+/// The base set-up's variables: the from side's GLIBC_TUNABLES and
+/// environment variables, where this process's differ.
+fn base_variables(from: &Environment, cx: &Context, p: &mut Plan) {
     let (from_tunables, from_set) = recorded_tunables(from);
     let (here_tunables, here_set) = recorded_tunables(cx.here);
     p.base.tunables = from_tunables
         .iter()
         .map(|(k, v)| (k.clone(), Some(v.clone())))
         .collect();
-    // Under the portable profile glibc's dispatch and cache sizes are the
-    // profile's on both sides: no experiment can move them.
-    let tunables_fixed = cx.simulation && cx.portable;
     // A side's own GLIBC_TUNABLES still applies under the profile: the
     // runner merges a set-up's value into it as the side's run did.
     p.base_tunables = from_set != here_set || from_tunables != here_tunables;
@@ -269,30 +264,12 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
             p.base.env.push((k, v));
         }
     }
-    let fixed_reason = "the simulation runs were counted with the portable profile, which fixes glibc's CPU dispatch and cache sizes on both sides: rerun both sides with --no-portable to test it";
-    let mut done: BTreeSet<&str> = BTreeSet::new();
-    if tunables_fixed && recorded_tunables(from) != recorded_tunables(to) {
-        // The profile's merged value differs by the sides' own tunables,
-        // which the GLIBC_TUNABLES experiments test: not a separate
-        // "measured differently" fact.
-        done.insert("sim.glibc_tunables");
-    }
-    let significant: Vec<&Change> = changes
-        .iter()
-        .filter(|c| c.class != ImpactClass::Context)
-        .collect();
-    let untested = |p: &mut Plan, c: &Change, reason: String| {
-        p.untested.push(Untested {
-            key: c.key.clone(),
-            summary: c.summary.clone(),
-            reason,
-        });
-    };
-    let get = |env: &Environment, k: &str| env.get(k).map(str::to_string);
+}
 
-    // The from side's process state, where this machine's differs and one
-    // process can take it on; where it cannot, the experiments of that
-    // kind would start from the wrong state and are not run.
+/// The from side's process state (CPUs, THP, ASLR) the base takes on where
+/// this machine's differs; what one process cannot take on, by kind, with
+/// why (the experiments of that kind would start from the wrong state).
+fn process_state(from: &Environment, cx: &Context, p: &mut Plan) -> Vec<(&'static str, String)> {
     let mut stuck: Vec<(&str, String)> = Vec::new();
     let here_cpus = cx.cpus.clone();
     if let Some(list) = from
@@ -329,6 +306,44 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
         )),
         _ => {}
     }
+    stuck
+}
+
+/// The experiments that move a set-up like `from` towards `to`, given the
+/// differences `changes` between them.
+pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx: &Context) -> Plan {
+    let mut p = Plan::default();
+    // The base: the from side's variables, where this process's differ.
+    base_variables(from, cx, &mut p);
+    // Under the portable profile glibc's dispatch and cache sizes are the
+    // profile's on both sides: no experiment can move them.
+    let tunables_fixed = cx.simulation && cx.portable;
+    let fixed_reason = "the simulation runs were counted with the portable profile, which fixes glibc's CPU dispatch and cache sizes on both sides: rerun both sides with --no-portable to test it";
+    let mut done: BTreeSet<&str> = BTreeSet::new();
+    if tunables_fixed && recorded_tunables(from) != recorded_tunables(to) {
+        // The profile's merged value differs by the sides' own tunables,
+        // which the GLIBC_TUNABLES experiments test: not a separate
+        // "measured differently" fact.
+        done.insert("sim.glibc_tunables");
+    }
+    let significant: Vec<&Change> = changes
+        .iter()
+        .filter(|c| c.class != ImpactClass::Context)
+        .collect();
+    let untested = |p: &mut Plan, c: &Change, reason: String| {
+        p.untested.push(Untested {
+            key: c.key.clone(),
+            summary: c.summary.clone(),
+            reason,
+        });
+    };
+    let get = |env: &Environment, k: &str| env.get(k).map(str::to_string);
+
+    // The from side's process state, where this machine's differs and one
+    // process can take it on; where it cannot, the experiments of that
+    // kind would start from the wrong state and are not run.
+    let stuck = process_state(from, cx, &mut p);
+    let here_cpus = cx.cpus.clone();
     let stuck_reason = |k: &str| {
         stuck
             .iter()
