@@ -188,7 +188,10 @@ pub fn append_file(path: &Path, text: &str, what: &str) -> Result<(), Fail> {
 }
 
 /// Writes `--export-junit`'s document (see `perfsleuth_report::junit`).
-pub fn write_junit(path: &Path, xml: Result<String, String>) -> Result<(), Fail> {
+pub fn write_junit(
+    path: &Path,
+    xml: Result<String, perfsleuth_report::junit::JunitError>,
+) -> Result<(), Fail> {
     let xml =
         xml.map_err(|e| Fail::usage(format!("cannot write JUnit XML: {e}"), "please report this"))?;
     write_file(path, &xml)

@@ -10,7 +10,11 @@ use perfsleuth_model::schema::VerdictLabel;
 use perfsleuth_report::junit::{Case, Outcome, render};
 
 /// The comparison as a JUnit document named `suite` (`perfsleuth ab`).
-pub fn render_junit(c: &Comparison, suite: &str, allow_missing: bool) -> Result<String, String> {
+pub fn render_junit(
+    c: &Comparison,
+    suite: &str,
+    allow_missing: bool,
+) -> Result<String, perfsleuth_report::junit::JunitError> {
     render("perfsleuth", suite, &junit_cases(c, allow_missing))
 }
 

@@ -847,7 +847,10 @@ pub fn check(doc: &mut HistoryDoc, newest_run: Option<i64>, opts: &Options) -> V
 /// `history --check --export-junit`: a test case per series shown (its
 /// benchmark and metric, and the machine where several ran it), failed
 /// where the check fails on it, with the reason and the newest point.
-pub fn render_junit(doc: &HistoryDoc, findings: &[Finding]) -> Result<String, String> {
+pub fn render_junit(
+    doc: &HistoryDoc,
+    findings: &[Finding],
+) -> Result<String, perfsleuth_report::junit::JunitError> {
     use perfsleuth_report::junit::{Case, Outcome, render};
     let machines: std::collections::BTreeSet<_> =
         doc.series.iter().map(|s| s.machine.as_deref()).collect();

@@ -46,8 +46,11 @@ pub enum Outcome {
     },
 }
 
+/// Why a JUnit document could not be written (quick-junit's own error).
+pub use quick_junit::SerializeError as JunitError;
+
 /// The JUnit document of one suite of `cases`.
-pub fn render(report: &str, suite: &str, cases: &[Case]) -> Result<String, String> {
+pub fn render(report: &str, suite: &str, cases: &[Case]) -> Result<String, JunitError> {
     let mut s = TestSuite::new(suite);
     for c in cases {
         let status = match &c.outcome {
@@ -86,7 +89,7 @@ pub fn render(report: &str, suite: &str, cases: &[Case]) -> Result<String, Strin
     }
     let mut r = Report::new(report);
     r.add_test_suite(s);
-    r.to_string().map_err(|e| e.to_string())
+    r.to_string()
 }
 
 #[cfg(test)]
