@@ -73,21 +73,58 @@ pub struct CpuUsage {
     pub per_cpu: Vec<(usize, CpuShares)>,
 }
 
+/// Why `/proc/stat` (or a file in its format) could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcStatError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What reading it said.
+        source: std::io::Error,
+    },
+    /// A line is not what the kernel writes.
+    #[error("line `{label}`: {what}")]
+    Line {
+        /// The line's first word (`cpu`, `cpu3`).
+        label: String,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// The file has no `cpu` line (all CPUs together).
+    #[error("no `cpu` line")]
+    NoTotal,
+    /// The same, with the file it came from.
+    #[error("{path}: {inner}")]
+    In {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What was wrong in it.
+        inner: Box<ProcStatError>,
+    },
+}
+
 impl CpuTimes {
     /// Reads `/proc/stat`.
-    pub fn read() -> Result<CpuTimes, String> {
+    pub fn read() -> Result<CpuTimes, ProcStatError> {
         Self::read_from(Path::new("/proc/stat"))
     }
 
     /// Reads a file in `/proc/stat` format.
-    pub fn read_from(path: &Path) -> Result<CpuTimes, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn read_from(path: &Path) -> Result<CpuTimes, ProcStatError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProcStatError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|e| ProcStatError::In {
+            path: path.to_path_buf(),
+            inner: Box::new(e),
+        })
     }
 
     /// Parses `/proc/stat` text.
-    pub fn parse(text: &str) -> Result<CpuTimes, String> {
+    pub fn parse(text: &str) -> Result<CpuTimes, ProcStatError> {
         let mut times = CpuTimes::default();
         let mut seen_total = false;
         for line in text.lines() {
@@ -96,22 +133,24 @@ impl CpuTimes {
             let Some(rest) = label.strip_prefix("cpu") else {
                 continue;
             };
+            let bad = |what: String| ProcStatError::Line {
+                label: label.to_string(),
+                what,
+            };
             let mut fields = [0u64; 8];
             let mut count = 0;
             for (slot, word) in fields.iter_mut().zip(words) {
                 *slot = word
                     .parse()
-                    .map_err(|_| format!("line `{label}`: `{word}` is not a number"))?;
+                    .map_err(|_| bad(format!("`{word}` is not a number")))?;
                 count += 1;
             }
             // Kernels since 2.6.11 have at least the eight fields up to steal.
             if count < 4 {
-                return Err(format!(
-                    "line `{label}` has {count} fields, expected at least 4"
-                ));
+                return Err(bad(format!("has {count} fields, expected at least 4")));
             }
             let [user, nice, system, idle, iowait, irq, softirq, steal] = fields;
-            let overflow = || format!("line `{label}`: the times overflow 64 bits");
+            let overflow = || bad("the times overflow 64 bits".to_string());
             let ticks = CpuTicks {
                 user: user.checked_add(nice).ok_or_else(overflow)?,
                 system: system
@@ -132,12 +171,12 @@ impl CpuTimes {
             } else {
                 let cpu = rest
                     .parse()
-                    .map_err(|_| format!("`{label}` is not a CPU line"))?;
+                    .map_err(|_| bad("is not a CPU line".to_string()))?;
                 times.per_cpu.push((cpu, ticks));
             }
         }
         if !seen_total {
-            return Err("no `cpu` line".into());
+            return Err(ProcStatError::NoTotal);
         }
         Ok(times)
     }
@@ -235,7 +274,7 @@ mod tests {
         assert!(CpuTimes::parse(&format!("cpu {max} 1 0 0\n")).is_err());
         assert!(CpuTimes::parse(&format!("cpu 0 0 {max} 0 0 1 0 0\n")).is_err());
         let e = CpuTimes::parse(&format!("cpu 1 0 0 0 0 0 0 {max}\n")).unwrap_err();
-        assert!(e.contains("overflow"), "{e}");
+        assert!(e.to_string().contains("overflow"), "{e}");
         assert!(CpuTimes::parse(&format!("cpu {max} 0 0 0\n")).is_ok());
     }
 

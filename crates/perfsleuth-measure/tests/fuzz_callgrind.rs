@@ -431,7 +431,7 @@ proptest! {
             }
             Err(e) => {
                 prop_assert!(!(fits(&total) && cpus.iter().all(fits)), "{e}");
-                prop_assert!(e.contains("64 bits"), "{e}");
+                prop_assert!(e.to_string().contains("64 bits"), "{e}");
             }
         }
     }
