@@ -22,7 +22,11 @@ fn allocs(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
 /// Runs `args` `warmups + timed` times through the spawner with the
 /// recorder, and collects the profile of the timed runs.
 fn profile(args: &[&str], warmups: u32, timed: u32) -> Result<AllocProfile, String> {
-    let recorder = Recorder::new(512 << 10).unwrap();
+    // Stacks are sampled by bytes: at the default 512 KiB the C++ test's
+    // 2.4 MB of widgets expect about 15 samples in 3 runs beside about 6
+    // of the vector's growth, so the ranking it asserts is partly chance
+    // (it failed once in a full-suite run); at 64 KiB some 120 against 50.
+    let recorder = Recorder::new(64 << 10).unwrap();
     let mut sp = Spawner::start().unwrap();
     let io = IoConfig {
         env: recorder.env_for(None).unwrap(),
