@@ -100,7 +100,11 @@ pub(crate) fn judge_rows(
         let verdict = verdict_of(row, kind, exact, &rule, p);
         why_undecided(ctx, row, verdict, f, &rule, p, sampled_ci);
         let mut verdict = verdict;
+        // Measured interleaved, run by run, the machine cannot keep one
+        // side from the CPU and not the other: the sides' difference is the
+        // programs' (a longer sleep waits as often, on less of a CPU).
         if matches!(verdict, Verdict::Regressed | Verdict::Improved)
+            && !opts.paired
             && let (Some(cpu), Some(change)) = (cpu, &row.change)
             && let Some(why) = cpu.explains(change.change, rule.noise_threshold)
         {
