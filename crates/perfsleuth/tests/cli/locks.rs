@@ -92,10 +92,15 @@ fn run_locks_names_the_mutex_and_the_padded_design_has_no_lock_waits() {
             .starts_with("counters.rs:"),
         "line tables of the debug build: {first}"
     );
-    let share = first["wait_ns"].as_f64().unwrap() / m["lock_wait_ns"].as_f64().unwrap();
+    // Ranked first by its wait, above every other site (a share of the
+    // wait is the scheduler's as much as the program's: order, not share).
+    let wait = |s: &Value| s["wait_ns"].as_u64().unwrap();
     assert!(
-        share >= 0.9,
-        "the mutex has {share:.2} of the lock wait: {m}"
+        m["sites"].as_array().unwrap()[1..]
+            .iter()
+            .filter(|s| perfsleuth_model::LockSite::is_lock_kind(s["kind"].as_str().unwrap()))
+            .all(|s| wait(s) < wait(first)),
+        "the mutex waits longest of the locks: {m}"
     );
     assert!(m["lock_waits"].as_u64().unwrap() > 0);
     assert_eq!(m["events"]["dropped_waits"], 0);
