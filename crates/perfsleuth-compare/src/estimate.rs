@@ -1,11 +1,12 @@
 //! The estimation of each benchmark and metric: medians, intervals and
 //! p-values, over a small thread pool.
 
+use crate::Context;
 use crate::noise::group_spread;
 use crate::options::Options;
 use crate::options::push_unique;
 use crate::outcome::{Row, benchmark_key};
-use crate::sides::{Entries, Entry, fnv1a};
+use crate::sides::{Entry, fnv1a};
 use perfsleuth_model::Metric;
 use perfsleuth_model::ReportedSummary;
 use perfsleuth_model::Sample;
@@ -479,12 +480,8 @@ pub(crate) struct Estimated {
 
 /// Estimates every paired benchmark's metrics (`imported`: the sides made
 /// wholly of imported runs, whose zeros may be "not measured").
-pub(crate) fn estimate_rows<'a>(
-    base_entries: &Entries<'a>,
-    cand_entries: &Entries<'a>,
-    opts: &Options,
-    imported: [bool; 2],
-) -> Estimated {
+pub(crate) fn estimate_rows<'a>(ctx: &Context<'a, '_>, imported: [bool; 2]) -> Estimated {
+    let (base_entries, cand_entries, opts) = (&ctx.base, &ctx.cand, ctx.opts);
     let mut rows: Vec<Row> = Vec::new();
     // Beside each row, what its verdict is decided from.
     let mut facts: Vec<RowFacts> = Vec::new();

@@ -86,12 +86,7 @@ pub fn compare<'a>(baseline: &'a Side, candidate: &'a Side, opts: &Options) -> C
         facts,
         failed_notes,
         paired,
-    } = estimate_rows(
-        &ctx.base,
-        &ctx.cand,
-        opts,
-        [baseline, candidate].map(imported_only),
-    );
+    } = estimate_rows(&ctx, [baseline, candidate].map(imported_only));
     notes.extend(failed_notes);
     let fdr_applied = judge::adjust_p_values(&mut rows, opts, paired);
     judge::judge_rows(&ctx, &mut rows, &facts, fdr_applied);
