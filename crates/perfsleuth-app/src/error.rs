@@ -19,10 +19,11 @@ pub struct Fail {
 }
 
 impl Fail {
-    /// A usage, input or I/O error (exit 2).
-    pub fn usage(message: impl Into<String>, hint: impl Into<String>) -> Fail {
+    /// A usage, input or I/O error (exit 2). The message is any error's
+    /// text, so a library's typed error needs no conversion at the call.
+    pub fn usage(message: impl fmt::Display, hint: impl Into<String>) -> Fail {
         Fail {
-            message: message.into(),
+            message: message.to_string(),
             details: Vec::new(),
             hint: hint.into(),
             code: ExitCode::USAGE,
