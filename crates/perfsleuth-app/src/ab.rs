@@ -7,8 +7,8 @@
 //! drift between them; measured in the same rounds, both sides see the same
 //! drift (Bencher's relative benchmarking, Pinpoint's try jobs).
 
-use crate::args::AbArgs;
 use crate::error::Fail;
+use crate::options::AbOptions;
 use crate::session::{Measurement, Part};
 use crate::term::emit;
 use perfsleuth_compare::{Comparison, Side};
@@ -93,7 +93,7 @@ impl AbComparison {
 
 /// `perfsleuth ab`: resolves and builds the two sides, measures them in one
 /// session and compares them.
-pub fn ab(mut args: AbArgs, spawner: Option<Spawner>) -> Result<AbOutcome, Fail> {
+pub fn ab(mut args: AbOptions, spawner: Option<Spawner>) -> Result<AbOutcome, Fail> {
     args.run.sides = true;
     crate::session::settle(&mut args.run)?;
     let run_args = &args.run;
@@ -283,7 +283,7 @@ fn split_run(run: &Run, n_base: usize) -> (Run, Run) {
 }
 
 /// A side as the report's JSON and the stored run describe it.
-fn side_doc(rev: &Rev, build: Option<&Build>, args: &AbArgs, run: Option<i64>) -> AbSide {
+fn side_doc(rev: &Rev, build: Option<&Build>, args: &AbOptions, run: Option<i64>) -> AbSide {
     AbSide {
         run,
         commit: rev.commit.clone(),

@@ -3,8 +3,8 @@
 //! the verdict settings (`compare`, `run --baseline`, `ab`); `[[bench]]` the
 //! benchmarks `run` and `ab` measure when no command is given.
 
-use crate::args::RunArgs;
 use crate::error::Fail;
+use crate::options::RunOptions;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -150,7 +150,7 @@ pub fn load(explicit: Option<&Path>) -> Result<Option<(PathBuf, ConfigFile)>, Fa
 /// With no command on the command line, the `[[bench]]` list of the config
 /// file becomes the commands (and their names); without one, the error says
 /// how to give them.
-pub fn fill_commands(args: &mut RunArgs) -> Result<(), Fail> {
+pub fn fill_commands(args: &mut RunOptions) -> Result<(), Fail> {
     if !args.commands.is_empty() {
         return Ok(());
     }

@@ -10,7 +10,7 @@
 //! `PERFSLEUTH_FUZZ_SCALE=K` runs K times the default cases, `PROPTEST_CASES=N`
 //! exactly N (`bench/fuzz.sh` runs every target so).
 
-use crate::args::VerdictArgs;
+use crate::options::VerdictOptions;
 use crate::parse;
 use crate::verdict::options;
 use perfsleuth_model::Metric;
@@ -18,8 +18,8 @@ use perfsleuth_testkit::fuzz::{CASE_LIMIT, NUMBERS, apply, config, mutations, wi
 use proptest::prelude::*;
 use std::path::PathBuf;
 
-fn args(config: PathBuf) -> VerdictArgs {
-    VerdictArgs {
+fn args(config: PathBuf) -> VerdictOptions {
+    VerdictOptions {
         alpha: None,
         threshold: None,
         metric: vec![],

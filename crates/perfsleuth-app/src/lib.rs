@@ -9,7 +9,6 @@
 #![forbid(unsafe_code)]
 
 pub mod ab;
-pub mod args;
 pub mod config;
 pub mod error;
 pub mod explain;
@@ -17,6 +16,7 @@ pub mod explain;
 mod fuzz;
 pub mod git;
 pub mod locks;
+pub mod options;
 pub mod output;
 pub mod parse;
 pub mod plan;

@@ -3,8 +3,8 @@
 //! sampler started before anything is stored, their errors in the CLI's
 //! terms, and the lock reports and profiles kept with the run.
 
-use crate::args::{ProfileChoice, When};
 use crate::error::Fail;
+use crate::options::{ProfileChoice, When};
 use crate::sink::StoreSink;
 use perfsleuth_measure::Spawner;
 use perfsleuth_model::{AllocProfile, Environment, ImpactClass, LockReport, Run, StackProfile};

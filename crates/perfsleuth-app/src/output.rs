@@ -1,8 +1,8 @@
 //! Shared plumbing of the commands: opening the store, printing summaries,
 //! writing exports, resolving `--reference`.
 
-use crate::args::{ColorChoice, RunArgs};
 use crate::error::Fail;
+use crate::options::{ColorChoice, RunOptions};
 use crate::term::{emit, use_color};
 use perfsleuth_model::Run;
 use perfsleuth_model::input::Accept;
@@ -381,7 +381,7 @@ fn resolved(path: &Path) -> Option<PathBuf> {
 }
 
 /// The `--export-*` options given, each with its format and path.
-pub fn requested_exports(args: &RunArgs) -> Vec<(ExportFormat, &PathBuf)> {
+pub fn requested_exports(args: &RunOptions) -> Vec<(ExportFormat, &PathBuf)> {
     [
         (ExportFormat::Json, &args.export_json),
         (ExportFormat::Csv, &args.export_csv),
@@ -402,7 +402,7 @@ pub fn export_option(format: ExportFormat) -> String {
 }
 
 /// Whether the human summary must go to stderr because an export owns stdout.
-pub fn summary_to_stderr(args: &RunArgs) -> bool {
+pub fn summary_to_stderr(args: &RunOptions) -> bool {
     requested_exports(args)
         .into_iter()
         .any(|(_, p)| p == Path::new("-"))
@@ -433,8 +433,8 @@ impl View {
     }
 
     /// What `run`'s options ask for.
-    pub fn of(args: &RunArgs) -> View {
-        use crate::args::{SortChoice, TimeUnitChoice};
+    pub fn of(args: &RunOptions) -> View {
+        use crate::options::{SortChoice, TimeUnitChoice};
         use perfsleuth_report::{SortOrder, TimeUnit};
         View {
             color: args.color,
@@ -481,7 +481,7 @@ pub fn print_summary(run: &Run, reference: Option<usize>, view: &View, to_stderr
 }
 
 /// Writes the requested `--export-*` files.
-pub fn write_exports(run: &Run, reference: Option<usize>, args: &RunArgs) -> Result<(), Fail> {
+pub fn write_exports(run: &Run, reference: Option<usize>, args: &RunOptions) -> Result<(), Fail> {
     write_exports_inner(run, reference, args).map_err(|mut f| {
         if let Some(id) = run.id {
             f.hint = format!(
@@ -492,7 +492,7 @@ pub fn write_exports(run: &Run, reference: Option<usize>, args: &RunArgs) -> Res
     })
 }
 
-fn write_exports_inner(run: &Run, reference: Option<usize>, args: &RunArgs) -> Result<(), Fail> {
+fn write_exports_inner(run: &Run, reference: Option<usize>, args: &RunOptions) -> Result<(), Fail> {
     let report = View::of(args).report(run, reference);
     for (format, path) in requested_exports(args) {
         let text = format

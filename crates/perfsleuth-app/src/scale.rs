@@ -3,9 +3,9 @@
 //! futex tracepoint, `--locks`, Ctrl-C, conclude), stored like a run, and
 //! analysed by perfsleuth-scale. The binary prints the [`ScaleOutcome`].
 
-use crate::args::ScaleArgs;
 use crate::error::Fail;
 use crate::locks::Instruments;
+use crate::options::ScaleOptions;
 use crate::output;
 use crate::plan::{Shell, Templates, plan};
 use crate::session::{self, measure_fail, runner_fail};
@@ -99,7 +99,7 @@ pub fn profile_text(run: &perfsleuth_model::Run, analysis: &Analysis) -> String 
 }
 
 /// Plans the levels, sweeps them in one session and analyses the run.
-pub fn measure(args: &ScaleArgs, spawner: Option<Spawner>) -> Result<ScaleOutcome, Fail> {
+pub fn measure(args: &ScaleOptions, spawner: Option<Spawner>) -> Result<ScaleOutcome, Fail> {
     let spec = args.param.as_deref().unwrap_or_default();
     let (param, values) = crate::parse::scale_param(spec)
         .map_err(|e| Fail::usage(e, "e.g. --param threads=1,2,4,8"))?;
@@ -146,7 +146,7 @@ pub fn measure(args: &ScaleArgs, spawner: Option<Spawner>) -> Result<ScaleOutcom
         &shell,
     )?;
     if let Some(plot) = &args.plot {
-        output::check_writable(plot, "--plot", args.store.store.as_deref())?;
+        output::check_writable(plot, "--plot", args.store.as_deref())?;
     }
 
     let mut spawner = session::spawner_or_start(spawner)?;
@@ -164,7 +164,7 @@ pub fn measure(args: &ScaleArgs, spawner: Option<Spawner>) -> Result<ScaleOutcom
     let mut levels = prepare_levels(&mut spawner, planned, &values, &io, args.shell.is_some())
         .map_err(runner_fail)?;
 
-    let mut store = session::open_store(args.store.store.as_deref(), args.no_store)?;
+    let mut store = session::open_store(args.store.as_deref(), args.no_store)?;
     let mut run = output::new_run(
         Mode::Walltime,
         serde_json::to_value(perfsleuth_model::schema::ScaleOptions {
@@ -271,7 +271,7 @@ fn scale_fail(e: RunError) -> Fail {
     fail
 }
 
-fn throughput_method(args: &ScaleArgs) -> Result<Throughput, Fail> {
+fn throughput_method(args: &ScaleOptions) -> Result<Throughput, Fail> {
     if let Some(w) = args.work {
         return Ok(Throughput::Work(w));
     }

@@ -1,7 +1,7 @@
 //! Terminal helpers: colour decisions, the progress line, and writes that
 //! survive a closed pipe (`perfsleuth runs | head`).
 
-use crate::args::ColorChoice;
+use crate::options::ColorChoice;
 use perfsleuth_report::style::CLEAR_LINE;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};

@@ -433,8 +433,8 @@ pub fn side_run(run: &perfsleuth_model::Run, variant: &str) -> perfsleuth_model:
 /// when the run has no variants.
 pub fn against_base(
     run: &perfsleuth_model::Run,
-    verdict: &crate::args::VerdictArgs,
-    color: crate::args::ColorChoice,
+    verdict: &crate::options::VerdictOptions,
+    color: crate::options::ColorChoice,
 ) -> Result<Option<String>, Fail> {
     let mut names: Vec<&str> = Vec::new();
     for b in &run.benchmarks {
@@ -465,7 +465,7 @@ pub fn against_base(
         ));
         out.push_str(&crate::verdict::render(
             &comparison,
-            crate::args::CompareFormat::Terminal,
+            crate::options::CompareFormat::Terminal,
             color,
         )?);
     }
@@ -481,7 +481,7 @@ pub fn against_base(
 pub fn in_run(
     run: &perfsleuth_model::Run,
     reference: Option<usize>,
-    verdict: &crate::args::VerdictArgs,
+    verdict: &crate::options::VerdictOptions,
 ) -> Result<Option<perfsleuth_compare::Comparison>, Fail> {
     let variants = run
         .benchmarks

@@ -3,8 +3,8 @@
 //! rounds while a comparison is undecided: what `compare`, `run --baseline`,
 //! `ab`, `explain` and the server judge with.
 
-use crate::args::{ColorChoice, CompareFormat, FailOn, VerdictArgs};
 use crate::error::Fail;
+use crate::options::{ColorChoice, CompareFormat, FailOn, VerdictOptions};
 use crate::sides::{self as selectors, StoreHandle};
 use crate::term::{emit, use_color};
 use perfsleuth_compare::{BenchmarkOptions, Comparison, Options, Side, compare};
@@ -17,7 +17,7 @@ use perfsleuth_model::exit::ExitCode;
 /// learned noise bands stand for, is what interleaving cancels, and round k
 /// of one side is paired with round k of the other. No stored history joins
 /// in (other runs were not measured in these rounds).
-pub fn paired_options(verdict: &VerdictArgs) -> Result<perfsleuth_compare::Options, Fail> {
+pub fn paired_options(verdict: &VerdictOptions) -> Result<perfsleuth_compare::Options, Fail> {
     Ok(perfsleuth_compare::paired(&options(verdict)?))
 }
 
@@ -67,7 +67,7 @@ pub fn json_text(doc: &perfsleuth_model::schema::CompareDoc) -> Result<String, F
 /// unless `--no-history` (see [`perfsleuth_sides::add_history`]); returns its
 /// notes.
 pub fn history(
-    verdict: &VerdictArgs,
+    verdict: &VerdictOptions,
     store: &mut StoreHandle,
     baseline: &mut Side,
     exclude: &[i64],
@@ -101,7 +101,7 @@ pub fn after_run(
     baseline: &Baseline,
     run: &perfsleuth_model::Run,
     look: Option<u32>,
-    verdict: &VerdictArgs,
+    verdict: &VerdictOptions,
     color: ColorChoice,
     to_stderr: bool,
 ) -> Result<Comparison, Fail> {
@@ -153,7 +153,7 @@ impl CiOutputs {
         &self,
         comparison: &Comparison,
         suite: &str,
-        verdict: &VerdictArgs,
+        verdict: &VerdictOptions,
     ) -> Result<i32, Fail> {
         if self.github {
             emit(
@@ -252,7 +252,7 @@ fn mode_fail(mismatch: Option<String>) -> Result<(), Fail> {
 
 /// The exit code of a gate (`--fail-on`); when it fails, one line on stderr
 /// says why, after the report.
-pub fn exit_code(c: &Comparison, verdict: &VerdictArgs) -> i32 {
+pub fn exit_code(c: &Comparison, verdict: &VerdictOptions) -> i32 {
     match verdict.fail_on {
         Some(FailOn::Regressed) => {
             let gate = perfsleuth_compare::gate(c, verdict.allow_missing);
@@ -286,12 +286,14 @@ pub fn env_mismatch(c: &Comparison) -> Fail {
 }
 
 /// The verdict options: built-in defaults, then the config file, then the command line.
-pub fn options(args: &VerdictArgs) -> Result<Options, Fail> {
+pub fn options(args: &VerdictOptions) -> Result<Options, Fail> {
     options_and_file(args).map(|(opts, _)| opts)
 }
 
 /// [`options`] and the config file they were read from, if any.
-pub fn options_and_file(args: &VerdictArgs) -> Result<(Options, Option<std::path::PathBuf>), Fail> {
+pub fn options_and_file(
+    args: &VerdictOptions,
+) -> Result<(Options, Option<std::path::PathBuf>), Fail> {
     let mut opts = Options {
         history_declined: args.no_history,
         ..Options::default()
@@ -378,8 +380,8 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    fn args(config: Option<PathBuf>) -> VerdictArgs {
-        VerdictArgs {
+    fn args(config: Option<PathBuf>) -> VerdictOptions {
+        VerdictOptions {
             alpha: None,
             threshold: None,
             metric: vec![],

@@ -11,14 +11,16 @@ use crate::cli::{AbArgs, CompareFormat};
 use crate::error::Fail;
 use crate::term::emit;
 use perfsleuth_app::ab::AbOutcome;
+use perfsleuth_app::options::AbOptions;
 use perfsleuth_measure::Spawner;
 
 /// `perfsleuth ab`.
 pub fn ab(args: AbArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
+    let args = AbOptions::from(args);
     let (format, color, verdict) = (args.format, args.run.color, args.run.verdict.clone());
     let junit = args.export_junit.clone();
     if let Some(junit) = &junit {
-        crate::output::check_writable(junit, "--export-junit", args.run.store.store.as_deref())?;
+        crate::output::check_writable(junit, "--export-junit", args.run.store.as_deref())?;
     }
     let mut r = match perfsleuth_app::ab::ab(args, spawner)? {
         AbOutcome::Interrupted { ids, code } => {

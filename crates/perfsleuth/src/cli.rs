@@ -4,7 +4,8 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-pub use perfsleuth_app::args::*;
+pub use crate::args::*;
+pub use perfsleuth_app::options::{ColorChoice, CompareFormat};
 
 /// `--version`: the package version, the commit it was built from and the
 /// build profile, so a result can be traced to the binary that measured it.

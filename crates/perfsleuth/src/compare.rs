@@ -5,6 +5,7 @@ use crate::cli::CompareArgs;
 use crate::error::Fail;
 use crate::selectors::{self, StoreHandle};
 use crate::term::emit;
+use perfsleuth_app::options::VerdictOptions;
 pub use perfsleuth_app::verdict::*;
 use perfsleuth_compare::compare;
 
@@ -16,14 +17,15 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
     if let Some(junit) = &args.export_junit {
         crate::output::check_writable(junit, "--export-junit", args.store.store.as_deref())?;
     }
-    let opts = options(&args.verdict)?;
+    let verdict = VerdictOptions::from(args.verdict.clone());
+    let opts = options(&verdict)?;
     let mut store = StoreHandle::new(args.store.store.clone());
     let candidate = selectors::resolve(args.candidate.as_deref().unwrap_or("latest"), &mut store)?;
     let baseline = match &args.baseline {
         Some(spec) => Some(selectors::resolve(spec, &mut store)?),
         None => None,
     };
-    let history = !args.verdict.no_history;
+    let history = !verdict.no_history;
     // Two exported files compare without a store: no history, no probes.
     let comparison = match (baseline, selectors::existing_store(&mut store)) {
         (Some(baseline), None) => {
@@ -37,7 +39,7 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
                 .comparison
         }
     };
-    if args.verdict.require_same_env && comparison.identity_changed {
+    if verdict.require_same_env && comparison.identity_changed {
         return Err(env_mismatch(&comparison));
     }
     emit(&render(&comparison, args.format, args.color)?, false);
@@ -50,8 +52,8 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
             "compare: {} → {}",
             comparison.baseline, comparison.candidate
         );
-        let xml = perfsleuth_compare::render_junit(&comparison, &suite, args.verdict.allow_missing);
+        let xml = perfsleuth_compare::render_junit(&comparison, &suite, verdict.allow_missing);
         crate::output::write_junit(junit, xml)?;
     }
-    Ok(exit_code(&comparison, &args.verdict))
+    Ok(exit_code(&comparison, &verdict))
 }

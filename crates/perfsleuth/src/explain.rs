@@ -13,10 +13,12 @@ use crate::cli::ExplainArgs;
 use crate::error::Fail;
 use crate::term::emit;
 use perfsleuth_app::explain::Explained;
+use perfsleuth_app::options::ExplainOptions;
 use perfsleuth_measure::Spawner;
 
 /// `perfsleuth explain`.
 pub fn explain(args: ExplainArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
+    let args = ExplainOptions::from(args);
     match perfsleuth_app::explain::explain(&args, spawner)? {
         Explained::Interrupted(code) => {
             emit(

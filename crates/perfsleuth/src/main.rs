@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 mod ab;
+mod args;
 mod cli;
 mod compare;
 mod docs;
@@ -43,12 +44,13 @@ fn main() {
     let result = match cli.command {
         Command::Run(cmd) => {
             let RunCommand {
-                mut args,
+                args,
                 baseline,
                 format,
                 export_junit,
                 push,
             } = *cmd;
+            let mut args = perfsleuth_app::options::RunOptions::from(args);
             args.baseline = baseline;
             let push = push.push.then_some(push.target);
             let ci = perfsleuth_app::verdict::CiOutputs {

@@ -6,6 +6,7 @@ use crate::cli::ReportArgs;
 use crate::error::Fail;
 use crate::selectors::{self, StoreHandle};
 use crate::term::emit;
+use perfsleuth_app::options::VerdictOptions;
 use perfsleuth_compare::Side;
 use perfsleuth_model::Run;
 
@@ -104,16 +105,12 @@ pub fn report(args: ReportArgs) -> Result<i32, Fail> {
         }
         [baseline, candidate] => {
             crate::compare::same_mode(baseline, candidate)?;
-            let mut opts = crate::compare::options(&args.verdict)?;
+            let verdict = VerdictOptions::from(args.verdict.clone());
+            let mut opts = crate::compare::options(&verdict)?;
             let mut baseline = baseline.clone();
             let exclude: Vec<i64> = candidate.runs.iter().filter_map(|r| r.id).collect();
-            let notes = crate::compare::history(
-                &args.verdict,
-                &mut store,
-                &mut baseline,
-                &exclude,
-                &mut opts,
-            );
+            let notes =
+                crate::compare::history(&verdict, &mut store, &mut baseline, &exclude, &mut opts);
             let mut comparison = perfsleuth_compare::compare(&baseline, candidate, &opts);
             comparison.notes.extend(notes);
             title = format!(

@@ -2,10 +2,11 @@
 //! (`perfsleuth_app::session`), then the summary, the exports, the notes and
 //! the comparison with `--baseline` printed.
 
-use crate::cli::{PushTarget, RunArgs};
+use crate::cli::PushTarget;
 use crate::error::Fail;
 use crate::output;
 use crate::term::emit;
+use perfsleuth_app::options::RunOptions;
 use perfsleuth_app::session::{
     Measurement, Part, measure, prepare, runner_fail, spawner_or_start, validate,
 };
@@ -17,7 +18,7 @@ use perfsleuth_runner::Stop;
 /// Runs `perfsleuth run` and returns the exit code: once, or `--repeat N`
 /// times and then what the repeats say about the noise.
 pub fn run(
-    args: RunArgs,
+    args: RunOptions,
     push: Option<PushTarget>,
     ci: crate::compare::CiOutputs,
     spawner: Option<Spawner>,
@@ -54,7 +55,7 @@ pub fn run(
         crate::server::check_push_target(target)?;
     }
     if let Some(junit) = &ci.junit {
-        crate::output::check_writable(junit, "--export-junit", args.store.store.as_deref())?;
+        crate::output::check_writable(junit, "--export-junit", args.store.as_deref())?;
     }
     if ci.any() && repeat > 1 {
         return refuse(
@@ -80,8 +81,8 @@ pub fn run(
 
 /// After `--repeat`: per benchmark of the newest run, the noise learned from
 /// its same-binary runs on this machine class.
-fn report_repeats(args: &RunArgs) -> Result<(), Fail> {
-    let store = output::open_existing_store(args.store.store.as_deref())?;
+fn report_repeats(args: &RunOptions) -> Result<(), Fail> {
+    let store = output::open_existing_store(args.store.as_deref())?;
     let id = store.resolve_run("latest").map_err(output::store_fail)?;
     let Some(latest) = store
         .load_run_measurements(id)
@@ -135,7 +136,7 @@ fn report_repeats(args: &RunArgs) -> Result<(), Fail> {
 
 /// One measurement: validate, prepare, measure, conclude, render.
 fn run_once(
-    args: &RunArgs,
+    args: &RunOptions,
     push: Option<&PushTarget>,
     ci: &crate::compare::CiOutputs,
     spawner: &mut Spawner,
@@ -296,7 +297,7 @@ fn run_once(
                         "drop --no-store, or push later with `perfsleuth push`",
                     ));
                 }
-                crate::server::push_after_run(args.store.store.as_deref(), &ids, target)?;
+                crate::server::push_after_run(args.store.as_deref(), &ids, target)?;
             }
             Ok(code)
         }

@@ -7,6 +7,7 @@ use crate::cli::{ColorChoice, ScaleArgs, ScaleCommand};
 use crate::error::Fail;
 use crate::output;
 use crate::term::{emit, use_color};
+use perfsleuth_app::options::ScaleOptions;
 use perfsleuth_app::scale::ScaleOutcome;
 use perfsleuth_app::session;
 use perfsleuth_measure::Spawner;
@@ -27,6 +28,7 @@ pub fn scale(args: ScaleArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     {
         return fit_file(file, *cpus, param, *json, plot.as_deref(), *color);
     }
+    let args = ScaleOptions::from(args);
     let measured = perfsleuth_app::scale::measure(&args, spawner)?;
     let ScaleOutcome::Measured {
         analysis,

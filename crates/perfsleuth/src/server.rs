@@ -21,15 +21,9 @@ pub fn serve(args: ServeArgs) -> Result<i32, Fail> {
     let shown = store.display();
     // The verdict options exactly as `compare` builds them from the same
     // file, so the server and the CLI judge the same runs alike.
-    let verdicts = crate::cli::VerdictArgs {
-        alpha: None,
-        threshold: None,
-        metric: Vec::new(),
+    let verdicts = perfsleuth_app::options::VerdictOptions {
         config: args.config.clone(),
-        fail_on: None,
-        allow_missing: false,
-        require_same_env: false,
-        no_history: false,
+        ..Default::default()
     };
     let (compare, file) = crate::compare::options_and_file(&verdicts)?;
     let settings = match file {

@@ -12,8 +12,8 @@
 
 pub mod derive;
 
-use crate::args::ExplainArgs;
 use crate::error::Fail;
+use crate::options::ExplainOptions;
 use crate::sides::StoreHandle;
 use derive::Experiment;
 use perfsleuth_compare::Side;
@@ -72,8 +72,8 @@ impl Explained {
 
 /// `perfsleuth explain`: resolves the sides, plans the experiments, measures
 /// them in one session unless `--plan`, and judges them.
-pub fn explain(args: &ExplainArgs, spawner: Option<Spawner>) -> Result<Explained, Fail> {
-    let mut store = StoreHandle::new(args.store.store.clone());
+pub fn explain(args: &ExplainOptions, spawner: Option<Spawner>) -> Result<Explained, Fail> {
+    let mut store = StoreHandle::new(args.store.clone());
     let baseline = resolve(&args.baseline, &mut store)?;
     let candidate = resolve(&args.candidate, &mut store)?;
     let usage = |what: String, hint: &str| Err(Fail::usage(what, hint.to_string()));
@@ -534,14 +534,14 @@ fn changed(v: VerdictLabel) -> bool {
 }
 
 /// The verdict options of `explain`: `compare`'s, judged across machines.
-fn explain_options(args: &ExplainArgs) -> Result<perfsleuth_compare::Options, Fail> {
+fn explain_options(args: &ExplainOptions) -> Result<perfsleuth_compare::Options, Fail> {
     let mut opts = crate::verdict::options(&verdict_args(args))?;
     opts.machine_override = false;
     Ok(opts)
 }
 
-fn verdict_args(args: &ExplainArgs) -> crate::args::VerdictArgs {
-    crate::args::VerdictArgs {
+fn verdict_args(args: &ExplainOptions) -> crate::options::VerdictOptions {
+    crate::options::VerdictOptions {
         alpha: args.alpha,
         threshold: None,
         metric: args.metric.clone(),

@@ -1,13 +1,13 @@
 //! What is measured again: the stored benchmarks, the run configuration
 //! they were measured with, and the plan of one experiment per difference.
 
-use crate::args::ColorChoice;
-use crate::args::CompareFormat;
-use crate::args::ExplainArgs;
-use crate::args::RunArgs;
-use crate::args::StyleChoice;
 use crate::error::Fail;
 use crate::explain::sides::Input;
+use crate::options::ColorChoice;
+use crate::options::CompareFormat;
+use crate::options::ExplainOptions;
+use crate::options::RunOptions;
+use crate::options::StyleChoice;
 use crate::sides as selectors;
 use crate::sides::StoreHandle;
 use perfsleuth_compare::Side;
@@ -110,14 +110,17 @@ pub(crate) fn benchmarks(
 /// again), in its mode, with explain's rounds and store. The stored
 /// benchmarks replace the plan after validation.
 pub(crate) fn run_args(
-    args: &ExplainArgs,
+    args: &ExplainOptions,
     template: &Run,
     mode: Mode,
     portable: Option<&str>,
-) -> Result<RunArgs, Fail> {
-    let mut r = RunArgs::defaults();
-    // A placeholder: the stored benchmarks replace the plan after validation.
-    r.commands = vec!["true".into()];
+) -> Result<RunOptions, Fail> {
+    // One command, as the prototype of every benchmark's plan: the stored
+    // benchmarks replace its name, command and parameters after validation.
+    let mut r = RunOptions {
+        commands: vec!["true".into()],
+        ..RunOptions::default()
+    };
     if mode == Mode::Simulation {
         r.mode = Mode::Simulation;
         match portable {
@@ -137,7 +140,7 @@ pub(crate) fn run_args(
     // Simulation counts every function already; a profile samples real runs.
     if mode != Mode::Simulation {
         r.profiling = args.profiling;
-    } else if args.profiling.profile.when == crate::args::When::On {
+    } else if args.profiling.profile.when == crate::options::When::On {
         return Err(Fail::usage(
             "--profile samples real runs; these runs are explained in simulation mode, whose counts already name every function",
             "drop --profile, or explain two wall-time runs",

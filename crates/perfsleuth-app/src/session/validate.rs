@@ -2,10 +2,10 @@
 //! plan, the schedule, the instruments for the mode, the helpers, the
 //! exports; every refusal is made here.
 
-use crate::args::ProfileChoice;
-use crate::args::RunArgs;
-use crate::args::When;
 use crate::error::Fail;
+use crate::options::ProfileChoice;
+use crate::options::RunOptions;
+use crate::options::When;
 use crate::output;
 use crate::parse;
 use crate::plan::Shell;
@@ -55,7 +55,7 @@ pub struct Checked {
     pub(crate) no_store: bool,
     /// The progress line (`--progress`) and colour of what is printed.
     pub(crate) progress: Option<bool>,
-    pub(crate) color: crate::args::ColorChoice,
+    pub(crate) color: crate::options::ColorChoice,
     /// `--time-budget`: how long a benchmark is given (a silent command
     /// gets a note after ten of them).
     pub(crate) time_budget: std::time::Duration,
@@ -93,7 +93,7 @@ impl Checked {
 
 impl Instrumentation {
     pub(crate) fn settle(
-        args: &RunArgs,
+        args: &RunOptions,
         simulated: bool,
         auto_counters: bool,
     ) -> Result<Self, Fail> {
@@ -151,7 +151,7 @@ pub const DEFAULT_ROUNDS: u32 = 5;
 
 /// The precision stop: `--precision`, else ±1 % for a run of one round and
 /// none (0: only identical samples stop it) for several.
-pub(crate) fn precision(args: &RunArgs, rounds: u32) -> f64 {
+pub(crate) fn precision(args: &RunOptions, rounds: u32) -> f64 {
     match args.precision {
         Some(p) => p,
         None if rounds > 1 => 0.0,
@@ -173,7 +173,7 @@ pub(crate) fn fitting_rounds(asked: u32, exact: Option<u32>, min: u32, max: Opti
         .unwrap_or(1)
 }
 
-pub(crate) fn rounds(args: &RunArgs, simulated: bool) -> u32 {
+pub(crate) fn rounds(args: &RunOptions, simulated: bool) -> u32 {
     match args.rounds {
         Some(k) => k,
         None if simulated => 1,
@@ -196,7 +196,7 @@ pub const AB_ROUNDS: u32 = 10;
 /// whatever the parameters (`--parameter-scan` scans the others). `None`
 /// when `--reference` names a benchmark or is not given.
 pub(crate) fn reference_command(
-    args: &RunArgs,
+    args: &RunOptions,
     planned: &[perfsleuth_runner::Planned],
     shell: &Shell,
     helpers: &Helpers,
@@ -250,7 +250,7 @@ pub(crate) fn reference_command(
 /// benchmarks by 1-based index or name): a program that exists here, not
 /// a number, not a command or --name given. A misspelt name is no command
 /// and gets the name's error, with the names.
-pub(crate) fn own_reference(args: &RunArgs) -> bool {
+pub(crate) fn own_reference(args: &RunOptions) -> bool {
     let Some(spec) = args.reference.as_deref() else {
         return false;
     };
@@ -274,7 +274,7 @@ pub(crate) struct Helpers {
 }
 
 impl Helpers {
-    pub(crate) fn split(args: &RunArgs) -> Result<Helpers, Fail> {
+    pub(crate) fn split(args: &RunOptions) -> Result<Helpers, Fail> {
         let lists = [&args.prepare, &args.conclude, &args.setup, &args.cleanup];
         let names = ["--prepare", "--conclude", "--setup", "--cleanup"];
         let own = own_reference(args);
@@ -312,7 +312,7 @@ impl Helpers {
 }
 
 /// `--portable[=BASELINE]` / `--no-portable` in the runner's terms.
-pub(crate) fn portable_choice(args: &RunArgs) -> Result<PortableChoice, Fail> {
+pub(crate) fn portable_choice(args: &RunOptions) -> Result<PortableChoice, Fail> {
     if args.no_portable {
         return Ok(PortableChoice::Off);
     }
@@ -340,7 +340,7 @@ pub(crate) fn portable_choice(args: &RunArgs) -> Result<PortableChoice, Fail> {
 }
 
 /// Checks every option and plans the benchmarks; nothing is measured yet.
-pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
+pub fn validate(args: &RunOptions) -> Result<Checked, Fail> {
     let tolerate = parse::ignore_failure(args.ignore_failure.as_deref())
         .map_err(|e| Fail::usage(e, "see perfsleuth run --help"))?;
     let simulation = simulation_of(args)?;
@@ -354,7 +354,7 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
     let baseline = baseline_of(args, simulated)?;
     let reference = reference_of(args, &mut planned, &shell, &helpers)?;
     check_exports(args)?;
-    let output = output_target(&args.output, args.store.store.as_deref())?;
+    let output = output_target(&args.output, args.store.as_deref())?;
     if let Some(input) = &args.input {
         check_input(input)?;
     }
@@ -393,7 +393,7 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
         rounds: k,
         alloc,
         instruments,
-        store: args.store.store.clone(),
+        store: args.store.clone(),
         no_store: args.no_store,
         progress: args.progress,
         color: args.color,
@@ -405,13 +405,13 @@ pub fn validate(args: &RunArgs) -> Result<Checked, Fail> {
 
 /// Simulation mode's set-up (valgrind, the portable profile, a cache
 /// model), or `None` in wall time, where its options are refused.
-fn simulation_of(args: &RunArgs) -> Result<Option<Simulation>, Fail> {
+fn simulation_of(args: &RunOptions) -> Result<Option<Simulation>, Fail> {
     Ok(match args.mode {
         Mode::Simulation => {
             let mut sim = Simulation::new(args.collect.clone(), portable_choice(args)?)
                 .map_err(runner_fail)?;
             if let Some(spec) = &args.cache_model {
-                let (model, notes) = crate::variant::cache_model(spec, args.store.store.clone())
+                let (model, notes) = crate::variant::cache_model(spec, args.store.clone())
                     .map_err(|f| {
                         Fail::usage(format!("--cache-model {spec}: {}", f.message), f.hint)
                     })?;
@@ -450,7 +450,7 @@ struct Rounds {
 }
 
 /// `--rounds`, the run limits and the time budget, as rounds of equal shares.
-fn rounds_of(args: &RunArgs, simulated: bool) -> Result<Rounds, Fail> {
+fn rounds_of(args: &RunOptions, simulated: bool) -> Result<Rounds, Fail> {
     // Simulated runs are deterministic: one run and one that checks it, no warmup.
     let warmup = if simulated { 0 } else { args.warmup };
     let asked = rounds(args, simulated);
@@ -484,7 +484,9 @@ fn rounds_of(args: &RunArgs, simulated: bool) -> Result<Rounds, Fail> {
 
 /// The benchmarks the commands and their parameters make, with the shell
 /// they run in and the helper commands (`--prepare`, `--setup`, …).
-fn planned_of(args: &RunArgs) -> Result<(Vec<perfsleuth_runner::Planned>, Shell, Helpers), Fail> {
+fn planned_of(
+    args: &RunOptions,
+) -> Result<(Vec<perfsleuth_runner::Planned>, Shell, Helpers), Fail> {
     if let Some(shell) = &args.shell {
         let program = &Shell::words(shell)?[0];
         perfsleuth_measure::resolve_program(program, std::env::var_os("PATH").as_deref())
@@ -520,7 +522,7 @@ fn planned_of(args: &RunArgs) -> Result<(Vec<perfsleuth_runner::Planned>, Shell,
 
 /// Each benchmark once per `--variant`, where the options allow variants.
 fn with_variants(
-    args: &RunArgs,
+    args: &RunOptions,
     planned: Vec<perfsleuth_runner::Planned>,
     simulated: bool,
 ) -> Result<Vec<perfsleuth_runner::Planned>, Fail> {
@@ -559,7 +561,7 @@ fn with_variants(
     let variants = args
         .variant
         .iter()
-        .map(|v| crate::variant::parse(v, &config, args.store.store.clone(), &mut notes))
+        .map(|v| crate::variant::parse(v, &config, args.store.clone(), &mut notes))
         .collect::<Result<Vec<_>, _>>()?;
     if !simulated && let Some(v) = variants.iter().find(|v| v.cache_model.is_some()) {
         return Err(Fail::usage(
@@ -577,11 +579,14 @@ fn with_variants(
 }
 
 /// `--baseline`, resolved and checked before anything is measured.
-fn baseline_of(args: &RunArgs, simulated: bool) -> Result<Option<crate::verdict::Baseline>, Fail> {
+fn baseline_of(
+    args: &RunOptions,
+    simulated: bool,
+) -> Result<Option<crate::verdict::Baseline>, Fail> {
     Ok(match &args.baseline {
         Some(spec) => {
             let mut opts = crate::verdict::options(&args.verdict)?;
-            let mut handle = crate::sides::StoreHandle::new(args.store.store.clone());
+            let mut handle = crate::sides::StoreHandle::new(args.store.clone());
             let mut side = crate::sides::resolve(spec, &mut handle)?;
             // Refused now, not after minutes of measuring.
             let mode = if simulated {
@@ -601,7 +606,7 @@ fn baseline_of(args: &RunArgs, simulated: bool) -> Result<Option<crate::verdict:
 /// Where `--reference` stands in the plan: its own command first, or one
 /// of the benchmarks.
 fn reference_of(
-    args: &RunArgs,
+    args: &RunOptions,
     planned: &mut Vec<perfsleuth_runner::Planned>,
     shell: &Shell,
     helpers: &Helpers,
@@ -661,7 +666,7 @@ fn check_input(input: &Path) -> Result<(), Fail> {
 /// How long a comparison may extend the run while it is inconclusive
 /// (`--max-time`, or the default where the run count is not fixed).
 fn max_time_of(
-    args: &RunArgs,
+    args: &RunOptions,
     benchmarks: usize,
     with_baseline: bool,
     k: u32,
@@ -713,7 +718,7 @@ fn max_time_of(
 /// the program); where it cannot be made, an error with `on` and a note
 /// with `auto`.
 pub(crate) fn allocation_recorder(
-    args: &RunArgs,
+    args: &RunOptions,
     simulation: bool,
 ) -> Result<Option<perfsleuth_measure::alloc::Recorder>, Fail> {
     let choice = args.profiling.profile;
@@ -787,8 +792,8 @@ pub(crate) fn split_command(commands: &[String]) -> Result<(), Fail> {
 /// Settles `run`'s and `ab`'s options before anything is checked: the
 /// commands from `[[bench]]` when none are given, and hyperfine's spellings
 /// (`--shell none`, `--show-output`, `--style`) in perfsleuth's terms.
-pub fn settle(args: &mut RunArgs) -> Result<(), Fail> {
-    use crate::args::{ColorChoice, StyleChoice};
+pub fn settle(args: &mut RunOptions) -> Result<(), Fail> {
+    use crate::options::{ColorChoice, StyleChoice};
     crate::config::fill_commands(args)?;
     if args.shell.as_deref() == Some("none") {
         args.shell = None;
@@ -834,13 +839,13 @@ pub const TWO_COMMANDS_TIMES: u32 = 3;
 pub const AB_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Every export path is writable, and no two share a file.
-pub(crate) fn check_exports(args: &RunArgs) -> Result<(), Fail> {
+pub(crate) fn check_exports(args: &RunOptions) -> Result<(), Fail> {
     let exports: Vec<(String, &PathBuf)> = output::requested_exports(args)
         .into_iter()
         .map(|(format, path)| (output::export_option(format), path))
         .collect();
     if let Some(plot) = &args.plot {
-        output::check_writable(plot, "--plot", args.store.store.as_deref())?;
+        output::check_writable(plot, "--plot", args.store.as_deref())?;
         if exports.iter().any(|(_, p)| output::same_file(p, plot)) {
             return Err(Fail::usage(
                 format!("--plot and an export both write to {}", plot.display()),
@@ -849,7 +854,7 @@ pub(crate) fn check_exports(args: &RunArgs) -> Result<(), Fail> {
         }
     }
     for (i, (option, path)) in exports.iter().enumerate() {
-        output::check_writable(path, option, args.store.store.as_deref())?;
+        output::check_writable(path, option, args.store.as_deref())?;
         if let Some((other, _)) = exports[..i]
             .iter()
             .find(|(_, p)| output::same_file(p, path))
@@ -886,7 +891,7 @@ pub(crate) fn output_target(output: &str, store_url: Option<&str>) -> Result<Out
 /// The options stored with the run, as measured (`sequential` is set by
 /// [`measure`]).
 pub(crate) fn run_options(
-    a: &RunArgs,
+    a: &RunOptions,
     tolerate: &Tolerate,
     rounds: u32,
 ) -> perfsleuth_model::schema::RunOptions {

@@ -1,37 +1,17 @@
-//! A run's settings as the command line declares them (with their defaults,
-//! in one place: clap's attributes), shared by `run`, `ab`, `compare` and the
-//! commands that re-measure (`explain`): the low-level configuration that
-//! [`crate::session::validate`] checks into a [`crate::session::Checked`]
-//! plan, as ripgrep's low arguments become its high ones.
+//! The command line's run settings: flag names, help and clap's checks
+//! for `run`, `ab`, `compare`, `explain` and `scale`. Each becomes the
+//! clap-free value of `perfsleuth_app::options` at once (`From`), so
+//! nothing below this binary sees a flag: as ripgrep's low arguments
+//! become its high ones.
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
+use perfsleuth_app::options::{
+    AbOptions, ColorChoice, CompareFormat, Counters, ExplainOptions, FailOn, Mode, ProfileChoice,
+    ProfileOptions, RunOptions, ScaleOptions, SortChoice, StyleChoice, TimeUnitChoice,
+    VerdictOptions, When,
+};
+use perfsleuth_app::parse;
 use std::path::PathBuf;
-
-// The library's own value types, parsed by clap where the binary asks for it.
-pub use perfsleuth_model::Mode;
-pub use perfsleuth_runner::{Counters, When};
-
-/// Output format of `compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    /// A table for the terminal.
-    Terminal,
-    /// Markdown for a pull-request comment or $GITHUB_STEP_SUMMARY.
-    Markdown,
-    /// JSON (schema perfsleuth/compare, see docs/COMPARE.md).
-    Json,
-    /// GitHub Actions: the Markdown report appended to $GITHUB_STEP_SUMMARY
-    /// (printed when it is not set), and an error annotation for each
-    /// regressed benchmark (a notice for each improved one) on stdout.
-    Github,
-}
-
-/// What makes `compare` exit 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    /// A gating metric regressed.
-    Regressed,
-}
 
 /// How verdicts are reached (shared by `compare` and `run --baseline`).
 #[derive(Debug, Clone, Args)]
@@ -42,7 +22,7 @@ pub struct VerdictArgs {
     /// Changes within ±PERCENT are noise, not regressions [default: 1%, or the config file's].
     ///
     /// Changes within ±PERCENT are noise, not regressions [default: 1%, or the config file's; sides measured interleaved (ab, variants) are flagged beyond ±0.2% and called no change within ±1%].
-    #[arg(long, value_name = "PERCENT", value_parser = crate::parse::percent)]
+    #[arg(long, value_name = "PERCENT", value_parser = parse::percent)]
     pub threshold: Option<f64>,
     /// A metric that gates --fail-on.
     ///
@@ -74,58 +54,6 @@ pub struct VerdictArgs {
     /// the machine still applies).
     #[arg(long)]
     pub no_history: bool,
-}
-
-/// `--time-unit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TimeUnitChoice {
-    /// ns.
-    Nanosecond,
-    /// µs.
-    Microsecond,
-    /// ms.
-    Millisecond,
-    /// s.
-    Second,
-}
-
-/// `--sort`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SortChoice {
-    /// As given; comparisons fastest first.
-    Auto,
-    /// As given.
-    Command,
-    /// Fastest mean first.
-    MeanTime,
-}
-
-/// `--style`, as hyperfine has it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StyleChoice {
-    /// Colour and progress on a terminal.
-    Auto,
-    /// No colour, no progress line.
-    Basic,
-    /// Colour and progress even without a terminal.
-    Full,
-    /// Progress, no colour.
-    Nocolor,
-    /// Colour, no progress line.
-    Color,
-    /// No summary and no progress (errors, notes and exports still appear).
-    None,
-}
-
-/// When to use colour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ColorChoice {
-    /// Colour when stdout is a terminal and NO_COLOR is unset.
-    Auto,
-    /// Always colour.
-    Always,
-    /// Never colour.
-    Never,
 }
 
 /// Options shared by every command that reads or writes the store.
@@ -165,7 +93,7 @@ pub struct RunArgs {
     #[arg(hide_short_help = true, short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
     pub max_runs: Option<u32>,
     /// Time budget per command after --min-runs (e.g. 500ms, 3s, 1m; a bare number is seconds).
-    #[arg(long, visible_alias = "min-benchmarking-time", value_name = "DURATION", default_value = "3s", value_parser = crate::parse::duration)]
+    #[arg(long, visible_alias = "min-benchmarking-time", value_name = "DURATION", default_value = "3s", value_parser = parse::duration)]
     pub time_budget: std::time::Duration,
     /// Stop early once the 95% CI of the median is within ±PERCENT of it [default: 1].
     ///
@@ -174,7 +102,7 @@ pub struct RunArgs {
     /// share of the time budget: a round's own precision says nothing about
     /// the machine's drift between rounds; 0 turns it off: the budget or
     /// --max-runs decides].
-    #[arg(hide_short_help = true, long, value_name = "PERCENT", value_parser = crate::parse::percentage)]
+    #[arg(hide_short_help = true, long, value_name = "PERCENT", value_parser = parse::percentage)]
     pub precision: Option<f64>,
     /// Command run before every timed run, untimed (once, or once per command).
     #[arg(short, long, value_name = "CMD")]
@@ -227,7 +155,7 @@ pub struct RunArgs {
     ///
     /// Kill a run (and its process group) that takes longer than this; the run fails.
     /// [default: none; a note says when a command has run for ten time budgets]
-    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
     pub timeout: Option<std::time::Duration>,
     /// Where the commands' output goes.
     ///
@@ -413,23 +341,6 @@ pub struct RunArgs {
     /// `--profile`.
     #[command(flatten)]
     pub profiling: Profiling,
-    /// `run --baseline` (see [`RunCommand`]); never an option of its own here.
-    #[arg(skip)]
-    pub baseline: Option<String>,
-    /// The progress line forced on or off (`--style`); `None`: on a terminal.
-    #[arg(skip)]
-    pub progress: Option<bool>,
-    /// No summary (`--style none`).
-    #[arg(skip)]
-    pub quiet: bool,
-    /// The directory of the perfsleuth.toml whose `[[bench]]` list gave the
-    /// commands: `run` runs them from there.
-    #[arg(skip)]
-    pub bench_dir: Option<PathBuf>,
-    /// Set by `ab`: two sides of the plan are compared after measuring, so
-    /// `--max-time` (rounds added while inconclusive) applies.
-    #[arg(skip)]
-    pub sides: bool,
     /// Measure in this many rounds, each starting with the next command [default: 5, 10 in ab].
     ///
     /// Measure in this many rounds, each starting with the next command (the
@@ -453,7 +364,7 @@ pub struct RunArgs {
     /// none with --runs and in simulation]. It is judged again each time the
     /// rounds grow by half, at α/2, α/4, … (97.5 % intervals at the planned
     /// rounds), so looking again adds no false alarms.
-    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
     pub max_time: Option<std::time::Duration>,
     /// How the comparisons are judged (`--baseline`, two commands, variants).
     #[command(flatten)]
@@ -506,107 +417,10 @@ pub struct Profiling {
         long,
         value_name = "SIZE",
         default_value = "512KiB",
-        value_parser = crate::parse::byte_size,
+        value_parser = parse::byte_size,
         hide_short_help = true
     )]
     pub alloc_sample: u64,
-}
-
-/// What `--profile` records, and when.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProfileChoice {
-    /// Whether to profile: off, where possible, or always.
-    pub when: When,
-    /// Where the time goes (sampled stacks).
-    pub time: bool,
-    /// Time off the CPU too (a wall profile), not only on it.
-    pub off_cpu: bool,
-    /// What the runs allocate (the preloaded recorder).
-    pub alloc: bool,
-}
-
-impl ProfileChoice {
-    /// No profile.
-    pub const OFF: ProfileChoice = ProfileChoice {
-        when: When::Off,
-        time: true,
-        off_cpu: true,
-        alloc: false,
-    };
-
-    /// Parses `--profile`'s value: `on`, `off`, `auto`, `wall`, `cpu`,
-    /// `alloc`, comma-separated.
-    pub fn parse(text: &str) -> Result<ProfileChoice, String> {
-        let mut choice = ProfileChoice {
-            when: When::On,
-            ..ProfileChoice::OFF
-        };
-        let (mut when, mut what) = (None, None);
-        let mut alloc = false;
-        for word in text.split(',').map(str::trim) {
-            let (slot, value) = match word {
-                "on" => (&mut when, "on"),
-                "off" => (&mut when, "off"),
-                "auto" => (&mut when, "auto"),
-                "wall" => (&mut what, "wall"),
-                "cpu" => (&mut what, "cpu"),
-                "alloc" if !alloc => {
-                    alloc = true;
-                    continue;
-                }
-                "alloc" => return Err("`alloc` given twice".to_string()),
-                other => {
-                    return Err(format!(
-                        "`{other}` is not a profile; give on, off or auto, wall (on and off the CPU) or cpu (on it only), and alloc (allocations), e.g. --profile=auto,cpu or --profile=wall,alloc"
-                    ));
-                }
-            };
-            if let Some(earlier) = slot.replace(value) {
-                return Err(format!(
-                    "`{earlier}` and `{value}` both given; give one of on, off, auto and one of wall, cpu"
-                ));
-            }
-        }
-        choice.when = match when {
-            Some("off") => When::Off,
-            Some("auto") => When::Auto,
-            _ => When::On,
-        };
-        choice.off_cpu = what != Some("cpu");
-        // `alloc` alone records no time; with `wall` or `cpu`, both.
-        choice.time = what.is_some() || !alloc;
-        choice.alloc = alloc;
-        Ok(choice)
-    }
-
-    /// Whether stacks are sampled for the time (`wall` or `cpu`).
-    pub fn samples_time(self) -> bool {
-        self.is_on() && self.time
-    }
-
-    /// Whether allocations are recorded.
-    pub fn records_allocations(self) -> bool {
-        self.is_on() && self.alloc
-    }
-
-    /// Whether a profile is taken at all (`on` or `auto`).
-    pub fn is_on(self) -> bool {
-        self.when != When::Off
-    }
-}
-
-impl RunArgs {
-    /// The settings with every flag at its default, as clap's attributes
-    /// declare them (no command): where a run is configured from typed
-    /// values, not a command line (`explain`'s re-measurement).
-    pub fn defaults() -> RunArgs {
-        use clap::{Args as _, FromArgMatches as _};
-        let cmd = RunArgs::augment_args(clap::Command::new("run").no_binary_name(true));
-        let matches = cmd
-            .try_get_matches_from(std::iter::empty::<String>())
-            .expect("every run flag has a default or is optional");
-        RunArgs::from_arg_matches(&matches).expect("the defaults make a RunArgs")
-    }
 }
 
 /// `perfsleuth explain`.
@@ -634,7 +448,7 @@ pub struct ExplainArgs {
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
     /// Time to spend on each set-up and benchmark (split between the rounds) [default: 3s].
-    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
     pub time_budget: Option<std::time::Duration>,
     /// Significance level of each verdict, before the Holm adjustment over the experiments.
     #[arg(hide_short_help = true, long, value_name = "ALPHA")]
@@ -685,7 +499,7 @@ pub struct AbArgs {
     #[arg(long, value_name = "CMD")]
     pub build: Option<String>,
     /// Kill a build that takes longer than this; the comparison fails.
-    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::parse::duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse::duration)]
     pub build_timeout: std::time::Duration,
     /// Leave the worktrees in place (their paths are printed) for debugging.
     #[arg(long)]
@@ -724,10 +538,10 @@ pub struct ScaleArgs {
     #[arg(long, value_name = "NAME=VALUES", required = true)]
     pub param: Option<String>,
     /// Units of work each run does in total: throughput = UNITS / wall time.
-    #[arg(long, value_name = "UNITS", value_parser = crate::parse::positive_number)]
+    #[arg(long, value_name = "UNITS", value_parser = parse::positive_number)]
     pub work: Option<f64>,
     /// Units of work per thread: throughput = UNITS × N / wall time.
-    #[arg(long, value_name = "UNITS", value_parser = crate::parse::positive_number)]
+    #[arg(long, value_name = "UNITS", value_parser = parse::positive_number)]
     pub work_per_thread: Option<f64>,
     /// Read throughput from stdout: the first capture group (or the match) of the last matching line.
     #[arg(long, value_name = "REGEX")]
@@ -748,7 +562,7 @@ pub struct ScaleArgs {
     #[arg(short, long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub warmup: u32,
     /// Kill a run (and its process group) that takes longer than this.
-    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
     pub timeout: Option<std::time::Duration>,
     /// Run the command through this shell (`SHELL -c CMD`).
     #[arg(short = 'S', long, value_name = "SHELL")]
@@ -808,7 +622,7 @@ pub enum ScaleCommand {
         /// The CSV file (`-` for stdin).
         file: PathBuf,
         /// CPUs the measured system could use; beyond them the fit assumes threads share CPUs.
-        #[arg(long, value_name = "C", value_parser = crate::parse::positive_number)]
+        #[arg(long, value_name = "C", value_parser = parse::positive_number)]
         cpus: Option<f64>,
         /// Name of the concurrency column in the output.
         #[arg(long, value_name = "NAME", default_value = "N")]
@@ -825,25 +639,176 @@ pub enum ScaleCommand {
     },
 }
 
+// Each flag becomes its option; what no flag sets starts at its default.
+
+impl From<VerdictArgs> for VerdictOptions {
+    fn from(a: VerdictArgs) -> VerdictOptions {
+        VerdictOptions {
+            alpha: a.alpha,
+            threshold: a.threshold,
+            metric: a.metric,
+            config: a.config,
+            fail_on: a.fail_on,
+            allow_missing: a.allow_missing,
+            require_same_env: a.require_same_env,
+            no_history: a.no_history,
+        }
+    }
+}
+
+impl From<Profiling> for ProfileOptions {
+    fn from(a: Profiling) -> ProfileOptions {
+        ProfileOptions {
+            profile: a.profile,
+            alloc_sample: a.alloc_sample,
+        }
+    }
+}
+
+impl From<RunArgs> for RunOptions {
+    fn from(a: RunArgs) -> RunOptions {
+        RunOptions {
+            commands: a.commands,
+            warmup: a.warmup,
+            runs: a.runs,
+            min_runs: a.min_runs,
+            max_runs: a.max_runs,
+            time_budget: a.time_budget,
+            precision: a.precision,
+            prepare: a.prepare,
+            conclude: a.conclude,
+            setup: a.setup,
+            cleanup: a.cleanup,
+            shell: a.shell,
+            no_shell: a.no_shell,
+            parameter_list: a.parameter_list,
+            parameter_scan: a.parameter_scan,
+            step: a.step,
+            name: a.name,
+            ignore_failure: a.ignore_failure,
+            timeout: a.timeout,
+            output: a.output,
+            show_output: a.show_output,
+            input: a.input,
+            no_interleave: a.no_interleave,
+            reference: a.reference,
+            reference_name: a.reference_name,
+            export_json: a.export_json,
+            export_csv: a.export_csv,
+            export_markdown: a.export_markdown,
+            export_asciidoc: a.export_asciidoc,
+            export_orgmode: a.export_orgmode,
+            export_hyperfine: a.export_hyperfine,
+            export_folded: a.export_folded,
+            plot: a.plot,
+            time_unit: a.time_unit,
+            sort: a.sort,
+            style: a.style,
+            no_store: a.no_store,
+            store: a.store.store,
+            color: a.color,
+            mode: a.mode,
+            variant: a.variant,
+            collect: a.collect,
+            portable: a.portable,
+            no_portable: a.no_portable,
+            cache_model: a.cache_model,
+            counters: a.counters,
+            counters_kernel: a.counters_kernel,
+            locks: a.locks,
+            profiling: a.profiling.into(),
+            rounds: a.rounds,
+            repeat: a.repeat,
+            max_time: a.max_time,
+            verdict: a.verdict.into(),
+            ..RunOptions::default()
+        }
+    }
+}
+
+impl From<ExplainArgs> for ExplainOptions {
+    fn from(a: ExplainArgs) -> ExplainOptions {
+        ExplainOptions {
+            baseline: a.baseline,
+            candidate: a.candidate,
+            bench: a.bench,
+            format: a.format,
+            plan: a.plan,
+            rounds: a.rounds,
+            runs: a.runs,
+            time_budget: a.time_budget,
+            alpha: a.alpha,
+            profiling: a.profiling.into(),
+            metric: a.metric,
+            config: a.config,
+            no_history: a.no_history,
+            no_store: a.no_store,
+            store: a.store.store,
+            color: a.color,
+        }
+    }
+}
+
+impl From<AbArgs> for AbOptions {
+    fn from(a: AbArgs) -> AbOptions {
+        AbOptions {
+            baseline_rev: a.baseline_rev,
+            candidate_rev: a.candidate_rev,
+            build: a.build,
+            build_timeout: a.build_timeout,
+            keep_worktrees: a.keep_worktrees,
+            format: a.format,
+            export_junit: a.export_junit,
+            run: a.run.into(),
+        }
+    }
+}
+
+impl From<ScaleArgs> for ScaleOptions {
+    fn from(a: ScaleArgs) -> ScaleOptions {
+        ScaleOptions {
+            param: a.param,
+            work: a.work,
+            work_per_thread: a.work_per_thread,
+            throughput_regex: a.throughput_regex,
+            throughput_json: a.throughput_json,
+            name: a.name,
+            runs: a.runs,
+            warmup: a.warmup,
+            timeout: a.timeout,
+            shell: a.shell,
+            plot: a.plot,
+            json: a.json,
+            counters: a.counters,
+            locks: a.locks,
+            profiling: a.profiling.into(),
+            no_store: a.no_store,
+            store: a.store.store,
+            color: a.color,
+            command: a.command,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_defaults_are_the_ones_the_command_line_declares() {
+    fn the_parser_given_no_flag_builds_the_default_options() {
         use clap::Parser as _;
         #[derive(clap::Parser)]
         struct Cli {
             #[command(flatten)]
             run: RunArgs,
         }
-        let d = RunArgs::defaults();
-        let parsed = Cli::parse_from(["run"]).run;
-        assert_eq!(format!("{d:?}"), format!("{parsed:?}"));
-        assert_eq!(d.warmup, 1);
-        assert_eq!(d.min_runs, 10);
-        assert_eq!(d.time_budget, std::time::Duration::from_secs(3));
-        assert_eq!(d.output, "null");
-        assert!(d.commands.is_empty());
+        let parsed = RunOptions::from(Cli::parse_from(["run"]).run);
+        assert_eq!(
+            format!("{parsed:?}"),
+            format!("{:?}", RunOptions::default())
+        );
+        assert_eq!(parsed.warmup, 1);
+        assert_eq!(parsed.time_budget, std::time::Duration::from_secs(3));
+        assert_eq!(parsed.profiling.alloc_sample, 512 * 1024);
     }
 }
