@@ -13,7 +13,6 @@ use crate::session::{Measurement, Part};
 use crate::term::emit;
 use perfsleuth_compare::{Comparison, Side};
 use perfsleuth_measure::Spawner;
-use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::schema::{AbBuild, AbInfo, AbSide};
 use perfsleuth_model::{GitInfo, Run};
 use perfsleuth_runner::{Planned, Stop};
@@ -200,7 +199,7 @@ pub fn ab(mut args: AbOptions, spawner: Option<Spawner>) -> Result<AbOutcome, Fa
     let (base_run, cand_run) = split(&m, n_base, [&baseline, &candidate]);
     if let Err(stop) = std::mem::replace(&mut m.result, Ok(())) {
         return match stop {
-            Stop::Failed(e) => Err(crate::session::runner_fail(e)),
+            Stop::Failed(e) => Err(Fail::from(e)),
             Stop::Interrupted => Ok(AbOutcome::Interrupted {
                 ids: base_run.id.zip(cand_run.id),
                 code: perfsleuth_model::exit::ExitCode::interrupted_by(
@@ -612,12 +611,11 @@ fn build(cmd: &str, root: &Path, rev: &Rev, timeout: Duration) -> Result<Build, 
             .with_details(tail(&log_path)));
         }
         perfsleuth_measure::Outcome::Interrupted | perfsleuth_measure::Outcome::Skipped => {
-            return Err(Fail {
-                message: format!("interrupted during the build of the {side}; worktrees removed"),
-                details: Vec::new(),
-                hint: String::new(),
-                code: ExitCode::interrupted_by(perfsleuth_measure::interrupting_signal()),
-            });
+            return Err(Fail::interrupted(
+                format!("interrupted during the build of the {side}; worktrees removed"),
+                "",
+                perfsleuth_measure::interrupting_signal(),
+            ));
         }
     };
     if !sample.succeeded() {

@@ -1,5 +1,8 @@
 //! The error every command returns for user-facing failures: one line saying
-//! what went wrong, one hint saying what to do, and the exit code.
+//! what went wrong, one hint saying what to do, and its kind, from which the
+//! exit code follows. The libraries' typed errors become `Fail`s through
+//! `From` where their variant says what to do (`StoreError` in `output`,
+//! `SelectError` in `sides`, `RunError` in `session`), so `?` converts them.
 
 use std::fmt;
 
@@ -14,8 +17,18 @@ pub struct Fail {
     pub details: Vec<String>,
     /// What to do about it.
     pub hint: String,
-    /// Process exit code.
-    pub code: i32,
+    /// What kind of failure, which decides the exit code.
+    pub kind: FailKind,
+}
+
+/// What kind of failure a [`Fail`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailKind {
+    /// A usage, input or I/O error, a failed benchmark, a machine that
+    /// cannot do what was asked: exit 2.
+    Usage,
+    /// Stopped by this signal (where known) before finishing: exit 128 + the signal.
+    Interrupted(Option<i32>),
 }
 
 impl Fail {
@@ -26,7 +39,27 @@ impl Fail {
             message: message.to_string(),
             details: Vec::new(),
             hint: hint.into(),
-            code: ExitCode::USAGE,
+            kind: FailKind::Usage,
+        }
+    }
+
+    /// Stopped by the signal that interrupted the measurement (exit 128 + it).
+    pub fn interrupted(
+        message: impl fmt::Display,
+        hint: impl Into<String>,
+        signal: Option<i32>,
+    ) -> Fail {
+        Fail {
+            kind: FailKind::Interrupted(signal),
+            ..Fail::usage(message, hint)
+        }
+    }
+
+    /// The process's exit code for this failure.
+    pub fn code(&self) -> i32 {
+        match self.kind {
+            FailKind::Usage => ExitCode::USAGE,
+            FailKind::Interrupted(signal) => ExitCode::interrupted_by(signal),
         }
     }
 

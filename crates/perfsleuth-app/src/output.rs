@@ -18,7 +18,7 @@ pub fn store_url(url: Option<&str>) -> Result<StoreUrl, Fail> {
     // Not silently the default store when the variable cannot be read.
     let from_env = utf8_var("PERFSLEUTH_STORE", "give a store path in UTF-8")?;
     match url.or(from_env.as_deref()) {
-        Some(url) => StoreUrl::parse(url).map_err(store_fail),
+        Some(url) => StoreUrl::parse(url).map_err(Fail::from),
         None => {
             let cwd = std::env::current_dir().map_err(|e| {
                 Fail::usage(
@@ -77,21 +77,23 @@ fn with_project(mut store: AnyStore) -> Result<AnyStore, Fail> {
 
 /// Opens (creating if needed) the store for writing.
 pub fn open_store(url: Option<&str>) -> Result<AnyStore, Fail> {
-    with_project(store_url(url)?.open().map_err(store_fail)?)
+    with_project(store_url(url)?.open().map_err(Fail::from)?)
 }
 
 /// Opens an existing store for reading.
 pub fn open_existing_store(url: Option<&str>) -> Result<AnyStore, Fail> {
-    with_project(store_url(url)?.open_existing().map_err(store_fail)?)
+    with_project(store_url(url)?.open_existing().map_err(Fail::from)?)
 }
 
 /// Store errors carry the path and a hint in one line; the hint goes on its
 /// own line like every other error's.
-pub fn store_fail(e: StoreError) -> Fail {
-    let text = e.to_string();
-    match text.split_once(" (hint: ") {
-        Some((message, hint)) => Fail::usage(message, hint.strip_suffix(')').unwrap_or(hint)),
-        None => Fail::usage(text, "check the --store path"),
+impl From<StoreError> for Fail {
+    fn from(e: StoreError) -> Fail {
+        let text = e.to_string();
+        match text.split_once(" (hint: ") {
+            Some((message, hint)) => Fail::usage(message, hint.strip_suffix(')').unwrap_or(hint)),
+            None => Fail::usage(text, "check the --store path"),
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use crate::locks::Instruments;
 use crate::options::ScaleOptions;
 use crate::output;
 use crate::plan::{Shell, Templates, plan};
-use crate::session::{self, measure_fail, runner_fail};
+use crate::session::{self, measure_fail};
 use crate::sink::StoreSink;
 use crate::term::{ProgressLine, use_color};
 use perfsleuth_measure::{IoConfig, OutputTarget, Spawner};
@@ -150,7 +150,7 @@ pub fn measure(args: &ScaleOptions, spawner: Option<Spawner>) -> Result<ScaleOut
     }
 
     let mut spawner = session::spawner_or_start(spawner)?;
-    let scratch = ScratchDir::new("scale").map_err(runner_fail)?;
+    let scratch = ScratchDir::new("scale").map_err(Fail::from)?;
     let stdout_path = scratch.path().join("stdout");
     let io = IoConfig {
         output: if method.reads_stdout() {
@@ -162,7 +162,7 @@ pub fn measure(args: &ScaleOptions, spawner: Option<Spawner>) -> Result<ScaleOut
         ..IoConfig::default()
     };
     let mut levels = prepare_levels(&mut spawner, planned, &values, &io, args.shell.is_some())
-        .map_err(runner_fail)?;
+        .map_err(Fail::from)?;
 
     let mut store = session::open_store(args.store.as_deref(), args.no_store)?;
     let mut run = output::new_run(
@@ -223,7 +223,7 @@ pub fn measure(args: &ScaleOptions, spawner: Option<Spawner>) -> Result<ScaleOut
 
     run.benchmarks = levels.iter().map(|l| l.to_benchmark(true)).collect();
     instruments.attach(&mut run, &mut sink)?;
-    conclude(&mut run, &result, &spawner, &mut sink).map_err(runner_fail)?;
+    conclude(&mut run, &result, &spawner, &mut sink).map_err(Fail::from)?;
     let stored_note = |what: &str| {
         run.id.map_or(String::new(), |id| {
             format!("; the runs so far are stored as run {id} (status {what})")
@@ -264,7 +264,7 @@ pub fn measure(args: &ScaleOptions, spawner: Option<Spawner>) -> Result<ScaleOut
 /// A failed level: the run's hint about --ignore-failure does not apply to a sweep.
 fn scale_fail(e: RunError) -> Fail {
     let command_failed = matches!(e, RunError::CommandFailed { .. });
-    let mut fail = runner_fail(e);
+    let mut fail = Fail::from(e);
     if command_failed {
         fail.hint = "run the command by hand at that level to see why it fails".into();
     }

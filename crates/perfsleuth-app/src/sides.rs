@@ -3,7 +3,6 @@
 //! errors as usage errors. What a selector names is `perfsleuth-sides`'.
 
 use crate::error::Fail;
-use crate::output::store_fail;
 use perfsleuth_compare::Side;
 use perfsleuth_model::Environment;
 use perfsleuth_model::schema::{self, Document, EnvironmentDoc, ProbeDoc, RunExport};
@@ -15,7 +14,7 @@ use std::path::Path;
 /// files and this repository's git revisions. `store` is opened on first
 /// use, so two exported files compare without any store.
 pub fn resolve(spec: &str, store: &mut StoreHandle) -> Result<Side, Fail> {
-    if let Some(side) = perfsleuth_sides::file_side(spec).map_err(select_fail)? {
+    if let Some(side) = perfsleuth_sides::file_side(spec).map_err(Fail::from)? {
         return Ok(side);
     }
     let git = |rev: &str| crate::git::resolve(Path::new("."), rev);
@@ -23,7 +22,7 @@ pub fn resolve(spec: &str, store: &mut StoreHandle) -> Result<Side, Fail> {
         files: true,
         git: Some(&git),
     };
-    perfsleuth_sides::resolve(store.get()?, spec, lookup).map_err(select_fail)
+    perfsleuth_sides::resolve(store.get()?, spec, lookup).map_err(Fail::from)
 }
 
 /// The store, opened when a selector first needs it.
@@ -55,10 +54,12 @@ impl StoreHandle {
 
 /// The comparison of stored runs failed to choose its sides: the message
 /// and hint of [`SelectError`].
-pub fn select_fail(e: SelectError) -> Fail {
-    match e {
-        SelectError::Store(e) => store_fail(e),
-        e => Fail::usage(e.to_string(), e.hint()),
+impl From<SelectError> for Fail {
+    fn from(e: SelectError) -> Fail {
+        match e {
+            SelectError::Store(e) => Fail::from(e),
+            e => Fail::usage(e.to_string(), e.hint()),
+        }
     }
 }
 

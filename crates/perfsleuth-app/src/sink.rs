@@ -51,11 +51,11 @@ impl<'a> StoreSink<'a> {
             for (run, benchmarks) in runs.iter_mut() {
                 // Given here, so the run's exports carry the UUID the store keeps.
                 run.uuid.get_or_insert_with(perfsleuth_store::new_run_uuid);
-                let id = store.begin_run(run).map_err(output::store_fail)?;
+                let id = store.begin_run(run).map_err(Fail::from)?;
                 run.id = Some(id);
                 run_ids.push(id);
                 for b in benchmarks.iter() {
-                    ids.push(store.add_benchmark(id, b).map_err(output::store_fail)?);
+                    ids.push(store.add_benchmark(id, b).map_err(Fail::from)?);
                 }
             }
         }
@@ -104,9 +104,7 @@ impl StoreSink<'_> {
         locks: &perfsleuth_model::LockReport,
     ) -> Result<(), crate::error::Fail> {
         if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
-            store
-                .set_locks(id, locks)
-                .map_err(crate::output::store_fail)?;
+            store.set_locks(id, locks).map_err(Fail::from)?;
         }
         Ok(())
     }
@@ -118,9 +116,7 @@ impl StoreSink<'_> {
         stacks: &perfsleuth_model::StackProfile,
     ) -> Result<(), crate::error::Fail> {
         if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
-            store
-                .set_stacks(id, stacks)
-                .map_err(crate::output::store_fail)?;
+            store.set_stacks(id, stacks).map_err(Fail::from)?;
         }
         Ok(())
     }
@@ -134,9 +130,7 @@ impl StoreSink<'_> {
         counters: &[(u32, &std::collections::BTreeMap<String, f64>)],
     ) -> Result<(), crate::error::Fail> {
         if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
-            store
-                .set_allocs(id, allocs, counters)
-                .map_err(crate::output::store_fail)?;
+            store.set_allocs(id, allocs, counters).map_err(Fail::from)?;
         }
         Ok(())
     }

@@ -35,7 +35,7 @@ pub fn run(args: CompareArgs) -> Result<i32, Fail> {
         (baseline, _) => {
             let store = store.get()?;
             perfsleuth_sides::compare_stored(store, baseline, candidate, opts, history)
-                .map_err(selectors::select_fail)?
+                .map_err(Fail::from)?
                 .comparison
         }
     };

@@ -3,7 +3,7 @@
 
 use crate::cli::{EnvArgs, EnvCommand, EnvSourceArgs};
 use crate::error::Fail;
-use crate::output::{open_existing_store, store_fail};
+use crate::output::open_existing_store;
 use crate::term::emit;
 use perfsleuth_env::{Severity, Source, check, diff, has_problems, significant};
 use perfsleuth_model::exit::ExitCode;
@@ -169,10 +169,10 @@ fn resolve(
         ));
     }
     let store = open_existing_store(store)?;
-    let id = store.resolve_run(spec).map_err(store_fail)?;
+    let id = store.resolve_run(spec).map_err(Fail::from)?;
     let run = store
         .load_run_measurements(id)
-        .map_err(store_fail)?
+        .map_err(Fail::from)?
         .ok_or_else(|| {
             Fail::usage(
                 format!("run {id} not found"),

@@ -3,7 +3,7 @@
 
 use crate::cli::{CompareFormat, DetectArgs, HistoryArgs, HistoryCommand};
 use crate::error::Fail;
-use crate::output::{open_existing_store, store_fail};
+use crate::output::open_existing_store;
 use crate::term::{emit, use_color};
 use perfsleuth_history::{Filter, HistoryError, Options, Order};
 use perfsleuth_model::Metric;
@@ -85,7 +85,7 @@ pub(crate) fn build_doc(
         (None, true) => gating()?,
         (None, false) => vec![Metric::Wall],
     };
-    let entries = store.history_entries().map_err(store_fail)?;
+    let entries = store.history_entries().map_err(Fail::from)?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let here = crate::git::info(&cwd);
     let mut notes = Vec::new();
@@ -129,7 +129,7 @@ pub(crate) fn build_doc(
         opts,
         true,
     )
-    .map_err(store_fail)?;
+    .map_err(Fail::from)?;
     let Some(mut doc) = doc else {
         return Err(Fail::usage("no metric to show", "give --metric"));
     };

@@ -2,7 +2,7 @@
 
 use crate::cli::{RunsArgs, RunsMode, ShowArgs};
 use crate::error::Fail;
-use crate::output::{self, open_existing_store, store_fail};
+use crate::output::{self, open_existing_store};
 use crate::term::emit;
 use perfsleuth_model::Mode;
 use perfsleuth_model::quantity::MISSING;
@@ -19,7 +19,7 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
     // Filters apply before the limit: the newest N that pass them.
     let mut list = store
         .list_runs(args.limit.filter(|_| !filtered).map(|n| n as usize))
-        .map_err(store_fail)?;
+        .map_err(Fail::from)?;
     list.retain(|r| {
         let mode = args.mode.is_none_or(|m| {
             r.mode
@@ -263,8 +263,8 @@ fn run_line(run: &perfsleuth_model::Run) -> String {
 
 pub fn show(args: ShowArgs) -> Result<i32, Fail> {
     let store = open_existing_store(args.store.store.as_deref())?;
-    let id = store.resolve_run(&args.run).map_err(store_fail)?;
-    let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
+    let id = store.resolve_run(&args.run).map_err(Fail::from)?;
+    let run = store.load_run(id).map_err(Fail::from)?.ok_or_else(|| {
         Fail::usage(
             format!("run {id} not found in {}", store.location().display()),
             "list the stored runs with `perfsleuth runs`",

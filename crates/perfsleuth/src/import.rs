@@ -150,16 +150,13 @@ struct Target {
 fn profile_target(args: &ImportArgs) -> Result<Target, Fail> {
     let store = output::open_existing_store(args.store.store.as_deref())?;
     let spec = args.into.as_deref().unwrap_or("latest");
-    let id = store.resolve_run(spec).map_err(output::store_fail)?;
-    let run = store
-        .load_run(id)
-        .map_err(output::store_fail)?
-        .ok_or_else(|| {
-            Fail::usage(
-                format!("run {id} not found in {}", store.location().display()),
-                "list the stored runs with `perfsleuth runs`",
-            )
-        })?;
+    let id = store.resolve_run(spec).map_err(Fail::from)?;
+    let run = store.load_run(id).map_err(Fail::from)?.ok_or_else(|| {
+        Fail::usage(
+            format!("run {id} not found in {}", store.location().display()),
+            "list the stored runs with `perfsleuth runs`",
+        )
+    })?;
     let names = || {
         run.benchmarks
             .iter()
@@ -242,7 +239,7 @@ fn import_profile(
     let attached = target
         .store
         .attach_stacks(id, target.position, &profile)
-        .map_err(output::store_fail)?;
+        .map_err(Fail::from)?;
     if !attached {
         return Err(already_profiled(&target.name, id));
     }
@@ -487,17 +484,17 @@ fn store(
     }
     let mut store = output::open_store(store_url)?;
     run.uuid.get_or_insert_with(perfsleuth_store::new_run_uuid);
-    let id = store.begin_run(&run).map_err(output::store_fail)?;
+    let id = store.begin_run(&run).map_err(Fail::from)?;
     for b in &imported.benchmarks {
-        let bid = store.add_benchmark(id, b).map_err(output::store_fail)?;
+        let bid = store.add_benchmark(id, b).map_err(Fail::from)?;
         for s in &b.samples {
-            store.add_sample(bid, s).map_err(output::store_fail)?;
+            store.add_sample(bid, s).map_err(Fail::from)?;
         }
     }
     let ended = perfsleuth_model::rfc3339(std::time::SystemTime::now());
     store
         .finish_run(id, RunStatus::Complete, &ended)
-        .map_err(output::store_fail)?;
+        .map_err(Fail::from)?;
     let mut out = format!(
         "Read {label} as {}{}: {} benchmark{}, {samples} samples; environment: {}\n",
         imported.format.tool(),

@@ -165,5 +165,5 @@ fn report(fail: &Fail) -> i32 {
         text.push_str(&format!("  hint: {}\n", safe_line(&fail.hint)));
     }
     term::emit(&text, true);
-    fail.code
+    fail.code()
 }

@@ -7,7 +7,7 @@
 
 use crate::cli::{ColorChoice, ProbeArgs, ProbeCommand, ProbeDiffArgs};
 use crate::error::Fail;
-use crate::output::{self, store_fail};
+use crate::output;
 use crate::sink::StoreSink;
 use crate::term::{ProgressLine, emit, use_color};
 use perfsleuth_model::exit::ExitCode;
@@ -155,7 +155,7 @@ fn measure(
     perfsleuth_app::session::catch_interrupts()?;
     let result = perfsleuth_runner::probe_suite(names, &opts, &mut run, &mut sink, each);
     sink.progress.clear();
-    let reports = result.map_err(perfsleuth_app::session::runner_fail)?;
+    let reports = result.map_err(Fail::from)?;
     Ok(Measured {
         run,
         reports,
@@ -363,7 +363,7 @@ fn resolve_side(
             format!("{SIDE_HINT}; run `perfsleuth probe` first, and `perfsleuth runs` lists the stored runs"),
         )
     })?;
-    let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
+    let run = store.load_run(id).map_err(Fail::from)?.ok_or_else(|| {
         Fail::usage(
             format!("run {id} not found"),
             "list the stored runs with `perfsleuth runs`",
@@ -397,12 +397,11 @@ fn probe_current(
         }
     })?;
     match measured.run.status {
-        RunStatus::Interrupted => Err(Fail {
-            message: "interrupted while probing this machine".into(),
-            details: Vec::new(),
-            hint: "run the diff again when it can finish".into(),
-            code: ExitCode::interrupted_by(perfsleuth_measure::interrupting_signal()),
-        }),
+        RunStatus::Interrupted => Err(Fail::interrupted(
+            "interrupted while probing this machine",
+            "run the diff again when it can finish",
+            perfsleuth_measure::interrupting_signal(),
+        )),
         RunStatus::Failed => Err(Fail::usage(
             "no probe produced a number on this machine",
             "try `perfsleuth probe --quick calls` to see why",

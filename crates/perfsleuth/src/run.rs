@@ -7,9 +7,7 @@ use crate::error::Fail;
 use crate::output;
 use crate::term::emit;
 use perfsleuth_app::options::RunOptions;
-use perfsleuth_app::session::{
-    Measurement, Part, measure, prepare, runner_fail, spawner_or_start, validate,
-};
+use perfsleuth_app::session::{Measurement, Part, measure, prepare, spawner_or_start, validate};
 use perfsleuth_measure::Spawner;
 use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::{Environment, Run};
@@ -83,18 +81,14 @@ pub fn run(
 /// its same-binary runs on this machine class.
 fn report_repeats(args: &RunOptions) -> Result<(), Fail> {
     let store = output::open_existing_store(args.store.as_deref())?;
-    let id = store.resolve_run("latest").map_err(output::store_fail)?;
-    let Some(latest) = store
-        .load_run_measurements(id)
-        .map_err(output::store_fail)?
-    else {
+    let id = store.resolve_run("latest").map_err(Fail::from)?;
+    let Some(latest) = store.load_run_measurements(id).map_err(Fail::from)? else {
         return Ok(());
     };
     let mut out = String::from("\n");
     for b in &latest.benchmarks {
         let key = perfsleuth_compare::benchmark_key(&b.name, &b.parameters);
-        let runs =
-            perfsleuth_sides::same_binary(&*store, &latest, b).map_err(output::store_fail)?;
+        let runs = perfsleuth_sides::same_binary(&*store, &latest, b).map_err(Fail::from)?;
         if runs.is_empty() {
             out.push_str(&format!(
                 "`{key}`: no binary hash, so no same-binary history\n"
@@ -185,7 +179,7 @@ fn run_once(
             if run.benchmarks.iter().any(|b| !b.samples.is_empty()) {
                 output::print_summary(&run, c.reference, &output::View::of(args), to_stderr);
             }
-            let mut fail = runner_fail(e);
+            let mut fail = Fail::from(e);
             // As hyperfine does: the --export-* files get the results so
             // far (status failed), so a long run's samples are not lost; a
             // run that measured nothing overwrites no earlier file with it.

@@ -6,7 +6,7 @@ use crate::cli::{
     ProjectArgs, PushArgs, PushTarget, ServeArgs, ServerArgs, ServerCommand, TokenCommand,
 };
 use crate::error::Fail;
-use crate::output::{open_existing_store, open_store, store_fail, store_url};
+use crate::output::{open_existing_store, open_store, store_url};
 use crate::term::emit;
 use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::quantity::MISSING;
@@ -45,7 +45,7 @@ pub fn serve(args: ServeArgs) -> Result<i32, Fail> {
         );
     })
     .map_err(|e| match e {
-        perfsleuth_server::ServerError::Store(e) => store_fail(e),
+        perfsleuth_server::ServerError::Store(e) => Fail::from(e),
         e => Fail::usage(
             e.to_string(),
             "choose another --listen address (port 0 picks a free one)",
@@ -73,10 +73,10 @@ pub fn server(args: ServerArgs) -> Result<i32, Fail> {
         ServerCommand::Token(TokenCommand::Revoke { id, store }) => {
             let mut s = open_existing_store(store.store.as_deref())?;
             let now = perfsleuth_model::rfc3339(std::time::SystemTime::now());
-            if !s.revoke_token(id, &now).map_err(store_fail)? {
+            if !s.revoke_token(id, &now).map_err(Fail::from)? {
                 let known = s
                     .tokens(None)
-                    .map_err(store_fail)?
+                    .map_err(Fail::from)?
                     .into_iter()
                     .find(|t| t.id == id);
                 let message = match known.and_then(|t| t.revoked_at) {
@@ -167,7 +167,7 @@ fn token_create(
     })?;
     let mut s = open_store(store)?;
     let now = perfsleuth_model::rfc3339(std::time::SystemTime::now());
-    s.ensure_project(project, &now).map_err(store_fail)?;
+    s.ensure_project(project, &now).map_err(Fail::from)?;
     let mut record = TokenRecord {
         id: 0,
         project: project.to_string(),
@@ -177,7 +177,7 @@ fn token_create(
         created_at: now,
         revoked_at: None,
     };
-    record.id = s.add_token(&record).map_err(store_fail)?;
+    record.id = s.add_token(&record).map_err(Fail::from)?;
     if json {
         emit(&tokens_json(vec![info(&record, Some(secret))])?, false);
     } else {
@@ -199,7 +199,7 @@ fn token_list(project: Option<&str>, json: bool, store: Option<&str>) -> Result<
     }
     // A store not made yet holds no tokens; listing does not create it.
     let tokens = match open_existing_store(store) {
-        Ok(s) => s.tokens(project).map_err(store_fail)?,
+        Ok(s) => s.tokens(project).map_err(Fail::from)?,
         Err(f) if f.message.starts_with("no results stored yet") => Vec::new(),
         Err(f) => return Err(f),
     };
@@ -246,12 +246,12 @@ fn project(args: ProjectArgs) -> Result<i32, Fail> {
     check_project(&args.name)?;
     let mut s = open_store(args.store.store.as_deref())?;
     let now = perfsleuth_model::rfc3339(std::time::SystemTime::now());
-    s.ensure_project(&args.name, &now).map_err(store_fail)?;
+    s.ensure_project(&args.name, &now).map_err(Fail::from)?;
     if args.public || args.private {
         s.set_public_read(&args.name, args.public)
-            .map_err(store_fail)?;
+            .map_err(Fail::from)?;
     }
-    let projects = s.projects().map_err(store_fail)?;
+    let projects = s.projects().map_err(Fail::from)?;
     let p = projects
         .iter()
         .find(|p| p.name == args.name)
@@ -316,7 +316,7 @@ pub fn push(args: PushArgs) -> Result<i32, Fail> {
     };
     let mut ids = Vec::new();
     for spec in &specs {
-        ids.push(store.resolve_run(spec).map_err(store_fail)?);
+        ids.push(store.resolve_run(spec).map_err(Fail::from)?);
     }
     push_ids(&*store, &client, &ids, &args.target, args.json)
 }
@@ -348,7 +348,7 @@ fn push_ids(
     };
     let mut first_failure = None;
     for &id in ids {
-        let run = store.load_run(id).map_err(store_fail)?.ok_or_else(|| {
+        let run = store.load_run(id).map_err(Fail::from)?.ok_or_else(|| {
             Fail::usage(
                 format!("run {id} not found"),
                 "list the stored runs with `perfsleuth runs`",

@@ -254,7 +254,7 @@ pub fn explain(args: &ExplainOptions, spawner: Option<Spawner>) -> Result<Explai
     }];
     let m = crate::session::measure(&c, &mut spawner, prepared, parts, &|_, _, _| false)?;
     match m.result {
-        Err(Stop::Failed(e)) => return Err(crate::session::runner_fail(e)),
+        Err(Stop::Failed(e)) => return Err(Fail::from(e)),
         Err(Stop::Interrupted) => {
             return Ok(Explained::Interrupted(
                 perfsleuth_model::exit::ExitCode::interrupted_by(

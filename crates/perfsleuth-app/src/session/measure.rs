@@ -5,7 +5,6 @@ use crate::error::Fail;
 use crate::locks::Instruments;
 use crate::output;
 use crate::session::open_store;
-use crate::session::runner_fail;
 use crate::session::validate::Checked;
 use crate::sink::StoreSink;
 use crate::term::ProgressLine;
@@ -91,7 +90,7 @@ pub fn prepare(
         c.simulation.as_ref(),
         c.shell,
     )
-    .map_err(runner_fail)
+    .map_err(Fail::from)
 }
 
 /// Measures `benches` (stored as `parts`, in order) and concludes the run;
@@ -262,7 +261,7 @@ pub fn measure(
             ));
         }
     }
-    conclude(&mut run, &measured.result, &*spawner, &mut sink).map_err(runner_fail)?;
+    conclude(&mut run, &measured.result, &*spawner, &mut sink).map_err(Fail::from)?;
     Ok(Measurement {
         ids: stored.iter().map(|r| r.id).collect(),
         stored_note: sink.stored_note(use_color(c.color, true)),

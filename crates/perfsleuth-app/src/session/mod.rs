@@ -108,75 +108,77 @@ pub fn measure_fail(e: MeasureError, what: &str) -> Fail {
 }
 
 /// The runner's errors as one-line messages with a hint.
-pub fn runner_fail(e: RunError) -> Fail {
-    use perfsleuth_measure::callgrind::{INSTALL_HINT, SimError};
-    let message = e.to_string();
-    match e {
-        RunError::Measure { what, source } => measure_fail(source, &what),
-        RunError::CommandFailed { details, role, .. } => Fail::usage(
-            message,
-            if role == Role::Helper {
-                "helper commands must succeed; fix it or remove the option"
-            } else {
-                "fix the command, or pass --ignore-failure (or --ignore-failure=CODES) to measure it anyway"
-            },
-        )
-        .with_details(details),
-        RunError::TimedOut { label, wall_ns } => Fail::usage(
-            format!(
-                "{label} timed out after {} and was killed",
-                perfsleuth_report::format_duration_ns(wall_ns as f64)
+impl From<RunError> for Fail {
+    fn from(e: RunError) -> Fail {
+        use perfsleuth_measure::callgrind::{INSTALL_HINT, SimError};
+        let message = e.to_string();
+        match e {
+            RunError::Measure { what, source } => measure_fail(source, &what),
+            RunError::CommandFailed { details, role, .. } => Fail::usage(
+                message,
+                if role == Role::Helper {
+                    "helper commands must succeed; fix it or remove the option"
+                } else {
+                    "fix the command, or pass --ignore-failure (or --ignore-failure=CODES) to measure it anyway"
+                },
+            )
+            .with_details(details),
+            RunError::TimedOut { label, wall_ns } => Fail::usage(
+                format!(
+                    "{label} timed out after {} and was killed",
+                    perfsleuth_report::format_duration_ns(wall_ns as f64)
+                ),
+                "raise --timeout, or check why it hangs (does it wait for input? try --input FILE)",
             ),
-            "raise --timeout, or check why it hangs (does it wait for input? try --input FILE)",
-        ),
-        RunError::Skipped { .. } => {
-            Fail::usage(message, "this should not be reported; please report it")
-        }
-        RunError::Sink(e) => match e.downcast::<perfsleuth_store::StoreError>() {
-            Ok(store) => output::store_fail(*store),
-            Err(other) => Fail::usage(
-                format!("cannot store the results: {other}"),
-                "check the --store path",
+            RunError::Skipped { .. } => {
+                Fail::usage(message, "this should not be reported; please report it")
+            }
+            RunError::Sink(e) => match e.downcast::<perfsleuth_store::StoreError>() {
+                Ok(store) => Fail::from(*store),
+                Err(other) => Fail::usage(
+                    format!("cannot store the results: {other}"),
+                    "check the --store path",
+                ),
+            },
+            RunError::NoValgrind => Fail::usage(message, INSTALL_HINT),
+            RunError::NotPortable(_) => Fail::usage(
+                message,
+                "drop --portable to count as this CPU dispatches (the run then says the counts are not portable)",
             ),
-        },
-        RunError::NoValgrind => Fail::usage(message, INSTALL_HINT),
-        RunError::NotPortable(_) => Fail::usage(
-            message,
-            "drop --portable to count as this CPU dispatches (the run then says the counts are not portable)",
-        ),
-        RunError::EmptyCollect => Fail::usage(
-            message,
-            "name a function, e.g. --collect parse_input (callgrind's * and ? wildcards work)",
-        ),
-        RunError::Simulation { source, .. } => Fail::usage(
-            message,
-            match source {
-                SimError::NoOutput { .. } => {
-                    "run it by hand under `valgrind --tool=callgrind` to see why"
-                }
-                SimError::Parse(_) => "the file is kept for inspection; please report this with it",
-                _ => "check the temporary directory ($TMPDIR)",
-            },
-        ),
-        RunError::NothingCollected { .. } => Fail::usage(
-            message,
-            "check the name in `callgrind_annotate` output (wildcards work: --collect 'parse*'); build with -fno-inline or #[inline(never)] to keep it",
-        ),
-        RunError::Scratch { what, .. } => Fail::usage(
-            message,
-            if what.starts_with("cannot create") {
-                "set TMPDIR to a writable directory"
-            } else if what.starts_with("cannot read") {
-                "check the temporary directory ($TMPDIR)"
-            } else {
-                "check the space in the temporary directory ($TMPDIR)"
-            },
-        ),
-        RunError::NoThroughput {
-            expected, excerpt, ..
-        } => Fail::usage(message, expected).with_details(excerpt),
-        RunError::BadThroughput { .. } => {
-            Fail::usage(message, "check what the command reports, or the --work value")
+            RunError::EmptyCollect => Fail::usage(
+                message,
+                "name a function, e.g. --collect parse_input (callgrind's * and ? wildcards work)",
+            ),
+            RunError::Simulation { source, .. } => Fail::usage(
+                message,
+                match source {
+                    SimError::NoOutput { .. } => {
+                        "run it by hand under `valgrind --tool=callgrind` to see why"
+                    }
+                    SimError::Parse(_) => "the file is kept for inspection; please report this with it",
+                    _ => "check the temporary directory ($TMPDIR)",
+                },
+            ),
+            RunError::NothingCollected { .. } => Fail::usage(
+                message,
+                "check the name in `callgrind_annotate` output (wildcards work: --collect 'parse*'); build with -fno-inline or #[inline(never)] to keep it",
+            ),
+            RunError::Scratch { what, .. } => Fail::usage(
+                message,
+                if what.starts_with("cannot create") {
+                    "set TMPDIR to a writable directory"
+                } else if what.starts_with("cannot read") {
+                    "check the temporary directory ($TMPDIR)"
+                } else {
+                    "check the space in the temporary directory ($TMPDIR)"
+                },
+            ),
+            RunError::NoThroughput {
+                expected, excerpt, ..
+            } => Fail::usage(message, expected).with_details(excerpt),
+            RunError::BadThroughput { .. } => {
+                Fail::usage(message, "check what the command reports, or the --work value")
+            }
         }
     }
 }

@@ -12,7 +12,6 @@ use crate::plan::Shell;
 use crate::plan::Templates;
 use crate::plan::plan;
 use crate::session::measure_fail;
-use crate::session::runner_fail;
 use crate::term::emit;
 use perfsleuth_measure::IoConfig;
 use perfsleuth_measure::OutputTarget;
@@ -409,7 +408,7 @@ fn simulation_of(args: &RunOptions) -> Result<Option<Simulation>, Fail> {
     Ok(match args.mode {
         Mode::Simulation => {
             let mut sim = Simulation::new(args.collect.clone(), portable_choice(args)?)
-                .map_err(runner_fail)?;
+                .map_err(Fail::from)?;
             if let Some(spec) = &args.cache_model {
                 let (model, notes) = crate::variant::cache_model(spec, args.store.clone())
                     .map_err(|f| {
