@@ -7,6 +7,7 @@
 //! the file's end: a damaged file gives reasons rather than a panic, and a
 //! header that names gigabytes reads nothing.
 
+use crate::error::{ElfError, Record, Unknown};
 use object::read::ReadCache;
 use object::read::elf::{FileHeader, NoteIterator, ProgramHeader, SectionHeader};
 use object::{Endianness, ReadRef, elf};
@@ -58,7 +59,7 @@ pub fn binary_facts(path: &Path) -> Environment {
             .iter()
             .chain(ELF_KEYS)
         {
-            env.set_read(*k, Err(reason.clone()), class);
+            env.record(*k, Err(reason.clone()), class);
         }
     };
     // A FIFO would block the open, /dev/zero never finish hashing.
@@ -69,7 +70,7 @@ pub fn binary_facts(path: &Path) -> Environment {
             return env;
         }
     };
-    env.set_read("binary.sha256", sha256(&mut file), class);
+    env.record("binary.sha256", sha256(&mut file), class);
 
     let mut head = Vec::with_capacity(4096);
     let head_read = file
@@ -95,13 +96,13 @@ pub fn binary_facts(path: &Path) -> Environment {
         } else {
             Err("neither ELF nor a #! script".to_string())
         };
-        env.set_read("binary.interpreter", interpreter, class);
+        env.record("binary.interpreter", interpreter, class);
     }
     env
 }
 
 /// The SHA-256 of a whole file as hex, streamed in blocks.
-fn sha256(file: &mut File) -> Result<String, String> {
+fn sha256(file: &mut File) -> Result<String, Unknown> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -109,7 +110,7 @@ fn sha256(file: &mut File) -> Result<String, String> {
             Ok(0) => break,
             Ok(n) => hasher.update(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("read error while hashing: {e}")),
+            Err(e) => return Err(format!("read error while hashing: {e}").into()),
         }
     }
     Ok(hex(&hasher.finalize()))
@@ -131,7 +132,7 @@ fn elf_facts(file: File, head: &[u8], env: &mut Environment) {
         Ok(h) => h,
         Err(reason) => {
             for k in ELF_KEYS.iter().chain(&["binary.interpreter"]) {
-                env.set_read(*k, Err(reason.clone()), class);
+                env.record(*k, Err(&reason), class);
             }
             return;
         }
@@ -145,30 +146,31 @@ fn elf_facts(file: File, head: &[u8], env: &mut Environment) {
     env.set("binary.abi", abi(header.is64, header.machine), class);
     match segments(file, header.is64) {
         Ok((interp, build_id)) => {
-            env.set_read("binary.interpreter", interp, class);
-            env.set_read("binary.build_id", build_id, class);
+            env.record("binary.interpreter", interp, class);
+            env.record("binary.build_id", build_id, class);
         }
         Err(reason) => {
-            env.set_read("binary.interpreter", Err(reason.clone()), class);
-            env.set_read("binary.build_id", Err(reason), class);
+            env.record("binary.interpreter", Err(&reason), class);
+            env.record("binary.build_id", Err(&reason), class);
         }
     }
 }
 
 /// Class, byte order and machine from `e_ident` and `e_machine`.
-fn parse_ident(head: &[u8]) -> Result<Header, String> {
+fn parse_ident(head: &[u8]) -> Result<Header, ElfError> {
+    let malformed = |text: String| Err(ElfError::Malformed(text));
     if head.len() < 20 {
-        return Err(format!("truncated ELF header ({} bytes)", head.len()));
+        return malformed(format!("truncated ELF header ({} bytes)", head.len()));
     }
     let is64 = match head[4] {
         elf::ELFCLASS32 => false,
         elf::ELFCLASS64 => true,
-        c => return Err(format!("invalid ELF class {c}")),
+        c => return malformed(format!("invalid ELF class {c}")),
     };
     let big = match head[5] {
         elf::ELFDATA2LSB => false,
         elf::ELFDATA2MSB => true,
-        d => return Err(format!("invalid ELF data encoding {d}")),
+        d => return malformed(format!("invalid ELF data encoding {d}")),
     };
     let bytes = [head[18], head[19]];
     let machine = if big {
@@ -217,11 +219,11 @@ fn abi(is64: bool, machine: u16) -> String {
     }
 }
 
-type Facts = (Result<String, String>, Result<String, String>);
+type Facts = (Result<String, Unknown>, Result<String, Unknown>);
 
 /// `PT_INTERP` (or `static`) and the GNU build-id (or `none`) from the
 /// program headers.
-fn segments(file: File, is64: bool) -> Result<Facts, String> {
+fn segments(file: File, is64: bool) -> Result<Facts, ElfError> {
     let data = ReadCache::new(file);
     if is64 {
         segments_of::<elf::FileHeader64<Endianness>>(&data)
@@ -232,13 +234,13 @@ fn segments(file: File, is64: bool) -> Result<Facts, String> {
 
 fn segments_of<H: FileHeader<Endian = Endianness>>(
     data: &ReadCache<File>,
-) -> Result<Facts, String> {
-    let header = H::parse(data).map_err(|e| format!("ELF header: {e}"))?;
-    let endian = header.endian().map_err(|e| format!("ELF header: {e}"))?;
+) -> Result<Facts, ElfError> {
+    let header = H::parse(data).map_err(|e| malformed("ELF header", e))?;
+    let endian = header.endian().map_err(|e| malformed("ELF header", e))?;
     let phdrs = header
         .program_headers(endian, data)
-        .map_err(|e| format!("program headers: {e}"))?;
-    let mut interp: Option<Result<String, String>> = None;
+        .map_err(|e| malformed("program headers", e))?;
+    let mut interp: Option<Result<String, Unknown>> = None;
     let mut build_id: Option<String> = None;
     let mut note_error: Option<String> = None;
     // For all note segments together: 65 536 headers naming the same 1 MiB
@@ -249,7 +251,7 @@ fn segments_of<H: FileHeader<Endian = Endianness>>(
         match ph.p_type(endian) {
             elf::PT_INTERP if interp.is_none() => {
                 interp = Some(if size > MAX_INTERP {
-                    Err(format!("PT_INTERP of {size} bytes"))
+                    Err(format!("PT_INTERP of {size} bytes").into())
                 } else {
                     interpreter(ph, endian, data)
                 });
@@ -279,7 +281,7 @@ fn segments_of<H: FileHeader<Endian = Endianness>>(
     let interp = interp.unwrap_or_else(|| Ok("static".into()));
     let build_id = match (build_id, note_error) {
         (Some(id), _) => Ok(id),
-        (None, Some(e)) => Err(e),
+        (None, Some(e)) => Err(e.into()),
         (None, None) => Ok("none".into()),
     };
     Ok((interp, build_id))
@@ -290,14 +292,14 @@ fn interpreter<P: ProgramHeader<Endian = Endianness>>(
     ph: &P,
     endian: Endianness,
     data: &ReadCache<File>,
-) -> Result<String, String> {
+) -> Result<String, Unknown> {
     let bytes = ph
         .data(endian, data)
         .map_err(|()| "PT_INTERP lies past the end of the file".to_string())?;
     let end = bytes.iter().position(|c| *c == 0).unwrap_or(bytes.len());
     let s = crate::kernel::clean(&String::from_utf8_lossy(&bytes[..end]));
     if s.is_empty() {
-        Err("empty PT_INTERP".to_string())
+        Err("empty PT_INTERP".into())
     } else {
         Ok(s)
     }
@@ -307,7 +309,7 @@ fn interpreter<P: ProgramHeader<Endian = Endianness>>(
 fn gnu_build_id<H: FileHeader>(
     mut notes: NoteIterator<'_, H>,
     endian: H::Endian,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Unknown> {
     while let Some(note) = notes.next().map_err(|e| e.to_string())? {
         if note.n_type(endian) == elf::NT_GNU_BUILD_ID && note.name() == elf::ELF_NOTE_GNU {
             return Ok((!note.desc().is_empty()).then(|| hex(note.desc())));
@@ -318,28 +320,34 @@ fn gnu_build_id<H: FileHeader>(
 
 /// The program interpreter (`PT_INTERP`) of an ELF file, `None` for static
 /// files; used to find the `ld.so` this process was started by.
-pub(crate) fn elf_interpreter(path: &Path) -> Result<Option<String>, String> {
+pub(crate) fn elf_interpreter(path: &Path) -> Result<Option<String>, ElfError> {
     let (file, h) = open_elf(path)?;
     let (interp, _) = segments(file, h.is64)?;
-    let interp = interp?;
+    let interp = interp.map_err(|e| ElfError::Malformed(e.to_string()))?;
     Ok((interp != "static").then_some(interp))
 }
 
 /// An ELF file opened for reading (a regular file only: no FIFO or device)
 /// and its identification.
-fn open_elf(path: &Path) -> Result<(File, Header), String> {
-    let (mut file, _) = input::open(path, Accept::Regular)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+fn open_elf(path: &Path) -> Result<(File, Header), ElfError> {
+    let (mut file, _) = input::open(path, Accept::Regular).map_err(|source| ElfError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut head = Vec::with_capacity(64);
-    (&mut file)
-        .take(64)
-        .read_to_end(&mut head)
-        .map_err(|e| e.to_string())?;
+    (&mut file).take(64).read_to_end(&mut head)?;
     if !head.starts_with(b"\x7fELF") {
-        return Err(format!("{} is not ELF", path.display()));
+        return Err(ElfError::NotElf {
+            path: path.to_path_buf(),
+        });
     }
     let h = parse_ident(&head)?;
     Ok((file, h))
+}
+
+/// A header `object` could not parse, named by `what`.
+fn malformed(what: &str, e: object::read::Error) -> ElfError {
+    ElfError::Malformed(format!("{what}: {e}"))
 }
 
 /// The most code [`cpuid_sites`] decodes from one file (libcrypto's is ~4 MiB).
@@ -351,18 +359,20 @@ const MAX_CODE: u64 = 256 << 20;
 /// differently on another CPU whatever glibc was told. The code is decoded
 /// instruction by instruction (iced-x86), not searched for the bytes
 /// `0f a2`, which also occur inside other instructions.
-pub fn cpuid_sites(path: &Path) -> Result<usize, String> {
+pub fn cpuid_sites(path: &Path) -> Result<usize, ElfError> {
     let (file, h) = open_elf(path)?;
     if !h.is64 || h.big || h.machine != elf::EM_X86_64 {
-        return Err(format!("not x86-64 ELF ({})", machine_name(h.machine)));
+        return Err(ElfError::NotX86_64 {
+            machine: machine_name(h.machine),
+        });
     }
     let data = ReadCache::new(file);
     let header =
-        elf::FileHeader64::<Endianness>::parse(&data).map_err(|e| format!("ELF header: {e}"))?;
-    let endian = header.endian().map_err(|e| format!("ELF header: {e}"))?;
+        elf::FileHeader64::<Endianness>::parse(&data).map_err(|e| malformed("ELF header", e))?;
+    let endian = header.endian().map_err(|e| malformed("ELF header", e))?;
     let sections = header
         .section_headers(endian, &data)
-        .map_err(|e| format!("section headers: {e}"))?;
+        .map_err(|e| malformed("section headers", e))?;
     let mut regions: Vec<(u64, u64)> = sections
         .iter()
         .filter(|s| {
@@ -375,7 +385,7 @@ pub fn cpuid_sites(path: &Path) -> Result<usize, String> {
         // No section headers (stripped hard): the executable segments.
         let phdrs = header
             .program_headers(endian, &data)
-            .map_err(|e| format!("program headers: {e}"))?;
+            .map_err(|e| malformed("program headers", e))?;
         regions = phdrs
             .iter()
             .filter(|p| p.p_type(endian) == elf::PT_LOAD && p.p_flags(endian) & elf::PF_X != 0)
@@ -385,16 +395,17 @@ pub fn cpuid_sites(path: &Path) -> Result<usize, String> {
     regions.retain(|(_, size)| *size > 0);
     let total: u64 = regions.iter().map(|(_, s)| *s).sum();
     if total > MAX_CODE {
-        return Err(format!(
-            "{} MiB of code: more than perfsleuth decodes ({} MiB)",
-            total >> 20,
-            MAX_CODE >> 20
-        ));
+        return Err(ElfError::TooMuchCode {
+            mib: total >> 20,
+            limit_mib: MAX_CODE >> 20,
+        });
     }
     let mut sites = 0;
     for (offset, size) in regions {
         let code = data.read_bytes_at(offset, size).map_err(|()| {
-            format!("{size} bytes of code at offset {offset} lie past the end of the file")
+            ElfError::Malformed(format!(
+                "{size} bytes of code at offset {offset} lie past the end of the file"
+            ))
         })?;
         let decoder = iced_x86::Decoder::new(64, code, iced_x86::DecoderOptions::NONE);
         sites += decoder
@@ -783,9 +794,9 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&run.stderr)
         );
-        assert_eq!(cpuid_sites(&asks), Ok(2));
+        assert_eq!(cpuid_sites(&asks).unwrap(), 2);
         let plain = gcc(&t, "plain", &["-O1"]).expect("gcc builds a plain program");
-        assert_eq!(cpuid_sites(&plain), Ok(0));
+        assert_eq!(cpuid_sites(&plain).unwrap(), 0);
         // Real libraries, counted by objdump too where it is installed.
         for lib in [
             "/lib/x86_64-linux-gnu/libc.so.6",

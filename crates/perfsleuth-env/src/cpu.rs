@@ -5,6 +5,7 @@
 
 use crate::Source;
 use crate::cpuid::vendor_string;
+use crate::error::{Record, Unknown};
 use perfsleuth_model::{Environment, ImpactClass};
 use std::collections::BTreeSet;
 
@@ -28,7 +29,7 @@ pub fn capture(src: &Source, env: &mut Environment) {
     identity(src, &info, env);
     topology(src, &info, env);
     let sysfs = sysfs_caches(src, env);
-    env.set_read(
+    env.record(
         "cpu.cache.cpuid_check",
         cpuid_cache_check(src, &sysfs),
         ImpactClass::Context,
@@ -37,7 +38,7 @@ pub fn capture(src: &Source, env: &mut Environment) {
 }
 
 /// Vendor, family/model/stepping, model name, brand, microcode, flags, ISA level.
-fn identity(src: &Source, info: &Result<CpuInfo, String>, env: &mut Environment) {
+fn identity(src: &Source, info: &Result<CpuInfo, Unknown>, env: &mut Environment) {
     // CPUID first, since it is what the silicon (or hypervisor) says and it
     // is the same in a tree's dump; /proc/cpuinfo is the fallback.
     let vendor = match src.cpuid(0, 0) {
@@ -46,12 +47,12 @@ fn identity(src: &Source, info: &Result<CpuInfo, String>, env: &mut Environment)
             if printable(&v) {
                 Ok(v)
             } else {
-                Err(format!("cpuid leaf 0 vendor is not text: {v:?}"))
+                Err(format!("cpuid leaf 0 vendor is not text: {v:?}").into())
             }
         }
         Err(e) => Err(e),
     };
-    env.set_read(
+    env.record(
         "cpu.vendor",
         vendor.or_else(|e| fallback(info, "vendor_id", &e)),
         ID,
@@ -60,7 +61,7 @@ fn identity(src: &Source, info: &Result<CpuInfo, String>, env: &mut Environment)
     let signature = src.cpuid(1, 0).and_then(|r| {
         // A zero signature comes from hypervisors that leave leaf 1 empty.
         if r[0] == 0 {
-            Err("cpuid leaf 1 signature is 0".to_string())
+            Err("cpuid leaf 1 signature is 0".into())
         } else {
             Ok(decode_signature(r[0]))
         }
@@ -73,13 +74,13 @@ fn identity(src: &Source, info: &Result<CpuInfo, String>, env: &mut Environment)
             decimal_fallback(info, "stepping", &e),
         ),
     };
-    env.set_read("cpu.family", family, ID);
-    env.set_read("cpu.model_id", model, ID);
-    env.set_read("cpu.stepping", stepping, ID);
+    env.record("cpu.family", family, ID);
+    env.record("cpu.model_id", model, ID);
+    env.record("cpu.stepping", stepping, ID);
 
-    env.set_read("cpu.model", field(info, "model name"), ID);
-    env.set_read("cpu.brand", brand(src), ID);
-    env.set_read("cpu.microcode", field(info, "microcode"), PERF);
+    env.record("cpu.model", field(info, "model name"), ID);
+    env.record("cpu.brand", brand(src), ID);
+    env.record("cpu.microcode", field(info, "microcode"), PERF);
 
     // x86 calls them "flags"; arm64 "Features": either is the feature list.
     let x86_flags = field(info, "flags");
@@ -93,48 +94,48 @@ fn identity(src: &Source, info: &Result<CpuInfo, String>, env: &mut Environment)
             .collect::<Vec<_>>()
             .join(" ")
     });
-    env.set_read("cpu.flags", sorted, ID);
+    env.record("cpu.flags", sorted, ID);
     let level = match &x86_flags {
         Ok(f) => isa_level(&f.split_whitespace().collect()),
         Err(e) if field(info, "Features").is_ok() => {
-            Err(format!("not x86: x86-64 levels do not apply ({e})"))
+            Err(format!("not x86: x86-64 levels do not apply ({e})").into())
         }
         Err(e) => Err(e.clone()),
     };
-    env.set_read("cpu.isa_level", level, ID);
+    env.record("cpu.isa_level", level, ID);
 }
 
 /// Logical/physical cores, sockets, online CPUs and SMT control.
-fn topology(src: &Source, info: &Result<CpuInfo, String>, env: &mut Environment) {
+fn topology(src: &Source, info: &Result<CpuInfo, Unknown>, env: &mut Environment) {
     let logical = info.as_ref().map_err(Clone::clone).and_then(|i| {
         if i.processors == 0 {
-            Err("no \"processor\" entries in /proc/cpuinfo".to_string())
+            Err("no \"processor\" entries in /proc/cpuinfo".into())
         } else {
             Ok(i.processors.to_string())
         }
     });
-    env.set_read("cpu.logical_cores", logical, ID);
+    env.record("cpu.logical_cores", logical, ID);
 
     let topo = info.as_ref().map_err(Clone::clone).and_then(|i| {
         if i.processors == 0 || i.topology_missing {
-            Err("/proc/cpuinfo has no \"physical id\"/\"core id\" (common in VMs)".to_string())
+            Err("/proc/cpuinfo has no \"physical id\"/\"core id\" (common in VMs)".into())
         } else {
             Ok((i.cores.len(), i.sockets.len()))
         }
     });
-    env.set_read(
+    env.record(
         "cpu.physical_cores",
         topo.clone().map(|t| t.0.to_string()),
         ID,
     );
-    env.set_read("cpu.sockets", topo.map(|t| t.1.to_string()), ID);
+    env.record("cpu.sockets", topo.map(|t| t.1.to_string()), ID);
 
-    env.set_read(
+    env.record(
         "cpu.online",
         cpu_list(src, "/sys/devices/system/cpu/online"),
         PERF,
     );
-    env.set_read(
+    env.record(
         "cpu.smt",
         word(src, "/sys/devices/system/cpu/smt/control"),
         PERF,
@@ -148,9 +149,9 @@ fn frequency(src: &Source, env: &mut Environment) {
     // commonly have no cpufreq at all.
     let missing = (!src.exists(dir))
         .then(|| format!("no {dir} (no frequency scaling exposed; common in VMs)"));
-    let read = |name: &str, numeric: bool| -> Result<String, String> {
+    let read = |name: &str, numeric: bool| -> Result<String, Unknown> {
         if let Some(m) = &missing {
-            return Err(m.clone());
+            return Err(m.clone().into());
         }
         let path = format!("{dir}/{name}");
         if numeric {
@@ -159,12 +160,12 @@ fn frequency(src: &Source, env: &mut Environment) {
             word(src, &path)
         }
     };
-    env.set_read("cpu.freq.driver", read("scaling_driver", false), PERF);
-    env.set_read("cpu.freq.governor", read("scaling_governor", false), PERF);
-    env.set_read("cpu.freq.min_khz", read("scaling_min_freq", true), PERF);
-    env.set_read("cpu.freq.max_khz", read("scaling_max_freq", true), PERF);
-    env.set_read("cpu.boost", boost(src), PERF);
-    env.set_read(
+    env.record("cpu.freq.driver", read("scaling_driver", false), PERF);
+    env.record("cpu.freq.governor", read("scaling_governor", false), PERF);
+    env.record("cpu.freq.min_khz", read("scaling_min_freq", true), PERF);
+    env.record("cpu.freq.max_khz", read("scaling_max_freq", true), PERF);
+    env.record("cpu.boost", boost(src), PERF);
+    env.record(
         "cpu.idle.driver",
         word(src, "/sys/devices/system/cpu/cpuidle/current_driver"),
         PERF,
@@ -172,7 +173,7 @@ fn frequency(src: &Source, env: &mut Environment) {
 }
 
 /// Turbo/boost state: intel_pstate's `no_turbo` (inverted) or cpufreq's `boost`.
-fn boost(src: &Source) -> Result<String, String> {
+fn boost(src: &Source) -> Result<String, Unknown> {
     let no_turbo = "/sys/devices/system/cpu/intel_pstate/no_turbo";
     let boost = "/sys/devices/system/cpu/cpufreq/boost";
     let (path, inverted) = if src.exists(no_turbo) {
@@ -180,12 +181,12 @@ fn boost(src: &Source) -> Result<String, String> {
     } else if src.exists(boost) {
         (boost, false)
     } else {
-        return Err("neither intel_pstate/no_turbo nor cpufreq/boost exists".to_string());
+        return Err("neither intel_pstate/no_turbo nor cpufreq/boost exists".into());
     };
     match (number(src, path)?, inverted) {
         (0, true) | (1, false) => Ok("on".to_string()),
         (1, true) | (0, false) => Ok("off".to_string()),
-        (n, _) => Err(format!("{path}: unexpected value {n}")),
+        (n, _) => Err(format!("{path}: unexpected value {n}").into()),
     }
 }
 
@@ -206,10 +207,10 @@ struct CpuInfo {
 
 impl CpuInfo {
     /// Reads and parses `/proc/cpuinfo` of the source; the error is the reason.
-    fn read(src: &Source) -> Result<CpuInfo, String> {
+    fn read(src: &Source) -> Result<CpuInfo, Unknown> {
         let text = src.read("/proc/cpuinfo")?;
         if text.trim().is_empty() {
-            return Err("/proc/cpuinfo is empty".to_string());
+            return Err("/proc/cpuinfo is empty".into());
         }
         Ok(CpuInfo::parse(&text))
     }
@@ -273,17 +274,17 @@ impl CpuInfo {
     }
 
     /// A field of the first processor.
-    fn get(&self, key: &str) -> Result<&str, String> {
+    fn get(&self, key: &str) -> Result<&str, Unknown> {
         match self.first.iter().find(|(k, _)| k == key) {
             Some((_, v)) if !v.is_empty() => Ok(v),
-            Some(_) => Err(format!("\"{key}\" is empty in /proc/cpuinfo")),
-            None => Err(format!("no \"{key}\" in /proc/cpuinfo")),
+            Some(_) => Err(format!("\"{key}\" is empty in /proc/cpuinfo").into()),
+            None => Err(format!("no \"{key}\" in /proc/cpuinfo").into()),
         }
     }
 }
 
 /// A field of the first processor of `/proc/cpuinfo`.
-fn field(info: &Result<CpuInfo, String>, key: &str) -> Result<String, String> {
+fn field(info: &Result<CpuInfo, Unknown>, key: &str) -> Result<String, Unknown> {
     // Control characters (NULs in a damaged file) never reach a fact.
     info.as_ref()
         .map_err(Clone::clone)?
@@ -292,22 +293,27 @@ fn field(info: &Result<CpuInfo, String>, key: &str) -> Result<String, String> {
 }
 
 /// A cpuinfo field used when CPUID failed; both reasons are kept.
-fn fallback(info: &Result<CpuInfo, String>, key: &str, cpuid_err: &str) -> Result<String, String> {
-    field(info, key).map_err(|e| format!("{cpuid_err}; {e}"))
+fn fallback(
+    info: &Result<CpuInfo, Unknown>,
+    key: &str,
+    cpuid_err: &Unknown,
+) -> Result<String, Unknown> {
+    field(info, key).map_err(|e| format!("{cpuid_err}; {e}").into())
 }
 
 /// A decimal cpuinfo field used when CPUID failed.
 fn decimal_fallback(
-    info: &Result<CpuInfo, String>,
+    info: &Result<CpuInfo, Unknown>,
     key: &str,
-    cpuid_err: &str,
-) -> Result<String, String> {
+    cpuid_err: &Unknown,
+) -> Result<String, Unknown> {
     let v = fallback(info, key, cpuid_err)?;
     v.parse::<u64>().map(|n| n.to_string()).map_err(|_| {
         format!(
             "{cpuid_err}; \"{key}\" in /proc/cpuinfo is not a number: {}",
             snippet(&v)
         )
+        .into()
     })
 }
 
@@ -334,7 +340,7 @@ fn decode_signature(eax: u32) -> (u32, u32, u32) {
 }
 
 /// The brand string of leaves 0x80000002..0x80000004 (16 bytes each).
-fn brand(src: &Source) -> Result<String, String> {
+fn brand(src: &Source) -> Result<String, Unknown> {
     let mut bytes = Vec::with_capacity(48);
     for leaf in 0x8000_0002u32..=0x8000_0004 {
         for reg in src.cpuid(leaf, 0)? {
@@ -346,9 +352,9 @@ fn brand(src: &Source) -> Result<String, String> {
     // Intel pads the brand with leading spaces; collapse runs of spaces too.
     let brand = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if brand.is_empty() {
-        Err("cpuid brand string is empty".to_string())
+        Err("cpuid brand string is empty".into())
     } else if !printable(&brand) {
-        Err(format!("cpuid brand string is not text: {brand:?}"))
+        Err(format!("cpuid brand string is not text: {brand:?}").into())
     } else {
         Ok(brand)
     }
@@ -356,7 +362,7 @@ fn brand(src: &Source) -> Result<String, String> {
 
 /// glibc's x86-64 ISA level (sysdeps/x86/get-isa-level.h) from cpuinfo flag
 /// names; SSE3 is `pni` and LZCNT `abm` there.
-fn isa_level(flags: &BTreeSet<&str>) -> Result<String, String> {
+fn isa_level(flags: &BTreeSet<&str>) -> Result<String, Unknown> {
     const BASE: &[&str] = &["lm", "cmov", "cx8", "fpu", "fxsr", "mmx", "sse", "sse2"];
     const V2: &[&str] = &[
         "cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3",
@@ -372,7 +378,7 @@ fn isa_level(flags: &BTreeSet<&str>) -> Result<String, String> {
             .copied()
             .filter(|f| !flags.contains(f))
             .collect();
-        return Err(format!("not x86-64: flags lack {}", missing.join(" ")));
+        return Err(format!("not x86-64: flags lack {}", missing.join(" ")).into());
     }
     let level = if !has(V2) {
         1
@@ -390,15 +396,15 @@ fn isa_level(flags: &BTreeSet<&str>) -> Result<String, String> {
 #[derive(Debug, Clone)]
 struct SysCache {
     name: &'static str,
-    size_kib: Result<u64, String>,
-    ways: Result<String, String>,
-    line: Result<String, String>,
-    shared: Result<String, String>,
+    size_kib: Result<u64, Unknown>,
+    ways: Result<String, Unknown>,
+    line: Result<String, Unknown>,
+    shared: Result<String, Unknown>,
 }
 
 /// Reads cpu0's cache index directories and records the `cpu.cache.*` keys;
 /// returns what was found for the CPUID cross-check.
-fn sysfs_caches(src: &Source, env: &mut Environment) -> Result<Vec<SysCache>, String> {
+fn sysfs_caches(src: &Source, env: &mut Environment) -> Result<Vec<SysCache>, Unknown> {
     let found = read_sysfs_caches(src);
     for name in CACHES {
         let cache = match &found {
@@ -406,10 +412,10 @@ fn sysfs_caches(src: &Source, env: &mut Environment) -> Result<Vec<SysCache>, St
                 Some(c) => Ok(c),
                 None => {
                     let upper = name.replacen('l', "L", 1);
-                    Err(match problem {
+                    Err(Unknown::from(match problem {
                         Some(p) => format!("no {upper} cache reported ({p})"),
                         None => format!("no {upper} cache reported"),
-                    })
+                    }))
                 }
             },
             Err(e) => Err(e.clone()),
@@ -417,18 +423,18 @@ fn sysfs_caches(src: &Source, env: &mut Environment) -> Result<Vec<SysCache>, St
         let key = |what: &str| format!("cpu.cache.{name}.{what}");
         match cache {
             Ok(c) => {
-                env.set_read(
+                env.record(
                     key("size"),
                     c.size_kib.clone().map(|k| format!("{k} KiB")),
                     ID,
                 );
-                env.set_read(key("ways"), c.ways.clone(), ID);
-                env.set_read(key("line"), c.line.clone(), ID);
-                env.set_read(key("shared_cpus"), c.shared.clone(), ID);
+                env.record(key("ways"), c.ways.clone(), ID);
+                env.record(key("line"), c.line.clone(), ID);
+                env.record(key("shared_cpus"), c.shared.clone(), ID);
             }
             Err(e) => {
                 for what in ["size", "ways", "line", "shared_cpus"] {
-                    env.set_read(key(what), Err(e.clone()), ID);
+                    env.record(key(what), Err(e.clone()), ID);
                 }
             }
         }
@@ -438,7 +444,7 @@ fn sysfs_caches(src: &Source, env: &mut Environment) -> Result<Vec<SysCache>, St
 
 /// The caches of cpu0, and the first problem met with an index directory
 /// (kept so that "no L3 cache reported" can say why when it is a read error).
-fn read_sysfs_caches(src: &Source) -> Result<(Vec<SysCache>, Option<String>), String> {
+fn read_sysfs_caches(src: &Source) -> Result<(Vec<SysCache>, Option<Unknown>), Unknown> {
     let entries = src.list_dir(CACHE_DIR)?;
     let mut caches: Vec<SysCache> = Vec::new();
     let mut problem = None;
@@ -468,7 +474,7 @@ fn read_sysfs_caches(src: &Source) -> Result<(Vec<SysCache>, Option<String>), St
         caches.push(SysCache {
             name,
             size_kib: word(src, &format!("{dir}/size"))
-                .and_then(|s| size_kib(&s).map_err(|e| format!("{dir}/size: {e}"))),
+                .and_then(|s| size_kib(&s).map_err(|e| format!("{dir}/size: {e}").into())),
             ways: number(src, &format!("{dir}/ways_of_associativity")).map(|n| n.to_string()),
             line: number(src, &format!("{dir}/coherency_line_size")).map(|n| n.to_string()),
             shared: cpu_list(src, &format!("{dir}/shared_cpu_list")),
@@ -478,7 +484,7 @@ fn read_sysfs_caches(src: &Source) -> Result<(Vec<SysCache>, Option<String>), St
 }
 
 /// A sysfs cache size ("48K", "32M", "1280K", or bare bytes) in KiB.
-fn size_kib(text: &str) -> Result<u64, String> {
+fn size_kib(text: &str) -> Result<u64, Unknown> {
     let t = text.trim();
     let t = t
         .strip_suffix("iB")
@@ -495,23 +501,23 @@ fn size_kib(text: &str) -> Result<u64, String> {
     let kib = match unit {
         "" => {
             if n % 1024 != 0 {
-                return Err(format!("{n} bytes is not a whole number of KiB"));
+                return Err(format!("{n} bytes is not a whole number of KiB").into());
             }
             Some(n / 1024)
         }
         "K" | "k" => Some(n),
         "M" | "m" => n.checked_mul(1024),
         "G" | "g" => n.checked_mul(1024 * 1024),
-        _ => return Err(format!("not a size: {}", snippet(text))),
+        _ => return Err(format!("not a size: {}", snippet(text)).into()),
     };
-    kib.ok_or_else(|| format!("size out of range: {}", snippet(text)))
+    kib.ok_or_else(|| format!("size out of range: {}", snippet(text)).into())
 }
 
 /// Compares the sysfs cache sizes with CPUID's deterministic cache leaves.
 fn cpuid_cache_check(
     src: &Source,
-    sysfs: &Result<Vec<SysCache>, String>,
-) -> Result<String, String> {
+    sysfs: &Result<Vec<SysCache>, Unknown>,
+) -> Result<String, Unknown> {
     let sysfs = sysfs
         .as_ref()
         .map_err(|e| format!("no sysfs caches to compare: {e}"))?;
@@ -520,9 +526,7 @@ fn cpuid_cache_check(
         "GenuineIntel" | "CentaurHauls" | "Shanghai" => 4,
         "AuthenticAMD" | "HygonGenuine" => 0x8000_001D,
         other => {
-            return Err(format!(
-                "no deterministic cache leaf known for vendor {other:?}"
-            ));
+            return Err(format!("no deterministic cache leaf known for vendor {other:?}").into());
         }
     };
     let cpuid = cpuid_caches(src, leaf)?;
@@ -543,7 +547,7 @@ fn cpuid_cache_check(
                 }
                 // Ways and line size too, where both sides state them.
                 let sys = sysfs.iter().find(|c| c.name == name);
-                let number = |r: Option<&Result<String, String>>| {
+                let number = |r: Option<&Result<String, Unknown>>| {
                     r.and_then(|v| v.as_ref().ok())
                         .and_then(|v| v.parse::<u64>().ok())
                 };
@@ -567,7 +571,7 @@ fn cpuid_cache_check(
     if !diffs.is_empty() {
         Ok(format!("differs: {}", diffs.join(", ")))
     } else if compared == 0 {
-        Err("no cache sizes on either side to compare".to_string())
+        Err("no cache sizes on either side to compare".into())
     } else {
         Ok("agrees".to_string())
     }
@@ -579,7 +583,7 @@ fn cpuid_cache_check(
 /// fully associative), line size in bytes.
 type CpuidCache = (&'static str, u64, Option<u64>, u64);
 
-fn cpuid_caches(src: &Source, leaf: u32) -> Result<Vec<CpuidCache>, String> {
+fn cpuid_caches(src: &Source, leaf: u32) -> Result<Vec<CpuidCache>, Unknown> {
     let mut caches: Vec<CpuidCache> = Vec::new();
     for sub in 0..MAX_CACHE_ENTRIES {
         // A dump may end after the last cache instead of listing the empty
@@ -614,13 +618,13 @@ fn cpuid_caches(src: &Source, leaf: u32) -> Result<Vec<CpuidCache>, String> {
         }
     }
     if caches.is_empty() {
-        return Err(format!("cpuid leaf {leaf:#x} lists no caches"));
+        return Err(format!("cpuid leaf {leaf:#x} lists no caches").into());
     }
     Ok(caches)
 }
 
 /// The first line of a small file, trimmed; stray lines after it are ignored.
-fn word(src: &Source, path: &str) -> Result<String, String> {
+fn word(src: &Source, path: &str) -> Result<String, Unknown> {
     let text = src.read(path)?;
     let line = text
         .lines()
@@ -628,27 +632,27 @@ fn word(src: &Source, path: &str) -> Result<String, String> {
         .find(|l| !l.is_empty())
         .unwrap_or("");
     if line.is_empty() {
-        return Err(format!("{path} is empty"));
+        return Err(format!("{path} is empty").into());
     }
     Ok(line.to_string())
 }
 
 /// A file holding one unsigned decimal number.
-fn number(src: &Source, path: &str) -> Result<u64, String> {
+fn number(src: &Source, path: &str) -> Result<u64, Unknown> {
     let w = word(src, path)?;
     w.parse()
-        .map_err(|_| format!("{path}: not a number: {}", snippet(&w)))
+        .map_err(|_| format!("{path}: not a number: {}", snippet(&w)).into())
 }
 
 /// A file holding a CPU list in the kernel's range syntax (`0-3,8-11`).
-fn cpu_list(src: &Source, path: &str) -> Result<String, String> {
+fn cpu_list(src: &Source, path: &str) -> Result<String, Unknown> {
     let w = word(src, path)?;
     if w.chars()
         .all(|c| c.is_ascii_digit() || c == ',' || c == '-')
     {
         Ok(w)
     } else {
-        Err(format!("{path}: not a CPU list: {}", snippet(&w)))
+        Err(format!("{path}: not a CPU list: {}", snippet(&w)).into())
     }
 }
 
@@ -900,7 +904,12 @@ mod tests {
             isa_level(&set(leak(v3.replace(" movbe", "")))).unwrap(),
             "x86-64-v2"
         );
-        assert!(isa_level(&set("fpu sse sse2")).unwrap_err().contains("lm"));
+        assert!(
+            isa_level(&set("fpu sse sse2"))
+                .unwrap_err()
+                .to_string()
+                .contains("lm")
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! CPUID: executed on the live machine, or read from a `cpuid -r` dump so
 //! that fixtures of other machines carry it too.
 
+use crate::error::{CpuidError, Unknown};
 use std::collections::BTreeMap;
 
 /// CPUID values of one CPU keyed by (leaf, subleaf).
@@ -13,7 +14,7 @@ impl CpuidTable {
     /// Parses the raw output of `cpuid -r` (Debian package `cpuid`): lines like
     /// `   0x00000000 0x00: eax=0x00000010 ebx=0x756e6547 ecx=0x6c65746e edx=0x49656e69`.
     /// Only the first CPU's block is used (CPUID differs per CPU only in APIC ids).
-    pub fn parse(text: &str) -> Result<CpuidTable, String> {
+    pub fn parse(text: &str) -> Result<CpuidTable, CpuidError> {
         let mut values = BTreeMap::new();
         let mut cpus_seen = 0;
         for (no, line) in text.lines().enumerate() {
@@ -28,12 +29,9 @@ impl CpuidTable {
                 }
                 continue;
             }
-            let bad = || {
-                format!(
-                    "line {}: not a `cpuid -r` line: {}",
-                    no + 1,
-                    t.chars().take(60).collect::<String>()
-                )
+            let bad = || CpuidError::NotALine {
+                line: no + 1,
+                text: t.chars().take(60).collect(),
             };
             let (keys, regs) = t.split_once(':').ok_or_else(bad)?;
             let mut k = keys.split_whitespace();
@@ -59,7 +57,7 @@ impl CpuidTable {
             values.entry((leaf, subleaf)).or_insert(r);
         }
         if values.is_empty() {
-            return Err("no CPUID values found".into());
+            return Err(CpuidError::Empty);
         }
         Ok(CpuidTable { values })
     }
@@ -79,7 +77,7 @@ fn hex(s: &str) -> Option<u32> {
 }
 
 /// Executes CPUID on this machine.
-pub fn live(leaf: u32, subleaf: u32) -> Result<[u32; 4], String> {
+pub fn live(leaf: u32, subleaf: u32) -> Result<[u32; 4], Unknown> {
     #[cfg(target_arch = "x86_64")]
     {
         // Leaves above the maximum return garbage (the highest basic leaf's
@@ -87,7 +85,7 @@ pub fn live(leaf: u32, subleaf: u32) -> Result<[u32; 4], String> {
         let base = leaf & 0xffff_0000;
         let max = std::arch::x86_64::__cpuid_count(base, 0).eax;
         if leaf > max {
-            return Err(format!("CPUID leaf {leaf:#x} above the maximum {max:#x}"));
+            return Err(format!("CPUID leaf {leaf:#x} above the maximum {max:#x}").into());
         }
         let r = std::arch::x86_64::__cpuid_count(leaf, subleaf);
         Ok([r.eax, r.ebx, r.ecx, r.edx])

@@ -4,6 +4,7 @@
 //! hold anything at all in a copied or damaged tree).
 
 use crate::Source;
+use crate::error::{Record, Unknown};
 use perfsleuth_model::{Environment, ImpactClass};
 
 /// Boot parameters recorded as `kernel.param.<name>` when present: they
@@ -45,12 +46,12 @@ const VULNERABILITIES: &str = "/sys/devices/system/cpu/vulnerabilities";
 /// Captures the kernel facts.
 pub fn capture(src: &Source, env: &mut Environment) {
     use ImpactClass::*;
-    env.set_read(
+    env.record(
         "kernel.release",
         line(src, "/proc/sys/kernel/osrelease"),
         Identity,
     );
-    env.set_read(
+    env.record(
         "kernel.version",
         line(src, "/proc/sys/kernel/version"),
         Performance,
@@ -61,13 +62,13 @@ pub fn capture(src: &Source, env: &mut Environment) {
             env.set(format!("kernel.param.{name}"), value, Performance);
         }
     }
-    env.set_read("kernel.cmdline", cmdline, Performance);
+    env.record("kernel.cmdline", cmdline, Performance);
 
     // Every file present, whatever its name: new kernels add new ones and a
     // mitigation appearing or changing is exactly what we want to see.
     if let Ok(names) = src.list_dir(VULNERABILITIES) {
         for name in names.iter().filter(|n| key_safe(n)) {
-            env.set_read(
+            env.record(
                 format!("mitigation.{name}"),
                 line(src, &format!("{VULNERABILITIES}/{name}")),
                 Performance,
@@ -81,8 +82,8 @@ pub fn capture(src: &Source, env: &mut Environment) {
         "2" => Ok("full".to_string()),
         _ => Err(unexpected("/proc/sys/kernel/randomize_va_space", &v)),
     });
-    env.set_read("kernel.aslr", aslr, Performance);
-    env.set_read(
+    env.record("kernel.aslr", aslr, Performance);
+    env.record(
         "kernel.clocksource",
         line(
             src,
@@ -91,7 +92,7 @@ pub fn capture(src: &Source, env: &mut Environment) {
         Performance,
     );
     let paranoid = "/proc/sys/kernel/perf_event_paranoid";
-    env.set_read(
+    env.record(
         "kernel.perf_event_paranoid",
         line(src, paranoid).and_then(|v| {
             v.parse::<i64>()
@@ -101,7 +102,7 @@ pub fn capture(src: &Source, env: &mut Environment) {
         Performance,
     );
     let autogroup = "/proc/sys/kernel/sched_autogroup_enabled";
-    env.set_read(
+    env.record(
         "kernel.sched_autogroup",
         line(src, autogroup).and_then(|v| match v.as_str() {
             "0" => Ok("off".to_string()),
@@ -180,18 +181,18 @@ pub(crate) fn clean(text: &str) -> String {
 }
 
 /// Reads a one-line file as a cleaned value; empty files are an error.
-pub(crate) fn line(src: &Source, path: &str) -> Result<String, String> {
+pub(crate) fn line(src: &Source, path: &str) -> Result<String, Unknown> {
     let value = clean(&src.read_line(path)?);
     if value.is_empty() {
-        return Err(format!("{path} holds no text"));
+        return Err(format!("{path} holds no text").into());
     }
     Ok(value)
 }
 
 /// The reason for a value that is not of the expected form, quoting a short
 /// prefix of it (a garbage file must not make the reason huge).
-pub(crate) fn unexpected(path: &str, value: &str) -> String {
-    format!("unexpected content in {path}: {:?}", short(value))
+pub(crate) fn unexpected(path: &str, value: &str) -> Unknown {
+    format!("unexpected content in {path}: {:?}", short(value)).into()
 }
 
 /// At most 40 characters of a value, for reasons.

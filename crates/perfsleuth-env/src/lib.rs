@@ -10,6 +10,7 @@ mod check;
 mod cpu;
 pub mod cpuid;
 mod diff;
+mod error;
 mod kernel;
 mod libc_info;
 mod memory;
@@ -24,6 +25,7 @@ pub use binary::{BINARY_KEYS, binary_facts, cpuid_sites};
 pub use capacity::{CpuCapacity, cpu_capacity};
 pub use check::{Finding, Severity, check, has_problems, unjudgeable};
 pub use diff::{Change, diff, significant, why};
+pub use error::{CpuidError, ElfError, EnvError, Unknown};
 pub use noise::NoiseSnapshot;
 pub use source::Source;
 pub use tools::CounterAvailability;
@@ -47,20 +49,22 @@ pub fn capture(src: &Source, counters: Option<&CounterAvailability>) -> Environm
 
 mod os {
     use super::*;
+    use crate::error::{Record, Unknown};
 
     /// OS name, architecture and host name.
     pub fn capture(src: &Source, env: &mut Environment) {
         let os_release = src
             .read("/etc/os-release")
-            .or_else(|_| src.read("/usr/lib/os-release"));
-        env.set_read(
+            .or_else(|_| src.read("/usr/lib/os-release"))
+            .map_err(Unknown::from);
+        env.record(
             "os.name",
             os_release.and_then(|t| {
-                field(&t, "PRETTY_NAME").ok_or_else(|| "os-release has no PRETTY_NAME".to_string())
+                field(&t, "PRETTY_NAME").ok_or_else(|| "os-release has no PRETTY_NAME".into())
             }),
             ImpactClass::Identity,
         );
-        env.set_read(
+        env.record(
             "os.arch",
             if src.is_live() {
                 Ok(std::env::consts::ARCH.to_string())
@@ -69,7 +73,7 @@ mod os {
             },
             ImpactClass::Identity,
         );
-        env.set_read(
+        env.record(
             "host.name",
             src.read_line("/proc/sys/kernel/hostname"),
             ImpactClass::Context,

@@ -9,6 +9,7 @@
 //! cache file. `PERFSLEUTH_NO_LDSO=1` skips it altogether (tests, benchmarks).
 
 use crate::Source;
+use crate::error::{Record, Unknown};
 use crate::kernel::clean;
 use perfsleuth_model::input::Accept;
 use perfsleuth_model::{Environment, ImpactClass};
@@ -86,9 +87,9 @@ pub fn capture(src: &Source, env: &mut Environment) {
         .facts
         .get("cpu.isa_level")
         .map(|f| (f.value.clone(), f.reason.clone()));
-    env.set_read("libc.hwcaps", hwcaps(level, &version), Identity);
-    env.set_read("libc.version", version, Identity);
-    env.set_read("libc.path", path, Context);
+    env.record("libc.hwcaps", hwcaps(level, &version), Identity);
+    env.record("libc.version", version, Identity);
+    env.record("libc.path", path, Context);
     let tunables = src
         .env_var("GLIBC_TUNABLES")
         .map(|v| clean(&v))
@@ -108,10 +109,11 @@ pub fn capture(src: &Source, env: &mut Environment) {
                             format!("{line}: not a number: {:?}", crate::kernel::short(&v))
                         })
                     })
+                    .map_err(Unknown::from)
             });
-        env.set_read(format!("libc.ld_so.{key}"), value, Performance);
+        env.record(format!("libc.ld_so.{key}"), value, Performance);
     }
-    env.set_read(
+    env.record(
         "libc.ld_so.isa_level",
         diagnostics.and_then(|t| isa_level(&t)),
         Performance,
@@ -120,7 +122,7 @@ pub fn capture(src: &Source, env: &mut Environment) {
 
 /// Version (`glibc 2.36`) and path of the libc this process runs with.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-pub(crate) fn live_libc() -> (Result<String, String>, Result<String, String>) {
+pub(crate) fn live_libc() -> (Result<String, Unknown>, Result<String, Unknown>) {
     // SAFETY: gnu_get_libc_version returns a pointer to a static NUL-terminated string.
     let version = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
     let version = format!("glibc {}", clean(&version.to_string_lossy()));
@@ -128,7 +130,7 @@ pub(crate) fn live_libc() -> (Result<String, String>, Result<String, String>) {
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-pub(crate) fn live_libc() -> (Result<String, String>, Result<String, String>) {
+pub(crate) fn live_libc() -> (Result<String, Unknown>, Result<String, Unknown>) {
     let reason = "perfsleuth was not built against glibc".to_string();
     (Err(reason.clone()), Err(reason))
 }
@@ -137,7 +139,7 @@ pub(crate) fn live_libc() -> (Result<String, String>, Result<String, String>) {
 /// objects (no file is read; taking a function's address and asking
 /// `dladdr` could name a PLT stub of the executable instead).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn loaded_libc_path() -> Result<String, String> {
+fn loaded_libc_path() -> Result<String, Unknown> {
     unsafe extern "C" fn visit(
         info: *mut libc::dl_phdr_info,
         _size: libc::size_t,
@@ -162,12 +164,12 @@ fn loaded_libc_path() -> Result<String, String> {
     let mut found: Option<String> = None;
     // SAFETY: the callback only uses `found` through the pointer we pass, during the call.
     unsafe { libc::dl_iterate_phdr(Some(visit), (&mut found as *mut Option<String>).cast()) };
-    found.ok_or_else(|| "no libc.so among the loaded objects (static binary?)".to_string())
+    found.ok_or_else(|| "no libc.so among the loaded objects (static binary?)".into())
 }
 
 /// Version and path of a tree's `libc.so.6`, the version read from the
 /// banner string every glibc carries.
-fn tree_libc(src: &Source) -> (Result<String, String>, Result<String, String>) {
+fn tree_libc(src: &Source) -> (Result<String, Unknown>, Result<String, Unknown>) {
     let root =
         std::fs::canonicalize(src.root_dir()).unwrap_or_else(|_| src.root_dir().to_path_buf());
     let mut notes = Vec::new();
@@ -194,8 +196,8 @@ fn tree_libc(src: &Source) -> (Result<String, String>, Result<String, String>) {
         let version = match bytes {
             Ok(b) => glibc_version_in(&b)
                 .map(|(maj, min)| format!("glibc {maj}.{min}"))
-                .ok_or_else(|| format!("no glibc version string in {candidate}")),
-            Err(e) => Err(format!("cannot read {candidate}: {e}")),
+                .ok_or_else(|| format!("no glibc version string in {candidate}").into()),
+            Err(e) => Err(format!("cannot read {candidate}: {e}").into()),
         };
         return (version, Ok(candidate.to_string()));
     }
@@ -203,6 +205,7 @@ fn tree_libc(src: &Source) -> (Result<String, String>, Result<String, String>) {
     if !notes.is_empty() {
         reason = format!("{reason}; {}", notes.join("; "));
     }
+    let reason = Unknown::from(reason);
     (Err(reason.clone()), Err(reason))
 }
 
@@ -259,8 +262,8 @@ pub(crate) fn parse_glibc(value: &str) -> Option<(u32, u32)> {
 /// `cpu.isa_level` fact, captured (from the same flags) before libc.
 fn hwcaps(
     level: Option<(String, Option<String>)>,
-    version: &Result<String, String>,
-) -> Result<String, String> {
+    version: &Result<String, Unknown>,
+) -> Result<String, Unknown> {
     let v = version
         .as_ref()
         .map_err(|e| format!("libc version unknown: {e}"))?;
@@ -274,7 +277,8 @@ fn hwcaps(
         Some((_, reason)) => Err(format!(
             "the CPU's ISA level is unknown: {}",
             reason.unwrap_or_else(|| "no reason recorded".into())
-        )),
+        )
+        .into()),
         None => Err("the CPU's ISA level was not captured".into()),
     }
 }
@@ -309,11 +313,11 @@ pub(crate) fn size(n: u64) -> String {
 /// The ISA level glibc selected: `isa_1` is a bit set of the supported
 /// levels (1 baseline, 2 v2, 4 v3, 8 v4); older output only has the active
 /// hwcaps subdirectories (bit i = i-th name of `dl_hwcaps_subdirs`).
-fn isa_level(text: &str) -> Result<String, String> {
+fn isa_level(text: &str) -> Result<String, Unknown> {
     if let Some(bits) = diagnostic(text, "x86.cpu_features.isa_1").and_then(|v| parse_number(&v)) {
         return match (1..=4u32).rev().find(|i| bits & (1 << (i - 1)) != 0) {
             Some(level) => Ok(format!("x86-64-v{level}")),
-            None => Err(format!("x86.cpu_features.isa_1 is {bits:#x}: no level")),
+            None => Err(format!("x86.cpu_features.isa_1 is {bits:#x}: no level").into()),
         };
     }
     let subdirs = diagnostic(text, "dl_hwcaps_subdirs")
@@ -332,7 +336,7 @@ fn isa_level(text: &str) -> Result<String, String> {
 /// The kept lines of `ld.so --list-diagnostics` of the live machine, from
 /// the on-disk cache or by running the loader once; errors say why not
 /// (a tree, `PERFSLEUTH_NO_LDSO`, old glibc, no loader).
-pub fn ld_so_diagnostics_cached(src: &Source) -> Result<String, String> {
+pub fn ld_so_diagnostics_cached(src: &Source) -> Result<String, Unknown> {
     if !src.is_live() {
         return Err("ld.so runs only on the live machine, not for a tree".into());
     }
@@ -343,7 +347,7 @@ pub fn ld_so_diagnostics_cached(src: &Source) -> Result<String, String> {
     let version = version?;
     let (major, minor) = parse_glibc(&version).ok_or_else(|| format!("not glibc: {version}"))?;
     if (major, minor) < (2, 35) {
-        return Err(format!("{version} has no ld.so --list-diagnostics (2.35+)"));
+        return Err(format!("{version} has no ld.so --list-diagnostics (2.35+)").into());
     }
     let libc = PathBuf::from(path?);
     let boot_id = src
@@ -375,7 +379,7 @@ fn cache_dir() -> Option<PathBuf> {
 
 /// The loader this process was started by (its own `PT_INTERP`), else the
 /// architecture's standard one.
-pub(crate) fn loader_path() -> Result<PathBuf, String> {
+pub(crate) fn loader_path() -> Result<PathBuf, Unknown> {
     if let Ok(Some(interp)) = crate::binary::elf_interpreter(Path::new("/proc/self/exe")) {
         return Ok(PathBuf::from(interp));
     }
@@ -397,8 +401,8 @@ fn diagnostics(
     cache_dir: Option<&Path>,
     boot_id: &str,
     tunables: Option<&str>,
-    loader: impl FnOnce() -> Result<PathBuf, String>,
-) -> Result<String, String> {
+    loader: impl FnOnce() -> Result<PathBuf, Unknown>,
+) -> Result<String, Unknown> {
     use sha2::{Digest, Sha256};
     let meta =
         std::fs::metadata(libc).map_err(|e| format!("cannot stat {}: {e}", libc.display()))?;
@@ -437,14 +441,15 @@ fn diagnostics(
 /// Runs `ld.so --list-diagnostics` and keeps the lines we read. The child
 /// gets only `GLIBC_TUNABLES` (it changes the thresholds): the output lists
 /// the environment, which must not end up in a cache file.
-fn run_ld_so(loader: &Path, tunables: Option<&str>) -> Result<String, String> {
+fn run_ld_so(loader: &Path, tunables: Option<&str>) -> Result<String, Unknown> {
     let text = run_loader(&[], loader, "--list-diagnostics", tunables, LD_SO_TIMEOUT)?;
     let kept: Vec<&str> = text.lines().filter(|l| keep_line(l)).collect();
     if kept.is_empty() {
         return Err(format!(
             "{} --list-diagnostics printed nothing perfsleuth reads",
             loader.display()
-        ));
+        )
+        .into());
     }
     Ok(format!("{CACHE_HEADER}\n{}\n", kept.join("\n")))
 }
@@ -459,7 +464,7 @@ pub(crate) fn run_loader(
     arg: &str,
     tunables: Option<&str>,
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<String, Unknown> {
     use std::process::{Command, Stdio};
     let mut cmd = match wrapper.split_first() {
         Some((program, rest)) => {
@@ -501,15 +506,15 @@ pub(crate) fn run_loader(
                 let _ = child.kill();
                 let _ = child.wait();
                 let _ = reader.join();
-                return Err(format!("{shown} did not finish in {} s", timeout.as_secs()));
+                return Err(format!("{shown} did not finish in {} s", timeout.as_secs()).into());
             }
             Ok(None) => std::thread::sleep(Duration::from_micros(500)),
-            Err(e) => return Err(format!("waiting for {shown}: {e}")),
+            Err(e) => return Err(format!("waiting for {shown}: {e}").into()),
         }
     };
     let out = reader.join().unwrap_or_default();
     if !status.success() {
-        return Err(format!("{shown} failed ({status})"));
+        return Err(format!("{shown} failed ({status})").into());
     }
     Ok(String::from_utf8_lossy(&out).into_owned())
 }

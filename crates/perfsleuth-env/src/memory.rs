@@ -3,6 +3,7 @@
 //! contract is always set; what cannot be read is `unknown` with the reason.
 
 use crate::Source;
+use crate::error::{Record, Unknown};
 use perfsleuth_model::{Environment, ImpactClass};
 
 const NODE_DIR: &str = "/sys/devices/system/node";
@@ -10,20 +11,20 @@ const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
 
 /// Captures the memory facts of the machine or tree `src` describes.
 pub fn capture(src: &Source, env: &mut Environment) {
-    env.set_read("mem.total", total(src), ImpactClass::Performance);
-    env.set_read("mem.page_size", page_size(src), ImpactClass::Identity);
+    env.record("mem.total", total(src), ImpactClass::Performance);
+    env.record("mem.page_size", page_size(src), ImpactClass::Identity);
     numa(src, env);
     for name in ["enabled", "defrag"] {
         let path = format!("{THP_DIR}/{name}");
-        let value = src.read(&path).and_then(|t| {
-            bracketed(&t).ok_or_else(|| format!("{path}: no [choice] in {}", snippet(&t)))
+        let value = src.read(&path).map_err(Unknown::from).and_then(|t| {
+            bracketed(&t).ok_or_else(|| format!("{path}: no [choice] in {}", snippet(&t)).into())
         });
-        env.set_read(format!("mem.thp.{name}"), value, ImpactClass::Performance);
+        env.record(format!("mem.thp.{name}"), value, ImpactClass::Performance);
     }
 }
 
 /// MemTotal of `/proc/meminfo` in MiB (rounded down).
-fn total(src: &Source) -> Result<String, String> {
+fn total(src: &Source) -> Result<String, Unknown> {
     let text = src.read("/proc/meminfo")?;
     let line = text
         .lines()
@@ -40,20 +41,20 @@ fn total(src: &Source) -> Result<String, String> {
     // The kernel always writes kB (KiB); bytes would be a different file format.
     let kib = match parts.next() {
         Some("kB") | Some("KiB") | None => n,
-        _ => return Err(bad()),
+        _ => return Err(bad().into()),
     };
     Ok(format!("{} MiB", kib / 1024))
 }
 
 /// The page size of the live machine; a tree does not record it.
-fn page_size(src: &Source) -> Result<String, String> {
+fn page_size(src: &Source) -> Result<String, Unknown> {
     if !src.is_live() {
-        return Err("not recorded in the tree".to_string());
+        return Err("not recorded in the tree".into());
     }
     // SAFETY: sysconf has no preconditions; it returns -1 on error.
     let bytes = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if bytes <= 0 {
-        return Err(format!("sysconf(_SC_PAGESIZE) returned {bytes}"));
+        return Err(format!("sysconf(_SC_PAGESIZE) returned {bytes}").into());
     }
     let bytes = bytes as u64;
     Ok(if bytes % 1024 == 0 {
@@ -65,21 +66,24 @@ fn page_size(src: &Source) -> Result<String, String> {
 
 /// `mem.numa.nodes` and `mem.numa.node<N>.cpus` for every node directory.
 fn numa(src: &Source, env: &mut Environment) {
-    let nodes = src.list_dir(NODE_DIR).and_then(|entries| {
-        // list_dir sorts as text (node10 before node2); sort by number.
-        let mut ids: Vec<u64> = entries
-            .iter()
-            .filter_map(|e| e.strip_prefix("node")?.parse().ok())
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        if ids.is_empty() {
-            Err(format!("no node<N> entries in {NODE_DIR}"))
-        } else {
-            Ok(ids)
-        }
-    });
-    env.set_read(
+    let nodes = src
+        .list_dir(NODE_DIR)
+        .map_err(Unknown::from)
+        .and_then(|entries| {
+            // list_dir sorts as text (node10 before node2); sort by number.
+            let mut ids: Vec<u64> = entries
+                .iter()
+                .filter_map(|e| e.strip_prefix("node")?.parse().ok())
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            if ids.is_empty() {
+                Err(format!("no node<N> entries in {NODE_DIR}").into())
+            } else {
+                Ok(ids)
+            }
+        });
+    env.record(
         "mem.numa.nodes",
         nodes
             .as_ref()
@@ -89,7 +93,7 @@ fn numa(src: &Source, env: &mut Environment) {
     );
     for id in nodes.unwrap_or_default() {
         let path = format!("{NODE_DIR}/node{id}/cpulist");
-        let cpus = src.read(&path).and_then(|text| {
+        let cpus = src.read(&path).map_err(Unknown::from).and_then(|text| {
             let line = text.lines().next().unwrap_or("").trim();
             if line.is_empty() {
                 // Memory-only nodes (CXL, persistent memory) have no CPUs.
@@ -100,10 +104,10 @@ fn numa(src: &Source, env: &mut Environment) {
             {
                 Ok(line.to_string())
             } else {
-                Err(format!("{path}: not a CPU list: {}", snippet(line)))
+                Err(format!("{path}: not a CPU list: {}", snippet(line)).into())
             }
         });
-        env.set_read(
+        env.record(
             format!("mem.numa.node{id}.cpus"),
             cpus,
             ImpactClass::Performance,

@@ -2,6 +2,7 @@
 //! result can be explained later, never judged (all context).
 
 use crate::Source;
+use crate::error::{Record, Unknown};
 use crate::kernel::unexpected;
 use perfsleuth_model::{Environment, ImpactClass};
 
@@ -19,21 +20,20 @@ pub(crate) const KEYS: &[&str] = &[
 /// Captures the noise facts.
 pub fn capture(src: &Source, env: &mut Environment) {
     use ImpactClass::Context;
-    env.set_read("noise.loadavg", loadavg(src), Context);
-    let stat = src.read("/proc/stat");
-    env.set_read(
+    env.record("noise.loadavg", loadavg(src), Context);
+    let stat = src.read("/proc/stat").map_err(Unknown::from);
+    env.record(
         "noise.runnable",
         stat.clone().and_then(|t| {
-            stat_field(&t, "procs_running")
-                .ok_or_else(|| "no procs_running in /proc/stat".to_string())
+            stat_field(&t, "procs_running").ok_or_else(|| "no procs_running in /proc/stat".into())
         }),
         Context,
     );
     let shares = stat.and_then(|t| cpu_shares(&t));
-    env.set_read("noise.steal_pct", shares.clone().map(|s| s.0), Context);
-    env.set_read("noise.iowait_pct", shares.map(|s| s.1), Context);
-    env.set_read("noise.psi.cpu.some_avg10", psi_some_avg10(src), Context);
-    env.set_read("noise.uptime_s", uptime(src), Context);
+    env.record("noise.steal_pct", shares.clone().map(|s| s.0), Context);
+    env.record("noise.iowait_pct", shares.map(|s| s.1), Context);
+    env.record("noise.psi.cpu.some_avg10", psi_some_avg10(src), Context);
+    env.record("noise.uptime_s", uptime(src), Context);
 }
 
 /// The machine's busy-ness counters at one instant; [`NoiseSnapshot::since`]
@@ -108,7 +108,7 @@ impl NoiseSnapshot {
 
 /// The eight counters of the aggregate `cpu` line of /proc/stat (user
 /// nice system idle iowait irq softirq steal).
-fn cpu_ticks(text: &str) -> Result<[u64; 8], String> {
+fn cpu_ticks(text: &str) -> Result<[u64; 8], Unknown> {
     let line = text
         .lines()
         .find(|l| l.split_whitespace().next() == Some("cpu"))
@@ -123,7 +123,7 @@ fn cpu_ticks(text: &str) -> Result<[u64; 8], String> {
     let n = values.len();
     values
         .try_into()
-        .map_err(|_| format!("the cpu line of /proc/stat has {n} fields, expected 8"))
+        .map_err(|_| format!("the cpu line of /proc/stat has {n} fields, expected 8").into())
 }
 
 /// `total=` (µs) of the `some` line of /proc/pressure/cpu.
@@ -137,7 +137,7 @@ fn psi_some_total(text: &str) -> Option<u64> {
 }
 
 /// The three load averages of `/proc/loadavg` ("0.52 0.58 0.59").
-fn loadavg(src: &Source) -> Result<String, String> {
+fn loadavg(src: &Source) -> Result<String, Unknown> {
     let path = "/proc/loadavg";
     let text = src.read(path)?;
     let fields: Vec<&str> = text.split_whitespace().take(3).collect();
@@ -164,7 +164,7 @@ fn stat_field(text: &str, name: &str) -> Option<String> {
 /// Steal and iowait as percentages of all CPU time since boot, from the
 /// aggregate `cpu` line (user nice system idle iowait irq softirq steal;
 /// guest time is already inside user, so it is not added again).
-fn cpu_shares(text: &str) -> Result<(String, String), String> {
+fn cpu_shares(text: &str) -> Result<(String, String), Unknown> {
     let values = cpu_ticks(text)?;
     // f64 sums: absurd counters must not overflow.
     let total: f64 = values.iter().map(|v| *v as f64).sum();
@@ -176,7 +176,7 @@ fn cpu_shares(text: &str) -> Result<(String, String), String> {
 }
 
 /// `avg10` of the `some` line of `/proc/pressure/cpu`.
-fn psi_some_avg10(src: &Source) -> Result<String, String> {
+fn psi_some_avg10(src: &Source) -> Result<String, Unknown> {
     let path = "/proc/pressure/cpu";
     let text = src.read(path)?;
     let some = text
@@ -191,7 +191,7 @@ fn psi_some_avg10(src: &Source) -> Result<String, String> {
 }
 
 /// Whole seconds since boot, from `/proc/uptime`.
-fn uptime(src: &Source) -> Result<String, String> {
+fn uptime(src: &Source) -> Result<String, Unknown> {
     let path = "/proc/uptime";
     let text = src.read(path)?;
     let first = text.split_whitespace().next().unwrap_or("");

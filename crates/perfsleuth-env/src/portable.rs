@@ -278,7 +278,7 @@ pub fn live_profile(baseline: Baseline, user: Option<&str>) -> Result<Profile, R
     }
     let (version, _) = crate::libc_info::live_libc();
     let version = version.map_err(|e| Refusal(format!("no glibc: {e}")))?;
-    let loader = crate::libc_info::loader_path().map_err(Refusal)?;
+    let loader = crate::libc_info::loader_path().map_err(|e| Refusal(e.to_string()))?;
     let run = |arg: &str| {
         crate::libc_info::run_loader(&[], &loader, arg, None, Duration::from_secs(5))
             .map_err(|e| Refusal(format!("cannot read what glibc offers: {e}")))
@@ -742,7 +742,7 @@ fn hwcaps_active(diagnostics: &str) -> Option<Vec<String>> {
 /// valgrind command line the benchmarks run under) with `GLIBC_TUNABLES`
 /// set to the profile, and verifies what it printed.
 pub fn verify_live(profile: &Profile, wrapper: &[String]) -> Result<Verified, Refusal> {
-    let loader: PathBuf = crate::libc_info::loader_path().map_err(Refusal)?;
+    let loader: PathBuf = crate::libc_info::loader_path().map_err(|e| Refusal(e.to_string()))?;
     let text = crate::libc_info::run_loader(
         wrapper,
         &loader,
@@ -952,7 +952,7 @@ pub fn live_tunable_names() -> Option<std::collections::BTreeSet<String>> {
 /// [`check_applied`] on this machine's loader, run behind `wrapper` (the
 /// valgrind command line in simulation mode, nothing otherwise).
 pub fn check_applied_live(tunables: &str, wrapper: &[String]) -> Result<Vec<String>, Refusal> {
-    let loader: PathBuf = crate::libc_info::loader_path().map_err(Refusal)?;
+    let loader: PathBuf = crate::libc_info::loader_path().map_err(|e| Refusal(e.to_string()))?;
     let run = |arg: &str| {
         crate::libc_info::run_loader(wrapper, &loader, arg, Some(tunables), VERIFY_TIMEOUT)
             .map_err(|e| Refusal(format!("cannot check GLIBC_TUNABLES={tunables}: {e}")))

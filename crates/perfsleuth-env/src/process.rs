@@ -3,6 +3,7 @@
 //! behave.
 
 use crate::Source;
+use crate::error::{Record, Unknown};
 use crate::kernel::{clean, short};
 use perfsleuth_model::{Environment, ImpactClass};
 
@@ -41,7 +42,7 @@ pub fn capture(src: &Source, env: &mut Environment) {
     } else {
         tree_affinity(src)
     };
-    env.set_read("process.affinity", affinity, ImpactClass::Performance);
+    env.record("process.affinity", affinity, ImpactClass::Performance);
     for name in ENV_VARS {
         let value = src
             .env_var(name)
@@ -52,7 +53,7 @@ pub fn capture(src: &Source, env: &mut Environment) {
 }
 
 /// `Cpus_allowed_list` of the tree's `/proc/self/status`, normalised.
-fn tree_affinity(src: &Source) -> Result<String, String> {
+fn tree_affinity(src: &Source) -> Result<String, Unknown> {
     let path = "/proc/self/status";
     let text = src.read(path)?;
     let list = text
@@ -67,7 +68,7 @@ fn tree_affinity(src: &Source) -> Result<String, String> {
 /// mask for machines with more than 1024 CPUs (the kernel refuses a mask
 /// smaller than its own with EINVAL).
 #[cfg(target_os = "linux")]
-fn live_affinity() -> Result<String, String> {
+fn live_affinity() -> Result<String, Unknown> {
     let mut words = 1024 / 64;
     loop {
         let mut mask = vec![0u64; words];
@@ -90,18 +91,18 @@ fn live_affinity() -> Result<String, String> {
             words *= 2;
             continue;
         }
-        return Err(format!("sched_getaffinity: {err}"));
+        return Err(format!("sched_getaffinity: {err}").into());
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn live_affinity() -> Result<String, String> {
+fn live_affinity() -> Result<String, Unknown> {
     Err("sched_getaffinity exists only on Linux".into())
 }
 
 /// Parses the kernel's CPU list syntax (`0-3,8-11`, also `0-15:2/4` strides
 /// are refused) into sorted, distinct CPU numbers.
-pub(crate) fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
+pub(crate) fn parse_cpu_list(text: &str) -> Result<Vec<usize>, Unknown> {
     let text = text.trim();
     if text.is_empty() {
         return Err("empty CPU list".into());
@@ -121,7 +122,7 @@ pub(crate) fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
             }
         };
         if lo > hi || hi > MAX_CPU || cpus.len() > MAX_CPU {
-            return Err(bad());
+            return Err(bad().into());
         }
         cpus.extend(lo..=hi);
     }

@@ -3,7 +3,8 @@
 //! host CPUID, no host environment variables, no host `ld.so`.
 
 use crate::cpuid::CpuidTable;
-use perfsleuth_model::input::{self, Accept, short_io_error};
+use crate::error::{EnvError, Unknown};
+use perfsleuth_model::input::{self, Accept, InputError};
 use std::path::{Path, PathBuf};
 
 /// Where facts are read from.
@@ -28,7 +29,7 @@ enum Cpuid {
     /// Values dumped from another machine (`cpuid -r` format).
     Table(CpuidTable),
     /// Not available (a fixture tree without a dump).
-    None(String),
+    None(Unknown),
 }
 
 impl Source {
@@ -53,9 +54,9 @@ impl Source {
         let cpuid = match read_regular(&dump) {
             Ok(bytes) => match CpuidTable::parse(&String::from_utf8_lossy(&bytes)) {
                 Ok(table) => Cpuid::Table(table),
-                Err(e) => Cpuid::None(format!("{}: {e}", dump.display())),
+                Err(source) => Cpuid::None(EnvError::CpuidDump { path: dump, source }.into()),
             },
-            Err(_) => Cpuid::None(format!("no CPUID dump ({} missing)", dump.display())),
+            Err(_) => Cpuid::None(format!("no CPUID dump ({} missing)", dump.display()).into()),
         };
         let real_root = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
         Source {
@@ -66,10 +67,18 @@ impl Source {
     }
 
     /// Replaces the CPUID source with a dump file (`cpuid -r` format).
-    pub fn with_cpuid_file(mut self, path: &Path) -> Result<Source, String> {
-        let text = input::read_text(path, MAX_CPUID_DUMP_BYTES, Accept::Regular)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let table = CpuidTable::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn with_cpuid_file(mut self, path: &Path) -> Result<Source, EnvError> {
+        let text =
+            input::read_text(path, MAX_CPUID_DUMP_BYTES, Accept::Regular).map_err(|source| {
+                EnvError::CpuidFile {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
+        let table = CpuidTable::parse(&text).map_err(|source| EnvError::CpuidDump {
+            path: path.to_path_buf(),
+            source,
+        })?;
         self.cpuid = Cpuid::Table(table);
         Ok(self)
     }
@@ -93,42 +102,49 @@ impl Source {
     /// Only regular files are read (a FIFO would block, a device never
     /// end), at most 16 MiB of them, and in a tree never through a symlink
     /// that leads out of it (onto the live machine).
-    pub fn read(&self, path: &str) -> Result<String, String> {
+    pub fn read(&self, path: &str) -> Result<String, EnvError> {
         let full = self.inside(path)?;
         read_regular(&full)
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-            .map_err(|e| format!("cannot read {path}: {e}"))
+            .map_err(|source| EnvError::Read {
+                path: path.to_string(),
+                source,
+            })
     }
 
     /// The path under the root, refusing one that resolves outside a tree.
-    fn inside(&self, path: &str) -> Result<PathBuf, String> {
+    fn inside(&self, path: &str) -> Result<PathBuf, EnvError> {
         let full = self.path(path);
         if self.is_live() {
             return Ok(full);
         }
         match std::fs::canonicalize(&full) {
-            Ok(real) if !real.starts_with(&self.real_root) => Err(format!(
-                "{path} leads outside the tree (a symlink to {})",
-                real.display()
-            )),
+            Ok(real) if !real.starts_with(&self.real_root) => Err(EnvError::OutsideTree {
+                path: path.to_string(),
+                target: real,
+            }),
             _ => Ok(full),
         }
     }
 
     /// Reads a one-line file, trimmed; empty files are an error too.
-    pub fn read_line(&self, path: &str) -> Result<String, String> {
+    pub fn read_line(&self, path: &str) -> Result<String, EnvError> {
         let text = self.read(path)?;
         let line = text.trim();
         if line.is_empty() {
-            return Err(format!("{path} is empty"));
+            return Err(EnvError::Empty {
+                path: path.to_string(),
+            });
         }
         Ok(line.to_string())
     }
 
     /// Names of the entries of a directory under the root, sorted.
-    pub fn list_dir(&self, path: &str) -> Result<Vec<String>, String> {
-        let entries = std::fs::read_dir(self.inside(path)?)
-            .map_err(|e| format!("cannot list {path}: {}", short_io_error(&e)))?;
+    pub fn list_dir(&self, path: &str) -> Result<Vec<String>, EnvError> {
+        let entries = std::fs::read_dir(self.inside(path)?).map_err(|source| EnvError::List {
+            path: path.to_string(),
+            source,
+        })?;
         let mut names: Vec<String> = entries
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -157,20 +173,20 @@ impl Source {
     }
 
     /// CPUID leaf/subleaf as (eax, ebx, ecx, edx); the error is the reason.
-    pub fn cpuid(&self, leaf: u32, subleaf: u32) -> Result<[u32; 4], String> {
+    pub fn cpuid(&self, leaf: u32, subleaf: u32) -> Result<[u32; 4], Unknown> {
         match &self.cpuid {
             Cpuid::Live => crate::cpuid::live(leaf, subleaf),
             Cpuid::Table(t) => t
                 .get(leaf, subleaf)
-                .ok_or_else(|| format!("leaf {leaf:#x}/{subleaf:#x} not in the CPUID dump")),
+                .ok_or_else(|| format!("leaf {leaf:#x}/{subleaf:#x} not in the CPUID dump").into()),
             Cpuid::None(reason) => Err(reason.clone()),
         }
     }
 }
 
 /// A regular file's bytes, at most [`MAX_FILE_BYTES`].
-fn read_regular(path: &Path) -> Result<Vec<u8>, String> {
-    input::read(path, MAX_FILE_BYTES, Accept::Regular).map_err(|e| e.to_string())
+fn read_regular(path: &Path) -> Result<Vec<u8>, InputError> {
+    input::read(path, MAX_FILE_BYTES, Accept::Regular)
 }
 
 #[cfg(test)]
@@ -198,12 +214,14 @@ mod tests {
         assert!(
             src.read("/proc/sys/kernel/osrelease")
                 .unwrap_err()
+                .to_string()
                 .contains("outside the tree")
         );
         assert!(src.read("/proc/cpuinfo").is_err());
         assert!(
             src.read("/proc/loadavg")
                 .unwrap_err()
+                .to_string()
                 .contains("not a regular file")
         );
         std::fs::remove_dir_all(&dir).unwrap();

@@ -2,6 +2,7 @@
 //! counters, tracepoints, valgrind, and the power supply.
 
 use crate::Source;
+use crate::error::{Record, Unknown};
 use perfsleuth_model::{Environment, ImpactClass};
 
 /// Which perf_event counter groups (`hardware`, `software`, `tracepoints`)
@@ -13,7 +14,7 @@ pub type CounterAvailability = [(&'static str, Result<(), String>)];
 
 /// Captures power source, counter availability and valgrind presence.
 pub fn capture(src: &Source, counters: Option<&CounterAvailability>, env: &mut Environment) {
-    env.set_read("power.source", power_source(src), ImpactClass::Performance);
+    env.record("power.source", power_source(src), ImpactClass::Performance);
     for (key, group) in [
         ("perf.hw_counters", "hardware"),
         ("perf.sw_counters", "software"),
@@ -31,9 +32,9 @@ pub fn capture(src: &Source, counters: Option<&CounterAvailability>, env: &mut E
                 },
             )),
         };
-        env.set_read(key, answer, ImpactClass::Context);
+        env.record(key, answer, ImpactClass::Context);
     }
-    env.set_read(
+    env.record(
         "tools.valgrind",
         find_on_path(src, "valgrind"),
         ImpactClass::Context,
@@ -41,7 +42,7 @@ pub fn capture(src: &Source, counters: Option<&CounterAvailability>, env: &mut E
 }
 
 /// `ac`, `battery`, or `none` (no power supply: a server or a VM).
-fn power_source(src: &Source) -> Result<String, String> {
+fn power_source(src: &Source) -> Result<String, Unknown> {
     let Ok(supplies) = src.list_dir("/sys/class/power_supply") else {
         return Ok("none".into());
     };
@@ -59,7 +60,7 @@ fn power_source(src: &Source) -> Result<String, String> {
     Ok(if battery { "battery" } else { "none" }.into())
 }
 
-fn find_on_path(src: &Source, program: &str) -> Result<String, String> {
+fn find_on_path(src: &Source, program: &str) -> Result<String, Unknown> {
     let path = src
         .env_var("PATH")
         .ok_or_else(|| "PATH is not set".to_string())?;
@@ -67,7 +68,7 @@ fn find_on_path(src: &Source, program: &str) -> Result<String, String> {
         .map(|dir| dir.join(program))
         .find(|p| src.path(&p.to_string_lossy()).is_file())
         .map(|p| p.display().to_string())
-        .ok_or_else(|| format!("{program} not found on PATH"))
+        .ok_or_else(|| format!("{program} not found on PATH").into())
 }
 
 #[cfg(test)]

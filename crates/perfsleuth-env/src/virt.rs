@@ -3,6 +3,7 @@
 //! in a container, and the cgroup limits that throttle CPU and memory.
 
 use crate::Source;
+use crate::error::{EnvError, Record, Unknown};
 use crate::kernel::{clean, line, short, unexpected};
 use crate::process::{cpu_list, parse_cpu_list};
 use perfsleuth_model::{Environment, ImpactClass};
@@ -32,13 +33,13 @@ pub fn capture(src: &Source, env: &mut Environment) {
     use ImpactClass::*;
     let dmi_vendor = line(src, "/sys/class/dmi/id/sys_vendor");
     let dmi_product = line(src, "/sys/class/dmi/id/product_name");
-    env.set_read(
+    env.record(
         "virt.hypervisor",
         hypervisor(src, dmi_vendor.as_deref().ok(), dmi_product.as_deref().ok()),
         Identity,
     );
-    env.set_read("virt.dmi.vendor", dmi_vendor, Identity);
-    env.set_read("virt.dmi.product", dmi_product, Identity);
+    env.record("virt.dmi.vendor", dmi_vendor, Identity);
+    env.record("virt.dmi.product", dmi_product, Identity);
     env.set("virt.container", container(src), Performance);
     cgroup(src, env);
 }
@@ -49,7 +50,7 @@ fn hypervisor(
     src: &Source,
     dmi_vendor: Option<&str>,
     dmi_product: Option<&str>,
-) -> Result<String, String> {
+) -> Result<String, Unknown> {
     let sys_type = line(src, "/sys/hypervisor/type")
         .ok()
         .map(|t| match t.as_str() {
@@ -71,10 +72,10 @@ fn hypervisor(
                 .map(|v| cpuid_hypervisor(&v))
                 .or(sys_type)
                 .or(from_dmi)
-                .ok_or_else(|| "the CPU reports a hypervisor, but neither cpuid 0x40000000, /sys/hypervisor/type nor DMI names it".to_string())
+                .ok_or_else(|| "the CPU reports a hypervisor, but neither cpuid 0x40000000, /sys/hypervisor/type nor DMI names it".into())
         }
         Err(reason) => sys_type.or(from_dmi).ok_or_else(|| {
-            format!("no cpuid ({reason}), no /sys/hypervisor/type, no hypervisor in DMI")
+            format!("no cpuid ({reason}), no /sys/hypervisor/type, no hypervisor in DMI").into()
         }),
     }
 }
@@ -229,7 +230,8 @@ fn cgroup(src: &Source, env: &mut Environment) {
     use ImpactClass::*;
     let lines = src
         .read("/proc/self/cgroup")
-        .map(|t| parse_cgroup_lines(&t));
+        .map(|t| parse_cgroup_lines(&t))
+        .map_err(Unknown::from);
     let version = if src.exists(&format!("{CGROUP_MOUNT}/cgroup.controllers")) {
         Ok(Version::V2)
     } else if src.exists(&format!("{CGROUP_MOUNT}/cpu/cpu.cfs_quota_us"))
@@ -246,7 +248,7 @@ fn cgroup(src: &Source, env: &mut Environment) {
             "neither {CGROUP_MOUNT}/cgroup.controllers (v2) nor v1 controllers found"
         ))
     };
-    env.set_read(
+    env.record(
         "cgroup.version",
         version
             .clone()
@@ -255,7 +257,7 @@ fn cgroup(src: &Source, env: &mut Environment) {
     );
 
     // The path of a controller's hierarchy (the unified one for v2).
-    let path_of = |controller: &str| -> Result<String, String> {
+    let path_of = |controller: &str| -> Result<String, Unknown> {
         let lines = lines.as_ref().map_err(|e| e.clone())?;
         let wanted = |l: &&CgroupLine| match version {
             Ok(Version::V1) => l.controllers.iter().any(|c| c == controller),
@@ -267,12 +269,12 @@ fn cgroup(src: &Source, env: &mut Environment) {
             .find(wanted)
             .or_else(|| lines.iter().find(unified))
             .map(|l| l.path.clone())
-            .ok_or_else(|| "no usable line in /proc/self/cgroup".to_string())
+            .ok_or_else(|| "no usable line in /proc/self/cgroup".into())
     };
-    env.set_read("cgroup.path", path_of("cpu"), Context);
+    env.record("cgroup.path", path_of("cpu"), Context);
 
     let Ok(version) = version else {
-        let reason = "cgroup version unknown".to_string();
+        let reason = Unknown::from("cgroup version unknown");
         for k in [
             "cgroup.cpu.max",
             "cgroup.cpu.quota",
@@ -286,7 +288,7 @@ fn cgroup(src: &Source, env: &mut Environment) {
             } else {
                 Performance
             };
-            env.set_read(k, Err(reason.clone()), class);
+            env.record(k, Err(reason.clone()), class);
         }
         return;
     };
@@ -307,16 +309,19 @@ fn cgroup(src: &Source, env: &mut Environment) {
                     let period = src.read_line(&format!("{dir}/cpu.cfs_period_us"));
                     (v1_cpu_max(&dir, &quota, period), Some(dir))
                 }
-                None => (Err(format!("no cpu.cfs_quota_us under {mount}")), None),
+                None => (
+                    Err(format!("no cpu.cfs_quota_us under {mount}").into()),
+                    None,
+                ),
             }
         }
     };
-    env.set_read(
+    env.record(
         "cgroup.cpu.quota",
         cpu_max.clone().and_then(|m| quota(&m)),
         Performance,
     );
-    env.set_read("cgroup.cpu.max", cpu_max.clone(), Performance);
+    env.record("cgroup.cpu.max", cpu_max.clone(), Performance);
 
     let cpuset = match version {
         Version::V2 => find_up(src, CGROUP_MOUNT, &cpu_path, "cpuset.cpus.effective")
@@ -332,7 +337,7 @@ fn cgroup(src: &Source, env: &mut Environment) {
                 })
         }
     };
-    env.set_read(
+    env.record(
         "cgroup.cpuset",
         match cpuset {
             Some((file, text)) => parse_cpu_list(&text)
@@ -353,11 +358,11 @@ fn cgroup(src: &Source, env: &mut Environment) {
             let p = path_of("memory").unwrap_or_default();
             match find_up(src, &mount, &p, "memory.limit_in_bytes") {
                 Some((dir, text)) => bytes_or_max(&format!("{dir}/memory.limit_in_bytes"), &text),
-                None => Err(format!("no memory.limit_in_bytes under {mount}")),
+                None => Err(format!("no memory.limit_in_bytes under {mount}").into()),
             }
         }
     };
-    env.set_read("cgroup.memory.max", memory, Performance);
+    env.record("cgroup.memory.max", memory, Performance);
 
     let (throttled, usec) = throttling(
         src,
@@ -366,8 +371,8 @@ fn cgroup(src: &Source, env: &mut Environment) {
         &cpu_path,
         cpu_max.as_deref().ok(),
     );
-    env.set_read("cgroup.cpu.nr_throttled", throttled, Context);
-    env.set_read("cgroup.cpu.throttled_usec", usec, Context);
+    env.record("cgroup.cpu.nr_throttled", throttled, Context);
+    env.record("cgroup.cpu.throttled_usec", usec, Context);
 }
 
 /// The mount point of a v1 controller: `/sys/fs/cgroup/cpu` is often a link
@@ -412,7 +417,7 @@ fn find_up(src: &Source, mount: &str, path: &str, file: &str) -> Option<(String,
 }
 
 /// v1's quota and period in v2's `cpu.max` syntax (`max 100000`, `50000 100000`).
-fn v1_cpu_max(dir: &str, quota: &str, period: Result<String, String>) -> Result<String, String> {
+fn v1_cpu_max(dir: &str, quota: &str, period: Result<String, EnvError>) -> Result<String, Unknown> {
     let q: i64 = quota
         .trim()
         .parse()
@@ -430,7 +435,7 @@ fn v1_cpu_max(dir: &str, quota: &str, period: Result<String, String>) -> Result<
 }
 
 /// The quota of a `cpu.max` value in CPUs (`0.5 CPU`), or `none`.
-fn quota(cpu_max: &str) -> Result<String, String> {
+fn quota(cpu_max: &str) -> Result<String, Unknown> {
     let mut parts = cpu_max.split_whitespace();
     let q = parts.next().unwrap_or("");
     if q == "max" {
@@ -444,7 +449,7 @@ fn quota(cpu_max: &str) -> Result<String, String> {
         .parse()
         .map_err(|_| bad())?;
     if p == 0 {
-        return Err(bad());
+        return Err(bad().into());
     }
     let cpus = format!("{:.2}", q as f64 / p as f64);
     let cpus = cpus.trim_end_matches('0').trim_end_matches('.');
@@ -453,7 +458,7 @@ fn quota(cpu_max: &str) -> Result<String, String> {
 
 /// A memory limit as bytes, or `max`; v1's "unlimited" is a huge page-aligned
 /// number (9223372036854771712), written `max` too.
-fn bytes_or_max(file: &str, text: &str) -> Result<String, String> {
+fn bytes_or_max(file: &str, text: &str) -> Result<String, Unknown> {
     let t = text.trim();
     if t == "max" {
         return Ok("max".into());
@@ -473,17 +478,18 @@ fn throttling(
     stat_dir: Option<&str>,
     cpu_path: &str,
     cpu_max: Option<&str>,
-) -> (Result<String, String>, Result<String, String>) {
+) -> (Result<String, Unknown>, Result<String, Unknown>) {
     let stat = match stat_dir {
         Some(dir) => src
             .read(&format!("{dir}/cpu.stat"))
-            .map(|t| (format!("{dir}/cpu.stat"), t)),
+            .map(|t| (format!("{dir}/cpu.stat"), t))
+            .map_err(Unknown::from),
         None => find_up(src, CGROUP_MOUNT, cpu_path, "cpu.stat")
             .map(|(d, t)| (format!("{d}/cpu.stat"), t))
-            .ok_or_else(|| "no cpu.stat".to_string()),
+            .ok_or_else(|| "no cpu.stat".into()),
     };
     let unlimited = cpu_max.is_some_and(|m| m.starts_with("max"));
-    let field = |name: &str, scale: u64| -> Result<String, String> {
+    let field = |name: &str, scale: u64| -> Result<String, Unknown> {
         let (file, text) = stat.as_ref().map_err(|e| e.clone())?;
         let found = text.lines().find_map(|l| {
             let mut p = l.split_whitespace();
@@ -498,7 +504,7 @@ fn throttling(
         match found.flatten() {
             Some(v) => v,
             None if unlimited => Ok("0".into()),
-            None => Err(format!("no {name} in {file}")),
+            None => Err(format!("no {name} in {file}").into()),
         }
     };
     let usec = match version {

@@ -4,7 +4,7 @@
 //! `tests/fixtures/README.md`; the keys are those of `docs/ENVIRONMENT.md`.
 
 use perfsleuth_env::{
-    Severity, Source, binary_facts, capture, check, diff, has_problems, significant,
+    EnvError, Severity, Source, binary_facts, capture, check, diff, has_problems, significant,
 };
 use perfsleuth_model::{Environment, ImpactClass, UNKNOWN};
 use std::collections::BTreeSet;
@@ -972,10 +972,12 @@ fn a_tree_without_a_dump_takes_cpuid_from_an_explicit_file() {
 fn a_bad_cpuid_file_is_an_error() {
     let garbage = Source::root(fixture(INTEL)).with_cpuid_file(&fixture(GARBAGE).join("cpuid.txt"));
     let err = garbage.expect_err("the garbage dump must be rejected");
-    assert!(err.contains("cpuid.txt"), "{err}");
+    assert!(matches!(err, EnvError::CpuidDump { .. }), "{err}");
+    assert!(err.to_string().contains("cpuid.txt"), "{err}");
     let missing = Source::root(fixture(INTEL)).with_cpuid_file(Path::new("/nonexistent/cpuid.txt"));
     let err = missing.expect_err("a missing dump is an error");
-    assert!(err.contains("/nonexistent/cpuid.txt"), "{err}");
+    assert!(matches!(err, EnvError::CpuidFile { .. }), "{err}");
+    assert!(err.to_string().contains("/nonexistent/cpuid.txt"), "{err}");
 }
 
 // ---------------------------------------------------------------------------

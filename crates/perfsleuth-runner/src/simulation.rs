@@ -294,7 +294,7 @@ pub const CPUID_KEY: &str = "sim.cpuid_dispatch";
 /// [`CPUID_KEY`] fact (`none` when there are none) and returns a warning
 /// per benchmark that has any.
 pub fn cpuid_check(benchmarks: &[Benchmark], env: &mut Environment) -> Vec<String> {
-    let mut seen: BTreeMap<String, Result<usize, String>> = BTreeMap::new();
+    let mut seen: BTreeMap<String, Result<usize, perfsleuth_env::ElfError>> = BTreeMap::new();
     let mut warnings = Vec::new();
     let mut all: Vec<String> = Vec::new();
     for b in benchmarks {
