@@ -8,243 +8,309 @@ pub use perfsleuth_model::schema::{Finding, Severity};
 /// Judges whether the machine described by `env` is fit to benchmark on,
 /// most serious findings first.
 pub fn check(env: &Environment) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let get = |k: &str| env.get(k).filter(|v| *v != UNKNOWN);
-    let num = |k: &str| {
-        get(k)
+    let mut checker = Checker {
+        env,
+        out: Vec::new(),
+    };
+    checker.tuning();
+    checker.load();
+    checker.tools();
+    checker.coverage();
+    let mut out = checker.out;
+    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    out
+}
+
+/// The facts being judged and the findings so far, in the order found (the
+/// sort by severity keeps that order within a severity).
+struct Checker<'a> {
+    env: &'a Environment,
+    out: Vec<Finding>,
+}
+
+impl<'a> Checker<'a> {
+    /// A fact's value, unless it is unknown.
+    fn get(&self, key: &str) -> Option<&'a str> {
+        self.env.get(key).filter(|v| *v != UNKNOWN)
+    }
+
+    /// The number a fact's value starts with.
+    fn num(&self, key: &str) -> Option<f64> {
+        self.get(key)
             .and_then(|v| v.split_whitespace().next())
             .and_then(|v| v.parse::<f64>().ok())
-    };
-    let mut add = |severity, key: &str, message: String, recommendation: &str| {
-        out.push(Finding {
+    }
+
+    /// Adds a finding.
+    fn add(&mut self, severity: Severity, key: &str, message: String, recommendation: &str) {
+        self.out.push(Finding {
             severity,
             key: key.to_string(),
             message,
             recommendation: recommendation.to_string(),
         })
-    };
-    use Severity::*;
+    }
 
-    const GOVERNORS: [&str; 6] = [
-        "performance",
-        "powersave",
-        "ondemand",
-        "conservative",
-        "schedutil",
-        "userspace",
-    ];
-    match get("cpu.freq.governor") {
-        Some("performance") => {}
-        Some(g) if !GOVERNORS.contains(&g) => add(
-            Info,
-            "cpu.freq.governor",
-            format!("unrecognised CPU frequency governor `{g}`"),
-            "check /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
-        ),
-        Some(g) => add(
-            Warning,
-            "cpu.freq.governor",
-            format!("CPU frequency governor is `{g}`: the clock follows the load"),
-            "sudo cpupower frequency-set -g performance (or pyperf system tune)",
-        ),
-        None => add(
-            Info,
-            "cpu.freq.governor",
-            "no CPU frequency control visible (typical in VMs): the host decides the clock".into(),
-            "compare results only from the same instance type",
-        ),
-    }
-    if get("cpu.boost") == Some("on") {
-        add(
-            Warning,
-            "cpu.boost",
-            "turbo/boost is on: the clock depends on temperature and on the other cores".into(),
-            "echo 1 | sudo tee /sys/devices/system/cpu/intel_pstate/no_turbo (Intel) or echo 0 | sudo tee /sys/devices/system/cpu/cpufreq/boost",
-        );
-    }
-    if get("cpu.smt") == Some("on") {
-        add(
-            Info,
-            "cpu.smt",
-            "SMT is on: a sibling thread can share the benchmark's core".into(),
-            "pin the benchmark to one thread per core, or echo off | sudo tee /sys/devices/system/cpu/smt/control",
-        );
-    }
-    if get("kernel.param.isolcpus").is_none() && get("kernel.param.nohz_full").is_none() {
-        add(
-            Info,
-            "kernel.param.isolcpus",
-            "no CPUs are isolated from the scheduler".into(),
-            "boot with isolcpus=N nohz_full=N and run under taskset -c N",
-        );
-    }
-    if let Some(aslr) = get("kernel.aslr").filter(|v| !matches!(*v, "off" | "0")) {
-        add(
-            Info,
-            "kernel.aslr",
-            format!("ASLR is on ({aslr}): memory layout changes from run to run"),
-            "keep it on and rely on many runs, or use setarch -R for layout-sensitive comparisons",
-        );
-    }
-    if get("mem.thp.enabled") == Some("always") {
-        add(
-            Info,
-            "mem.thp.enabled",
-            "transparent huge pages are `always`: page-fault costs vary with memory fragmentation"
-                .into(),
-            "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled",
-        );
-    }
-    if let Some((severity, key, message, recommendation)) = noise_finding(&num, &STEAL) {
-        add(severity, key, message, recommendation);
-    } else if get("virt.hypervisor").is_some_and(|h| h != "none" && h != UNKNOWN)
-        && let Some(boot) = num("noise.steal_pct")
-    {
-        // A run's steal warning points here: a VM says what it measured,
-        // low as it may be now, since steal comes and goes with the host.
-        let watched = num("noise.run.steal_pct")
-            .zip(num("noise.run.seconds"))
-            .map_or(String::new(), |(v, secs)| {
-                format!("{v:.1}% over the {secs:.1} s watched, ")
-            });
-        add(
-            Info,
-            "noise.steal_pct",
-            format!(
-                "the hypervisor takes CPU time from this VM (steal): {watched}{boot:.1}% since boot"
+    /// The clock, and the kernel and memory settings a tuned machine changes.
+    fn tuning(&mut self) {
+        use Severity::*;
+        const GOVERNORS: [&str; 6] = [
+            "performance",
+            "powersave",
+            "ondemand",
+            "conservative",
+            "schedutil",
+            "userspace",
+        ];
+        match self.get("cpu.freq.governor") {
+            Some("performance") => {}
+            Some(g) if !GOVERNORS.contains(&g) => self.add(
+                Info,
+                "cpu.freq.governor",
+                format!("unrecognised CPU frequency governor `{g}`"),
+                "check /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
             ),
-            "steal comes and goes with the host's other tenants: a run warns with its own figure; measure the sides interleaved (ab, two commands in one run) so both see it alike",
-        );
-    }
-    let cores = num("cpu.logical_cores").unwrap_or(1.0);
-    // procs_running counts perfsleuth itself; an instant's count, not
-    // judged once the pressure over the run is known.
-    let runnable = num("noise.runnable").filter(|_| num("noise.run.psi.cpu.some_pct").is_none());
-    if let Some(others) = runnable.map(|r| r - 1.0).filter(|o| *o >= 1.0) {
-        let busy = others >= cores.max(1.0);
-        add(
-            if busy { Problem } else { Warning },
-            "noise.runnable",
-            format!(
-                "{others} other tasks were runnable at start on {cores} CPUs{}",
-                if busy { ": the machine is busy" } else { "" }
+            Some(g) => self.add(
+                Warning,
+                "cpu.freq.governor",
+                format!("CPU frequency governor is `{g}`: the clock follows the load"),
+                "sudo cpupower frequency-set -g performance (or pyperf system tune)",
             ),
-            "stop other work (look at top or pidstat) before measuring",
-        );
-    }
-    if let Some((severity, key, message, recommendation)) = noise_finding(&num, &PRESSURE) {
-        add(severity, key, message, recommendation);
-    }
-    if let Some(n) = num("cgroup.cpu.nr_throttled").filter(|n| *n > 0.0) {
-        add(
-            Problem,
-            "cgroup.cpu.nr_throttled",
-            format!("this cgroup has been CPU-throttled {n} times"),
-            "raise the container's CPU limit or benchmark outside it; throttling stalls the benchmark for whole periods",
-        );
-    }
-    if let Some(q) = get("cgroup.cpu.quota").filter(|q| *q != "none") {
-        add(
-            Warning,
-            "cgroup.cpu.quota",
-            format!("a cgroup CPU quota of {q} applies"),
-            "parallel benchmarks will be throttled; give the container whole CPUs or no limit",
-        );
-    }
-    if get("power.source") == Some("battery") {
-        add(
-            Problem,
-            "power.source",
-            "running on battery: power saving lowers and varies the clock".into(),
-            "plug in the charger",
-        );
-    }
-    if get("perf.hw_counters").is_none()
-        && num("kernel.perf_event_paranoid").is_some_and(|p| p >= 3.0)
-    {
-        add(
-            Warning,
-            "kernel.perf_event_paranoid",
-            "perf_event_paranoid ≥ 3: unprivileged processes cannot read performance counters"
-                .into(),
-            "sudo sysctl kernel.perf_event_paranoid=1 for counter measurements",
-        );
-    }
-    match get("perf.hw_counters") {
-        Some("available") => {}
-        Some(why) => add(
-            Warning,
-            "perf.hw_counters",
-            format!("hardware performance counters are not usable: {why}"),
-            "cycles/instructions will not be recorded; use --mode simulation (callgrind) for deterministic counts",
-        ),
-        None => {}
-    }
-    match get("perf.sw_counters") {
-        Some("available") | None => {}
-        Some(why) => add(
-            Warning,
-            "perf.sw_counters",
-            format!("software performance counters are not usable: {why}"),
-            "task clock, context switches, migrations and page faults will not be recorded per run; sudo sysctl kernel.perf_event_paranoid=1 (or grant CAP_PERFMON)",
-        ),
-    }
-    match get("perf.tracepoints") {
-        Some("available") | None => {}
-        // Not mounted is fixed by mounting it, whoever runs: "run as root"
-        // told root nothing.
-        Some(why) if why.contains("not mounted") => add(
-            Warning,
-            "perf.tracepoints",
-            format!("tracepoints are not usable: {why}"),
-            "futex calls and scheduler switches will not be counted; mount tracefs: sudo mount -t tracefs nodev /sys/kernel/tracing",
-        ),
-        Some(why) => add(
-            Warning,
-            "perf.tracepoints",
-            format!("tracepoints are not usable: {why}"),
-            "futex calls and scheduler switches will not be counted; run as root (or with CAP_PERFMON and a readable tracefs) with tracefs mounted at /sys/kernel/tracing",
-        ),
-    }
-    if get("tools.valgrind").is_none() {
-        add(
-            Info,
-            "tools.valgrind",
-            "valgrind is not installed: deterministic (callgrind) measurements are unavailable"
-                .into(),
-            "sudo apt-get install valgrind",
-        );
-    }
-    if let Some(cs) =
-        get("kernel.clocksource").filter(|c| matches!(*c, "hpet" | "acpi_pm" | "jiffies"))
-    {
-        add(
-            Warning,
-            "kernel.clocksource",
-            format!("the clocksource is `{cs}`: every clock read is a slow hardware access"),
-            "use tsc if the CPU's TSC is stable (clocksource=tsc tsc=reliable)",
-        );
-    }
-    // Every check above passes on facts it cannot read: a tree with nothing
-    // in it must not come out "fit". Judged only on a whole capture (one
-    // that has the identity facts at all), not on a hand-made fact map.
-    let unknown = env.facts.values().filter(|f| f.value == UNKNOWN).count();
-    let captured = ["cpu.model", "kernel.release"]
-        .iter()
-        .all(|k| env.facts.contains_key(*k));
-    if captured && unknown * 2 > env.facts.len() {
-        add(
-            Problem,
-            "facts",
-            format!(
-                "{unknown} of {} facts are unknown, so whether this machine is fit cannot be judged",
-                env.facts.len()
+            None => self.add(
+                Info,
+                "cpu.freq.governor",
+                "no CPU frequency control visible (typical in VMs): the host decides the clock"
+                    .into(),
+                "compare results only from the same instance type",
             ),
-            "with --root, give a copy of / holding proc/, sys/ and etc/; `perfsleuth env show` says why each fact is unknown",
-        );
+        }
+        if self.get("cpu.boost") == Some("on") {
+            self.add(
+                Warning,
+                "cpu.boost",
+                "turbo/boost is on: the clock depends on temperature and on the other cores".into(),
+                "echo 1 | sudo tee /sys/devices/system/cpu/intel_pstate/no_turbo (Intel) or echo 0 | sudo tee /sys/devices/system/cpu/cpufreq/boost",
+            );
+        }
+        if self.get("cpu.smt") == Some("on") {
+            self.add(
+                Info,
+                "cpu.smt",
+                "SMT is on: a sibling thread can share the benchmark's core".into(),
+                "pin the benchmark to one thread per core, or echo off | sudo tee /sys/devices/system/cpu/smt/control",
+            );
+        }
+        if self.get("kernel.param.isolcpus").is_none()
+            && self.get("kernel.param.nohz_full").is_none()
+        {
+            self.add(
+                Info,
+                "kernel.param.isolcpus",
+                "no CPUs are isolated from the scheduler".into(),
+                "boot with isolcpus=N nohz_full=N and run under taskset -c N",
+            );
+        }
+        if let Some(aslr) = self
+            .get("kernel.aslr")
+            .filter(|v| !matches!(*v, "off" | "0"))
+        {
+            self.add(
+                Info,
+                "kernel.aslr",
+                format!("ASLR is on ({aslr}): memory layout changes from run to run"),
+                "keep it on and rely on many runs, or use setarch -R for layout-sensitive comparisons",
+            );
+        }
+        if self.get("mem.thp.enabled") == Some("always") {
+            self.add(
+                Info,
+                "mem.thp.enabled",
+                "transparent huge pages are `always`: page-fault costs vary with memory fragmentation"
+                    .into(),
+                "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled",
+            );
+        }
     }
-    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    out
+
+    /// Other work, the hypervisor, cgroup limits and the battery taking or slowing the CPU.
+    fn load(&mut self) {
+        use Severity::*;
+        if let Some((severity, key, message, recommendation)) =
+            noise_finding(&|k| self.num(k), &STEAL)
+        {
+            self.add(severity, key, message, recommendation);
+        } else if self
+            .get("virt.hypervisor")
+            .is_some_and(|h| h != "none" && h != UNKNOWN)
+            && let Some(boot) = self.num("noise.steal_pct")
+        {
+            // A run's steal warning points here: a VM says what it measured,
+            // low as it may be now, since steal comes and goes with the host.
+            let watched = self
+                .num("noise.run.steal_pct")
+                .zip(self.num("noise.run.seconds"))
+                .map_or(String::new(), |(v, secs)| {
+                    format!("{v:.1}% over the {secs:.1} s watched, ")
+                });
+            self.add(
+                Info,
+                "noise.steal_pct",
+                format!(
+                    "the hypervisor takes CPU time from this VM (steal): {watched}{boot:.1}% since boot"
+                ),
+                "steal comes and goes with the host's other tenants: a run warns with its own figure; measure the sides interleaved (ab, two commands in one run) so both see it alike",
+            );
+        }
+        let cores = self.num("cpu.logical_cores").unwrap_or(1.0);
+        // procs_running counts perfsleuth itself; an instant's count, not
+        // judged once the pressure over the run is known.
+        let runnable = self
+            .num("noise.runnable")
+            .filter(|_| self.num("noise.run.psi.cpu.some_pct").is_none());
+        if let Some(others) = runnable.map(|r| r - 1.0).filter(|o| *o >= 1.0) {
+            let busy = others >= cores.max(1.0);
+            self.add(
+                if busy { Problem } else { Warning },
+                "noise.runnable",
+                format!(
+                    "{others} other tasks were runnable at start on {cores} CPUs{}",
+                    if busy { ": the machine is busy" } else { "" }
+                ),
+                "stop other work (look at top or pidstat) before measuring",
+            );
+        }
+        if let Some((severity, key, message, recommendation)) =
+            noise_finding(&|k| self.num(k), &PRESSURE)
+        {
+            self.add(severity, key, message, recommendation);
+        }
+        if let Some(n) = self.num("cgroup.cpu.nr_throttled").filter(|n| *n > 0.0) {
+            self.add(
+                Problem,
+                "cgroup.cpu.nr_throttled",
+                format!("this cgroup has been CPU-throttled {n} times"),
+                "raise the container's CPU limit or benchmark outside it; throttling stalls the benchmark for whole periods",
+            );
+        }
+        if let Some(q) = self.get("cgroup.cpu.quota").filter(|q| *q != "none") {
+            self.add(
+                Warning,
+                "cgroup.cpu.quota",
+                format!("a cgroup CPU quota of {q} applies"),
+                "parallel benchmarks will be throttled; give the container whole CPUs or no limit",
+            );
+        }
+        if self.get("power.source") == Some("battery") {
+            self.add(
+                Problem,
+                "power.source",
+                "running on battery: power saving lowers and varies the clock".into(),
+                "plug in the charger",
+            );
+        }
+    }
+
+    /// What the measurements rely on: counters, tracepoints, valgrind, the clocksource.
+    fn tools(&mut self) {
+        use Severity::*;
+        if self.get("perf.hw_counters").is_none()
+            && self
+                .num("kernel.perf_event_paranoid")
+                .is_some_and(|p| p >= 3.0)
+        {
+            self.add(
+                Warning,
+                "kernel.perf_event_paranoid",
+                "perf_event_paranoid ≥ 3: unprivileged processes cannot read performance counters"
+                    .into(),
+                "sudo sysctl kernel.perf_event_paranoid=1 for counter measurements",
+            );
+        }
+        match self.get("perf.hw_counters") {
+            Some("available") => {}
+            Some(why) => self.add(
+                Warning,
+                "perf.hw_counters",
+                format!("hardware performance counters are not usable: {why}"),
+                "cycles/instructions will not be recorded; use --mode simulation (callgrind) for deterministic counts",
+            ),
+            None => {}
+        }
+        match self.get("perf.sw_counters") {
+            Some("available") | None => {}
+            Some(why) => self.add(
+                Warning,
+                "perf.sw_counters",
+                format!("software performance counters are not usable: {why}"),
+                "task clock, context switches, migrations and page faults will not be recorded per run; sudo sysctl kernel.perf_event_paranoid=1 (or grant CAP_PERFMON)",
+            ),
+        }
+        match self.get("perf.tracepoints") {
+            Some("available") | None => {}
+            // Not mounted is fixed by mounting it, whoever runs: "run as root"
+            // told root nothing.
+            Some(why) if why.contains("not mounted") => self.add(
+                Warning,
+                "perf.tracepoints",
+                format!("tracepoints are not usable: {why}"),
+                "futex calls and scheduler switches will not be counted; mount tracefs: sudo mount -t tracefs nodev /sys/kernel/tracing",
+            ),
+            Some(why) => self.add(
+                Warning,
+                "perf.tracepoints",
+                format!("tracepoints are not usable: {why}"),
+                "futex calls and scheduler switches will not be counted; run as root (or with CAP_PERFMON and a readable tracefs) with tracefs mounted at /sys/kernel/tracing",
+            ),
+        }
+        if self.get("tools.valgrind").is_none() {
+            self.add(
+                Info,
+                "tools.valgrind",
+                "valgrind is not installed: deterministic (callgrind) measurements are unavailable"
+                    .into(),
+                "sudo apt-get install valgrind",
+            );
+        }
+        if let Some(cs) = self
+            .get("kernel.clocksource")
+            .filter(|c| matches!(*c, "hpet" | "acpi_pm" | "jiffies"))
+        {
+            self.add(
+                Warning,
+                "kernel.clocksource",
+                format!("the clocksource is `{cs}`: every clock read is a slow hardware access"),
+                "use tsc if the CPU's TSC is stable (clocksource=tsc tsc=reliable)",
+            );
+        }
+    }
+
+    /// Too many unknown facts to judge at all.
+    fn coverage(&mut self) {
+        use Severity::*;
+        // Every other step passes on facts it cannot read: a tree with nothing
+        // in it must not come out "fit". Judged only on a whole capture (one
+        // that has the identity facts at all), not on a hand-made fact map.
+        let unknown = self
+            .env
+            .facts
+            .values()
+            .filter(|f| f.value == UNKNOWN)
+            .count();
+        let captured = ["cpu.model", "kernel.release"]
+            .iter()
+            .all(|k| self.env.facts.contains_key(*k));
+        if captured && unknown * 2 > self.env.facts.len() {
+            self.add(
+                Problem,
+                "facts",
+                format!(
+                    "{unknown} of {} facts are unknown, so whether this machine is fit cannot be judged",
+                    self.env.facts.len()
+                ),
+                "with --root, give a copy of / holding proc/, sys/ and etc/; `perfsleuth env show` says why each fact is unknown",
+            );
+        }
+    }
 }
 
 /// Whether the findings include [`check`]'s "too little is known" problem.
