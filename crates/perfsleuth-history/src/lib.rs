@@ -238,7 +238,7 @@ pub struct Loaded {
     /// The points, in the entries' order.
     pub points: Vec<Stored>,
     /// The summaries computed from samples (not cached yet), by benchmark
-    /// id, for the caller to cache ([`Store::put_metric_summaries`]) when it may write.
+    /// id, for the caller to cache ([`RunWriter::put_metric_summaries`](perfsleuth_store::RunWriter::put_metric_summaries)) when it may write.
     pub fresh: Vec<(i64, MetricSummary)>,
 }
 

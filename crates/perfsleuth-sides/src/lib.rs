@@ -317,7 +317,7 @@ pub fn add_history(
 }
 
 /// The stored runs of exactly the program `bench` of `run` ran (see
-/// [`Store::same_binary_runs`]), newest first, each with that benchmark
+/// [`RunReader::same_binary_runs`](perfsleuth_store::RunReader::same_binary_runs)), newest first, each with that benchmark
 /// only; none when its binary hash is unknown.
 pub fn same_binary(
     store: &dyn Store,

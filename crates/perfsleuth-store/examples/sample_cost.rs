@@ -1,6 +1,6 @@
 //! Measures the cost of committing one sample: `sample_cost PATH N`.
 use perfsleuth_model::{Benchmark, Environment, Mode, Run, RunStatus, Sample};
-use perfsleuth_store::{SqliteStore, Store as _};
+use perfsleuth_store::{RunWriter as _, SqliteStore};
 use std::time::Instant;
 
 fn main() {

@@ -231,7 +231,7 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{SqliteStore, Store as _};
+    use crate::{RunReader as _, SqliteStore};
 
     #[test]
     fn a_version_1_store_is_migrated_forward_and_keeps_its_runs() {

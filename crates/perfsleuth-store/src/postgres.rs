@@ -9,21 +9,17 @@
 
 use crate::error::StoreError;
 use crate::migrations::STORE_SCHEMA_VERSION;
-use crate::queries::{self, impl_store};
-use crate::sql::{Db, Dialect, Row, TxOp, Val, dollar_placeholders};
-use crate::{HistoryEntry, Ingested, MetricSummary, ProjectInfo, RunKind, RunListing, TokenRecord};
+use crate::queries::{Admin, Backend, RunReader, RunWriter};
+use crate::sql::{Db, Dialect, Row, Session, TxOp, Val, dollar_placeholders};
 use bytes::BytesMut;
-use perfsleuth_model::{
-    Benchmark, Environment, Metric, Mode, ProbeResult, Profile, Run, RunStatus, Sample,
-};
 use postgres::error::SqlState;
 use postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, Config, NoTls, Statement};
-use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::error::Error;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -34,7 +30,7 @@ const MIGRATION_LOCK: i64 = 0x5053_4c54;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Prepared statements kept per connection; the multi-row inserts of
-/// [`crate::Store::ingest_run`] vary in length, so the cache is bounded.
+/// [`crate::RunWriter::ingest_run`] vary in length, so the cache is bounded.
 const STATEMENT_CACHE: usize = 512;
 
 /// The PostgreSQL schema, one step per SQLite migration
@@ -144,16 +140,14 @@ pub(crate) const PG_MIGRATIONS: &[&str] = &[
 pub struct PgStore {
     client: RefCell<Client>,
     statements: RefCell<HashMap<String, Statement>>,
-    place: PathBuf,
-    depth: Cell<u32>,
-    pub(crate) project: String,
+    session: Session,
 }
 
 impl fmt::Debug for PgStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgStore")
-            .field("place", &self.place)
-            .field("project", &self.project)
+            .field("place", &self.session.place)
+            .field("project", &self.session.project)
             .finish_non_exhaustive()
     }
 }
@@ -201,16 +195,14 @@ impl PgStore {
         let store = PgStore {
             client: RefCell::new(client),
             statements: RefCell::new(HashMap::new()),
-            place: PathBuf::from(&place),
-            depth: Cell::new(0),
-            project: String::new(),
+            session: Session::new(PathBuf::from(&place)),
         };
         store.migrate()?;
         Ok(store)
     }
 
     fn err(&self, e: postgres::Error) -> StoreError {
-        let place = self.place.display().to_string();
+        let place = self.session.place.display().to_string();
         if let Some(db) = e.as_db_error() {
             let code = db.code().code();
             if db.code() == &SqlState::UNIQUE_VIOLATION {
@@ -250,7 +242,7 @@ impl PgStore {
 
     /// Brings the database to [`STORE_SCHEMA_VERSION`], or refuses it.
     fn migrate(&self) -> Result<(), StoreError> {
-        let place = self.place.clone();
+        let place = self.session.place.clone();
         let mut client = self.client.borrow_mut();
         let mut tx = client.transaction().map_err(|e| self.err(e))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
@@ -397,10 +389,6 @@ impl Db for PgStore {
         Dialect::Postgres
     }
 
-    fn place(&self) -> &Path {
-        &self.place
-    }
-
     fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
         let mut client = self.client.borrow_mut();
         let stmt = self.statement(&mut client, sql)?;
@@ -437,16 +425,19 @@ impl Db for PgStore {
             .map_err(|e| self.err(e))
     }
 
-    fn depth(&self) -> &Cell<u32> {
-        &self.depth
+    fn session(&self) -> &Session {
+        &self.session
     }
 
-    fn project(&self) -> &str {
-        &self.project
+    fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
     }
 }
 
-impl_store!(PgStore);
+impl Backend for PgStore {}
+impl RunWriter for PgStore {}
+impl RunReader for PgStore {}
+impl Admin for PgStore {}
 
 #[cfg(test)]
 mod tests {

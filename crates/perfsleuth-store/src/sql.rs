@@ -8,11 +8,11 @@
 
 use crate::error::StoreError;
 use std::cell::Cell;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One SQL value, as bound or read.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Val {
+pub enum Val {
     /// NULL.
     Null,
     /// An integer (SQLite INTEGER, PostgreSQL BIGINT/INTEGER).
@@ -87,7 +87,7 @@ pub(crate) use vals;
 
 /// One result row.
 #[derive(Debug, Clone)]
-pub(crate) struct Row(pub(crate) Vec<Val>);
+pub struct Row(pub(crate) Vec<Val>);
 
 impl Row {
     fn at(&self, i: usize) -> &Val {
@@ -169,7 +169,7 @@ impl Row {
 
 /// Which SQL dialect a backend speaks, for the few things spelled differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dialect {
+pub enum Dialect {
     /// SQLite 3.
     Sqlite,
     /// PostgreSQL.
@@ -196,28 +196,52 @@ impl Dialect {
     }
 }
 
-/// A connection both the embedded and the server backend provide; the
-/// [`crate::Store`] trait is implemented once for every `Db`.
-pub(crate) trait Db {
+/// What a handle keeps beside its connection, the same for both backends.
+#[derive(Debug)]
+pub struct Session {
+    /// What error messages name: the SQLite file, or the database URL without its password.
+    pub(crate) place: PathBuf,
+    /// The project every run read or written belongs to ("" outside a server).
+    pub(crate) project: String,
+    /// How deep in [`transaction`] calls the connection is.
+    pub(crate) depth: Cell<u32>,
+}
+
+impl Session {
+    /// A session at `place`, in project "", outside any transaction.
+    pub(crate) fn new(place: PathBuf) -> Session {
+        Session {
+            place,
+            project: String::new(),
+            depth: Cell::new(0),
+        }
+    }
+}
+
+/// The primitives the embedded and the server backend each provide; every
+/// query is written once over them, as the provided methods of the role
+/// traits ([`crate::RunWriter`], [`crate::RunReader`], [`crate::Admin`]).
+///
+/// Public only in name: this module is private, so no other crate can
+/// implement it (and so the role traits) or call its methods.
+pub trait Db {
     /// The dialect.
     fn dialect(&self) -> Dialect;
-    /// What error messages name: the SQLite file, or the database URL without its password.
-    fn place(&self) -> &Path;
     /// Runs a query and returns all its rows.
     fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError>;
     /// Runs a statement and returns the number of rows it changed.
     fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError>;
     /// Runs `BEGIN` (for writing or reading), `COMMIT` or `ROLLBACK`.
     fn control(&self, op: TxOp) -> Result<(), StoreError>;
-    /// How deep in [`transaction`] calls this connection is.
-    fn depth(&self) -> &Cell<u32>;
-    /// The project every run read or written belongs to ("" outside a server).
-    fn project(&self) -> &str;
+    /// The handle's place, project and transaction depth.
+    fn session(&self) -> &Session;
+    /// The same, to change the project.
+    fn session_mut(&mut self) -> &mut Session;
 }
 
 /// A transaction control statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TxOp {
+pub enum TxOp {
     /// Begin a transaction that will write (takes the write lock at once in SQLite).
     BeginWrite,
     /// Begin a transaction that only reads: one consistent snapshot.
@@ -235,11 +259,11 @@ pub(crate) fn transaction<D: Db + ?Sized, R>(
     write: bool,
     f: impl FnOnce() -> Result<R, StoreError>,
 ) -> Result<R, StoreError> {
-    let depth = db.depth().get();
+    let depth = db.session().depth.get();
     if depth > 0 {
-        db.depth().set(depth + 1);
+        db.session().depth.set(depth + 1);
         let r = f();
-        db.depth().set(depth);
+        db.session().depth.set(depth);
         return r;
     }
     db.control(if write {
@@ -247,9 +271,9 @@ pub(crate) fn transaction<D: Db + ?Sized, R>(
     } else {
         TxOp::BeginRead
     })?;
-    db.depth().set(1);
+    db.session().depth.set(1);
     let r = f();
-    db.depth().set(0);
+    db.session().depth.set(0);
     match r {
         Ok(v) => {
             if let Err(e) = db.control(TxOp::Commit) {

@@ -4,19 +4,13 @@
 use crate::error::{At, StoreError, sql_err};
 use crate::location::ensure_gitignore;
 use crate::migrations::{FileState, Identity, STORE_SCHEMA_VERSION, migrate, precheck};
-use crate::queries::{self, impl_store};
+use crate::queries::{Admin, Backend, RunReader, RunWriter};
 use crate::schema;
-use crate::sql::{Db, Dialect, Row, TxOp, Val};
-use crate::{HistoryEntry, Ingested, MetricSummary, ProjectInfo, RunKind, RunListing, TokenRecord};
-use perfsleuth_model::{
-    Benchmark, Environment, Metric, Mode, ProbeResult, Profile, Run, RunStatus, Sample,
-};
+use crate::sql::{Db, Dialect, Row, Session, TxOp, Val};
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
-use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// How long a writer waits for another process holding the store's lock.
@@ -25,15 +19,13 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// An open perfsleuth store in one SQLite file; its operations are the [`crate::Store`] trait's.
 pub struct SqliteStore {
     pub(crate) conn: Connection,
-    pub(crate) path: PathBuf,
-    pub(crate) depth: Cell<u32>,
-    pub(crate) project: String,
+    session: Session,
 }
 
 impl fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SqliteStore")
-            .field("path", &self.path)
+            .field("path", &self.session.place)
             .finish_non_exhaustive()
     }
 }
@@ -111,9 +103,7 @@ impl SqliteStore {
         }
         Ok(SqliteStore {
             conn,
-            path: path.to_path_buf(),
-            depth: Cell::new(0),
-            project: String::new(),
+            session: Session::new(path.to_path_buf()),
         })
     }
 
@@ -142,15 +132,13 @@ impl SqliteStore {
         }
         Ok(SqliteStore {
             conn,
-            path: path.to_path_buf(),
-            depth: Cell::new(0),
-            project: String::new(),
+            session: Session::new(path.to_path_buf()),
         })
     }
 
     /// The store's file.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.session.place
     }
 }
 
@@ -206,12 +194,8 @@ impl Db for SqliteStore {
         Dialect::Sqlite
     }
 
-    fn place(&self) -> &Path {
-        &self.path
-    }
-
     fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
-        let path = &self.path;
+        let path = &self.session.place;
         let mut stmt = self.conn.prepare_cached(sql).at(path)?;
         let n = stmt.column_count();
         let mut rows = stmt
@@ -237,10 +221,10 @@ impl Db for SqliteStore {
     }
 
     fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
-        let mut stmt = self.conn.prepare_cached(sql).at(&self.path)?;
+        let mut stmt = self.conn.prepare_cached(sql).at(&self.session.place)?;
         let n = stmt
             .execute(rusqlite::params_from_iter(params.iter()))
-            .map_err(|e| conflict_or(&self.path, e))?;
+            .map_err(|e| conflict_or(&self.session.place, e))?;
         Ok(n as u64)
     }
 
@@ -254,15 +238,15 @@ impl Db for SqliteStore {
                 TxOp::Commit => "COMMIT",
                 TxOp::Rollback => "ROLLBACK",
             })
-            .at(&self.path)
+            .at(&self.session.place)
     }
 
-    fn depth(&self) -> &Cell<u32> {
-        &self.depth
+    fn session(&self) -> &Session {
+        &self.session
     }
 
-    fn project(&self) -> &str {
-        &self.project
+    fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
     }
 }
 
@@ -277,4 +261,7 @@ fn conflict_or(path: &Path, e: rusqlite::Error) -> StoreError {
     crate::error::sql_err(path, e)
 }
 
-impl_store!(SqliteStore);
+impl Backend for SqliteStore {}
+impl RunWriter for SqliteStore {}
+impl RunReader for SqliteStore {}
+impl Admin for SqliteStore {}

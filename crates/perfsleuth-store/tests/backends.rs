@@ -5,7 +5,10 @@
 use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Run, RunStatus, Sample,
 };
-use perfsleuth_store::{MetricSummary, PgStore, RunKind, Store, StoreError, StoreUrl, TokenRecord};
+use perfsleuth_store::{
+    Backend as _, MetricSummary, PgStore, RunKind, RunWriter as _, Store, StoreError, StoreUrl,
+    TokenRecord,
+};
 use std::collections::BTreeMap;
 
 /// Each backend with a fresh store; PostgreSQL only where a server is configured.

@@ -8,7 +8,7 @@
 //! exactly N (`bench/fuzz.sh` runs every target so).
 
 use perfsleuth_model::{Benchmark, Environment, ImpactClass, Metric, Mode, Run, RunStatus, Sample};
-use perfsleuth_store::{SqliteStore, Store};
+use perfsleuth_store::{RunReader as _, RunWriter as _, SqliteStore};
 use perfsleuth_testkit::fuzz::{CASE_LIMIT, apply, config, mutations, within};
 use proptest::prelude::*;
 

@@ -4,7 +4,8 @@ use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Run, RunStatus, Sample,
 };
 use perfsleuth_store::{
-    APPLICATION_ID, MetricSummary, RunKind, STORE_SCHEMA_VERSION, SqliteStore, Store, StoreError,
+    APPLICATION_ID, MetricSummary, RunKind, RunReader as _, RunWriter as _, STORE_SCHEMA_VERSION,
+    SqliteStore, Store, StoreError,
 };
 use std::collections::BTreeMap;
 use std::ffi::OsStr;

@@ -1,16 +1,13 @@
-//! Reading runs back: whole runs, their listings, and the selectors that
-//! name them (ids, `latest~N`, commits, branches).
+//! What [`crate::RunReader`] reads with: whole runs, listings, samples and probe
+//! results decoded from their rows.
 
-use crate::RunKind;
 use crate::RunListing;
 use crate::error::StoreError;
-use crate::hash::STABLE_CLASSES;
 use crate::hash::comparability_hash;
-use crate::hash::sha256_hex;
+use crate::queries::Backend;
 use crate::queries::json;
 use crate::queries::opt_json;
 use crate::queries::to_u64;
-use crate::sql::Db;
 use crate::sql::Row;
 use crate::sql::Val;
 use crate::sql::transaction;
@@ -26,8 +23,12 @@ use perfsleuth_model::Sample;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// [`crate::Store::run_by_uuid`].
-pub(crate) fn run_by_uuid<D: Db + ?Sized>(db: &D, uuid: &str) -> Result<Option<i64>, StoreError> {
+/// The id of the project's run with this UUID: [`crate::RunReader::run_by_uuid`],
+/// and what makes [`crate::RunWriter::ingest_run`] idempotent.
+pub(crate) fn run_with_uuid<D: Backend + ?Sized>(
+    db: &D,
+    uuid: &str,
+) -> Result<Option<i64>, StoreError> {
     db.query(
         "SELECT id FROM runs WHERE uuid = ?1 AND project = ?2",
         &vals![uuid, db.project()],
@@ -37,14 +38,14 @@ pub(crate) fn run_by_uuid<D: Db + ?Sized>(db: &D, uuid: &str) -> Result<Option<i
     .transpose()
 }
 
-/// [`crate::Store::load_run`] and, without the sampled profiles,
-/// [`crate::Store::load_run_measurements`].
-pub(crate) fn load_run<D: Db + ?Sized>(
+/// [`crate::RunReader::load_run`] and, without the sampled profiles,
+/// [`crate::RunReader::load_run_measurements`].
+pub(crate) fn read_run<D: Backend + ?Sized>(
     db: &D,
     id: i64,
     profiles: bool,
 ) -> Result<Option<Run>, StoreError> {
-    let place = db.place();
+    let place = db.location();
     // One read transaction, so a concurrent writer cannot show us half a state.
     transaction(db, false, || {
         let rows = db.query(
@@ -107,35 +108,13 @@ pub(crate) fn load_run<D: Db + ?Sized>(
     })
 }
 
-/// [`crate::Store::list_runs`].
-pub(crate) fn list_runs<D: Db + ?Sized>(
-    db: &D,
-    limit: Option<usize>,
-) -> Result<Vec<RunListing>, StoreError> {
-    // A number we format ourselves: both databases take a literal LIMIT,
-    // while "no limit" is spelled differently as a parameter.
-    let limit = match limit {
-        Some(n) => format!("LIMIT {}", i64::try_from(n).unwrap_or(i64::MAX)),
-        None => String::new(),
-    };
-    listings(db, None, &limit)
-}
-
-/// [`crate::Store::run_listing`].
-pub(crate) fn run_listing<D: Db + ?Sized>(
-    db: &D,
-    id: i64,
-) -> Result<Option<RunListing>, StoreError> {
-    Ok(listings(db, Some(id), "")?.pop())
-}
-
 /// The listings of the project's runs (of run `only`), newest first.
-pub(crate) fn listings<D: Db + ?Sized>(
+pub(crate) fn listings<D: Backend + ?Sized>(
     db: &D,
     only: Option<i64>,
     limit: &str,
 ) -> Result<Vec<RunListing>, StoreError> {
-    let place = db.place();
+    let place = db.location();
     // An id we hold as an integer: formatted, it cannot be anything else.
     let only = only.map_or(String::new(), |id| format!("AND r.id = {id}"));
     transaction(db, false, || {
@@ -191,94 +170,7 @@ pub(crate) fn listings<D: Db + ?Sized>(
     })
 }
 
-/// [`crate::Store::resolve_run_of`].
-pub(crate) fn resolve_run_of<D: Db + ?Sized>(
-    db: &D,
-    spec: &str,
-    kind: RunKind,
-) -> Result<i64, StoreError> {
-    let not_found = || StoreError::NotFound(spec.to_string());
-    let spec_t = spec.trim();
-    let back = if spec_t == "latest" {
-        Some(0)
-    } else if let Some(n) = spec_t.strip_prefix("latest~") {
-        // Like git's HEAD~: a bare `~` means one back.
-        Some(if n.is_empty() {
-            1
-        } else {
-            n.parse::<i64>().map_err(|_| not_found())?
-        })
-    } else {
-        None
-    };
-    let rows = match back {
-        Some(n) if n < 0 => return Err(not_found()),
-        // By when each run was measured, not when it arrived: a server
-        // stores pushed runs in the order they come (`push latest~1` after
-        // `run --push`), and `latest` is still the newest measured.
-        Some(n) => db.query(
-            &format!(
-                "SELECT r.id FROM runs r WHERE r.project = ?1 AND {} \
-                 ORDER BY r.started_at DESC, r.id DESC LIMIT 1 OFFSET {n}",
-                kind.condition(db.dialect())
-            ),
-            &vals![db.project()],
-        )?,
-        None => {
-            let id: i64 = spec_t.parse().map_err(|_| not_found())?;
-            db.query(
-                "SELECT id FROM runs WHERE id = ?1 AND project = ?2",
-                &vals![id, db.project()],
-            )?
-        }
-    };
-    rows.first()
-        .map(|r| r.int(0))
-        .transpose()?
-        .ok_or_else(not_found)
-}
-
-/// [`crate::Store::earlier_runs`]: one query, however many runs there are.
-pub(crate) fn earlier_runs<D: Db + ?Sized>(
-    db: &D,
-    before: Option<i64>,
-    kind: RunKind,
-) -> Result<Vec<crate::EarlierRun>, StoreError> {
-    // Measured before run `id` (ties: stored before it), newest first.
-    let below = match before {
-        Some(id) => format!(
-            "AND (r.started_at < (SELECT started_at FROM runs WHERE id = {id}) \
-             OR (r.started_at = (SELECT started_at FROM runs WHERE id = {id}) AND r.id < {id}))"
-        ),
-        None => String::new(),
-    };
-    let rows = db.query(
-        &format!(
-            "SELECT r.id, r.git_branch, b.name, r.started_at FROM runs r LEFT JOIN benchmarks b ON b.run_id = r.id \
-             WHERE r.project = ?1 AND {} {below} ORDER BY r.started_at DESC, r.id DESC, b.position",
-            kind.condition(db.dialect())
-        ),
-        &vals![db.project()],
-    )?;
-    let mut out: Vec<crate::EarlierRun> = Vec::new();
-    for row in rows {
-        let id = row.int(0)?;
-        if out.last().is_none_or(|r| r.id != id) {
-            out.push(crate::EarlierRun {
-                id,
-                branch: row.opt_text(1)?,
-                benchmarks: Vec::new(),
-                started_at: row.opt_text(3)?.unwrap_or_default(),
-            });
-        }
-        if let (Some(last), Some(name)) = (out.last_mut(), row.opt_text(2)?) {
-            last.benchmarks.push(name);
-        }
-    }
-    Ok(out)
-}
-
-pub(crate) fn ids<D: Db + ?Sized>(
+pub(crate) fn ids<D: Backend + ?Sized>(
     db: &D,
     sql: &str,
     params: &[Val],
@@ -286,82 +178,12 @@ pub(crate) fn ids<D: Db + ?Sized>(
     db.query(sql, params)?.iter().map(|r| r.int(0)).collect()
 }
 
-/// [`crate::Store::runs_at_commit`].
-pub(crate) fn runs_at_commit<D: Db + ?Sized>(db: &D, commit: &str) -> Result<Vec<i64>, StoreError> {
-    ids(
-        db,
-        "SELECT id FROM runs WHERE git_commit = ?1 AND status = 'complete' \
-         AND mode <> 'probe' AND project = ?2 ORDER BY id DESC",
-        &vals![commit, db.project()],
-    )
-}
-
-/// [`crate::Store::runs_on_branch`].
-pub(crate) fn runs_on_branch<D: Db + ?Sized>(db: &D, branch: &str) -> Result<Vec<i64>, StoreError> {
-    ids(
-        db,
-        "SELECT id FROM runs WHERE git_branch = ?1 AND status = 'complete' \
-         AND mode <> 'probe' AND project = ?2 ORDER BY id DESC",
-        &vals![branch, db.project()],
-    )
-}
-
-/// [`crate::Store::run_before_of`].
-pub(crate) fn run_before_of<D: Db + ?Sized>(
-    db: &D,
-    id: i64,
-    kind: RunKind,
-) -> Result<Option<i64>, StoreError> {
-    Ok(ids(
-        db,
-        &format!(
-            "SELECT r.id FROM runs r WHERE r.project = ?2 AND {} \
-             AND (r.started_at < (SELECT started_at FROM runs WHERE id = ?1) \
-             OR (r.started_at = (SELECT started_at FROM runs WHERE id = ?1) AND r.id < ?1)) \
-             ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
-            kind.condition(db.dialect())
-        ),
-        &vals![id, db.project()],
-    )?
-    .first()
-    .copied())
-}
-
-/// [`crate::Store::latest_probe_run_for`].
-pub(crate) fn latest_probe_run_for<D: Db + ?Sized>(
-    db: &D,
-    env: &Environment,
-) -> Result<Option<i64>, StoreError> {
-    let place = db.place();
-    let stable = json(place, serde_json::to_string(&env.only(&STABLE_CLASSES)))?;
-    let exact = sha256_hex(stable.as_bytes());
-    let wanted = comparability_hash(env);
-    let rows = db.query(
-        "SELECT r.id, e.hash, e.facts FROM runs r JOIN environments e ON e.id = r.environment_id \
-         WHERE EXISTS (SELECT 1 FROM probe_results p WHERE p.run_id = r.id) AND r.project = ?1 \
-         ORDER BY r.id DESC",
-        &vals![db.project()],
-    )?;
-    for row in &rows {
-        if row.text(1)? == exact {
-            return Ok(Some(row.int(0)?));
-        }
-    }
-    for row in &rows {
-        let facts: Environment = json(place, serde_json::from_str(&row.text(2)?))?;
-        if comparability_hash(&facts) == wanted {
-            return Ok(Some(row.int(0)?));
-        }
-    }
-    Ok(None)
-}
-
 /// Loads one benchmark's samples in iteration order.
-pub(crate) fn load_samples<D: Db + ?Sized>(
+pub(crate) fn load_samples<D: Backend + ?Sized>(
     db: &D,
     bench_id: i64,
 ) -> Result<Vec<Sample>, StoreError> {
-    let place = db.place();
+    let place = db.location();
     let rows = db.query(
         "SELECT iteration, wall_ns, user_ns, sys_ns, peak_rss_bytes, minor_faults, \
          major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, round, \
@@ -407,7 +229,7 @@ pub(crate) fn load_samples<D: Db + ?Sized>(
 
 /// Loads a run's probe results in the order stored; NULL numbers (NaN when
 /// written to SQLite) load as NaN.
-pub(crate) fn load_probe_results<D: Db + ?Sized>(
+pub(crate) fn load_probe_results<D: Backend + ?Sized>(
     db: &D,
     run_id: i64,
 ) -> Result<Vec<ProbeResult>, StoreError> {

@@ -1,5 +1,7 @@
 //! Every read and write of the store, written once over [`Db`] for both
-//! backends; [`crate::Store`] delegates here (`impl_store!`).
+//! backends: the provided methods of the role traits, [`RunWriter`]
+//! (`write`), [`RunReader`] (`read`, with its decoding in `load`) and
+//! [`Admin`] (`admin`), over [`Backend`].
 //!
 //! Every query on runs is scoped to the connection's project, so a team
 //! server's projects never see each other's runs and a local store (project
@@ -7,17 +9,36 @@
 
 use crate::RunKind;
 use crate::error::StoreError;
-use crate::sql::{Dialect, Row};
+use crate::sql::{Db, Dialect, Row};
 use std::path::Path;
 
 mod admin;
-mod history;
 mod load;
+mod read;
 mod write;
-pub(crate) use admin::*;
-pub(crate) use history::*;
-pub(crate) use load::*;
-pub(crate) use write::*;
+pub use admin::Admin;
+pub use read::RunReader;
+pub use write::RunWriter;
+
+/// A handle on a store, SQLite or PostgreSQL, in one project: what every
+/// role shares. Only this crate's two backends implement it.
+pub trait Backend: Db {
+    /// Where the store is, as messages name it: the SQLite file, or the
+    /// PostgreSQL URL without its password.
+    fn location(&self) -> &Path {
+        &self.session().place
+    }
+
+    /// The project this handle reads and writes runs of ("" for a local store).
+    fn project(&self) -> &str {
+        &self.session().project
+    }
+
+    /// Makes this handle read and write the runs of `project`.
+    fn use_project(&mut self, project: &str) {
+        self.session_mut().project = project.to_string();
+    }
+}
 
 const SAMPLE_COLUMNS: &str = "benchmark_id, iteration, wall_ns, user_ns, sys_ns, \
     peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, \
@@ -71,197 +92,8 @@ impl RunKind {
 }
 
 /// A new random (version 4) UUID for a run: callers that keep the run in
-/// memory (its exports) set it before [`crate::Store::begin_run`], so the
+/// memory (its exports) set it before [`RunWriter::begin_run`], so the
 /// export and the store agree.
 pub fn new_uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
-
-/// Implements [`crate::Store`] for a [`Db`] by delegating to this module.
-macro_rules! impl_store {
-    ($t:ty) => {
-        impl $crate::Store for $t {
-            fn begin_run(&mut self, run: &Run) -> Result<i64, StoreError> {
-                queries::begin_run(self, run)
-            }
-            fn add_benchmark(&mut self, run_id: i64, bench: &Benchmark) -> Result<i64, StoreError> {
-                queries::add_benchmark(self, run_id, bench)
-            }
-            fn add_sample(&mut self, benchmark_id: i64, sample: &Sample) -> Result<(), StoreError> {
-                queries::add_sample(self, benchmark_id, sample)
-            }
-            fn update_context(&mut self, run_id: i64, env: &Environment) -> Result<(), StoreError> {
-                queries::update_context(self, run_id, env)
-            }
-            fn set_locks(
-                &mut self,
-                benchmark_id: i64,
-                locks: &perfsleuth_model::LockReport,
-            ) -> Result<(), StoreError> {
-                queries::set_locks(self, benchmark_id, locks)
-            }
-            fn set_profile(
-                &mut self,
-                benchmark_id: i64,
-                profile: &Profile,
-            ) -> Result<(), StoreError> {
-                queries::set_profile(self, benchmark_id, profile)
-            }
-            fn set_stacks(
-                &mut self,
-                benchmark_id: i64,
-                stacks: &perfsleuth_model::StackProfile,
-            ) -> Result<(), StoreError> {
-                queries::set_stacks(self, benchmark_id, stacks)
-            }
-            fn attach_stacks(
-                &mut self,
-                run_id: i64,
-                position: usize,
-                stacks: &perfsleuth_model::StackProfile,
-            ) -> Result<bool, StoreError> {
-                queries::attach_stacks(self, run_id, position, stacks)
-            }
-            fn set_allocs(
-                &mut self,
-                benchmark_id: i64,
-                allocs: &perfsleuth_model::AllocProfile,
-                counters: &[(u32, &std::collections::BTreeMap<String, f64>)],
-            ) -> Result<(), StoreError> {
-                queries::set_allocs(self, benchmark_id, allocs, counters)
-            }
-            fn add_probe_results(
-                &mut self,
-                run_id: i64,
-                results: &[ProbeResult],
-            ) -> Result<(), StoreError> {
-                queries::add_probe_results(self, run_id, results)
-            }
-            fn finish_run(
-                &mut self,
-                run_id: i64,
-                status: RunStatus,
-                ended_at: &str,
-            ) -> Result<(), StoreError> {
-                queries::finish_run(self, run_id, status, ended_at)
-            }
-            fn ingest_run(&mut self, run: &Run) -> Result<Ingested, StoreError> {
-                queries::ingest_run(self, run)
-            }
-            fn run_by_uuid(&self, uuid: &str) -> Result<Option<i64>, StoreError> {
-                queries::run_by_uuid(self, uuid)
-            }
-            fn load_run(&self, id: i64) -> Result<Option<Run>, StoreError> {
-                queries::load_run(self, id, true)
-            }
-            fn load_run_measurements(&self, id: i64) -> Result<Option<Run>, StoreError> {
-                queries::load_run(self, id, false)
-            }
-            fn list_runs(&self, limit: Option<usize>) -> Result<Vec<RunListing>, StoreError> {
-                queries::list_runs(self, limit)
-            }
-            fn run_listing(&self, id: i64) -> Result<Option<RunListing>, StoreError> {
-                queries::run_listing(self, id)
-            }
-            fn resolve_run_of(&self, spec: &str, kind: RunKind) -> Result<i64, StoreError> {
-                queries::resolve_run_of(self, spec, kind)
-            }
-            fn runs_at_commit(&self, commit: &str) -> Result<Vec<i64>, StoreError> {
-                queries::runs_at_commit(self, commit)
-            }
-            fn runs_on_branch(&self, branch: &str) -> Result<Vec<i64>, StoreError> {
-                queries::runs_on_branch(self, branch)
-            }
-            fn run_before_of(&self, id: i64, kind: RunKind) -> Result<Option<i64>, StoreError> {
-                queries::run_before_of(self, id, kind)
-            }
-            fn earlier_runs(
-                &self,
-                before: Option<i64>,
-                kind: RunKind,
-            ) -> Result<Vec<$crate::EarlierRun>, StoreError> {
-                queries::earlier_runs(self, before, kind)
-            }
-            fn same_binary_runs(
-                &self,
-                hash: &str,
-                argv: &[String],
-                mode: Mode,
-                env: &Environment,
-                limit: usize,
-            ) -> Result<Vec<Run>, StoreError> {
-                queries::same_binary_runs(self, hash, argv, mode, env, limit)
-            }
-            fn latest_probe_run_for(&self, env: &Environment) -> Result<Option<i64>, StoreError> {
-                queries::latest_probe_run_for(self, env)
-            }
-            fn history_entries(&self) -> Result<Vec<HistoryEntry>, StoreError> {
-                queries::history_entries(self)
-            }
-            fn metric_values(
-                &self,
-                benchmark_ids: &[i64],
-                metric: Metric,
-            ) -> Result<Vec<Vec<f64>>, StoreError> {
-                queries::metric_values(self, benchmark_ids, metric)
-            }
-            fn metric_summaries(
-                &self,
-                benchmark_ids: &[i64],
-                metric: Metric,
-            ) -> Result<Vec<Option<MetricSummary>>, StoreError> {
-                queries::metric_summaries(self, benchmark_ids, metric)
-            }
-            fn put_metric_summaries(
-                &mut self,
-                metric: Metric,
-                rows: &[(i64, MetricSummary)],
-            ) -> Result<(), StoreError> {
-                queries::put_metric_summaries(self, metric, rows)
-            }
-            fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError> {
-                queries::environments(self, ids)
-            }
-            fn run_environments(
-                &self,
-                run_ids: &[i64],
-            ) -> Result<BTreeMap<i64, Environment>, StoreError> {
-                queries::run_environments(self, run_ids)
-            }
-            fn location(&self) -> &std::path::Path {
-                $crate::sql::Db::place(self)
-            }
-            fn project(&self) -> &str {
-                $crate::sql::Db::project(self)
-            }
-            fn use_project(&mut self, project: &str) {
-                self.project = project.to_string();
-            }
-            fn public_read(&self, name: &str) -> Result<Option<bool>, StoreError> {
-                queries::public_read(self, name)
-            }
-            fn projects(&self) -> Result<Vec<ProjectInfo>, StoreError> {
-                queries::projects(self)
-            }
-            fn ensure_project(&mut self, name: &str, created_at: &str) -> Result<(), StoreError> {
-                queries::ensure_project(self, name, created_at)
-            }
-            fn set_public_read(&mut self, name: &str, public: bool) -> Result<(), StoreError> {
-                queries::set_public_read(self, name, public)
-            }
-            fn add_token(&mut self, token: &TokenRecord) -> Result<i64, StoreError> {
-                queries::add_token(self, token)
-            }
-            fn tokens(&self, project: Option<&str>) -> Result<Vec<TokenRecord>, StoreError> {
-                queries::tokens(self, project)
-            }
-            fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
-                queries::token_by_hash(self, hash)
-            }
-            fn revoke_token(&mut self, id: i64, revoked_at: &str) -> Result<bool, StoreError> {
-                queries::revoke_token(self, id, revoked_at)
-            }
-        }
-    };
-}
-pub(crate) use impl_store;

@@ -7,12 +7,12 @@ use crate::MetricSummary;
 use crate::error::StoreError;
 use crate::hash::STABLE_CLASSES;
 use crate::hash::sha256_hex;
+use crate::queries::Backend;
 use crate::queries::SAMPLE_COLUMNS;
 use crate::queries::json;
-use crate::queries::load::run_by_uuid;
+use crate::queries::load::run_with_uuid;
 use crate::queries::new_uuid;
 use crate::queries::to_i64;
-use crate::sql::Db;
 use crate::sql::Row;
 use crate::sql::Val;
 use crate::sql::transaction;
@@ -43,16 +43,206 @@ pub(crate) const INSERT_SAMPLE: &str = "INSERT INTO samples (benchmark_id, itera
 /// row stays far below both databases' limits on bound parameters.
 pub(crate) const SAMPLES_PER_INSERT: usize = 256;
 
+/// Writing runs: begun, filled as they are measured and finished, or ingested whole.
+pub trait RunWriter: Backend {
+    /// Inserts the environment (deduplicated) and a run row with status `running`; `run.benchmarks` are not inserted. Returns the new run id.
+    fn begin_run(&mut self, run: &Run) -> Result<i64, StoreError> {
+        let uuid = run.uuid.clone().unwrap_or_else(new_uuid);
+        transaction(self, true, || {
+            insert_run(self, run, &uuid, RunStatus::Running, None)
+        })
+    }
+
+    /// Inserts a benchmark row (name, command, argv, parameters) for a run and returns its id; insertion order is display order.
+    fn add_benchmark(&mut self, run_id: i64, bench: &Benchmark) -> Result<i64, StoreError> {
+        transaction(self, true, || {
+            let position = next_position(self, run_id, "benchmarks")?;
+            insert_benchmark(self, run_id, position, bench)
+        })
+    }
+
+    /// Inserts one sample and commits it at once, so a crash loses at most the sample in flight.
+    fn add_sample(&mut self, benchmark_id: i64, sample: &Sample) -> Result<(), StoreError> {
+        self.execute(
+            INSERT_SAMPLE,
+            &sample_values(self.location(), benchmark_id, sample)?,
+        )?;
+        Ok(())
+    }
+
+    /// Replaces a run's context facts (those only known at the end, such as
+    /// the measured peak-RSS floor); identity and performance facts are fixed
+    /// at [`Self::begin_run`].
+    fn update_context(&mut self, run_id: i64, env: &Environment) -> Result<(), StoreError> {
+        let context = json(
+            self.location(),
+            serde_json::to_string(&env.only(&[ImpactClass::Context])),
+        )?;
+        let changed = self.execute(
+            "UPDATE runs SET context = ?1 WHERE id = ?2 AND project = ?3",
+            &vals![context, run_id, self.project()],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(run_id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Records a benchmark's per-function profile (simulation mode), once
+    /// its runs are done.
+    fn set_profile(&mut self, benchmark_id: i64, profile: &Profile) -> Result<(), StoreError> {
+        set_benchmark_json(
+            self,
+            benchmark_id,
+            "profile",
+            serde_json::to_string(profile),
+        )
+    }
+
+    /// Records where a benchmark's threads waited for locks (`--locks`),
+    /// once its runs are done.
+    fn set_locks(&mut self, benchmark_id: i64, locks: &LockReport) -> Result<(), StoreError> {
+        set_benchmark_json(self, benchmark_id, "locks", serde_json::to_string(locks))
+    }
+
+    /// Records a benchmark's sampled call stacks (`--profile`), once its
+    /// runs are done.
+    fn set_stacks(&mut self, benchmark_id: i64, stacks: &StackProfile) -> Result<(), StoreError> {
+        set_benchmark_json(self, benchmark_id, "stacks", stacks_json(stacks))
+    }
+
+    /// Records a benchmark's allocation profile (`--profile=alloc`), once its
+    /// runs are done, and each profiled run's counts on its sample
+    /// (`counters`: iteration and that sample's counters, the counts among them).
+    fn set_allocs(
+        &mut self,
+        benchmark_id: i64,
+        allocs: &perfsleuth_model::AllocProfile,
+        counters: &[(u32, &BTreeMap<String, f64>)],
+    ) -> Result<(), StoreError> {
+        transaction(self, true, || {
+            set_benchmark_json(self, benchmark_id, "allocs", serde_json::to_string(allocs))?;
+            for (iteration, c) in counters {
+                let text = json(self.location(), serde_json::to_string(c))?;
+                self.execute(
+                    "UPDATE samples SET counters = ?1 WHERE benchmark_id = ?2 AND iteration = ?3",
+                    &vals![text, benchmark_id, i64::from(*iteration)],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Gives benchmark `position` of a stored run the stacks a profiler took
+    /// elsewhere (`import --into`), unless it has some: `false` then, and
+    /// nothing changed.
+    fn attach_stacks(
+        &mut self,
+        run_id: i64,
+        position: usize,
+        stacks: &StackProfile,
+    ) -> Result<bool, StoreError> {
+        let text = json(self.location(), stacks_json(stacks))?;
+        let changed = self.execute(
+            "UPDATE benchmarks SET stacks = ?1 WHERE run_id = ?2 AND position = ?3 \
+             AND stacks IS NULL AND run_id IN (SELECT id FROM runs WHERE project = ?4)",
+            &vals![text, run_id, position as i64, self.project()],
+        )?;
+        Ok(changed > 0)
+    }
+
+    /// Appends probe results to a run in one transaction (after any stored
+    /// before), so each probe's numbers are kept as soon as it finishes.
+    fn add_probe_results(
+        &mut self,
+        run_id: i64,
+        results: &[ProbeResult],
+    ) -> Result<(), StoreError> {
+        transaction(self, true, || {
+            let first = next_position(self, run_id, "probe_results")?;
+            for (i, p) in results.iter().enumerate() {
+                insert_probe(self, run_id, first + i as i64, p)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Sets a run's final status and end time.
+    fn finish_run(
+        &mut self,
+        run_id: i64,
+        status: RunStatus,
+        ended_at: &str,
+    ) -> Result<(), StoreError> {
+        let changed = self.execute(
+            "UPDATE runs SET status = ?1, ended_at = ?2 WHERE id = ?3 AND project = ?4",
+            &vals![status.as_str(), ended_at, run_id, self.project()],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(run_id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Stores a whole run (benchmarks, samples, probe results, its own
+    /// status) in one transaction, so it is either wholly stored or not at
+    /// all. Idempotent by UUID: a run whose UUID the project already holds
+    /// is not written again.
+    fn ingest_run(&mut self, run: &Run) -> Result<Ingested, StoreError> {
+        let uuid = run.uuid.clone().unwrap_or_else(new_uuid);
+        match ingest_once(self, run, &uuid) {
+            // Another connection stored the same run between our look-up and
+            // our insert (PostgreSQL writers do not serialise): it is there now.
+            Err(StoreError::Conflict(what)) => match run_with_uuid(self, &uuid)? {
+                Some(id) => Ok(Ingested {
+                    id,
+                    uuid,
+                    created: false,
+                }),
+                None => Err(StoreError::Conflict(what)),
+            },
+            other => other,
+        }
+    }
+
+    /// Caches summaries of `metric` (benchmark id, summary) in one transaction.
+    /// Only for complete runs, whose samples no longer change.
+    fn put_metric_summaries(
+        &mut self,
+        metric: Metric,
+        rows: &[(i64, MetricSummary)],
+    ) -> Result<(), StoreError> {
+        transaction(self, true, || {
+            for (id, s) in rows {
+                self.execute(
+                    "INSERT INTO metric_summaries (benchmark_id, metric, n, median, lo, hi) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (benchmark_id, metric) DO UPDATE \
+                     SET n = excluded.n, median = excluded.median, lo = excluded.lo, hi = excluded.hi",
+                    &vals![
+                        *id,
+                        metric.name(),
+                        i64::try_from(s.n).unwrap_or(i64::MAX),
+                        s.median,
+                        s.lo,
+                        s.hi
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Inserts (or finds) the run's environment and its run row with `status`;
 /// returns the run id.
-pub(crate) fn insert_run<D: Db + ?Sized>(
+pub(crate) fn insert_run<D: Backend + ?Sized>(
     db: &D,
     run: &Run,
     uuid: &str,
     status: RunStatus,
     ended_at: Option<&str>,
 ) -> Result<i64, StoreError> {
-    let place = db.place();
+    let place = db.location();
     let stable = run.environment.only(&STABLE_CLASSES);
     let context = run.environment.only(&[ImpactClass::Context]);
     // Environment serialises as a BTreeMap, so this JSON is canonical.
@@ -104,13 +294,13 @@ pub(crate) fn first_int(rows: &[Row]) -> Result<i64, StoreError> {
 }
 
 /// Inserts a benchmark row at `position` and returns its id.
-pub(crate) fn insert_benchmark<D: Db + ?Sized>(
+pub(crate) fn insert_benchmark<D: Backend + ?Sized>(
     db: &D,
     run_id: i64,
     position: i64,
     bench: &Benchmark,
 ) -> Result<i64, StoreError> {
-    let place = db.place();
+    let place = db.location();
     let argv = json(place, serde_json::to_string(&bench.argv))?;
     let parameters = json(place, serde_json::to_string(&bench.parameters))?;
     let facts = if bench.facts.facts.is_empty() {
@@ -193,7 +383,7 @@ pub(crate) fn sample_values(
 }
 
 /// Inserts a probe result row.
-pub(crate) fn insert_probe<D: Db + ?Sized>(
+pub(crate) fn insert_probe<D: Backend + ?Sized>(
     db: &D,
     run_id: i64,
     position: i64,
@@ -219,68 +409,6 @@ pub(crate) fn insert_probe<D: Db + ?Sized>(
     Ok(())
 }
 
-/// [`crate::Store::begin_run`].
-pub(crate) fn begin_run<D: Db + ?Sized>(db: &D, run: &Run) -> Result<i64, StoreError> {
-    let uuid = run.uuid.clone().unwrap_or_else(new_uuid);
-    transaction(db, true, || {
-        insert_run(db, run, &uuid, RunStatus::Running, None)
-    })
-}
-
-/// [`crate::Store::add_benchmark`].
-pub(crate) fn add_benchmark<D: Db + ?Sized>(
-    db: &D,
-    run_id: i64,
-    bench: &Benchmark,
-) -> Result<i64, StoreError> {
-    transaction(db, true, || {
-        let position = next_position(db, run_id, "benchmarks")?;
-        insert_benchmark(db, run_id, position, bench)
-    })
-}
-
-/// [`crate::Store::add_sample`]: one autocommit insert, a cached statement.
-pub(crate) fn add_sample<D: Db + ?Sized>(
-    db: &D,
-    benchmark_id: i64,
-    sample: &Sample,
-) -> Result<(), StoreError> {
-    db.execute(
-        INSERT_SAMPLE,
-        &sample_values(db.place(), benchmark_id, sample)?,
-    )?;
-    Ok(())
-}
-
-/// [`crate::Store::update_context`].
-pub(crate) fn update_context<D: Db + ?Sized>(
-    db: &D,
-    run_id: i64,
-    env: &Environment,
-) -> Result<(), StoreError> {
-    let context = json(
-        db.place(),
-        serde_json::to_string(&env.only(&[ImpactClass::Context])),
-    )?;
-    let changed = db.execute(
-        "UPDATE runs SET context = ?1 WHERE id = ?2 AND project = ?3",
-        &vals![context, run_id, db.project()],
-    )?;
-    if changed == 0 {
-        return Err(StoreError::NotFound(run_id.to_string()));
-    }
-    Ok(())
-}
-
-/// [`crate::Store::set_locks`].
-pub(crate) fn set_locks<D: Db + ?Sized>(
-    db: &D,
-    benchmark_id: i64,
-    locks: &LockReport,
-) -> Result<(), StoreError> {
-    set_benchmark_json(db, benchmark_id, "locks", serde_json::to_string(locks))
-}
-
 /// A profile's stacks as JSON, written into a buffer sized for them first:
 /// an imported profile's text may be hundreds of megabytes, and a growing
 /// one would be copied (and held twice) at each doubling.
@@ -301,71 +429,15 @@ pub(crate) fn stacks_json(stacks: &StackProfile) -> serde_json::Result<String> {
     String::from_utf8(out).map_err(<serde_json::Error as serde::ser::Error>::custom)
 }
 
-/// [`crate::Store::set_stacks`].
-pub(crate) fn set_stacks<D: Db + ?Sized>(
-    db: &D,
-    benchmark_id: i64,
-    stacks: &StackProfile,
-) -> Result<(), StoreError> {
-    set_benchmark_json(db, benchmark_id, "stacks", stacks_json(stacks))
-}
-
-/// [`crate::Store::set_allocs`]: the profile, and each profiled run's
-/// counts as counters of its sample (`counters`: (iteration, the sample's
-/// counters with them)), in one transaction.
-pub(crate) fn set_allocs<D: Db + ?Sized>(
-    db: &D,
-    benchmark_id: i64,
-    allocs: &perfsleuth_model::AllocProfile,
-    counters: &[(u32, &BTreeMap<String, f64>)],
-) -> Result<(), StoreError> {
-    transaction(db, true, || {
-        set_benchmark_json(db, benchmark_id, "allocs", serde_json::to_string(allocs))?;
-        for (iteration, c) in counters {
-            let text = json(db.place(), serde_json::to_string(c))?;
-            db.execute(
-                "UPDATE samples SET counters = ?1 WHERE benchmark_id = ?2 AND iteration = ?3",
-                &vals![text, benchmark_id, i64::from(*iteration)],
-            )?;
-        }
-        Ok(())
-    })
-}
-
-/// [`crate::Store::set_profile`].
-pub(crate) fn set_profile<D: Db + ?Sized>(
-    db: &D,
-    benchmark_id: i64,
-    profile: &Profile,
-) -> Result<(), StoreError> {
-    set_benchmark_json(db, benchmark_id, "profile", serde_json::to_string(profile))
-}
-
-/// [`crate::Store::attach_stacks`].
-pub(crate) fn attach_stacks<D: Db + ?Sized>(
-    db: &D,
-    run_id: i64,
-    position: usize,
-    stacks: &StackProfile,
-) -> Result<bool, StoreError> {
-    let text = json(db.place(), stacks_json(stacks))?;
-    let changed = db.execute(
-        "UPDATE benchmarks SET stacks = ?1 WHERE run_id = ?2 AND position = ?3 \
-         AND stacks IS NULL AND run_id IN (SELECT id FROM runs WHERE project = ?4)",
-        &vals![text, run_id, position as i64, db.project()],
-    )?;
-    Ok(changed > 0)
-}
-
 /// Sets one JSON column of a benchmark of this handle's project, once its
 /// runs are done; `column` is one of ours, never user input.
-pub(crate) fn set_benchmark_json<D: Db + ?Sized>(
+pub(crate) fn set_benchmark_json<D: Backend + ?Sized>(
     db: &D,
     benchmark_id: i64,
     column: &'static str,
     text: serde_json::Result<String>,
 ) -> Result<(), StoreError> {
-    let text = json(db.place(), text)?;
+    let text = json(db.location(), text)?;
     let changed = db.execute(
         &format!(
             "UPDATE benchmarks SET {column} = ?1 WHERE id = ?2 AND run_id IN \
@@ -379,64 +451,14 @@ pub(crate) fn set_benchmark_json<D: Db + ?Sized>(
     Ok(())
 }
 
-/// [`crate::Store::add_probe_results`].
-pub(crate) fn add_probe_results<D: Db + ?Sized>(
-    db: &D,
-    run_id: i64,
-    results: &[ProbeResult],
-) -> Result<(), StoreError> {
-    transaction(db, true, || {
-        let first = next_position(db, run_id, "probe_results")?;
-        for (i, p) in results.iter().enumerate() {
-            insert_probe(db, run_id, first + i as i64, p)?;
-        }
-        Ok(())
-    })
-}
-
-/// [`crate::Store::finish_run`].
-pub(crate) fn finish_run<D: Db + ?Sized>(
-    db: &D,
-    run_id: i64,
-    status: RunStatus,
-    ended_at: &str,
-) -> Result<(), StoreError> {
-    let changed = db.execute(
-        "UPDATE runs SET status = ?1, ended_at = ?2 WHERE id = ?3 AND project = ?4",
-        &vals![status.as_str(), ended_at, run_id, db.project()],
-    )?;
-    if changed == 0 {
-        return Err(StoreError::NotFound(run_id.to_string()));
-    }
-    Ok(())
-}
-
-/// [`crate::Store::ingest_run`]: the whole run in one transaction, or nothing.
-pub(crate) fn ingest_run<D: Db + ?Sized>(db: &D, run: &Run) -> Result<Ingested, StoreError> {
-    let uuid = run.uuid.clone().unwrap_or_else(new_uuid);
-    match ingest_once(db, run, &uuid) {
-        // Another connection stored the same run between our look-up and
-        // our insert (PostgreSQL writers do not serialise): it is there now.
-        Err(StoreError::Conflict(what)) => match run_by_uuid(db, &uuid)? {
-            Some(id) => Ok(Ingested {
-                id,
-                uuid,
-                created: false,
-            }),
-            None => Err(StoreError::Conflict(what)),
-        },
-        other => other,
-    }
-}
-
-pub(crate) fn ingest_once<D: Db + ?Sized>(
+pub(crate) fn ingest_once<D: Backend + ?Sized>(
     db: &D,
     run: &Run,
     uuid: &str,
 ) -> Result<Ingested, StoreError> {
-    let place = db.place();
+    let place = db.location();
     transaction(db, true, || {
-        if let Some(id) = run_by_uuid(db, uuid)? {
+        if let Some(id) = run_with_uuid(db, uuid)? {
             return Ok(Ingested {
                 id,
                 uuid: uuid.to_string(),
@@ -478,35 +500,9 @@ pub(crate) fn ingest_once<D: Db + ?Sized>(
     })
 }
 
-/// [`crate::Store::put_metric_summaries`].
-pub(crate) fn put_metric_summaries<D: Db + ?Sized>(
-    db: &D,
-    metric: Metric,
-    rows: &[(i64, MetricSummary)],
-) -> Result<(), StoreError> {
-    transaction(db, true, || {
-        for (id, s) in rows {
-            db.execute(
-                "INSERT INTO metric_summaries (benchmark_id, metric, n, median, lo, hi) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (benchmark_id, metric) DO UPDATE \
-                 SET n = excluded.n, median = excluded.median, lo = excluded.lo, hi = excluded.hi",
-                &vals![
-                    *id,
-                    metric.name(),
-                    i64::try_from(s.n).unwrap_or(i64::MAX),
-                    s.median,
-                    s.lo,
-                    s.hi
-                ],
-            )?;
-        }
-        Ok(())
-    })
-}
-
 /// The next free `position` of run `run_id`'s rows in `table` (one of ours,
 /// never user input); `NotFound` when the run does not exist in this project.
-pub(crate) fn next_position<D: Db + ?Sized>(
+pub(crate) fn next_position<D: Backend + ?Sized>(
     db: &D,
     run_id: i64,
     table: &'static str,

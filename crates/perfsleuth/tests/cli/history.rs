@@ -6,7 +6,7 @@ use crate::common::{Sandbox, parse_json};
 use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, Mode, Run, RunStatus, Sample,
 };
-use perfsleuth_store::{SqliteStore, Store};
+use perfsleuth_store::{RunWriter as _, SqliteStore};
 
 fn env(kernel: &str) -> Environment {
     let mut e = Environment::default();

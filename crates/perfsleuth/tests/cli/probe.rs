@@ -5,7 +5,7 @@
 
 use crate::common::{Out, Sandbox, assert_no_panic, parse_json};
 use perfsleuth_model::{ImpactClass, Mode, Run, RunStatus};
-use perfsleuth_store::{SqliteStore, Store as _};
+use perfsleuth_store::{RunReader as _, RunWriter as _, SqliteStore};
 use serde_json::Value;
 use std::io::Read;
 use std::os::unix::process::CommandExt;

@@ -1,0 +1,483 @@
+//! Reading runs back: whole runs, their listings, the selectors that name
+//! them (ids, `latest~N`, commits, branches), and the history across runs
+//! (series of a metric, their summaries, the same-binary runs the noise is
+//! learned from, environments over time).
+
+use crate::EarlierRun;
+use crate::HistoryEntry;
+use crate::MetricSummary;
+use crate::RunKind;
+use crate::RunListing;
+use crate::error::StoreError;
+use crate::hash::STABLE_CLASSES;
+use crate::hash::comparability_hash;
+use crate::hash::sha256_hex;
+use crate::queries::Backend;
+use crate::queries::json;
+use crate::queries::load::git_info;
+use crate::queries::load::ids;
+use crate::queries::load::listings;
+use crate::queries::load::merged_environment;
+use crate::queries::load::parse_mode;
+use crate::queries::load::read_run;
+use crate::queries::load::run_with_uuid;
+use crate::queries::to_u64;
+use crate::sql::Row;
+use crate::sql::transaction;
+use crate::sql::vals;
+use perfsleuth_model::Environment;
+use perfsleuth_model::Metric;
+use perfsleuth_model::Mode;
+use perfsleuth_model::Run;
+use std::collections::BTreeMap;
+
+/// Reading runs: loading, listing, selecting and the history across them.
+pub trait RunReader: Backend {
+    /// The id of the project's run with this UUID.
+    fn run_by_uuid(&self, uuid: &str) -> Result<Option<i64>, StoreError> {
+        run_with_uuid(self, uuid)
+    }
+
+    /// Loads a whole run: environment merged from its env row and context, benchmarks in insertion order, samples in iteration order, probe results in the order stored; `Ok(None)` if no such id.
+    fn load_run(&self, id: i64) -> Result<Option<Run>, StoreError> {
+        read_run(self, id, true)
+    }
+
+    /// [`Self::load_run`] without the sampled profiles (`stacks` and
+    /// `allocs` are `None`): for what reads the measurements or the
+    /// environment only, where a large profile would cost seconds.
+    fn load_run_measurements(&self, id: i64) -> Result<Option<Run>, StoreError> {
+        read_run(self, id, false)
+    }
+
+    /// Lists runs newest first, at most `limit` of them.
+    fn list_runs(&self, limit: Option<usize>) -> Result<Vec<RunListing>, StoreError> {
+        // A number we format ourselves: both databases take a literal LIMIT,
+        // while "no limit" is spelled differently as a parameter.
+        let limit = match limit {
+            Some(n) => format!("LIMIT {}", i64::try_from(n).unwrap_or(i64::MAX)),
+            None => String::new(),
+        };
+        listings(self, None, &limit)
+    }
+
+    /// The listing of one run of the project.
+    fn run_listing(&self, id: i64) -> Result<Option<RunListing>, StoreError> {
+        Ok(listings(self, Some(id), "")?.pop())
+    }
+
+    /// Resolves "latest", "latest~N" (the N-th run before the latest) or a numeric id to a run id.
+    fn resolve_run(&self, spec: &str) -> Result<i64, StoreError> {
+        self.resolve_run_of(spec, RunKind::Any)
+    }
+
+    /// Like [`Self::resolve_run`], but `latest` and `latest~N` count only
+    /// runs of `kind`; a numeric id names any run.
+    fn resolve_run_of(&self, spec: &str, kind: RunKind) -> Result<i64, StoreError> {
+        let not_found = || StoreError::NotFound(spec.to_string());
+        let spec_t = spec.trim();
+        let back = if spec_t == "latest" {
+            Some(0)
+        } else if let Some(n) = spec_t.strip_prefix("latest~") {
+            // Like git's HEAD~: a bare `~` means one back.
+            Some(if n.is_empty() {
+                1
+            } else {
+                n.parse::<i64>().map_err(|_| not_found())?
+            })
+        } else {
+            None
+        };
+        let rows = match back {
+            Some(n) if n < 0 => return Err(not_found()),
+            // By when each run was measured, not when it arrived: a server
+            // stores pushed runs in the order they come (`push latest~1` after
+            // `run --push`), and `latest` is still the newest measured.
+            Some(n) => self.query(
+                &format!(
+                    "SELECT r.id FROM runs r WHERE r.project = ?1 AND {} \
+                     ORDER BY r.started_at DESC, r.id DESC LIMIT 1 OFFSET {n}",
+                    kind.condition(self.dialect())
+                ),
+                &vals![self.project()],
+            )?,
+            None => {
+                let id: i64 = spec_t.parse().map_err(|_| not_found())?;
+                self.query(
+                    "SELECT id FROM runs WHERE id = ?1 AND project = ?2",
+                    &vals![id, self.project()],
+                )?
+            }
+        };
+        rows.first()
+            .map(|r| r.int(0))
+            .transpose()?
+            .ok_or_else(not_found)
+    }
+
+    /// Complete runs of commands (not `probe` runs) made at this git commit
+    /// (full hash), newest first.
+    fn runs_at_commit(&self, commit: &str) -> Result<Vec<i64>, StoreError> {
+        ids(
+            self,
+            "SELECT id FROM runs WHERE git_commit = ?1 AND status = 'complete' \
+             AND mode <> 'probe' AND project = ?2 ORDER BY id DESC",
+            &vals![commit, self.project()],
+        )
+    }
+
+    /// Complete runs of commands (not `probe` runs) made on this git branch, newest first.
+    fn runs_on_branch(&self, branch: &str) -> Result<Vec<i64>, StoreError> {
+        ids(
+            self,
+            "SELECT id FROM runs WHERE git_branch = ?1 AND status = 'complete' \
+             AND mode <> 'probe' AND project = ?2 ORDER BY id DESC",
+            &vals![branch, self.project()],
+        )
+    }
+
+    /// The newest run stored before run `id`, if any.
+    fn run_before(&self, id: i64) -> Result<Option<i64>, StoreError> {
+        self.run_before_of(id, RunKind::Any)
+    }
+
+    /// The newest run of `kind` stored before run `id`, if any.
+    fn run_before_of(&self, id: i64, kind: RunKind) -> Result<Option<i64>, StoreError> {
+        Ok(ids(
+            self,
+            &format!(
+                "SELECT r.id FROM runs r WHERE r.project = ?2 AND {} \
+                 AND (r.started_at < (SELECT started_at FROM runs WHERE id = ?1) \
+                 OR (r.started_at = (SELECT started_at FROM runs WHERE id = ?1) AND r.id < ?1)) \
+                 ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
+                kind.condition(self.dialect())
+            ),
+            &vals![id, self.project()],
+        )?
+        .first()
+        .copied())
+    }
+
+    /// Every run of `kind` stored before run `before` (all of them with
+    /// `None`), newest first, with its branch and benchmark names: what the
+    /// default baseline is chosen from, in one query.
+    fn earlier_runs(
+        &self,
+        before: Option<i64>,
+        kind: RunKind,
+    ) -> Result<Vec<EarlierRun>, StoreError> {
+        // Measured before run `id` (ties: stored before it), newest first.
+        let below = match before {
+            Some(id) => format!(
+                "AND (r.started_at < (SELECT started_at FROM runs WHERE id = {id}) \
+                 OR (r.started_at = (SELECT started_at FROM runs WHERE id = {id}) AND r.id < {id}))"
+            ),
+            None => String::new(),
+        };
+        let rows = self.query(
+            &format!(
+                "SELECT r.id, r.git_branch, b.name, r.started_at FROM runs r LEFT JOIN benchmarks b ON b.run_id = r.id \
+                 WHERE r.project = ?1 AND {} {below} ORDER BY r.started_at DESC, r.id DESC, b.position",
+                kind.condition(self.dialect())
+            ),
+            &vals![self.project()],
+        )?;
+        let mut out: Vec<EarlierRun> = Vec::new();
+        for row in rows {
+            let id = row.int(0)?;
+            if out.last().is_none_or(|r| r.id != id) {
+                out.push(EarlierRun {
+                    id,
+                    branch: row.opt_text(1)?,
+                    benchmarks: Vec::new(),
+                    started_at: row.opt_text(3)?.unwrap_or_default(),
+                });
+            }
+            if let (Some(last), Some(name)) = (out.last_mut(), row.opt_text(2)?) {
+                last.benchmarks.push(name);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs that measured the same program on the same kind of machine: the
+    /// newest (at most `limit`) complete runs in `mode` on a machine with
+    /// `env`'s [`comparability_hash`] that contain a benchmark whose
+    /// `binary.sha256` is `hash` and whose argv is `argv`. Each run is
+    /// returned with that benchmark only (its first occurrence).
+    fn same_binary_runs(
+        &self,
+        hash: &str,
+        argv: &[String],
+        mode: Mode,
+        env: &Environment,
+        limit: usize,
+    ) -> Result<Vec<Run>, StoreError> {
+        let place = self.location();
+        let wanted = comparability_hash(env);
+        let argv_json = json(place, serde_json::to_string(argv))?;
+        // The hash is matched as text first (an index-free scan of one
+        // column), then checked exactly on the decoded facts.
+        let rows = self.query(
+            "SELECT b.run_id, b.facts, e.facts FROM benchmarks b \
+             JOIN runs r ON r.id = b.run_id JOIN environments e ON e.id = r.environment_id \
+             WHERE r.status = 'complete' AND r.mode = ?1 AND b.argv = ?2 \
+             AND b.facts LIKE ?3 AND r.project = ?4 ORDER BY b.run_id DESC, b.position",
+            &vals![
+                mode.as_str(),
+                argv_json,
+                format!("%{hash}%"),
+                self.project()
+            ],
+        )?;
+        let mut out: Vec<Run> = Vec::new();
+        for row in rows {
+            let run_id = row.int(0)?;
+            if out.len() >= limit || out.iter().any(|r| r.id == Some(run_id)) {
+                continue;
+            }
+            let facts: Environment = match row.opt_text(1)? {
+                Some(f) => json(place, serde_json::from_str(&f))?,
+                None => continue,
+            };
+            if facts.get("binary.sha256") != Some(hash) {
+                continue;
+            }
+            let machine: Environment = json(place, serde_json::from_str(&row.text(2)?))?;
+            if comparability_hash(&machine) != wanted {
+                continue;
+            }
+            // For their samples (the noise they show): their profiles are not read.
+            let Some(mut run) = self.load_run_measurements(run_id)? else {
+                continue;
+            };
+            // Matched again on the loaded run rather than by position, so
+            // nothing depends on how positions are numbered.
+            let Some(bench) = run
+                .benchmarks
+                .iter()
+                .find(|b| b.argv == argv && b.facts.get("binary.sha256") == Some(hash))
+                .cloned()
+            else {
+                continue;
+            };
+            run.benchmarks = vec![bench];
+            out.push(run);
+        }
+        Ok(out)
+    }
+
+    /// The newest run with probe results made on the machine `env` describes:
+    /// one with the same identity and performance facts if there is one (so a
+    /// changed mitigation or governor finds its own probes), else one with
+    /// the same [`comparability_hash`].
+    fn latest_probe_run_for(&self, env: &Environment) -> Result<Option<i64>, StoreError> {
+        let place = self.location();
+        let stable = json(place, serde_json::to_string(&env.only(&STABLE_CLASSES)))?;
+        let exact = sha256_hex(stable.as_bytes());
+        let wanted = comparability_hash(env);
+        let rows = self.query(
+            "SELECT r.id, e.hash, e.facts FROM runs r JOIN environments e ON e.id = r.environment_id \
+             WHERE EXISTS (SELECT 1 FROM probe_results p WHERE p.run_id = r.id) AND r.project = ?1 \
+             ORDER BY r.id DESC",
+            &vals![self.project()],
+        )?;
+        for row in &rows {
+            if row.text(1)? == exact {
+                return Ok(Some(row.int(0)?));
+            }
+        }
+        for row in &rows {
+            let facts: Environment = json(place, serde_json::from_str(&row.text(2)?))?;
+            if comparability_hash(&facts) == wanted {
+                return Ok(Some(row.int(0)?));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every benchmark of every complete run of commands (not probes, not
+    /// `scale` sweeps), oldest run first, in display order within a run.
+    fn history_entries(&self) -> Result<Vec<HistoryEntry>, StoreError> {
+        let place = self.location();
+        let rows = self.query(
+            &format!(
+                "SELECT b.id, b.run_id, r.started_at, r.git_commit, r.git_branch, r.git_dirty, \
+                 r.mode, r.environment_id, b.name, b.parameters, {}, b.argv FROM runs r \
+                 JOIN benchmarks b ON b.run_id = r.id \
+                 WHERE r.status = 'complete' AND r.mode <> 'probe' \
+                 AND coalesce({}, '') <> '{}' AND r.project = ?1 \
+                 ORDER BY r.id, b.position",
+                self.dialect().json_fact("b.facts", "binary.sha256"),
+                self.dialect().json_text("r.options", "kind"),
+                perfsleuth_model::SCALE_KIND,
+            ),
+            &vals![self.project()],
+        )?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let run_id = row.int(1)?;
+            out.push(HistoryEntry {
+                benchmark_id: row.int(0)?,
+                run_id,
+                started_at: row.text(2)?,
+                git: git_info(row.opt_text(3)?, row.opt_text(4)?, row.opt_bool(5)?),
+                mode: parse_mode(place, run_id, &row.text(6)?)?,
+                environment_id: row.int(7)?,
+                name: row.text(8)?,
+                parameters: json(place, serde_json::from_str(&row.text(9)?))?,
+                binary_sha256: row
+                    .opt_text(10)?
+                    .filter(|h| !h.is_empty() && h != perfsleuth_model::UNKNOWN),
+                argv: row.text(11)?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The values of `metric` of each benchmark in `benchmark_ids` (same
+    /// order), in iteration order; a counter a sample lacks is NaN.
+    fn metric_values(
+        &self,
+        benchmark_ids: &[i64],
+        metric: Metric,
+    ) -> Result<Vec<Vec<f64>>, StoreError> {
+        let place = self.location();
+        let column = match metric {
+            Metric::Wall => "wall_exact_ns, wall_ns",
+            Metric::Cpu => "user_ns + sys_ns",
+            Metric::User => "user_ns",
+            Metric::Sys => "sys_ns",
+            Metric::PeakRss => "peak_rss_bytes",
+            Metric::MinorFaults => "minor_faults",
+            Metric::MajorFaults => "major_faults",
+            Metric::VoluntaryCs => "voluntary_cs",
+            Metric::InvoluntaryCs => "involuntary_cs",
+            Metric::Counter(_) => "counters",
+        };
+        // Only the project's benchmarks: ids are never taken on trust.
+        let sql = format!(
+            "SELECT {column} FROM samples WHERE benchmark_id = ?1 AND EXISTS (SELECT 1 FROM \
+             benchmarks b JOIN runs r ON r.id = b.run_id WHERE b.id = ?1 AND r.project = ?2) \
+             ORDER BY iteration"
+        );
+        transaction(self, false, || {
+            let mut out = Vec::with_capacity(benchmark_ids.len());
+            for &id in benchmark_ids {
+                // The samples table is clustered by (benchmark_id, iteration), so
+                // each benchmark's values are one range read of its primary key.
+                let rows = self.query(&sql, &vals![id, self.project()])?;
+                let mut values = Vec::with_capacity(rows.len());
+                for row in rows {
+                    let v = match metric {
+                        Metric::Counter(c) => match row.opt_text(0)? {
+                            Some(text) => {
+                                let raw: BTreeMap<String, Option<f64>> =
+                                    json(place, serde_json::from_str(&text))?;
+                                raw.get(c.key).copied().flatten().unwrap_or(f64::NAN)
+                            }
+                            None => f64::NAN,
+                        },
+                        // The fractional wall time where an import kept one.
+                        Metric::Wall => match row.opt_real(0)? {
+                            Some(exact) => exact,
+                            None => to_u64(row.int(1)?) as f64,
+                        },
+                        _ => to_u64(row.int(0)?) as f64,
+                    };
+                    values.push(v);
+                }
+                out.push(values);
+            }
+            Ok(out)
+        })
+    }
+
+    /// The cached summaries of `metric` for these benchmarks (same order);
+    /// `None` where none is cached yet.
+    fn metric_summaries(
+        &self,
+        benchmark_ids: &[i64],
+        metric: Metric,
+    ) -> Result<Vec<Option<MetricSummary>>, StoreError> {
+        let summary = |r: &Row| -> Result<(i64, MetricSummary), StoreError> {
+            Ok((
+                r.int(0)?,
+                MetricSummary {
+                    n: usize::try_from(r.int(1)?).unwrap_or(0),
+                    median: r.real_or_nan(2)?,
+                    lo: r.real_or_nan(3)?,
+                    hi: r.real_or_nan(4)?,
+                },
+            ))
+        };
+        // Only the project's benchmarks: ids are never taken on trust.
+        const SCOPED: &str = "SELECT m.benchmark_id, m.n, m.median, m.lo, m.hi FROM metric_summaries m \
+             JOIN benchmarks b ON b.id = m.benchmark_id JOIN runs r ON r.id = b.run_id \
+             WHERE m.metric = ?1 AND r.project = ?2";
+        transaction(self, false, || {
+            // A whole history asks for thousands: one pass over the project's
+            // summaries beats a query each. A few are looked up one by one.
+            let found: BTreeMap<i64, MetricSummary> = if benchmark_ids.len() > 64 {
+                self.query(SCOPED, &vals![metric.name(), self.project()])?
+                    .iter()
+                    .map(summary)
+                    .collect::<Result<_, _>>()?
+            } else {
+                let one = format!("{SCOPED} AND m.benchmark_id = ?3");
+                let mut found = BTreeMap::new();
+                for &id in benchmark_ids {
+                    for r in self.query(&one, &vals![metric.name(), self.project(), id])? {
+                        let (id, s) = summary(&r)?;
+                        found.insert(id, s);
+                    }
+                }
+                found
+            };
+            Ok(benchmark_ids
+                .iter()
+                .map(|id| found.get(id).copied())
+                .collect())
+        })
+    }
+
+    /// The stored environments (identity and performance facts) with these ids.
+    fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError> {
+        let mut out = BTreeMap::new();
+        for &id in ids {
+            if out.contains_key(&id) {
+                continue;
+            }
+            let rows = self.query("SELECT facts FROM environments WHERE id = ?1", &vals![id])?;
+            if let Some(row) = rows.first() {
+                out.insert(
+                    id,
+                    json(self.location(), serde_json::from_str(&row.text(0)?))?,
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// The whole environment (the machine's facts and the run's context,
+    /// as [`Self::load_run`] gives it) of each run in `run_ids`, without
+    /// its benchmarks and samples.
+    fn run_environments(&self, run_ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError> {
+        let mut out = BTreeMap::new();
+        for &id in run_ids {
+            if out.contains_key(&id) {
+                continue;
+            }
+            let rows = self.query(
+                "SELECT e.facts, r.context FROM runs r JOIN environments e ON e.id = r.environment_id \
+                 WHERE r.id = ?1 AND r.project = ?2",
+                &vals![id, self.project()],
+            )?;
+            if let Some(row) = rows.first() {
+                let env = merged_environment(self.location(), &row.text(0)?, &row.text(1)?)?;
+                out.insert(id, env);
+            }
+        }
+        Ok(out)
+    }
+}
