@@ -7,7 +7,7 @@
 //! gain from timing that comparison.
 
 use crate::ApiError;
-use perfsleuth_store::{Store, TokenRecord};
+use perfsleuth_store::{Admin, TokenRecord};
 
 /// What a token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub use perfsleuth_store::valid_project;
 /// it. A project that does not exist is answered like a private one, so
 /// names cannot be probed.
 pub fn authorize(
-    store: &dyn Store,
+    store: &(impl Admin + ?Sized),
     project: &str,
     bearer: Option<&str>,
     scope: Scope,
