@@ -2,7 +2,7 @@
 //! in words a performance engineer would write on the whiteboard, each
 //! backed by the measurement that supports it.
 
-use crate::{Analysis, Point};
+use crate::{Analysis, FitSummary, Point};
 use perfsleuth_model::quantity::MISSING;
 pub use perfsleuth_model::schema::{Diagnosis, DiagnosisKind};
 use perfsleuth_model::{LockReport, LockSite};
@@ -25,12 +25,69 @@ const ONLY_WAITS: f64 = 0.9;
 /// Efficiency (against the CPUs usable) that counts as scaling well.
 const SCALES: f64 = 0.8;
 
+/// What the diagnosis reads off a sweep, computed once for every story.
+struct Facts<'a> {
+    first: &'a Point,
+    last: &'a Point,
+    /// The level of highest throughput.
+    best: &'a Point,
+    /// The CPUs the command could use (unbounded when unknown).
+    usable: f64,
+    /// Whether throughput measurably falls after its best level.
+    falls: bool,
+    fit: Option<&'a FitSummary>,
+    /// The largest N measured.
+    n: f64,
+    beta_matters: bool,
+    alpha_matters: bool,
+    /// Threads blocking on each other, in words.
+    blocking: Option<String>,
+    /// The largest N at which the CPUs that could work sat idle, with the
+    /// idle share.
+    idle: Option<(&'a Point, f64)>,
+    /// The CPUs efficiency is judged against: the usable ones for CPU-bound
+    /// work, every thread for work that waits.
+    cap: f64,
+    /// Efficiency at the largest N against `cap`.
+    eff_usable: f64,
+}
+
+/// The stories the numbers can tell, one per sweep: its kind, headline and
+/// the evidence for it.
+struct Story {
+    kind: DiagnosisKind,
+    headline: String,
+    evidence: Vec<String>,
+}
+
 pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
-    let (Some(first), Some(last)) = (a.points.first(), a.points.last()) else {
+    let Some(facts) = facts(a) else {
         return Vec::new();
     };
+    let mut story = story(a, &facts);
+    name_the_lock(a, &mut story);
+    // A machine busy at every level measured the other load as much as the
+    // command: the story above may be the neighbours'.
+    if a.points.len() > 1 && crate::busy_levels(a).len() == a.points.len() {
+        story.evidence.push(
+            "unreliable: other processes kept CPUs busy at every level (see the warnings)"
+                .to_string(),
+        );
+    }
+    vec![Diagnosis {
+        kind: story.kind,
+        headline: story.headline,
+        evidence: story.evidence,
+    }]
+}
+
+/// The facts of a sweep of at least two levels.
+fn facts(a: &Analysis) -> Option<Facts<'_>> {
+    let (Some(first), Some(last)) = (a.points.first(), a.points.last()) else {
+        return None;
+    };
     if a.points.len() < 2 {
-        return Vec::new();
+        return None;
     }
     let best = a
         .points
@@ -38,15 +95,12 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         .max_by(|x, y| x.throughput.total_cmp(&y.throughput))
         .unwrap_or(first);
     let usable = a.machine.usable.unwrap_or(f64::INFINITY);
-    let falls = crate::measured_fall(&a.points);
     let fit = a.fit.as_ref();
     let n = last.n;
     let beta_matters =
         fit.is_some_and(|f| f.beta_significant && f.beta * n * (n - 1.0) >= TERM_MATTERS);
     let alpha_matters =
         fit.is_some_and(|f| f.alpha_significant && f.alpha * (n - 1.0) >= TERM_MATTERS);
-    let blocking = blocking_evidence(first, last);
-    // The largest N at which the CPUs that could work sat idle.
     let idle = a
         .points
         .iter()
@@ -55,20 +109,37 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         .rfind(|(_, i)| *i > IDLE);
     // Efficiency against the CPUs that could run: for CPU-bound work,
     // threads beyond the CPUs are not a loss. Work that waits is judged per thread.
-    let cpu_bound = idle.is_none();
-    let cap = if cpu_bound { usable } else { f64::INFINITY };
-    let eff_usable = last.speedup / last.n.min(cap);
+    let cap = if idle.is_none() {
+        usable
+    } else {
+        f64::INFINITY
+    };
+    Some(Facts {
+        first,
+        last,
+        best,
+        usable,
+        falls: crate::measured_fall(&a.points),
+        fit,
+        n,
+        beta_matters,
+        alpha_matters,
+        blocking: blocking_evidence(first, last),
+        idle,
+        cap,
+        eff_usable: last.speedup / last.n.min(cap),
+    })
+}
 
-    let mut evidence = Vec::new();
-    let kind;
-    let headline;
+/// Which story the facts tell, the first that fits in this order.
+fn story(a: &Analysis, f: &Facts) -> Story {
     // The USL cannot plateau, so a flat curve fits with β > 0 and a turn
     // past the data: only a measured fall counts as retrograde. A measured
     // fall is contention whatever the fit calls it (β > 0, or α > 1 when the
     // very first added thread costs more than it brings).
     // A fall with idle CPUs and no blocking is work that waits longer as it
     // grows, not threads fighting (a sleep, a saturated disk).
-    let alpha_saturates = fit.is_some_and(|f| f.alpha >= 1.0 && f.alpha_significant);
+    let alpha_saturates = f.fit.is_some_and(|f| f.alpha >= 1.0 && f.alpha_significant);
     // A command that keeps almost no CPU busy at any N only waits: however
     // the curve bends, the fit's β then describes the waits, not threads
     // fighting over a cache line.
@@ -76,209 +147,267 @@ pub(crate) fn diagnose(a: &Analysis) -> Vec<Diagnosis> {
         .points
         .iter()
         .all(|p| p.idle_of_usable.is_some_and(|i| i >= ONLY_WAITS));
-    let contention =
-        falls && (beta_matters || blocking.is_some() || (alpha_saturates && idle.is_none()));
-    if contention && !(only_waits && blocking.is_none()) {
-        kind = DiagnosisKind::Coherency;
-        headline = if best.n == first.n {
-            "coherency/contention: every added thread lowers throughput; look for a shared lock or cache line"
-                .to_string()
-        } else {
-            let peak = fit
-                .and_then(|f| f.peak_n.filter(|p| *p < n && *p >= first.n))
-                .map_or_else(|| format_count(best.n), |p| format!("{p:.1}"));
-            format!(
-                "coherency/contention: adding threads lowers throughput past N* ≈ {peak}; look for a shared lock or cache line"
-            )
-        };
-        if falls {
-            evidence.push(format!(
-                "throughput falls from {} at N = {} to {} at N = {} ({:+.0}%)",
-                format_si(best.throughput),
-                format_count(best.n),
-                format_si(last.throughput),
-                format_count(last.n),
-                100.0 * (last.throughput / best.throughput - 1.0)
-            ));
-        }
-        if let Some(f) = fit {
-            evidence.push(format!(
-                "USL: β = {} ± {} (coherency), α = {} ± {} (contention)",
-                sci(f.beta),
-                sci(f.beta_se),
-                sci(f.alpha),
-                sci(f.alpha_se)
-            ));
-            if f.alpha >= 1.0 && !beta_matters {
-                evidence.push(
-                    "α ≥ 1: each added thread costs more than it contributes, from the second one on (one thread already saturates the shared resource)"
-                        .to_string(),
-                );
-            }
-        }
-        match idle {
-            Some((p, i)) => evidence.push(format!(
-                "{} although {} could be busy: threads wait instead of working",
-                idle_words(p, i, usable),
-                format_count(p.n.min(usable))
-            )),
-            None => {
-                if let Some(i) = last.idle_of_usable {
-                    // Traced lock waits at that level: threads do sleep on
-                    // the lock, while others take their CPUs.
-                    let sleeps = last.locks.as_ref().is_some_and(|l| l.lock_wait_ns > 0);
-                    evidence.push(if sleeps {
-                        format!(
-                            "CPUs stay busy ({}) although threads sleep on the lock: runnable threads take the CPUs the waiting ones leave",
-                            idle_words(last, i, usable)
-                        )
-                    } else {
-                        format!(
-                            "CPUs stay busy ({}): the time goes to moving the contended cache line, not to sleeping",
-                            idle_words(last, i, usable)
-                        )
-                    });
-                }
-            }
-        }
-        evidence.extend(blocking.clone());
-    } else if alpha_matters && !beta_matters && fit.is_some_and(|f| f.alpha < 1.0) {
-        kind = DiagnosisKind::Serialised;
-        let f = fit.expect("alpha_matters implies a fit");
-        let ceiling = f.amdahl_ceiling.map_or(MISSING.to_string(), |c| {
-            format!("{} ({:.1}× one thread)", format_si(c), c / f.gamma)
-        });
-        headline = format!(
-            "serialised fraction ≈ {:.1}%: Amdahl ceiling {ceiling}",
-            100.0 * f.alpha
-        );
+    let contention = f.falls
+        && (f.beta_matters || f.blocking.is_some() || (alpha_saturates && f.idle.is_none()));
+    if contention && !(only_waits && f.blocking.is_none()) {
+        coherency(f)
+    } else if let Some(fit) = f
+        .fit
+        .filter(|fit| f.alpha_matters && !f.beta_matters && fit.alpha < 1.0)
+    {
+        serialised(f, fit)
+    } else if f.eff_usable >= SCALES && f.idle.is_none() {
+        compute_bound(f)
+    } else if let (Some((p, i)), true) = (f.idle, f.last.efficiency >= SCALES) {
+        scales_waiting(f, p, i)
+    } else if let (Some((p, i)), None) = (f.idle, &f.blocking) {
+        waiting(f, p, i)
+    } else {
+        sub_linear(f)
+    }
+}
+
+/// Threads fighting over a lock or a cache line: throughput falls.
+fn coherency(f: &Facts) -> Story {
+    let (first, last, best, usable) = (f.first, f.last, f.best, f.usable);
+    let mut evidence = Vec::new();
+    let headline = if best.n == first.n {
+        "coherency/contention: every added thread lowers throughput; look for a shared lock or cache line"
+            .to_string()
+    } else {
+        let peak = f
+            .fit
+            .and_then(|fit| fit.peak_n.filter(|p| *p < f.n && *p >= first.n))
+            .map_or_else(|| format_count(best.n), |p| format!("{p:.1}"));
+        format!(
+            "coherency/contention: adding threads lowers throughput past N* ≈ {peak}; look for a shared lock or cache line"
+        )
+    };
+    if f.falls {
         evidence.push(format!(
-            "USL: α = {} ± {}, β = {} ± {} (no coherency loss)",
-            sci(f.alpha),
-            sci(f.alpha_se),
-            sci(f.beta),
-            sci(f.beta_se)
+            "throughput falls from {} at N = {} to {} at N = {} ({:+.0}%)",
+            format_si(best.throughput),
+            format_count(best.n),
+            format_si(last.throughput),
+            format_count(last.n),
+            100.0 * (last.throughput / best.throughput - 1.0)
         ));
-        evidence.push(efficiency_line(last, cap));
-        evidence.extend(blocking.clone());
-    } else if eff_usable >= SCALES && idle.is_none() {
-        kind = DiagnosisKind::ComputeBound;
-        headline = if last.n > usable {
-            format!(
-                "scales; compute-bound: near-linear up to the {} usable CPUs, then flat — threads beyond them only share CPUs",
-                format_count(usable)
-            )
-        } else {
-            "scales; compute-bound".to_string()
-        };
-        evidence.push(efficiency_line(last, cap));
-        if let Some(i) = last.idle_of_usable {
-            evidence.push(format!("CPUs busy: {}", idle_words(last, i, usable)));
-        }
-    } else if let (Some((p, i)), true) = (idle, last.efficiency >= SCALES) {
-        kind = DiagnosisKind::ScalesWaiting;
-        headline = "scales; not CPU-bound: the work waits (sleep, I/O, network) and concurrency overlaps the waits"
-            .to_string();
-        evidence.push(efficiency_line(last, cap));
+    }
+    if let Some(fit) = f.fit {
         evidence.push(format!(
-            "{}: the command uses {} CPUs",
+            "USL: β = {} ± {} (coherency), α = {} ± {} (contention)",
+            sci(fit.beta),
+            sci(fit.beta_se),
+            sci(fit.alpha),
+            sci(fit.alpha_se)
+        ));
+        if fit.alpha >= 1.0 && !f.beta_matters {
+            evidence.push(
+                "α ≥ 1: each added thread costs more than it contributes, from the second one on (one thread already saturates the shared resource)"
+                    .to_string(),
+            );
+        }
+    }
+    match f.idle {
+        Some((p, i)) => evidence.push(format!(
+            "{} although {} could be busy: threads wait instead of working",
             idle_words(p, i, usable),
+            format_count(p.n.min(usable))
+        )),
+        None => {
+            if let Some(i) = last.idle_of_usable {
+                // Traced lock waits at that level: threads do sleep on
+                // the lock, while others take their CPUs.
+                let sleeps = last.locks.as_ref().is_some_and(|l| l.lock_wait_ns > 0);
+                evidence.push(if sleeps {
+                    format!(
+                        "CPUs stay busy ({}) although threads sleep on the lock: runnable threads take the CPUs the waiting ones leave",
+                        idle_words(last, i, usable)
+                    )
+                } else {
+                    format!(
+                        "CPUs stay busy ({}): the time goes to moving the contended cache line, not to sleeping",
+                        idle_words(last, i, usable)
+                    )
+                });
+            }
+        }
+    }
+    evidence.extend(f.blocking.clone());
+    Story {
+        kind: DiagnosisKind::Coherency,
+        headline,
+        evidence,
+    }
+}
+
+/// A serialised fraction without coherency loss: Amdahl's ceiling.
+fn serialised(f: &Facts, fit: &FitSummary) -> Story {
+    let ceiling = fit.amdahl_ceiling.map_or(MISSING.to_string(), |c| {
+        format!("{} ({:.1}× one thread)", format_si(c), c / fit.gamma)
+    });
+    let headline = format!(
+        "serialised fraction ≈ {:.1}%: Amdahl ceiling {ceiling}",
+        100.0 * fit.alpha
+    );
+    let mut evidence = vec![
+        format!(
+            "USL: α = {} ± {}, β = {} ± {} (no coherency loss)",
+            sci(fit.alpha),
+            sci(fit.alpha_se),
+            sci(fit.beta),
+            sci(fit.beta_se)
+        ),
+        efficiency_line(f.last, f.cap),
+    ];
+    evidence.extend(f.blocking.clone());
+    Story {
+        kind: DiagnosisKind::Serialised,
+        headline,
+        evidence,
+    }
+}
+
+/// Near-linear scaling on busy CPUs.
+fn compute_bound(f: &Facts) -> Story {
+    let (last, usable) = (f.last, f.usable);
+    let headline = if last.n > usable {
+        format!(
+            "scales; compute-bound: near-linear up to the {} usable CPUs, then flat — threads beyond them only share CPUs",
+            format_count(usable)
+        )
+    } else {
+        "scales; compute-bound".to_string()
+    };
+    let mut evidence = vec![efficiency_line(last, f.cap)];
+    if let Some(i) = last.idle_of_usable {
+        evidence.push(format!("CPUs busy: {}", idle_words(last, i, usable)));
+    }
+    Story {
+        kind: DiagnosisKind::ComputeBound,
+        headline,
+        evidence,
+    }
+}
+
+/// Scaling well on idle CPUs: concurrency overlaps the waits.
+fn scales_waiting(f: &Facts, p: &Point, idle: f64) -> Story {
+    let evidence = vec![
+        efficiency_line(f.last, f.cap),
+        format!(
+            "{}: the command uses {} CPUs",
+            idle_words(p, idle, f.usable),
             p.command_cpus
                 .or(p.busy_cpus)
                 .map_or("few".to_string(), |c| format!("{c:.2}"))
-        ));
-    } else if let (Some((p, i)), None) = (idle, &blocking) {
-        kind = DiagnosisKind::Waiting;
-        if falls {
-            evidence.push(format!(
-                "throughput falls from {} at N = {} to {} at N = {}: the waits grow with N",
-                format_si(best.throughput),
-                format_count(best.n),
-                format_si(last.throughput),
-                format_count(last.n)
-            ));
-        }
-        headline = "waiting on I/O or another resource: CPUs idle with no sign of lock contention"
-            .to_string();
+        ),
+    ];
+    Story {
+        kind: DiagnosisKind::ScalesWaiting,
+        headline: "scales; not CPU-bound: the work waits (sleep, I/O, network) and concurrency overlaps the waits"
+            .to_string(),
+        evidence,
+    }
+}
+
+/// Idle CPUs, no blocking, poor scaling: the work waits on something else.
+fn waiting(f: &Facts, p: &Point, idle: f64) -> Story {
+    let (first, last, best, usable) = (f.first, f.last, f.best, f.usable);
+    let mut evidence = Vec::new();
+    if f.falls {
         evidence.push(format!(
-            "{} although {} could be busy",
-            idle_words(p, i, usable),
-            format_count(p.n.min(usable))
-        ));
-        if let Some(c) = p.cpu.filter(|c| c.iowait >= 0.02) {
-            evidence.push(format!(
-                "{:.0}% of CPU time is iowait: the wait is on storage",
-                100.0 * c.iowait
-            ));
-        }
-        if let (Some(a), Some(b)) = (first.voluntary_cs_per_kop, last.voluntary_cs_per_kop) {
-            evidence.push(format!(
-                "voluntary context switches per 1000 ops stay at {} → {}: no sign of threads blocking on each other",
-                format_si(a),
-                format_si(b)
-            ));
-        }
-        evidence.push(efficiency_line(last, cap));
-    } else {
-        kind = DiagnosisKind::SubLinear;
-        if let Some((peak, x)) = fit
-            .and_then(|f| f.peak_n.zip(f.peak_x))
-            .filter(|(p, _)| *p > n)
-        {
-            evidence.push(format!(
-                "the fit peaks at N* ≈ {peak:.1} (X ≈ {}): more concurrency than that lowers throughput",
-                format_si(x)
-            ));
-        }
-        headline = format!(
-            "scales sub-linearly: efficiency {:.0}% at N = {}",
-            100.0 * eff_usable,
+            "throughput falls from {} at N = {} to {} at N = {}: the waits grow with N",
+            format_si(best.throughput),
+            format_count(best.n),
+            format_si(last.throughput),
             format_count(last.n)
-        );
-        if let Some(f) = fit {
-            evidence.push(format!(
-                "USL: α = {} ± {}, β = {} ± {}",
-                sci(f.alpha),
-                sci(f.alpha_se),
-                sci(f.beta),
-                sci(f.beta_se)
-            ));
-        }
-        if let Some((p, i)) = idle {
-            evidence.push(idle_words(p, i, usable));
-        }
-        evidence.extend(blocking.clone());
-    }
-    // The traced lock, where one dominates: the contention has a name.
-    let mut headline = headline;
-    if let Some((p, report, top)) = named_lock(a) {
-        if kind == DiagnosisKind::Coherency {
-            headline = headline.replacen(
-                "coherency/contention:",
-                &format!("coherency/contention at `{}`'s {}:", top.function, top.kind),
-                1,
-            );
-            headline = headline.replace("; look for a shared lock or cache line", "");
-        }
-        evidence.push(format!(
-            "at N = {}, {}",
-            format_count(p.n),
-            perfsleuth_report::lock_headline(report)
         ));
     }
-    // A machine busy at every level measured the other load as much as the
-    // command: the story above may be the neighbours'.
-    if a.points.len() > 1 && crate::busy_levels(a).len() == a.points.len() {
-        evidence.push(
-            "unreliable: other processes kept CPUs busy at every level (see the warnings)"
-                .to_string(),
-        );
+    evidence.push(format!(
+        "{} although {} could be busy",
+        idle_words(p, idle, usable),
+        format_count(p.n.min(usable))
+    ));
+    if let Some(c) = p.cpu.filter(|c| c.iowait >= 0.02) {
+        evidence.push(format!(
+            "{:.0}% of CPU time is iowait: the wait is on storage",
+            100.0 * c.iowait
+        ));
     }
-    vec![Diagnosis {
-        kind,
+    if let (Some(a), Some(b)) = (first.voluntary_cs_per_kop, last.voluntary_cs_per_kop) {
+        evidence.push(format!(
+            "voluntary context switches per 1000 ops stay at {} → {}: no sign of threads blocking on each other",
+            format_si(a),
+            format_si(b)
+        ));
+    }
+    evidence.push(efficiency_line(last, f.cap));
+    Story {
+        kind: DiagnosisKind::Waiting,
+        headline: "waiting on I/O or another resource: CPUs idle with no sign of lock contention"
+            .to_string(),
+        evidence,
+    }
+}
+
+/// None of the stories above: the efficiency, the fit and what it predicts.
+fn sub_linear(f: &Facts) -> Story {
+    let mut evidence = Vec::new();
+    if let Some((peak, x)) = f
+        .fit
+        .and_then(|fit| fit.peak_n.zip(fit.peak_x))
+        .filter(|(p, _)| *p > f.n)
+    {
+        evidence.push(format!(
+            "the fit peaks at N* ≈ {peak:.1} (X ≈ {}): more concurrency than that lowers throughput",
+            format_si(x)
+        ));
+    }
+    let headline = format!(
+        "scales sub-linearly: efficiency {:.0}% at N = {}",
+        100.0 * f.eff_usable,
+        format_count(f.last.n)
+    );
+    if let Some(fit) = f.fit {
+        evidence.push(format!(
+            "USL: α = {} ± {}, β = {} ± {}",
+            sci(fit.alpha),
+            sci(fit.alpha_se),
+            sci(fit.beta),
+            sci(fit.beta_se)
+        ));
+    }
+    if let Some((p, i)) = f.idle {
+        evidence.push(idle_words(p, i, f.usable));
+    }
+    evidence.extend(f.blocking.clone());
+    Story {
+        kind: DiagnosisKind::SubLinear,
         headline,
         evidence,
-    }]
+    }
+}
+
+/// The traced lock, where one dominates: the contention has a name.
+fn name_the_lock(a: &Analysis, story: &mut Story) {
+    let Some((p, report, top)) = named_lock(a) else {
+        return;
+    };
+    if story.kind == DiagnosisKind::Coherency {
+        story.headline = story.headline.replacen(
+            "coherency/contention:",
+            &format!("coherency/contention at `{}`'s {}:", top.function, top.kind),
+            1,
+        );
+        story.headline = story
+            .headline
+            .replace("; look for a shared lock or cache line", "");
+    }
+    story.evidence.push(format!(
+        "at N = {}, {}",
+        format_count(p.n),
+        perfsleuth_report::lock_headline(report)
+    ));
 }
 
 /// The level whose threads waited longest for locks (per run), with its
