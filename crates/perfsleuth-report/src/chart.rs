@@ -1,9 +1,12 @@
-//! The charts of the HTML report and of `--plot`: distributions (box and
-//! strip), progressions in run order, and changes with their intervals
-//! against a noise band. Hand-written SVG: every element carries a class,
-//! not a colour, so the page's stylesheet gives light and dark themes (and
-//! [`standalone`] inlines it for a lone `.svg`); every chart has a `<title>`
-//! and `<desc>` with its numbers, and the page puts a table beside it.
+//! The one chart kit, for the HTML report and `--plot`: distributions (box
+//! and strip), progressions in run order, changes with their intervals
+//! against a noise band, series, the memory ladder, sparklines and the scale
+//! chart ([`scaling`]). Hand-written SVG: every element carries a class, not
+//! a colour, so the one stylesheet ([`CHART_CSS`](crate::markup::CHART_CSS))
+//! gives light and dark themes (and [`standalone`] inlines it for a lone
+//! `.svg`); every chart has a `<title>`, and the page puts a table beside it.
+//! Ticks fall at 1-2-5 steps ([`ticks`]) and read as [`tick_label`] writes
+//! them; text goes through [`escape`](crate::markup::escape).
 //!
 //! Output is deterministic and never holds `NaN` or `inf`: non-finite
 //! values are left out. Lanes with more than [`MAX_DRAWN`] samples are
@@ -11,9 +14,13 @@
 //! kept); the statistics drawn (quartiles, median, its interval) come from
 //! every sample.
 
-use crate::markup::escape;
+use crate::markup::{escape, trim_zeros};
 use perfsleuth_model::quantity::MISSING;
 use std::fmt::Write as _;
+
+mod usl;
+
+pub use usl::{ScaleChart, ScalePoint, scaling};
 
 /// Samples drawn per lane at most; the rest are thinned out of the picture.
 pub const MAX_DRAWN: usize = 400;
@@ -78,17 +85,56 @@ pub fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
     ticks_with_step(lo, hi, nice_step(hi - lo, target as f64))
 }
 
-/// A tick label without trailing zeros: "10 ms", not "10.000 ms".
+/// A label without the trailing zeros of its leading number: "10 ms", not
+/// "10.000 ms"; "1.5e-5", not "1.50e-5".
 fn tidy(label: &str) -> String {
     let (num, rest) =
         match label.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+')) {
             Some(i) => label.split_at(i),
             None => (label, ""),
         };
-    if num.contains('.') {
-        format!("{}{rest}", num.trim_end_matches('0').trim_end_matches('.'))
+    format!("{}{rest}", trim_zeros(num))
+}
+
+/// The one text of an axis tick on every chart: `fmt`'s text of `v` (a
+/// duration, a percentage, an SI number), its number's trailing zeros
+/// dropped, because tick values are round.
+pub(crate) fn tick_label(fmt: &dyn Fn(f64) -> String, v: f64) -> String {
+    tidy(&fmt(v))
+}
+
+/// A number without unit at three significant digits with an SI prefix, in
+/// e-notation below 0.001, the missing value when not finite: "7", "2.50",
+/// "200k", "1.23M", "1.50e-5" ([`tick_label`] trims them). Unlike
+/// `format_si`, it reaches P and E and never prints a long run of zeros.
+pub(crate) fn si_number(v: f64) -> String {
+    if !v.is_finite() {
+        return MISSING.to_string();
+    }
+    if v == 0.0 {
+        return "0".to_string();
+    }
+    let a = v.abs();
+    if a < 1e-3 {
+        return format!("{v:.2e}");
+    }
+    const PREFIXES: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
+    let mut exp3 = if a >= 1000.0 {
+        ((a.log10() / 3.0).floor() as usize).min(PREFIXES.len() - 1)
     } else {
-        label.to_string()
+        0
+    };
+    loop {
+        let scaled = v / 1000f64.powi(exp3 as i32);
+        let digits = scaled.abs().log10().floor();
+        let decimals = (2.0 - digits).clamp(0.0, 6.0) as usize;
+        let s = format!("{scaled:.decimals$}");
+        let rounded: f64 = s.parse().unwrap_or(scaled);
+        if rounded.abs() >= 1000.0 && exp3 + 1 < PREFIXES.len() {
+            exp3 += 1;
+            continue;
+        }
+        return format!("{s}{}", PREFIXES[exp3]);
     }
 }
 
@@ -215,7 +261,7 @@ fn x_axis_at(
             top = n(top),
             y = n(y),
             ty = n(y + 16.0),
-            l = escape(&tidy(&fmt(t))),
+            l = escape(&tick_label(fmt, t)),
         );
     }
     let _ = write!(
@@ -256,7 +302,7 @@ fn y_axis(out: &mut String, y: &Scale, bottom: f64, fmt: &dyn Fn(f64) -> String,
             p = n(y.at(t)),
             tx = n(LEFT - 6.0),
             ty = n(y.at(t) + 4.0),
-            v = escape(&tidy(&fmt(t))),
+            v = escape(&tick_label(fmt, t)),
         );
     }
     let _ = write!(
@@ -950,6 +996,35 @@ mod tests {
         assert_eq!(t, vec![0.2, 0.4, 0.6, 0.8]);
         assert_eq!(ticks(5.0, 5.0, 4), vec![5.0]);
         assert_eq!(ticks(f64::NAN, 1.0, 4).len(), 1);
+    }
+
+    #[test]
+    fn ticks_fall_at_1_2_5_steps() {
+        assert_eq!(
+            ticks(0.0, 7.3, 8),
+            vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+        );
+        assert_eq!(ticks(0.0, 0.9, 8).len(), 5); // step 0.2
+        assert_eq!(nice_step(64.0, 10.0), 10.0);
+        assert_eq!(nice_step(30.0, 10.0), 5.0);
+        assert_eq!(nice_step(13.0, 10.0), 2.0);
+        assert_eq!(ticks(-5.0, 5.0, 5), vec![-4.0, -2.0, 0.0, 2.0, 4.0]);
+    }
+
+    #[test]
+    fn si_tick_labels_have_three_digits_and_no_trailing_zeros() {
+        let si = |v: f64| tick_label(&si_number, v);
+        assert_eq!(si(0.0), "0");
+        assert_eq!(si(7.0), "7");
+        assert_eq!(si(2.5), "2.5");
+        assert_eq!(si(0.3 * 1.0000000000000002), "0.3");
+        assert_eq!(si(1234.0), "1.23k");
+        assert_eq!(si(3.4e6), "3.4M");
+        assert_eq!(si(999_999.0), "1M");
+        assert_eq!(si(-2e9), "-2G");
+        assert_eq!(si(1.5e-5), "1.5e-5");
+        assert_eq!(si(-2e-4), "-2e-4");
+        assert_eq!(si(f64::NAN), "–");
     }
 
     #[test]

@@ -27,7 +27,6 @@ pub mod probe;
 mod simulation;
 mod stacks;
 pub mod style;
-pub mod svg;
 mod terminal;
 
 #[cfg(doc)]

@@ -43,12 +43,7 @@ pub fn render_html(a: &Analysis, title: &str) -> String {
             ]
         })
         .collect();
-    let svg = perfsleuth_report::svg::render_scale_svg(&crate::chart(a, title));
-    // The chart is a document of its own: drop its XML declaration inline.
-    let svg = svg
-        .find("<svg")
-        .map_or(svg.as_str(), |i| &svg[i..])
-        .to_string();
+    let svg = perfsleuth_report::chart::scaling(&crate::chart(a, title));
     out.push_str(&figure(
         &svg,
         "Dots: median throughput per level with its interval; line: the USL fit; dashed: linear scaling from N = 1; dotted: the ceiling.",

@@ -4,7 +4,7 @@ use crate::diagnose::sci;
 use crate::{Analysis, MAX_EXTRAPOLATION};
 use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::{Document, FitModel, ScaleDoc};
-use perfsleuth_report::svg::{ChartPoint, ScaleChart};
+use perfsleuth_report::chart::{ScaleChart, ScalePoint};
 use perfsleuth_report::{Align, Style, format_count, format_si, table};
 
 /// The table per N, the fit summary, the diagnosis and the warnings.
@@ -224,7 +224,7 @@ pub fn chart(a: &Analysis, title: &str) -> ScaleChart {
         points: a
             .points
             .iter()
-            .map(|p| ChartPoint {
+            .map(|p| ScalePoint {
                 n: p.n,
                 median: p.throughput,
                 low: p.throughput_low,

@@ -168,7 +168,7 @@ fn downstream(obs: &[Observation]) {
     let _ = render_terminal(&a, false);
     let doc = to_json(&a, None);
     perfsleuth_model::schema::to_json_pretty(&doc).expect("the document serialises");
-    let _ = perfsleuth_report::svg::render_scale_svg(&chart(&a, "fuzz"));
+    let _ = perfsleuth_report::chart::scaling(&chart(&a, "fuzz"));
 }
 
 const CSV_LINES: &[&[u8]] = &[

@@ -89,9 +89,8 @@ fn report(
         emit(&text, false);
     }
     if let Some(path) = plot {
-        let svg =
-            perfsleuth_report::svg::render_scale_svg(&perfsleuth_scale::chart(analysis, title));
-        output::write_chart(path, &svg)?;
+        let svg = perfsleuth_report::chart::scaling(&perfsleuth_scale::chart(analysis, title));
+        output::write_chart(path, &perfsleuth_report::chart::standalone(&svg))?;
     }
     Ok(())
 }

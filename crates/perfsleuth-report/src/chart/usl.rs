@@ -1,20 +1,22 @@
-//! A standalone SVG 1.1 chart of throughput against concurrency, with the
-//! Universal Scalability Law fit, for `perfsleuth scale --plot FILE`.
+//! The scale chart: throughput against concurrency with the Universal
+//! Scalability Law fit, for the scale section of the report and `scale
+//! --plot` (through [`standalone`](crate::chart::standalone)).
 //!
-//! The renderer needs no fonts, scripts or stylesheets: every element carries
-//! its own attributes, so the file opens the same in a browser, an image
-//! viewer or a Markdown preview. Output is deterministic (fixed float
-//! precision, no maps), never contains `NaN` or `inf` (non-finite inputs are
-//! skipped), and every line series is clipped to the plot area by explicit
-//! segment intersection, so no coordinate lies outside it.
+//! Painted like the other charts: every element carries a class, and
+//! [`CHART_CSS`](crate::markup::CHART_CSS) (its `svg.usl-chart` rules) gives
+//! the colours, strokes and type sizes, light and dark. Output is
+//! deterministic (fixed float precision, no maps), never contains `NaN` or
+//! `inf` (non-finite inputs are skipped), and every line series is clipped to
+//! the plot area by explicit segment intersection, so no coordinate lies
+//! outside it.
 
-use crate::chart::{nice_step, ticks_with_step};
-use perfsleuth_model::quantity::MISSING;
+use crate::chart::{nice_step, si_number, tick_label, ticks_with_step};
+use crate::markup::{coord, escape_line};
 use std::fmt::Write as _;
 
 /// One measured concurrency level.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct ChartPoint {
+pub struct ScalePoint {
     /// Concurrency level N.
     pub n: f64,
     /// Median throughput at N.
@@ -35,7 +37,7 @@ pub struct ScaleChart {
     /// Y axis label, e.g. "throughput X(N) (ops/s)".
     pub y_label: String,
     /// Measured points with error bars.
-    pub points: Vec<ChartPoint>,
+    pub points: Vec<ScalePoint>,
     /// The fitted curve sampled densely (may be empty: no fit).
     pub fitted: Vec<(f64, f64)>,
     /// Legend text of the fitted curve.
@@ -74,50 +76,6 @@ const CEILING_CAP: f64 = 3.0;
 const X_MARGIN: f64 = 1.03;
 /// Headroom above the highest value shown.
 const HEADROOM: f64 = 1.05;
-
-// Okabe–Ito palette: distinguishable under the common colour-vision
-// deficiencies; dark text on white.
-const TEXT: &str = "#222222";
-const AXIS: &str = "#444444";
-const GRID: &str = "#e3e3e3";
-const C_MEASURED: &str = "#0072B2";
-const C_FIT: &str = "#D55E00";
-const C_LINEAR: &str = "#009E73";
-const C_CEILING: &str = "#CC79A7";
-const C_PEAK: &str = "#E69F00";
-const BACKGROUND: &str = "#ffffff";
-const LEGEND_EDGE: &str = "#bbbbbb";
-
-/// Dark-mode replacements of the colours above, as (attribute, light, dark).
-/// The chart keeps its presentation attributes (they are what an image viewer
-/// without CSS shows); a browser in dark mode applies these rules instead, which
-/// select on the attribute values. Scoped to `svg.usl-chart` because a `<style>`
-/// inside inline SVG applies to the whole HTML page.
-const DARK: &[(&str, &str, &str)] = &[
-    ("fill", BACKGROUND, "#1b1b1b"),
-    ("stroke", BACKGROUND, "#1b1b1b"),
-    ("fill", TEXT, "#e8e8e8"),
-    ("stroke", TEXT, "#e8e8e8"),
-    ("stroke", AXIS, "#aaaaaa"),
-    ("stroke", GRID, "#3a3a3a"),
-    ("stroke", LEGEND_EDGE, "#555555"),
-    ("fill", C_MEASURED, "#56B4E9"),
-    ("stroke", C_MEASURED, "#56B4E9"),
-    ("stroke", C_FIT, "#FF8C4A"),
-    ("stroke", C_LINEAR, "#3FD1A6"),
-    ("stroke", C_CEILING, "#E8A5CC"),
-    ("fill", C_PEAK, "#F0E442"),
-];
-
-/// The `<style>` element carrying [`DARK`].
-fn dark_style() -> String {
-    let mut css = String::from("<style>@media (prefers-color-scheme:dark){");
-    for (attr, light, dark) in DARK {
-        let _ = write!(css, r#"svg.usl-chart [{attr}="{light}"]{{{attr}:{dark}}}"#);
-    }
-    css.push_str("}</style>");
-    css
-}
 
 /// Largest magnitude accepted from the input: beyond it, sums and the
 /// headroom factor could overflow to infinity, so such values are skipped
@@ -172,8 +130,8 @@ impl Legend {
     }
 }
 
-/// Renders `chart` as a standalone SVG 1.1 document.
-pub fn render_scale_svg(chart: &ScaleChart) -> String {
+/// `chart` as an inline `<svg>`, for a page or [`standalone`](crate::chart::standalone).
+pub fn scaling(chart: &ScaleChart) -> String {
     let points = sanitize_points(&chart.points);
     let notes = wrap_notes(&chart.notes);
     if points.is_empty() {
@@ -197,7 +155,7 @@ pub fn render_scale_svg(chart: &ScaleChart) -> String {
     }
     write_legend(&mut out, &legend, &rows);
     write_notes(&mut out, legend_bottom, &notes);
-    out.push_str("</svg>\n");
+    out.push_str("</svg>");
     out
 }
 
@@ -208,7 +166,7 @@ fn no_data(chart: &ScaleChart, notes: &[String]) -> String {
     header(&mut out, height, &chart.title);
     let _ = writeln!(
         out,
-        r#"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="{AXIS}"/>"#,
+        r#"<rect class="frame" x="{}" y="{}" width="{}" height="{}"/>"#,
         c(PLOT_LEFT),
         c(PLOT_TOP),
         c(PLOT_RIGHT - PLOT_LEFT),
@@ -216,12 +174,12 @@ fn no_data(chart: &ScaleChart, notes: &[String]) -> String {
     );
     let _ = writeln!(
         out,
-        r#"<text x="{}" y="{}" text-anchor="middle" font-size="20" fill="{TEXT}">no data</text>"#,
+        r#"<text class="empty" x="{}" y="{}" text-anchor="middle">no data</text>"#,
         c((PLOT_LEFT + PLOT_RIGHT) / 2.0),
         c((PLOT_TOP + PLOT_BOTTOM) / 2.0)
     );
     write_notes(&mut out, PLOT_BOTTOM + 40.0, notes);
-    out.push_str("</svg>\n");
+    out.push_str("</svg>");
     out
 }
 
@@ -352,14 +310,13 @@ fn legend_of(
 /// The grid, the ticks with their labels, and the plot's frame.
 fn write_grid(out: &mut String, f: &Frame) {
     let (x_axis, y_axis) = (f.x_axis, f.y_axis);
-    // Grid, ticks and tick labels.
-    out.push_str("<g class=\"grid\">\n");
+    out.push_str("<g>\n");
     for t in ticks_with_step(f.y_lo, f.y_hi, f.y_step) {
         let y = y_axis.map(t);
-        thin_line(out, (PLOT_LEFT, y), (PLOT_RIGHT, y), GRID);
+        thin_line(out, (PLOT_LEFT, y), (PLOT_RIGHT, y), "grid");
         let _ = writeln!(
             out,
-            r#"<text x="{}" y="{}" text-anchor="end" font-size="12" fill="{TEXT}">{}</text>"#,
+            r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
             c(PLOT_LEFT - 8.0),
             c(y + 4.0),
             text(&axis_label(t))
@@ -367,11 +324,11 @@ fn write_grid(out: &mut String, f: &Frame) {
     }
     for t in ticks_with_step(0.0, f.x_hi, f.x_step) {
         let x = x_axis.map(t);
-        thin_line(out, (x, PLOT_TOP), (x, PLOT_BOTTOM), GRID);
-        thin_line(out, (x, PLOT_BOTTOM), (x, PLOT_BOTTOM + 5.0), AXIS);
+        thin_line(out, (x, PLOT_TOP), (x, PLOT_BOTTOM), "grid");
+        thin_line(out, (x, PLOT_BOTTOM), (x, PLOT_BOTTOM + 5.0), "axis");
         let _ = writeln!(
             out,
-            r#"<text x="{}" y="{}" text-anchor="middle" font-size="12" fill="{TEXT}">{}</text>"#,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
             c(x),
             c(PLOT_BOTTOM + 19.0),
             text(&axis_label(t))
@@ -380,7 +337,7 @@ fn write_grid(out: &mut String, f: &Frame) {
     out.push_str("</g>\n");
     let _ = writeln!(
         out,
-        r#"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="{AXIS}" stroke-width="1"/>"#,
+        r#"<rect class="frame" x="{}" y="{}" width="{}" height="{}"/>"#,
         c(PLOT_LEFT),
         c(PLOT_TOP),
         c(PLOT_RIGHT - PLOT_LEFT),
@@ -390,10 +347,9 @@ fn write_grid(out: &mut String, f: &Frame) {
 
 /// The axes' labels.
 fn write_axis_labels(out: &mut String, chart: &ScaleChart) {
-    // Axis labels.
     let _ = writeln!(
         out,
-        r#"<text x="{}" y="{}" text-anchor="middle" font-size="13" fill="{TEXT}">{}</text>"#,
+        r#"<text class="label" x="{}" y="{}" text-anchor="middle">{}</text>"#,
         c((PLOT_LEFT + PLOT_RIGHT) / 2.0),
         c(PLOT_BOTTOM + 42.0),
         text(&chart.x_label)
@@ -401,7 +357,7 @@ fn write_axis_labels(out: &mut String, chart: &ScaleChart) {
     let (ly_x, ly_y) = (20.0, (PLOT_TOP + PLOT_BOTTOM) / 2.0);
     let _ = writeln!(
         out,
-        r#"<text x="{0}" y="{1}" transform="rotate(-90 {0} {1})" text-anchor="middle" font-size="13" fill="{TEXT}">{2}</text>"#,
+        r#"<text class="label" x="{0}" y="{1}" transform="rotate(-90 {0} {1})" text-anchor="middle">{2}</text>"#,
         c(ly_x),
         c(ly_y),
         text(&chart.y_label)
@@ -416,7 +372,7 @@ fn write_references(out: &mut String, f: &Frame, fitted: &[(f64, f64)]) {
         let y = y_axis.map(v);
         let _ = writeln!(
             out,
-            r#"<line class="ceiling" x1="{}" y1="{}" x2="{}" y2="{}" stroke="{C_CEILING}" stroke-width="2" stroke-dasharray="2 4"/>"#,
+            r#"<line class="ceiling" x1="{}" y1="{}" x2="{}" y2="{}"/>"#,
             c(PLOT_LEFT),
             c(y),
             c(PLOT_RIGHT),
@@ -425,18 +381,10 @@ fn write_references(out: &mut String, f: &Frame, fitted: &[(f64, f64)]) {
     }
     if let Some(s) = f.linear {
         let line = [(0.0, 0.0), (x_hi, s * x_hi)];
-        write_series(
-            out,
-            &line,
-            x_axis,
-            y_axis,
-            "linear",
-            C_LINEAR,
-            r#" stroke-dasharray="8 5""#,
-        );
+        write_series(out, &line, x_axis, y_axis, "linear");
     }
     if fitted.len() >= 2 {
-        write_series(out, fitted, x_axis, y_axis, "fit", C_FIT, "");
+        write_series(out, fitted, x_axis, y_axis, "fit");
     }
 }
 
@@ -450,10 +398,7 @@ fn write_points(out: &mut String, points: &[Point], f: &Frame) {
         if !(x.is_finite() && ym.is_finite() && yl.is_finite() && yh.is_finite()) {
             continue;
         }
-        let _ = writeln!(
-            out,
-            r#"<g class="errorbar" stroke="{C_MEASURED}" stroke-width="1.5">"#
-        );
+        out.push_str("<g class=\"errorbar\">\n");
         if (yl - yh).abs() >= 0.5 {
             let _ = writeln!(
                 out,
@@ -474,7 +419,7 @@ fn write_points(out: &mut String, points: &[Point], f: &Frame) {
         }
         let _ = writeln!(
             out,
-            r#"<circle cx="{}" cy="{}" r="4" fill="{C_MEASURED}" stroke="{BACKGROUND}" stroke-width="1"/>"#,
+            r#"<circle class="dot" cx="{}" cy="{}" r="4"/>"#,
             c(x),
             c(ym)
         );
@@ -488,14 +433,14 @@ fn write_peak(out: &mut String, f: &Frame, (px, py): (f64, f64), label: &str) {
     let (x, y) = (x_axis.map(px), y_axis.map(py));
     let _ = writeln!(
         out,
-        r#"<line class="peak" x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="{AXIS}" stroke-width="1" stroke-dasharray="2 3"/>"#,
+        r#"<line class="peak" x1="{0}" y1="{1}" x2="{0}" y2="{2}"/>"#,
         c(x),
         c(y),
         c(PLOT_BOTTOM)
     );
     let _ = writeln!(
         out,
-        r#"<polygon class="peak" points="{}" fill="{C_PEAK}" stroke="{TEXT}" stroke-width="1"/>"#,
+        r#"<polygon class="peak" points="{}"/>"#,
         diamond(x, y, 7.0)
     );
     let (tx, anchor) = if x > PLOT_RIGHT - 90.0 {
@@ -510,7 +455,7 @@ fn write_peak(out: &mut String, f: &Frame, (px, py): (f64, f64), label: &str) {
     };
     let _ = writeln!(
         out,
-        r#"<text x="{}" y="{}" text-anchor="{anchor}" font-size="12" font-weight="bold" fill="{TEXT}">{}</text>"#,
+        r#"<text class="peak-label" x="{}" y="{}" text-anchor="{anchor}">{}</text>"#,
         c(tx),
         c(ty),
         text(label)
@@ -519,7 +464,7 @@ fn write_peak(out: &mut String, f: &Frame, (px, py): (f64, f64), label: &str) {
 
 /// Keeps points with a finite, non-negative N and a finite median; missing
 /// or inverted error bar ends collapse onto the median.
-fn sanitize_points(points: &[ChartPoint]) -> Vec<Point> {
+fn sanitize_points(points: &[ScalePoint]) -> Vec<Point> {
     points
         .iter()
         .filter(|p| usable(p.n) && p.n >= 0.0 && usable(p.median))
@@ -562,26 +507,24 @@ fn layout_height(content_bottom: f64, note_lines: usize) -> f64 {
     (content_bottom + notes + 14.0).max(MIN_HEIGHT).ceil()
 }
 
+/// The `<svg>` element's opening, the title and the background.
 fn header(out: &mut String, height: f64, title: &str) {
-    out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{0}" height="{1}" viewBox="0 0 {0} {1}" font-family="sans-serif" class="usl-chart">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{0}" height="{1}" viewBox="0 0 {0} {1}" class="chart usl-chart">"#,
         c(WIDTH),
         c(height)
     );
     let _ = writeln!(out, "<title>{}</title>", text(title));
-    out.push_str(&dark_style());
-    out.push('\n');
     let _ = writeln!(
         out,
-        r#"<rect x="0" y="0" width="{}" height="{}" fill="{BACKGROUND}"/>"#,
+        r#"<rect class="bg" x="0" y="0" width="{}" height="{}"/>"#,
         c(WIDTH),
         c(height)
     );
     let _ = writeln!(
         out,
-        r#"<text x="{}" y="30" text-anchor="middle" font-size="18" font-weight="bold" fill="{TEXT}">{}</text>"#,
+        r#"<text class="title" x="{}" y="30" text-anchor="middle">{}</text>"#,
         c(WIDTH / 2.0),
         text(title)
     );
@@ -589,15 +532,7 @@ fn header(out: &mut String, height: f64, title: &str) {
 
 /// Draws a data-space polyline clipped to the plot area, as one
 /// `<polyline>` per visible run of segments.
-fn write_series(
-    out: &mut String,
-    data: &[(f64, f64)],
-    x_axis: Axis,
-    y_axis: Axis,
-    class: &str,
-    colour: &str,
-    extra: &str,
-) {
+fn write_series(out: &mut String, data: &[(f64, f64)], x_axis: Axis, y_axis: Axis, class: &str) {
     let px: Vec<Option<(f64, f64)>> = data
         .iter()
         .map(|&(x, y)| {
@@ -644,7 +579,7 @@ fn write_series(
             .collect();
         let _ = writeln!(
             out,
-            r#"<polyline class="{class}" points="{}" fill="none" stroke="{colour}" stroke-width="2"{extra}/>"#,
+            r#"<polyline class="{class}" points="{}"/>"#,
             pts.join(" ")
         );
     }
@@ -723,7 +658,7 @@ fn write_legend(out: &mut String, legend: &[Legend], rows: &[Vec<usize>]) {
     out.push_str("<g class=\"legend\">\n");
     let _ = writeln!(
         out,
-        r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{BACKGROUND}" stroke="{LEGEND_EDGE}" stroke-width="1" rx="3"/>"#,
+        r#"<rect x="{}" y="{}" width="{}" height="{}" rx="3"/>"#,
         c(PLOT_LEFT),
         c(LEGEND_TOP),
         c(PLOT_RIGHT - PLOT_LEFT),
@@ -739,36 +674,32 @@ fn write_legend(out: &mut String, legend: &[Legend], rows: &[Vec<usize>]) {
                 Legend::Measured => {
                     let _ = writeln!(
                         out,
-                        r#"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="{C_MEASURED}" stroke-width="1.5"/>"#,
+                        r#"<line class="bar" x1="{0}" y1="{1}" x2="{0}" y2="{2}"/>"#,
                         c(xm),
                         c(cy - 7.0),
                         c(cy + 7.0)
                     );
                     let _ = writeln!(
                         out,
-                        r#"<circle cx="{}" cy="{}" r="4" fill="{C_MEASURED}"/>"#,
+                        r#"<circle class="dot" cx="{}" cy="{}" r="4"/>"#,
                         c(xm),
                         c(cy)
                     );
                 }
-                Legend::Fit(_) => line_glyph(out, x0, x1, cy, C_FIT, ""),
-                Legend::Linear => {
-                    line_glyph(out, x0, x1, cy, C_LINEAR, r#" stroke-dasharray="8 5""#)
-                }
-                Legend::Ceiling(_) => {
-                    line_glyph(out, x0, x1, cy, C_CEILING, r#" stroke-dasharray="2 4""#)
-                }
+                Legend::Fit(_) => line_glyph(out, x0, x1, cy, "fit"),
+                Legend::Linear => line_glyph(out, x0, x1, cy, "linear"),
+                Legend::Ceiling(_) => line_glyph(out, x0, x1, cy, "ceiling"),
                 Legend::Peak(_) => {
                     let _ = writeln!(
                         out,
-                        r#"<polygon points="{}" fill="{C_PEAK}" stroke="{TEXT}" stroke-width="1"/>"#,
+                        r#"<polygon class="peak" points="{}"/>"#,
                         diamond(xm, cy, 6.0)
                     );
                 }
             }
             let _ = writeln!(
                 out,
-                r#"<text x="{}" y="{}" font-size="12" fill="{TEXT}">{}</text>"#,
+                r#"<text x="{}" y="{}">{}</text>"#,
                 c(x + 30.0),
                 c(cy + 4.0),
                 text(e.text())
@@ -779,10 +710,11 @@ fn write_legend(out: &mut String, legend: &[Legend], rows: &[Vec<usize>]) {
     out.push_str("</g>\n");
 }
 
-fn line_glyph(out: &mut String, x0: f64, x1: f64, y: f64, colour: &str, extra: &str) {
+/// A legend's line, drawn as the series of `class` is.
+fn line_glyph(out: &mut String, x0: f64, x1: f64, y: f64, class: &str) {
     let _ = writeln!(
         out,
-        r#"<line x1="{}" y1="{2}" x2="{}" y2="{2}" stroke="{colour}" stroke-width="2"{extra}/>"#,
+        r#"<line class="{class}" x1="{}" y1="{2}" x2="{}" y2="{2}"/>"#,
         c(x0),
         c(x1),
         c(y)
@@ -790,10 +722,10 @@ fn line_glyph(out: &mut String, x0: f64, x1: f64, y: f64, colour: &str, extra: &
 }
 
 /// A one-pixel line from `a` to `b` (grid lines and tick marks).
-fn thin_line(out: &mut String, a: (f64, f64), b: (f64, f64), stroke: &str) {
+fn thin_line(out: &mut String, a: (f64, f64), b: (f64, f64), class: &str) {
     let _ = writeln!(
         out,
-        r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{stroke}" stroke-width="1"/>"#,
+        r#"<line class="{class}" x1="{}" y1="{}" x2="{}" y2="{}"/>"#,
         c(a.0),
         c(a.1),
         c(b.0),
@@ -823,7 +755,7 @@ fn write_notes(out: &mut String, top: f64, notes: &[String]) {
     for (i, line) in notes.iter().enumerate() {
         let _ = writeln!(
             out,
-            r#"<text x="{}" y="{}" font-size="13" fill="{TEXT}">{}</text>"#,
+            r#"<text x="{}" y="{}">{}</text>"#,
             c(PLOT_LEFT),
             c(top + 10.0 + NOTE_LINE * (i as f64 + 0.75)),
             text(line)
@@ -855,76 +787,21 @@ fn wrap_notes(notes: &[String]) -> Vec<String> {
     lines
 }
 
-/// Text of the scale chart: escaped, and on one line (an SVG renderer
-/// deletes a line break inside `<text>`, joining the words either side;
-/// a `[[bench]]` command may span lines).
+/// Text of the scale chart.
 fn text(s: &str) -> String {
-    crate::markup::escape(&s.replace(['\t', '\n', '\r'], " "))
+    escape_line(s)
 }
 
 /// A coordinate of the scale chart, at 0.01 px.
 fn c(v: f64) -> String {
     debug_assert!(v.is_finite(), "non-finite coordinate");
-    crate::markup::coord(v, 2)
+    coord(v, 2)
 }
 
-/// "Nice" tick values (1-2-5 steps) covering `[lo, hi]` with at most about
-/// `target` intervals. (The renderer picks the step itself so it can force
-/// integer x ticks; this is the plain form.)
-#[cfg(test)]
-fn nice_ticks(lo: f64, hi: f64, target: f64) -> Vec<f64> {
-    ticks_with_step(lo, hi, nice_step(hi - lo, target))
-}
-
-/// An axis or marker label: like `crate::format_si`, three significant
-/// digits and an SI suffix, but with trailing zeros dropped (`200k`, not
-/// `200.0k`) because tick values are round, and tiny values in e-notation:
-/// `7`, `2.5`, `200k`, `1.23M`. Non-finite values print as the missing value.
+/// An axis or marker label: the kit's tick label of an SI number (`7`,
+/// `2.5`, `200k`, `1.23M`, `1.5e-5`).
 fn axis_label(v: f64) -> String {
-    if !v.is_finite() {
-        return MISSING.to_string();
-    }
-    if v == 0.0 {
-        return "0".to_string();
-    }
-    let a = v.abs();
-    if a < 1e-3 {
-        let s = format!("{v:.2e}");
-        return match s.split_once('e') {
-            Some((m, e)) => {
-                let m = if m.contains('.') {
-                    m.trim_end_matches('0').trim_end_matches('.')
-                } else {
-                    m
-                };
-                format!("{m}e{e}")
-            }
-            None => s,
-        };
-    }
-    const PREFIXES: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
-    let mut exp3 = if a >= 1000.0 {
-        ((a.log10() / 3.0).floor() as usize).min(PREFIXES.len() - 1)
-    } else {
-        0
-    };
-    loop {
-        let scaled = v / 1000f64.powi(exp3 as i32);
-        let digits = scaled.abs().log10().floor();
-        let decimals = (2.0 - digits).clamp(0.0, 6.0) as usize;
-        let s = format!("{scaled:.decimals$}");
-        let rounded: f64 = s.parse().unwrap_or(scaled);
-        if rounded.abs() >= 1000.0 && exp3 + 1 < PREFIXES.len() {
-            exp3 += 1;
-            continue;
-        }
-        let s = if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s
-        };
-        return format!("{s}{}", PREFIXES[exp3]);
-    }
+    tick_label(&si_number, v)
 }
 
 /// Formats N* for its label: one decimal below 1000, SI above.
@@ -939,6 +816,7 @@ fn format_n(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::markup::CHART_CSS;
 
     /// A small well-formedness check: declaration and comments skipped,
     /// tags matched on a stack, attributes `name="value"` with unique names,
@@ -1071,7 +949,7 @@ mod tests {
                 .iter()
                 .map(|&n| {
                     let m = usl(n);
-                    ChartPoint {
+                    ScalePoint {
                         n,
                         median: m,
                         low: m * 0.95,
@@ -1107,11 +985,11 @@ mod tests {
 
     #[test]
     fn svg_output_is_well_formed_xml() {
-        let svg = render_scale_svg(&sample_chart());
+        let svg = scaling(&sample_chart());
         check_xml(&svg).unwrap();
         assert!(svg.contains(r#"xmlns="http://www.w3.org/2000/svg""#));
         assert!(svg.contains(r#"viewBox="0 0 800 "#));
-        assert!(svg.contains("font-family=\"sans-serif\""));
+        assert!(svg.contains(r#"class="chart usl-chart""#));
         assert!(svg.contains("N* = 21.8"));
         assert!(svg.contains("contention"));
         assert!(svg.contains("class=\"fit\""));
@@ -1120,23 +998,24 @@ mod tests {
     }
 
     #[test]
-    fn every_colour_drawn_has_a_dark_mode_replacement() {
-        let svg = render_scale_svg(&sample_chart());
-        let mut seen = 0;
-        for attr in ["fill", "stroke"] {
-            let key = format!(" {attr}=\"#");
-            for part in svg.split(key.as_str()).skip(1) {
-                let value = format!("#{}", &part[..6]);
-                assert!(
-                    DARK.iter().any(|(a, l, _)| *a == attr && *l == value),
-                    "{attr}={value} has no dark-mode colour"
-                );
-                seen += 1;
+    fn the_stylesheet_paints_every_class_and_the_chart_no_colour_of_its_own() {
+        let mut chart = sample_chart();
+        let drawn = scaling(&chart);
+        chart.points.clear();
+        let empty = scaling(&chart);
+        for svg in [&drawn, &empty] {
+            for attr in [" fill=", " stroke=", " stroke-", " font-", "<style"] {
+                assert!(!svg.contains(attr), "{attr} in {svg}");
+            }
+            for part in svg.split(" class=\"").skip(1) {
+                for class in part[..part.find('"').unwrap()].split(' ') {
+                    let styled = CHART_CSS.match_indices(&format!(".{class}")).any(|(i, m)| {
+                        CHART_CSS[i + m.len()..].starts_with([' ', ',', '{', '>', '.'])
+                    });
+                    assert!(styled, "class {class} has no rule in CHART_CSS");
+                }
             }
         }
-        assert!(seen > 20, "{seen} colour attributes");
-        assert!(svg.contains("svg.usl-chart [fill=\"#ffffff\"]{fill:#1b1b1b}"));
-        assert!(svg.contains(r#"class="usl-chart""#));
     }
 
     #[test]
@@ -1152,7 +1031,7 @@ mod tests {
     #[test]
     fn svg_has_one_error_bar_group_per_point() {
         let chart = sample_chart();
-        let svg = render_scale_svg(&chart);
+        let svg = scaling(&chart);
         assert_eq!(
             svg.matches("class=\"errorbar\"").count(),
             chart.points.len()
@@ -1171,7 +1050,7 @@ mod tests {
         chart.x_label = "<x>".into();
         chart.fit_label = "fit & more".into();
         chart.notes = vec!["note </svg> & \u{1} end".into()];
-        let svg = render_scale_svg(&chart);
+        let svg = scaling(&chart);
         check_xml(&svg).unwrap();
         assert!(svg.contains("a &lt;&amp;&gt; &quot;b&quot; &#39;c&#39;"));
         assert!(svg.contains("&lt;x&gt;"));
@@ -1189,31 +1068,31 @@ mod tests {
             x_label: "x".into(),
             y_label: "y".into(),
             points: vec![
-                ChartPoint {
+                ScalePoint {
                     n: 1.0,
                     median: 10.0,
                     low: nan,
                     high: inf,
                 },
-                ChartPoint {
+                ScalePoint {
                     n: nan,
                     median: 10.0,
                     low: 9.0,
                     high: 11.0,
                 },
-                ChartPoint {
+                ScalePoint {
                     n: 2.0,
                     median: nan,
                     low: 9.0,
                     high: 11.0,
                 },
-                ChartPoint {
+                ScalePoint {
                     n: 4.0,
                     median: 30.0,
                     low: -inf,
                     high: 35.0,
                 },
-                ChartPoint {
+                ScalePoint {
                     n: inf,
                     median: 30.0,
                     low: 20.0,
@@ -1234,14 +1113,14 @@ mod tests {
             peak: Some((nan, 3.0)),
             notes: vec![],
         };
-        let svg = render_scale_svg(&chart);
+        let svg = scaling(&chart);
         check_xml(&svg).unwrap();
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
         assert_eq!(svg.matches("class=\"errorbar\"").count(), 2);
 
         // Extreme but finite values and infinite options.
         let chart = ScaleChart {
-            points: vec![ChartPoint {
+            points: vec![ScalePoint {
                 n: 1e300,
                 median: 1e300,
                 low: -1e300,
@@ -1253,13 +1132,13 @@ mod tests {
             peak: Some((inf, inf)),
             ..chart
         };
-        let svg = render_scale_svg(&chart);
+        let svg = scaling(&chart);
         check_xml(&svg).unwrap();
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
 
         // All points invalid: a "no data" chart.
         let chart = ScaleChart {
-            points: vec![ChartPoint {
+            points: vec![ScalePoint {
                 n: nan,
                 median: nan,
                 low: nan,
@@ -1267,7 +1146,7 @@ mod tests {
             }],
             ..chart
         };
-        let svg = render_scale_svg(&chart);
+        let svg = scaling(&chart);
         check_xml(&svg).unwrap();
         assert!(svg.contains(">no data<"));
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
@@ -1280,7 +1159,7 @@ mod tests {
             notes: vec!["nothing measured".into()],
             ..ScaleChart::default()
         };
-        let svg = render_scale_svg(&chart);
+        let svg = scaling(&chart);
         check_xml(&svg).unwrap();
         assert!(svg.contains(">no data<"));
         assert!(svg.contains("nothing measured"));
@@ -1288,43 +1167,24 @@ mod tests {
     }
 
     #[test]
-    fn svg_nice_ticks_use_1_2_5_steps() {
-        assert_eq!(
-            nice_ticks(0.0, 7.3, 8.0),
-            vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
-        );
-        let t = nice_ticks(0.0, 1.23e6, 8.0);
+    fn svg_ticks_of_the_kit_get_si_labels() {
+        let t = crate::chart::ticks(0.0, 1.23e6, 8);
         assert_eq!(t, vec![0.0, 2e5, 4e5, 6e5, 8e5, 1e6, 1.2e6]);
         let labels: Vec<String> = t.iter().map(|&v| axis_label(v)).collect();
         assert_eq!(labels, ["0", "200k", "400k", "600k", "800k", "1M", "1.2M"]);
-        assert_eq!(nice_ticks(0.0, 0.9, 8.0).len(), 5); // step 0.2
-        assert_eq!(nice_step(64.0, 10.0), 10.0);
-        assert_eq!(nice_step(30.0, 10.0), 5.0);
-        assert_eq!(nice_step(13.0, 10.0), 2.0);
-        assert_eq!(nice_ticks(-5.0, 5.0, 5.0), vec![-4.0, -2.0, 0.0, 2.0, 4.0]);
-        assert!(nice_ticks(0.0, f64::NAN, 8.0).is_empty());
     }
 
     #[test]
-    fn svg_si_formatting() {
-        assert_eq!(axis_label(0.0), "0");
-        assert_eq!(axis_label(7.0), "7");
-        assert_eq!(axis_label(2.5), "2.5");
-        assert_eq!(axis_label(0.3 * 1.0000000000000002), "0.3");
-        assert_eq!(axis_label(1234.0), "1.23k");
-        assert_eq!(axis_label(3.4e6), "3.4M");
-        assert_eq!(axis_label(999_999.0), "1M");
-        assert_eq!(axis_label(-2e9), "-2G");
-        assert_eq!(axis_label(1.5e-5), "1.5e-5");
-        assert_eq!(axis_label(f64::NAN), "–");
+    fn peak_labels_have_one_decimal_then_si() {
         assert_eq!(format_n(4.33), "4.3");
+        assert_eq!(format_n(1234.0), "1.23k");
     }
 
     #[test]
     fn svg_x_axis_uses_integer_ticks_for_small_n() {
         let chart = ScaleChart {
             points: (1..=3)
-                .map(|n| ChartPoint {
+                .map(|n| ScalePoint {
                     n: n as f64,
                     median: 1.0,
                     low: 1.0,
@@ -1333,11 +1193,11 @@ mod tests {
                 .collect(),
             ..ScaleChart::default()
         };
-        let svg = render_scale_svg(&chart);
+        let svg = scaling(&chart);
         check_xml(&svg).unwrap();
         // x tick labels sit at PLOT_BOTTOM + 19.
         let labels: Vec<&str> = svg
-            .split("y=\"379\" text-anchor=\"middle\" font-size=\"12\" fill=\"#222222\">")
+            .split("y=\"379\" text-anchor=\"middle\">")
             .skip(1)
             .map(|s| &s[..s.find('<').unwrap()])
             .collect();
@@ -1358,7 +1218,7 @@ mod tests {
             (20.0, 6e6),
             (1e9, 1e6),
         ];
-        let svg = render_scale_svg(&chart);
+        let svg = scaling(&chart);
         check_xml(&svg).unwrap();
         let coords = polyline_coords(&svg);
         assert!(svg.contains("class=\"linear\"") && svg.contains("class=\"fit\""));
@@ -1393,7 +1253,7 @@ mod tests {
     fn svg_ceiling_far_above_data_is_not_drawn() {
         let mut chart = sample_chart();
         chart.ceiling = Some(1e12);
-        let svg = render_scale_svg(&chart);
+        let svg = scaling(&chart);
         assert!(!svg.contains("class=\"ceiling\""));
         assert!(!svg.contains("Amdahl ceiling"));
     }
@@ -1401,8 +1261,8 @@ mod tests {
     #[test]
     fn svg_output_is_deterministic() {
         let chart = sample_chart();
-        let a = render_scale_svg(&chart);
-        let b = render_scale_svg(&chart.clone());
+        let a = scaling(&chart);
+        let b = scaling(&chart.clone());
         assert_eq!(a, b);
         assert!(!a.contains("NaN") && !a.contains("inf"));
     }
@@ -1411,7 +1271,7 @@ mod tests {
     fn svg_height_grows_with_notes() {
         let mut chart = sample_chart();
         chart.notes = (0..10).map(|i| format!("note {i}")).collect();
-        let svg = render_scale_svg(&chart);
+        let svg = scaling(&chart);
         check_xml(&svg).unwrap();
         let h: f64 = svg
             .split("height=\"")
