@@ -117,7 +117,9 @@ impl Instruments {
                 .map(|((&id, name), dir)| {
                     dir.ok_or_else(|| "its command had no recorder".to_string())
                         .and_then(|dir| {
-                            recorder.collect(&dir, spawner, &following.runs_in_order(id))
+                            recorder
+                                .collect(&dir, spawner, &following.runs_in_order(id))
+                                .map_err(|e| e.to_string())
                         })
                         .map_err(|why| {
                             self.notes.push(format!(

@@ -188,7 +188,7 @@ pub fn cache_model(
         ("D1", &mut model.d1),
         ("LL", &mut model.ll),
     ] {
-        let (fitted, note) = g.fitted(which).map_err(bad)?;
+        let (fitted, note) = g.fitted(which).map_err(|e| bad(e.to_string()))?;
         *g = fitted;
         notes.extend(note);
     }

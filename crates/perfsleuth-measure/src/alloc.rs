@@ -31,6 +31,74 @@ pub enum AllocError {
     /// The recorder's directory or library could not be written.
     #[error("cannot prepare the allocation recorder in {0}: {1}")]
     Prepare(PathBuf, std::io::Error),
+    /// [`Recorder::collect`] was given a directory another recorder made.
+    #[error("{} is not this session's", .0.display())]
+    NotThisSession(PathBuf),
+    /// Fewer runs wrote records than ran: the command's allocations went
+    /// past the recorder.
+    #[error(
+        "{wrote} of the {runs} runs wrote allocation records (a static binary, an allocator under names of its own, or a process that ended without exit(): _exit, a signal)"
+    )]
+    RunsUnrecorded {
+        /// Runs that wrote records.
+        wrote: usize,
+        /// Runs the command had.
+        runs: usize,
+    },
+    /// More processes than runs started from the spawner.
+    #[error(
+        "{wrote} processes wrote allocation records as runs of its {runs} (records of another command's)"
+    )]
+    ForeignRecords {
+        /// Processes that wrote records as runs.
+        wrote: usize,
+        /// Runs the command had.
+        runs: usize,
+    },
+    /// The command's record directory could not be listed.
+    #[error("cannot read the allocation records in {}: {source}", dir.display())]
+    ReadDir {
+        /// The directory.
+        dir: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A record file could not be read.
+    #[error("{}: {source}", path.display())]
+    ReadFile {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A file named as a record is not one (a directory, or too large).
+    #[error("{}: not a recorder file", .0.display())]
+    NotAFile(PathBuf),
+    /// A record file is damaged.
+    #[error("{}: {source}", path.display())]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong in it.
+        source: RecordError,
+    },
+}
+
+/// What is wrong in a recorder file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The first line is not the recorder's header.
+    #[error("not a perfsleuth allocation record")]
+    NotARecord,
+    /// A line's value does not parse.
+    #[error("bad {0} line")]
+    BadLine(String),
+    /// A stack line's return address is not hexadecimal.
+    #[error("bad address")]
+    BadAddress,
+    /// A line the recorder does not write.
+    #[error("unknown line `{0}`")]
+    UnknownLine(String),
 }
 
 /// The recorder of one session: a private directory holding the library
@@ -114,9 +182,9 @@ impl Recorder {
         dir: &Path,
         spawner: u32,
         runs: &[Option<u32>],
-    ) -> Result<AllocProfile, String> {
+    ) -> Result<AllocProfile, AllocError> {
         if !dir.starts_with(&self.dir) {
-            return Err(format!("{} is not this session's", dir.display()));
+            return Err(AllocError::NotThisSession(dir.to_path_buf()));
         }
         let mut records = read_dir(dir)?;
         records.sort_by_key(|r| (r.start_ns, r.pid));
@@ -138,16 +206,16 @@ impl Recorder {
             of_record.push(run);
         }
         if roots < runs.len() {
-            return Err(format!(
-                "{roots} of the {} runs wrote allocation records (a static binary, an allocator under names of its own, or a process that ended without exit(): _exit, a signal)",
-                runs.len()
-            ));
+            return Err(AllocError::RunsUnrecorded {
+                wrote: roots,
+                runs: runs.len(),
+            });
         }
         if roots > runs.len() {
-            return Err(format!(
-                "{roots} processes wrote allocation records as runs of its {} (records of another command's)",
-                runs.len()
-            ));
+            return Err(AllocError::ForeignRecords {
+                wrote: roots,
+                runs: runs.len(),
+            });
         }
         let timed: Vec<(usize, u32)> = runs
             .iter()
@@ -266,12 +334,10 @@ struct Sampled {
 }
 
 /// Every record in `dir` (the files of one command's processes).
-fn read_dir(dir: &Path) -> Result<Vec<Record>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
-        format!(
-            "cannot read the allocation records in {}: {e}",
-            dir.display()
-        )
+fn read_dir(dir: &Path) -> Result<Vec<Record>, AllocError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| AllocError::ReadDir {
+        dir: dir.to_path_buf(),
+        source,
     })?;
     let mut out = Vec::new();
     for e in entries.flatten() {
@@ -279,34 +345,38 @@ fn read_dir(dir: &Path) -> Result<Vec<Record>, String> {
         if path.extension().is_none_or(|x| x != "alloc") {
             continue;
         }
-        let meta = e
-            .metadata()
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let unreadable = |source| AllocError::ReadFile {
+            path: path.clone(),
+            source,
+        };
+        let meta = e.metadata().map_err(unreadable)?;
         if !meta.is_file() || meta.len() > MAX_FILE {
-            return Err(format!("{}: not a recorder file", path.display()));
+            return Err(AllocError::NotAFile(path));
         }
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        out.push(parse(&text).map_err(|e| format!("{}: {e}", path.display()))?);
+        let text = std::fs::read_to_string(&path).map_err(unreadable)?;
+        match parse(&text) {
+            Ok(record) => out.push(record),
+            Err(source) => return Err(AllocError::Damaged { path, source }),
+        }
     }
     Ok(out)
 }
 
 /// Parses a recorder file (`alloc/recorder.c`'s `report`).
-fn parse(text: &str) -> Result<Record, String> {
+fn parse(text: &str) -> Result<Record, RecordError> {
     let mut lines = text.lines();
     if lines.next() != Some("perfsleuth-alloc 1") {
-        return Err("not a perfsleuth allocation record".into());
+        return Err(RecordError::NotARecord);
     }
     let mut r = Record::default();
-    let num = |v: Option<&str>, what: &str| -> Result<u64, String> {
+    let num = |v: Option<&str>, what: &str| -> Result<u64, RecordError> {
         v.and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("bad {what} line"))
+            .ok_or_else(|| RecordError::BadLine(what.to_string()))
     };
-    let float = |v: Option<&str>| -> Result<f64, String> {
+    let float = |v: Option<&str>| -> Result<f64, RecordError> {
         v.and_then(|v| v.parse::<f64>().ok())
             .filter(|f| f.is_finite() && *f >= 0.0)
-            .ok_or_else(|| "bad stack line".to_string())
+            .ok_or_else(|| RecordError::BadLine("stack".to_string()))
     };
     for line in lines.by_ref() {
         let mut w = line.split(' ');
@@ -327,8 +397,8 @@ fn parse(text: &str) -> Result<Record, String> {
                 let (count, bytes, at_peak) =
                     (float(w.next())?, float(w.next())?, float(w.next())?);
                 let pcs = w
-                    .map(|pc| u64::from_str_radix(pc, 16).map_err(|_| "bad address".to_string()))
-                    .collect::<Result<Vec<u64>, String>>()?;
+                    .map(|pc| u64::from_str_radix(pc, 16).map_err(|_| RecordError::BadAddress))
+                    .collect::<Result<Vec<u64>, RecordError>>()?;
                 r.stacks.push(Sampled {
                     samples,
                     count,
@@ -337,7 +407,7 @@ fn parse(text: &str) -> Result<Record, String> {
                     pcs,
                 });
             }
-            _ => return Err(format!("unknown line `{key}`")),
+            _ => return Err(RecordError::UnknownLine(key.to_string())),
         }
     }
     r.maps = lines.collect::<Vec<_>>().join("\n");

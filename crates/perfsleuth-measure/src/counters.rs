@@ -411,7 +411,7 @@ fn attr_base() -> PerfEventAttr {
 fn open_group(
     specs: &[Spec],
     exclude_kernel_hw: bool,
-    tracefs: Option<&Result<PathBuf, String>>,
+    tracefs: Option<&Result<PathBuf, TracefsError>>,
     try_group: bool,
     failures: &mut Vec<(&'static str, String)>,
 ) -> Option<Group> {
@@ -424,7 +424,7 @@ fn open_group(
                 let dir = match tracefs {
                     Some(Ok(dir)) => dir,
                     Some(Err(why)) => {
-                        failures.push((s.key, why.clone()));
+                        failures.push((s.key, why.to_string()));
                         continue;
                     }
                     None => unreachable!("tracepoints need a tracefs lookup"),
@@ -432,7 +432,7 @@ fn open_group(
                 match tracepoint_id(dir, name) {
                     Ok(id) => (PERF_TYPE_TRACEPOINT, id, true),
                     Err(why) => {
-                        failures.push((s.key, why));
+                        failures.push((s.key, why.to_string()));
                         continue;
                     }
                 }
@@ -533,8 +533,44 @@ fn report(
     }
 }
 
+/// Why tracepoints cannot be opened: reported as the reason a tracepoint
+/// counter (or the whole group) is unavailable.
+#[derive(Debug, thiserror::Error)]
+enum TracefsError {
+    /// tracefs is there but this process may not read it.
+    #[error("tracefs not readable at {} (permission denied)", .0.display())]
+    Denied(PathBuf),
+    /// tracefs is at none of the places looked at.
+    #[error("tracefs is not mounted at {}", .0.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" or "))]
+    NotMounted(Vec<PathBuf>),
+    /// A tracepoint's id file holds no number.
+    #[error("unexpected tracepoint id in {}", .0.display())]
+    BadId(PathBuf),
+    /// The kernel has no system-call tracepoints.
+    #[error("no syscalls:{0} tracepoint (kernel built without CONFIG_FTRACE_SYSCALLS)")]
+    NoSyscallTracepoint(String),
+    /// The kernel has no such tracepoint.
+    #[error("no {subsystem}:{event} tracepoint in {}", tracefs.display())]
+    NoTracepoint {
+        /// The tracepoint's subsystem.
+        subsystem: String,
+        /// The tracepoint's event.
+        event: String,
+        /// The tracefs it was looked for in.
+        tracefs: PathBuf,
+    },
+    /// A tracepoint's id file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The id file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
 /// The tracefs directory to read tracepoint ids from, or why there is none.
-fn find_tracefs(configured: Option<&Path>) -> Result<PathBuf, String> {
+fn find_tracefs(configured: Option<&Path>) -> Result<PathBuf, TracefsError> {
     let candidates: Vec<&Path> = match configured {
         Some(p) => vec![p],
         None => TRACEFS_DIRS.iter().map(Path::new).collect(),
@@ -550,42 +586,30 @@ fn find_tracefs(configured: Option<&Path>) -> Result<PathBuf, String> {
         }
     }
     Err(match denied {
-        Some(dir) => format!(
-            "tracefs not readable at {} (permission denied)",
-            dir.display()
-        ),
-        None => format!(
-            "tracefs is not mounted at {}",
-            candidates
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(" or ")
-        ),
+        Some(dir) => TracefsError::Denied(dir.to_path_buf()),
+        None => TracefsError::NotMounted(candidates.iter().map(|p| p.to_path_buf()).collect()),
     })
 }
 
 /// The id of tracepoint `name` (`subsystem/event`) under `tracefs`.
-fn tracepoint_id(tracefs: &Path, name: &str) -> Result<u64, String> {
+fn tracepoint_id(tracefs: &Path, name: &str) -> Result<u64, TracefsError> {
     let path = tracefs.join("events").join(name).join("id");
     let (subsystem, event) = name.split_once('/').unwrap_or(("", name));
     match std::fs::read_to_string(&path) {
-        Ok(text) => text
-            .trim()
-            .parse()
-            .map_err(|_| format!("unexpected tracepoint id in {}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(format!(
-            "tracefs not readable at {} (permission denied)",
-            tracefs.display()
-        )),
+        Ok(text) => text.trim().parse().map_err(|_| TracefsError::BadId(path)),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            Err(TracefsError::Denied(tracefs.to_path_buf()))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(if subsystem == "syscalls" {
-            format!(
-                "no {subsystem}:{event} tracepoint (kernel built without CONFIG_FTRACE_SYSCALLS)"
-            )
+            TracefsError::NoSyscallTracepoint(event.to_string())
         } else {
-            format!("no {subsystem}:{event} tracepoint in {}", tracefs.display())
+            TracefsError::NoTracepoint {
+                subsystem: subsystem.to_string(),
+                event: event.to_string(),
+                tracefs: tracefs.to_path_buf(),
+            }
         }),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => Err(TracefsError::Read { path, source }),
     }
 }
 

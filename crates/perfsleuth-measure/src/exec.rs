@@ -436,7 +436,10 @@ impl Executor {
         let applied = if self.settings.is_default() {
             None
         } else {
-            Some(crate::settings::apply(&self.settings).map_err(MeasureError::Setting)?)
+            Some(
+                crate::settings::apply(&self.settings)
+                    .map_err(|e| MeasureError::Setting(e.to_string()))?,
+            )
         };
         let start = Instant::now();
         let child = self

@@ -21,7 +21,7 @@ pub use interrupt::{
     install_interrupt_handler, interrupted, interrupting_signal, reset_interrupted,
 };
 pub use procstat::{CpuShares, CpuTicks, CpuTimes, CpuUsage, ProcStatError};
-pub use settings::{ChildSettings, MAX_CPU, Policy, check_possible, parse_cpu_list};
+pub use settings::{ChildSettings, MAX_CPU, Policy, SettingError, check_possible, parse_cpu_list};
 pub use spawner::{CommandId, Spawner};
 pub use words::{SplitError, split_command};
 

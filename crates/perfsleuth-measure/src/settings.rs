@@ -6,6 +6,59 @@
 
 use std::fmt::Write as _;
 
+/// Why a command's settings could not be set on the spawning thread, or
+/// not set back: the caller refuses the variant or fails the run.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingError {
+    /// A system call refused.
+    #[error("{call}: {source}")]
+    Os {
+        /// The call, and what it was to do.
+        call: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A CPU or NUMA node number past what the kernel's masks hold.
+    #[error("{what} {number} is beyond what the kernel interface takes")]
+    Beyond {
+        /// `CPU` or `NUMA node`.
+        what: &'static str,
+        /// The number asked for.
+        number: usize,
+    },
+    /// Memory could not be bound to the node.
+    #[error("{source} (binding memory to NUMA node {node})")]
+    Bind {
+        /// The node.
+        node: usize,
+        /// Why not.
+        source: Box<SettingError>,
+    },
+    /// The memory policy could not be set back.
+    #[error("restoring the memory policy: {0}")]
+    RestoreMemPolicy(Box<SettingError>),
+    /// Some of the thread's state could not be set back.
+    #[error("{}", join(.0))]
+    Restore(Vec<SettingError>),
+    /// The thread that tried the settings panicked.
+    #[error("the settings check panicked")]
+    CheckPanicked,
+    /// The settings cannot be set, or not undone, here.
+    #[error(
+        "{0}: perfsleuth must set its own state back after each run, which needs CAP_SYS_NICE (root) for a nice value or SCHED_IDLE"
+    )]
+    Impossible(Box<SettingError>),
+}
+
+/// The errors, `; `-separated.
+fn join(errors: &[SettingError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// What one command's process gets beyond perfsleuth's own state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChildSettings {
@@ -81,7 +134,7 @@ pub const MAX_NODE: usize = NODE_WORDS * 64 - 1;
 const MPOL_BIND: libc::c_int = 2;
 
 /// `get_mempolicy(mode, mask)` of the calling thread.
-fn get_mempolicy() -> Result<(libc::c_int, [libc::c_ulong; NODE_WORDS]), String> {
+fn get_mempolicy() -> Result<(libc::c_int, [libc::c_ulong; NODE_WORDS]), SettingError> {
     let mut mode: libc::c_int = 0;
     let mut mask = [0 as libc::c_ulong; NODE_WORDS];
     // SAFETY: mode and mask are valid for the sizes passed; no address, no flags.
@@ -102,7 +155,10 @@ fn get_mempolicy() -> Result<(libc::c_int, [libc::c_ulong; NODE_WORDS]), String>
 }
 
 /// `set_mempolicy(mode, mask)` of the calling thread.
-fn set_mempolicy(mode: libc::c_int, mask: &[libc::c_ulong; NODE_WORDS]) -> Result<(), String> {
+fn set_mempolicy(
+    mode: libc::c_int,
+    mask: &[libc::c_ulong; NODE_WORDS],
+) -> Result<(), SettingError> {
     // The default policy takes no nodes.
     let (ptr, max) = if mode == 0 {
         (std::ptr::null(), 0)
@@ -117,8 +173,12 @@ fn set_mempolicy(mode: libc::c_int, mask: &[libc::c_ulong; NODE_WORDS]) -> Resul
     Ok(())
 }
 
-fn os_error(what: &str) -> String {
-    format!("{what}: {}", std::io::Error::last_os_error())
+/// The calling thread's last OS error, from `call`.
+fn os_error(call: impl Into<String>) -> SettingError {
+    SettingError::Os {
+        call: call.into(),
+        source: std::io::Error::last_os_error(),
+    }
 }
 
 fn tid() -> libc::id_t {
@@ -128,7 +188,7 @@ fn tid() -> libc::id_t {
 
 /// Sets `s` on the calling thread (and, for THP, the process: the flag is
 /// per process, inherited across fork and exec).
-pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, String> {
+pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, SettingError> {
     let mut applied = Applied {
         mask: None,
         thp: None,
@@ -138,15 +198,18 @@ pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, String> {
     };
     if let Some(node) = s.numa_node {
         if node > MAX_NODE {
-            return Err(format!(
-                "NUMA node {node} is beyond what the kernel interface takes"
-            ));
+            return Err(SettingError::Beyond {
+                what: "NUMA node",
+                number: node,
+            });
         }
         let old = get_mempolicy()?;
         let mut mask = [0 as libc::c_ulong; NODE_WORDS];
         mask[node / 64] |= 1 << (node % 64);
-        set_mempolicy(MPOL_BIND, &mask)
-            .map_err(|e| format!("{e} (binding memory to NUMA node {node})"))?;
+        set_mempolicy(MPOL_BIND, &mask).map_err(|e| SettingError::Bind {
+            node,
+            source: Box::new(e),
+        })?;
         applied.mempolicy = Some(old);
     }
     if let Some(cpus) = &s.cpus {
@@ -160,16 +223,17 @@ pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, String> {
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         for &cpu in cpus {
             if cpu >= libc::CPU_SETSIZE as usize {
-                return Err(format!(
-                    "CPU {cpu} is beyond what the kernel interface takes"
-                ));
+                return Err(SettingError::Beyond {
+                    what: "CPU",
+                    number: cpu,
+                });
             }
             // SAFETY: cpu is within the set's size.
             unsafe { libc::CPU_SET(cpu, &mut set) };
         }
         // SAFETY: the size matches the set passed.
         if unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) } != 0 {
-            return Err(os_error(&format!("sched_setaffinity to CPUs {cpus:?}")));
+            return Err(os_error(format!("sched_setaffinity to CPUs {cpus:?}")));
         }
         applied.mask = Some(old);
     }
@@ -198,7 +262,7 @@ pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, String> {
         }
         // SAFETY: Linux keeps nice per thread; this sets the calling thread's.
         if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid(), nice) } != 0 {
-            return Err(os_error(&format!("setpriority to nice {nice}")));
+            return Err(os_error(format!("setpriority to nice {nice}")));
         }
         applied.nice = Some(old);
     }
@@ -216,7 +280,7 @@ pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, String> {
         let zero: libc::sched_param = unsafe { std::mem::zeroed() };
         // SAFETY: sets this thread's policy.
         if unsafe { libc::sched_setscheduler(tid, policy.raw(), &zero) } != 0 {
-            return Err(os_error(&format!(
+            return Err(os_error(format!(
                 "sched_setscheduler to SCHED_{}",
                 policy.name().to_uppercase()
             )));
@@ -229,11 +293,11 @@ pub(crate) fn apply(s: &ChildSettings) -> Result<Applied, String> {
 impl Applied {
     /// Sets the thread's state back, saying what could not be: a thread
     /// left niced or idle would pass it on to every later command.
-    pub(crate) fn restore(mut self) -> Result<(), String> {
+    pub(crate) fn restore(mut self) -> Result<(), SettingError> {
         self.undo()
     }
 
-    fn undo(&mut self) -> Result<(), String> {
+    fn undo(&mut self) -> Result<(), SettingError> {
         let mut failed = Vec::new();
         if let Some(mask) = self.mask.take() {
             // SAFETY: restores the set sched_getaffinity returned.
@@ -251,13 +315,13 @@ impl Applied {
         if let Some(old) = self.nice.take() {
             // SAFETY: restores this thread's nice value.
             if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid(), old) } != 0 {
-                failed.push(os_error(&format!("restoring nice {old}")));
+                failed.push(os_error(format!("restoring nice {old}")));
             }
         }
         if let Some((mode, mask)) = self.mempolicy.take()
             && let Err(e) = set_mempolicy(mode, &mask)
         {
-            failed.push(format!("restoring the memory policy: {e}"));
+            failed.push(SettingError::RestoreMemPolicy(Box::new(e)));
         }
         if let Some((policy, priority)) = self.policy.take() {
             // SAFETY: sched_param is plain data.
@@ -271,7 +335,7 @@ impl Applied {
         if failed.is_empty() {
             Ok(())
         } else {
-            Err(failed.join("; "))
+            Err(SettingError::Restore(failed))
         }
     }
 }
@@ -287,12 +351,12 @@ impl Drop for Applied {
 /// own, which is then discarded, so nothing of this process changes but
 /// THP's per-process flag, which is undone at once. Nice values and
 /// SCHED_IDLE can be entered without CAP_SYS_NICE but not left.
-pub fn check_possible(s: &ChildSettings) -> Result<(), String> {
+pub fn check_possible(s: &ChildSettings) -> Result<(), SettingError> {
     let s = s.clone();
     std::thread::spawn(move || apply(&s)?.restore())
         .join()
-        .unwrap_or_else(|_| Err("the settings check panicked".into()))
-        .map_err(|e| format!("{e}: perfsleuth must set its own state back after each run, which needs CAP_SYS_NICE (root) for a nice value or SCHED_IDLE"))
+        .unwrap_or(Err(SettingError::CheckPanicked))
+        .map_err(|e| SettingError::Impossible(Box::new(e)))
 }
 
 /// Reads back what child `pid` got: `Ok(true)` when every setting, the

@@ -3,7 +3,7 @@
 //! counts checked against valgrind's DHAT on the same program and the
 //! sampled stacks named.
 
-use perfsleuth_measure::alloc::Recorder;
+use perfsleuth_measure::alloc::{AllocError, Recorder};
 use perfsleuth_measure::{IoConfig, Outcome, Spawner};
 use perfsleuth_model::AllocProfile;
 mod common;
@@ -21,7 +21,7 @@ fn allocs(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
 
 /// Runs `args` `warmups + timed` times through the spawner with the
 /// recorder, and collects the profile of the timed runs.
-fn profile(args: &[&str], warmups: u32, timed: u32) -> Result<AllocProfile, String> {
+fn profile(args: &[&str], warmups: u32, timed: u32) -> Result<AllocProfile, AllocError> {
     // Stacks are sampled by bytes: at the default 512 KiB the C++ test's
     // 2.4 MB of widgets expect about 15 samples in 3 runs beside about 6
     // of the vector's growth, so the ranking it asserts is partly chance
@@ -121,7 +121,12 @@ fn a_run_that_writes_no_record_is_said_not_guessed() {
     };
     let err = profile(&[prog.to_str().unwrap()], 0, 2).unwrap_err();
     assert!(
-        err.starts_with("0 of the 2 runs wrote allocation records"),
+        matches!(err, AllocError::RunsUnrecorded { wrote: 0, runs: 2 }),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("0 of the 2 runs wrote allocation records"),
         "{err}"
     );
 }

@@ -47,7 +47,7 @@ pub struct Simulation {
     /// Why the counts are not portable, when they could have been.
     not_portable: Option<String>,
     /// `valgrind --version`: another version may translate, so count, differently.
-    version: Result<String, String>,
+    version: Result<String, callgrind::SimError>,
     /// The caches simulated for benchmarks without a variant's own
     /// (`run --cache-model`); callgrind's fixed model by default.
     cache: callgrind::CacheModel,
@@ -153,7 +153,7 @@ impl Simulation {
         env.set("sim.cache_model", model, ImpactClass::Identity);
         env.set_read(
             "sim.valgrind_version",
-            self.version.clone(),
+            self.version.as_ref().cloned().map_err(ToString::to_string),
             ImpactClass::Identity,
         );
     }

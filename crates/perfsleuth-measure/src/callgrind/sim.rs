@@ -58,12 +58,10 @@ impl CacheGeom {
     /// set count is not one (Intel's 15-way L3s) keeps its size as nearly as
     /// possible with the largest power-of-two set count below and more ways,
     /// as valgrind does for the caches it detects itself; the change is said.
-    pub fn fitted(self, which: &str) -> Result<(CacheGeom, Option<String>), String> {
-        let invalid = || {
-            format!(
-                "{which} {} bytes, {} ways, {}-byte lines: valgrind needs a size, at least one way and a power-of-two line of 32 bytes or more",
-                self.size, self.assoc, self.line
-            )
+    pub fn fitted(self, which: &str) -> Result<(CacheGeom, Option<String>), SimError> {
+        let invalid = || SimError::UnsimulableCache {
+            which: which.to_string(),
+            geom: self,
         };
         if self.size == 0 || self.assoc == 0 || !self.line.is_power_of_two() || self.line < 32 {
             return Err(invalid());
@@ -71,7 +69,10 @@ impl CacheGeom {
         let set_bytes = self.assoc.checked_mul(self.line).ok_or_else(invalid)?;
         let sets = self.size / set_bytes;
         if sets == 0 {
-            return Err(format!("{which} {}: smaller than one set", self.describe()));
+            return Err(SimError::CacheBelowOneSet {
+                which: which.to_string(),
+                geom: self,
+            });
         }
         if sets.is_power_of_two() && sets * set_bytes == self.size {
             return Ok((self, None));
@@ -169,6 +170,47 @@ pub enum SimError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A cache geometry valgrind cannot simulate at all (`run --cache-model`).
+    #[error(
+        "{which} {} bytes, {} ways, {}-byte lines: valgrind needs a size, at least one way and a power-of-two line of 32 bytes or more",
+        geom.size, geom.assoc, geom.line
+    )]
+    UnsimulableCache {
+        /// Which cache: `I1`, `D1` or `LL`.
+        which: String,
+        /// The geometry asked for.
+        geom: CacheGeom,
+    },
+    /// A cache smaller than one set of its ways and lines.
+    #[error("{which} {}: smaller than one set", geom.describe())]
+    CacheBelowOneSet {
+        /// Which cache: `I1`, `D1` or `LL`.
+        which: String,
+        /// The geometry asked for.
+        geom: CacheGeom,
+    },
+    /// `valgrind --version` could not be started.
+    #[error("cannot run {} --version: {source}", valgrind.display())]
+    VersionUnrunnable {
+        /// The valgrind executable.
+        valgrind: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// `valgrind --version` ran past its time and was killed.
+    #[error("{} --version did not finish", .0.display())]
+    VersionHung(PathBuf),
+    /// Waiting for `valgrind --version` failed.
+    #[error("{0}")]
+    VersionWait(std::io::Error),
+    /// `valgrind --version` failed or printed nothing.
+    #[error("{} --version failed ({status})", valgrind.display())]
+    VersionFailed {
+        /// The valgrind executable.
+        valgrind: PathBuf,
+        /// How it ended.
+        status: std::process::ExitStatus,
+    },
 }
 
 /// The cache geometry [`valgrind_argv`] gives callgrind, in words.
@@ -249,7 +291,7 @@ pub fn find_valgrind_in(path: &OsStr) -> Result<PathBuf, SimError> {
 }
 
 /// `valgrind --version` (`valgrind-3.19.0`), or why not; killed after 10 s.
-pub fn valgrind_version(valgrind: &Path) -> Result<String, String> {
+pub fn valgrind_version(valgrind: &Path) -> Result<String, SimError> {
     use std::io::Read;
     use std::process::{Command, Stdio};
     let mut child = Command::new(valgrind)
@@ -258,7 +300,10 @@ pub fn valgrind_version(valgrind: &Path) -> Result<String, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot run {} --version: {e}", valgrind.display()))?;
+        .map_err(|source| SimError::VersionUnrunnable {
+            valgrind: valgrind.to_path_buf(),
+            source,
+        })?;
     let start = std::time::Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -266,10 +311,10 @@ pub fn valgrind_version(valgrind: &Path) -> Result<String, String> {
             Ok(None) if start.elapsed() > std::time::Duration::from_secs(10) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("{} --version did not finish", valgrind.display()));
+                return Err(SimError::VersionHung(valgrind.to_path_buf()));
             }
             Ok(None) => std::thread::sleep(std::time::Duration::from_millis(1)),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(SimError::VersionWait(e)),
         }
     };
     let mut out = String::new();
@@ -278,10 +323,10 @@ pub fn valgrind_version(valgrind: &Path) -> Result<String, String> {
     }
     let line = out.lines().next().unwrap_or("").trim().to_string();
     if !status.success() || line.is_empty() {
-        return Err(format!(
-            "{} --version failed ({status})",
-            valgrind.display()
-        ));
+        return Err(SimError::VersionFailed {
+            valgrind: valgrind.to_path_buf(),
+            status,
+        });
     }
     Ok(line)
 }

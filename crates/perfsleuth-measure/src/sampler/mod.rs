@@ -199,6 +199,18 @@ pub enum SamplerError {
     Map(String),
 }
 
+/// Why off-CPU time cannot be recorded: not a [`SamplerError`], since
+/// sampling goes on without it and the reason becomes a note.
+#[derive(Debug, thiserror::Error)]
+enum OffCpuRefused {
+    /// The kernel refused the context-switch event.
+    #[error("the kernel refused the context-switch event: {0}")]
+    Open(String),
+    /// The context switches could not go into the sampling ring.
+    #[error("the kernel would not put context switches into the sampling ring ({0})")]
+    NotRouted(std::io::Error),
+}
+
 /// Sampling, started on the spawner. [`Sampler::finish`] stops it.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
@@ -351,7 +363,7 @@ fn open_rings(
         if refused.is_none() {
             match open_switches(&switches, pid, cpu, &ring) {
                 Ok(fd) => ring.switches = Some(fd),
-                Err(why) => refused = Some(why),
+                Err(why) => refused = Some(why.to_string()),
             }
         }
         rings.push(ring);
@@ -371,22 +383,15 @@ fn open_switches(
     pid: libc::pid_t,
     cpu: i32,
     ring: &Ring,
-) -> Result<OwnedFd, String> {
+) -> Result<OwnedFd, OffCpuRefused> {
     // open_error says why, and for perf_event_paranoid what it needs.
-    let fd = perf_event_open_on(attr, pid, cpu, -1).map_err(|errno| {
-        format!(
-            "the kernel refused the context-switch event: {}",
-            open_error(errno, true)
-        )
-    })?;
+    let fd = perf_event_open_on(attr, pid, cpu, -1)
+        .map_err(|errno| OffCpuRefused::Open(open_error(errno, true)))?;
     // SAFETY: both are perf events of ours on the same CPU; the call takes
     // the target's descriptor as its argument.
     let set = unsafe { libc::ioctl(fd.as_raw_fd(), IOC_SET_OUTPUT, ring.event.as_raw_fd()) };
     if set != 0 {
-        return Err(format!(
-            "the kernel would not put context switches into the sampling ring ({})",
-            std::io::Error::last_os_error()
-        ));
+        return Err(OffCpuRefused::NotRouted(std::io::Error::last_os_error()));
     }
     Ok(fd)
 }
