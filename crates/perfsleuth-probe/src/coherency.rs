@@ -43,7 +43,10 @@ fn pin(cpu: Option<usize>, errors: &Mutex<Vec<String>>) -> Option<timing::Pinned
     match timing::pin_to(cpu) {
         Ok(p) => Some(p),
         Err(e) => {
-            errors.lock().unwrap_or_else(|e| e.into_inner()).push(e);
+            errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(e.to_string());
             None
         }
     }

@@ -221,6 +221,49 @@ impl fmt::Display for UnknownProbe {
 
 impl std::error::Error for UnknownProbe {}
 
+/// Why a probe's step could not run: the probe skips that part, or runs
+/// unpinned, and says so in a message.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProbeError {
+    /// A system call failed.
+    #[error("{call}: {source}")]
+    Os {
+        /// The call.
+        call: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A CPU number past what the kernel's CPU mask holds.
+    #[error("CPU {0} is beyond CPU_SETSIZE")]
+    BeyondSetSize(usize),
+    /// The kernel would not move the thread to the CPU.
+    #[error("cannot pin to CPU {cpu}: {source}")]
+    Pin {
+        /// The CPU.
+        cpu: usize,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A buffer could not be allocated.
+    #[error("cannot allocate {}: {source}", memory::fmt_bytes(*bytes))]
+    Allocate {
+        /// The buffer's size.
+        bytes: u64,
+        /// The allocator's refusal.
+        source: std::collections::TryReserveError,
+    },
+}
+
+impl ProbeError {
+    /// The calling thread's last OS error, from `call`.
+    pub(crate) fn last_os(call: &'static str) -> ProbeError {
+        ProbeError::Os {
+            call,
+            source: std::io::Error::last_os_error(),
+        }
+    }
+}
+
 /// Resolves probe names (case-insensitive; "all" means every probe; an empty
 /// list means every probe), in the suite's order, without duplicates.
 pub fn parse_names(names: &[String]) -> Result<Vec<&'static str>, UnknownProbe> {
@@ -268,7 +311,7 @@ pub(crate) struct Ctx {
     pub(crate) messages: Vec<String>,
     pub(crate) intr: timing::Interruptions,
     /// The CPUs the caller may run on, read before the probe pinned itself.
-    pub(crate) allowed: Result<Vec<usize>, String>,
+    pub(crate) allowed: Result<Vec<usize>, ProbeError>,
     clock: Option<CalibratedClock>,
     quick: bool,
 }

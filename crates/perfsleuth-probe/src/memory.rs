@@ -12,7 +12,7 @@
 
 use crate::ladder::{self, LadderPoint};
 use crate::timing::{self, Plan, measurement};
-use crate::{CacheSizes, ProbeOptions, ProbeResult};
+use crate::{CacheSizes, ProbeError, ProbeOptions, ProbeResult};
 use std::time::Duration;
 
 const LINE: usize = 64;
@@ -37,11 +37,14 @@ pub(crate) struct Buffer {
 impl Buffer {
     /// Reserves `len` bytes (plus alignment slack) without touching them;
     /// with `huge`, asks for transparent huge pages.
-    pub(crate) fn reserve(len: usize, huge: bool) -> Result<Buffer, String> {
+    pub(crate) fn reserve(len: usize, huge: bool) -> Result<Buffer, ProbeError> {
         let mut storage: Vec<u8> = Vec::new();
         storage
             .try_reserve_exact(len + HUGE)
-            .map_err(|e| format!("cannot allocate {}: {e}", fmt_bytes(len as u64)))?;
+            .map_err(|source| ProbeError::Allocate {
+                bytes: len as u64,
+                source,
+            })?;
         let base = storage.as_mut_ptr() as usize;
         let offset = base.next_multiple_of(HUGE) - base;
         if huge {

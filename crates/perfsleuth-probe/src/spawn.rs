@@ -4,7 +4,7 @@
 //! (the kernel's process creation alone, no exec).
 
 use crate::timing::{self, measurement};
-use crate::{ProbeOptions, ProbeResult};
+use crate::{ProbeError, ProbeOptions, ProbeResult};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -18,13 +18,13 @@ fn find_true() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn fork_wait() -> Result<f64, String> {
+fn fork_wait() -> Result<f64, ProbeError> {
     let t = Instant::now();
     // SAFETY: the child calls only _exit, which is async-signal-safe, so
     // forking a multi-threaded process is sound here.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        return Err(ProbeError::last_os("fork"));
     }
     if pid == 0 {
         // SAFETY: child side: leave at once.
@@ -34,7 +34,7 @@ fn fork_wait() -> Result<f64, String> {
     // SAFETY: waiting for our own child.
     let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
     if rc != pid {
-        return Err(format!("waitpid: {}", std::io::Error::last_os_error()));
+        return Err(ProbeError::last_os("waitpid"));
     }
     Ok(timing::ns_since(t))
 }

@@ -2,7 +2,7 @@
 //! (median and relative inter-quartile spread), CPU pinning and the
 //! dependent-add loop that estimates the core clock.
 
-use crate::{CalibratedClock, ProbeResult};
+use crate::{CalibratedClock, ProbeError, ProbeResult};
 use std::time::{Duration, Instant};
 
 /// A number is called stable when its relative spread (IQR / median) is at
@@ -237,15 +237,12 @@ pub fn sample_per_iter(plan: Plan, intr: &mut Interruptions, mut f: impl FnMut(u
 
 /// The CPUs this thread may run on, ascending; `Err` with the reason if the
 /// kernel refuses to say.
-pub fn allowed_cpus() -> Result<Vec<usize>, String> {
+pub fn allowed_cpus() -> Result<Vec<usize>, ProbeError> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(format!(
-                "sched_getaffinity: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(ProbeError::last_os("sched_getaffinity"));
         }
         Ok((0..libc::CPU_SETSIZE as usize)
             .filter(|&c| libc::CPU_ISSET(c, &set))
@@ -277,26 +274,23 @@ impl Drop for Pinned {
 }
 
 /// Pins the calling thread to `cpu` until the guard is dropped.
-pub fn pin_to(cpu: usize) -> Result<Pinned, String> {
+pub fn pin_to(cpu: usize) -> Result<Pinned, ProbeError> {
     if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(format!("CPU {cpu} is beyond CPU_SETSIZE"));
+        return Err(ProbeError::BeyondSetSize(cpu));
     }
     // SAFETY: cpu_set_t is plain data; both calls only read/write the sets given.
     unsafe {
         let mut old: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) != 0 {
-            return Err(format!(
-                "sched_getaffinity: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(ProbeError::last_os("sched_getaffinity"));
         }
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(format!(
-                "cannot pin to CPU {cpu}: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(ProbeError::Pin {
+                cpu,
+                source: std::io::Error::last_os_error(),
+            });
         }
         Ok(Pinned { old, cpu })
     }
@@ -454,13 +448,14 @@ mod tests {
     #[test]
     fn pinning_to_an_impossible_cpu_is_a_clear_error() {
         let e = pin_to(100_000).err().unwrap();
-        assert!(e.contains("CPU 100000"), "{e}");
+        assert!(matches!(e, ProbeError::BeyondSetSize(100_000)), "{e}");
+        assert!(e.to_string().contains("CPU 100000"), "{e}");
         // A CPU outside the allowed set (there is always one below CPU_SETSIZE
         // on test machines with fewer than 1024 CPUs).
         let allowed = allowed_cpus().unwrap();
         if let Some(c) = (0..1024).find(|c| !allowed.contains(c)) {
             let e = pin_to(c).err().unwrap();
-            assert!(e.contains("cannot pin"), "{e}");
+            assert!(e.to_string().contains("cannot pin"), "{e}");
         }
         let mut msgs = Vec::new();
         assert!(pin_here(false, &mut msgs).is_none());
