@@ -10,7 +10,7 @@
 //! where address translation starts to cost, so a TLB step is not taken for
 //! a cache step.
 
-use crate::ladder::{self, LadderPoint};
+use crate::ladder::{self, LadderAnalysis, LadderPoint};
 use crate::timing::{self, Plan, measurement};
 use crate::{CacheSizes, ProbeError, ProbeOptions, ProbeResult};
 use std::time::Duration;
@@ -402,9 +402,37 @@ pub(crate) fn report(
     ghz: Option<f64>,
     messages: &mut Vec<String>,
 ) -> Vec<ProbeResult> {
-    let analysis = ladder::analyze(points);
-    let mut out = Vec::new();
-    let lat = |name: &str, ns: f64, spread: f64, note: Option<String>| {
+    let ladder = Ladder {
+        points,
+        analysis: ladder::analyze(points),
+        factor,
+        ghz,
+    };
+    let known: Vec<(&str, u64)> = [("l1", caches.l1d), ("l2", caches.l2), ("l3", caches.l3)]
+        .into_iter()
+        .filter_map(|(n, s)| s.map(|s| (n, s)))
+        .collect();
+    let mut out = if known.is_empty() {
+        messages.push("cache sizes unknown: levels are named by their order".to_string());
+        ladder.unnamed_levels()
+    } else {
+        ladder.named_levels(&known, huge, messages)
+    };
+    out.extend(ladder.points());
+    out
+}
+
+/// A measured ladder and what its measurements are reported with.
+struct Ladder<'a> {
+    points: &'a [LadderPoint],
+    analysis: LadderAnalysis,
+    factor: f64,
+    ghz: Option<f64>,
+}
+
+impl Ladder<'_> {
+    /// A level's latency (a headline measurement).
+    fn latency(&self, name: &str, ns: f64, spread: f64, note: Option<String>) -> ProbeResult {
         let s = timing::Summary {
             median: ns,
             spread,
@@ -412,168 +440,214 @@ pub(crate) fn report(
             max: ns,
             n: usize::MAX,
         };
-        let mut m = measurement("memory", name, &s, "ns", true, ghz);
+        let mut m = measurement("memory", name, &s, "ns", true, self.ghz);
         m.headline = true;
         m.note = note;
         m
-    };
-    let known: Vec<(&str, u64)> = [("l1", caches.l1d), ("l2", caches.l2), ("l3", caches.l3)]
-        .into_iter()
-        .filter_map(|(n, s)| s.map(|s| (n, s)))
-        .collect();
-    let mut used = vec![false; analysis.steps.len()];
-    let huge_note = huge
-        .map(|(h, total)| format!("; {} of {} on huge pages", fmt_bytes(h), fmt_bytes(total)))
-        .unwrap_or_default();
-    if known.is_empty() {
-        messages.push("cache sizes unknown: levels are named by their order".to_string());
-        let last = analysis.plateaus.len() - 1;
-        for (k, p) in analysis.plateaus.iter().enumerate() {
+    }
+
+    /// Without the fingerprint's cache sizes: the levels by their order,
+    /// the last one DRAM.
+    fn unnamed_levels(&self) -> Vec<ProbeResult> {
+        let mut out = Vec::new();
+        let last = self.analysis.plateaus.len() - 1;
+        for (k, p) in self.analysis.plateaus.iter().enumerate() {
             let name = if k == last && k > 0 {
                 "dram_latency".to_string()
             } else {
                 format!("l{}_latency", k + 1)
             };
-            out.push(lat(&name, p.level_ns, p.spread, None));
+            out.push(self.latency(&name, p.level_ns, p.spread, None));
         }
-        for (k, s) in analysis.steps.iter().enumerate() {
+        for (k, s) in self.analysis.steps.iter().enumerate() {
             out.push(size_measurement(
                 &format!("l{}_size", k + 1),
                 s.size,
-                points,
-                factor,
+                self.points,
+                self.factor,
                 false,
                 None,
             ));
         }
-    } else {
-        // Which step belongs to which cache: in order when there are as many
-        // steps as caches (the ladder then has exactly the expected shape),
-        // else the nearest step within 3 octaves, in ascending order.
-        let assignment: Vec<Option<usize>> = if analysis.steps.len() == known.len() {
-            (0..known.len()).map(Some).collect()
-        } else {
-            let mut last: Option<usize> = None;
-            known
-                .iter()
-                .map(|&(_, size)| {
-                    let best = analysis
-                        .steps
-                        .iter()
-                        .enumerate()
-                        .filter(|(k, _)| last.is_none_or(|l| *k > l))
-                        .map(|(k, s)| (k, ladder::steps_apart(s.size, size, 2.0)))
-                        .filter(|&(_, d)| d <= 3.0)
-                        .min_by(|a, b| a.1.total_cmp(&b.1))
-                        .map(|(k, _)| k);
-                    if best.is_some() {
-                        last = best;
-                    }
-                    best
-                })
-                .collect()
-        };
+        out
+    }
+
+    /// With the fingerprint's cache sizes (`known`): each cache's size and
+    /// latency, DRAM's latency, and a message per step no cache explains.
+    fn named_levels(
+        &self,
+        known: &[(&str, u64)],
+        huge: Option<(u64, u64)>,
+        messages: &mut Vec<String>,
+    ) -> Vec<ProbeResult> {
+        let mut out = Vec::new();
+        let assignment = self.assign_steps(known);
         let mut prev_size = 0u64;
         for (&(name, size), assigned) in known.iter().zip(&assignment) {
             match *assigned {
-                Some(k) => {
-                    used[k] = true;
-                    let step = &analysis.steps[k];
-                    let apart = ladder::steps_apart(step.size, size, factor);
-                    let note = format!(
-                        "latency steps up after {} (×{:.1} by {}); the fingerprint's {} is {}: {}",
-                        fmt_bytes(step.size),
-                        step.rise,
-                        fmt_bytes(step.next_size),
-                        name.to_uppercase(),
-                        fmt_bytes(size),
-                        if apart < 0.01 {
-                            "the same size".to_string()
-                        } else {
-                            format!("{apart:.1} ladder step(s) apart")
-                        }
-                    );
-                    let shortfall = apart > 1.01 && step.size < size;
-                    if shortfall {
-                        messages.push(format!(
-                            "memory ladder: the {} behaves like {} where the fingerprint says {}: a shared cache gives this thread less (other cores, or other tenants of a VM host, use it too)",
-                            name.to_uppercase(),
-                            fmt_bytes(step.size),
-                            fmt_bytes(size)
-                        ));
-                    } else if apart > 1.01 {
-                        messages.push(format!(
-                            "memory ladder: the {} behaves like {} where the fingerprint says {}",
-                            name.to_uppercase(),
-                            fmt_bytes(step.size),
-                            fmt_bytes(size)
-                        ));
-                    }
-                    out.push(size_measurement(
-                        &format!("{name}_size"),
-                        step.size,
-                        points,
-                        factor,
-                        shortfall,
-                        Some(note),
-                    ));
-                    let p = &analysis.plateaus[k];
-                    out.push(lat(
-                        &format!("{name}_latency"),
-                        p.level_ns,
-                        p.spread,
-                        Some(format!(
-                            "plateau {}..{}",
-                            fmt_bytes(points[p.first].size),
-                            fmt_bytes(points[p.last].size)
-                        )),
-                    ));
-                }
-                None => {
-                    messages.push(format!(
-                        "memory ladder: no latency step near the fingerprint's {} size ({})",
-                        name.to_uppercase(),
-                        fmt_bytes(size)
-                    ));
-                    // Latency in the middle of the level's range instead.
-                    let mid = ((prev_size.max(4 * KIB) as f64) * size as f64).sqrt();
-                    if let Some(pt) = points.iter().min_by(|a, b| {
-                        ladder::steps_apart(a.size, mid as u64, 2.0)
-                            .total_cmp(&ladder::steps_apart(b.size, mid as u64, 2.0))
-                    }) {
-                        out.push(lat(
-                            &format!("{name}_latency"),
-                            pt.ns,
-                            pt.spread,
-                            Some(format!(
-                                "no step detected; latency at {}",
-                                fmt_bytes(pt.size)
-                            )),
-                        ));
-                    }
-                }
+                Some(k) => out.extend(self.matched_level(name, size, k, messages)),
+                None => out.extend(self.unmatched_level(name, size, prev_size, messages)),
             }
             prev_size = size;
         }
-        // DRAM: the last plateau, when it lies beyond the last-level cache's step.
-        let llc_step = assignment.last().copied().flatten();
-        let last = analysis.plateaus.len() - 1;
-        match (llc_step, points.last()) {
+        let huge_note = huge
+            .map(|(h, total)| format!("; {} of {} on huge pages", fmt_bytes(h), fmt_bytes(total)))
+            .unwrap_or_default();
+        out.extend(self.dram_latency(assignment.last().copied().flatten(), &huge_note));
+        for (k, s) in self.analysis.steps.iter().enumerate() {
+            if !assignment.contains(&Some(k)) {
+                messages.push(format!(
+                    "memory ladder: latency also steps up after {} (×{:.1}), which matches no cache of the fingerprint (TLB reach, page walks, or a shared cache)",
+                    fmt_bytes(s.size),
+                    s.rise
+                ));
+            }
+        }
+        out
+    }
+
+    /// Which step belongs to which cache: in order when there are as many
+    /// steps as caches (the ladder then has exactly the expected shape),
+    /// else the nearest step within 3 octaves, in ascending order.
+    fn assign_steps(&self, known: &[(&str, u64)]) -> Vec<Option<usize>> {
+        let steps = &self.analysis.steps;
+        if steps.len() == known.len() {
+            return (0..known.len()).map(Some).collect();
+        }
+        let mut last: Option<usize> = None;
+        known
+            .iter()
+            .map(|&(_, size)| {
+                let best = steps
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| last.is_none_or(|l| *k > l))
+                    .map(|(k, s)| (k, ladder::steps_apart(s.size, size, 2.0)))
+                    .filter(|&(_, d)| d <= 3.0)
+                    .min_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(k, _)| k);
+                if best.is_some() {
+                    last = best;
+                }
+                best
+            })
+            .collect()
+    }
+
+    /// Cache `name` (the fingerprint's `size`) at step `k`: its size, next
+    /// to the fingerprint's, and its plateau's latency.
+    fn matched_level(
+        &self,
+        name: &str,
+        size: u64,
+        k: usize,
+        messages: &mut Vec<String>,
+    ) -> [ProbeResult; 2] {
+        let step = &self.analysis.steps[k];
+        let apart = ladder::steps_apart(step.size, size, self.factor);
+        let note = format!(
+            "latency steps up after {} (×{:.1} by {}); the fingerprint's {} is {}: {}",
+            fmt_bytes(step.size),
+            step.rise,
+            fmt_bytes(step.next_size),
+            name.to_uppercase(),
+            fmt_bytes(size),
+            if apart < 0.01 {
+                "the same size".to_string()
+            } else {
+                format!("{apart:.1} ladder step(s) apart")
+            }
+        );
+        let shortfall = apart > 1.01 && step.size < size;
+        if shortfall {
+            messages.push(format!(
+                "memory ladder: the {} behaves like {} where the fingerprint says {}: a shared cache gives this thread less (other cores, or other tenants of a VM host, use it too)",
+                name.to_uppercase(),
+                fmt_bytes(step.size),
+                fmt_bytes(size)
+            ));
+        } else if apart > 1.01 {
+            messages.push(format!(
+                "memory ladder: the {} behaves like {} where the fingerprint says {}",
+                name.to_uppercase(),
+                fmt_bytes(step.size),
+                fmt_bytes(size)
+            ));
+        }
+        let p = &self.analysis.plateaus[k];
+        [
+            size_measurement(
+                &format!("{name}_size"),
+                step.size,
+                self.points,
+                self.factor,
+                shortfall,
+                Some(note),
+            ),
+            self.latency(
+                &format!("{name}_latency"),
+                p.level_ns,
+                p.spread,
+                Some(format!(
+                    "plateau {}..{}",
+                    fmt_bytes(self.points[p.first].size),
+                    fmt_bytes(self.points[p.last].size)
+                )),
+            ),
+        ]
+    }
+
+    /// Cache `name` (the fingerprint's `size`, the cache below it
+    /// `prev_size`) without a step of its own: the latency in the middle of
+    /// its range.
+    fn unmatched_level(
+        &self,
+        name: &str,
+        size: u64,
+        prev_size: u64,
+        messages: &mut Vec<String>,
+    ) -> Option<ProbeResult> {
+        messages.push(format!(
+            "memory ladder: no latency step near the fingerprint's {} size ({})",
+            name.to_uppercase(),
+            fmt_bytes(size)
+        ));
+        let mid = ((prev_size.max(4 * KIB) as f64) * size as f64).sqrt();
+        let pt = self.points.iter().min_by(|a, b| {
+            ladder::steps_apart(a.size, mid as u64, 2.0)
+                .total_cmp(&ladder::steps_apart(b.size, mid as u64, 2.0))
+        })?;
+        Some(self.latency(
+            &format!("{name}_latency"),
+            pt.ns,
+            pt.spread,
+            Some(format!(
+                "no step detected; latency at {}",
+                fmt_bytes(pt.size)
+            )),
+        ))
+    }
+
+    /// DRAM: the last plateau, when it lies beyond the last-level cache's
+    /// step (`llc_step`), else the largest size's latency.
+    fn dram_latency(&self, llc_step: Option<usize>, huge_note: &str) -> Option<ProbeResult> {
+        let last = self.analysis.plateaus.len() - 1;
+        match (llc_step, self.points.last()) {
             (Some(k), _) if k < last => {
-                let p = &analysis.plateaus[last];
-                out.push(lat(
+                let p = &self.analysis.plateaus[last];
+                Some(self.latency(
                     "dram_latency",
                     p.level_ns,
                     p.spread,
                     Some(format!(
                         "plateau {}..{}{}",
-                        fmt_bytes(points[p.first].size),
-                        fmt_bytes(points[p.last].size),
+                        fmt_bytes(self.points[p.first].size),
+                        fmt_bytes(self.points[p.last].size),
                         huge_note
                     )),
-                ));
+                ))
             }
-            (_, Some(pt)) => out.push(lat(
+            (_, Some(pt)) => Some(self.latency(
                 "dram_latency",
                 pt.ns,
                 pt.spread,
@@ -583,30 +657,27 @@ pub(crate) fn report(
                     huge_note
                 )),
             )),
-            (_, None) => {}
-        }
-        for (k, s) in analysis.steps.iter().enumerate() {
-            if !used[k] {
-                messages.push(format!(
-                    "memory ladder: latency also steps up after {} (×{:.1}), which matches no cache of the fingerprint (TLB reach, page walks, or a shared cache)",
-                    fmt_bytes(s.size),
-                    s.rise
-                ));
-            }
+            (_, None) => None,
         }
     }
-    for p in points {
-        let s = timing::Summary::point(p.ns, p.spread);
-        out.push(measurement(
-            "memory",
-            &format!("ladder_{}", p.size),
-            &s,
-            "ns",
-            true,
-            ghz,
-        ));
+
+    /// The ladder itself, one measurement per size.
+    fn points(&self) -> Vec<ProbeResult> {
+        self.points
+            .iter()
+            .map(|p| {
+                let s = timing::Summary::point(p.ns, p.spread);
+                measurement(
+                    "memory",
+                    &format!("ladder_{}", p.size),
+                    &s,
+                    "ns",
+                    true,
+                    self.ghz,
+                )
+            })
+            .collect()
     }
-    out
 }
 
 /// The TLB ladder against the dense one: the translation cost per load at
