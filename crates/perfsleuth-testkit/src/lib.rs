@@ -145,17 +145,37 @@ pub fn tools_present(test: &str, tools: &[&str]) -> bool {
     true
 }
 
+/// A [`REQUIRE_VAR`] name not in [`FEATURES`]: a misspelling, fixed in
+/// the variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct UnknownFeature {
+    /// The name as written.
+    name: String,
+}
+
+impl std::fmt::Display for UnknownFeature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let known: Vec<&str> = FEATURES.iter().map(|(n, _)| *n).collect();
+        write!(
+            f,
+            "{REQUIRE_VAR} names unknown feature {:?}; known: {}",
+            self.name,
+            known.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownFeature {}
+
 /// Splits a [`REQUIRE_VAR`] value; `Err` names the first unknown feature.
-fn parse(raw: &OsString) -> Result<Vec<String>, String> {
+fn parse(raw: &OsString) -> Result<Vec<String>, UnknownFeature> {
     let raw = raw.to_string_lossy();
     let mut out = Vec::new();
     for name in raw.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         if !FEATURES.iter().any(|(known, _)| *known == name) {
-            let known: Vec<&str> = FEATURES.iter().map(|(n, _)| *n).collect();
-            return Err(format!(
-                "{REQUIRE_VAR} names unknown feature {name:?}; known: {}",
-                known.join(", ")
-            ));
+            return Err(UnknownFeature {
+                name: name.to_string(),
+            });
         }
         out.push(name.to_string());
     }
@@ -249,6 +269,8 @@ mod tests {
             vec!["valgrind".to_string(), "tracefs".to_string()]
         );
         let err = p("valgrind,valgrnd").unwrap_err();
+        assert_eq!(err.name, "valgrnd");
+        let err = err.to_string();
         assert!(
             err.contains("\"valgrnd\"") && err.contains(REQUIRE_VAR),
             "{err}"
