@@ -359,6 +359,41 @@ pub(crate) fn is_c_library(frame: &ProfileFrame) -> bool {
     .any(|p| module.starts_with(p))
 }
 
+/// A candidate row of [`StackProfile::top_functions`]: a frame (its
+/// canonical index) or a wait off the CPU (its index among the waits).
+#[derive(Clone, Copy)]
+enum Row {
+    Frame(u32),
+    Wait(usize),
+}
+
+/// Every function's totals over the runs (by canonical frame), to rank
+/// them by.
+struct Totals {
+    self_total: Vec<u64>,
+    inclusive_total: Vec<u64>,
+}
+
+/// Calls `f` with the canonical frame of each of stack `si`'s frames once,
+/// however often recursion repeats it: `mark` holds the stack that last
+/// counted each frame.
+fn visit_once(
+    si: usize,
+    s: &ProfileStack,
+    canonical: &[u32],
+    mark: &mut [u32],
+    f: &mut dyn FnMut(u32),
+) {
+    for &fr in &s.frames {
+        if let Some(&c) = canonical.get(fr as usize)
+            && mark[c as usize] != si as u32
+        {
+            mark[c as usize] = si as u32;
+            f(c);
+        }
+    }
+}
+
 impl StackProfile {
     /// Whether off-CPU time was recorded (a wall profile), or an imported
     /// profile has stacks of it.
@@ -428,37 +463,59 @@ impl StackProfile {
     /// frames (an imported profile may name that many).
     pub fn top_functions(&self, n: usize) -> TopFunctions {
         let runs = self.iterations.len();
-        // Frames are unique per (function, module, inlined); merge the
-        // inlined and outlined copies of one function.
+        let canonical = self.canonical_frames();
+        let (mut waiting, owners) = self.off_cpu_owners(&canonical, runs);
+        let totals = self.totals(&canonical, &owners, &mut waiting, runs);
+        let (rows, others_self) = self.rank(&totals, &canonical, &waiting, n);
+        let named = self.count_rows(&rows, waiting, &canonical, &owners, runs);
+        TopFunctions {
+            named,
+            others: others_self.len(),
+            others_self: others_self.iter().sum(),
+        }
+    }
+
+    /// Each frame's canonical frame: frames are unique per (function,
+    /// module, inlined), and the inlined and outlined copies of one
+    /// function merge into the first of them.
+    fn canonical_frames(&self) -> Vec<u32> {
         let mut canonical: Vec<u32> = (0..self.frames.len() as u32).collect();
-        {
-            // Only the names some inlined frame has can have two frames: a
-            // table of those (few) rather than of every frame (an imported
-            // profile may name millions).
-            fn key(f: &ProfileFrame) -> (&str, &str) {
-                (f.function.as_str(), f.module.as_str())
-            }
-            let mut first: foldhash::HashMap<(&str, &str), u32> = self
-                .frames
-                .iter()
-                .filter(|f| f.inlined)
-                .map(|f| (key(f), u32::MAX))
-                .collect();
-            if !first.is_empty() {
-                for (i, f) in self.frames.iter().enumerate() {
-                    if let Some(at) = first.get_mut(&key(f)) {
-                        if *at == u32::MAX {
-                            *at = i as u32;
-                        }
-                        canonical[i] = *at;
+        // Only the names some inlined frame has can have two frames: a
+        // table of those (few) rather than of every frame (an imported
+        // profile may name millions).
+        fn key(f: &ProfileFrame) -> (&str, &str) {
+            (f.function.as_str(), f.module.as_str())
+        }
+        let mut first: foldhash::HashMap<(&str, &str), u32> = self
+            .frames
+            .iter()
+            .filter(|f| f.inlined)
+            .map(|f| (key(f), u32::MAX))
+            .collect();
+        if !first.is_empty() {
+            for (i, f) in self.frames.iter().enumerate() {
+                if let Some(at) = first.get_mut(&key(f)) {
+                    if *at == u32::MAX {
+                        *at = i as u32;
                     }
+                    canonical[i] = *at;
                 }
             }
         }
+        canonical
+    }
+
+    /// The waits off the CPU, as functions of their own with no samples
+    /// yet, and the wait each stack's samples go to (`None`: an on-CPU
+    /// stack). The innermost frame outside the C library (the leaf itself
+    /// where every frame is in it) owns the wait, a function of its own
+    /// per (frame, reason, thread).
+    fn off_cpu_owners(
+        &self,
+        canonical: &[u32],
+        runs: usize,
+    ) -> (Vec<FunctionSamples>, Vec<Option<usize>>) {
         let canon = |f: u32| canonical.get(f as usize).copied();
-        // Off the CPU: the innermost frame outside the C library (the leaf
-        // itself where every frame is in it) owns the wait, a function of
-        // its own per (frame, reason, thread).
         let mut waiting: Vec<FunctionSamples> = Vec::new();
         let mut waiting_at: foldhash::HashMap<(u32, OffCpuReason, u32), usize> =
             foldhash::HashMap::default();
@@ -501,25 +558,29 @@ impl StackProfile {
                 }))
             })
             .collect();
-        // Pass one: every function's totals, in flat tables (no row per
-        // frame), to rank them. `mark` counts a recursive function's stack
-        // once: the stack that last counted each frame.
-        let mut self_total = vec![0u64; self.frames.len()];
-        let mut inclusive_total = vec![0u64; self.frames.len()];
-        let mut mark = vec![u32::MAX; self.frames.len()];
-        let visit = |si: usize, s: &ProfileStack, mark: &mut Vec<u32>, f: &mut dyn FnMut(u32)| {
-            for &fr in &s.frames {
-                if let Some(c) = canon(fr)
-                    && mark[c as usize] != si as u32
-                {
-                    mark[c as usize] = si as u32;
-                    f(c);
-                }
-            }
+        (waiting, owners)
+    }
+
+    /// Pass one: every function's totals, in flat tables (no row per
+    /// frame), to rank them; the waits get their per-run counts here, as
+    /// they are few.
+    fn totals(
+        &self,
+        canonical: &[u32],
+        owners: &[Option<usize>],
+        waiting: &mut [FunctionSamples],
+        runs: usize,
+    ) -> Totals {
+        let mut totals = Totals {
+            self_total: vec![0u64; self.frames.len()],
+            inclusive_total: vec![0u64; self.frames.len()],
         };
+        let mut mark = vec![u32::MAX; self.frames.len()];
         for (si, s) in self.stacks.iter().enumerate() {
             let n: u64 = s.counts.iter().take(runs).map(|&c| u64::from(c)).sum();
-            visit(si, s, &mut mark, &mut |c| inclusive_total[c as usize] += n);
+            visit_once(si, s, canonical, &mut mark, &mut |c| {
+                totals.inclusive_total[c as usize] += n
+            });
             match owners[si] {
                 Some(w) => {
                     for (r, &c) in s.counts.iter().enumerate().take(runs) {
@@ -528,24 +589,30 @@ impl StackProfile {
                     }
                 }
                 None => {
-                    if let Some(leaf) = s.frames.last().and_then(|&f| canon(f)) {
-                        self_total[leaf as usize] += n;
+                    if let Some(leaf) = s.frames.last().and_then(|&f| canonical.get(f as usize)) {
+                        totals.self_total[*leaf as usize] += n;
                     }
                 }
             }
         }
-        // The candidates in the order the rows were first listed (frames,
-        // then waits), which breaks the ties of equal totals and names.
-        #[derive(Clone, Copy)]
-        enum Row {
-            Frame(u32),
-            Wait(usize),
-        }
+        totals
+    }
+
+    /// The first `n` rows, the most self samples first (ties by inclusive
+    /// samples, then name, then the order the rows were first listed:
+    /// frames, then waits), and the self totals of the others that have any.
+    fn rank(
+        &self,
+        totals: &Totals,
+        canonical: &[u32],
+        waiting: &[FunctionSamples],
+        n: usize,
+    ) -> (Vec<Row>, Vec<u64>) {
         let keyed = |row: Row| -> (u64, u64, &str) {
             match row {
                 Row::Frame(i) => (
-                    self_total[i as usize],
-                    inclusive_total[i as usize],
+                    totals.self_total[i as usize],
+                    totals.inclusive_total[i as usize],
                     self.frames[i as usize].function.as_str(),
                 ),
                 Row::Wait(w) => (
@@ -559,7 +626,7 @@ impl StackProfile {
             .filter(|&i| {
                 canonical[i] == i as u32
                     && self.frames[i].module != OFF_CPU_MODULE
-                    && inclusive_total[i] > 0
+                    && totals.inclusive_total[i] > 0
             })
             .map(|i| Row::Frame(i as u32))
             .chain((0..waiting.len()).map(Row::Wait))
@@ -582,11 +649,22 @@ impl StackProfile {
             .map(|&(_, r)| keyed(r).0)
             .filter(|&t| t > 0)
             .collect();
-        // Pass two: the per-run counts of the rows kept.
+        (rows.into_iter().map(|(_, r)| r).collect(), others_self)
+    }
+
+    /// Pass two: the rows kept, with their per-run counts.
+    fn count_rows(
+        &self,
+        rows: &[Row],
+        waiting: Vec<FunctionSamples>,
+        canonical: &[u32],
+        owners: &[Option<usize>],
+        runs: usize,
+    ) -> Vec<FunctionSamples> {
         let mut slot = vec![u32::MAX; self.frames.len()];
         let mut named: Vec<FunctionSamples> = Vec::with_capacity(rows.len());
         let mut waits = waiting.into_iter().map(Some).collect::<Vec<_>>();
-        for &(_, row) in &rows {
+        for &row in rows {
             match row {
                 Row::Frame(i) => {
                     slot[i as usize] = named.len() as u32;
@@ -607,10 +685,10 @@ impl StackProfile {
                 }
             }
         }
-        mark.fill(u32::MAX);
+        let mut mark = vec![u32::MAX; self.frames.len()];
         for (si, s) in self.stacks.iter().enumerate() {
             let counts = &s.counts[..s.counts.len().min(runs)];
-            visit(si, s, &mut mark, &mut |c| {
+            visit_once(si, s, canonical, &mut mark, &mut |c| {
                 if let Some(f) = named.get_mut(slot[c as usize] as usize) {
                     for (r, &n) in counts.iter().enumerate() {
                         f.inclusive[r] += u64::from(n);
@@ -618,7 +696,7 @@ impl StackProfile {
                 }
             });
             if owners[si].is_none()
-                && let Some(leaf) = s.frames.last().and_then(|&f| canon(f))
+                && let Some(&leaf) = s.frames.last().and_then(|&f| canonical.get(f as usize))
                 && let Some(f) = named.get_mut(slot[leaf as usize] as usize)
             {
                 for (r, &n) in counts.iter().enumerate() {
@@ -626,11 +704,7 @@ impl StackProfile {
                 }
             }
         }
-        TopFunctions {
-            named,
-            others: others_self.len(),
-            others_self: others_self.iter().sum(),
-        }
+        named
     }
 
     /// Keeps only the runs of `iterations` (those whose samples were kept:
