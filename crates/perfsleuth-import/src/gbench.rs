@@ -5,7 +5,7 @@
 //! becomes machine facts.
 
 use crate::{FileFact, Format, ImportError, Imported, json, kib, time_sample, unit_ns};
-use perfsleuth_model::{Benchmark, ImpactClass};
+use perfsleuth_model::{Benchmark, ImpactClass, Sample};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 #[derive(Deserialize)]
 struct Doc {
     context: Context,
-    benchmarks: Vec<serde_json::Map<String, Value>>,
+    benchmarks: Vec<Entry>,
 }
 
 #[derive(Deserialize, Default)]
@@ -66,38 +66,67 @@ const FIELDS: &[&str] = &[
 /// A benchmark's mean and stddev aggregates (ns) and its repetitions.
 type Aggregates = (Option<f64>, Option<f64>, Option<u64>);
 
+/// One result entry of the `benchmarks` array.
+type Entry = serde_json::Map<String, Value>;
+
+/// The aggregate entries: run_name → (mean ns, stddev ns, repetitions),
+/// and the names in the order first listed.
+#[derive(Default)]
+struct Aggregated {
+    by_name: BTreeMap<String, Aggregates>,
+    order: Vec<String>,
+}
+
 pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
     let doc: Doc = json(text, Format::GoogleBenchmark)?;
+    let mut notes = Vec::new();
+    let (mut benchmarks, aggregated) = repetitions(&doc.benchmarks, &mut notes)?;
+    let summarised = aggregates_only(&mut benchmarks, aggregated)?;
+    if summarised > 0 {
+        notes.push(format!(
+            "{summarised} benchmark(s) only as aggregates (--benchmark_report_aggregates_only): their mean, stddev and repetitions are kept and compared by Welch's t; without that flag every repetition is a sample"
+        ));
+    }
+    if benchmarks.iter().any(|b| b.samples.len() == 1) {
+        notes.push(
+            "one sample per benchmark: run with --benchmark_repetitions=N (N ≥ 5) for an interval and a verdict"
+                .into(),
+        );
+    }
+    let c = &doc.context;
+    let facts = context_facts(c, &mut notes);
+    Ok(Imported {
+        format: Format::GoogleBenchmark,
+        tool_version: c.library_version.clone(),
+        benchmarks,
+        facts,
+        measured_at: c.date.clone(),
+        git: None,
+        notes,
+    })
+}
+
+/// The benchmarks of the repetitions (`run_type` "iteration"), in the
+/// order first listed, and the aggregates; a note per benchmark that
+/// reported an error.
+fn repetitions(
+    entries: &[Entry],
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Benchmark>, Aggregated), ImportError> {
     let mut order: Vec<String> = Vec::new();
     let mut by_name: BTreeMap<String, Benchmark> = BTreeMap::new();
-    // run_name → (mean ns, stddev ns, repetitions), from the aggregates.
-    let mut aggregates: BTreeMap<String, Aggregates> = BTreeMap::new();
-    let mut aggregate_order: Vec<String> = Vec::new();
-    let mut notes = Vec::new();
-    for (i, e) in doc.benchmarks.iter().enumerate() {
-        let at = |field: &str| format!("benchmarks[{i}].{field}");
+    let mut aggregated = Aggregated::default();
+    for (i, e) in entries.iter().enumerate() {
         let str_of = |k: &str| e.get(k).and_then(Value::as_str);
-        let num_of = |k: &str| e.get(k).and_then(Value::as_f64);
         let Some(name) = str_of("run_name").or_else(|| str_of("name")) else {
             return Err(ImportError::new(
-                at("name"),
+                format!("benchmarks[{i}].name"),
                 "a result without a name",
                 "give Google Benchmark's own JSON output",
             ));
         };
         if str_of("run_type") == Some("aggregate") {
-            let scale = unit_ns(str_of("time_unit").unwrap_or("ns"));
-            let value = num_of("real_time").zip(scale).map(|(v, s)| v * s);
-            let entry = aggregates.entry(name.to_string()).or_insert_with(|| {
-                aggregate_order.push(name.to_string());
-                (None, None, None)
-            });
-            entry.2 = e.get("repetitions").and_then(Value::as_u64).or(entry.2);
-            match str_of("aggregate_name") {
-                Some("mean") => entry.0 = value,
-                Some("stddev") => entry.1 = value,
-                _ => {}
-            }
+            aggregated.add(name, e);
             continue;
         }
         if e.get("error_occurred").and_then(Value::as_bool) == Some(true)
@@ -111,21 +140,8 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
             ));
             continue;
         }
-        let unit = str_of("time_unit").unwrap_or("ns");
-        let Some(scale) = unit_ns(unit) else {
-            return Err(ImportError::new(
-                at("time_unit"),
-                format!("unknown time unit `{unit}`"),
-                "Google Benchmark writes ns, us, ms or s",
-            ));
-        };
-        let Some(real) = num_of("real_time") else {
-            return Err(ImportError::new(
-                at("real_time"),
-                "no real_time",
-                "give Google Benchmark's own JSON output",
-            ));
-        };
+        let samples = by_name.get(name).map_or(0, |b| b.samples.len());
+        let s = sample(e, i, samples)?;
         let bench = by_name.entry(name.to_string()).or_insert_with(|| {
             order.push(name.to_string());
             Benchmark {
@@ -134,39 +150,97 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
                 ..Benchmark::default()
             }
         });
-        let mut s = time_sample(bench.samples.len(), real * scale, &|| at("real_time"))?;
-        if let Some(cpu) = num_of("cpu_time") {
-            if !cpu.is_finite() || cpu < 0.0 {
-                return Err(ImportError::new(
-                    at("cpu_time"),
-                    format!("the time {cpu} is not a finite, non-negative number"),
-                    "check the file was written whole",
-                ));
-            }
-            s.counters.insert("cpu_ns".into(), cpu * scale);
-        }
-        for (k, v) in e {
-            if FIELDS.contains(&k.as_str()) {
-                continue;
-            }
-            if let Some(x) = v.as_f64().filter(|x| x.is_finite()) {
-                s.counters.insert(k.clone(), x);
-            }
-        }
-        if let Some(t) = num_of("threads").filter(|t| *t > 1.0) {
+        if let Some(t) = e
+            .get("threads")
+            .and_then(Value::as_f64)
+            .filter(|t| *t > 1.0)
+        {
             bench.parameters.insert("threads".into(), t.to_string());
         }
         bench.samples.push(s);
     }
-    let mut benchmarks: Vec<Benchmark> = order.iter().filter_map(|n| by_name.remove(n)).collect();
-    // `--benchmark_report_aggregates_only`: the mean and its spread are all
-    // there is of a benchmark.
+    let benchmarks = order.iter().filter_map(|n| by_name.remove(n)).collect();
+    Ok((benchmarks, aggregated))
+}
+
+impl Aggregated {
+    /// Takes in aggregate entry `e` of benchmark `name`.
+    fn add(&mut self, name: &str, e: &Entry) {
+        let str_of = |k: &str| e.get(k).and_then(Value::as_str);
+        let scale = unit_ns(str_of("time_unit").unwrap_or("ns"));
+        let value = e
+            .get("real_time")
+            .and_then(Value::as_f64)
+            .zip(scale)
+            .map(|(v, s)| v * s);
+        let entry = self.by_name.entry(name.to_string()).or_insert_with(|| {
+            self.order.push(name.to_string());
+            (None, None, None)
+        });
+        entry.2 = e.get("repetitions").and_then(Value::as_u64).or(entry.2);
+        match str_of("aggregate_name") {
+            Some("mean") => entry.0 = value,
+            Some("stddev") => entry.1 = value,
+            _ => {}
+        }
+    }
+}
+
+/// The sample of repetition `e` (entry `i`), the `index`th of its
+/// benchmark: its real time, CPU time and user counters.
+fn sample(e: &Entry, i: usize, index: usize) -> Result<Sample, ImportError> {
+    let at = |field: &str| format!("benchmarks[{i}].{field}");
+    let num_of = |k: &str| e.get(k).and_then(Value::as_f64);
+    let unit = e.get("time_unit").and_then(Value::as_str).unwrap_or("ns");
+    let Some(scale) = unit_ns(unit) else {
+        return Err(ImportError::new(
+            at("time_unit"),
+            format!("unknown time unit `{unit}`"),
+            "Google Benchmark writes ns, us, ms or s",
+        ));
+    };
+    let Some(real) = num_of("real_time") else {
+        return Err(ImportError::new(
+            at("real_time"),
+            "no real_time",
+            "give Google Benchmark's own JSON output",
+        ));
+    };
+    let mut s = time_sample(index, real * scale, &|| at("real_time"))?;
+    if let Some(cpu) = num_of("cpu_time") {
+        if !cpu.is_finite() || cpu < 0.0 {
+            return Err(ImportError::new(
+                at("cpu_time"),
+                format!("the time {cpu} is not a finite, non-negative number"),
+                "check the file was written whole",
+            ));
+        }
+        s.counters.insert("cpu_ns".into(), cpu * scale);
+    }
+    for (k, v) in e {
+        if FIELDS.contains(&k.as_str()) {
+            continue;
+        }
+        if let Some(x) = v.as_f64().filter(|x| x.is_finite()) {
+            s.counters.insert(k.clone(), x);
+        }
+    }
+    Ok(s)
+}
+
+/// `--benchmark_report_aggregates_only`: the mean and its spread are all
+/// there is of a benchmark without repetitions; each becomes a benchmark
+/// of its summary. Returns how many.
+fn aggregates_only(
+    benchmarks: &mut Vec<Benchmark>,
+    aggregated: Aggregated,
+) -> Result<usize, ImportError> {
     let mut summarised = 0;
-    for name in aggregate_order {
+    for name in aggregated.order {
         if benchmarks.iter().any(|b| b.name == name) {
             continue;
         }
-        let (Some(mean), sd, n) = aggregates[&name] else {
+        let (Some(mean), sd, n) = aggregated.by_name[&name] else {
             continue;
         };
         if !mean.is_finite() || mean < 0.0 || sd.is_some_and(|s| !s.is_finite() || s < 0.0) {
@@ -192,18 +266,12 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
             ..Benchmark::default()
         });
     }
-    if summarised > 0 {
-        notes.push(format!(
-            "{summarised} benchmark(s) only as aggregates (--benchmark_report_aggregates_only): their mean, stddev and repetitions are kept and compared by Welch's t; without that flag every repetition is a sample"
-        ));
-    }
-    if benchmarks.iter().any(|b| b.samples.len() == 1) {
-        notes.push(
-            "one sample per benchmark: run with --benchmark_repetitions=N (N ≥ 5) for an interval and a verdict"
-                .into(),
-        );
-    }
-    let c = &doc.context;
+    Ok(summarised)
+}
+
+/// The machine facts of Google Benchmark's `context`; a note where it says
+/// the times may mislead (frequency scaling, a debug build of the library).
+fn context_facts(c: &Context, notes: &mut Vec<String>) -> Vec<FileFact> {
     let mut facts = Vec::new();
     let mut fact = |key: &str, value: String, class| {
         facts.push(FileFact {
@@ -256,15 +324,7 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
             );
         }
     }
-    Ok(Imported {
-        format: Format::GoogleBenchmark,
-        tool_version: c.library_version.clone(),
-        benchmarks,
-        facts,
-        measured_at: c.date.clone(),
-        git: None,
-        notes,
-    })
+    facts
 }
 
 #[cfg(test)]
