@@ -309,71 +309,110 @@ fn process_state(from: &Environment, cx: &Context, p: &mut Plan) -> Vec<(&'stati
     stuck
 }
 
+/// Why no experiment moves glibc's dispatch or cache sizes in simulation
+/// runs counted with the portable profile.
+const FIXED_REASON: &str = "the simulation runs were counted with the portable profile, which fixes glibc's CPU dispatch and cache sizes on both sides: rerun both sides with --no-portable to test it";
+
 /// The experiments that move a set-up like `from` towards `to`, given the
 /// differences `changes` between them.
 pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx: &Context) -> Plan {
-    let mut p = Plan::default();
-    // The base: the from side's variables, where this process's differ.
-    base_variables(from, cx, &mut p);
-    // Under the portable profile glibc's dispatch and cache sizes are the
-    // profile's on both sides: no experiment can move them.
-    let tunables_fixed = cx.simulation && cx.portable;
-    let fixed_reason = "the simulation runs were counted with the portable profile, which fixes glibc's CPU dispatch and cache sizes on both sides: rerun both sides with --no-portable to test it";
-    let mut done: BTreeSet<&str> = BTreeSet::new();
-    if tunables_fixed && recorded_tunables(from) != recorded_tunables(to) {
-        // The profile's merged value differs by the sides' own tunables,
-        // which the GLIBC_TUNABLES experiments test: not a separate
-        // "measured differently" fact.
-        done.insert("sim.glibc_tunables");
-    }
+    let mut d = Derivation::new(from, to, cx);
     let significant: Vec<&Change> = changes
         .iter()
         .filter(|c| c.class != ImpactClass::Context)
         .collect();
-    let untested = |p: &mut Plan, c: &Change, reason: String| {
-        p.untested.push(Untested {
+    d.isa(&significant);
+    d.cache_sizes(&significant);
+    for c in significant {
+        d.difference(c);
+    }
+    d.p
+}
+
+/// A plan in the making: the sides, what this machine can do, and the facts
+/// already turned into experiments (or set aside).
+struct Derivation<'a> {
+    from: &'a Environment,
+    to: &'a Environment,
+    cx: &'a Context<'a>,
+    p: Plan,
+    /// Under the portable profile glibc's dispatch and cache sizes are the
+    /// profile's on both sides: no experiment can move them.
+    tunables_fixed: bool,
+    /// The process state the base cannot take on, by kind, with why.
+    stuck: Vec<(&'static str, String)>,
+    /// Facts (and kinds) already handled.
+    done: BTreeSet<&'a str>,
+}
+
+impl<'a> Derivation<'a> {
+    /// The base set-up: the from side's variables and process state, where
+    /// this process's differ.
+    fn new(from: &'a Environment, to: &'a Environment, cx: &'a Context<'a>) -> Self {
+        let mut p = Plan::default();
+        base_variables(from, cx, &mut p);
+        let tunables_fixed = cx.simulation && cx.portable;
+        let mut done: BTreeSet<&str> = BTreeSet::new();
+        if tunables_fixed && recorded_tunables(from) != recorded_tunables(to) {
+            // The profile's merged value differs by the sides' own tunables,
+            // which the GLIBC_TUNABLES experiments test: not a separate
+            // "measured differently" fact.
+            done.insert("sim.glibc_tunables");
+        }
+        // Where one process cannot take on the from side's state, the
+        // experiments of that kind would start from the wrong state and are
+        // not run.
+        let stuck = process_state(from, cx, &mut p);
+        Derivation {
+            from,
+            to,
+            cx,
+            p,
+            tunables_fixed,
+            stuck,
+            done,
+        }
+    }
+
+    fn untested(&mut self, c: &Change, reason: String) {
+        self.p.untested.push(Untested {
             key: c.key.clone(),
             summary: c.summary.clone(),
             reason,
         });
-    };
-    let get = |env: &Environment, k: &str| env.get(k).map(str::to_string);
+    }
 
-    // The from side's process state, where this machine's differs and one
-    // process can take it on; where it cannot, the experiments of that
-    // kind would start from the wrong state and are not run.
-    let stuck = process_state(from, cx, &mut p);
-    let here_cpus = cx.cpus.clone();
-    let stuck_reason = |k: &str| {
-        stuck
+    /// Why the base could not take on the from side's state of `kind`.
+    fn stuck_reason(&self, kind: &str) -> Option<String> {
+        self.stuck
             .iter()
-            .find(|(s, _)| *s == k)
+            .find(|(s, _)| *s == kind)
             .map(|(_, why)| why.clone())
-    };
+    }
 
-    // The ISA: one mask for every feature the other side lacks.
-    const ISA: [&str; 4] = [
-        "cpu.flags",
-        "cpu.isa_level",
-        "libc.hwcaps",
-        "libc.ld_so.isa_level",
-    ];
-    let isa: Vec<&Change> = significant
-        .iter()
-        .copied()
-        .filter(|c| ISA.contains(&c.key.as_str()))
-        .collect();
-    if !isa.is_empty() {
-        let here_flags = cx.flags.as_str();
-        let to_flags = to.get("cpu.flags");
+    /// The ISA: one mask for every feature the other side lacks.
+    fn isa(&mut self, significant: &[&'a Change]) {
+        const ISA: [&str; 4] = [
+            "cpu.flags",
+            "cpu.isa_level",
+            "libc.hwcaps",
+            "libc.ld_so.isa_level",
+        ];
+        let isa: Vec<&Change> = significant
+            .iter()
+            .copied()
+            .filter(|c| ISA.contains(&c.key.as_str()))
+            .collect();
+        if isa.is_empty() {
+            return;
+        }
         let lead = isa[0];
-        match to_flags {
-            None => untested(&mut p, lead, "the other side recorded no CPU flags".into()),
+        match self.to.get("cpu.flags") {
+            None => self.untested(lead, "the other side recorded no CPU flags".into()),
             Some(to_flags) => {
-                let e = portable::emulate_isa(here_flags, to_flags);
+                let e = portable::emulate_isa(self.cx.flags.as_str(), to_flags);
                 if !e.missing_here.is_empty() {
-                    untested(
-                        &mut p,
+                    self.untested(
                         lead,
                         format!(
                             "the other machine has {}, which this CPU lacks: a mask can only take features away",
@@ -381,8 +420,8 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
                         ),
                     );
                 }
-                if !e.no_switch.is_empty() && !e.hwcaps.is_empty() && !tunables_fixed {
-                    p.notes.push(format!(
+                if !e.no_switch.is_empty() && !e.hwcaps.is_empty() && !self.tunables_fixed {
+                    self.p.notes.push(format!(
                         "the ISA experiment leaves {} on: glibc has no switch for {}",
                         e.no_switch.join(", "),
                         if e.no_switch.len() == 1 { "it" } else { "them" }
@@ -390,22 +429,21 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
                 }
                 if e.hwcaps.is_empty() {
                     if e.missing_here.is_empty() {
-                        untested(
-                            &mut p,
+                        self.untested(
                             lead,
                             "the features that differ are none glibc dispatches on: nothing to mask".into(),
                         );
                     }
-                } else if tunables_fixed {
-                    untested(&mut p, lead, fixed_reason.into());
+                } else if self.tunables_fixed {
+                    self.untested(lead, FIXED_REASON.into());
                 } else {
-                    p.experiments.push(Experiment {
+                    self.p.experiments.push(Experiment {
                         name: "isa".into(),
                         facts: isa.iter().map(|c| c.key.clone()).collect(),
                         what: format!(
                             "glibc dispatches as on the other CPU: {} masked{}",
                             e.masked.join(", "),
-                            if cx.simulation {
+                            if self.cx.simulation {
                                 ""
                             } else {
                                 " (glibc's choice only; code compiled for this CPU keeps its instructions)"
@@ -421,77 +459,43 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
             }
         }
         for c in &isa {
-            done.insert(c.key.as_str());
+            self.done.insert(c.key.as_str());
         }
     }
 
-    // Cache sizes: glibc's thresholds as the other side's glibc derived
-    // them, and in simulation the other side's cache geometry.
-    let cache: Vec<&Change> = significant
-        .iter()
-        .copied()
-        .filter(|c| {
-            (c.key.starts_with("cpu.cache.") && !c.key.ends_with(".shared_cpus"))
-                || (c.key.starts_with("libc.ld_so.x86_"))
-        })
-        .collect();
-    if !cache.is_empty() {
-        let lead = cache[0];
-        let mut tunables = Vec::new();
-        let mut derived = false;
-        for short in [
-            "x86_data_cache_size",
-            "x86_shared_cache_size",
-            "x86_non_temporal_threshold",
-            "x86_rep_movsb_threshold",
-            "x86_rep_stosb_threshold",
-        ] {
-            let name = format!("glibc.cpu.{short}");
-            if cx.tunables.as_ref().is_some_and(|t| !t.contains(&name)) {
-                continue;
-            }
-            let recorded = get(to, &format!("libc.ld_so.{short}"))
-                .and_then(|v| perfsleuth_probe::parse_size(&v));
-            let value = recorded.or_else(|| {
-                // An older perfsleuth or glibc recorded no ld.so values:
-                // glibc's own starting points, the L1d and last-level sizes.
-                let level = match short {
-                    "x86_data_cache_size" => vec!["l1d"],
-                    "x86_shared_cache_size" => vec!["l3", "l2"],
-                    _ => return None,
-                };
-                derived = true;
-                level.iter().find_map(|l| {
-                    get(to, &format!("cpu.cache.{l}.size"))
-                        .and_then(|v| perfsleuth_probe::parse_size(&v))
-                })
-            });
-            let here = get(cx.here, &format!("libc.ld_so.{short}"))
-                .and_then(|v| perfsleuth_probe::parse_size(&v));
-            if let Some(v) = value
-                && Some(v) != here
-            {
-                tunables.push((name, Some(v.to_string())));
-            }
+    /// Cache sizes: glibc's thresholds as the other side's glibc derived
+    /// them, and in simulation the other side's cache geometry.
+    fn cache_sizes(&mut self, significant: &[&'a Change]) {
+        let cache: Vec<&Change> = significant
+            .iter()
+            .copied()
+            .filter(|c| {
+                (c.key.starts_with("cpu.cache.") && !c.key.ends_with(".shared_cpus"))
+                    || (c.key.starts_with("libc.ld_so.x86_"))
+            })
+            .collect();
+        if cache.is_empty() {
+            return;
         }
+        let lead = cache[0];
+        let (tunables, derived) = self.cache_thresholds();
         let facts: Vec<String> = cache.iter().map(|c| c.key.clone()).collect();
         if tunables.is_empty() {
-            if !cx.simulation {
-                untested(
-                    &mut p,
+            if !self.cx.simulation {
+                self.untested(
                     lead,
                     "glibc's cache thresholds come out the same here: no tunable to set".into(),
                 );
             }
-        } else if tunables_fixed {
-            untested(&mut p, lead, fixed_reason.into());
+        } else if self.tunables_fixed {
+            self.untested(lead, FIXED_REASON.into());
         } else {
             if derived {
-                p.notes.push(
+                self.p.notes.push(
                     "the other side recorded no ld.so cache values: the cache-sizes experiment sets glibc's data and shared sizes from its L1d and last-level caches".into(),
                 );
             }
-            p.experiments.push(Experiment {
+            self.p.experiments.push(Experiment {
                 name: "cache-sizes".into(),
                 facts: facts.clone(),
                 what: format!(
@@ -513,17 +517,16 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
                 settings: Vec::new(),
             });
         }
-        if cx.simulation {
-            match cache_geometry(to) {
-                Some(spec) => p.experiments.push(Experiment {
+        if self.cx.simulation {
+            match cache_geometry(self.to) {
+                Some(spec) => self.p.experiments.push(Experiment {
                     name: "cache-model".into(),
                     facts,
                     what: format!("the simulated caches of the other machine ({spec})"),
                     change: Setup::default(),
                     settings: vec![format!("cache-model:{spec}")],
                 }),
-                None => untested(
-                    &mut p,
+                None => self.untested(
                     lead,
                     "the other side recorded no complete L1i/L1d/last-level geometry to simulate"
                         .into(),
@@ -531,163 +534,227 @@ pub(crate) fn plan(from: &Environment, to: &Environment, changes: &[Change], cx:
             }
         }
         for c in &cache {
-            done.insert(c.key.as_str());
+            self.done.insert(c.key.as_str());
         }
     }
 
-    for c in &significant {
-        if done.contains(c.key.as_str()) {
-            continue;
-        }
-        let key = c.key.as_str();
-        if key == "env.GLIBC_TUNABLES" || key == "libc.tunables" {
-            if done.contains("GLIBC_TUNABLES") {
+    /// The cache tunables this glibc lists whose value on the other side
+    /// differs from this one's, and whether a value had to be derived from
+    /// the cache sizes (no ld.so value recorded).
+    fn cache_thresholds(&self) -> (Vec<(String, Option<String>)>, bool) {
+        let size = |env: &Environment, k: &str| env.get(k).and_then(perfsleuth_probe::parse_size);
+        let mut tunables = Vec::new();
+        let mut derived = false;
+        for short in [
+            "x86_data_cache_size",
+            "x86_shared_cache_size",
+            "x86_non_temporal_threshold",
+            "x86_rep_movsb_threshold",
+            "x86_rep_stosb_threshold",
+        ] {
+            let name = format!("glibc.cpu.{short}");
+            if self
+                .cx
+                .tunables
+                .as_ref()
+                .is_some_and(|t| !t.contains(&name))
+            {
                 continue;
             }
-            done.insert("GLIBC_TUNABLES");
-            let (a, _) = recorded_tunables(from);
-            let (b, _) = recorded_tunables(to);
-            let mut names: Vec<&String> = Vec::new();
-            for (k, _) in a.iter().chain(&b) {
-                if !names.contains(&k) {
-                    names.push(k);
-                }
-            }
-            for name in names {
-                let va = a.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v);
-                let vb = b.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v);
-                if va == vb {
-                    continue;
-                }
-                let what = match vb {
-                    Some(v) => format!("GLIBC_TUNABLES with {name}={v}, as on the other side"),
-                    None => format!("GLIBC_TUNABLES without {name}, as on the other side"),
+            let recorded = size(self.to, &format!("libc.ld_so.{short}"));
+            let value = recorded.or_else(|| {
+                // An older perfsleuth or glibc recorded no ld.so values:
+                // glibc's own starting points, the L1d and last-level sizes.
+                let level = match short {
+                    "x86_data_cache_size" => vec!["l1d"],
+                    "x86_shared_cache_size" => vec!["l3", "l2"],
+                    _ => return None,
                 };
-                p.experiments.push(Experiment {
-                    name: name.clone(),
-                    facts: vec![c.key.clone()],
-                    what,
-                    change: Setup {
-                        tunables: vec![(name.clone(), vb.cloned())],
-                        ..Setup::default()
-                    },
-                    settings: Vec::new(),
-                });
+                derived = true;
+                level
+                    .iter()
+                    .find_map(|l| size(self.to, &format!("cpu.cache.{l}.size")))
+            });
+            let here = size(self.cx.here, &format!("libc.ld_so.{short}"));
+            if let Some(v) = value
+                && Some(v) != here
+            {
+                tunables.push((name, Some(v.to_string())));
             }
-            continue;
         }
-        if let Some(name) = key.strip_prefix("env.") {
-            let v = c.after.clone().filter(|v| v != "unset");
-            p.experiments.push(Experiment {
-                name: key.to_string(),
-                facts: vec![key.to_string()],
-                what: match &v {
-                    Some(v) => format!("{name}={v}, as on the other side"),
-                    None => format!("{name} unset, as on the other side"),
-                },
+        (tunables, derived)
+    }
+
+    /// One difference not handled yet: the experiment its kind of fact
+    /// calls for, or why there is none.
+    fn difference(&mut self, c: &'a Change) {
+        let key = c.key.as_str();
+        if self.done.contains(key) {
+            return;
+        }
+        if key == "env.GLIBC_TUNABLES" || key == "libc.tunables" {
+            self.glibc_tunables(c);
+        } else if let Some(name) = key.strip_prefix("env.") {
+            self.variable(c, name);
+        } else {
+            match key {
+                "process.affinity" | "cgroup.cpuset" => self.cpus(c),
+                "mem.thp.enabled" => self.thp(c),
+                "kernel.aslr" => self.aslr(c),
+                _ => self.untested(c, fixed_fact(key).into()),
+            }
+        }
+    }
+
+    /// GLIBC_TUNABLES: one experiment per tunable whose value differs.
+    fn glibc_tunables(&mut self, c: &Change) {
+        if self.done.contains("GLIBC_TUNABLES") {
+            return;
+        }
+        self.done.insert("GLIBC_TUNABLES");
+        let (a, _) = recorded_tunables(self.from);
+        let (b, _) = recorded_tunables(self.to);
+        let mut names: Vec<&String> = Vec::new();
+        for (k, _) in a.iter().chain(&b) {
+            if !names.contains(&k) {
+                names.push(k);
+            }
+        }
+        for name in names {
+            let va = a.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v);
+            let vb = b.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v);
+            if va == vb {
+                continue;
+            }
+            let what = match vb {
+                Some(v) => format!("GLIBC_TUNABLES with {name}={v}, as on the other side"),
+                None => format!("GLIBC_TUNABLES without {name}, as on the other side"),
+            };
+            self.p.experiments.push(Experiment {
+                name: name.clone(),
+                facts: vec![c.key.clone()],
+                what,
                 change: Setup {
-                    env: vec![(name.to_string(), v)],
+                    tunables: vec![(name.clone(), vb.cloned())],
                     ..Setup::default()
                 },
                 settings: Vec::new(),
             });
-            continue;
-        }
-        match key {
-            "process.affinity" | "cgroup.cpuset" => {
-                if done.contains("cpus") {
-                    continue;
-                }
-                done.insert("cpus");
-                let Some(list) = c
-                    .after
-                    .as_deref()
-                    .and_then(perfsleuth_measure::parse_cpu_list)
-                else {
-                    untested(&mut p, c, "the other side's CPU list cannot be read".into());
-                    continue;
-                };
-                if let Some(why) = stuck_reason("cpus") {
-                    untested(&mut p, c, why);
-                    continue;
-                }
-                let (cpus, how) = if list.iter().all(|x| here_cpus.contains(x)) {
-                    (list.clone(), "the other side's CPUs".to_string())
-                } else if list.len() <= here_cpus.len() {
-                    (
-                        here_cpus[..list.len()].to_vec(),
-                        format!(
-                            "as many CPUs as the other side had ({}), not the same numbers",
-                            list.len()
-                        ),
-                    )
-                } else {
-                    untested(
-                        &mut p,
-                        c,
-                        format!(
-                            "the other side ran on {} CPUs; this process may use {}",
-                            list.len(),
-                            here_cpus.len()
-                        ),
-                    );
-                    continue;
-                };
-                let text = cpus
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",");
-                p.experiments.push(Experiment {
-                    name: "cpus".into(),
-                    facts: vec![key.to_string()],
-                    what: format!("run on CPUs {text}: {how}"),
-                    change: Setup::default(),
-                    settings: vec![format!("cpus:{text}")],
-                });
-            }
-            "mem.thp.enabled" => {
-                if let Some(why) = stuck_reason("thp") {
-                    untested(&mut p, c, why);
-                } else if c.after.as_deref() == Some("never") {
-                    p.experiments.push(Experiment {
-                        name: "thp".into(),
-                        facts: vec![key.to_string()],
-                        what: "transparent huge pages off for the benchmarked process, as the other side's never".into(),
-                        change: Setup::default(),
-                        settings: vec!["thp:off".into()],
-                    });
-                } else {
-                    untested(
-                        &mut p,
-                        c,
-                        "a process can turn transparent huge pages off, never on: the machine's setting decides".into(),
-                    );
-                }
-            }
-            "kernel.aslr" => {
-                if let Some(why) = stuck_reason("aslr") {
-                    untested(&mut p, c, why);
-                } else if c.after.as_deref() == Some("0") {
-                    p.experiments.push(Experiment {
-                        name: "aslr".into(),
-                        facts: vec![key.to_string()],
-                        what: "address-space randomisation off for the benchmarked process, as on the other side".into(),
-                        change: Setup::default(),
-                        settings: vec!["aslr:off".into()],
-                    });
-                } else {
-                    untested(
-                        &mut p,
-                        c,
-                        "a process can turn randomisation off, never on: the machine's setting decides".into(),
-                    );
-                }
-            }
-            _ => untested(&mut p, c, fixed_fact(key).into()),
         }
     }
-    p
+
+    /// An environment variable `name`: set (or unset) as on the other side.
+    fn variable(&mut self, c: &Change, name: &str) {
+        let key = c.key.as_str();
+        let v = c.after.clone().filter(|v| v != "unset");
+        self.p.experiments.push(Experiment {
+            name: key.to_string(),
+            facts: vec![key.to_string()],
+            what: match &v {
+                Some(v) => format!("{name}={v}, as on the other side"),
+                None => format!("{name} unset, as on the other side"),
+            },
+            change: Setup {
+                env: vec![(name.to_string(), v)],
+                ..Setup::default()
+            },
+            settings: Vec::new(),
+        });
+    }
+
+    /// The CPUs: the other side's, or as many of this process's, where it
+    /// may use that many.
+    fn cpus(&mut self, c: &Change) {
+        if self.done.contains("cpus") {
+            return;
+        }
+        self.done.insert("cpus");
+        let Some(list) = c
+            .after
+            .as_deref()
+            .and_then(perfsleuth_measure::parse_cpu_list)
+        else {
+            self.untested(c, "the other side's CPU list cannot be read".into());
+            return;
+        };
+        if let Some(why) = self.stuck_reason("cpus") {
+            self.untested(c, why);
+            return;
+        }
+        let here_cpus = &self.cx.cpus;
+        let (cpus, how) = if list.iter().all(|x| here_cpus.contains(x)) {
+            (list.clone(), "the other side's CPUs".to_string())
+        } else if list.len() <= here_cpus.len() {
+            (
+                here_cpus[..list.len()].to_vec(),
+                format!(
+                    "as many CPUs as the other side had ({}), not the same numbers",
+                    list.len()
+                ),
+            )
+        } else {
+            let why = format!(
+                "the other side ran on {} CPUs; this process may use {}",
+                list.len(),
+                here_cpus.len()
+            );
+            self.untested(c, why);
+            return;
+        };
+        let text = cpus
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        self.p.experiments.push(Experiment {
+            name: "cpus".into(),
+            facts: vec![c.key.clone()],
+            what: format!("run on CPUs {text}: {how}"),
+            change: Setup::default(),
+            settings: vec![format!("cpus:{text}")],
+        });
+    }
+
+    /// Transparent huge pages: a process can only turn them off.
+    fn thp(&mut self, c: &Change) {
+        if let Some(why) = self.stuck_reason("thp") {
+            self.untested(c, why);
+        } else if c.after.as_deref() == Some("never") {
+            self.p.experiments.push(Experiment {
+                name: "thp".into(),
+                facts: vec![c.key.clone()],
+                what: "transparent huge pages off for the benchmarked process, as the other side's never".into(),
+                change: Setup::default(),
+                settings: vec!["thp:off".into()],
+            });
+        } else {
+            self.untested(
+                c,
+                "a process can turn transparent huge pages off, never on: the machine's setting decides".into(),
+            );
+        }
+    }
+
+    /// Address-space randomisation: a process can only turn it off.
+    fn aslr(&mut self, c: &Change) {
+        if let Some(why) = self.stuck_reason("aslr") {
+            self.untested(c, why);
+        } else if c.after.as_deref() == Some("0") {
+            self.p.experiments.push(Experiment {
+                name: "aslr".into(),
+                facts: vec![c.key.clone()],
+                what: "address-space randomisation off for the benchmarked process, as on the other side".into(),
+                change: Setup::default(),
+                settings: vec!["aslr:off".into()],
+            });
+        } else {
+            self.untested(
+                c,
+                "a process can turn randomisation off, never on: the machine's setting decides"
+                    .into(),
+            );
+        }
+    }
 }
 
 fn cpu_text(cpus: &[usize]) -> String {
