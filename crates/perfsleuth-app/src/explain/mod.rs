@@ -20,7 +20,7 @@ use perfsleuth_compare::Side;
 use perfsleuth_measure::Spawner;
 use perfsleuth_model::Mode;
 use perfsleuth_model::schema::{
-    self, Document, ExplainDoc, ExplainExperiment, ExplainUntested, VerdictLabel,
+    self, Document, ExplainBenchmark, ExplainDoc, ExplainExperiment, ExplainUntested, VerdictLabel,
 };
 use perfsleuth_runner::Stop;
 
@@ -74,185 +74,53 @@ impl Explained {
 /// them in one session unless `--plan`, and judges them.
 pub fn explain(args: &ExplainOptions, spawner: Option<Spawner>) -> Result<Explained, Fail> {
     let mut store = StoreHandle::new(args.store.clone());
-    let baseline = resolve(&args.baseline, &mut store)?;
-    let candidate = resolve(&args.candidate, &mut store)?;
-    let usage = |what: String, hint: &str| Err(Fail::usage(what, hint.to_string()));
-    if baseline.runs().is_none() && candidate.runs().is_none() {
-        return usage(
-            format!(
-                "neither {} nor {} has results: explain reruns the benchmarks of a stored run",
-                baseline.label(),
-                candidate.label()
-            ),
-            "give a stored run (id, latest, an export) on at least one side, e.g. `perfsleuth explain RUN current`",
-        );
-    }
-    if let (Some(b), Some(c)) = (baseline.runs(), candidate.runs()) {
-        crate::verdict::same_mode(b, c)?;
-    }
-    let here = perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live());
-    // The experiments start from `current` where it is given, from the runs
-    // where the other side is a bare fingerprint, else from the side whose
-    // machine is this one (the baseline on a tie).
-    let from = match (&baseline, &candidate) {
-        (Input::Current, _) | (Input::Runs(_), Input::Fingerprint { .. }) => From::Baseline,
-        (_, Input::Current) | (Input::Fingerprint { .. }, Input::Runs(_)) => From::Candidate,
-        _ => {
-            let gb = identity_gap(baseline.env(&here), &here).len();
-            let gc = identity_gap(candidate.env(&here), &here).len();
-            if gc < gb {
-                From::Candidate
-            } else {
-                From::Baseline
-            }
-        }
-    };
-    let (from_input, to_input) = match from {
-        From::Baseline => (&baseline, &candidate),
-        From::Candidate => (&candidate, &baseline),
-    };
-    let source = from_input
+    let sides = Sides::resolve(args, &mut store)?;
+    let source = sides
+        .starting()
         .runs()
-        .or(to_input.runs())
+        .or(sides.other().runs())
         .expect("one side has runs");
     let template = perfsleuth_compare::newest(source).expect("a side has a run");
-    let mode = template.mode;
-    let benches = benchmarks(&baseline, &candidate, args.bench.as_deref())?;
-    let from_env = from_input.env(&here).clone();
-    let to_env = to_input.env(&here).clone();
-
-    let mut notes = Vec::new();
-    let gap = identity_gap(&from_env, &here);
-    if !gap.is_empty() {
-        notes.push(format!(
-            "this machine is not the one {} ran on ({}): the experiments run here, starting from this machine as it is",
-            from_input.label(),
-            gap.iter()
-                .take(3)
-                .map(|c| c.summary.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
-    }
+    let x = Explaining {
+        args,
+        sides: &sides,
+        template,
+        mode: template.mode,
+        benches: benchmarks(&sides.baseline, &sides.candidate, args.bench.as_deref())?,
+    };
+    let notes = x.identity_notes();
 
     // The observed difference, judged by the rule of `compare` across the
     // machines (its verdict is what there is to explain).
-    let mut opts = explain_options(args)?;
-    let observed = match (baseline.runs(), candidate.runs()) {
+    let opts = explain_options(args)?;
+    let observed = match (sides.baseline.runs(), sides.candidate.runs()) {
         (Some(b), Some(c)) => Some(perfsleuth_compare::to_json(&perfsleuth_compare::compare(
             b, c, &opts,
         ))),
         _ => None,
     };
-    if let Some(doc) = &observed {
-        let differs = benches.iter().any(|key| {
-            doc.rows
-                .iter()
-                .any(|r| &r.key == key && r.gating && changed(r.verdict))
-        });
-        if !differs && !args.plan {
-            let mut out = new_doc(&baseline, &candidate, from, mode, notes);
-            out.benchmarks = benches
-                .iter()
-                .map(|key| nothing_to_explain(doc, key))
-                .collect();
-            return Ok(Explained::planned(out));
-        }
-    }
-
-    // The experiments.
-    let simulation = mode == Mode::Simulation;
-    let (portable, wrapper, cx) = experiment_context(template, &here, simulation)?;
-    let changes = perfsleuth_env::diff(&from_env, &to_env);
-    let mut plan = derive::plan(&from_env, &to_env, &changes, &cx);
-    notes.append(&mut plan.notes);
-    let mut untested: Vec<ExplainUntested> = plan
-        .untested
-        .iter()
-        .map(|u| ExplainUntested {
-            key: u.key.clone(),
-            summary: u.summary.clone(),
-            reason: u.reason.clone(),
-        })
-        .collect();
-    notes.extend(probe_notes(&mut store, &from_env, &to_env, &untested));
-
-    let Tries {
-        base,
-        base_settings,
-        base_verified,
-        experiments,
-        not_applied,
-        variant_notes,
-        mut doc_notes_later,
-    } = try_experiments(&plan, &wrapper, &from_input.label())?;
-    untested.extend(not_applied);
-    let experiment_docs: Vec<ExplainExperiment> = experiments
-        .iter()
-        .map(|t| (&t.experiment, &t.settings, &t.verified))
-        .map(|(e, settings, verified)| ExplainExperiment {
-            name: e.name.clone(),
-            facts: e.facts.clone(),
-            what: e.what.clone(),
-            spec: settings.join(";"),
-            verified: verified.clone(),
-        })
-        .collect();
-    let mut doc = new_doc(&baseline, &candidate, from, mode, notes);
-    doc.experiments = experiment_docs;
-    doc.untested = untested;
-    doc.notes.append(&mut doc_notes_later);
-    if !base_verified.is_empty() {
-        doc.notes.push(format!(
-            "the base set-up is {}'s: {}",
-            from_input.label(),
-            base_settings.join("; ")
-        ));
-    }
-    if args.plan || (experiments.is_empty() && !matches!(from_input, Input::Current)) {
-        if experiments.is_empty() {
-            doc.notes.push(
-                "no difference between the two set-ups can be reproduced on this machine: nothing was measured".into(),
-            );
-        }
-        doc.benchmarks = benches
+    if let Some(doc) = &observed
+        && !x.differs(doc)
+        && !args.plan
+    {
+        let mut out = x.new_doc(notes);
+        out.benchmarks = x
+            .benches
             .iter()
-            .map(|key| planned_only(observed.as_ref(), key, from, mode))
+            .map(|key| nothing_to_explain(doc, key))
             .collect();
+        return Ok(Explained::planned(out));
+    }
+
+    let simulation = x.mode == Mode::Simulation;
+    let (portable, wrapper, cx) = experiment_context(template, &sides.here, simulation)?;
+    let (mut doc, tries) = x.plan_experiments(&mut store, &cx, &wrapper, notes)?;
+    if args.plan || (tries.experiments.is_empty() && !matches!(sides.starting(), Input::Current)) {
+        x.plan_only(&mut doc, tries.experiments.is_empty(), observed.as_ref());
         return Ok(Explained::planned(doc));
     }
 
-    // Measured: the base and every experiment, interleaved, as one run.
-    let mut run_args = run_args(args, template, mode, portable.as_deref())?;
-    crate::session::settle(&mut run_args)?;
-    let mut c = crate::session::validate(&run_args)?;
-    // Experiments are judged once, on their planned rounds.
-    c.max_time = std::time::Duration::ZERO;
-    let variants: Vec<perfsleuth_runner::Variant> =
-        experiments.iter().map(|t| t.variant.clone()).collect();
-    let planned = planned_from(&c.planned, template, &benches)?;
-    let planned = crate::variant::expand_with_base(planned, &base, &variants)?;
-    let mut spawner = crate::session::spawner_or_start(spawner)?;
-    let prepared = crate::session::prepare(&c, planned, &mut spawner)?;
-    let mut extra = serde_json::Map::new();
-    extra.insert(
-        "explain".into(),
-        serde_json::json!({
-            "baseline": doc.baseline,
-            "candidate": doc.candidate,
-            "baseline_runs": baseline.runs().map(|s| s.runs.iter().filter_map(|r| r.id).collect::<Vec<_>>()),
-            "candidate_runs": candidate.runs().map(|s| s.runs.iter().filter_map(|r| r.id).collect::<Vec<_>>()),
-            "from": doc.from,
-            "experiments": doc.experiments.iter().map(|e| serde_json::json!({"name": e.name, "spec": e.spec})).collect::<Vec<_>>(),
-        }),
-    );
-    let parts = vec![crate::session::Part {
-        git: None,
-        extra,
-        benchmarks: prepared.len(),
-        label: "",
-    }];
-    let m = crate::session::measure(&c, &mut spawner, prepared, parts, &|_, _, _| false)?;
+    let m = x.measure(&tries, &doc, portable.as_deref(), spawner)?;
     match m.result {
         Err(Stop::Failed(e)) => return Err(Fail::from(e)),
         Err(Stop::Interrupted) => {
@@ -266,32 +134,216 @@ pub fn explain(args: &ExplainOptions, spawner: Option<Spawner>) -> Result<Explai
     }
     doc.run = m.run.id;
     doc.measured = true;
-    doc.notes.extend(variant_notes);
-
-    // With `current`, the difference to explain is this machine's base
-    // against the stored side, measured just now.
-    let observed = match observed {
-        Some(o) => Some(o),
-        None if matches!(from_input, Input::Current) => {
-            let other = to_input.runs().expect("the other side has runs");
-            opts.history.clear();
-            Some(measured_now(&m.run, other, from, &opts))
-        }
-        None => None,
-    };
-    let paired = crate::verdict::paired_options(&verdict_args(args))?;
-    let effects = effects(&m.run, &experiments, &paired);
-    let alpha = paired.rule.alpha;
-    doc.benchmarks = benches
-        .iter()
-        .map(|key| judge(key, observed.as_ref(), from, &effects, alpha))
-        .collect();
+    doc.notes.extend(tries.variant_notes);
+    let observed = x.observed_or_now(observed, &m.run, opts);
+    doc.benchmarks = x.judge(&m.run, observed.as_ref(), &tries.experiments)?;
     Ok(Explained::Doc {
         doc: Box::new(doc),
         stored_note: m.stored_note,
         notes: m.notes,
         warnings: m.warnings,
     })
+}
+
+/// What every step of `explain` reads: its options, the sides, the stored
+/// run whose benchmarks are rerun, and which of them are explained.
+struct Explaining<'a> {
+    args: &'a ExplainOptions,
+    sides: &'a Sides,
+    template: &'a perfsleuth_model::Run,
+    mode: Mode,
+    benches: Vec<String>,
+}
+
+impl Explaining<'_> {
+    /// Where this machine is not the one the starting side ran on: the
+    /// experiments run here all the same, from this machine as it is.
+    fn identity_notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let gap = identity_gap(&self.sides.from_env, &self.sides.here);
+        if !gap.is_empty() {
+            notes.push(format!(
+                "this machine is not the one {} ran on ({}): the experiments run here, starting from this machine as it is",
+                self.sides.starting().label(),
+                gap.iter()
+                    .take(3)
+                    .map(|c| c.summary.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        notes
+    }
+
+    /// Whether the observed comparison `doc` found a change in a gating row
+    /// of an explained benchmark: something to explain.
+    fn differs(&self, doc: &schema::CompareDoc) -> bool {
+        self.benches.iter().any(|key| {
+            doc.rows
+                .iter()
+                .any(|r| &r.key == key && r.gating && changed(r.verdict))
+        })
+    }
+
+    fn new_doc(&self, notes: Vec<String>) -> ExplainDoc {
+        let s = self.sides;
+        new_doc(&s.baseline, &s.candidate, s.from, self.mode, notes)
+    }
+
+    /// The experiments derived from the sides' differences, made and
+    /// checked, and the document that lists them and what is left untested.
+    fn plan_experiments(
+        &self,
+        store: &mut StoreHandle,
+        cx: &derive::Context,
+        wrapper: &[String],
+        mut notes: Vec<String>,
+    ) -> Result<(ExplainDoc, Tries), Fail> {
+        let s = self.sides;
+        let changes = perfsleuth_env::diff(&s.from_env, &s.to_env);
+        let mut plan = derive::plan(&s.from_env, &s.to_env, &changes, cx);
+        notes.append(&mut plan.notes);
+        let mut untested: Vec<ExplainUntested> = plan
+            .untested
+            .iter()
+            .map(|u| ExplainUntested {
+                key: u.key.clone(),
+                summary: u.summary.clone(),
+                reason: u.reason.clone(),
+            })
+            .collect();
+        notes.extend(probe_notes(store, &s.from_env, &s.to_env, &untested));
+
+        let from_label = s.starting().label();
+        let mut tries = try_experiments(&plan, wrapper, &from_label)?;
+        untested.append(&mut tries.not_applied);
+        let experiment_docs: Vec<ExplainExperiment> = tries
+            .experiments
+            .iter()
+            .map(|t| (&t.experiment, &t.settings, &t.verified))
+            .map(|(e, settings, verified)| ExplainExperiment {
+                name: e.name.clone(),
+                facts: e.facts.clone(),
+                what: e.what.clone(),
+                spec: settings.join(";"),
+                verified: verified.clone(),
+            })
+            .collect();
+        let mut doc = self.new_doc(notes);
+        doc.experiments = experiment_docs;
+        doc.untested = untested;
+        doc.notes.append(&mut tries.doc_notes_later);
+        if !tries.base_verified.is_empty() {
+            doc.notes.push(format!(
+                "the base set-up is {}'s: {}",
+                from_label,
+                tries.base_settings.join("; ")
+            ));
+        }
+        Ok((doc, tries))
+    }
+
+    /// Nothing is measured (`--plan`, or nothing to reproduce): each
+    /// benchmark with its observed verdict only.
+    fn plan_only(
+        &self,
+        doc: &mut ExplainDoc,
+        no_experiment: bool,
+        observed: Option<&schema::CompareDoc>,
+    ) {
+        if no_experiment {
+            doc.notes.push(
+                "no difference between the two set-ups can be reproduced on this machine: nothing was measured".into(),
+            );
+        }
+        doc.benchmarks = self
+            .benches
+            .iter()
+            .map(|key| planned_only(observed, key, self.sides.from, self.mode))
+            .collect();
+    }
+
+    /// The base and every experiment, measured interleaved as one run.
+    fn measure(
+        &self,
+        tries: &Tries,
+        doc: &ExplainDoc,
+        portable: Option<&str>,
+        spawner: Option<Spawner>,
+    ) -> Result<crate::session::Measurement, Fail> {
+        let (args, template) = (self.args, self.template);
+        let mut run_args = run_args(args, template, self.mode, portable)?;
+        crate::session::settle(&mut run_args)?;
+        let mut c = crate::session::validate(&run_args)?;
+        // Experiments are judged once, on their planned rounds.
+        c.max_time = std::time::Duration::ZERO;
+        let variants: Vec<perfsleuth_runner::Variant> = tries
+            .experiments
+            .iter()
+            .map(|t| t.variant.clone())
+            .collect();
+        let planned = planned_from(&c.planned, template, &self.benches)?;
+        let planned = crate::variant::expand_with_base(planned, &tries.base, &variants)?;
+        let mut spawner = crate::session::spawner_or_start(spawner)?;
+        let prepared = crate::session::prepare(&c, planned, &mut spawner)?;
+        let (baseline, candidate) = (&self.sides.baseline, &self.sides.candidate);
+        let mut extra = serde_json::Map::new();
+        extra.insert(
+            "explain".into(),
+            serde_json::json!({
+                "baseline": doc.baseline,
+                "candidate": doc.candidate,
+                "baseline_runs": baseline.runs().map(|s| s.runs.iter().filter_map(|r| r.id).collect::<Vec<_>>()),
+                "candidate_runs": candidate.runs().map(|s| s.runs.iter().filter_map(|r| r.id).collect::<Vec<_>>()),
+                "from": doc.from,
+                "experiments": doc.experiments.iter().map(|e| serde_json::json!({"name": e.name, "spec": e.spec})).collect::<Vec<_>>(),
+            }),
+        );
+        let parts = vec![crate::session::Part {
+            git: None,
+            extra,
+            benchmarks: prepared.len(),
+            label: "",
+        }];
+        crate::session::measure(&c, &mut spawner, prepared, parts, &|_, _, _| false)
+    }
+
+    /// The difference to explain: the observed one, or with `current` this
+    /// machine's base (measured just now in `run`) against the stored side.
+    fn observed_or_now(
+        &self,
+        observed: Option<schema::CompareDoc>,
+        run: &perfsleuth_model::Run,
+        mut opts: perfsleuth_compare::Options,
+    ) -> Option<schema::CompareDoc> {
+        match observed {
+            Some(o) => Some(o),
+            None if matches!(self.sides.starting(), Input::Current) => {
+                let other = self.sides.other().runs().expect("the other side has runs");
+                opts.history.clear();
+                Some(measured_now(run, other, self.sides.from, &opts))
+            }
+            None => None,
+        }
+    }
+
+    /// Each benchmark's explanation: the experiments' effects in `run`,
+    /// paired with their base, against the observed difference.
+    fn judge(
+        &self,
+        run: &perfsleuth_model::Run,
+        observed: Option<&schema::CompareDoc>,
+        experiments: &[Tried],
+    ) -> Result<Vec<ExplainBenchmark>, Fail> {
+        let paired = crate::verdict::paired_options(&verdict_args(self.args))?;
+        let effects = effects(run, experiments, &paired);
+        let alpha = paired.rule.alpha;
+        Ok(self
+            .benches
+            .iter()
+            .map(|key| judge(key, observed, self.sides.from, &effects, alpha))
+            .collect())
+    }
 }
 
 /// What the experiments are derived and checked with: how the stored runs

@@ -2,6 +2,7 @@
 //! this machine as it is, and which of them this machine stands for.
 
 use crate::error::Fail;
+use crate::options::ExplainOptions;
 use crate::sides as selectors;
 use crate::sides::StoreHandle;
 use perfsleuth_compare::Side;
@@ -87,4 +88,91 @@ pub(crate) fn identity_gap(env: &Environment, here: &Environment) -> Vec<perfsle
         .into_iter()
         .filter(|c| c.class == ImpactClass::Identity && !c.key.starts_with("sim."))
         .collect()
+}
+
+/// The two sides resolved, and the one the experiments start from.
+pub(crate) struct Sides {
+    pub(crate) baseline: Input,
+    pub(crate) candidate: Input,
+    /// This machine's fingerprint.
+    pub(crate) here: Environment,
+    pub(crate) from: From,
+    /// The environment of the side the experiments start from.
+    pub(crate) from_env: Environment,
+    /// The environment of the side they move towards.
+    pub(crate) to_env: Environment,
+}
+
+impl Sides {
+    /// Resolves `explain`'s two sides, refusing a pair with no results or of
+    /// two modes, and picks the one the experiments start from.
+    pub(crate) fn resolve(args: &ExplainOptions, store: &mut StoreHandle) -> Result<Sides, Fail> {
+        let baseline = resolve(&args.baseline, store)?;
+        let candidate = resolve(&args.candidate, store)?;
+        let usage = |what: String, hint: &str| Err(Fail::usage(what, hint.to_string()));
+        if baseline.runs().is_none() && candidate.runs().is_none() {
+            return usage(
+                format!(
+                    "neither {} nor {} has results: explain reruns the benchmarks of a stored run",
+                    baseline.label(),
+                    candidate.label()
+                ),
+                "give a stored run (id, latest, an export) on at least one side, e.g. `perfsleuth explain RUN current`",
+            );
+        }
+        if let (Some(b), Some(c)) = (baseline.runs(), candidate.runs()) {
+            crate::verdict::same_mode(b, c)?;
+        }
+        let here = perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live());
+        let from = starting_side(&baseline, &candidate, &here);
+        let (from_input, to_input) = match from {
+            From::Baseline => (&baseline, &candidate),
+            From::Candidate => (&candidate, &baseline),
+        };
+        let from_env = from_input.env(&here).clone();
+        let to_env = to_input.env(&here).clone();
+        Ok(Sides {
+            baseline,
+            candidate,
+            here,
+            from,
+            from_env,
+            to_env,
+        })
+    }
+
+    /// The side the experiments start from.
+    pub(crate) fn starting(&self) -> &Input {
+        match self.from {
+            From::Baseline => &self.baseline,
+            From::Candidate => &self.candidate,
+        }
+    }
+
+    /// The side the experiments move towards.
+    pub(crate) fn other(&self) -> &Input {
+        match self.from {
+            From::Baseline => &self.candidate,
+            From::Candidate => &self.baseline,
+        }
+    }
+}
+
+/// The experiments start from `current` where it is given, from the runs
+/// where the other side is a bare fingerprint, else from the side whose
+/// machine is this one (the baseline on a tie).
+fn starting_side(baseline: &Input, candidate: &Input, here: &Environment) -> From {
+    match (baseline, candidate) {
+        (Input::Current, _) | (Input::Runs(_), Input::Fingerprint { .. }) => From::Baseline,
+        (_, Input::Current) | (Input::Fingerprint { .. }, Input::Runs(_)) => From::Candidate,
+        _ => {
+            let gb = identity_gap(baseline.env(here), here).len();
+            let gc = identity_gap(candidate.env(here), here).len();
+            if gc < gb {
+                From::Candidate
+            } else {
+                From::Baseline
+            }
+        }
+    }
 }
