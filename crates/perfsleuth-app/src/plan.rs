@@ -107,6 +107,40 @@ pub const MAX_BENCHMARKS: u64 = 100_000;
 
 /// Expands templates × parameter combinations into benchmarks.
 pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
+    check_counts(t)?;
+    let params = parameters(t)?;
+    warn_unused_parameters(t, &params);
+    warn_unknown_placeholders(t, &params);
+    check_size(t, &params)?;
+    let mut out: Vec<Planned> = Vec::new();
+    for i in 0..t.commands.len() {
+        for combo in combinations(&params) {
+            let planned = benchmark(t, shell, i, combo)?;
+            // Benchmarks are told apart by name and parameters (compare,
+            // history): two commands under one name would be one benchmark.
+            if let Some(given) = t.names.get(i) {
+                if out
+                    .iter()
+                    .any(|p| p.name == planned.name && p.parameters == planned.parameters)
+                {
+                    return Err(Fail::usage(
+                        format!(
+                            "--name `{given}` gives two commands the same name `{}`",
+                            planned.name
+                        ),
+                        "give each command a name of its own",
+                    ));
+                }
+            }
+            out.push(planned);
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses helpers given neither once nor once per command, and names
+/// empty or not one per command.
+fn check_counts(t: &Templates<'_>) -> Result<(), Fail> {
     let per_command = |values: &[String], option: &str| -> Result<(), Fail> {
         if values.len() > 1 && values.len() != t.commands.len() {
             return Err(Fail::usage(
@@ -140,13 +174,15 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
             "give one --name per command, in the same order",
         ));
     }
+    Ok(())
+}
 
-    let params = parameters(t)?;
-    // A parameter the command does not use (hyperfine allows it: the value
-    // may go to --prepare or --setup, e.g. `git checkout {branch}`) is
-    // shown in the name, as hyperfine does; used nowhere, it only repeats
-    // the same benchmark, which is said.
-    for (var, _) in &params {
+/// A parameter the command does not use (hyperfine allows it: the value
+/// may go to --prepare or --setup, e.g. `git checkout {branch}`) is shown in
+/// the name, as hyperfine does; used nowhere, it only repeats the same
+/// benchmark, which is said.
+fn warn_unused_parameters(t: &Templates<'_>, params: &[(String, Vec<String>)]) {
+    for (var, _) in params {
         let token = format!("{{{var}}}");
         let anywhere = t
             .commands
@@ -166,40 +202,46 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
             );
         }
     }
+}
 
-    // `{m}` beside a real `{n}` is most likely a typo; alone it may be
-    // literal text (awk, find -exec), so only then is it said, not refused.
-    if !params.is_empty() {
-        // `ab` fills `{root}` and `{rev}` per side after planning.
-        let defined: BTreeMap<String, String> = params
-            .iter()
-            .map(|(v, _)| v.clone())
-            .chain(["root".to_string(), "rev".to_string()])
-            .map(|v| (v, String::new()))
-            .collect();
-        let names: Vec<&str> = params.iter().map(|(v, _)| v.as_str()).collect();
-        let all = t
-            .commands
-            .iter()
-            .chain(t.prepare)
-            .chain(t.conclude)
-            .chain(t.setup)
-            .chain(t.cleanup);
-        for text in all {
-            if let Some(bad) = unknown_placeholder(text, &defined) {
-                crate::term::emit(
-                    &format!(
-                        "warning: `{{{bad}}}` in `{text}` is not a parameter (parameters: {}), so it is passed on as written\n",
-                        names.join(", ")
-                    ),
-                    true,
-                );
-            }
+/// `{m}` beside a real `{n}` is most likely a typo; alone it may be literal
+/// text (awk, find -exec), so only then is it said, not refused.
+fn warn_unknown_placeholders(t: &Templates<'_>, params: &[(String, Vec<String>)]) {
+    if params.is_empty() {
+        return;
+    }
+    // `ab` fills `{root}` and `{rev}` per side after planning.
+    let defined: BTreeMap<String, String> = params
+        .iter()
+        .map(|(v, _)| v.clone())
+        .chain(["root".to_string(), "rev".to_string()])
+        .map(|v| (v, String::new()))
+        .collect();
+    let names: Vec<&str> = params.iter().map(|(v, _)| v.as_str()).collect();
+    let all = t
+        .commands
+        .iter()
+        .chain(t.prepare)
+        .chain(t.conclude)
+        .chain(t.setup)
+        .chain(t.cleanup);
+    for text in all {
+        if let Some(bad) = unknown_placeholder(text, &defined) {
+            crate::term::emit(
+                &format!(
+                    "warning: `{{{bad}}}` in `{text}` is not a parameter (parameters: {}), so it is passed on as written\n",
+                    names.join(", ")
+                ),
+                true,
+            );
         }
     }
+}
 
-    // Counted before anything is built: the product of a few scans can be
-    // billions, which would exhaust memory long before any later check.
+/// Refuses more than [`MAX_BENCHMARKS`], counted before anything is built:
+/// the product of a few scans can be billions, which would exhaust memory
+/// long before any later check.
+fn check_size(t: &Templates<'_>, params: &[(String, Vec<String>)]) -> Result<(), Fail> {
     let count = params
         .iter()
         .try_fold(t.commands.len() as u64, |n, (_, v)| {
@@ -221,84 +263,90 @@ pub fn plan(t: &Templates<'_>, shell: &Shell) -> Result<Vec<Planned>, Fail> {
             "scan fewer values (a larger --parameter-step-size) or fewer parameters at once",
         ));
     }
-    let mut out: Vec<Planned> = Vec::new();
-    for (i, template) in t.commands.iter().enumerate() {
-        for combo in combinations(&params) {
-            let sub = |s: &str| substitute(s, &combo);
-            let pick = |values: &[String]| {
-                values
-                    .get(if values.len() == 1 { 0 } else { i })
-                    .map(|v| sub(v))
-            };
-            let command = sub(template);
-            let argv = shell.argv(&command, "command")?;
-            let prepare = pick(t.prepare)
-                .map(|c| shell.argv(&c, "--prepare command"))
-                .transpose()?;
-            let conclude = pick(t.conclude)
-                .map(|c| shell.argv(&c, "--conclude command"))
-                .transpose()?;
-            let setup = pick(t.setup)
-                .map(|c| shell.argv(&c, "--setup command"))
-                .transpose()?;
-            let cleanup = pick(t.cleanup)
-                .map(|c| shell.argv(&c, "--cleanup command"))
-                .transpose()?;
-            if let Some(bad) = t.names.get(i).and_then(|n| unknown_placeholder(n, &combo)) {
-                return Err(Fail::usage(
-                    format!(
-                        "--name `{}` uses `{{{bad}}}`, which is not a parameter",
-                        t.names[i]
-                    ),
-                    "define it with --parameter-list/--parameter-scan, or leave it out of the name",
-                ));
-            }
-            let unused: Vec<String> = combo
-                .iter()
-                .filter(|(var, _)| {
-                    let token = format!("{{{var}}}");
-                    !template.contains(&token)
-                        && !t.names.get(i).is_some_and(|n| n.contains(&token))
-                })
-                .map(|(var, value)| format!("{var} = {value}"))
-                .collect();
-            let name = t
-                .names
-                .get(i)
-                .map(|n| sub(n))
-                .unwrap_or_else(|| command.clone());
-            // hyperfine's name for it: `make (branch = dev)`.
-            let name = if unused.is_empty() {
-                name
-            } else {
-                format!("{name} ({})", unused.join(", "))
-            };
-            // Benchmarks are told apart by name and parameters (compare,
-            // history): two commands under one name would be one benchmark.
-            if let Some(given) = t.names.get(i) {
-                if out.iter().any(|p| p.name == name && p.parameters == combo) {
-                    return Err(Fail::usage(
-                        format!("--name `{given}` gives two commands the same name `{name}`"),
-                        "give each command a name of its own",
-                    ));
-                }
-            }
-            out.push(Planned {
-                name,
-                command,
-                argv,
-                parameters: combo,
-                prepare,
-                conclude,
-                setup,
-                cleanup,
-                cwd: None,
-                variant: None,
-                env: Vec::new(),
-            });
-        }
+    Ok(())
+}
+
+/// The `i`th command with the parameters' values `combo`: its command line
+/// and helpers split, and its name.
+fn benchmark(
+    t: &Templates<'_>,
+    shell: &Shell,
+    i: usize,
+    combo: BTreeMap<String, String>,
+) -> Result<Planned, Fail> {
+    let sub = |s: &str| substitute(s, &combo);
+    let pick = |values: &[String]| {
+        values
+            .get(if values.len() == 1 { 0 } else { i })
+            .map(|v| sub(v))
+    };
+    let command = sub(&t.commands[i]);
+    let argv = shell.argv(&command, "command")?;
+    let prepare = pick(t.prepare)
+        .map(|c| shell.argv(&c, "--prepare command"))
+        .transpose()?;
+    let conclude = pick(t.conclude)
+        .map(|c| shell.argv(&c, "--conclude command"))
+        .transpose()?;
+    let setup = pick(t.setup)
+        .map(|c| shell.argv(&c, "--setup command"))
+        .transpose()?;
+    let cleanup = pick(t.cleanup)
+        .map(|c| shell.argv(&c, "--cleanup command"))
+        .transpose()?;
+    let name = benchmark_name(t, i, &combo, &command)?;
+    Ok(Planned {
+        name,
+        command,
+        argv,
+        parameters: combo,
+        prepare,
+        conclude,
+        setup,
+        cleanup,
+        cwd: None,
+        variant: None,
+        env: Vec::new(),
+    })
+}
+
+/// The `i`th command's name (its `--name`, else the command line) with the
+/// values of `combo`, and those of the parameters neither uses in brackets
+/// (hyperfine's name for it: `make (branch = dev)`).
+fn benchmark_name(
+    t: &Templates<'_>,
+    i: usize,
+    combo: &BTreeMap<String, String>,
+    command: &str,
+) -> Result<String, Fail> {
+    if let Some(bad) = t.names.get(i).and_then(|n| unknown_placeholder(n, combo)) {
+        return Err(Fail::usage(
+            format!(
+                "--name `{}` uses `{{{bad}}}`, which is not a parameter",
+                t.names[i]
+            ),
+            "define it with --parameter-list/--parameter-scan, or leave it out of the name",
+        ));
     }
-    Ok(out)
+    let template = &t.commands[i];
+    let unused: Vec<String> = combo
+        .iter()
+        .filter(|(var, _)| {
+            let token = format!("{{{var}}}");
+            !template.contains(&token) && !t.names.get(i).is_some_and(|n| n.contains(&token))
+        })
+        .map(|(var, value)| format!("{var} = {value}"))
+        .collect();
+    let name = t
+        .names
+        .get(i)
+        .map(|n| substitute(n, combo))
+        .unwrap_or_else(|| command.to_string());
+    Ok(if unused.is_empty() {
+        name
+    } else {
+        format!("{name} ({})", unused.join(", "))
+    })
 }
 
 fn parameters(t: &Templates<'_>) -> Result<Vec<(String, Vec<String>)>, Fail> {
