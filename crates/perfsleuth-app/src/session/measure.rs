@@ -105,6 +105,53 @@ pub fn measure(
     undecided: &dyn Fn(&Run, &[perfsleuth_runner::Bench], u32) -> bool,
 ) -> Result<Measurement, Fail> {
     let mut store = open_store(c.store.as_deref(), c.no_store)?;
+    let mut run = new_run(c);
+    // Before anything is stored: a refusal must leave no run behind.
+    let i = &c.instruments;
+    let mut instruments = Instruments::start(
+        spawner,
+        i.counters,
+        i.counters_kernel,
+        i.tracepoints,
+        i.locks,
+        i.profile,
+        &mut run.environment,
+    )?;
+    let mut notes = std::mem::take(&mut instruments.notes);
+    notes.extend(i.notes.iter().cloned());
+    let store = store
+        .as_deref_mut()
+        .map(|s| s as &mut dyn perfsleuth_store::Store);
+    let (sink, ids) = begin_storing(c, store, &mut run, &benches, &parts)?;
+    let mut m = Measuring {
+        sink,
+        instruments,
+        notes,
+    };
+    m.watch(c)?;
+    let started = std::time::Instant::now();
+    let ended = m.rounds(c, spawner, &mut benches, &mut run, undecided)?;
+    let warnings = m.simulation_notes(c, &mut run);
+    let Measuring {
+        mut sink, notes, ..
+    } = m;
+    conclude(&mut run, &ended.result, &*spawner, &mut sink).map_err(Fail::from)?;
+    Ok(Measurement {
+        ids,
+        stored_note: sink.stored_note(use_color(c.color, true)),
+        run,
+        result: ended.result,
+        notes,
+        warnings,
+        rounds: ended.rounds,
+        look: ended.look,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The run being measured, before its benchmarks: its mode, options and
+/// this machine's environment.
+fn new_run(c: &Checked) -> Run {
     let mode = if c.simulation.is_some() {
         Mode::Simulation
     } else {
@@ -122,24 +169,23 @@ pub fn measure(
     if let Some(sim) = &c.simulation {
         sim.record(&mut run.environment);
     }
-    // Before anything is stored: a refusal must leave no run behind.
-    let i = &c.instruments;
-    let mut instruments = Instruments::start(
-        spawner,
-        i.counters,
-        i.counters_kernel,
-        i.tracepoints,
-        i.locks,
-        i.profile,
-        &mut run.environment,
-    )?;
-    let mut counter_notes = std::mem::take(&mut instruments.notes);
-    counter_notes.extend(i.notes.iter().cloned());
+    run
+}
+
+/// Stores one runs row per part (each with its share of the plan's
+/// benchmarks, still empty) and gives `run` the first one's identity: the
+/// sink that stores the rest as it is measured, and the rows' ids.
+fn begin_storing<'s>(
+    c: &Checked,
+    store: Option<&'s mut dyn perfsleuth_store::Store>,
+    run: &mut Run,
+    benches: &[perfsleuth_runner::Bench],
+    parts: &[Part],
+) -> Result<(StoreSink<'s>, Vec<Option<i64>>), Fail> {
     let empty: Vec<_> = benches.iter().map(|b| b.to_benchmark(false)).collect();
-    // Each part's runs row and its share of the plan's benchmarks.
     let mut ranges = Vec::with_capacity(parts.len());
     let mut start = 0;
-    for part in &parts {
+    for part in parts {
         ranges.push(start..start + part.benchmarks);
         start += part.benchmarks;
     }
@@ -162,9 +208,7 @@ pub fn measure(
         .map(|(r, range)| (r, &empty[range.clone()]))
         .collect();
     let mut sink = StoreSink::begin_runs(
-        store
-            .as_deref_mut()
-            .map(|s| s as &mut dyn perfsleuth_store::Store),
+        store,
         &mut slices,
         // Forced on only where the commands do not write to the terminal
         // themselves (`--style full --show-output` would interleave them).
@@ -181,96 +225,133 @@ pub fn measure(
         .filter(|(p, _)| !p.label.is_empty())
         .map(|(p, r)| (p.label, r.clone()))
         .collect();
-    if let OutputTarget::File(path) = &c.io.output {
-        std::fs::File::create(path).map_err(|e| {
-            Fail::usage(
-                format!("cannot write --output file {}: {e}", path.display()),
-                "choose a writable path, or --output null",
-            )
-        })?;
-    }
-    catch_interrupts()?;
-    // No default timeout (a benchmark may rightly take an hour), but a
-    // command silent for ten time budgets gets a note on how to stop it.
-    if c.io.timeout.is_none() {
-        let after = (c.time_budget * 10).max(std::time::Duration::from_secs(1));
-        sink.watchdog = Some(crate::term::Watchdog::start(after));
+    Ok((sink, stored.iter().map(|r| r.id).collect()))
+}
+
+/// How measuring ended, the rounds measured and the comparison's last look.
+struct Ended {
+    result: Result<(), Stop>,
+    rounds: u32,
+    look: Option<u32>,
+}
+
+/// What a measurement carries from start to end: the sink storing it, the
+/// instruments around it and the notes gathered so far.
+struct Measuring<'s> {
+    // Dropped in this order, as the locals they were: the sink before the
+    // instruments.
+    sink: StoreSink<'s>,
+    instruments: Instruments,
+    notes: Vec<String>,
+}
+
+impl Measuring<'_> {
+    /// Before the first round: the `--output` file created, Ctrl-C caught,
+    /// and a watchdog for commands that fall silent.
+    fn watch(&mut self, c: &Checked) -> Result<(), Fail> {
+        if let OutputTarget::File(path) = &c.io.output {
+            std::fs::File::create(path).map_err(|e| {
+                Fail::usage(
+                    format!("cannot write --output file {}: {e}", path.display()),
+                    "choose a writable path, or --output null",
+                )
+            })?;
+        }
+        catch_interrupts()?;
+        // No default timeout (a benchmark may rightly take an hour), but a
+        // command silent for ten time budgets gets a note on how to stop it.
+        if c.io.timeout.is_none() {
+            let after = (c.time_budget * 10).max(std::time::Duration::from_secs(1));
+            self.sink.watchdog = Some(crate::term::Watchdog::start(after));
+        }
+        Ok(())
     }
 
-    let started = std::time::Instant::now();
-    let noise = perfsleuth_env::NoiseSnapshot::take(&perfsleuth_env::Source::live());
-    // With a comparison to follow, rounds are added while it is inconclusive.
-    let template = run.clone();
-    let spawner_pid = spawner.pid();
-    let mut following = perfsleuth_runner::locks::Following::new(spawner);
-    let (measured, rounds, look) = c.schedule.measure_until(
-        &mut following,
-        &mut sink,
-        &mut benches,
-        c.simulation.as_ref(),
-        c.rounds,
-        c.max_time,
-        |benches, look| undecided(&template, benches, look),
-    );
-    instruments.stop(
-        &following,
-        benches.iter().map(|b| (b.main_id(), b.plan.name.as_str())),
-        c.alloc.as_ref().map(|r| {
-            let dirs = benches
-                .iter()
-                .map(|b| perfsleuth_measure::alloc::dir_of_env(&b.plan.env))
-                .collect();
-            (r, spawner_pid, dirs)
-        }),
-    );
-    counter_notes.append(&mut instruments.notes);
-    sink.watchdog = None;
-    sink.progress.clear();
-    counter_notes.extend(measured.notes);
-    run.environment.merge(measured.counter_env);
-    // The warning after the run judges the run, not the minutes before it.
-    noise.since(&perfsleuth_env::Source::live(), &mut run.environment);
-    run.benchmarks = perfsleuth_runner::benchmarks(&benches);
-    instruments.attach(&mut run, &mut sink)?;
-    // What attaching found (a profile none of whose runs was kept).
-    counter_notes.append(&mut instruments.notes);
-    let mut warnings = Vec::new();
-    if let Some(sim) = &c.simulation {
-        // Variants with caches of their own are not simulated with the fixed model.
-        let mut own_caches: Vec<&str> = Vec::new();
-        for v in c.planned.iter().filter_map(|p| p.variant.as_ref()) {
-            if v.cache_model.is_some() && !own_caches.contains(&v.name.as_str()) {
-                own_caches.push(&v.name);
-            }
-        }
-        counter_notes.extend(sim.notes().into_iter().map(|n| {
-            if own_caches.is_empty() || !n.starts_with("valgrind's cache model") {
-                n
-            } else {
-                format!(
-                    "{n}, except for the variants {} (their own cache models, in their variant.cache_model facts)",
-                    own_caches.join(", ")
-                )
-            }
-        }));
-        warnings.extend(sim.warnings());
-        if sim.portable().is_some() {
-            warnings.extend(perfsleuth_runner::cpuid_check(
-                &run.benchmarks,
-                &mut run.environment,
-            ));
-        }
+    /// Measures round by round while `undecided`, stops the instruments
+    /// and puts what they and the rounds found into `run`: how measuring
+    /// ended, the rounds and the last look.
+    fn rounds(
+        &mut self,
+        c: &Checked,
+        spawner: &mut Spawner,
+        benches: &mut [perfsleuth_runner::Bench],
+        run: &mut Run,
+        undecided: &dyn Fn(&Run, &[perfsleuth_runner::Bench], u32) -> bool,
+    ) -> Result<Ended, Fail> {
+        let noise = perfsleuth_env::NoiseSnapshot::take(&perfsleuth_env::Source::live());
+        // With a comparison to follow, rounds are added while it is inconclusive.
+        let template = run.clone();
+        let spawner_pid = spawner.pid();
+        let mut following = perfsleuth_runner::locks::Following::new(spawner);
+        let (measured, rounds, look) = c.schedule.measure_until(
+            &mut following,
+            &mut self.sink,
+            benches,
+            c.simulation.as_ref(),
+            c.rounds,
+            c.max_time,
+            |benches, look| undecided(&template, benches, look),
+        );
+        self.instruments.stop(
+            &following,
+            benches.iter().map(|b| (b.main_id(), b.plan.name.as_str())),
+            c.alloc.as_ref().map(|r| {
+                let dirs = benches
+                    .iter()
+                    .map(|b| perfsleuth_measure::alloc::dir_of_env(&b.plan.env))
+                    .collect();
+                (r, spawner_pid, dirs)
+            }),
+        );
+        self.notes.append(&mut self.instruments.notes);
+        self.sink.watchdog = None;
+        self.sink.progress.clear();
+        self.notes.extend(measured.notes);
+        run.environment.merge(measured.counter_env);
+        // The warning after the run judges the run, not the minutes before it.
+        noise.since(&perfsleuth_env::Source::live(), &mut run.environment);
+        run.benchmarks = perfsleuth_runner::benchmarks(benches);
+        self.instruments.attach(run, &mut self.sink)?;
+        // What attaching found (a profile none of whose runs was kept).
+        self.notes.append(&mut self.instruments.notes);
+        Ok(Ended {
+            result: measured.result,
+            rounds,
+            look,
+        })
     }
-    conclude(&mut run, &measured.result, &*spawner, &mut sink).map_err(Fail::from)?;
-    Ok(Measurement {
-        ids: stored.iter().map(|r| r.id).collect(),
-        stored_note: sink.stored_note(use_color(c.color, true)),
-        run,
-        result: measured.result,
-        notes: counter_notes,
-        warnings,
-        rounds,
-        look,
-        elapsed: started.elapsed(),
-    })
+
+    /// In simulation, the simulator's notes (its cache model, but for the
+    /// variants with their own) and warnings (a CPUID the portable profile
+    /// did not pin): the warnings.
+    fn simulation_notes(&mut self, c: &Checked, run: &mut Run) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if let Some(sim) = &c.simulation {
+            // Variants with caches of their own are not simulated with the fixed model.
+            let mut own_caches: Vec<&str> = Vec::new();
+            for v in c.planned.iter().filter_map(|p| p.variant.as_ref()) {
+                if v.cache_model.is_some() && !own_caches.contains(&v.name.as_str()) {
+                    own_caches.push(&v.name);
+                }
+            }
+            self.notes.extend(sim.notes().into_iter().map(|n| {
+                if own_caches.is_empty() || !n.starts_with("valgrind's cache model") {
+                    n
+                } else {
+                    format!(
+                        "{n}, except for the variants {} (their own cache models, in their variant.cache_model facts)",
+                        own_caches.join(", ")
+                    )
+                }
+            }));
+            warnings.extend(sim.warnings());
+            if sim.portable().is_some() {
+                warnings.extend(perfsleuth_runner::cpuid_check(
+                    &run.benchmarks,
+                    &mut run.environment,
+                ));
+            }
+        }
+        warnings
+    }
 }
