@@ -8,8 +8,8 @@
 //! drift (Bencher's relative benchmarking, Pinpoint's try jobs).
 
 use crate::error::Fail;
-use crate::options::AbOptions;
-use crate::session::{Measurement, Part};
+use crate::options::{AbOptions, RunOptions};
+use crate::session::{Checked, Measurement, Part};
 use crate::term::emit;
 use perfsleuth_compare::{Comparison, Side};
 use perfsleuth_measure::Spawner;
@@ -95,7 +95,69 @@ impl AbComparison {
 pub fn ab(mut args: AbOptions, spawner: Option<Spawner>) -> Result<AbOutcome, Fail> {
     args.run.sides = true;
     crate::session::settle(&mut args.run)?;
-    let run_args = &args.run;
+    refuse_run_only(&args.run)?;
+    let repo = git_top()?;
+    let baseline = resolve_baseline(&repo, args.baseline_rev.as_deref())?;
+    let candidate = resolve_candidate(&repo, args.candidate_rev.as_deref())?;
+    let mut notes = Vec::new();
+    if baseline.commit == candidate.commit && !candidate.dirty {
+        notes.push(format!(
+            "baseline and candidate are the same commit ({}): an A/A calibration, so any difference is noise",
+            baseline.short()
+        ));
+    }
+    // Refused now, before minutes of building.
+    let c = crate::session::validate(&args.run)?;
+    crate::session::catch_interrupts()?;
+
+    let sides = Checkouts::build(&repo, &args, baseline, candidate)?;
+    let mut spawner = crate::session::spawner_or_start(spawner)?;
+    let (benches, parts) = sides.prepare(&c, &mut spawner, &args)?;
+    let n_base = parts[0].benchmarks;
+    let opts = crate::verdict::paired_options(&args.run.verdict)?;
+    // While a gating row cannot be decided, another round of both sides
+    // (up to --max-time), as `run --baseline` does.
+    let more = |template: &Run, benches: &[perfsleuth_runner::Bench], look: u32| {
+        let (b, c) = split_run(&crate::verdict::so_far(template, benches), n_base);
+        crate::verdict::undecided_sides(
+            &crate::verdict::side(b),
+            &crate::verdict::side(c),
+            &opts.at_look(Some(look)),
+        )
+    };
+    let mut m = crate::session::measure(&c, &mut spawner, benches, parts, &more)?;
+    if m.rounds > c.rounds {
+        notes.push(crate::verdict::extension_note(
+            m.rounds,
+            m.elapsed,
+            c.max_time,
+            "the comparison",
+        ));
+    }
+    let (base_run, cand_run) = split(&m, n_base, sides.revs());
+    if let Err(stop) = std::mem::replace(&mut m.result, Ok(())) {
+        return match stop {
+            Stop::Failed(e) => Err(Fail::from(e)),
+            Stop::Interrupted => Ok(AbOutcome::Interrupted {
+                ids: base_run.id.zip(cand_run.id),
+                code: perfsleuth_model::exit::ExitCode::interrupted_by(
+                    perfsleuth_measure::interrupting_signal(),
+                ),
+            }),
+        };
+    }
+    let (comparison, info) = sides.compare(base_run, cand_run, notes, &m, &opts, &args);
+    Ok(AbOutcome::Measured(Box::new(AbComparison {
+        comparison,
+        info,
+        measurement: m,
+        _trees: sides.trees,
+    })))
+}
+
+/// Refuses the options of `run` that `ab` has no use for, before anything
+/// is resolved or built.
+fn refuse_run_only(run_args: &RunOptions) -> Result<(), Fail> {
     let refuse = |what: &str, hint: &str| Err(Fail::usage(what.to_string(), hint.to_string()));
     if !crate::output::requested_exports(run_args).is_empty() {
         return refuse(
@@ -121,144 +183,149 @@ pub fn ab(mut args: AbOptions, spawner: Option<Spawner>) -> Result<AbOutcome, Fa
             "drop them; ab measures both sides in one interleaved run",
         );
     }
-    let repo = git_top()?;
-    let baseline = resolve_baseline(&repo, args.baseline_rev.as_deref())?;
-    let candidate = resolve_candidate(&repo, args.candidate_rev.as_deref())?;
-    let mut notes = Vec::new();
-    if baseline.commit == candidate.commit && !candidate.dirty {
-        notes.push(format!(
-            "baseline and candidate are the same commit ({}): an A/A calibration, so any difference is noise",
-            baseline.short()
-        ));
-    }
-    // Refused now, before minutes of building.
-    let c = crate::session::validate(run_args)?;
-    crate::session::catch_interrupts()?;
+    Ok(())
+}
 
-    let mut trees = Worktrees::new(&repo, args.keep_worktrees)?;
-    let mut builds = Vec::new();
-    let mut sides = Vec::new();
-    for rev in [&baseline, &candidate] {
-        let root = trees.add(rev)?;
-        let build = match &args.build {
-            Some(cmd) => Some(build(cmd, &root, rev, args.build_timeout)?),
-            None => None,
-        };
-        builds.push(build);
-        sides.push(root);
-    }
+/// The two sides checked out: each revision with its worktree and its build.
+struct Checkouts {
+    baseline: Rev,
+    candidate: Rev,
+    /// The worktrees' roots, baseline first.
+    roots: Vec<PathBuf>,
+    /// The builds, baseline first (`None` without `--build`).
+    builds: Vec<Option<Build>>,
+    trees: Worktrees,
+}
 
-    let mut spawner = crate::session::spawner_or_start(spawner)?;
-    let mut benches = Vec::new();
-    let mut parts = Vec::new();
-    for ((rev, root), build) in [&baseline, &candidate].iter().zip(&sides).zip(&builds) {
-        let planned: Vec<Planned> = c.planned.iter().map(|p| for_side(p, root, rev)).collect();
-        let n = planned.len();
-        let side = crate::session::prepare(&c, planned, &mut spawner).map_err(|mut f| {
-            f.message = format!("in the {} ({}): {}", rev.role, rev.short(), f.message);
-            f
-        })?;
-        benches.extend(side);
-        // The stored run says which side it was, in the report's terms.
-        let mut stored =
-            serde_json::to_value(side_doc(rev, build.as_ref(), &args, None)).unwrap_or_default();
-        if let Some(map) = stored.as_object_mut() {
-            map.remove("run");
-            map.insert("side".into(), rev.role.into());
+impl Checkouts {
+    /// Checks out each side in a worktree of `repo` and builds it there.
+    fn build(
+        repo: &Path,
+        args: &AbOptions,
+        baseline: Rev,
+        candidate: Rev,
+    ) -> Result<Checkouts, Fail> {
+        let mut trees = Worktrees::new(repo, args.keep_worktrees)?;
+        let mut builds = Vec::new();
+        let mut roots = Vec::new();
+        for rev in [&baseline, &candidate] {
+            let root = trees.add(rev)?;
+            let build = match &args.build {
+                Some(cmd) => Some(build(cmd, &root, rev, args.build_timeout)?),
+                None => None,
+            };
+            builds.push(build);
+            roots.push(root);
         }
-        let mut extra = serde_json::Map::new();
-        extra.insert("ab".into(), stored);
-        parts.push(Part {
-            git: Some(rev.git()),
-            extra,
-            benchmarks: n,
-            label: rev.role,
-        });
+        Ok(Checkouts {
+            baseline,
+            candidate,
+            roots,
+            builds,
+            trees,
+        })
     }
-    let n_base = parts[0].benchmarks;
-    let opts = crate::verdict::paired_options(&run_args.verdict)?;
-    // While a gating row cannot be decided, another round of both sides
-    // (up to --max-time), as `run --baseline` does.
-    let more = |template: &Run, benches: &[perfsleuth_runner::Bench], look: u32| {
-        let (b, c) = split_run(&crate::verdict::so_far(template, benches), n_base);
-        crate::verdict::undecided_sides(
-            &crate::verdict::side(b),
-            &crate::verdict::side(c),
-            &opts.at_look(Some(look)),
-        )
-    };
-    let mut m = crate::session::measure(&c, &mut spawner, benches, parts, &more)?;
-    if m.rounds > c.rounds {
-        notes.push(crate::verdict::extension_note(
-            m.rounds,
-            m.elapsed,
-            c.max_time,
-            "the comparison",
-        ));
+
+    fn revs(&self) -> [&Rev; 2] {
+        [&self.baseline, &self.candidate]
     }
-    let (base_run, cand_run) = split(&m, n_base, [&baseline, &candidate]);
-    if let Err(stop) = std::mem::replace(&mut m.result, Ok(())) {
-        return match stop {
-            Stop::Failed(e) => Err(Fail::from(e)),
-            Stop::Interrupted => Ok(AbOutcome::Interrupted {
-                ids: base_run.id.zip(cand_run.id),
-                code: perfsleuth_model::exit::ExitCode::interrupted_by(
-                    perfsleuth_measure::interrupting_signal(),
+
+    /// The plan's benchmarks for each side, in its worktree, prepared in the
+    /// spawner; and each side's part of the one run, saying which side it is.
+    fn prepare(
+        &self,
+        c: &Checked,
+        spawner: &mut Spawner,
+        args: &AbOptions,
+    ) -> Result<(Vec<perfsleuth_runner::Bench>, Vec<Part>), Fail> {
+        let mut benches = Vec::new();
+        let mut parts = Vec::new();
+        for ((rev, root), build) in self.revs().iter().zip(&self.roots).zip(&self.builds) {
+            let planned: Vec<Planned> = c.planned.iter().map(|p| for_side(p, root, rev)).collect();
+            let n = planned.len();
+            let side = crate::session::prepare(c, planned, spawner).map_err(|mut f| {
+                f.message = format!("in the {} ({}): {}", rev.role, rev.short(), f.message);
+                f
+            })?;
+            benches.extend(side);
+            // The stored run says which side it was, in the report's terms.
+            let mut stored =
+                serde_json::to_value(side_doc(rev, build.as_ref(), args, None)).unwrap_or_default();
+            if let Some(map) = stored.as_object_mut() {
+                map.remove("run");
+                map.insert("side".into(), rev.role.into());
+            }
+            let mut extra = serde_json::Map::new();
+            extra.insert("ab".into(), stored);
+            parts.push(Part {
+                git: Some(rev.git()),
+                extra,
+                benchmarks: n,
+                label: rev.role,
+            });
+        }
+        Ok((benches, parts))
+    }
+
+    /// The two sides' runs compared, with `notes`, what proves nothing
+    /// (identical binaries), each side's commit and build; and the `ab`
+    /// section of the report.
+    fn compare(
+        &self,
+        base_run: Run,
+        cand_run: Run,
+        mut notes: Vec<String>,
+        m: &Measurement,
+        opts: &perfsleuth_compare::Options,
+        args: &AbOptions,
+    ) -> (Comparison, AbInfo) {
+        let revs = self.revs();
+        let identical = identical_programs(&base_run, &cand_run, &self.roots);
+        if !identical.is_empty() {
+            notes.insert(
+                0,
+                format!(
+                    "identical binaries on both sides ({}): any difference is noise, so they do not fail --fail-on",
+                    identical.join(", ")
                 ),
-            }),
+            );
+        }
+        notes.extend(perfsleuth_compare::look_note(m.look, opts.rule.alpha));
+        let baseline_side = Side {
+            label: revs[0].short(),
+            runs: vec![base_run],
         };
+        let candidate_side = Side {
+            label: revs[1].short(),
+            runs: vec![cand_run],
+        };
+        let ids = [baseline_side.runs[0].id, candidate_side.runs[0].id];
+        let mut comparison =
+            perfsleuth_compare::compare(&baseline_side, &candidate_side, &opts.at_look(m.look));
+        comparison.notes.extend(notes);
+        for (rev, build) in revs.iter().zip(&self.builds) {
+            let built = build.as_ref().map_or(String::new(), |b| {
+                format!(
+                    ", built in {}",
+                    perfsleuth_report::format_duration_ns(b.wall.as_nanos() as f64)
+                )
+            });
+            comparison.notes.push(format!(
+                "{}: {} ({}){built}",
+                rev.role,
+                rev.short(),
+                rev.why
+            ));
+        }
+        let side = |i: usize| side_doc(revs[i], self.builds[i].as_ref(), args, ids[i]);
+        let info = AbInfo {
+            baseline: side(0),
+            candidate: side(1),
+            rounds: m.rounds,
+            identical_binaries: identical,
+        };
+        (comparison, info)
     }
-    let revs = [&baseline, &candidate];
-    let identical = identical_programs(&base_run, &cand_run, &sides);
-    if !identical.is_empty() {
-        notes.insert(
-            0,
-            format!(
-                "identical binaries on both sides ({}): any difference is noise, so they do not fail --fail-on",
-                identical.join(", ")
-            ),
-        );
-    }
-    notes.extend(perfsleuth_compare::look_note(m.look, opts.rule.alpha));
-    let baseline_side = Side {
-        label: revs[0].short(),
-        runs: vec![base_run],
-    };
-    let candidate_side = Side {
-        label: revs[1].short(),
-        runs: vec![cand_run],
-    };
-    let ids = [baseline_side.runs[0].id, candidate_side.runs[0].id];
-    let mut comparison =
-        perfsleuth_compare::compare(&baseline_side, &candidate_side, &opts.at_look(m.look));
-    comparison.notes.extend(notes);
-    for (rev, build) in revs.iter().zip(&builds) {
-        let built = build.as_ref().map_or(String::new(), |b| {
-            format!(
-                ", built in {}",
-                perfsleuth_report::format_duration_ns(b.wall.as_nanos() as f64)
-            )
-        });
-        comparison.notes.push(format!(
-            "{}: {} ({}){built}",
-            rev.role,
-            rev.short(),
-            rev.why
-        ));
-    }
-    let side = |i: usize| side_doc(revs[i], builds[i].as_ref(), &args, ids[i]);
-    let info = AbInfo {
-        baseline: side(0),
-        candidate: side(1),
-        rounds: m.rounds,
-        identical_binaries: identical,
-    };
-    Ok(AbOutcome::Measured(Box::new(AbComparison {
-        comparison,
-        info,
-        measurement: m,
-        _trees: trees,
-    })))
 }
 
 /// The baseline's and the candidate's runs out of the one measured, as
