@@ -14,7 +14,7 @@ use crate::term::{ProgressLine, use_color};
 use perfsleuth_measure::{IoConfig, OutputTarget, Spawner};
 use perfsleuth_model::Mode;
 use perfsleuth_model::exit::ExitCode;
-use perfsleuth_runner::sweep::{Sweep, Throughput, prepare_levels};
+use perfsleuth_runner::sweep::{Level, Sweep, Throughput, prepare_levels};
 use perfsleuth_runner::{RunError, ScratchDir, Stop, conclude};
 use perfsleuth_scale::{Analysis, analysis_of};
 
@@ -100,6 +100,58 @@ pub fn profile_text(run: &perfsleuth_model::Run, analysis: &Analysis) -> String 
 
 /// Plans the levels, sweeps them in one session and analyses the run.
 pub fn measure(args: &ScaleOptions, spawner: Option<Spawner>) -> Result<ScaleOutcome, Fail> {
+    let SweepPlan {
+        param,
+        values,
+        method,
+        template,
+        planned,
+    } = plan_sweep(args)?;
+    let mut spawner = session::spawner_or_start(spawner)?;
+    let scratch = ScratchDir::new("scale").map_err(Fail::from)?;
+    let stdout_path = scratch.path().join("stdout");
+    let io = IoConfig {
+        output: if method.reads_stdout() {
+            OutputTarget::File(stdout_path.clone())
+        } else {
+            OutputTarget::Null
+        },
+        timeout: args.timeout,
+        ..IoConfig::default()
+    };
+    let mut levels = prepare_levels(&mut spawner, planned, &values, &io, args.shell.is_some())
+        .map_err(Fail::from)?;
+
+    let mut store = session::open_store(args.store.as_deref(), args.no_store)?;
+    let mut run = new_run(args, &param, &values, &method);
+    let store = store
+        .as_deref_mut()
+        .map(|s| s as &mut dyn perfsleuth_store::Store);
+    let mut s = Sweeping::start(args, &mut spawner, store, &mut run, &levels)?;
+    let sweep = Sweep {
+        method: &method,
+        param: &param,
+        stdout: &stdout_path,
+        warmup: args.warmup,
+        runs: args.runs,
+    };
+    let result = s.measure(&sweep, &mut spawner, &mut levels, &mut run)?;
+    s.outcome(result, &run, args, template)
+}
+
+/// What a sweep measures: the parameter and its levels' values, how
+/// throughput is read, and the command with its benchmarks, one per level.
+struct SweepPlan {
+    param: String,
+    values: Vec<(String, f64)>,
+    method: Throughput,
+    template: String,
+    planned: Vec<perfsleuth_runner::Planned>,
+}
+
+/// Reads and checks `scale`'s options into the levels to measure, refusing
+/// what cannot be swept before anything starts.
+fn plan_sweep(args: &ScaleOptions) -> Result<SweepPlan, Fail> {
     let spec = args.param.as_deref().unwrap_or_default();
     let (param, values) = crate::parse::scale_param(spec)
         .map_err(|e| Fail::usage(e, "e.g. --param threads=1,2,4,8"))?;
@@ -148,28 +200,28 @@ pub fn measure(args: &ScaleOptions, spawner: Option<Spawner>) -> Result<ScaleOut
     if let Some(plot) = &args.plot {
         output::check_writable(plot, "--plot", args.store.as_deref())?;
     }
+    Ok(SweepPlan {
+        param,
+        values,
+        method,
+        template,
+        planned,
+    })
+}
 
-    let mut spawner = session::spawner_or_start(spawner)?;
-    let scratch = ScratchDir::new("scale").map_err(Fail::from)?;
-    let stdout_path = scratch.path().join("stdout");
-    let io = IoConfig {
-        output: if method.reads_stdout() {
-            OutputTarget::File(stdout_path.clone())
-        } else {
-            OutputTarget::Null
-        },
-        timeout: args.timeout,
-        ..IoConfig::default()
-    };
-    let mut levels = prepare_levels(&mut spawner, planned, &values, &io, args.shell.is_some())
-        .map_err(Fail::from)?;
-
-    let mut store = session::open_store(args.store.as_deref(), args.no_store)?;
-    let mut run = output::new_run(
+/// The sweep's run, before its levels: its options and this machine's
+/// environment.
+fn new_run(
+    args: &ScaleOptions,
+    param: &str,
+    values: &[(String, f64)],
+    method: &Throughput,
+) -> perfsleuth_model::Run {
+    output::new_run(
         Mode::Walltime,
         serde_json::to_value(perfsleuth_model::schema::ScaleOptions {
             kind: perfsleuth_model::SCALE_KIND.to_string(),
-            param: param.clone(),
+            param: param.to_string(),
             values: values.iter().map(|(t, _)| t.clone()).collect(),
             throughput: Some(method.describe()),
             runs: args.runs,
@@ -180,83 +232,114 @@ pub fn measure(args: &ScaleOptions, spawner: Option<Spawner>) -> Result<ScaleOut
         })
         .unwrap_or_default(),
         perfsleuth_runner::capture_environment(&perfsleuth_env::Source::live()),
-    );
-    // The futex tracepoint is the point of counting here: the lock-contention
-    // signal, at the same small cost at every level.
-    // Before anything is stored: a refusal must leave no run behind.
-    let mut instruments = Instruments::start(
-        &mut spawner,
-        args.counters,
-        false,
-        true,
-        args.locks,
-        args.profiling.profile,
-        &mut run.environment,
-    )?;
-    let empty: Vec<_> = levels.iter().map(|l| l.to_benchmark(false)).collect();
-    let mut sink = StoreSink::begin(
-        store
-            .as_deref_mut()
-            .map(|s| s as &mut dyn perfsleuth_store::Store),
-        &mut run,
-        &empty,
-        ProgressLine::new(false),
-    )?;
-    session::catch_interrupts()?;
+    )
+}
 
-    let sweep = Sweep {
-        method: &method,
-        param: &param,
-        stdout: &stdout_path,
-        warmup: args.warmup,
-        runs: args.runs,
-    };
-    let mut following = perfsleuth_runner::locks::Following::new(&mut spawner);
-    let result = sweep.measure(&mut following, &mut sink, &mut levels);
-    let names: Vec<String> = levels.iter().map(|l| l.to_benchmark(false).name).collect();
-    instruments.stop(
-        &following,
-        levels.iter().zip(&names).map(|(l, n)| (l.id(), n.as_str())),
-        None,
-    );
-    sink.progress.clear();
+/// What a sweep carries from start to end: the sink storing it and the
+/// instruments around it.
+struct Sweeping<'s> {
+    // Dropped in this order, as the locals they were: the sink before the
+    // instruments.
+    sink: StoreSink<'s>,
+    instruments: Instruments,
+}
 
-    run.benchmarks = levels.iter().map(|l| l.to_benchmark(true)).collect();
-    instruments.attach(&mut run, &mut sink)?;
-    conclude(&mut run, &result, &spawner, &mut sink).map_err(Fail::from)?;
-    let stored_note = |what: &str| {
-        run.id.map_or(String::new(), |id| {
-            format!("; the runs so far are stored as run {id} (status {what})")
-        })
-    };
-    match result {
-        Err(Stop::Failed(e)) => {
-            let mut fail = scale_fail(e);
-            let note = stored_note("failed");
-            if !note.is_empty() {
-                fail.details.push(note.trim_start_matches("; ").to_string());
-            }
-            Err(fail)
-        }
-        Err(Stop::Interrupted) => Ok(ScaleOutcome::Interrupted {
-            ids: run.id.into_iter().collect(),
-            code: ExitCode::interrupted_by(perfsleuth_measure::interrupting_signal()),
-        }),
-        Ok(()) => {
-            let analysis = analysis_of(&run).ok_or_else(|| {
-                Fail::usage(
-                    "no throughput was measured",
-                    "this should not happen; please report it",
-                )
-            })?;
-            Ok(ScaleOutcome::Measured {
-                profiles: profile_text(&run, &analysis),
-                analysis: Box::new(analysis),
-                run_id: run.id,
-                template,
-                notes: instruments.notes,
-                stored_note: sink.stored_note(use_color(args.color, true)),
+impl<'s> Sweeping<'s> {
+    /// Starts the instruments, stores the run with its levels still empty,
+    /// and catches Ctrl-C.
+    fn start(
+        args: &ScaleOptions,
+        spawner: &mut Spawner,
+        store: Option<&'s mut dyn perfsleuth_store::Store>,
+        run: &mut perfsleuth_model::Run,
+        levels: &[Level],
+    ) -> Result<Sweeping<'s>, Fail> {
+        // The futex tracepoint is the point of counting here: the lock-contention
+        // signal, at the same small cost at every level.
+        // Before anything is stored: a refusal must leave no run behind.
+        let instruments = Instruments::start(
+            spawner,
+            args.counters,
+            false,
+            true,
+            args.locks,
+            args.profiling.profile,
+            &mut run.environment,
+        )?;
+        let empty: Vec<_> = levels.iter().map(|l| l.to_benchmark(false)).collect();
+        let sink = StoreSink::begin(store, run, &empty, ProgressLine::new(false))?;
+        session::catch_interrupts()?;
+        Ok(Sweeping { sink, instruments })
+    }
+
+    /// Measures every level, stops the instruments and concludes `run` with
+    /// the levels and what the instruments found: how the sweep ended.
+    fn measure(
+        &mut self,
+        sweep: &Sweep,
+        spawner: &mut Spawner,
+        levels: &mut [Level],
+        run: &mut perfsleuth_model::Run,
+    ) -> Result<Result<(), Stop>, Fail> {
+        let mut following = perfsleuth_runner::locks::Following::new(spawner);
+        let result = sweep.measure(&mut following, &mut self.sink, levels);
+        let names: Vec<String> = levels.iter().map(|l| l.to_benchmark(false).name).collect();
+        self.instruments.stop(
+            &following,
+            levels.iter().zip(&names).map(|(l, n)| (l.id(), n.as_str())),
+            None,
+        );
+        self.sink.progress.clear();
+
+        run.benchmarks = levels.iter().map(|l| l.to_benchmark(true)).collect();
+        self.instruments.attach(run, &mut self.sink)?;
+        conclude(run, &result, &*spawner, &mut self.sink).map_err(Fail::from)?;
+        Ok(result)
+    }
+
+    /// What the sweep ended with: a failed level's error (saying where its
+    /// runs so far are stored), the interruption, or the analysis.
+    fn outcome(
+        &mut self,
+        result: Result<(), Stop>,
+        run: &perfsleuth_model::Run,
+        args: &ScaleOptions,
+        template: String,
+    ) -> Result<ScaleOutcome, Fail> {
+        let stored_note = |what: &str| {
+            run.id.map_or(String::new(), |id| {
+                format!("; the runs so far are stored as run {id} (status {what})")
             })
+        };
+        match result {
+            Err(Stop::Failed(e)) => {
+                let mut fail = scale_fail(e);
+                let note = stored_note("failed");
+                if !note.is_empty() {
+                    fail.details.push(note.trim_start_matches("; ").to_string());
+                }
+                Err(fail)
+            }
+            Err(Stop::Interrupted) => Ok(ScaleOutcome::Interrupted {
+                ids: run.id.into_iter().collect(),
+                code: ExitCode::interrupted_by(perfsleuth_measure::interrupting_signal()),
+            }),
+            Ok(()) => {
+                let analysis = analysis_of(run).ok_or_else(|| {
+                    Fail::usage(
+                        "no throughput was measured",
+                        "this should not happen; please report it",
+                    )
+                })?;
+                Ok(ScaleOutcome::Measured {
+                    profiles: profile_text(run, &analysis),
+                    analysis: Box::new(analysis),
+                    run_id: run.id,
+                    template,
+                    notes: std::mem::take(&mut self.instruments.notes),
+                    stored_note: self.sink.stored_note(use_color(args.color, true)),
+                })
+            }
         }
     }
 }
