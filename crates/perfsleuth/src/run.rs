@@ -7,7 +7,9 @@ use crate::error::Fail;
 use crate::output;
 use crate::term::emit;
 use perfsleuth_app::options::RunOptions;
-use perfsleuth_app::session::{Measurement, Part, measure, prepare, spawner_or_start, validate};
+use perfsleuth_app::session::{
+    Checked, Measurement, Part, measure, prepare, spawner_or_start, validate,
+};
 use perfsleuth_measure::Spawner;
 use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::{Environment, Run};
@@ -142,7 +144,32 @@ fn run_once(
             "give two commands or more (the first, or --reference, is the reference), or --baseline RUN",
         ));
     }
-    let benches = prepare(&c, c.planned.clone(), spawner)?;
+    let mut m = measure_commands(&c, spawner)?;
+    let report = Report {
+        args,
+        c: &c,
+        to_stderr: output::summary_to_stderr(args),
+    };
+    match std::mem::replace(&mut m.result, Ok(())) {
+        Err(Stop::Failed(e)) => Err(report.failed(&m.run, e)),
+        Err(Stop::Interrupted) => Ok(report.interrupted(&m.run)),
+        Ok(()) => {
+            report.results(&m.run)?;
+            report.notes(&m);
+            let code = report.verdict(&m.run, m.look, ci)?;
+            if let Some(target) = push {
+                push_stored(args, &m.ids, target)?;
+            }
+            Ok(code)
+        }
+    }
+}
+
+/// Prepares and measures the checked plan `c` in one stored run; while the
+/// comparison it will be judged by (against `--baseline`, or of the
+/// commands) cannot decide, rounds are added.
+fn measure_commands(c: &Checked, spawner: &mut Spawner) -> Result<Measurement, Fail> {
+    let benches = prepare(c, c.planned.clone(), spawner)?;
     let parts = vec![Part {
         git: None,
         extra: serde_json::Map::new(),
@@ -158,144 +185,168 @@ fn run_once(
             perfsleuth_summary::undecided(&crate::compare::so_far(template, benches), c.reference)
         }
     };
-    let m = measure(&c, spawner, benches, parts, &more)?;
-    let Measurement {
-        run,
-        result,
-        notes: counter_notes,
-        warnings,
-        rounds,
-        elapsed,
-        stored_note,
-        ids,
-        look,
-        ..
-    } = m;
-    let to_stderr = output::summary_to_stderr(args);
-    match result {
-        Err(Stop::Failed(e)) => {
-            // The others were measured to the end: their results first,
-            // then the failure.
-            if run.benchmarks.iter().any(|b| !b.samples.is_empty()) {
-                output::print_summary(&run, c.reference, &output::View::of(args), to_stderr);
-            }
-            let mut fail = Fail::from(e);
-            // As hyperfine does: the --export-* files get the results so
-            // far (status failed), so a long run's samples are not lost; a
-            // run that measured nothing overwrites no earlier file with it.
-            let measured = run.benchmarks.iter().any(|b| !b.samples.is_empty());
-            if measured && !output::requested_exports(args).is_empty() {
-                match output::write_exports(&run, c.reference, args) {
-                    Ok(()) => fail
-                        .details
-                        .push("the results so far were written to the --export-* files".into()),
-                    Err(f) => fail.details.push(f.message),
-                }
-            }
-            Err(fail)
+    measure(c, spawner, benches, parts, &more)
+}
+
+/// What reporting a measured run reads: its options, the checked plan, and
+/// whether the summary goes to stderr.
+struct Report<'a> {
+    args: &'a RunOptions,
+    c: &'a Checked,
+    to_stderr: bool,
+}
+
+impl Report<'_> {
+    /// A command failed: the others' results first, then the failure.
+    fn failed(&self, run: &Run, e: perfsleuth_runner::RunError) -> Fail {
+        let (args, c) = (self.args, self.c);
+        if run.benchmarks.iter().any(|b| !b.samples.is_empty()) {
+            output::print_summary(run, c.reference, &output::View::of(args), self.to_stderr);
         }
-        Err(Stop::Interrupted) => {
-            output::print_summary(&run, c.reference, &output::View::of(args), to_stderr);
-            let ids: Vec<i64> = run.id.into_iter().collect();
+        let mut fail = Fail::from(e);
+        // As hyperfine does: the --export-* files get the results so
+        // far (status failed), so a long run's samples are not lost; a
+        // run that measured nothing overwrites no earlier file with it.
+        let measured = run.benchmarks.iter().any(|b| !b.samples.is_empty());
+        if measured && !output::requested_exports(args).is_empty() {
+            match output::write_exports(run, c.reference, args) {
+                Ok(()) => fail
+                    .details
+                    .push("the results so far were written to the --export-* files".into()),
+                Err(f) => fail.details.push(f.message),
+            }
+        }
+        fail
+    }
+
+    /// Interrupted: the samples so far, where they are stored, and the exit
+    /// code.
+    fn interrupted(&self, run: &Run) -> i32 {
+        output::print_summary(
+            run,
+            self.c.reference,
+            &output::View::of(self.args),
+            self.to_stderr,
+        );
+        let ids: Vec<i64> = run.id.into_iter().collect();
+        emit(
+            &perfsleuth_app::session::interrupted_line("the samples taken so far", &ids, ""),
+            true,
+        );
+        ExitCode::interrupted_by(perfsleuth_measure::interrupting_signal())
+    }
+
+    /// The results: the summary, each variant against the base, the
+    /// `--export-*` files and the `--plot` chart.
+    fn results(&self, run: &Run) -> Result<(), Fail> {
+        let (args, c) = (self.args, self.c);
+        output::print_summary(run, c.reference, &output::View::of(args), self.to_stderr);
+        if !args.quiet
+            && let Some(text) = crate::variant::against_base(run, &args.verdict, args.color)?
+        {
+            emit(&text, self.to_stderr);
+        }
+        output::write_exports(run, c.reference, args)?;
+        if let Some(plot) = &args.plot {
+            let report = perfsleuth_summary::analyze(run, c.reference);
+            let svg = perfsleuth_report::html::distribution_chart(run, &report);
+            output::write_chart(plot, &perfsleuth_report::chart::standalone(&svg))?;
+        }
+        Ok(())
+    }
+
+    /// After the results, so they never stand between the user and an
+    /// error: where the run is stored, the session's notes, and the
+    /// warnings on what was measured.
+    fn notes(&self, m: &Measurement) {
+        let (args, c) = (self.args, self.c);
+        if let Some(note) = &m.stored_note {
+            emit(note, true);
+        }
+        for note in &m.notes {
+            emit(&format!("note: {note}\n"), true);
+        }
+        if let Some(shell) = &args.shell {
             emit(
-                &perfsleuth_app::session::interrupted_line("the samples taken so far", &ids, ""),
+                &format!(
+                    "note: every command ran through `{shell} -c`: the times include the shell's own start-up, which is not subtracted (docs/ARCHITECTURE.md, \"Shells\"); drop --shell to time the program alone\n"
+                ),
                 true,
             );
-            Ok(ExitCode::interrupted_by(
-                perfsleuth_measure::interrupting_signal(),
-            ))
         }
-        Ok(()) => {
-            output::print_summary(&run, c.reference, &output::View::of(args), to_stderr);
-            if !args.quiet
-                && let Some(text) = crate::variant::against_base(&run, &args.verdict, args.color)?
-            {
-                emit(&text, to_stderr);
-            }
-            output::write_exports(&run, c.reference, args)?;
-            if let Some(plot) = &args.plot {
-                let report = perfsleuth_summary::analyze(&run, c.reference);
-                let svg = perfsleuth_report::html::distribution_chart(&run, &report);
-                output::write_chart(plot, &perfsleuth_report::chart::standalone(&svg))?;
-            }
-            if let Some(note) = stored_note {
-                emit(&note, true);
-            }
-            // After the results, so they never stand between the user and an error.
-            for note in &counter_notes {
-                emit(&format!("note: {note}\n"), true);
-            }
-            if let Some(shell) = &args.shell {
-                emit(
-                    &format!(
-                        "note: every command ran through `{shell} -c`: the times include the shell's own start-up, which is not subtracted (docs/ARCHITECTURE.md, \"Shells\"); drop --shell to time the program alone\n"
-                    ),
-                    true,
-                );
-            }
-            if rounds > c.rounds() {
-                let what = if c.baseline.is_some() {
-                    "the comparison with the baseline"
-                } else {
-                    "the comparison of the two commands"
-                };
-                let note = crate::compare::extension_note(rounds, elapsed, c.max_time, what);
-                emit(&format!("note: {note}\n"), true);
-                if c.baseline.is_none()
-                    && let Some(look) = perfsleuth_compare::look_note(
-                        look,
-                        perfsleuth_summary::in_run_rule(None).alpha,
-                    )
-                {
-                    emit(&format!("note: {look}\n"), true);
-                }
-            }
-            for warning in perfsleuth_runner::nondeterminism(&run.benchmarks)
-                .iter()
-                .chain(&warnings)
-            {
-                emit(&format!("warning: {warning}\n"), true);
-            }
-            if !c.simulated() {
-                warn_if_unfit(&run.environment);
-            }
-            // The verdict — against --baseline, or of the commands against
-            // the reference — gates --fail-on and goes to the CI outputs.
-            let code = match &c.baseline {
-                Some(b) => {
-                    let comparison = crate::compare::after_run(
-                        b,
-                        &run,
-                        look,
-                        &args.verdict,
-                        args.color,
-                        to_stderr,
-                    )?;
-                    let suite = format!("run: {} → {}", comparison.baseline, comparison.candidate);
-                    ci.give(&comparison, &suite, &args.verdict)?
-                }
-                None if !ci.any() && args.verdict.fail_on.is_none() => 0,
-                None => match perfsleuth_app::variant::in_run(&run, c.reference, &args.verdict)? {
-                    Some(comparison) => {
-                        let suite = format!("run: each command against `{}`", comparison.baseline);
-                        ci.give(&comparison, &suite, &args.verdict)?
-                    }
-                    None => 0,
-                },
+        if m.rounds > c.rounds() {
+            let what = if c.baseline.is_some() {
+                "the comparison with the baseline"
+            } else {
+                "the comparison of the two commands"
             };
-            if let Some(target) = push {
-                let ids: Vec<i64> = ids.iter().flatten().copied().collect();
-                if ids.is_empty() {
-                    return Err(Fail::usage(
-                        "--push has no stored run to send (--no-store)",
-                        "drop --no-store, or push later with `perfsleuth push`",
-                    ));
-                }
-                crate::server::push_after_run(args.store.as_deref(), &ids, target)?;
+            let note = crate::compare::extension_note(m.rounds, m.elapsed, c.max_time, what);
+            emit(&format!("note: {note}\n"), true);
+            if c.baseline.is_none()
+                && let Some(look) = perfsleuth_compare::look_note(
+                    m.look,
+                    perfsleuth_summary::in_run_rule(None).alpha,
+                )
+            {
+                emit(&format!("note: {look}\n"), true);
             }
-            Ok(code)
+        }
+        for warning in perfsleuth_runner::nondeterminism(&m.run.benchmarks)
+            .iter()
+            .chain(&m.warnings)
+        {
+            emit(&format!("warning: {warning}\n"), true);
+        }
+        if !c.simulated() {
+            warn_if_unfit(&m.run.environment);
         }
     }
+
+    /// The verdict — against --baseline, or of the commands against the
+    /// reference — gates --fail-on and goes to the CI outputs: the exit code.
+    fn verdict(
+        &self,
+        run: &Run,
+        look: Option<u32>,
+        ci: &crate::compare::CiOutputs,
+    ) -> Result<i32, Fail> {
+        let (args, c) = (self.args, self.c);
+        Ok(match &c.baseline {
+            Some(b) => {
+                let comparison = crate::compare::after_run(
+                    b,
+                    run,
+                    look,
+                    &args.verdict,
+                    args.color,
+                    self.to_stderr,
+                )?;
+                let suite = format!("run: {} → {}", comparison.baseline, comparison.candidate);
+                ci.give(&comparison, &suite, &args.verdict)?
+            }
+            None if !ci.any() && args.verdict.fail_on.is_none() => 0,
+            None => match perfsleuth_app::variant::in_run(run, c.reference, &args.verdict)? {
+                Some(comparison) => {
+                    let suite = format!("run: each command against `{}`", comparison.baseline);
+                    ci.give(&comparison, &suite, &args.verdict)?
+                }
+                None => 0,
+            },
+        })
+    }
+}
+
+/// `--push`: sends the stored runs `ids` to `target`.
+fn push_stored(args: &RunOptions, ids: &[Option<i64>], target: &PushTarget) -> Result<(), Fail> {
+    let ids: Vec<i64> = ids.iter().flatten().copied().collect();
+    if ids.is_empty() {
+        return Err(Fail::usage(
+            "--push has no stored run to send (--no-store)",
+            "drop --no-store, or push later with `perfsleuth push`",
+        ));
+    }
+    crate::server::push_after_run(args.store.as_deref(), &ids, target)?;
+    Ok(())
 }
 
 /// One line after the results when `env check` finds a problem, so the
