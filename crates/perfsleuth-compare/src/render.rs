@@ -60,6 +60,22 @@ fn performance_header(c: &Comparison) -> &'static str {
 /// differ, the output opens with the environment diff.
 pub fn render_terminal(c: &Comparison, color: bool) -> String {
     let mut out = String::new();
+    environment_block(&mut out, c);
+    if c.rows.is_empty() {
+        out.push_str("No benchmarks in common.\n");
+    } else {
+        rows_table(&mut out, c, color);
+        table_summary(&mut out, c);
+    }
+    unpaired_lines(&mut out, c);
+    notes_block(&mut out, c);
+    out
+}
+
+/// The sides' names, with what differs between their machines: above them
+/// where the machines differ, below them where only the performance-relevant
+/// settings do.
+fn environment_block(out: &mut String, c: &Comparison) {
     let identity: Vec<_> = c
         .env_changes
         .iter()
@@ -81,7 +97,7 @@ pub fn render_terminal(c: &Comparison, color: bool) -> String {
         for ch in &identity {
             out.push_str(&format!("  {}\n      {}\n", ch.summary, ch.why));
         }
-        env_block(&mut out);
+        env_block(out);
         out.push('\n');
     }
     out.push_str(&format!(
@@ -90,100 +106,116 @@ pub fn render_terminal(c: &Comparison, color: bool) -> String {
     ));
     if !c.identity_changed && !performance.is_empty() {
         out.push('\n');
-        env_block(&mut out);
+        env_block(out);
     }
     out.push('\n');
+}
 
-    if c.rows.is_empty() {
-        out.push_str("No benchmarks in common.\n");
-    } else {
-        let ci_head = ci_header(c);
-        let header = [
-            "benchmark",
-            "metric",
-            "baseline",
-            "candidate",
-            ci_head.as_str(),
-            "p",
-            "verdict",
-        ];
-        let mut cells: Vec<[String; 7]> = Vec::new();
-        let mut last_key = String::new();
-        for r in &c.rows {
-            let key = r.key();
-            let shown_key = if key == last_key {
-                String::new()
-            } else {
-                key.clone()
-            };
-            last_key = key;
-            let metric = if r.gating {
-                format!("{}*", r.metric.name())
-            } else {
-                r.metric.name().to_string()
-            };
-            cells.push([
-                shown_key,
-                metric,
-                value(r.metric, r.baseline_median),
-                value(r.metric, r.candidate_median),
-                change_with_ci(r.change.as_ref()),
-                p_value(r.p_shown()),
-                r.verdict.as_str().to_string(),
-            ]);
-        }
-        let mut widths: Vec<usize> = header.iter().map(|h| width(h)).collect();
-        for row in &cells {
-            for (w, cell) in widths.iter_mut().zip(row.iter()) {
-                *w = (*w).max(width(cell));
-            }
-        }
-        // Text columns left-aligned, numbers right-aligned; the last column
-        // is not padded so lines carry no trailing blanks.
-        let align = |i: usize, s: &str| -> String {
-            match i {
-                0 | 1 => pad_right(s, widths[i]),
-                6 => s.to_string(),
-                _ => pad_left(s, widths[i]),
-            }
+/// The rows' cells: a benchmark's key on its first row only, a gating
+/// metric starred.
+fn row_cells(c: &Comparison) -> Vec<[String; 7]> {
+    let mut cells: Vec<[String; 7]> = Vec::new();
+    let mut last_key = String::new();
+    for r in &c.rows {
+        let key = r.key();
+        let shown_key = if key == last_key {
+            String::new()
+        } else {
+            key.clone()
         };
-        let line = |row: &[String]| -> String {
-            row.iter()
-                .enumerate()
-                .map(|(i, s)| align(i, s))
-                .collect::<Vec<_>>()
-                .join("  ")
+        last_key = key;
+        let metric = if r.gating {
+            format!("{}*", r.metric.name())
+        } else {
+            r.metric.name().to_string()
         };
-        let header_cells: Vec<String> = header.iter().map(|s| s.to_string()).collect();
-        out.push_str(line(&header_cells).trim_end());
-        out.push('\n');
-        for (r, row) in c.rows.iter().zip(&cells) {
-            let mut text = line(&row[..6]);
-            text.push_str("  ");
-            let verdict = &row[6];
-            let colour = match r.verdict {
-                VerdictLabel::Regressed => Some(RED),
-                VerdictLabel::Improved => Some(GREEN),
-                _ => None,
-            };
-            match colour {
-                Some(c) => text.push_str(&Style::new(color).paint(c, verdict)),
-                None => text.push_str(verdict),
-            }
-            out.push_str(&text);
-            out.push('\n');
-        }
-        out.push('\n');
-        out.push_str("* gating metric\n");
-        if let Some(s) = fdr_sentence(c) {
-            out.push_str(&s);
-            out.push('\n');
-        }
-        out.push_str(&format!("summary: {}\n", counts_text(c, ("", ""))));
-        for line in factor_lines(c) {
-            out.push_str(&format!("  {line}\n"));
+        cells.push([
+            shown_key,
+            metric,
+            value(r.metric, r.baseline_median),
+            value(r.metric, r.candidate_median),
+            change_with_ci(r.change.as_ref()),
+            p_value(r.p_shown()),
+            r.verdict.as_str().to_string(),
+        ]);
+    }
+    cells
+}
+
+/// The table of rows, columns as wide as their widest cell, the verdicts
+/// coloured.
+fn rows_table(out: &mut String, c: &Comparison, color: bool) {
+    let ci_head = ci_header(c);
+    let header = [
+        "benchmark",
+        "metric",
+        "baseline",
+        "candidate",
+        ci_head.as_str(),
+        "p",
+        "verdict",
+    ];
+    let cells = row_cells(c);
+    let mut widths: Vec<usize> = header.iter().map(|h| width(h)).collect();
+    for row in &cells {
+        for (w, cell) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(width(cell));
         }
     }
+    // Text columns left-aligned, numbers right-aligned; the last column
+    // is not padded so lines carry no trailing blanks.
+    let align = |i: usize, s: &str| -> String {
+        match i {
+            0 | 1 => pad_right(s, widths[i]),
+            6 => s.to_string(),
+            _ => pad_left(s, widths[i]),
+        }
+    };
+    let line = |row: &[String]| -> String {
+        row.iter()
+            .enumerate()
+            .map(|(i, s)| align(i, s))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let header_cells: Vec<String> = header.iter().map(|s| s.to_string()).collect();
+    out.push_str(line(&header_cells).trim_end());
+    out.push('\n');
+    for (r, row) in c.rows.iter().zip(&cells) {
+        let mut text = line(&row[..6]);
+        text.push_str("  ");
+        let verdict = &row[6];
+        let colour = match r.verdict {
+            VerdictLabel::Regressed => Some(RED),
+            VerdictLabel::Improved => Some(GREEN),
+            _ => None,
+        };
+        match colour {
+            Some(c) => text.push_str(&Style::new(color).paint(c, verdict)),
+            None => text.push_str(verdict),
+        }
+        out.push_str(&text);
+        out.push('\n');
+    }
+}
+
+/// Under the table: the legend, the multiple-testing sentence, the verdict
+/// counts and the factors of change.
+fn table_summary(out: &mut String, c: &Comparison) {
+    out.push('\n');
+    out.push_str("* gating metric\n");
+    if let Some(s) = fdr_sentence(c) {
+        out.push_str(&s);
+        out.push('\n');
+    }
+    out.push_str(&format!("summary: {}\n", counts_text(c, ("", ""))));
+    for line in factor_lines(c) {
+        out.push_str(&format!("  {line}\n"));
+    }
+}
+
+/// The benchmarks only one side has.
+fn unpaired_lines(out: &mut String, c: &Comparison) {
     if !c.unpaired_baseline.is_empty() {
         out.push_str(&format!(
             "not compared (only in the baseline): {}\n",
@@ -196,6 +228,10 @@ pub fn render_terminal(c: &Comparison, color: bool) -> String {
             c.unpaired_candidate.join(", ")
         ));
     }
+}
+
+/// The rows' notes, each with its row, then the comparison's.
+fn notes_block(out: &mut String, c: &Comparison) {
     let row_notes: Vec<String> = c
         .rows
         .iter()
@@ -211,7 +247,6 @@ pub fn render_terminal(c: &Comparison, color: bool) -> String {
             out.push_str(&format!("  - {n}\n"));
         }
     }
-    out
 }
 
 /// hyperfine's summary line for each gating row judged regressed or
