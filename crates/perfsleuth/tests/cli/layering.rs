@@ -41,6 +41,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "perfsleuth-locks",
         ],
     ),
+    ("perfsleuth-bisect", &["perfsleuth-stats"]),
     (
         "perfsleuth-summary",
         &["perfsleuth-model", "perfsleuth-stats"],
