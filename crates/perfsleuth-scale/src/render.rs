@@ -10,6 +10,19 @@ use perfsleuth_report::{Align, Style, format_count, format_si, table};
 /// The table per N, the fit summary, the diagnosis and the warnings.
 pub fn render_terminal(a: &Analysis, color: bool) -> String {
     let style = Style::new(color);
+    let mut out = table(&level_rows(a), |c| {
+        if c == 0 { Align::Left } else { Align::Right }
+    });
+    out.push('\n');
+    out.push_str(&locks_block(a, &style));
+    out.push_str(&fit_block(a));
+    out.push_str(&diagnosis_block(a, &style));
+    out
+}
+
+/// The table of levels: a header, then a row per level, with the columns
+/// some level has a value for.
+fn level_rows(a: &Analysis) -> Vec<Vec<String>> {
     let has_cpu = a.points.iter().any(|p| p.cpu.is_some());
     let has_own = a.points.iter().any(|p| p.command_cpus.is_some());
     let has_cs = a.points.iter().any(|p| p.voluntary_cs_per_kop.is_some());
@@ -74,9 +87,12 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
         }
         rows.push(row);
     }
-    let mut out = table(&rows, |c| if c == 0 { Align::Left } else { Align::Right });
-    out.push('\n');
-    // Where each level's threads waited (`--locks`), and what the tracer lost.
+    rows
+}
+
+/// Where each level's threads waited (`--locks`), and what the tracer lost.
+fn locks_block(a: &Analysis, style: &Style) -> String {
+    let mut out = String::new();
     if a.points.iter().any(|p| p.locks.is_some()) {
         out.push_str("Locks (eBPF):\n");
         for p in &a.points {
@@ -108,6 +124,12 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
         out.push('\n');
     }
 
+    out
+}
+
+/// The fitted model and what follows from it, or why there is none.
+fn fit_block(a: &Analysis) -> String {
+    let mut out = String::new();
     match (&a.fit, &a.fit_error) {
         (Some(f), _) => {
             let model = match f.model {
@@ -153,6 +175,12 @@ pub fn render_terminal(a: &Analysis, color: bool) -> String {
         (None, Some(e)) => out.push_str(&format!("{e}\n")),
         (None, None) => {}
     }
+    out
+}
+
+/// The diagnoses with their evidence, then the warnings.
+fn diagnosis_block(a: &Analysis, style: &Style) -> String {
+    let mut out = String::new();
     for d in &a.diagnosis {
         out.push_str(&format!(
             "\n{}\n",
