@@ -63,7 +63,7 @@ impl AbComparison {
 pub fn ab(mut args: AbOptions, spawner: Option<Spawner>) -> Result<AbOutcome, Fail> {
     args.run.sides = true;
     crate::session::settle(&mut args.run)?;
-    refuse_run_only(&args.run)?;
+    refuse_run_only(&args.run, "ab", "two runs", "both sides")?;
     let repo = git_top("ab compares two revisions of a git repository")?;
     let baseline = resolve_baseline(&repo, args.baseline_rev.as_deref())?;
     let candidate = resolve_candidate(&repo, args.candidate_rev.as_deref())?;
@@ -123,32 +123,38 @@ pub fn ab(mut args: AbOptions, spawner: Option<Spawner>) -> Result<AbOutcome, Fa
     })))
 }
 
-/// Refuses the options of `run` that `ab` has no use for, before anything
-/// is resolved or built.
-fn refuse_run_only(run_args: &RunOptions) -> Result<(), Fail> {
-    let refuse = |what: &str, hint: &str| Err(Fail::usage(what.to_string(), hint.to_string()));
+/// Refuses the options of `run` that `ab` and `bisect` (`command`) have no
+/// use for, before anything is resolved or built; `stores` and `sides` say
+/// what it stores and measures ("two runs", "both sides").
+pub(crate) fn refuse_run_only(
+    run_args: &RunOptions,
+    command: &str,
+    stores: &str,
+    sides: &str,
+) -> Result<(), Fail> {
+    let refuse = |what: String, hint: String| Err(Fail::usage(what, hint));
     if !crate::output::requested_exports(run_args).is_empty() {
         return refuse(
-            "ab does not write --export-* files: it stores two runs",
-            "export either side afterwards with `perfsleuth show --json RUN`",
+            format!("{command} does not write --export-* files: it stores {stores}"),
+            "export either side afterwards with `perfsleuth show --json RUN`".into(),
         );
     }
     if run_args.plot.is_some() {
         return refuse(
-            "ab does not draw --plot: it stores two runs",
-            "chart the comparison afterwards with `perfsleuth compare BASELINE_RUN CANDIDATE_RUN --plot FILE.svg`",
+            format!("{command} does not draw --plot: it stores {stores}"),
+            "chart the comparison afterwards with `perfsleuth compare BASELINE_RUN CANDIDATE_RUN --plot FILE.svg`".into(),
         );
     }
     if run_args.no_interleave {
         return refuse(
-            "ab measures both sides interleaved: --no-interleave would give up what it is for",
-            "drop --no-interleave (for one side after the other, use two `perfsleuth run`s and `compare`)",
+            format!("{command} measures {sides} interleaved: --no-interleave would give up what it is for"),
+            "drop --no-interleave (for one side after the other, use two `perfsleuth run`s and `compare`)".into(),
         );
     }
     if run_args.repeat != 1 || run_args.reference.is_some() {
         return refuse(
-            "--repeat and --reference are options of `run`, not of `ab`",
-            "drop them; ab measures both sides in one interleaved run",
+            format!("--repeat and --reference are options of `run`, not of `{command}`"),
+            format!("drop them; {command} measures {sides} in one interleaved run"),
         );
     }
     Ok(())

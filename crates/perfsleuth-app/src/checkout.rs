@@ -217,7 +217,11 @@ impl Worktrees {
     /// Checks `rev` out into a worktree of its own; a dirty candidate gets
     /// the working tree's changes and untracked files on top of HEAD.
     pub(crate) fn add(&mut self, rev: &Rev) -> Result<PathBuf, Fail> {
-        let path = self.dir.join(rev.role);
+        // ab's two sides by their role; bisect's commits by their commit.
+        let path = match rev.role {
+            "baseline" | "candidate" => self.dir.join(rev.role),
+            role => self.dir.join(format!("{role}-{}", rev.short())),
+        };
         let fail = |e: String| {
             Fail::usage(
                 format!("cannot check out the {} ({}): {e}", rev.role, rev.short()),

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod ab;
+pub mod bisect;
 pub mod checkout;
 pub mod config;
 pub mod error;

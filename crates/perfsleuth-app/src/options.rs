@@ -384,6 +384,15 @@ pub struct AbOptions {
     pub run: RunOptions,
 }
 
+/// `perfsleuth bisect`: `ab`'s options, for every commit it measures.
+#[derive(Debug, Clone)]
+pub struct BisectOptions {
+    /// The revisions (the range's ends), the build and the run options.
+    pub ab: AbOptions,
+    /// Refuse a range whose search would take more probes than this.
+    pub max_steps: Option<usize>,
+}
+
 /// `perfsleuth scale`.
 #[derive(Debug, Clone)]
 pub struct ScaleOptions {

@@ -57,8 +57,8 @@ pub fn github(markdown: &str, annotations: &str) -> Result<String, Fail> {
     }
 }
 
-/// The `perfsleuth/compare` document as pretty JSON.
-pub fn json_text(doc: &perfsleuth_model::schema::CompareDoc) -> Result<String, Fail> {
+/// A document (`perfsleuth/compare`, `perfsleuth/bisect`) as pretty JSON.
+pub fn json_text<D: perfsleuth_model::schema::Document>(doc: &D) -> Result<String, Fail> {
     perfsleuth_model::schema::to_json_pretty(doc)
         .map_err(|e| Fail::usage(format!("cannot serialise JSON: {e}"), "please report this"))
 }

@@ -6,9 +6,9 @@
 
 use clap::{Args, Subcommand};
 use perfsleuth_app::options::{
-    AbOptions, ColorChoice, CompareFormat, Counters, ExplainOptions, FailOn, Mode, ProfileChoice,
-    ProfileOptions, RunOptions, ScaleOptions, SortChoice, StyleChoice, TimeUnitChoice,
-    VerdictOptions, When,
+    AbOptions, BisectOptions, ColorChoice, CompareFormat, Counters, ExplainOptions, FailOn, Mode,
+    ProfileChoice, ProfileOptions, RunOptions, ScaleOptions, SortChoice, StyleChoice,
+    TimeUnitChoice, VerdictOptions, When,
 };
 use perfsleuth_app::parse;
 use std::path::PathBuf;
@@ -518,6 +518,20 @@ pub struct AbArgs {
     pub run: RunArgs,
 }
 
+/// `perfsleuth bisect`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The range is the first-parent history from --baseline (the last commit known good) to --candidate (the first known bad; default HEAD); a merge is one step. The ends are measured first: if they do not differ here, bisect says so and names nothing. Then each step measures a segment's ends and its midpoint interleaved, run by run, and judges each half as `ab` judges its sides (paired runs, the same verdict rule and --max-time); a half that changed is split again, one that cannot be decided is reported as undecided, never as unchanged. Every culprit is measured again against its parent before it is named, with its share of the whole change. Each commit is checked out and built once (--build, in a worktree of its own) and reused; one that does not build is skipped as `git bisect skip` does. Every step is stored as a run per commit. docs/BISECT.md.\n\nExamples:\n  perfsleuth bisect --baseline v1.2 --candidate HEAD --build make -- ./bench input.txt\n  perfsleuth bisect --baseline v1.2 --build 'cargo build --release' --format json -- target/release/app"
+)]
+pub struct BisectArgs {
+    /// Refuse a range that takes more steps than N to search [default: no limit].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
+    pub max_steps: Option<u64>,
+    /// `ab`'s options: the revisions, the build, the run options.
+    #[command(flatten)]
+    pub ab: AbArgs,
+}
+
 /// `perfsleuth scale`.
 #[derive(Debug, Args)]
 #[command(
@@ -786,6 +800,15 @@ impl From<ScaleArgs> for ScaleOptions {
             store: a.store.store,
             color: a.color,
             command: a.command,
+        }
+    }
+}
+
+impl From<BisectArgs> for BisectOptions {
+    fn from(a: BisectArgs) -> BisectOptions {
+        BisectOptions {
+            ab: a.ab.into(),
+            max_steps: a.max_steps.map(|m| m as usize),
         }
     }
 }

@@ -48,6 +48,22 @@ pub enum Command {
     #[command(mut_arg("export_folded", |a| a.hide(true)))]
     #[command(mut_arg("plot", |a| a.hide(true)))]
     Ab(Box<AbArgs>),
+    /// Which commits of a range changed the benchmark: each step an interleaved,
+    /// paired comparison as `ab` makes, every culprit verified against its parent.
+    #[command(mut_arg("repeat", |a| a.hide(true)))]
+    #[command(mut_arg("reference", |a| a.hide(true)))]
+    #[command(mut_arg("reference_name", |a| a.hide(true)))]
+    #[command(mut_arg("no_interleave", |a| a.hide(true)))]
+    #[command(mut_arg("export_json", |a| a.hide(true)))]
+    #[command(mut_arg("export_csv", |a| a.hide(true)))]
+    #[command(mut_arg("export_markdown", |a| a.hide(true)))]
+    #[command(mut_arg("export_asciidoc", |a| a.hide(true)))]
+    #[command(mut_arg("export_orgmode", |a| a.hide(true)))]
+    #[command(mut_arg("export_hyperfine", |a| a.hide(true)))]
+    #[command(mut_arg("export_folded", |a| a.hide(true)))]
+    #[command(mut_arg("plot", |a| a.hide(true)))]
+    #[command(mut_arg("export_junit", |a| a.hide(true)))]
+    Bisect(Box<BisectArgs>),
     /// List the stored runs, newest first.
     Runs(RunsArgs),
     /// Print one stored run's summary (same output as `run`).

@@ -4,6 +4,7 @@
 
 mod ab;
 mod args;
+mod bisect;
 mod cli;
 mod compare;
 mod docs;
@@ -31,7 +32,7 @@ fn main() {
     // is the floor of every peak RSS reported (see perfsleuth-measure).
     let measuring = std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == "run" || a == "scale" || a == "ab");
+        .is_some_and(|a| a == "run" || a == "scale" || a == "ab" || a == "bisect");
     let spawner = if measuring {
         perfsleuth_measure::Spawner::start().ok()
     } else {
@@ -61,6 +62,7 @@ fn main() {
                 .and_then(|()| run::run(args, push, ci, spawner))
         }
         Command::Ab(args) => ab::ab(*args, spawner),
+        Command::Bisect(args) => bisect::bisect(*args, spawner),
         Command::Runs(args) => history::runs(args),
         Command::Show(args) => history::show(args),
         Command::Env(args) => envcmd::env(args),
@@ -119,7 +121,7 @@ fn usage_error(e: clap::Error) -> i32 {
     let rest: Vec<&str> = paragraphs.flat_map(str::lines).map(str::trim).collect();
     let subcommand = std::env::args().nth(1).filter(|a| {
         [
-            "run", "ab", "runs", "show", "env", "compare", "scale", "probe",
+            "run", "ab", "bisect", "runs", "show", "env", "compare", "scale", "probe",
         ]
         .contains(&a.as_str())
     });

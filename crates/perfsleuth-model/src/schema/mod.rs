@@ -54,6 +54,7 @@ pub fn all_json_schemas() -> Vec<(&'static str, serde_json::Value)> {
         one::<HistoryDoc>(),
         one::<CompareDoc>(),
         one::<ExplainDoc>(),
+        one::<BisectDoc>(),
         one::<ScaleDoc>(),
         one::<ProbeDoc>(),
         one::<ProbeDiffDoc>(),
@@ -193,6 +194,7 @@ macro_rules! document {
 }
 
 // After `document!`: the documents use it.
+mod bisect;
 mod compare;
 mod env;
 mod explain;
@@ -204,6 +206,7 @@ mod run_options;
 mod runs;
 mod scale;
 mod server;
+pub use bisect::*;
 pub use compare::*;
 pub use env::*;
 pub use explain::*;

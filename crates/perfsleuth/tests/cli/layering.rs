@@ -122,6 +122,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "perfsleuth-runner",
             "perfsleuth-summary",
             "perfsleuth-scale",
+            "perfsleuth-bisect",
         ],
     ),
 ];

@@ -8,6 +8,7 @@
 mod common;
 
 mod ab;
+mod bisect;
 mod ci;
 mod compare;
 mod docs;

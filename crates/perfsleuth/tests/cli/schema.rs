@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// Validates `doc` against `docs/schema/<stem>.schema.json`, listing every violation.
 #[track_caller]
-fn assert_valid(stem: &str, doc: &Value) {
+pub(crate) fn assert_valid(stem: &str, doc: &Value) {
     let path = format!(
         "{}/../../docs/schema/{stem}.schema.json",
         env!("CARGO_MANIFEST_DIR")

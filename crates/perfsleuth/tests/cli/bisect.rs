@@ -1,0 +1,234 @@
+//! `perfsleuth bisect`: real repositories of a small C program, each commit
+//! built with the C compiler in a worktree of its own, measured by real runs.
+
+use crate::common::{Out, Sandbox, git};
+use std::path::{Path, PathBuf};
+
+/// The C program: `WORK` iterations of an LCG, from work.h.
+const PROGRAM: &str = r#"#include <stdio.h>
+#include "work.h"
+int main(void) {
+    unsigned long x = 1;
+    for (long i = 0; i < WORK; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    printf("%lu\n", x >> 60);
+    return 0;
+}
+"#;
+
+/// A repository: the program, then `commits` commits; commit `culprit`
+/// (if any) does 20 % more work, commit `broken` (if any) does not
+/// compile, and the commit after it compiles again.
+fn repo(sb: &Sandbox, commits: usize, culprit: Option<usize>, broken: Option<usize>) -> PathBuf {
+    let dir = sb.path("repo");
+    std::fs::create_dir(&dir).unwrap();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("prog.c"), PROGRAM).unwrap();
+    std::fs::write(dir.join(".gitignore"), "prog\n").unwrap();
+    let mut work = 4_000_000u64;
+    let write_work =
+        |w: u64| std::fs::write(dir.join("work.h"), format!("#define WORK {w}\n")).unwrap();
+    write_work(work);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "the program"]);
+    for i in 1..=commits {
+        let subject = if Some(i) == culprit {
+            work = work * 6 / 5;
+            write_work(work);
+            format!("commit {i}: 20 % more work")
+        } else if Some(i) == broken {
+            std::fs::write(dir.join("work.h"), "#error does not build\n").unwrap();
+            format!("commit {i}: does not build")
+        } else {
+            write_work(work);
+            std::fs::write(dir.join("notes.txt"), format!("{i}\n")).unwrap();
+            git(&dir, &["add", "notes.txt"]);
+            format!("commit {i}: notes")
+        };
+        git(&dir, &["commit", "-qam", &subject]);
+    }
+    dir
+}
+
+/// `perfsleuth bisect --store … ARGS…` run in `dir`, worktrees under the sandbox's tmp.
+fn bisect(sb: &Sandbox, dir: &Path, args: &[&str]) -> Out {
+    let tmp = sb.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = sb.cmd();
+    cmd.current_dir(dir)
+        .env("TMPDIR", &tmp)
+        .args(["bisect", "--store", &sb.store()])
+        .args(args);
+    cmd.output().expect("start perfsleuth").into()
+}
+
+/// A bisection of the whole history of `dir`, each side measured for a short time.
+fn bisect_all(sb: &Sandbox, dir: &Path, commits: usize, extra: &[&str]) -> Out {
+    let base = format!("HEAD~{commits}");
+    let mut args = vec![
+        "--baseline",
+        &base,
+        "--candidate",
+        "HEAD",
+        "--time-budget",
+        "300ms",
+        "--build",
+        "gcc -O2 -o prog prog.c",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "./prog"]);
+    bisect(sb, dir, &args)
+}
+
+/// Nothing of bisect's left: no worktree registered, nothing in the tmp dir.
+#[track_caller]
+fn nothing_left(sb: &Sandbox, dir: &Path) {
+    let list = git(dir, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        list.matches("worktree ").count(),
+        1,
+        "worktrees left: {list}"
+    );
+    let tmp: Vec<_> = std::fs::read_dir(sb.path("tmp"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(tmp.is_empty(), "left in TMPDIR: {tmp:?}");
+}
+
+#[test]
+fn the_culprit_is_named_verified_and_every_step_stored_around_a_commit_that_does_not_build() {
+    if !perfsleuth_testkit::tools_present("bisect", &["gcc"]) {
+        return;
+    }
+    let sb = Sandbox::new();
+    // The first split falls on commit 4, which does not build.
+    let dir = repo(&sb, 8, Some(6), Some(4));
+    let out = bisect_all(&sb, &dir, 8, &["--format", "json"]).ok();
+    let doc = crate::common::parse_json(&out.stdout);
+    crate::schema::assert_valid("bisect", &doc);
+    assert_eq!(doc["outcome"], "found", "{}", out.stdout);
+    let subject = |hash: &serde_json::Value| {
+        doc["commits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| &c["commit"] == hash)
+            .map(|c| c["subject"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let named: Vec<_> = doc["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["confirmed"] == true)
+        .collect();
+    assert_eq!(named.len(), 1, "{}", out.stdout);
+    assert_eq!(subject(&named[0]["commit"]), "commit 6: 20 % more work");
+    assert!(named[0]["verified"]["change"].as_f64().unwrap() > 0.1);
+    let skipped: Vec<String> = doc["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(subject)
+        .collect();
+    assert_eq!(skipped, vec!["commit 4: does not build"]);
+    assert!(
+        out.stderr
+            .contains("note: skipped: the build of the commit"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("bisect step 1: confirming"), "{out:?}");
+    // Each step stored as a run per commit, saying which step it was.
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["kind"], "confirm");
+    assert_eq!(steps.last().unwrap()["kind"], "verify");
+    let stored: usize = steps
+        .iter()
+        .map(|s| s["runs"].as_array().unwrap().len())
+        .sum();
+    let runs = sb.runs_json();
+    assert_eq!(runs.len(), stored, "{runs:?}");
+    let first = sb.show_json(&steps[0]["runs"][0].to_string());
+    assert_eq!(first["run"]["options"]["bisect"]["kind"], "confirm");
+    assert_eq!(first["run"]["options"]["bisect"]["step"], 1);
+    nothing_left(&sb, &dir);
+}
+
+#[test]
+fn unchanged_ends_name_no_culprit() {
+    if !perfsleuth_testkit::tools_present("bisect", &["gcc"]) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let dir = repo(&sb, 3, None, None);
+    let out = bisect_all(&sb, &dir, 3, &[]).ok();
+    assert!(
+        !out.stdout.lines().any(|l| l.starts_with("culprit")),
+        "{out:?}"
+    );
+    // Not reproduced (the usual case) or, on a loaded machine, undecided:
+    // either way the search stops after the ends and names nothing.
+    assert!(
+        out.stdout.contains("not reproduced on this machine")
+            || out.stdout.contains("could not be told apart"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("3 commits, 1 step,"), "{out:?}");
+    nothing_left(&sb, &dir);
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2_and_nothing_left_behind() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.path("plain")).unwrap();
+    bisect(&sb, &sb.path("plain"), &["true"])
+        .usage_error("bisect searches the commits of a git repository, and this is not one");
+    let dir = repo(&sb, 3, None, None);
+    bisect(
+        &sb,
+        &dir,
+        &["--baseline", "HEAD", "--candidate", "HEAD", "./prog"],
+    )
+    .usage_error("are the same commit");
+    bisect(
+        &sb,
+        &dir,
+        &["--baseline", "HEAD", "--candidate", "HEAD~2", "./prog"],
+    )
+    .usage_error("is not an ancestor of the candidate");
+    bisect(&sb, &dir, &["--baseline", "nosuch", "./prog"])
+        .usage_error("--baseline `nosuch` is not a revision of this repository");
+    bisect(
+        &sb,
+        &dir,
+        &["--baseline", "HEAD~3", "--export-junit", "j.xml", "./prog"],
+    )
+    .usage_error("does not write --export-junit");
+    bisect(
+        &sb,
+        &dir,
+        &["--baseline", "HEAD~3", "--export-json", "x.json", "./prog"],
+    )
+    .usage_error("bisect does not write --export-* files");
+    bisect(
+        &sb,
+        &dir,
+        &["--baseline", "HEAD~3", "--max-steps", "2", "./prog"],
+    )
+    .usage_error("more than --max-steps 2");
+    // The working tree's changes cannot be a commit of the range.
+    std::fs::write(dir.join("notes.txt"), "uncommitted\n").unwrap();
+    bisect(&sb, &dir, &["--baseline", "HEAD~3", "./prog"]).usage_error("uncommitted changes");
+    git(&dir, &["checkout", "-q", "--", "notes.txt"]);
+    // The candidate's build fails: an error, not a skip.
+    bisect(
+        &sb,
+        &dir,
+        &["--baseline", "HEAD~3", "--build", "exit 3", "./prog"],
+    )
+    .usage_error("the build of the baseline");
+    nothing_left(&sb, &dir);
+    assert!(
+        !sb.db().exists() || sb.runs_json().is_empty(),
+        "a refused bisect stored runs"
+    );
+}
