@@ -14,7 +14,7 @@ use crate::options::BisectOptions;
 use crate::session::{Checked, Part};
 use crate::term::emit;
 use perfsleuth_bisect::{Call, Culprit, Outcome, PairVerdict, Probe, ProbeKind, Search};
-use perfsleuth_compare::Comparison;
+use perfsleuth_compare::{Comparison, Side};
 use perfsleuth_measure::Spawner;
 use perfsleuth_model::Run;
 use perfsleuth_model::schema::{
@@ -35,7 +35,16 @@ pub enum BisectOutcome {
         code: i32,
     },
     /// The search ended.
-    Done(Box<BisectDoc>),
+    Done(Box<Bisected>),
+}
+
+/// What the search found, with the comparisons that verified each culprit.
+pub struct Bisected {
+    /// The `perfsleuth/bisect` document.
+    pub doc: BisectDoc,
+    /// Each verified culprit's comparison with its parent, as `ab` makes
+    /// it (with `--profile`, where the change sits), by culprit commit.
+    pub verifications: Vec<(String, Comparison)>,
 }
 
 /// Runs the bisection `args` describes.
@@ -74,7 +83,17 @@ pub fn bisect(mut args: BisectOptions, spawner: Option<Spawner>) -> Result<Bisec
     crate::session::catch_interrupts()?;
     let opts = crate::verdict::paired_options(&args.ab.run.verdict)?;
     let mut spawner = crate::session::spawner_or_start(spawner)?;
+    if args.resume && args.ab.run.no_store {
+        return Err(Fail::usage(
+            "--resume continues from the store, and --no-store keeps none",
+            "drop --no-store",
+        ));
+    }
     let mut b = Bisecting {
+        id: bisection_id(&commits, &c),
+        stored: Vec::new(),
+        verifications: HashMap::new(),
+        started: Instant::now(),
         trees: Worktrees::new(&repo, args.ab.keep_worktrees)?,
         repo,
         commits,
@@ -89,7 +108,14 @@ pub fn bisect(mut args: BisectOptions, spawner: Option<Spawner>) -> Result<Bisec
     };
     let max_probes = b.args.max_steps.unwrap_or(4 * expected + 8);
     let mut search = Search::new(n, max_probes);
+    if b.args.resume {
+        b.resume_from_store(&c)?;
+    }
     while let Some(probe) = search.next_probe() {
+        if let Some(verdicts) = b.replay(&probe, &c, &opts)? {
+            search.record(&probe, &verdicts);
+            continue;
+        }
         if let Some(i) = b.unbuilt(&probe)? {
             search.skip(i);
             continue;
@@ -107,7 +133,19 @@ pub fn bisect(mut args: BisectOptions, spawner: Option<Spawner>) -> Result<Bisec
             }
         }
     }
-    Ok(BisectOutcome::Done(Box::new(b.doc(&search))))
+    let doc = b.doc(&search);
+    let verifications = search
+        .verified()
+        .iter()
+        .filter_map(|c| {
+            let hash = b.commits[c.commit].clone();
+            b.verifications.remove(&c.commit).map(|v| (hash, v))
+        })
+        .collect();
+    Ok(BisectOutcome::Done(Box::new(Bisected {
+        doc,
+        verifications,
+    })))
 }
 
 /// The first-parent commits from `baseline` to `candidate`, both included.
@@ -170,6 +208,32 @@ fn range(repo: &Path, baseline: &Rev, candidate: &Rev) -> Result<Vec<String>, Fa
     Ok(commits)
 }
 
+/// A step an earlier run of the bisection stored: its runs, one per commit.
+struct StoredStep {
+    kind: String,
+    commits: Vec<usize>,
+    runs: Vec<Run>,
+}
+
+/// The bisection's name in its stored runs: the range's ends and the
+/// benchmarks' commands, so `--resume` finds the steps of the same search.
+fn bisection_id(commits: &[String], c: &Checked) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(&commits[0]);
+    h.update(&commits[commits.len() - 1]);
+    for p in &c.planned {
+        for part in [&p.name, &p.command] {
+            h.update(part.len().to_le_bytes());
+            h.update(part);
+        }
+    }
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// A commit checked out and built.
 struct Checkout {
     rev: Rev,
@@ -179,6 +243,11 @@ struct Checkout {
 /// The bisection in progress: the commits built so far and what each probe
 /// measured.
 struct Bisecting {
+    /// Names this bisection in its stored runs: the range and the commands.
+    id: String,
+    /// Steps measured by an earlier, interrupted bisection of the same id.
+    stored: Vec<StoredStep>,
+    started: Instant,
     args: BisectOptions,
     repo: PathBuf,
     commits: Vec<String>,
@@ -186,6 +255,8 @@ struct Bisecting {
     /// Commits whose build failed, with the first line of why.
     unbuildable: HashMap<usize, String>,
     steps: Vec<BisectStep>,
+    /// The verification of each culprit (by commit index): its comparison.
+    verifications: HashMap<usize, Comparison>,
     ids: Vec<i64>,
     runs: u64,
     measuring: Duration,
@@ -268,8 +339,21 @@ impl Bisecting {
             ),
             _ => String::new(),
         };
+        let done = self.steps.len() as u32;
+        let eta = if done > 0 {
+            let per = self.started.elapsed() / done;
+            let left =
+                Search::expected_probes(probe.commits[probe.commits.len() - 1] - probe.commits[0])
+                    as u32;
+            format!(
+                ", about {} to go",
+                perfsleuth_report::format_duration_ns((per * left).as_nanos() as f64)
+            )
+        } else {
+            String::new()
+        };
         emit(
-            &format!("bisect step {}: {what}{left}\n", search.probes() + 1),
+            &format!("bisect step {}: {what}{left}{eta}\n", search.probes() + 1),
             true,
         );
     }
@@ -304,6 +388,7 @@ impl Bisecting {
             extra.insert(
                 "bisect".into(),
                 serde_json::json!({
+                    "id": self.id,
                     "baseline": self.commits[0],
                     "candidate": self.commits[self.commits.len() - 1],
                     "step": self.steps.len() + 1,
@@ -346,16 +431,15 @@ impl Bisecting {
             };
         }
         let runs = split(&m.run, per, k);
-        let verdicts: Vec<PairVerdict> = runs
-            .windows(2)
-            .map(|w| {
-                pair_verdict(&perfsleuth_compare::compare(
-                    &crate::verdict::side(w[0].clone()),
-                    &crate::verdict::side(w[1].clone()),
-                    &opts.at_look(m.look),
-                ))
-            })
+        let comparisons: Vec<Comparison> = (1..k)
+            .map(|j| self.compare_pair(probe, &runs, j, &opts.at_look(m.look)))
             .collect();
+        let verdicts: Vec<PairVerdict> = comparisons.iter().map(pair_verdict).collect();
+        if probe.kind == ProbeKind::Verify
+            && let Some(c) = comparisons.into_iter().next()
+        {
+            self.verifications.insert(probe.commits[1], c);
+        }
         self.steps.push(BisectStep {
             kind: kind_name(probe.kind).into(),
             commits: probe
@@ -367,8 +451,126 @@ impl Bisecting {
             runs: m.ids.clone(),
             rounds: m.rounds,
             seconds: m.elapsed.as_secs_f64(),
+            resumed: false,
         });
         Ok(Some(verdicts))
+    }
+
+    /// The completed steps an earlier run of this bisection stored (same
+    /// range, same commands), to be replayed instead of measured again.
+    fn resume_from_store(&mut self, c: &Checked) -> Result<(), Fail> {
+        let Some(store) = crate::session::open_store(c.store.as_deref(), false)? else {
+            return Ok(());
+        };
+        let mut steps: std::collections::BTreeMap<u64, Vec<Run>> = Default::default();
+        for commit in &self.commits {
+            for id in store.runs_at_commit(commit)? {
+                let Some(run) = store.load_run(id)? else {
+                    continue;
+                };
+                let tag = &run.options["bisect"];
+                if tag["id"] != self.id.as_str()
+                    || run.status != perfsleuth_model::RunStatus::Complete
+                {
+                    continue;
+                }
+                if let Some(step) = tag["step"].as_u64() {
+                    steps.entry(step).or_default().push(run);
+                }
+            }
+        }
+        for (_, mut runs) in steps {
+            runs.sort_by_key(|r| r.id);
+            let commits: Vec<usize> = runs
+                .iter()
+                .filter_map(|r| {
+                    let hash = r.options["bisect"]["commit"].as_str()?;
+                    self.commits.iter().position(|c| c == hash)
+                })
+                .collect();
+            let kind = runs[0].options["bisect"]["kind"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            if commits.len() == runs.len() {
+                self.stored.push(StoredStep {
+                    kind,
+                    commits,
+                    runs,
+                });
+            }
+        }
+        if !self.stored.is_empty() {
+            emit(
+                &format!(
+                    "bisect: resuming: {} steps of an earlier run are stored\n",
+                    self.stored.len()
+                ),
+                true,
+            );
+        }
+        Ok(())
+    }
+
+    /// The probe's verdicts judged again from an earlier run's stored
+    /// step, if it measured this probe; `None` to measure it.
+    fn replay(
+        &mut self,
+        probe: &Probe,
+        c: &Checked,
+        opts: &perfsleuth_compare::Options,
+    ) -> Result<Option<Vec<PairVerdict>>, Fail> {
+        let kind = kind_name(probe.kind);
+        let Some(at) = self
+            .stored
+            .iter()
+            .position(|s| s.kind == kind && s.commits == probe.commits)
+        else {
+            return Ok(None);
+        };
+        let step = self.stored.remove(at);
+        let rounds = step.runs[0]
+            .benchmarks
+            .iter()
+            .flat_map(|b| b.samples.iter().map(|s| s.round + 1))
+            .max()
+            .unwrap_or(1);
+        let look = perfsleuth_stats::look_for_rounds(c.rounds, rounds);
+        let verdicts: Vec<PairVerdict> = (1..step.runs.len())
+            .map(|j| {
+                pair_verdict(&self.compare_pair(probe, &step.runs, j, &opts.at_look(Some(look))))
+            })
+            .collect();
+        self.ids.extend(step.runs.iter().filter_map(|r| r.id));
+        self.steps.push(BisectStep {
+            kind: kind.into(),
+            commits: probe
+                .commits
+                .iter()
+                .map(|&i| self.commits[i].clone())
+                .collect(),
+            verdicts: verdicts.iter().map(change_doc).collect(),
+            runs: step.runs.iter().map(|r| r.id).collect(),
+            rounds,
+            seconds: 0.0,
+            resumed: true,
+        });
+        Ok(Some(verdicts))
+    }
+
+    /// The probe's pair `j - 1`, `j` compared, each side labelled with its commit.
+    fn compare_pair(
+        &self,
+        probe: &Probe,
+        runs: &[Run],
+        j: usize,
+        opts: &perfsleuth_compare::Options,
+    ) -> Comparison {
+        let side = |i: usize| Side {
+            label: perfsleuth_model::short_commit(&self.commits[probe.commits[i]]).to_string(),
+            runs: vec![runs[i].clone()],
+        };
+        perfsleuth_compare::compare(&side(j - 1), &side(j), opts)
     }
 
     /// The document of the ended search.

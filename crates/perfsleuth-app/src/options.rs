@@ -391,6 +391,8 @@ pub struct BisectOptions {
     pub ab: AbOptions,
     /// Refuse a range whose search would take more probes than this.
     pub max_steps: Option<usize>,
+    /// Continue an interrupted bisection of the same range from the store.
+    pub resume: bool,
 }
 
 /// `perfsleuth scale`.

@@ -527,6 +527,10 @@ pub struct BisectArgs {
     /// Refuse a range that takes more steps than N to search [default: no limit].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
     pub max_steps: Option<u64>,
+    /// Continue an interrupted bisection of the same range and commands: the
+    /// steps it stored are judged again from the store, not measured again.
+    #[arg(long)]
+    pub resume: bool,
     /// `ab`'s options: the revisions, the build, the run options.
     #[command(flatten)]
     pub ab: AbArgs,
@@ -809,6 +813,7 @@ impl From<BisectArgs> for BisectOptions {
         BisectOptions {
             ab: a.ab.into(),
             max_steps: a.max_steps.map(|m| m as usize),
+            resume: a.resume,
         }
     }
 }

@@ -21,6 +21,8 @@ pub fn bisect(args: BisectArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     let options = BisectOptions::from(args);
     let format = options.ab.format;
     let gate = options.ab.run.verdict.fail_on.is_some();
+    let profiled = options.ab.run.profiling.profile.is_on();
+    let color = options.ab.run.color;
     let doc = match perfsleuth_app::bisect::bisect(options, spawner)? {
         BisectOutcome::Interrupted { ids, code } => {
             emit(
@@ -33,12 +35,22 @@ pub fn bisect(args: BisectArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             );
             return Ok(code);
         }
-        BisectOutcome::Done(doc) => doc,
+        BisectOutcome::Done(found) => found,
     };
+    let perfsleuth_app::bisect::Bisected { doc, verifications } = *doc;
     let text = match format {
-        CompareFormat::Terminal => render(&doc, false),
-        CompareFormat::Markdown => render(&doc, true),
-        CompareFormat::Json => crate::compare::json_text(&*doc)?,
+        CompareFormat::Terminal | CompareFormat::Markdown => {
+            let markdown = format == CompareFormat::Markdown;
+            let mut text = render(&doc, markdown);
+            // Where each culprit's change sits: its verification, as ab shows a pair.
+            for (commit, comparison) in verifications.iter().filter(|_| profiled) {
+                let short = perfsleuth_model::short_commit(commit);
+                text.push_str(&format!("\nculprit {short} against its parent:\n"));
+                text.push_str(&crate::compare::render(comparison, format, color)?);
+            }
+            text
+        }
+        CompareFormat::Json => crate::compare::json_text(&doc)?,
         CompareFormat::Github => {
             let annotations: String = doc
                 .culprits

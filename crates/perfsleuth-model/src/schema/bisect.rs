@@ -105,8 +105,10 @@ pub struct BisectStep {
     pub runs: Vec<Option<i64>>,
     /// Rounds measured.
     pub rounds: u32,
-    /// Seconds it took.
+    /// Seconds it took (0 for a step replayed from the store).
     pub seconds: f64,
+    /// Judged again from the runs an interrupted bisection stored (`--resume`).
+    pub resumed: bool,
 }
 
 document!(BisectDoc, "perfsleuth/bisect", 1);

@@ -151,6 +151,27 @@ fn the_culprit_is_named_verified_and_every_step_stored_around_a_commit_that_does
     assert_eq!(first["run"]["options"]["bisect"]["kind"], "confirm");
     assert_eq!(first["run"]["options"]["bisect"]["step"], 1);
     nothing_left(&sb, &dir);
+
+    // --resume judges every stored step again instead of measuring it.
+    let again = bisect_all(&sb, &dir, 8, &["--format", "json", "--resume"]).ok();
+    let resumed = crate::common::parse_json(&again.stdout);
+    assert_eq!(resumed["culprits"], doc["culprits"], "{}", again.stdout);
+    assert!(
+        resumed["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["resumed"] == true),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(
+        sb.runs_json().len(),
+        stored,
+        "a resumed step was measured again"
+    );
+    assert!(again.stderr.contains("resuming: 5 steps"), "{again:?}");
+    nothing_left(&sb, &dir);
 }
 
 #[test]
