@@ -527,6 +527,13 @@ pub struct BisectArgs {
     /// Refuse a range that takes more steps than N to search [default: no limit].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
     pub max_steps: Option<u64>,
+    /// Bisect the newest change point of this benchmark's stored history.
+    ///
+    /// Bisect the newest change point of this benchmark's stored history (as
+    /// `perfsleuth history BENCH` finds it): from the commit of the last run
+    /// before it to the commit of the first run after it.
+    #[arg(long, value_name = "BENCH", conflicts_with_all = ["baseline_rev", "candidate_rev"])]
+    pub from_history: Option<String>,
     /// Continue an interrupted bisection of the same range and commands: the
     /// steps it stored are judged again from the store, not measured again.
     #[arg(long)]

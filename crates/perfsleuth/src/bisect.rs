@@ -18,7 +18,13 @@ pub fn bisect(args: BisectArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
             "give --format json for a document a CI job can read",
         ));
     }
-    let options = BisectOptions::from(args);
+    let from_history = args.from_history.clone();
+    let mut options = BisectOptions::from(args);
+    if let Some(bench) = from_history {
+        let (before, after) = history_range(&bench, options.ab.run.store.as_deref())?;
+        options.ab.baseline_rev = Some(before);
+        options.ab.candidate_rev = Some(after);
+    }
     let format = options.ab.format;
     let gate = options.ab.run.verdict.fail_on.is_some();
     let profiled = options.ab.run.profiling.profile.is_on();
@@ -85,4 +91,42 @@ pub fn bisect(args: BisectArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     } else {
         ExitCode::OK
     })
+}
+
+/// The commits around the newest change point of `bench`'s stored history:
+/// the last run's commit before it and the first one's after it.
+fn history_range(bench: &str, store: Option<&str>) -> Result<(String, String), Fail> {
+    let doc = crate::histcmd::default_doc(&[bench.to_string()], store)?;
+    let newest = doc
+        .series
+        .iter()
+        .flat_map(|s| s.change_points.iter().map(move |c| (s, c)))
+        .max_by_key(|(s, c)| s.points.get(c.index).and_then(|p| p.started_at.clone()));
+    let Some((series, change)) = newest else {
+        return Err(Fail::usage(
+            format!("`{bench}` has no change point in its stored history"),
+            "`perfsleuth history BENCH` shows its series; give --baseline and --candidate instead",
+        ));
+    };
+    let commit = |i: usize| series.points.get(i).and_then(|p| p.commit.clone());
+    let (Some(before), Some(after)) = (commit(change.index.wrapping_sub(1)), commit(change.index))
+    else {
+        return Err(Fail::usage(
+            format!(
+                "the newest change point of `{bench}` lies between runs with no commit recorded"
+            ),
+            "give --baseline and --candidate instead",
+        ));
+    };
+    emit(
+        &format!(
+            "bisect: the newest change point of `{bench}` ({}): {} of {} → {}\n",
+            series.metric,
+            signed_pct(change.change),
+            perfsleuth_model::short_commit(&before),
+            perfsleuth_model::short_commit(&after)
+        ),
+        true,
+    );
+    Ok((before, after))
 }

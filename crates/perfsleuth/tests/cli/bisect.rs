@@ -253,3 +253,67 @@ fn bad_input_is_one_line_exit_2_and_nothing_left_behind() {
         "a refused bisect stored runs"
     );
 }
+
+#[test]
+fn from_history_bisects_the_newest_change_point_of_the_stored_series() {
+    if !perfsleuth_testkit::tools_present("bisect", &["gcc"]) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let dir = repo(&sb, 11, Some(6), None);
+    // The history: a stored run at every commit, oldest first.
+    for back in (0..=11).rev() {
+        git(&dir, &["checkout", "-q", &format!("main~{back}")]);
+        let built = std::process::Command::new("gcc")
+            .args(["-O2", "-o", "prog", "prog.c"])
+            .current_dir(&dir)
+            .status()
+            .unwrap();
+        assert!(built.success());
+        let mut cmd = sb.cmd();
+        cmd.current_dir(&dir).args([
+            "run",
+            "--store",
+            &sb.store(),
+            "--runs",
+            "8",
+            "--warmup",
+            "1",
+            "./prog",
+        ]);
+        Out::from(cmd.output().unwrap()).ok();
+    }
+    git(&dir, &["checkout", "-q", "main"]);
+    std::fs::remove_file(dir.join("prog")).unwrap();
+    let out = bisect(
+        &sb,
+        &dir,
+        &[
+            "--from-history",
+            "./prog",
+            "--time-budget",
+            "300ms",
+            "--build",
+            "gcc -O2 -o prog prog.c",
+            "--format",
+            "json",
+            "--",
+            "./prog",
+        ],
+    )
+    .ok();
+    assert!(
+        out.stderr.contains("the newest change point of `./prog`"),
+        "{out:?}"
+    );
+    let doc = crate::common::parse_json(&out.stdout);
+    let first = doc["commits"][0]["subject"].as_str().unwrap().to_string();
+    let last = doc["commits"].as_array().unwrap().last().unwrap()["subject"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(first, "commit 5: notes", "{}", out.stdout);
+    assert_eq!(last, "commit 6: 20 % more work", "{}", out.stdout);
+    assert_eq!(doc["outcome"], "found", "{}", out.stdout);
+    nothing_left(&sb, &dir);
+}
