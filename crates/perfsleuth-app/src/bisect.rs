@@ -168,6 +168,17 @@ fn range(repo: &Path, baseline: &Rev, candidate: &Rev) -> Result<Vec<String>, Fa
             &candidate.commit,
         ],
     );
+    if ancestor.is_err()
+        && git(repo, &["rev-parse", "--is-shallow-repository"]).is_ok_and(|s| s == "true")
+    {
+        return Err(Fail::usage(
+            format!(
+                "this is a shallow clone, and the baseline {} is not in its history",
+                baseline.short()
+            ),
+            "fetch the history first (`git fetch --unshallow`)",
+        ));
+    }
     if ancestor.is_err() {
         return Err(Fail::usage(
             format!(
@@ -339,6 +350,16 @@ impl Bisecting {
             ),
             _ => String::new(),
         };
+        if self.steps.is_empty() {
+            let n = self.commits.len() - 1;
+            emit(
+                &format!(
+                    "bisect: {n} commits: {} steps for one culprit, about 4 more for each other one\n",
+                    Search::expected_probes(n)
+                ),
+                true,
+            );
+        }
         let done = self.steps.len() as u32;
         let eta = if done > 0 {
             let per = self.started.elapsed() / done;
@@ -426,7 +447,16 @@ impl Bisecting {
             .sum::<u64>();
         if let Err(stop) = std::mem::replace(&mut m.result, Ok(())) {
             return match stop {
-                Stop::Failed(e) => Err(Fail::from(e)),
+                Stop::Failed(e) => {
+                    let mut f = Fail::from(e);
+                    let at: Vec<String> = probe
+                        .commits
+                        .iter()
+                        .map(|&i| perfsleuth_model::short_commit(&self.commits[i]).to_string())
+                        .collect();
+                    f.message = format!("measuring {}: {}", at.join(", "), f.message);
+                    Err(f)
+                }
                 Stop::Interrupted => Ok(None),
             };
         }
@@ -606,6 +636,16 @@ impl Bisecting {
                 "{} changed it when found but not when measured again against its parent: not named",
                 perfsleuth_model::short_commit(&self.commits[c.commit])
             ));
+        }
+        let confirmed: Vec<&Culprit> = culprits.iter().filter(|c| c.confirmed()).collect();
+        if let (Some(t), false) = (total, confirmed.is_empty()) {
+            let shares: f64 = confirmed.iter().map(|c| c.share(t.change)).sum();
+            if shares.is_finite() && !(0.5..=1.5).contains(&shares) {
+                notes.push(format!(
+                    "the culprits' changes add up to {:.0} % of the change between the ends: the rest is spread over commits too small to name one by one, or lies in an undecided range",
+                    100.0 * shares
+                ));
+            }
         }
         if !search.undecided().is_empty() {
             notes.push(

@@ -104,9 +104,15 @@ pub(crate) fn commit_of(repo: &Path, rev: &str, option: &str) -> Result<String, 
         ));
     }
     crate::git::resolve(repo, rev).ok_or_else(|| {
+        let shallow =
+            git(repo, &["rev-parse", "--is-shallow-repository"]).is_ok_and(|s| s == "true");
         Fail::usage(
             format!("{option} `{rev}` is not a revision of this repository"),
-            "give a branch, tag or commit (`git log --oneline` lists them)",
+            if shallow {
+                "this is a shallow clone: fetch the history first (`git fetch --unshallow`)"
+            } else {
+                "give a branch, tag or commit (`git log --oneline` lists them)"
+            },
         )
     })
 }
