@@ -19,6 +19,17 @@ int main(void) {
 /// (if any) does 20 % more work, commit `broken` (if any) does not
 /// compile, and the commit after it compiles again.
 fn repo(sb: &Sandbox, commits: usize, culprit: Option<usize>, broken: Option<usize>) -> PathBuf {
+    repo_with(sb, commits, culprit, broken, 20)
+}
+
+/// [`repo`] with the culprit doing `percent` % more work.
+fn repo_with(
+    sb: &Sandbox,
+    commits: usize,
+    culprit: Option<usize>,
+    broken: Option<usize>,
+    percent: u64,
+) -> PathBuf {
     let dir = sb.path("repo");
     std::fs::create_dir(&dir).unwrap();
     git(&dir, &["init", "-q", "-b", "main"]);
@@ -32,9 +43,9 @@ fn repo(sb: &Sandbox, commits: usize, culprit: Option<usize>, broken: Option<usi
     git(&dir, &["commit", "-qm", "the program"]);
     for i in 1..=commits {
         let subject = if Some(i) == culprit {
-            work = work * 6 / 5;
+            work = work * (100 + percent) / 100;
             write_work(work);
-            format!("commit {i}: 20 % more work")
+            format!("commit {i}: {percent} % more work")
         } else if Some(i) == broken {
             std::fs::write(dir.join("work.h"), "#error does not build\n").unwrap();
             format!("commit {i}: does not build")
@@ -305,7 +316,9 @@ fn from_history_bisects_the_newest_change_point_of_the_stored_series() {
         return;
     }
     let sb = Sandbox::new();
-    let dir = repo(&sb, 11, Some(6), None);
+    // Twice the work: a step the wall-time history finds even while other
+    // tests load the machine.
+    let dir = repo_with(&sb, 11, Some(6), None, 100);
     // The history: a stored run at every commit, oldest first.
     for back in (0..=11).rev() {
         git(&dir, &["checkout", "-q", &format!("main~{back}")]);
@@ -330,29 +343,9 @@ fn from_history_bisects_the_newest_change_point_of_the_stored_series() {
     }
     git(&dir, &["checkout", "-q", "main"]);
     std::fs::remove_file(dir.join("prog")).unwrap();
-    let out = bisect(
-        &sb,
-        &dir,
-        &[
-            "--from-history",
-            "./prog",
-            "--time-budget",
-            "300ms",
-            "--build",
-            "gcc -O2 -o prog prog.c",
-            "--format",
-            "json",
-            "--",
-            "./prog",
-        ],
-    )
-    .ok();
-    assert!(
-        out.stderr.contains("the newest change point of `./prog`"),
-        "{out:?}"
-    );
-    // The range is the newest change point `history` reports (the +20 %
-    // step, unless the noise of 8 runs a commit made a later one).
+    // The newest change point `history` reports before bisecting (whose
+    // runs join the history): the doubling, unless the noise of 8 runs a
+    // commit made a later one.
     let mut cmd = sb.cmd();
     cmd.current_dir(&dir).args([
         "history",
@@ -381,11 +374,32 @@ fn from_history_bisects_the_newest_change_point_of_the_stored_series() {
         }
     }
     let (_, before, after) = newest.expect("a change point");
+    let out = bisect(
+        &sb,
+        &dir,
+        &[
+            "--from-history",
+            "./prog",
+            "--time-budget",
+            "300ms",
+            "--build",
+            "gcc -O2 -o prog prog.c",
+            "--format",
+            "json",
+            "--",
+            "./prog",
+        ],
+    )
+    .ok();
+    assert!(
+        out.stderr.contains("the newest change point of `./prog`"),
+        "{out:?}"
+    );
     let doc = crate::common::parse_json(&out.stdout);
     let commits = doc["commits"].as_array().unwrap();
     assert_eq!(commits[0]["commit"], before, "{}", out.stdout);
     assert_eq!(commits.last().unwrap()["commit"], after, "{}", out.stdout);
-    if commits.last().unwrap()["subject"] == "commit 6: 20 % more work" {
+    if commits.last().unwrap()["subject"] == "commit 6: 100 % more work" {
         assert_eq!(doc["outcome"], "found", "{}", out.stdout);
     }
     nothing_left(&sb, &dir);
