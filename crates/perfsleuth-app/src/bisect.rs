@@ -876,3 +876,77 @@ pub fn render(doc: &BisectDoc, markdown: bool) -> String {
     }
     out
 }
+
+/// The bisection as JUnit XML (`--export-junit`): a test case per commit of
+/// the range, failed for a verified culprit that made the benchmarks slower,
+/// skipped for a commit in an undecided range or one that did not build,
+/// passed otherwise (with what was found of it).
+pub fn render_junit(doc: &BisectDoc) -> Result<String, perfsleuth_report::junit::JunitError> {
+    use perfsleuth_report::junit::{Case, Outcome};
+    let pos = |h: &str| doc.commits.iter().position(|c| c.commit == h);
+    let short = |h: &str| perfsleuth_model::short_commit(h).to_string();
+    let first = &doc.commits[0].commit;
+    let last = &doc.commits[doc.commits.len() - 1].commit;
+    let suite = format!("bisect: {} → {}", short(first), short(last));
+    let cases: Vec<Case> = doc.commits[1..]
+        .iter()
+        .map(|c| {
+            let at = pos(&c.commit);
+            let culprit = doc
+                .culprits
+                .iter()
+                .find(|k| k.confirmed && k.commit == c.commit);
+            let undecided = doc
+                .undecided
+                .iter()
+                .find(|u| pos(&u.from) < at && at <= pos(&u.to));
+            let outcome = match (culprit, undecided) {
+                (Some(k), _) => {
+                    let v = k.verified.as_ref().unwrap_or(&k.found);
+                    let change = v.change.unwrap_or(f64::NAN);
+                    let line = format!(
+                        "culprit: {} [{}, {}] against its parent {}",
+                        signed_pct(change),
+                        signed_pct(v.lo.unwrap_or(f64::NAN)),
+                        signed_pct(v.hi.unwrap_or(f64::NAN)),
+                        short(&k.parent)
+                    );
+                    if change > 0.0 {
+                        Outcome::Failed {
+                            kind: "regressed".into(),
+                            message: line.clone(),
+                            detail: line,
+                        }
+                    } else {
+                        Outcome::Passed
+                    }
+                }
+                _ if doc.skipped.contains(&c.commit) => Outcome::Skipped {
+                    message: "did not build: skipped".into(),
+                },
+                (None, Some(u)) => Outcome::Skipped {
+                    message: format!(
+                        "undecided: {}..{} could not be decided in the time allowed",
+                        short(&u.from),
+                        short(&u.to)
+                    ),
+                },
+                (None, None) => Outcome::Passed,
+            };
+            Case {
+                name: format!("{}: {}", short(&c.commit), c.subject),
+                classname: suite.clone(),
+                output: match &outcome {
+                    Outcome::Passed if culprit.is_some() => "culprit: made it faster".into(),
+                    Outcome::Passed => "not a culprit".into(),
+                    Outcome::Failed { message, .. } => message.clone(),
+                    Outcome::Skipped { message } => message.clone(),
+                },
+                outcome,
+                seconds: None,
+                properties: vec![("commit".into(), c.commit.clone())],
+            }
+        })
+        .collect();
+    perfsleuth_report::junit::render(&render(doc, false), &suite, &cases)
+}

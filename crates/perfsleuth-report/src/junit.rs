@@ -1,6 +1,7 @@
 //! JUnit XML, the test-results format GitLab, Jenkins and Azure Pipelines
 //! show in a merge request: `compare`, `ab` and `history --check` write one
-//! test case per benchmark and metric (`--export-junit`). The XML is
+//! test case per benchmark and metric (`--export-junit`), `bisect` one per
+//! commit of its range. The XML is
 //! written by `quick-junit` (nextest's), which also drops the characters
 //! XML cannot carry (a benchmark name is user text).
 

@@ -12,11 +12,9 @@ use perfsleuth_model::exit::ExitCode;
 /// ended (whatever it found), 1 with `--fail-on regressed` when a verified
 /// culprit made the benchmark slower.
 pub fn bisect(args: BisectArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
-    if args.ab.export_junit.is_some() {
-        return Err(Fail::usage(
-            "bisect does not write --export-junit: it names commits, not test results",
-            "give --format json for a document a CI job can read",
-        ));
+    let junit = args.ab.export_junit.clone();
+    if let Some(path) = &junit {
+        crate::output::check_writable(path, "--export-junit", args.ab.run.store.store.as_deref())?;
     }
     let from_history = args.from_history.clone();
     let mut options = BisectOptions::from(args);
@@ -79,6 +77,9 @@ pub fn bisect(args: BisectArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         }
     };
     emit(&text, false);
+    if let Some(path) = &junit {
+        crate::output::write_junit(path, perfsleuth_app::bisect::render_junit(&doc))?;
+    }
     let regressed = doc.culprits.iter().any(|c| {
         c.confirmed
             && c.verified

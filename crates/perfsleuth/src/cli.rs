@@ -62,7 +62,6 @@ pub enum Command {
     #[command(mut_arg("export_hyperfine", |a| a.hide(true)))]
     #[command(mut_arg("export_folded", |a| a.hide(true)))]
     #[command(mut_arg("plot", |a| a.hide(true)))]
-    #[command(mut_arg("export_junit", |a| a.hide(true)))]
     Bisect(Box<BisectArgs>),
     /// List the stored runs, newest first.
     Runs(RunsArgs),
