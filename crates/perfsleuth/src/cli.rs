@@ -27,6 +27,29 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `run`'s options that `ab` and `bisect` refuse: hidden from their help.
+fn hide_run_only(a: clap::Arg) -> clap::Arg {
+    const RUN_ONLY: &[&str] = &[
+        "repeat",
+        "reference",
+        "reference_name",
+        "no_interleave",
+        "export_json",
+        "export_csv",
+        "export_markdown",
+        "export_asciidoc",
+        "export_orgmode",
+        "export_hyperfine",
+        "export_folded",
+        "plot",
+    ];
+    if RUN_ONLY.contains(&a.get_id().as_str()) {
+        a.hide(true)
+    } else {
+        a
+    }
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -35,33 +58,11 @@ pub enum Command {
     /// The pull request against main in one job: both revisions built in worktrees of
     /// their own, measured interleaved on this machine, and compared.
     // `run`'s options that ab refuses are not listed in its help.
-    #[command(mut_arg("repeat", |a| a.hide(true)))]
-    #[command(mut_arg("reference", |a| a.hide(true)))]
-    #[command(mut_arg("reference_name", |a| a.hide(true)))]
-    #[command(mut_arg("no_interleave", |a| a.hide(true)))]
-    #[command(mut_arg("export_json", |a| a.hide(true)))]
-    #[command(mut_arg("export_csv", |a| a.hide(true)))]
-    #[command(mut_arg("export_markdown", |a| a.hide(true)))]
-    #[command(mut_arg("export_asciidoc", |a| a.hide(true)))]
-    #[command(mut_arg("export_orgmode", |a| a.hide(true)))]
-    #[command(mut_arg("export_hyperfine", |a| a.hide(true)))]
-    #[command(mut_arg("export_folded", |a| a.hide(true)))]
-    #[command(mut_arg("plot", |a| a.hide(true)))]
+    #[command(mut_args(hide_run_only))]
     Ab(Box<AbArgs>),
     /// Which commits of a range changed the benchmark: each step an interleaved,
     /// paired comparison as `ab` makes, every culprit verified against its parent.
-    #[command(mut_arg("repeat", |a| a.hide(true)))]
-    #[command(mut_arg("reference", |a| a.hide(true)))]
-    #[command(mut_arg("reference_name", |a| a.hide(true)))]
-    #[command(mut_arg("no_interleave", |a| a.hide(true)))]
-    #[command(mut_arg("export_json", |a| a.hide(true)))]
-    #[command(mut_arg("export_csv", |a| a.hide(true)))]
-    #[command(mut_arg("export_markdown", |a| a.hide(true)))]
-    #[command(mut_arg("export_asciidoc", |a| a.hide(true)))]
-    #[command(mut_arg("export_orgmode", |a| a.hide(true)))]
-    #[command(mut_arg("export_hyperfine", |a| a.hide(true)))]
-    #[command(mut_arg("export_folded", |a| a.hide(true)))]
-    #[command(mut_arg("plot", |a| a.hide(true)))]
+    #[command(mut_args(hide_run_only))]
     Bisect(Box<BisectArgs>),
     /// List the stored runs, newest first.
     Runs(RunsArgs),
