@@ -1,7 +1,7 @@
 //! `perfsleuth ab`: two revisions of a real git repository, built and
 //! measured in temporary worktrees, with every bad input the issue lists.
 
-use crate::common::{Out, Sandbox, git};
+use crate::common::{Out, Sandbox, git, in_repo, nothing_left};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -36,14 +36,7 @@ fn ab(sb: &Sandbox, dir: &Path, args: &[&str]) -> Out {
 
 /// `perfsleuth ab --store … ARGS…` run in `dir`, worktrees under the sandbox's tmp.
 fn ab_as_given(sb: &Sandbox, dir: &Path, args: &[&str]) -> Out {
-    let tmp = sb.path("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let mut cmd = sb.cmd();
-    cmd.current_dir(dir)
-        .env("TMPDIR", &tmp)
-        .args(["ab", "--store", &sb.store()])
-        .args(args);
-    cmd.output().expect("start perfsleuth").into()
+    in_repo(sb, dir, "ab", args)
 }
 
 /// `perfsleuth ab --store … ARGS…` started in `dir` in its own process
@@ -71,21 +64,6 @@ fn ctrl_c(child: std::process::Child) -> Out {
         .status()
         .unwrap();
     child.wait_with_output().unwrap().into()
-}
-
-/// Nothing of ab's left: no worktree registered, nothing in the tmp dir.
-#[track_caller]
-fn nothing_left(sb: &Sandbox, dir: &Path) {
-    let list = git(dir, &["worktree", "list", "--porcelain"]);
-    assert_eq!(
-        list.matches("worktree ").count(),
-        1,
-        "worktrees left: {list}"
-    );
-    let tmp: Vec<_> = std::fs::read_dir(sb.path("tmp"))
-        .map(|d| d.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    assert!(tmp.is_empty(), "left in TMPDIR: {tmp:?}");
 }
 
 #[test]

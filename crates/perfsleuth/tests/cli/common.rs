@@ -589,3 +589,32 @@ pub fn marked_sh_blocks(file: &str, tag: &str) -> Vec<(String, String)> {
     }
     blocks
 }
+
+/// `perfsleuth COMMAND --store … ARGS…` (`ab`, `bisect`) run in the
+/// repository `dir`, its worktrees under the sandbox's tmp dir.
+pub fn in_repo(sb: &Sandbox, dir: &Path, command: &str, args: &[&str]) -> Out {
+    let tmp = sb.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = sb.cmd();
+    cmd.current_dir(dir)
+        .env("TMPDIR", &tmp)
+        .args([command, "--store", &sb.store()])
+        .args(args);
+    cmd.output().expect("start perfsleuth").into()
+}
+
+/// Nothing of `ab`'s or `bisect`'s left: no worktree registered in `dir`,
+/// nothing in the sandbox's tmp dir.
+#[track_caller]
+pub fn nothing_left(sb: &Sandbox, dir: &Path) {
+    let list = git(dir, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        list.matches("worktree ").count(),
+        1,
+        "worktrees left: {list}"
+    );
+    let tmp: Vec<_> = std::fs::read_dir(sb.path("tmp"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(tmp.is_empty(), "left in TMPDIR: {tmp:?}");
+}
