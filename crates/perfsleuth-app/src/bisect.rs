@@ -495,7 +495,8 @@ impl Bisecting {
         let mut steps: std::collections::BTreeMap<u64, Vec<Run>> = Default::default();
         for commit in &self.commits {
             for id in store.runs_at_commit(commit)? {
-                let Some(run) = store.load_run(id)? else {
+                // Verdicts need the samples, not the profiles.
+                let Some(run) = store.load_run_measurements(id)? else {
                     continue;
                 };
                 let tag = &run.options["bisect"];
@@ -667,9 +668,7 @@ impl Bisecting {
             schema: "perfsleuth/bisect".into(),
             schema_version: 1,
             outcome: outcome.into(),
-            commits: (0..self.commits.len())
-                .map(|i| commit_doc(&self.repo, &self.commits[i]))
-                .collect(),
+            commits: commit_docs(&self.repo, &self.commits),
             total: total.as_ref().map(change_doc),
             culprits: culprits
                 .iter()
@@ -764,17 +763,35 @@ fn change_doc(v: &PairVerdict) -> BisectChange {
     }
 }
 
-/// A commit's subject, author and date, as git reports them.
-fn commit_doc(repo: &Path, commit: &str) -> BisectCommit {
-    let shown = git(repo, &["show", "-s", "--format=%s%x00%an%x00%aI", commit]).unwrap_or_default();
-    let mut parts = shown.splitn(3, '\0');
-    let mut next = || parts.next().unwrap_or_default().trim().to_string();
-    BisectCommit {
-        commit: commit.to_string(),
-        subject: next(),
-        author: next(),
-        date: next(),
+/// The range's commits with their subject, author and date: two git
+/// processes for the whole range (the baseline, then every commit after
+/// it), not one per commit.
+fn commit_docs(repo: &Path, commits: &[String]) -> Vec<BisectCommit> {
+    const FORMAT: &str = "--format=%H%x00%s%x00%an%x00%aI";
+    let (first, last) = (&commits[0], &commits[commits.len() - 1]);
+    let mut text = git(repo, &["show", "-s", FORMAT, first]).unwrap_or_default();
+    text.push('\n');
+    let range = format!("{first}..{last}");
+    text.push_str(&git(repo, &["log", "--first-parent", FORMAT, &range]).unwrap_or_default());
+    let mut known: HashMap<&str, [&str; 3]> = HashMap::new();
+    for line in text.lines() {
+        let mut f = line.splitn(4, '\0').map(str::trim);
+        if let (Some(h), Some(s), Some(a), Some(d)) = (f.next(), f.next(), f.next(), f.next()) {
+            known.insert(h, [s, a, d]);
+        }
     }
+    commits
+        .iter()
+        .map(|c| {
+            let [subject, author, date] = known.get(c.as_str()).copied().unwrap_or_default();
+            BisectCommit {
+                commit: c.clone(),
+                subject: subject.into(),
+                author: author.into(),
+                date: date.into(),
+            }
+        })
+        .collect()
 }
 
 /// A change as a signed percentage ("+2.1 %").
