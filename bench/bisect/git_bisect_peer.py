@@ -7,15 +7,12 @@ real_study.py.
 
     python3 bench/bisect/git_bisect_peer.py [TRIES]
 """
-import json, os, subprocess, sys, tempfile, time
+import json, os, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from real_study import COMMITS as commits, SCENARIOS as scenarios, make_repo  # noqa: E402
 
 tries = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-here = os.path.dirname(os.path.abspath(__file__))
-scenarios = [
-    ("one +3 % culprit", lambda t: {4 + (t * 7) % 27: 3.0}),
-    ("two culprits, +2 % and +3 %", lambda t: {3 + (t * 5) % 13: 2.0, 17 + (t * 3) % 14: 3.0}),
-]
-commits = 32
 
 def mean_time(d):
     subprocess.run(["gcc", "-O2", "-o", "prog", "prog.c"], cwd=d, check=True)
@@ -30,10 +27,7 @@ for name, culprits_of in scenarios:
     right, times = 0, []
     for t in range(tries):
         culprits = culprits_of(t)
-        d = tempfile.mkdtemp(prefix="bisect-peer-")
-        spec = " ".join(f"{c}:{p}" for c, p in culprits.items())
-        subprocess.run([os.path.join(here, "make_repo.sh"), d, str(commits), spec], check=True)
-        subprocess.run(["sed", "-i", "s/20000000/27000000/", "work.h"], cwd=d, check=False)
+        d = make_repo(culprits)
         started = time.time()
         subprocess.run(["git", "checkout", "-q", f"HEAD~{commits}"], cwd=d, check=True)
         good = mean_time(d)
