@@ -159,11 +159,8 @@ pub fn scaling(chart: &ScaleChart) -> String {
     out
 }
 
-/// The chart of no point: the frame, "no data" and the notes.
-fn no_data(chart: &ScaleChart, notes: &[String]) -> String {
-    let mut out = String::new();
-    let height = layout_height(PLOT_BOTTOM + 40.0, notes.len());
-    header(&mut out, height, &chart.title);
+/// The plot area's frame.
+fn plot_frame(out: &mut String) {
     let _ = writeln!(
         out,
         r#"<rect class="frame" x="{}" y="{}" width="{}" height="{}"/>"#,
@@ -172,6 +169,14 @@ fn no_data(chart: &ScaleChart, notes: &[String]) -> String {
         c(PLOT_RIGHT - PLOT_LEFT),
         c(PLOT_BOTTOM - PLOT_TOP)
     );
+}
+
+/// The chart of no point: the frame, "no data" and the notes.
+fn no_data(chart: &ScaleChart, notes: &[String]) -> String {
+    let mut out = String::new();
+    let height = layout_height(PLOT_BOTTOM + 40.0, notes.len());
+    header(&mut out, height, &chart.title);
+    plot_frame(&mut out);
     let _ = writeln!(
         out,
         r#"<text class="empty" x="{}" y="{}" text-anchor="middle">no data</text>"#,
@@ -335,14 +340,7 @@ fn write_grid(out: &mut String, f: &Frame) {
         );
     }
     out.push_str("</g>\n");
-    let _ = writeln!(
-        out,
-        r#"<rect class="frame" x="{}" y="{}" width="{}" height="{}"/>"#,
-        c(PLOT_LEFT),
-        c(PLOT_TOP),
-        c(PLOT_RIGHT - PLOT_LEFT),
-        c(PLOT_BOTTOM - PLOT_TOP)
-    );
+    plot_frame(out);
 }
 
 /// The axes' labels.
