@@ -18,7 +18,8 @@ use perfsleuth_compare::{Comparison, Side};
 use perfsleuth_measure::Spawner;
 use perfsleuth_model::Run;
 use perfsleuth_model::schema::{
-    BisectChange, BisectCommit, BisectCulprit, BisectDoc, BisectRange, BisectStep, VerdictLabel,
+    BisectBranch, BisectChange, BisectCommit, BisectCulprit, BisectDoc, BisectRange, BisectStep,
+    VerdictLabel,
 };
 use perfsleuth_runner::Stop;
 use std::collections::HashMap;
@@ -493,21 +494,13 @@ impl Bisecting {
             return Ok(());
         };
         let mut steps: std::collections::BTreeMap<u64, Vec<Run>> = Default::default();
-        for commit in &self.commits {
-            for id in store.runs_at_commit(commit)? {
-                // Verdicts need the samples, not the profiles.
-                let Some(run) = store.load_run_measurements(id)? else {
-                    continue;
-                };
-                let tag = &run.options["bisect"];
-                if tag["id"] != self.id.as_str()
-                    || run.status != perfsleuth_model::RunStatus::Complete
-                {
-                    continue;
-                }
-                if let Some(step) = tag["step"].as_u64() {
-                    steps.entry(step).or_default().push(run);
-                }
+        for listed in store.bisection_runs(&self.id)? {
+            if listed.run.status != perfsleuth_model::RunStatus::Complete {
+                continue;
+            }
+            // Verdicts need the samples, not the profiles.
+            if let Some(run) = store.load_run_measurements(listed.run.id)? {
+                steps.entry(listed.step).or_default().push(run);
             }
         }
         for (_, mut runs) in steps {
@@ -667,6 +660,7 @@ impl Bisecting {
         BisectDoc {
             schema: "perfsleuth/bisect".into(),
             schema_version: 1,
+            id: self.id.clone(),
             outcome: outcome.into(),
             commits: commit_docs(&self.repo, &self.commits),
             total: total.as_ref().map(change_doc),
@@ -679,6 +673,7 @@ impl Bisecting {
                     verified: c.verified.as_ref().map(change_doc),
                     confirmed: c.confirmed(),
                     share: total.map(|t| c.share(t.change)).filter(|s| s.is_finite()),
+                    merged: merged_branch(&self.repo, &hash(c.commit)),
                 })
                 .collect(),
             undecided: search
@@ -794,6 +789,21 @@ fn commit_docs(repo: &Path, commits: &[String]) -> Vec<BisectCommit> {
         .collect()
 }
 
+/// For a merge commit, its merged branch's own commits (the way into a
+/// merge the first-parent search took as one step); `None` otherwise.
+fn merged_branch(repo: &Path, commit: &str) -> Option<BisectBranch> {
+    let line = git(repo, &["rev-list", "--parents", "-n", "1", commit]).ok()?;
+    let parents: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let [first, second, ..] = parents[..] else {
+        return None;
+    };
+    let base = git(repo, &["merge-base", first, second]).ok()?;
+    Some(BisectBranch {
+        from: base.trim().to_string(),
+        to: second.to_string(),
+    })
+}
+
 /// A change as a signed percentage ("+2.1 %").
 pub fn signed_pct(x: f64) -> String {
     if x.is_finite() {
@@ -869,6 +879,14 @@ pub fn render(doc: &BisectDoc, markdown: bool) -> String {
                 short(&c.commit),
                 subject(&c.commit)
             ));
+        }
+        if let Some(b) = &c.merged {
+            let into = format!(
+                "a merge: its branch's commits are bisected with --baseline {} --candidate {} (the same options)",
+                short(&b.from),
+                short(&b.to)
+            );
+            out.push_str(&format!("  {into}\n"));
         }
     }
     for u in &doc.undecided {

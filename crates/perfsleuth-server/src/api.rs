@@ -264,6 +264,8 @@ async fn ingest(
 #[derive(Deserialize)]
 struct ListQuery {
     limit: Option<usize>,
+    /// Only this bisection's runs, in the order its steps measured them.
+    bisection: Option<String>,
 }
 
 async fn list_runs(
@@ -275,7 +277,15 @@ async fn list_runs(
     let limit = q.limit.unwrap_or(100).min(MAX_LIST);
     let runs = state
         .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
-            Ok(s.list_runs(Some(limit))?)
+            Ok(match &q.bisection {
+                Some(b) => s
+                    .bisection_runs(b)?
+                    .into_iter()
+                    .take(limit)
+                    .map(|r| r.run)
+                    .collect(),
+                None => s.list_runs(Some(limit))?,
+            })
         })
         .await?;
     Ok(json(

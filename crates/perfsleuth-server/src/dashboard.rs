@@ -32,6 +32,9 @@ const COOKIE: &str = "perfsleuth_token";
 /// Runs listed on a project's page.
 const RECENT_RUNS: usize = 20;
 
+/// Bisections listed on a project's page.
+const RECENT_BISECTIONS: usize = 10;
+
 type Shared = axum::extract::State<Arc<State>>;
 
 pub(crate) fn routes(state: Arc<State>) -> Router {
@@ -42,6 +45,7 @@ pub(crate) fn routes(state: Arc<State>) -> Router {
         .route("/p/{project}", get(project_page))
         .route("/p/{project}/bench", get(bench_page))
         .route("/p/{project}/runs/{run}", get(run_page))
+        .route("/p/{project}/bisect/{id}", get(bisection_page))
         .route("/p/{project}/compare", get(compare_page))
         .route("/p/{project}/env", get(env_page))
         .with_state(state)
@@ -386,7 +390,9 @@ async fn project_page(
                 body.push_str("</tbody></table>");
             }
         }
-        body.push_str("</section><section><h2>Recent runs</h2>");
+        body.push_str("</section>");
+        body.push_str(&bisections_section(s, &p)?);
+        body.push_str("<section><h2>Recent runs</h2>");
         let comparable = perfsleuth_sides::default_baselines_exist(s, &runs);
         if comparable.first() == Some(&true) {
             let _ = write!(
@@ -421,6 +427,105 @@ async fn project_page(
             &format!("{p} — perfsleuth"),
             &format!("{} recent runs", runs.len()),
             &[nav(signed, &[(p.clone(), format!("/p/{p}"))]), body],
+        ))
+    })
+    .await
+}
+
+/// A bisection's id as the pages show it.
+fn short_id(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+/// The project page's list of its newest bisections; empty when it has none.
+fn bisections_section(s: &mut dyn Store, p: &str) -> Result<String, ApiError> {
+    let all = s.bisections(RECENT_BISECTIONS)?;
+    if all.is_empty() {
+        return Ok(String::new());
+    }
+    let end = |c: &Option<String>| {
+        c.as_deref().map_or(MISSING.to_string(), |c| {
+            perfsleuth_model::short_commit(c).to_string()
+        })
+    };
+    let mut out = String::from(
+        "<section><h2>Bisections</h2><table><thead><tr><th>bisection</th><th>range</th><th>runs</th><th>started</th><th>last run</th></tr></thead><tbody>",
+    );
+    for b in &all {
+        let _ = write!(
+            out,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}..{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            link(&format!("/p/{p}/bisect/{}", enc(&b.id)), short_id(&b.id)),
+            escape(&end(&b.baseline)),
+            escape(&end(&b.candidate)),
+            b.runs,
+            escape(&b.started_at),
+            escape(&b.last_at),
+        );
+    }
+    out.push_str("</tbody></table></section>");
+    Ok(out)
+}
+
+/// A bisection's runs together (`perfsleuth bisect --push`): each step's
+/// commits, their runs, and the comparison of each adjacent pair as the
+/// step judged it.
+async fn bisection_page(
+    axum::extract::State(state): Shared,
+    PagePath((project, id)): PagePath<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Html<String>, PageError> {
+    let signed = signed_in(&headers);
+    let p = project.clone();
+    read_page(&state, &project, &headers, move |s| {
+        let runs = s.bisection_runs(&id)?;
+        if runs.is_empty() {
+            return Err(ApiError::not_found(
+                format!("no runs of bisection {id:?} in this project"),
+                "send them with `perfsleuth bisect --push` (or `perfsleuth push` the run ids of its steps); the project's page lists the bisections it has",
+            ));
+        }
+        let mut body = String::from(
+            "<section><table><thead><tr><th>step</th><th>kind</th><th>commit</th><th>run</th><th>started</th><th>samples</th><th>pair</th></tr></thead><tbody>",
+        );
+        for (i, r) in runs.iter().enumerate() {
+            // Within a step, each commit is judged against the one before it.
+            let pair = match i.checked_sub(1).map(|j| &runs[j]) {
+                Some(prev) if prev.step == r.step => link(
+                    &format!("/p/{p}/compare?baseline={}&candidate={}", prev.run.id, r.run.id),
+                    &format!("compare with {}", short_commit(&prev.run)),
+                ),
+                _ => String::new(),
+            };
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{pair}</td></tr>",
+                r.step,
+                escape(&r.kind),
+                escape(&short_commit(&r.run)),
+                link(&format!("/p/{p}/runs/{}", r.run.id), &r.run.id.to_string()),
+                escape(&r.run.started_at),
+                r.run.samples,
+            );
+        }
+        body.push_str("</tbody></table></section>");
+        let steps = runs.last().map_or(0, |r| r.step);
+        Ok(page(
+            &format!("Bisection {} — {p}", short_id(&id)),
+            &format!("{steps} steps · {} runs · {id}", runs.len()),
+            &[
+                nav(
+                    signed,
+                    &[
+                        (p.clone(), format!("/p/{p}")),
+                        (
+                            format!("bisection {}", short_id(&id)),
+                            format!("/p/{p}/bisect/{}", enc(&id)),
+                        ),
+                    ],
+                ),
+                body,
+            ],
         ))
     })
     .await
@@ -506,6 +611,13 @@ async fn run_page(
             links.push(link(
                 &format!("/p/{p}/compare?candidate={id}"),
                 "Compare with its baseline",
+            ));
+        }
+        if let Some(b) = run.options["bisect"]["id"].as_str() {
+            let step = run.options["bisect"]["step"].as_u64().unwrap_or(0);
+            links.push(link(
+                &format!("/p/{p}/bisect/{}", enc(b)),
+                &format!("Step {step} of bisection {}", short_id(b)),
             ));
         }
         if let Some(b) = before {

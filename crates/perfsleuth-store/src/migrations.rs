@@ -30,6 +30,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::BENCHMARK_LOCKS,
     schema::BENCHMARK_STACKS,
     schema::BENCHMARK_ALLOCS,
+    schema::RUN_BISECTION,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
@@ -263,11 +264,22 @@ mod tests {
                 [],
             )
             .unwrap();
+            // A bisection's run stored before runs had a bisection column.
+            conn.execute(
+                "INSERT INTO runs (id, started_at, status, tool_version, mode, options, environment_id, context) \
+                 VALUES (2, '2026-01-01T00:01:00.000Z', 'complete', '0.1.0', 'walltime', \
+                 '{\"bisect\":{\"id\":\"b1\",\"step\":3,\"kind\":\"verify\"}}', 1, '{}')",
+                [],
+            )
+            .unwrap();
         }
         let store = SqliteStore::open(&path).unwrap();
         let run = store.load_run(1).unwrap().unwrap();
         assert_eq!(run.benchmarks[0].name, "old");
         assert!(run.benchmarks[0].facts.facts.is_empty());
+        let bisection = store.bisection_runs("b1").unwrap();
+        assert_eq!(bisection.len(), 1);
+        assert_eq!((bisection[0].run.id, bisection[0].step), (2, 3));
         let version: u32 = store
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))

@@ -134,6 +134,10 @@ pub(crate) const PG_MIGRATIONS: &[&str] = &[
     "ALTER TABLE benchmarks ADD COLUMN locks TEXT",
     "ALTER TABLE benchmarks ADD COLUMN stacks TEXT",
     "ALTER TABLE benchmarks ADD COLUMN allocs TEXT",
+    "ALTER TABLE runs ADD COLUMN bisection TEXT;
+    UPDATE runs SET bisection = (options::json) -> 'bisect' ->> 'id'
+        WHERE options LIKE '%\"bisect\"%';
+    CREATE INDEX runs_bisection ON runs (project, bisection) WHERE bisection IS NOT NULL;",
 ];
 
 /// A perfsleuth store in a PostgreSQL database; its operations are the [`crate::Store`] trait's.

@@ -120,6 +120,14 @@ pub(crate) const BENCHMARK_STACKS: &str = "ALTER TABLE benchmarks ADD COLUMN sta
 /// `alloc_peak_bytes`).
 pub(crate) const BENCHMARK_ALLOCS: &str = "ALTER TABLE benchmarks ADD COLUMN allocs TEXT";
 
+/// Version 13: the bisection a run was measured for (`options.bisect.id`),
+/// so a server lists a bisection's runs without reading every run's options;
+/// runs stored before it get theirs from their options.
+pub(crate) const RUN_BISECTION: &str = "ALTER TABLE runs ADD COLUMN bisection TEXT;
+    UPDATE runs SET bisection = json_extract(options, '$.bisect.id')
+        WHERE options LIKE '%\"bisect\"%';
+    CREATE INDEX runs_bisection ON runs (project, bisection) WHERE bisection IS NOT NULL;";
+
 /// Version 9: each run's UUID (kept wherever the run is copied; existing
 /// runs get a random one) and project ("" in a local store), and a team
 /// server's projects and API tokens (only the SHA-256 of a secret is kept).

@@ -261,6 +261,55 @@ fn ingest_is_idempotent_by_uuid_and_atomic() {
 }
 
 #[test]
+fn a_bisection_runs_are_listed_together_by_step_and_apart_from_other_projects() {
+    for (name, mut store, _dir) in backends("bisection") {
+        store.use_project("p");
+        let tagged = |step: u64, kind: &str, commit: &str, started: &str| {
+            let mut r = run("main", vec![bench("x", 3)]);
+            r.started_at = started.into();
+            r.options = serde_json::json!({"runs": 3, "bisect": {
+                "id": "b1", "baseline": "aaa", "candidate": "ccc",
+                "step": step, "kind": kind, "commit": commit}});
+            r
+        };
+        // Stored out of step order, as a resumed bisection may store them.
+        let split = measure(
+            &mut *store,
+            &tagged(2, "split", "bbb", "2026-12-03T08:01:00.000Z"),
+        );
+        let confirm = measure(
+            &mut *store,
+            &tagged(1, "confirm", "aaa", "2026-12-03T08:00:00.000Z"),
+        );
+        let other = measure(&mut *store, &run("main", vec![bench("x", 3)]));
+        let listed = store.bisection_runs("b1").unwrap();
+        let order: Vec<(u64, &str, i64)> = listed
+            .iter()
+            .map(|r| (r.step, r.kind.as_str(), r.run.id))
+            .collect();
+        assert_eq!(
+            order,
+            vec![(1, "confirm", confirm), (2, "split", split)],
+            "{name}"
+        );
+        assert_eq!(listed[0].run.samples, 3, "{name}");
+        assert!(store.bisection_runs("b2").unwrap().is_empty(), "{name}");
+        let all = store.bisections(10).unwrap();
+        assert_eq!(all.len(), 1, "{name}: {all:?}");
+        assert_eq!(all[0].id, "b1");
+        assert_eq!(all[0].runs, 2);
+        assert_eq!(all[0].baseline.as_deref(), Some("aaa"));
+        assert_eq!(all[0].candidate.as_deref(), Some("ccc"));
+        assert_eq!(all[0].last_at, "2026-12-03T08:01:00.000Z");
+        assert!(store.list_runs(None).unwrap().iter().any(|r| r.id == other));
+        // Another project sees none of it.
+        store.use_project("q");
+        assert!(store.bisection_runs("b1").unwrap().is_empty(), "{name}");
+        assert!(store.bisections(10).unwrap().is_empty(), "{name}");
+    }
+}
+
+#[test]
 fn projects_never_see_each_other_runs() {
     for (name, mut store, _dir) in backends("projects") {
         let local = measure(store.as_mut(), &run("main", vec![bench("a", 2)]));

@@ -541,6 +541,9 @@ pub struct BisectArgs {
     /// `ab`'s options: the revisions, the build, the run options.
     #[command(flatten)]
     pub ab: AbArgs,
+    /// After the bisection, send its runs to a team server, which shows them together.
+    #[command(flatten)]
+    pub push: crate::cli::RunPushArgs,
 }
 
 /// `perfsleuth scale`.

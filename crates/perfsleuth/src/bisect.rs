@@ -17,6 +17,11 @@ pub fn bisect(args: BisectArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
         crate::output::check_writable(path, "--export-junit", args.ab.run.store.store.as_deref())?;
     }
     let from_history = args.from_history.clone();
+    let push = args.push.push.then(|| args.push.target.clone());
+    if let Some(target) = &push {
+        crate::server::check_push_target(target)?;
+    }
+    let store = args.ab.run.store.store.clone();
     let mut options = BisectOptions::from(args);
     if let Some(bench) = from_history {
         let (before, after) = history_range(&bench, options.ab.run.store.as_deref())?;
@@ -79,6 +84,32 @@ pub fn bisect(args: BisectArgs, spawner: Option<Spawner>) -> Result<i32, Fail> {
     emit(&text, false);
     if let Some(path) = &junit {
         crate::output::write_junit(path, perfsleuth_app::bisect::render_junit(&doc))?;
+    }
+    if let Some(target) = &push {
+        let ids: Vec<i64> = doc
+            .steps
+            .iter()
+            .flat_map(|s| s.runs.iter().flatten().copied())
+            .collect();
+        crate::server::push_after_run(
+            store.as_deref(),
+            &ids,
+            target,
+            crate::server::PushReport::Count,
+        )?;
+        emit(
+            &format!(
+                "bisect: its runs together: {}/p/{}/bisect/{}\n",
+                target
+                    .server
+                    .as_deref()
+                    .unwrap_or_default()
+                    .trim_end_matches('/'),
+                target.project.as_deref().unwrap_or_default(),
+                doc.id
+            ),
+            true,
+        );
     }
     let regressed = doc.culprits.iter().any(|c| {
         c.confirmed

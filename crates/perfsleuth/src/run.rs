@@ -345,7 +345,12 @@ fn push_stored(args: &RunOptions, ids: &[Option<i64>], target: &PushTarget) -> R
             "drop --no-store, or push later with `perfsleuth push`",
         ));
     }
-    crate::server::push_after_run(args.store.as_deref(), &ids, target)?;
+    crate::server::push_after_run(
+        args.store.as_deref(),
+        &ids,
+        target,
+        crate::server::PushReport::Lines,
+    )?;
     Ok(())
 }
 

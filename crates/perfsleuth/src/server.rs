@@ -318,18 +318,36 @@ pub fn push(args: PushArgs) -> Result<i32, Fail> {
     for spec in &specs {
         ids.push(store.resolve_run(spec).map_err(Fail::from)?);
     }
-    push_ids(&*store, &client, &ids, &args.target, args.json)
+    let report = if args.json {
+        PushReport::Json
+    } else {
+        PushReport::Lines
+    };
+    push_ids(&*store, &client, &ids, &args.target, report)
 }
 
-/// `run --push`: the runs just stored.
+/// How a push reports what it sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushReport {
+    /// A line per run on stdout.
+    Lines,
+    /// A `perfsleuth/push` document on stdout.
+    Json,
+    /// One line on stderr counting the runs, for a command whose stdout is
+    /// its own document (`bisect`).
+    Count,
+}
+
+/// `run --push` and `bisect --push`: the runs just stored.
 pub fn push_after_run(
     store_url: Option<&str>,
     ids: &[i64],
     target: &PushTarget,
+    report: PushReport,
 ) -> Result<i32, Fail> {
     let client = client(target)?;
     let store = open_existing_store(store_url)?;
-    push_ids(&*store, &client, ids, target, false)
+    push_ids(&*store, &client, ids, target, report)
 }
 
 fn push_ids(
@@ -337,7 +355,7 @@ fn push_ids(
     client: &Client,
     ids: &[i64],
     target: &PushTarget,
-    json: bool,
+    report: PushReport,
 ) -> Result<i32, Fail> {
     let mut doc = PushDoc {
         schema: PushDoc::SCHEMA.to_string(),
@@ -393,7 +411,7 @@ fn push_ids(
                 entry
             }
         };
-        if !json {
+        if report == PushReport::Lines {
             let line = match entry.outcome.as_str() {
                 "sent" => format!(
                     "Run {id} sent to {} project {} (server run {}).\n",
@@ -416,7 +434,20 @@ fn push_ids(
             break;
         }
     }
-    if json {
+    if report == PushReport::Count {
+        let count = |o: &str| doc.runs.iter().filter(|r| r.outcome == o).count();
+        emit(
+            &format!(
+                "{} runs sent to {} project {} ({} already there).\n",
+                count("sent"),
+                doc.server,
+                doc.project,
+                count("present")
+            ),
+            true,
+        );
+    }
+    if report == PushReport::Json {
         emit(
             &perfsleuth_model::schema::to_json_pretty(&doc).map_err(|e| {
                 Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")

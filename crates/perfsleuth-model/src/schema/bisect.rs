@@ -11,6 +11,10 @@ pub struct BisectDoc {
     pub schema: String,
     /// Layout version.
     pub schema_version: u32,
+    /// The bisection's id: the same range and commands give the same id,
+    /// which `--resume` and the team server's bisection page go by.
+    #[serde(default)]
+    pub id: String,
     /// How the search ended: `found` (culprits named), `not reproduced`
     /// (the ends do not differ here), `undecided` (the ends, or every
     /// segment that changed, could not be decided in the budget).
@@ -79,6 +83,20 @@ pub struct BisectCulprit {
     pub confirmed: bool,
     /// Its share of the total change, in logs (shares of a chain add up to 1).
     pub share: Option<f64>,
+    /// For a merge: the merged branch's own commits, the range to bisect
+    /// next to find which of them made the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<BisectBranch>,
+}
+
+/// A merged branch's own commits: from the merge base (exclusive) to the
+/// merged parent (inclusive), first parent by first parent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BisectBranch {
+    /// The merge base of the merge's parents.
+    pub from: String,
+    /// The merge's second parent, the branch's last commit.
+    pub to: String,
 }
 
 /// A range of commits (`from` exclusive, `to` inclusive).

@@ -51,3 +51,31 @@ pub struct RunListing {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<String>,
 }
+
+/// A run measured for a bisection, with its place in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BisectionRun {
+    /// The step (1 = the confirmation of the ends).
+    pub step: u64,
+    /// `confirm`, `split` or `verify`.
+    pub kind: String,
+    /// The run.
+    pub run: RunListing,
+}
+
+/// A bisection whose runs are stored: the range and how many runs it measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BisectionListing {
+    /// The bisection's id (`perfsleuth/bisect`'s `id`).
+    pub id: String,
+    /// The range's older end (full hash).
+    pub baseline: Option<String>,
+    /// The range's newer end (full hash).
+    pub candidate: Option<String>,
+    /// Runs stored for it.
+    pub runs: u64,
+    /// When its first stored run started.
+    pub started_at: String,
+    /// When its last stored run started.
+    pub last_at: String,
+}

@@ -109,14 +109,31 @@ pub(crate) fn read_run<D: Backend + ?Sized>(
 }
 
 /// The listings of the project's runs (of run `only`), newest first.
+/// Which runs [`listings`] lists.
+pub(crate) enum Listed<'a> {
+    /// Every run of the project.
+    All,
+    /// The one run with this id.
+    Run(i64),
+    /// The runs of one bisection.
+    Bisection(&'a str),
+}
+
+/// The listings of the project's runs `only` names, newest first.
 pub(crate) fn listings<D: Backend + ?Sized>(
     db: &D,
-    only: Option<i64>,
+    only: Listed<'_>,
     limit: &str,
 ) -> Result<Vec<RunListing>, StoreError> {
     let place = db.location();
-    // An id we hold as an integer: formatted, it cannot be anything else.
-    let only = only.map_or(String::new(), |id| format!("AND r.id = {id}"));
+    let (only, bisection) = match only {
+        Listed::All => (String::new(), None),
+        // An id we hold as an integer: formatted, it cannot be anything else.
+        Listed::Run(id) => (format!("AND r.id = {id}"), None),
+        Listed::Bisection(b) => ("AND r.bisection = ?2".to_string(), Some(b)),
+    };
+    let mut params = vec![Val::from(db.project())];
+    params.extend(bisection.map(Val::from));
     transaction(db, false, || {
         let rows = db.query(
             &format!(
@@ -127,7 +144,7 @@ pub(crate) fn listings<D: Backend + ?Sized>(
                  FROM runs r JOIN environments e ON e.id = r.environment_id \
                  WHERE r.project = ?1 {only} ORDER BY r.id DESC {limit}"
             ),
-            &vals![db.project()],
+            &params,
         )?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {

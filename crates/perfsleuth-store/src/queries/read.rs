@@ -14,6 +14,7 @@ use crate::hash::comparability_hash;
 use crate::hash::sha256_hex;
 use crate::queries::Backend;
 use crate::queries::json;
+use crate::queries::load::Listed;
 use crate::queries::load::git_info;
 use crate::queries::load::ids;
 use crate::queries::load::listings;
@@ -29,6 +30,8 @@ use perfsleuth_model::Environment;
 use perfsleuth_model::Metric;
 use perfsleuth_model::Mode;
 use perfsleuth_model::Run;
+use perfsleuth_model::schema::BisectionListing;
+use perfsleuth_model::schema::BisectionRun;
 use std::collections::BTreeMap;
 
 /// Reading runs: loading, listing, selecting and the history across them.
@@ -58,12 +61,73 @@ pub trait RunReader: Backend {
             Some(n) => format!("LIMIT {}", i64::try_from(n).unwrap_or(i64::MAX)),
             None => String::new(),
         };
-        listings(self, None, &limit)
+        listings(self, Listed::All, &limit)
     }
 
     /// The listing of one run of the project.
     fn run_listing(&self, id: i64) -> Result<Option<RunListing>, StoreError> {
-        Ok(listings(self, Some(id), "")?.pop())
+        Ok(listings(self, Listed::Run(id), "")?.pop())
+    }
+
+    /// The runs measured for bisection `id`, in the order measured, each
+    /// with its step; empty when no run of it is stored.
+    fn bisection_runs(&self, id: &str) -> Result<Vec<BisectionRun>, StoreError> {
+        let place = self.location();
+        let mut tags = BTreeMap::new();
+        for row in self.query(
+            "SELECT id, options FROM runs WHERE project = ?1 AND bisection = ?2",
+            &vals![self.project(), id],
+        )? {
+            let options: serde_json::Value = json(place, serde_json::from_str(&row.text(1)?))?;
+            let tag = &options["bisect"];
+            let kind = tag["kind"].as_str().unwrap_or("").to_string();
+            tags.insert(row.int(0)?, (tag["step"].as_u64().unwrap_or(0), kind));
+        }
+        let mut runs: Vec<BisectionRun> = listings(self, Listed::Bisection(id), "")?
+            .into_iter()
+            .filter_map(|run| {
+                let (step, kind) = tags.remove(&run.id)?;
+                Some(BisectionRun { step, kind, run })
+            })
+            .collect();
+        runs.sort_by_key(|r| (r.step, r.run.id));
+        Ok(runs)
+    }
+
+    /// The newest `limit` bisections with stored runs, newest first.
+    fn bisections(&self, limit: usize) -> Result<Vec<BisectionListing>, StoreError> {
+        let place = self.location();
+        let rows = self.query(
+            &format!(
+                "SELECT bisection, count(*), min(started_at), max(started_at), min(id) FROM runs \
+                 WHERE project = ?1 AND bisection IS NOT NULL GROUP BY bisection \
+                 ORDER BY max(started_at) DESC LIMIT {}",
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ),
+            &vals![self.project()],
+        )?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            // The range's ends, from the first run's tag.
+            let first = self.query(
+                "SELECT options FROM runs WHERE id = ?1",
+                &vals![row.int(4)?],
+            )?;
+            let options: serde_json::Value = match first.first() {
+                Some(r) => json(place, serde_json::from_str(&r.text(0)?))?,
+                None => serde_json::Value::Null,
+            };
+            let end = |k: &str| options["bisect"][k].as_str().map(str::to_string);
+            out.push(BisectionListing {
+                id: row.text(0)?,
+                baseline: end("baseline"),
+                candidate: end("candidate"),
+                runs: to_u64(row.int(1)?),
+                started_at: row.text(2)?,
+                last_at: row.text(3)?,
+            });
+        }
+        Ok(out)
     }
 
     /// Resolves "latest", "latest~N" (the N-th run before the latest) or a numeric id to a run id.

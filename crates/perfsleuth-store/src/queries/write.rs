@@ -266,8 +266,8 @@ pub(crate) fn insert_run<D: Backend + ?Sized>(
     let git = run.git.as_ref();
     let rows = db.query(
         "INSERT INTO runs (started_at, ended_at, status, tool_version, git_commit, git_branch, \
-         git_dirty, mode, options, environment_id, context, uuid, project) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id",
+         git_dirty, mode, options, environment_id, context, uuid, project, bisection) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING id",
         &vals![
             run.started_at.as_str(),
             ended_at,
@@ -282,6 +282,7 @@ pub(crate) fn insert_run<D: Backend + ?Sized>(
             context,
             uuid,
             db.project(),
+            run.options["bisect"]["id"].as_str(),
         ],
     )?;
     first_int(&rows)

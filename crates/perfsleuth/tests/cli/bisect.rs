@@ -60,6 +60,16 @@ fn repo_with(
     dir
 }
 
+/// The culprits a `perfsleuth/bisect` document names (verified).
+fn confirmed(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
+    doc["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["confirmed"] == true)
+        .collect()
+}
+
 /// `perfsleuth bisect --store … ARGS…` run in `dir`, worktrees under the sandbox's tmp.
 fn bisect(sb: &Sandbox, dir: &Path, args: &[&str]) -> Out {
     in_repo(sb, dir, "bisect", args)
@@ -116,12 +126,7 @@ fn the_culprit_is_named_verified_and_every_step_stored_around_a_commit_that_does
             .map(|c| c["subject"].as_str().unwrap().to_string())
             .unwrap()
     };
-    let named: Vec<_> = doc["culprits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["confirmed"] == true)
-        .collect();
+    let named = confirmed(&doc);
     assert_eq!(named.len(), 1, "{}", out.stdout);
     assert_eq!(subject(&named[0]["commit"]), "commit 6: 20 % more work");
     assert!(named[0]["verified"]["change"].as_f64().unwrap() > 0.0);
@@ -187,6 +192,144 @@ fn the_culprit_is_named_verified_and_every_step_stored_around_a_commit_that_does
         "a resumed step was measured again"
     );
     assert!(again.stderr.contains("resuming: 5 steps"), "{again:?}");
+    nothing_left(&sb, &dir);
+}
+
+/// A repository whose mainline merges a three-commit branch, the branch's
+/// second commit doing 20 % more work: main is the program, a note, the
+/// merge, a note.
+fn merged_repo(sb: &Sandbox) -> PathBuf {
+    let dir = repo(sb, 1, None, None);
+    let commit = |subject: &str| git(&dir, &["commit", "-qam", subject]);
+    git(&dir, &["checkout", "-qb", "feature"]);
+    for (i, work) in [(1, 4_000_000), (2, 4_800_000), (3, 4_800_000)] {
+        std::fs::write(dir.join("work.h"), format!("#define WORK {work}\n// {i}\n")).unwrap();
+        commit(&format!(
+            "feature {i}{}",
+            if i == 2 { ": 20 % more work" } else { "" }
+        ));
+    }
+    git(&dir, &["checkout", "-q", "main"]);
+    std::fs::write(dir.join("notes.txt"), "main\n").unwrap();
+    commit("main: notes");
+    git(
+        &dir,
+        &["merge", "-q", "--no-ff", "-m", "merge feature", "feature"],
+    );
+    std::fs::write(dir.join("notes.txt"), "after\n").unwrap();
+    commit("main: after the merge");
+    dir
+}
+
+#[test]
+fn a_merge_is_one_step_with_its_branch_to_bisect_next_and_a_server_shows_the_runs_together() {
+    if !perfsleuth_testkit::tools_present("bisect", &["gcc"]) {
+        return;
+    }
+    // Declared first, dropped last: the server stops before its sandbox goes.
+    let team = crate::common::team();
+    let sb = Sandbox::new();
+    let dir = merged_repo(&sb);
+    let out: Out = sb
+        .cmd()
+        .current_dir(&dir)
+        .env("TMPDIR", sb.path("tmp"))
+        .env("PERFSLEUTH_SERVER", &team.server.base)
+        .env("PERFSLEUTH_PROJECT", "app")
+        .env("PERFSLEUTH_TOKEN", &team.secret)
+        .args([
+            "bisect",
+            "--store",
+            &sb.store(),
+            "--baseline",
+            "HEAD~3",
+            "--time-budget",
+            "300ms",
+        ])
+        .args([
+            "--build",
+            "gcc -O2 -o prog prog.c",
+            "--format",
+            "json",
+            "--push",
+            "--",
+            "./prog",
+        ])
+        .output()
+        .unwrap()
+        .into();
+    let out = out.ok();
+    let doc = crate::common::parse_json(&out.stdout);
+    crate::schema::assert_valid("bisect", &doc);
+    let named = confirmed(&doc);
+    assert_eq!(named.len(), 1, "{}", out.stdout);
+    let merge = git(&dir, &["rev-parse", "HEAD~1"]);
+    assert_eq!(named[0]["commit"], merge.trim(), "{}", out.stdout);
+    // The way into the merge: the branch from the merge base to its tip.
+    let base = git(&dir, &["merge-base", "HEAD~1^1", "HEAD~1^2"]);
+    let tip = git(&dir, &["rev-parse", "feature"]);
+    assert_eq!(named[0]["merged"]["from"], base.trim());
+    assert_eq!(named[0]["merged"]["to"], tip.trim());
+    assert!(out.stderr.contains("sent to"), "{out:?}");
+
+    // The server shows the bisection's runs together, each step's pairs linked.
+    let id = doc["id"].as_str().unwrap();
+    let stored: usize = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["runs"].as_array().unwrap().len())
+        .sum();
+    let api = format!(
+        "{}/api/v1/projects/app/runs?bisection={id}",
+        team.server.base
+    );
+    let (status, body) = crate::common::get(&api, Some(&team.secret));
+    assert_eq!(status, 200, "{body}");
+    let listed = crate::common::parse_json(&body);
+    assert_eq!(listed["runs"].as_array().unwrap().len(), stored, "{body}");
+    let page = format!("{}/p/app/bisect/{id}", team.server.base);
+    let (status, html) = crate::common::get(&page, Some(&team.secret));
+    assert_eq!(status, 200, "{html}");
+    assert_eq!(html.matches("<tr><td>").count(), stored, "{html}");
+    assert!(
+        html.contains("confirm") && html.contains("verify"),
+        "{html}"
+    );
+    assert!(html.contains("compare with"), "{html}");
+    let (_, project) =
+        crate::common::get(&format!("{}/p/app", team.server.base), Some(&team.secret));
+    assert!(
+        project.contains(&format!("/p/app/bisect/{id}")),
+        "{project}"
+    );
+    let (status, _) = crate::common::get(&format!("{page}0"), Some(&team.secret));
+    assert_eq!(status, 404);
+
+    // Into the merge: its branch bisected names the branch's own commit.
+    let from = named[0]["merged"]["from"].as_str().unwrap();
+    let to = named[0]["merged"]["to"].as_str().unwrap();
+    let inner = bisect(
+        &sb,
+        &dir,
+        &[
+            "--baseline",
+            from,
+            "--candidate",
+            to,
+            "--time-budget",
+            "300ms",
+            "--build",
+            "gcc -O2 -o prog prog.c",
+            "--",
+            "./prog",
+        ],
+    )
+    .ok();
+    assert!(
+        inner.stdout.contains("feature 2: 20 % more work"),
+        "{inner:?}"
+    );
     nothing_left(&sb, &dir);
 }
 

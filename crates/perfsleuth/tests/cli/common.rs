@@ -547,6 +547,21 @@ pub struct Team {
     pub sandbox: Sandbox,
 }
 
+/// An HTTP GET with an optional bearer token: the status and the body.
+pub fn get(url: &str, token: Option<&str>) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut req = agent.get(url);
+    if let Some(t) = token {
+        req = req.header("Authorization", &format!("Bearer {t}"));
+    }
+    let mut resp = req.call().expect("the server answers");
+    let status = resp.status().as_u16();
+    (status, resp.body_mut().read_to_string().unwrap())
+}
+
 /// Starts a [`Team`] server on a free loopback port.
 pub fn team() -> Team {
     let sandbox = Sandbox::new();

@@ -4,7 +4,7 @@
 //! the server killed and restarted under 8 concurrent pushers without a run
 //! lost or duplicated.
 
-use crate::common::{Out, Sandbox, chromium, parse_json, serve, serve_with, token};
+use crate::common::{Out, Sandbox, chromium, get, parse_json, serve, serve_with, token};
 use perfsleuth_store::StoreUrl;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -30,20 +30,6 @@ fn revoke_first_token(sb: &Sandbox, store: &str) -> String {
     sb.run(["server", "token", "revoke", &id, "--store", store])
         .ok();
     id
-}
-
-fn get(url: &str, token: Option<&str>) -> (u16, String) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut req = agent.get(url);
-    if let Some(t) = token {
-        req = req.header("Authorization", &format!("Bearer {t}"));
-    }
-    let mut resp = req.call().expect("the server answers");
-    let status = resp.status().as_u16();
-    (status, resp.body_mut().read_to_string().unwrap())
 }
 
 /// `perfsleuth` with the push environment set.
