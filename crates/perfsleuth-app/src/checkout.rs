@@ -204,8 +204,12 @@ impl Worktrees {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let dir =
-            std::env::temp_dir().join(format!("perfsleuth-ab-{}-{nanos}", std::process::id()));
+        // Fixed widths: the directory's length does not change from one
+        // invocation to the next (see `add`).
+        let dir = std::env::temp_dir().join(format!(
+            "perfsleuth-ab-{:010}-{nanos:09}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).map_err(|e| {
             Fail::usage(
                 format!("cannot create {}: {e}", dir.display()),
@@ -223,10 +227,19 @@ impl Worktrees {
     /// Checks `rev` out into a worktree of its own; a dirty candidate gets
     /// the working tree's changes and untracked files on top of HEAD.
     pub(crate) fn add(&mut self, rev: &Rev) -> Result<PathBuf, Fail> {
-        // ab's two sides by their role; bisect's commits by their commit.
+        // Every side's path has the same length (ab's "base" and "cand",
+        // bisect's commits by 12 digits of their hash): the kernel copies
+        // the program's path onto its stack, so paths of different lengths
+        // place the sides' stacks differently, an offset fixed for the whole
+        // invocation that pairing cannot see (Mytkowicz et al. 2009;
+        // docs/STATISTICS.md §9).
         let path = match rev.role {
-            "baseline" | "candidate" => self.dir.join(rev.role),
-            role => self.dir.join(format!("{role}-{}", rev.short())),
+            "baseline" => self.dir.join("base"),
+            "candidate" => self.dir.join("cand"),
+            role => self.dir.join(format!(
+                "{role}-{}",
+                rev.commit.get(..12).unwrap_or(&rev.commit)
+            )),
         };
         let fail = |e: String| {
             Fail::usage(
