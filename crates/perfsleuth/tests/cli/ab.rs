@@ -91,7 +91,11 @@ fn two_revisions_are_measured_interleaved_and_stored_as_linked_runs() {
     nothing_left(&sb, &dir);
     let runs = sb.runs_json();
     assert_eq!(runs.len(), 2);
-    for (id, side, commit) in [("1", "baseline", &base), ("2", "candidate", &head)] {
+    let mut paths = Vec::new();
+    for (id, side, dir, commit) in [
+        ("1", "baseline", "/base/", &base),
+        ("2", "candidate", "/cand/", &head),
+    ] {
         let doc = sb.show_json(id);
         assert_eq!(doc["run"]["git"]["commit"], commit.as_str(), "{doc}");
         assert_eq!(doc["run"]["options"]["ab"]["side"], side, "{doc}");
@@ -106,8 +110,13 @@ fn two_revisions_are_measured_interleaved_and_stored_as_linked_runs() {
             .as_str()
             .unwrap_or_default()
             .to_string();
-        assert!(path.contains(side) && path.ends_with("bench.sh"), "{path}");
+        assert!(path.contains(dir) && path.ends_with("bench.sh"), "{path}");
+        paths.push(path);
     }
+    // Paths of one length: the kernel copies a program's path onto its
+    // stack, so paths of different lengths would place the sides' stacks
+    // apart for the whole invocation (docs/STATISTICS.md §9).
+    assert_eq!(paths[0].len(), paths[1].len(), "{paths:?}");
     // The scripts differ, so nothing is called identical.
     assert!(!out.stdout.contains("identical binaries"), "{out:?}");
 }
