@@ -543,7 +543,7 @@ pub struct BisectArgs {
     pub ab: AbArgs,
     /// After the bisection, send its runs to a team server, which shows them together.
     #[command(flatten)]
-    pub push: crate::cli::RunPushArgs,
+    pub push: RunPushArgs,
 }
 
 /// `perfsleuth scale`.
@@ -826,6 +826,45 @@ impl From<BisectArgs> for BisectOptions {
             resume: a.resume,
         }
     }
+}
+
+/// `run --push`.
+#[derive(Debug, Args)]
+pub struct RunPushArgs {
+    /// After the run is stored, push it to --server's --project.
+    ///
+    /// After the run is stored, push it to --server's --project (token from
+    /// $PERFSLEUTH_TOKEN); a failed push exits 2 after the results, which stay stored.
+    #[arg(long, requires_all = ["server", "project"], conflicts_with = "no_store")]
+    pub push: bool,
+    #[command(flatten)]
+    pub target: PushTarget,
+}
+
+/// The team server and project runs are pushed to.
+#[derive(Debug, Clone, Args)]
+pub struct PushTarget {
+    /// The team server's base URL, e.g. http://perf.example:8080.
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "URL",
+        env = "PERFSLEUTH_SERVER"
+    )]
+    pub server: Option<String>,
+    /// The project on the server.
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "NAME",
+        env = "PERFSLEUTH_PROJECT"
+    )]
+    pub project: Option<String>,
+    /// HTTP attempts per request before giving up (network errors, 5xx, 408,
+    /// 429), with a doubling, jittered wait from 0.25 s to 8 s between them.
+    #[arg(hide_short_help = true, long, value_name = "N", default_value_t = perfsleuth_server::client::DEFAULT_ATTEMPTS,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub attempts: u32,
 }
 
 #[cfg(test)]
