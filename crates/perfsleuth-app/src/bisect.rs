@@ -471,19 +471,7 @@ impl Bisecting {
         {
             self.verifications.insert(probe.commits[1], c);
         }
-        self.steps.push(BisectStep {
-            kind: kind_name(probe.kind).into(),
-            commits: probe
-                .commits
-                .iter()
-                .map(|&i| self.commits[i].clone())
-                .collect(),
-            verdicts: verdicts.iter().map(change_doc).collect(),
-            runs: m.ids.clone(),
-            rounds: m.rounds,
-            seconds: m.elapsed.as_secs_f64(),
-            resumed: false,
-        });
+        self.record_step(probe, &verdicts, m.ids.clone(), m.rounds, Some(m.elapsed));
         Ok(Some(verdicts))
     }
 
@@ -566,20 +554,34 @@ impl Bisecting {
             })
             .collect();
         self.ids.extend(step.runs.iter().filter_map(|r| r.id));
+        let runs = step.runs.iter().map(|r| r.id).collect();
+        self.record_step(probe, &verdicts, runs, rounds, None);
+        Ok(Some(verdicts))
+    }
+
+    /// Adds a step to the document: measured for `took`, or replayed from
+    /// the store (`None`).
+    fn record_step(
+        &mut self,
+        probe: &Probe,
+        verdicts: &[PairVerdict],
+        runs: Vec<Option<i64>>,
+        rounds: u32,
+        took: Option<std::time::Duration>,
+    ) {
         self.steps.push(BisectStep {
-            kind: kind.into(),
+            kind: kind_name(probe.kind).into(),
             commits: probe
                 .commits
                 .iter()
                 .map(|&i| self.commits[i].clone())
                 .collect(),
             verdicts: verdicts.iter().map(change_doc).collect(),
-            runs: step.runs.iter().map(|r| r.id).collect(),
+            runs,
             rounds,
-            seconds: 0.0,
-            resumed: true,
+            seconds: took.map_or(0.0, |d| d.as_secs_f64()),
+            resumed: took.is_none(),
         });
-        Ok(Some(verdicts))
     }
 
     /// The probe's pair `j - 1`, `j` compared, each side labelled with its commit.
