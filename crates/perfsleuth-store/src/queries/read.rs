@@ -106,18 +106,29 @@ pub trait RunReader: Backend {
             ),
             &vals![self.project()],
         )?;
+        // The range's ends, from each bisection's first run's tag, in one
+        // query for all of them (ids we hold as integers, formatted).
+        let firsts = rows
+            .iter()
+            .map(|r| r.int(4).map(|id| id.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut tags = BTreeMap::new();
+        if !firsts.is_empty() {
+            for r in self.query(
+                &format!(
+                    "SELECT id, options FROM runs WHERE id IN ({})",
+                    firsts.join(", ")
+                ),
+                &[],
+            )? {
+                let options: serde_json::Value = json(place, serde_json::from_str(&r.text(1)?))?;
+                tags.insert(r.int(0)?, options);
+            }
+        }
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            // The range's ends, from the first run's tag.
-            let first = self.query(
-                "SELECT options FROM runs WHERE id = ?1",
-                &vals![row.int(4)?],
-            )?;
-            let options: serde_json::Value = match first.first() {
-                Some(r) => json(place, serde_json::from_str(&r.text(0)?))?,
-                None => serde_json::Value::Null,
-            };
-            let end = |k: &str| options["bisect"][k].as_str().map(str::to_string);
+            let options = tags.get(&row.int(4)?);
+            let end = |k: &str| options.and_then(|o| o["bisect"][k].as_str().map(str::to_string));
             out.push(BisectionListing {
                 id: row.text(0)?,
                 baseline: end("baseline"),
