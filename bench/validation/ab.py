@@ -108,7 +108,8 @@ def wall_row(doc):
             ch = row.get("change") or {}
             return {"verdict": row.get("verdict"), "change": ch.get("change"),
                     "ci_low": ch.get("ci_low"), "ci_high": ch.get("ci_high"),
-                    "p": row.get("p_value")}
+                    "p": row.get("p_value"), "confidence": ch.get("confidence"),
+                    "metric": row.get("metric")}
     return {"verdict": "missing"}
 
 

@@ -54,6 +54,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import study  # noqa: E402  (calibration, git helpers, Wilson intervals, logging)
+import ab as ab_study  # noqa: E402  (the gating row of an `ab` document)
 
 log = study.log
 SHAPES = ["cpu", "alloc", "mem", "io"]
@@ -98,16 +99,6 @@ def make_repo(work, shape, base):
     return repo, commits
 
 
-def gating(doc):
-    for row in doc.get("rows", []):
-        if row.get("gating"):
-            ch = row.get("change") or {}
-            return {"verdict": row.get("verdict"), "change": ch.get("change"),
-                    "lo": ch.get("ci_low"), "hi": ch.get("ci_high"),
-                    "confidence": ch.get("confidence"), "metric": row.get("metric")}
-    return {"verdict": "missing"}
-
-
 def run_ab(ps, db, repo, commits, factor):
     cand = commits["aa"] if factor == "1.0" else commits[factor]
     t0 = time.perf_counter()
@@ -115,11 +106,10 @@ def run_ab(ps, db, repo, commits, factor):
                         "--candidate", cand, "--build", "gcc -O2 -o app wrap.c -lm",
                         "--format", "json", "--color", "never", "-n", "app", "--", "./app"],
                        cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    secs = time.perf_counter() - t0
-    if r.returncode not in (0, 1):
-        return {"error": r.stderr.strip()[-400:], "seconds": secs}
-    out = gating(json.loads(r.stdout))
-    out["seconds"] = secs
+    # ab.py's reading of the gating row, its interval named as run_two names it.
+    out = ab_study.judged(r, t0)
+    if "ci_low" in out:
+        out["lo"], out["hi"] = out.pop("ci_low"), out.pop("ci_high")
     return out
 
 
