@@ -50,8 +50,6 @@ fn hide_run_only(a: clap::Arg) -> clap::Arg {
     }
 }
 
-pub use crate::args::{PushTarget, RunPushArgs};
-
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
