@@ -42,6 +42,7 @@ records as JSON beside it. Needs gcc and git; Python standard library only.
 """
 import argparse
 import json
+import math
 import os
 import random
 import shutil
@@ -174,6 +175,7 @@ def summarize(records, truths):
              "estimates: mean, sd between | sd within (median) | s per invocation (median) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     totals = {}
+    pooled = [0.0, 0]  # sum of (k - 1) * (between / within)^2, and of k - 1
     for mode in ("ab", "run"):
         for shape in SHAPES:
             for cond, factor in CHANGES:
@@ -189,8 +191,13 @@ def summarize(records, truths):
                 else:
                     hit = sum(1 for r in recs if r["verdict"] == "regressed")
                 ests = [r["change"] for r in recs]
-                within = statistics.median((r["hi"] - r["lo"]) / 2 / 1.96 for r in recs)
+                # An `ab` that looked on states a wider level (0.975, 0.997…):
+                # its half-width is that level's z, not 1.96, sds.
+                within = statistics.median((r["hi"] - r["lo"]) / 2 / z_of(r) for r in recs)
                 between = statistics.stdev(ests) if len(ests) > 1 else float("nan")
+                if len(recs) > 1 and within > 0:
+                    pooled[0] += (len(recs) - 1) * (between / within) ** 2
+                    pooled[1] += len(recs) - 1
                 t = totals.setdefault(mode, [0, 0, 0])
                 t[0] += cov
                 t[1] += len(recs)
@@ -203,7 +210,30 @@ def summarize(records, truths):
         lines.append("")
         lines.append("%s, all cells: covered %s, wrong direction %d of %d" % (
             mode, study.rate(cov, n), wrong, n))
+    if pooled[1]:
+        ratio, upper = pooled_ratio(*pooled)
+        lines.append("")
+        lines.append("sd between / sd within, pooled over the cells: %.2f (95 %% upper bound %.2f, "
+                     "%d degrees of freedom)" % (ratio, upper, pooled[1]))
     return "\n".join(lines)
+
+
+def z_of(rec):
+    """The two-sided normal quantile of a record's stated level (95 % if absent)."""
+    return statistics.NormalDist().inv_cdf((1 + (rec.get("confidence") or 0.95)) / 2)
+
+
+def pooled_ratio(weighted, df):
+    """The pooled ratio of spread between invocations to the spread the
+    intervals state, and its one-sided 95 % upper bound (a chi-square bound
+    on a pooled variance; Wilson-Hilferty's approximation of the quantile).
+    The CI guard (`the_interval_covers_at_the_largest_between_invocation_
+    component_the_study_cannot_exclude`, crates/perfsleuth-stats/src/paired.rs)
+    simulates at that bound."""
+    ratio = math.sqrt(weighted / df)
+    z = 1.6448536
+    chi = df * (1 - 2 / (9 * df) - z * math.sqrt(2 / (9 * df))) ** 3
+    return ratio, ratio * math.sqrt(df / chi)
 
 
 def paths_experiment(ps, db, work, binaries, bases):
@@ -241,7 +271,14 @@ def main():
     ap.add_argument("--perfsleuth", default=os.path.join(study.ROOT, "target/release/perfsleuth"))
     ap.add_argument("--out", default=os.path.join(HERE, "results-coverage.md"))
     ap.add_argument("--seed", type=int, default=52)
+    ap.add_argument("--summarize", metavar="JSON",
+                    help="only rewrite --out's table from the raw records of an earlier study")
     args = ap.parse_args()
+    if args.summarize:
+        with open(args.summarize) as f:
+            doc = json.load(f)
+        write_report(args.out, doc)
+        return
     shapes = args.shapes.split(",")
     ps = os.path.abspath(args.perfsleuth)
     work = tempfile.mkdtemp(prefix="coverage-")
@@ -285,12 +322,16 @@ def main():
            "records": records, "paths": paths, "seconds": elapsed, "steal_ticks": steal}
     with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
         json.dump(doc, f, indent=1)
+    write_report(args.out, doc)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def write_report(out, doc):
     text = "# Coverage across invocations (issue 52)\n\n```\n%s```\n\n%s\n\n%d s in all, %d ticks of steal.\n" % (
-        machine, summarize(records, truths), elapsed, steal)
-    with open(args.out, "w") as f:
+        doc["machine"], summarize(doc["records"], doc["truths"]), doc["seconds"], doc["steal_ticks"])
+    with open(out, "w") as f:
         f.write(text)
     print(text)
-    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ use perfsleuth_model::Metric;
 use perfsleuth_stats::RelativeChange;
 use perfsleuth_stats::VerdictRule;
 use perfsleuth_stats::median;
+use perfsleuth_stats::samples_to_narrow;
 
 /// What would decide an inconclusive row, in one line: for an interval that
 /// reaches across a band edge, about how many more samples per side would
@@ -42,14 +43,16 @@ pub(crate) fn what_would_decide(
     // to that.
     let c = change.change.abs();
     let room = (c - t).max(e - c);
-    if n == 0 || room < 0.05 * t.max(1e-3) {
-        return format!(
-            "inconclusive: the change ({}) sits on the ±{} threshold; no number of runs decides it — change --threshold if this size matters",
-            pct(change.change),
-            pct(t)
-        );
-    }
-    let needed = (n as f64 * (half / room).powi(2)).ceil();
+    let needed = match samples_to_narrow(n, half, room) {
+        Some(needed) if room >= 0.05 * t.max(1e-3) => needed,
+        _ => {
+            return format!(
+                "inconclusive: the change ({}) sits on the ±{} threshold; no number of runs decides it — change --threshold if this size matters",
+                pct(change.change),
+                pct(t)
+            );
+        }
+    };
     let more = perfsleuth_report::format_count((needed - n as f64).max(1.0));
     if e > t {
         return format!(

@@ -326,7 +326,11 @@ pub(crate) fn statement(
         } else {
             "no significant difference".to_string()
         };
-        return (text, Tone::Neutral);
+        let cost = match quantity {
+            Quantity::Time => what_would_tell(est, floor, n_ref.min(n_cand)),
+            Quantity::Memory => None,
+        };
+        return (text + &cost.unwrap_or_default(), Tone::Neutral);
     }
     let higher = est.ci.lo > 1.0;
     // The point estimate can, in rare discrete cases, fall on the other side
@@ -352,6 +356,53 @@ pub(crate) fn statement(
     };
     let tone = if higher { Tone::Worse } else { Tone::Better };
     (format!("{size} — significant"), tone)
+}
+
+/// For a time with no significant difference whose interval still reaches
+/// past the ±1 % a comparison between runs gates at: how far, and about how
+/// many more runs would tell such a change from none (the interval either
+/// clearing the in-run `floor` or lying within ±1 %), so "no difference"
+/// never reads as "no 1 % change" when the runs could not show it.
+fn what_would_tell(est: &RatioEstimate, floor: f64, n: usize) -> Option<String> {
+    let gate = perfsleuth_stats::VerdictRule::default().noise_threshold;
+    let (lo, hi) = (est.ci.lo - 1.0, est.ci.hi - 1.0);
+    if lo >= -gate && hi <= gate {
+        return None;
+    }
+    let reach = if hi > gate && hi >= -lo {
+        format!("{} slower", format_percent(est.ci.hi))
+    } else {
+        format!("{} faster", format_percent(est.ci.lo))
+    };
+    // The interval is not symmetric about the estimate: each way to decide
+    // asks one of its sides (or both) to shrink to the room it has.
+    let c = est.ratio - 1.0;
+    let narrow = |side: f64, room: f64| perfsleuth_stats::samples_to_narrow(n, side, room);
+    let clear_floor = if c > floor {
+        narrow(c - lo, c - floor)
+    } else if c < -floor {
+        narrow(hi - c, -floor - c)
+    } else {
+        None
+    };
+    let within_gate = if c.abs() < gate {
+        narrow(hi - c, gate - c)
+            .zip(narrow(c - lo, c + gate))
+            .map(|(a, b)| a.max(b))
+    } else {
+        None
+    };
+    let needed = match (clear_floor, within_gate) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b)?,
+    };
+    let more = (needed - n as f64).max(1.0);
+    Some(format!(
+        ", yet the CI reaches {reach}: ≈ {} more run{} each would tell a {} change from none",
+        perfsleuth_model::quantity::format_count(more),
+        if more == 1.0 { "" } else { "s" },
+        format_percent(1.0 + gate)
+    ))
 }
 
 /// "1.03× [0.99× … 1.07×]".
@@ -553,6 +604,25 @@ mod tests {
     fn statements_claim_only_what_the_interval_shows() {
         assert_eq!(
             say(&est(1.03, 0.99, 1.07), Quantity::Time),
+            "no significant difference, yet the CI reaches 7.0% slower: ≈ 32 more runs each would tell a 1.0% change from none"
+        );
+        // An interval off-centre past the floor: its lower side must shrink
+        // to the floor, not its half-width to the estimate's distance.
+        let past_floor = RatioEstimate {
+            significant: false,
+            ..est(1.009, 1.001, 1.016)
+        };
+        assert_eq!(
+            statement(&past_floor, Quantity::Time, 336, 340).0,
+            "no significant difference beyond ±0.2%, yet the CI reaches 1.6% slower: ≈ 103 more runs each would tell a 1.0% change from none"
+        );
+        // Within ±1 % there is nothing more to tell; memory gets no advice.
+        assert_eq!(
+            say(&est(1.002, 0.995, 1.009), Quantity::Time),
+            "no significant difference"
+        );
+        assert_eq!(
+            say(&est(1.03, 0.99, 1.07), Quantity::Memory),
             "no significant difference"
         );
         assert_eq!(
@@ -582,7 +652,7 @@ mod tests {
         // A CI touching 1.0 exactly does not exclude it.
         assert_eq!(
             say(&est(1.1, 1.0, 1.2), Quantity::Time),
-            "no significant difference"
+            "no significant difference, yet the CI reaches 20% slower: ≈ 2 more runs each would tell a 1.0% change from none"
         );
         // One that excludes it but not the in-run floor says which floor.
         let inside = RatioEstimate {

@@ -48,7 +48,9 @@ pub use summary::{MeanSd, welch_relative_change};
 pub use usl::{
     UslError, UslFit, UslModel, UslPoint, fit_usl, fit_usl_capped, usl_efficiency, usl_throughput,
 };
-pub use verdict::{Direction, Evidence, Verdict, VerdictRule, decide, smallest_p, verdict};
+pub use verdict::{
+    Direction, Evidence, Verdict, VerdictRule, decide, samples_to_narrow, smallest_p, verdict,
+};
 
 /// Rejects confidence levels outside the open interval (0, 1), NaN included.
 fn valid_confidence(confidence: f64) -> bool {

@@ -286,6 +286,74 @@ mod tests {
         }
     }
 
+    /// Invocations of `n` pairs at `level`, each with its own fixed offset
+    /// between the sides (log-normal, sd `between`): what stays put for one
+    /// invocation — where each binary landed, a host phase — and varies
+    /// across them. Returns the misses of the true +1 % and, over the
+    /// invocations, the estimates' sd and the sd the intervals state (median
+    /// half-width over the level's z).
+    fn across_invocations(trials: u64, n: usize, level: f64, between: f64) -> (u64, f64, f64) {
+        let z = crate::normal::normal_quantile(0.5 + level / 2.0);
+        let mut rng = Rng::new(52);
+        let (mut missed, mut ests, mut stated) = (0, Vec::new(), Vec::new());
+        for t in 0..trials {
+            let offset = (between * rng.next_normal()).exp();
+            let pairs = Machine::new(5200 + t, 0.03, 0.03).pairs(n, 1.01 * offset);
+            let c = estimate_pairs(&pairs, level)
+                .unwrap()
+                .estimate
+                .change
+                .unwrap();
+            missed += u64::from(c.ci.lo > 0.01 || c.ci.hi < 0.01);
+            ests.push(c.change);
+            stated.push((c.ci.hi - c.ci.lo) / 2.0 / z);
+        }
+        let sd = crate::describe::summarize(&ests).unwrap().stddev;
+        (missed, sd, crate::describe::median(&stated).unwrap())
+    }
+
+    #[test]
+    fn the_interval_covers_at_the_largest_between_invocation_component_the_study_cannot_exclude() {
+        // The coverage study (docs/STATISTICS.md §9, bench/validation/
+        // coverage.py) measured the estimates' sd between invocations at 0.93
+        // of the sd the intervals state, pooled over 24 cells of real
+        // programs; its one-sided 95 % upper bound is 1.00. So the study
+        // cannot exclude a component fixed per invocation that brings the
+        // spread between invocations up to the stated sd. Added to the VM's
+        // noise shape at the size that does, the interval must still cover
+        // the truth within 2 points of its level, at `ab`'s first look (130
+        // pairs, 97.5 %) and at 95 %.
+        const UPPER: f64 = 1.00;
+        for level in [0.975, 0.95] {
+            let (_, sampling, stated) = across_invocations(400, 130, level, 0.0);
+            assert!(
+                sampling <= UPPER * stated,
+                "level {level}: estimates spread {sampling:.5} within a stated sd of {stated:.5}"
+            );
+            let between = (UPPER * UPPER - (sampling / stated).powi(2))
+                .max(0.0)
+                .sqrt()
+                * stated;
+            let (missed, spread, stated) = across_invocations(1000, 130, level, between);
+            eprintln!(
+                "level {level}: component {:.3} %, spread/stated {:.2}, missed {missed} of 1000",
+                100.0 * between,
+                spread / stated
+            );
+            assert!(
+                missed as f64 <= 1000.0 * (1.0 - level + 0.02),
+                "level {level}: {missed} of 1000 missed with a between-invocation sd of {between:.5}"
+            );
+            // The guard sees a component twice the stated sd: such a spread
+            // would need a wider interval, and coverage says so.
+            let (missed, _, _) = across_invocations(1000, 130, level, 2.0 * stated);
+            assert!(
+                missed as f64 > 1000.0 * (1.0 - level + 0.02),
+                "level {level}: only {missed} of 1000 missed at twice the stated sd"
+            );
+        }
+    }
+
     /// `ab`'s procedure on one simulated comparison: 10 planned rounds of
     /// 13 pairs, judged under its paired rule (flag beyond ±0.2 %, no change
     /// within ±1 %), then while inconclusive again at 15, 23, 35, 53 and 80

@@ -95,6 +95,14 @@ impl VerdictRule {
     }
 }
 
+/// About how many samples per side an interval of half-width `half` from
+/// `n` samples needs to shrink to `room`: half-widths fall like 1/√n. None
+/// when nothing can be said (no samples, no room, numbers not finite).
+pub fn samples_to_narrow(n: usize, half: f64, room: f64) -> Option<f64> {
+    (n > 0 && room > 0.0 && half.is_finite() && room.is_finite())
+        .then(|| (n as f64 * (half / room).powi(2)).ceil())
+}
+
 /// Applies the verdict rule to a change (with its CI) and a p-value from a
 /// test on the same samples (n_base and n_cand of them). In order:
 /// 1. invalid rule, n < min_samples on either side, non-finite change or CI
