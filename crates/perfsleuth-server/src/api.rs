@@ -3,7 +3,7 @@
 
 use crate::auth::{Scope, authorize};
 use crate::extract::{ApiPath, ApiQuery};
-use crate::{API_PREFIX, ApiError, State};
+use crate::{API_PREFIX, Access, ApiError, State};
 use axum::Router;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -90,7 +90,7 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 async fn health(axum::extract::State(state): Shared) -> Response {
     let backend = state.backend;
     let up = state
-        .with_store("", |s| Ok(s.projects().map(|_| ())?))
+        .with_store("", Access::Read, |s| Ok(s.projects().map(|_| ())?))
         .await;
     let doc = HealthDoc {
         schema: HealthDoc::SCHEMA.to_string(),
@@ -120,11 +120,39 @@ async fn allow(
         .await
 }
 
+/// The request body, at most `state.body_limit` bytes, within
+/// `state.body_timeout` (408 after it) and before the server stops (503,
+/// which `push` retries against the next server).
+async fn read_body(request: Request, state: &State) -> Result<Vec<u8>, ApiError> {
+    let mut stopping = state.stopping.clone();
+    let read = tokio::time::timeout(state.body_timeout, read_limited(request, state.body_limit));
+    tokio::select! {
+        read = read => read.unwrap_or_else(|_| Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within {} s",
+                state.body_timeout.as_secs_f64()
+            ),
+            Some("send the run over a faster link, or start the server with a longer --body-timeout".into()),
+        ))),
+        _ = async {
+            // A server that cannot say it stops never does so here.
+            if stopping.wait_for(|stop| *stop).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        } => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is stopping; the body was not read",
+            Some("push again once the server is back (runs already sent are not sent twice)".into()),
+        )),
+    }
+}
+
 /// The request body, at most `limit` bytes. A larger body is read on and
 /// discarded (up to 4 × the limit, at least 64 MiB more) before the 413 goes
 /// out: a client still sending when the server closes gets a broken pipe,
 /// not the answer, and would retry what can never succeed.
-async fn read_body(request: Request, limit: usize) -> Result<Vec<u8>, ApiError> {
+async fn read_limited(request: Request, limit: usize) -> Result<Vec<u8>, ApiError> {
     use http_body_util::BodyExt as _;
     let drain_to = limit.saturating_mul(4).max(limit.saturating_add(64 << 20));
     let mut body = request.into_body();
@@ -189,7 +217,7 @@ async fn ingest(
     // Authorized before the body is read: no one without a token makes the
     // server buffer 32 MiB.
     allow(&state, &project, &headers, Scope::Ingest).await?;
-    let body = read_body(request, state.body_limit).await?;
+    let body = read_body(request, &state).await?;
     let text = std::str::from_utf8(&body).map_err(|_| {
         ApiError::bad_request(
             "the body is not UTF-8",
@@ -326,7 +354,7 @@ async fn head_run(
     let secret = bearer(&headers)?;
     let name = project.clone();
     state
-        .with_store(&project, move |s| {
+        .with_store(&project, Access::Read, move |s| {
             if authorize(s, &name, secret.as_deref(), Scope::Ingest).is_err() {
                 authorize(s, &name, secret.as_deref(), Scope::Read)?;
             }
@@ -437,7 +465,7 @@ async fn comparison(
                 s,
                 baseline,
                 candidate,
-                options,
+                options.clone(),
                 q.history.unwrap_or(true),
             )
             .map_err(select_err)?;
@@ -497,8 +525,8 @@ async fn history(
     let doc = state
         .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
             let filter = perfsleuth_history::Filter {
-                benchmarks: q.bench.into_iter().collect(),
-                branch: q.branch,
+                benchmarks: q.bench.iter().cloned().collect(),
+                branch: q.branch.clone(),
                 last: q.last,
                 ..Default::default()
             };

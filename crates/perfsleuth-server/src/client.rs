@@ -129,16 +129,20 @@ impl Client {
     }
 
     /// Sends `export`'s run unless the server holds it already. Returns what
-    /// happened and how many HTTP attempts it took.
+    /// happened and the attempts it took: one for a run whose look-up and
+    /// upload both got answers at once, one more for each request that got
+    /// none (a network error, a 5xx, 408 or 429) and was tried again — the
+    /// number the error message of a run that failed names too.
     pub fn push(&self, export: &RunExport) -> (Result<Pushed, PushError>, u32) {
-        let mut attempts = 0;
+        let mut failed = 0;
+        let answered = |failed: u32| failed + 1;
         if let Some(uuid) = &export.run.uuid {
             let url = format!("{}/{uuid}", self.runs_url());
-            match self.with_retries(&mut attempts, || self.send("HEAD", &url, None)) {
-                Ok(a) if a.status == 200 => return (Ok(Pushed::Present(None)), attempts),
+            match self.with_retries(&mut failed, || self.send("HEAD", &url, None)) {
+                Ok(a) if a.status == 200 => return (Ok(Pushed::Present(None)), answered(failed)),
                 Ok(a) if a.status == 404 => {}
-                Ok(a) => return (Err(refusal(&a, &self.project)), attempts),
-                Err(e) => return (Err(e), attempts),
+                Ok(a) => return (Err(refusal(&a, &self.project)), answered(failed)),
+                Err(e) => return (Err(e), failed),
             }
         }
         let body = match serde_json::to_vec(export) {
@@ -151,12 +155,17 @@ impl Client {
                         status: None,
                         usage: true,
                     }),
-                    attempts,
+                    answered(failed),
                 );
             }
         };
         let url = self.runs_url();
-        let answer = self.with_retries(&mut attempts, || self.send("POST", &url, Some(&body)));
+        let answer = self.with_retries(&mut failed, || self.send("POST", &url, Some(&body)));
+        let attempts = if answer.is_ok() {
+            answered(failed)
+        } else {
+            failed
+        };
         let result = match answer {
             Ok(a) if a.status == 200 || a.status == 201 => {
                 match serde_json::from_str::<IngestDoc>(&a.body) {
@@ -179,10 +188,11 @@ impl Client {
     }
 
     /// Repeats `request` while it fails on the network or with a 5xx, 408
-    /// or 429, waiting longer each time; counts attempts in `attempts`.
+    /// or 429, waiting longer each time; counts the tries that got no answer
+    /// in `failed`, which runs on across the requests of one run.
     fn with_retries(
         &self,
-        attempts: &mut u32,
+        failed: &mut u32,
         request: impl Fn() -> Result<Answer, Transport>,
     ) -> Result<Answer, PushError> {
         let mut wait = FIRST_BACKOFF;
@@ -199,9 +209,12 @@ impl Client {
                 std::thread::sleep(wait.mul_f64(jitter));
                 wait = (wait * 2).min(MAX_BACKOFF);
             }
-            *attempts += 1;
-            match request() {
-                Ok(a) if a.status >= 500 || a.status == 408 || a.status == 429 => {
+            let answer = request();
+            if !matches!(answer, Ok(ref a) if !retried(a.status)) {
+                *failed += 1;
+            }
+            match answer {
+                Ok(a) if retried(a.status) => {
                     last = format!("HTTP {}: {}", a.status, error_text(&a));
                 }
                 Ok(a) => return Ok(a),
@@ -219,7 +232,7 @@ impl Client {
         Err(PushError {
             message: format!(
                 "{} did not answer after {} attempts: {last}",
-                self.shown, self.attempts
+                self.shown, *failed
             ),
             hint: "check that the server runs and --server is right; push again later (runs already sent are not sent twice)".into(),
             status: None,
@@ -296,10 +309,24 @@ fn transport(e: ureq::Error) -> Transport {
     Transport::Retry(text)
 }
 
-/// The server's own message where it sent a `perfsleuth/error`, else the body's start.
+/// Whether an answer with `status` is one to try again: the server or a
+/// proxy in front of it may recover.
+fn retried(status: u16) -> bool {
+    status >= 500 || status == 408 || status == 429
+}
+
+/// The server's own message where it sent a `perfsleuth/error`, else the
+/// body's start, else (an answer to `HEAD` has no body) what the status means.
 fn error_text(a: &Answer) -> String {
     match serde_json::from_str::<ApiErrorDoc>(&a.body) {
         Ok(doc) => doc.error,
+        Err(_) if a.body.trim().is_empty() => {
+            let reason = ureq::http::StatusCode::from_u16(a.status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("an error");
+            format!("{reason}, with no message (the server sent no body)")
+        }
         Err(_) => a.body.chars().take(200).collect(),
     }
 }

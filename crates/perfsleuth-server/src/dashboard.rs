@@ -9,7 +9,7 @@
 
 use crate::api::bearer;
 use crate::auth::{Scope, valid_project};
-use crate::{ApiError, State};
+use crate::{Access, ApiError, State};
 use axum::Router;
 use axum::extract::Form;
 use axum::extract::rejection::FormRejection;
@@ -171,7 +171,7 @@ async fn read_page<F>(
     f: F,
 ) -> Result<Html<String>, PageError>
 where
-    F: FnOnce(&mut dyn Store) -> Result<String, ApiError> + Send + 'static,
+    F: FnMut(&mut dyn Store) -> Result<String, ApiError> + Send + 'static,
 {
     let secret = credential(headers).map_err(|e| PageError(e, Some(project.to_string())))?;
     state
@@ -188,7 +188,7 @@ async fn home(
     let signed = signed_in(&headers);
     let secret = credential(&headers)?;
     let projects = state
-        .with_store("", move |s| {
+        .with_store("", Access::Read, move |s| {
             let mine = match &secret {
                 Some(t) => s
                     .token_by_hash(&crate::auth::hash_secret(t))?
@@ -677,7 +677,7 @@ async fn compare_page(
             Some(b) => Some(crate::api::side(s, &b)?),
             None => None,
         };
-        let done = perfsleuth_sides::compare_stored(s, baseline, candidate, options, true)
+        let done = perfsleuth_sides::compare_stored(s, baseline, candidate, options.clone(), true)
             .map_err(crate::api::select_err)?;
         let ids =
             |side: &perfsleuth_compare::Side| perfsleuth_compare::newest(side).and_then(|r| r.id);

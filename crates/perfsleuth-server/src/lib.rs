@@ -46,6 +46,9 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Largest request body accepted (413 above it).
     pub body_limit: usize,
+    /// Longest a request's body may take to arrive (408 after it): an
+    /// upload that trickles is cut off rather than held open.
+    pub body_timeout: Duration,
     /// The verdict options every comparison it serves is judged with: the
     /// CLI's, from the same `perfsleuth.toml` (`[compare]`), so the server
     /// and `perfsleuth compare` give one verdict for the same runs.
@@ -176,11 +179,13 @@ struct Pool {
 }
 
 impl Pool {
-    fn take(&self) -> Result<Box<dyn Store + Send>, StoreError> {
+    /// A handle, and whether it came from the pool (it may have broken
+    /// while idle) rather than fresh from the store.
+    fn take(&self) -> Result<(Box<dyn Store + Send>, bool), StoreError> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match idle {
-            Some(store) => Ok(store),
-            None => self.url.open(),
+            Some(store) => Ok((store, true)),
+            None => Ok((self.url.open()?, false)),
         }
     }
 
@@ -206,22 +211,41 @@ pub(crate) struct State {
     pool: Pool,
     pub(crate) backend: &'static str,
     pub(crate) body_limit: usize,
+    /// See [`ServerConfig::body_timeout`].
+    pub(crate) body_timeout: Duration,
+    /// Set once the server is stopping: bodies still arriving are given up
+    /// (503, which `push` retries) instead of holding the exit.
+    pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
     /// See [`ServerConfig::compare`].
     pub(crate) compare: perfsleuth_compare::Options,
+}
+
+/// Whether a request may run its store call again after a broken
+/// connection: reads may; an upload is tried once (a commit whose answer was
+/// lost could otherwise store a run without a UUID twice) and `push` retries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Reads: tried again, once, on a fresh connection.
+    Read,
+    /// Writes: tried once.
+    Write,
 }
 
 impl State {
     /// Runs `f` with a store handle scoped to `project` on the blocking pool.
     /// A handle whose connection failed is dropped with every idle one, so
-    /// the next request connects afresh (a restarted database heals at once).
+    /// the next request connects afresh (a restarted database heals at once);
+    /// a read that met such a pooled handle runs once more on a fresh
+    /// connection, so the first request after a restart does not fail.
     pub(crate) async fn with_store<T, F>(
         self: &Arc<State>,
         project: &str,
-        f: F,
+        access: Access,
+        mut f: F,
     ) -> Result<T, ApiError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut dyn Store) -> Result<T, ApiError> + Send + 'static,
+        F: FnMut(&mut dyn Store) -> Result<T, ApiError> + Send + 'static,
     {
         let permit =
             self.pool.slots.clone().acquire_owned().await.map_err(|_| {
@@ -231,18 +255,26 @@ impl State {
         let project = project.to_string();
         let joined = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let mut store = state.pool.take()?;
+            let broken = |r: &Result<T, ApiError>| {
+                matches!(r, Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE)
+            };
+            let (mut store, pooled) = state.pool.take()?;
             store.use_project(&project);
-            let result = f(&mut *store);
-            let broken = matches!(
-                &result,
-                Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE
-            );
-            if broken {
+            let mut result = f(&mut *store);
+            if broken(&result) {
                 state.pool.forget_idle();
-            } else {
-                state.pool.give(store);
+                drop(store);
+                if !(pooled && access == Access::Read) {
+                    return result;
+                }
+                store = state.pool.url.open()?;
+                store.use_project(&project);
+                result = f(&mut *store);
+                if broken(&result) {
+                    return result;
+                }
             }
+            state.pool.give(store);
             result
         })
         .await;
@@ -258,6 +290,11 @@ impl State {
 }
 
 impl State {
+    /// Store calls running now (each holds one of the pool's slots).
+    fn store_calls_in_flight(&self) -> usize {
+        MAX_CONNECTIONS - self.pool.slots.available_permits()
+    }
+
     /// Runs `f` for a request with credential `secret` once it is
     /// authorized for `scope` on `project` (see [`auth::authorize`]).
     pub(crate) async fn authorized<T, F>(
@@ -269,10 +306,15 @@ impl State {
     ) -> Result<T, ApiError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut dyn Store) -> Result<T, ApiError> + Send + 'static,
+        F: FnMut(&mut dyn Store) -> Result<T, ApiError> + Send + 'static,
     {
         let name = project.to_string();
-        self.with_store(project, move |s| {
+        let access = match scope {
+            auth::Scope::Read => Access::Read,
+            auth::Scope::Ingest | auth::Scope::Admin => Access::Write,
+        };
+        let mut f = f;
+        self.with_store(project, access, move |s| {
             auth::authorize(s, &name, secret.as_deref(), scope)?;
             f(s)
         })
@@ -303,7 +345,10 @@ pub enum ServerError {
 /// bad store fails before anything listens) and the state it shares, which
 /// the caller keeps so the store handles are closed outside the async runtime: the synchronous PostgreSQL
 /// client runs a runtime of its own and may not be dropped inside another.
-fn build(config: &ServerConfig) -> Result<(axum::Router, Arc<State>), StoreError> {
+fn build(
+    config: &ServerConfig,
+    stopping: tokio::sync::watch::Receiver<bool>,
+) -> Result<(axum::Router, Arc<State>), StoreError> {
     let first = config.store.open()?;
     let backend = match config.store {
         StoreUrl::Sqlite(_) => "sqlite",
@@ -317,6 +362,8 @@ fn build(config: &ServerConfig) -> Result<(axum::Router, Arc<State>), StoreError
         },
         backend,
         body_limit: config.body_limit,
+        body_timeout: config.body_timeout,
+        stopping,
         compare: config.compare.clone(),
     });
     let router = api::routes(Arc::clone(&state))
@@ -365,20 +412,32 @@ async fn access_log(
 /// connection is closed then, not kept for ever.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// How long requests in flight may finish after SIGINT or SIGTERM before
-/// the server stops anyway.
+/// The default of [`ServerConfig::body_timeout`]: a 32 MiB run arrives in
+/// it at 0.6 MiB/s; `push` itself gives a POST 120 s.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long requests the server is working on (a store call in progress)
+/// may finish after SIGINT or SIGTERM before the server stops anyway.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// Serves until SIGINT or SIGTERM, then lets the requests in flight finish
-/// for up to [`SHUTDOWN_GRACE`]. `ready` is called with the bound address
-/// once the server listens (port 0 picks a free one).
+/// After the last store call of a stopping server ends, how long its
+/// answers get to go out before every connection left is closed.
+const FLUSH_GRACE: Duration = Duration::from_millis(500);
+
+/// Serves until SIGINT or SIGTERM, then lets the requests the server is
+/// working on finish for up to [`SHUTDOWN_GRACE`]; what only a client holds
+/// (a partial head, a body still arriving, an idle connection) does not
+/// delay the exit. `ready` is called with the bound address once the
+/// server listens (port 0 picks a free one).
 pub fn serve(config: ServerConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
-    let (app, state) = build(&config)?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (app, state) = build(&config, stop_rx)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_io()
         .enable_time()
         .thread_name("perfsleuth-server")
         .build()?;
+    let serving = Arc::clone(&state);
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
@@ -387,7 +446,7 @@ pub fn serve(config: ServerConfig, ready: impl FnOnce(SocketAddr)) -> Result<(),
                 detail: e.to_string(),
             })?;
         ready(listener.local_addr()?);
-        accept_until_signal(listener, app).await;
+        accept_until_signal(listener, app, &serving, stop_tx).await;
         Ok::<(), ServerError>(())
     })?;
     // Requests still blocked on the store get a moment, not forever.
@@ -399,10 +458,17 @@ pub fn serve(config: ServerConfig, ready: impl FnOnce(SocketAddr)) -> Result<(),
 
 /// Serves each accepted connection over HTTP/1 with the header-read
 /// timeout; on a signal stops accepting, asks every connection to finish
-/// its request and close, and closes what is left after the grace period.
-async fn accept_until_signal(listener: tokio::net::TcpListener, app: axum::Router) {
+/// its request and close, waits while the server has store work in flight
+/// (up to [`SHUTDOWN_GRACE`]) and its answers a moment to go out, then
+/// closes what is left: connections that only a client holds up.
+async fn accept_until_signal(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    state: &Arc<State>,
+    stop_tx: tokio::sync::watch::Sender<bool>,
+) {
     use hyper_util::rt::{TokioIo, TokioTimer};
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stop_rx = stop_tx.subscribe();
     let mut connections = tokio::task::JoinSet::new();
     let signal = shutdown_signal();
     tokio::pin!(signal);
@@ -440,13 +506,26 @@ async fn accept_until_signal(listener: tokio::net::TcpListener, app: axum::Route
     }
     drop(listener);
     let _ = stop_tx.send(true);
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
+    let started = tokio::time::Instant::now();
+    let mut quiet_since = None;
+    while !connections.is_empty() {
+        tokio::select! {
+            _ = connections.join_next() => continue,
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+        let now = tokio::time::Instant::now();
+        if state.store_calls_in_flight() > 0 {
+            quiet_since = None;
+        } else if now - *quiet_since.get_or_insert(now) >= FLUSH_GRACE {
+            break;
+        }
+        if now - started >= SHUTDOWN_GRACE {
+            break;
+        }
+    }
+    if !connections.is_empty() {
         eprintln!(
-            "stopping: {} connection(s) still open after {} s are closed",
+            "stopping: {} connection(s) held open by their clients (or past the {} s grace) are closed",
             connections.len(),
             SHUTDOWN_GRACE.as_secs()
         );

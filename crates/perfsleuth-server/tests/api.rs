@@ -22,6 +22,7 @@ fn start(store: StoreUrl, body_limit: usize) -> String {
             store,
             listen: "127.0.0.1:0".parse().unwrap(),
             body_limit,
+            body_timeout: perfsleuth_server::DEFAULT_BODY_TIMEOUT,
             compare: perfsleuth_compare::Options::default(),
         };
         serve(config, |addr| tx.send(addr).unwrap()).expect("the server runs");

@@ -499,6 +499,9 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes or with a unit (KiB, MiB); larger uploads get 413.
     #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = crate::parse::byte_size)]
     pub body_limit: u64,
+    /// Longest a request body may take to arrive (e.g. 60s, 2m); slower uploads get 408.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::parse::duration)]
+    pub body_timeout: std::time::Duration,
     /// Verdict settings.
     ///
     /// Verdict settings (`[compare]`) for the comparisons it serves, as `compare` reads them [default: perfsleuth.toml at the repository top or in the current directory, if present].

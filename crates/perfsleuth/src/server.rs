@@ -34,6 +34,7 @@ pub fn serve(args: ServeArgs) -> Result<i32, Fail> {
         store,
         listen: args.listen,
         body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
+        body_timeout: args.body_timeout,
         compare,
     };
     perfsleuth_server::serve(config, |addr| {
@@ -364,8 +365,26 @@ fn push_ids(
         project: target.project.clone().unwrap_or_default(),
         runs: Vec::new(),
     };
-    let mut first_failure = None;
+    let mut first_failure: Option<(i64, perfsleuth_server::client::PushError)> = None;
     for &id in ids {
+        if let Some((failed, _)) = &first_failure {
+            // The server refused or is away: the next runs would fare the
+            // same, so they are not tried — but each is still reported.
+            doc.runs.push(PushedRun {
+                local_id: id,
+                uuid: store
+                    .load_run(id)
+                    .ok()
+                    .flatten()
+                    .and_then(|r| r.uuid)
+                    .unwrap_or_default(),
+                outcome: "not_attempted".into(),
+                server_id: None,
+                attempts: 0,
+                error: Some(format!("not tried after run {failed} failed")),
+            });
+            continue;
+        }
         let run = store.load_run(id).map_err(Fail::from)?.ok_or_else(|| {
             Fail::usage(
                 format!("run {id} not found"),
@@ -407,7 +426,7 @@ fn push_ids(
                     attempts,
                     error: Some(e.message.clone()),
                 };
-                first_failure.get_or_insert(e);
+                first_failure.get_or_insert((id, e));
                 entry
             }
         };
@@ -427,12 +446,23 @@ fn push_ids(
             };
             emit(&line, false);
         }
-        let failed = entry.outcome == "failed";
         doc.runs.push(entry);
-        if failed {
-            // The server refused or is away: the next runs would fare the same.
-            break;
-        }
+    }
+    let untried: Vec<String> = doc
+        .runs
+        .iter()
+        .filter(|r| r.outcome == "not_attempted")
+        .map(|r| r.local_id.to_string())
+        .collect();
+    if report == PushReport::Lines && !untried.is_empty() {
+        emit(
+            &format!(
+                "Not tried after that failure: run{} {}.\n",
+                if untried.len() == 1 { "" } else { "s" },
+                untried.join(", ")
+            ),
+            false,
+        );
     }
     if report == PushReport::Count {
         let count = |o: &str| doc.runs.iter().filter(|r| r.outcome == o).count();
@@ -457,6 +487,6 @@ fn push_ids(
     }
     match first_failure {
         None => Ok(ExitCode::OK),
-        Some(e) => Err(Fail::usage(e.message, e.hint)),
+        Some((_, e)) => Err(Fail::usage(e.message, e.hint)),
     }
 }

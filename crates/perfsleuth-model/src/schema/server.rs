@@ -99,12 +99,15 @@ pub struct PushedRun {
     /// Its UUID.
     pub uuid: String,
     /// `sent` (stored now), `present` (already on the server, not sent
-    /// again) or `failed`.
+    /// again), `failed`, or `not_attempted` (after a run failed, the rest
+    /// are not tried: the server refused or is away).
     pub outcome: String,
     /// Its id on the server, when known.
     #[serde(default)]
     pub server_id: Option<i64>,
-    /// HTTP attempts made (retries after network errors and 5xx included).
+    /// Attempts at the run: 1 when its look-up and upload were answered at
+    /// once, plus one per request that got no answer (a network error, 5xx,
+    /// 408, 429) and was tried again; 0 when not attempted.
     pub attempts: u32,
     /// Why it failed.
     #[serde(default)]

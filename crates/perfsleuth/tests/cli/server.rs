@@ -956,7 +956,8 @@ fn a_postgres_store_is_safe_under_a_live_server_and_cli_processes() {
 /// Issue 37: after PostgreSQL came back, ~11 more requests failed with 503,
 /// one per pooled connection the outage had broken. Every backend of the
 /// server is terminated (what a database restart does to them) with the
-/// pool full; one request may still meet a broken connection, the next heal.
+/// pool full. Issue 54: the first read still answered 503 once; a read that
+/// meets a broken pooled connection now runs again on a fresh one.
 #[test]
 fn a_postgres_outage_heals_at_the_first_request_after_it() {
     let Some(url) = perfsleuth_testkit::fresh_postgres("server_heals") else {
@@ -993,9 +994,10 @@ fn a_postgres_outage_heals_at_the_first_request_after_it() {
         .unwrap();
     assert!(count >= 2, "the pool held {count} connections");
     let statuses: Vec<u16> = (0..6).map(|_| get(&health, None).0).collect();
-    let failed = statuses.iter().take_while(|s| **s == 503).count();
-    assert!(failed <= 1, "{statuses:?} after {count} connections broke");
-    assert!(statuses[failed..].iter().all(|s| *s == 200), "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s == 200),
+        "{statuses:?} after {count} connections broke"
+    );
 }
 
 /// A client holding a partial request neither keeps the server from
@@ -1028,10 +1030,22 @@ fn partial_requests_and_idle_connections_are_closed_and_do_not_block_sigterm() {
         waited < Duration::from_secs(40),
         "closed after {waited:?}, not held"
     );
-    // Another partial request, then SIGTERM: the server exits within its grace.
+    // What only clients hold, then SIGTERM: a partial head (no end of it),
+    // a body trickling in at a byte every 0.2 s, an idle keep-alive
+    // connection. None of it is the server's work: it exits well inside
+    // its 10 s grace for work in flight (it waited the whole 10 s before).
+    let pusher = token(&sb, &team, "app", "ingest");
     let mut held = std::net::TcpStream::connect(&addr).unwrap();
-    held.write_all(b"GET /api/v1/health HTTP/1.1\r\n").unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    held.write_all(b"GET /api/v1/hea").unwrap();
+    let trickle = trickle_body(&addr, &pusher, Duration::from_millis(200));
+    let mut keep_alive = std::net::TcpStream::connect(&addr).unwrap();
+    keep_alive
+        .write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let n = keep_alive.read(&mut buf).unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"), "{:?}", &buf[..n]);
+    std::thread::sleep(Duration::from_millis(500));
     let mut server = server;
     let pid = server.child.id().to_string();
     let t = Instant::now();
@@ -1042,16 +1056,205 @@ fn partial_requests_and_idle_connections_are_closed_and_do_not_block_sigterm() {
             .unwrap()
             .success()
     );
-    loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            assert_eq!(status.code(), Some(0), "{status:?}");
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "SIGTERM ignored while a client holds a partial request"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let status = server.child.wait().unwrap();
+    let took = t.elapsed();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "SIGTERM took {took:?} while clients held a partial head, a trickling body and an idle connection"
+    );
+    // The trickling upload got an answer it can act on, or lost its
+    // connection: never a stored run.
+    let answer = trickle.join().unwrap();
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 503"),
+        "{answer}"
+    );
+    let stored = sb.run(["runs", "--store", &team, "--json"]);
+    assert!(!stored.stdout.contains("\"id\""), "{}", stored.stdout);
     drop(held);
+}
+
+/// Opens a POST of a 2 000-byte body to project app's runs and sends it a
+/// byte every `every` until the server answers or closes; returns what it
+/// answered (empty if it only closed).
+fn trickle_body(addr: &str, token: &str, every: Duration) -> std::thread::JoinHandle<String> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "POST /api/v1/projects/app/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n"
+    );
+    conn.write_all(head.as_bytes()).unwrap();
+    conn.set_read_timeout(Some(every)).unwrap();
+    std::thread::spawn(move || {
+        let mut answer = Vec::new();
+        for _ in 0..2000 {
+            if conn.write_all(b" ").is_err() {
+                break;
+            }
+            let mut buf = [0u8; 4096];
+            match conn.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    answer.extend_from_slice(&buf[..n]);
+                    break;
+                }
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(_) => break,
+            }
+        }
+        String::from_utf8_lossy(&answer).into_owned()
+    })
+}
+
+/// A body that trickles is cut off by `--body-timeout` with a 408 that says
+/// so (issue 54: it stayed open past 60 s, with only a head timeout).
+#[test]
+fn a_trickling_body_is_cut_off_by_the_body_timeout() {
+    let sb = Sandbox::new();
+    let team = format!("sqlite:{}", sb.path("team.db").display());
+    let pusher = token(&sb, &team, "app", "ingest");
+    let server = serve_with(
+        &sb,
+        &[
+            "serve",
+            "--store",
+            &team,
+            "--listen",
+            "127.0.0.1:0",
+            "--body-timeout",
+            "1s",
+        ],
+    );
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let answer = trickle_body(&addr, &pusher, Duration::from_millis(200))
+        .join()
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains("the body did not arrive within 1 s"),
+        "{answer}"
+    );
+    assert!(answer.contains("--body-timeout"), "{answer}");
+    let bad = sb.run([
+        "serve",
+        "--store",
+        &team,
+        "--listen",
+        "127.0.0.1:0",
+        "--body-timeout",
+        "soon",
+    ]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+}
+
+/// Runs `sql` on the PostgreSQL database at `url` with psql.
+fn psql(url: &str, sql: &str) {
+    let out = Command::new("psql")
+        .args([url, "-qAtc", sql])
+        .output()
+        .expect("psql runs");
+    assert!(out.status.success(), "{sql}: {out:?}");
+}
+
+/// Issue 54, points 1–3, against a real PostgreSQL that stops taking
+/// connections: `push --json` lists every run asked for (those after the
+/// failure `not_attempted`; it listed only up to the failure), a run sent
+/// at once counts 1 attempt (it said 2: a HEAD and a POST), a failed one the
+/// number its message names, and an answer without a body (the HEAD's 503)
+/// says what it was (it said "HTTP 503: " and nothing).
+#[test]
+fn a_push_into_a_database_outage_reports_every_run_and_one_count_of_attempts() {
+    let Some(url) = perfsleuth_testkit::fresh_postgres("push_outage") else {
+        return;
+    };
+    let admin = std::env::var("PERFSLEUTH_TEST_POSTGRES").unwrap();
+    let db = url
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string();
+    let sb = Sandbox::new();
+    let secret = token(&sb, &url, "app", "ingest");
+    let server = serve(&sb, &url, "127.0.0.1:0");
+    for _ in 0..4 {
+        sb.run(["run", "--warmup", "0", "--runs", "2", "true"]).ok();
+    }
+    let push = |args: &[&str]| {
+        let mut all = vec!["push", "--json", "--attempts", "2"];
+        all.extend_from_slice(args);
+        with_push_env(&sb, &server.base, &secret, &all)
+    };
+    let first = push(&["1"]).ok();
+    let doc = parse_json(&first.stdout);
+    assert_eq!(doc["runs"][0]["outcome"], "sent", "{doc}");
+    assert_eq!(doc["runs"][0]["attempts"], 1, "{doc}");
+
+    // The database stops taking connections; the server's pooled ones go.
+    psql(
+        &admin,
+        &format!("ALTER DATABASE {db} ALLOW_CONNECTIONS false"),
+    );
+    psql(
+        &admin,
+        &format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{db}'"
+        ),
+    );
+    let failed = push(&["2", "3", "4"]);
+    assert_eq!(failed.code, 2, "{}", failed.stderr);
+    let doc = parse_json(&failed.stdout);
+    let runs = doc["runs"].as_array().unwrap();
+    let ids: Vec<i64> = runs
+        .iter()
+        .map(|r| r["local_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [2, 3, 4], "{doc}");
+    let error = runs[0]["error"].as_str().unwrap();
+    assert_eq!(runs[0]["outcome"], "failed", "{doc}");
+    assert_eq!(runs[0]["attempts"], 2, "{doc}");
+    assert!(error.contains("did not answer after 2 attempts"), "{error}");
+    assert!(
+        error.contains("HTTP 503: Service Unavailable, with no message"),
+        "{error}"
+    );
+    for r in &runs[1..] {
+        assert_eq!(r["outcome"], "not_attempted", "{doc}");
+        assert_eq!(r["attempts"], 0, "{doc}");
+        assert!(r["uuid"].as_str().is_some_and(|u| u.len() == 36), "{doc}");
+    }
+    assert!(
+        failed.stderr.contains("after 2 attempts"),
+        "{}",
+        failed.stderr
+    );
+    // In words too: the runs not tried are named.
+    let text = with_push_env(
+        &sb,
+        &server.base,
+        &secret,
+        &["push", "--attempts", "1", "2", "3"],
+    );
+    assert_eq!(text.code, 2, "{}", text.stderr);
+    assert!(
+        text.stdout.contains("Not tried after that failure: run 3."),
+        "{}",
+        text.stdout
+    );
+
+    // Back: what was not tried goes now, each at its first attempt.
+    psql(
+        &admin,
+        &format!("ALTER DATABASE {db} ALLOW_CONNECTIONS true"),
+    );
+    let again = push(&["2", "3", "4"]).ok();
+    let doc = parse_json(&again.stdout);
+    for r in doc["runs"].as_array().unwrap() {
+        assert_eq!(r["outcome"], "sent", "{doc}");
+    }
 }
