@@ -32,6 +32,10 @@ const COOKIE: &str = "perfsleuth_token";
 /// Runs listed on a project's page.
 const RECENT_RUNS: usize = 20;
 
+/// Runs the project page's trends span: the newest ones, so the page costs
+/// the same at 5 000 runs as at 50; a benchmark's own page has them all.
+const TREND_RUNS: usize = 50;
+
 /// Bisections listed on a project's page.
 const RECENT_BISECTIONS: usize = 10;
 
@@ -307,14 +311,23 @@ async fn logout() -> Response {
     response
 }
 
-/// Every benchmark's wall-time history in the project, on every branch.
-fn project_history(s: &mut dyn Store, bench: Option<&str>) -> Result<Option<HistoryDoc>, ApiError> {
+/// Every benchmark's wall-time history in the project, on every branch:
+/// over the newest `window` runs when given (the project page, whose cost
+/// must not grow with the project), else over all of them.
+fn project_history(
+    s: &mut dyn Store,
+    bench: Option<&str>,
+    window: Option<usize>,
+) -> Result<Option<HistoryDoc>, ApiError> {
     let filter = perfsleuth_history::Filter {
         benchmarks: bench.map(str::to_string).into_iter().collect(),
         ..Default::default()
     };
     let order = perfsleuth_history::Order::Time;
-    let entries = s.history_entries()?;
+    let entries = match window {
+        Some(n) => s.recent_history_entries(n)?,
+        None => s.history_entries()?,
+    };
     if entries.is_empty() {
         return Ok(None);
     }
@@ -353,7 +366,7 @@ async fn project_page(
     let signed = signed_in(&headers);
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
-        let doc = project_history(s, None)?;
+        let doc = project_history(s, None, Some(TREND_RUNS))?;
         let runs = s.list_runs(Some(RECENT_RUNS))?;
         let mut body = String::from("<section><h2>Benchmarks</h2>");
         match &doc {
@@ -361,6 +374,10 @@ async fn project_page(
                 "<p class=\"note\">No complete runs yet. Push some: <code>perfsleuth push --server URL --project NAME</code>.</p>",
             ),
             Some(doc) => {
+                let _ = write!(
+                    body,
+                    "<p class=\"note\">Trends over the project's newest {TREND_RUNS} runs; a benchmark's own page has its whole history.</p>"
+                );
                 body.push_str("<table><thead><tr><th>benchmark</th><th>machine</th><th>latest</th><th>trend</th><th>points</th><th>alert</th></tr></thead><tbody>");
                 for series in &doc.series {
                     let values: Vec<f64> = series.points.iter().map(|pt| pt.value).collect();
@@ -545,7 +562,7 @@ async fn bench_page(
     let signed = signed_in(&headers);
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
-        let doc = project_history(s, Some(&q.key))?
+        let doc = project_history(s, Some(&q.key), None)?
             .ok_or_else(|| ApiError::not_found("no complete runs yet", "push some runs first"))?;
         let mut body = perfsleuth_history::render_html(&doc);
         body.push_str("<section><h2>Runs in this history</h2><table><thead><tr><th>run</th><th>value</th><th>machine</th><th></th></tr></thead><tbody>");

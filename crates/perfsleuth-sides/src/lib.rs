@@ -143,7 +143,7 @@ pub fn default_baseline(store: &dyn Store, candidate: &Side) -> Result<Side, Sel
     let branch = first.and_then(|r| r.git.as_ref()?.branch.clone());
     // Earlier runs of the same kind, newest first (an exported file: every
     // stored run is earlier).
-    let earlier = store.earlier_runs(first.and_then(|r| r.id), kind)?;
+    let earlier = store.earlier_runs(first.and_then(|r| r.id), kind, None)?;
     let id = match (
         pick(&earlier, wanted.as_deref(), branch.as_deref()),
         earlier.is_empty(),
@@ -184,10 +184,16 @@ fn pick(earlier: &[EarlierRun], wanted: Option<&[String]>, branch: Option<&str>)
         .map(|r| r.id)
 }
 
+/// How many runs before the listed ones [`default_baselines_exist`] looks
+/// through: enough for any CI history's baseline, few enough that a
+/// project page costs the same at 5 000 runs as at 50.
+const BASELINE_SEARCH: usize = 200;
+
 /// Whether each listed run has a default baseline (the dashboard links
-/// only comparisons that can be made). Probe runs have none; a scale sweep
-/// is taken for a plain run here, which can only hide a link, never show a
-/// broken one. One query per mode among `runs`, however many runs.
+/// only comparisons that can be made) among the [`BASELINE_SEARCH`] runs
+/// before them. Probe runs have none; a scale sweep is taken for a plain
+/// run here, and a baseline further back is not looked for: both can only
+/// hide a link, never show a broken one. One query per mode among `runs`.
 pub fn default_baselines_exist(
     store: &dyn Store,
     runs: &[perfsleuth_store::RunListing],
@@ -205,7 +211,10 @@ pub fn default_baselines_exist(
                         mode: run.mode,
                         scale: false,
                     };
-                    by_mode.push((run.mode, store.earlier_runs(None, kind).unwrap_or_default()));
+                    let runs = store
+                        .earlier_runs(None, kind, Some(runs.len() + BASELINE_SEARCH))
+                        .unwrap_or_default();
+                    by_mode.push((run.mode, runs));
                     by_mode.len() - 1
                 }
             };

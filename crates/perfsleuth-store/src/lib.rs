@@ -41,6 +41,7 @@ pub use migrations::{APPLICATION_ID, STORE_SCHEMA_VERSION};
 pub use postgres::PgStore;
 pub use queries::new_uuid as new_run_uuid;
 pub use queries::{Admin, Backend, RunReader, RunWriter};
+pub use sql::statements_issued;
 pub use sqlite::{BUSY_TIMEOUT, SqliteStore};
 
 use perfsleuth_model::{GitInfo, Mode};

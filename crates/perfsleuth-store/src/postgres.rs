@@ -394,6 +394,7 @@ impl Db for PgStore {
     }
 
     fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
+        crate::sql::count_statement();
         let mut client = self.client.borrow_mut();
         let stmt = self.statement(&mut client, sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
@@ -409,6 +410,7 @@ impl Db for PgStore {
     }
 
     fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        crate::sql::count_statement();
         let mut client = self.client.borrow_mut();
         let stmt = self.statement(&mut client, sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();

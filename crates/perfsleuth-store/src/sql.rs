@@ -80,6 +80,21 @@ impl<T: Into<Val>> From<Option<T>> for Val {
 }
 
 /// Builds an array of [`Val`]s from heterogeneous values.
+/// Statements run by every store of this process, for tests that check a
+/// read's cost does not grow with the data ([`statements_issued`]).
+static STATEMENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts one statement (both backends' `query` and `execute`).
+pub(crate) fn count_statement() {
+    STATEMENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Statements (queries and writes, transaction control aside) every store
+/// of this process has run so far.
+pub fn statements_issued() -> u64 {
+    STATEMENTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 macro_rules! vals {
     ($($v:expr),* $(,)?) => { [$($crate::sql::Val::from($v)),*] };
 }

@@ -195,6 +195,7 @@ impl Db for SqliteStore {
     }
 
     fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
+        crate::sql::count_statement();
         let path = &self.session.place;
         let mut stmt = self.conn.prepare_cached(sql).at(path)?;
         let n = stmt.column_count();
@@ -221,6 +222,7 @@ impl Db for SqliteStore {
     }
 
     fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        crate::sql::count_statement();
         let mut stmt = self.conn.prepare_cached(sql).at(&self.session.place)?;
         let n = stmt
             .execute(rusqlite::params_from_iter(params.iter()))

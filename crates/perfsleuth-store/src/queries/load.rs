@@ -146,27 +146,35 @@ pub(crate) fn listings<D: Backend + ?Sized>(
             ),
             &params,
         )?;
+        // The listed runs' benchmark and probe names: two statements per
+        // chunk of runs, not two per run.
+        let ids = rows
+            .iter()
+            .map(|r| r.int(0))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut names: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+        let mut probe_names: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+        for list in crate::queries::id_lists(&ids) {
+            let sql = format!(
+                "SELECT run_id, name FROM benchmarks WHERE run_id IN ({list}) ORDER BY run_id, position"
+            );
+            for r in db.query(&sql, &[])? {
+                names.entry(r.int(0)?).or_default().push(r.text(1)?);
+            }
+            let sql = format!(
+                "SELECT run_id, probe FROM probe_results WHERE run_id IN ({list}) \
+                 GROUP BY run_id, probe ORDER BY run_id, min(position)"
+            );
+            for r in db.query(&sql, &[])? {
+                probe_names.entry(r.int(0)?).or_default().push(r.text(1)?);
+            }
+        }
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let id = row.int(0)?;
             let env = merged_environment(place, &row.text(8)?, &row.text(9)?)?;
-            let benchmarks = db
-                .query(
-                    "SELECT name FROM benchmarks WHERE run_id = ?1 ORDER BY position",
-                    &vals![id],
-                )?
-                .iter()
-                .map(|r| r.text(0))
-                .collect::<Result<Vec<_>, _>>()?;
-            let probes = db
-                .query(
-                    "SELECT probe FROM probe_results WHERE run_id = ?1 \
-                     GROUP BY probe ORDER BY min(position)",
-                    &vals![id],
-                )?
-                .iter()
-                .map(|r| r.text(0))
-                .collect::<Result<Vec<_>, _>>()?;
+            let benchmarks = names.remove(&id).unwrap_or_default();
+            let probes = probe_names.remove(&id).unwrap_or_default();
             out.push(RunListing {
                 id,
                 uuid: row.opt_text(10)?,

@@ -74,21 +74,38 @@ fn opt_json<T: serde::de::DeserializeOwned>(
 }
 
 impl RunKind {
-    /// The SQL condition on `runs` (aliased `r`) selecting this kind.
-    fn condition(self, dialect: Dialect) -> String {
+    /// The SQL condition on `runs`, under the alias `r`, selecting this kind.
+    fn condition(self, dialect: Dialect, r: &str) -> String {
         match self {
             RunKind::Any => "1 = 1".into(),
-            RunKind::Benchmarks => "r.mode <> 'probe'".into(),
-            RunKind::Probes => "r.mode = 'probe'".into(),
+            RunKind::Benchmarks => format!("{r}.mode <> 'probe'"),
+            RunKind::Probes => format!("{r}.mode = 'probe'"),
             RunKind::Like { mode, scale } => format!(
-                "r.mode = '{}' AND coalesce({}, '') {} '{}'",
+                "{r}.mode = '{}' AND coalesce({}, '') {} '{}'",
                 mode.as_str(),
-                dialect.json_text("r.options", "kind"),
+                dialect.json_text(&format!("{r}.options"), "kind"),
                 if scale { "=" } else { "<>" },
                 perfsleuth_model::SCALE_KIND,
             ),
         }
     }
+}
+
+/// Ids one statement reads (`IN (…)`): short enough for either database's
+/// statement, long enough that a history of thousands of runs is a few
+/// statements, not one per run.
+pub(crate) const ID_CHUNK: usize = 500;
+
+/// `ids` without repeats as comma-separated lists of at most [`ID_CHUNK`]:
+/// integers formatted here, so they go into the statement's text as they
+/// are.
+pub(crate) fn id_lists(ids: &[i64]) -> Vec<String> {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.chunks(ID_CHUNK)
+        .map(|c| c.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+        .collect()
 }
 
 /// A new random (version 4) UUID for a run: callers that keep the run in

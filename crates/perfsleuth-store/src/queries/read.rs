@@ -13,6 +13,7 @@ use crate::hash::STABLE_CLASSES;
 use crate::hash::comparability_hash;
 use crate::hash::sha256_hex;
 use crate::queries::Backend;
+use crate::queries::id_lists;
 use crate::queries::json;
 use crate::queries::load::Listed;
 use crate::queries::load::git_info;
@@ -33,6 +34,10 @@ use perfsleuth_model::Run;
 use perfsleuth_model::schema::BisectionListing;
 use perfsleuth_model::schema::BisectionRun;
 use std::collections::BTreeMap;
+
+/// That benchmark `b` belongs to a run of the project `?1`, checked by its
+/// run's primary key, so a plan starts at the benchmarks asked for.
+const OWNED: &str = "(SELECT r.project FROM runs r WHERE r.id = b.run_id) = ?1";
 
 /// Reading runs: loading, listing, selecting and the history across them.
 pub trait RunReader: Backend {
@@ -172,7 +177,7 @@ pub trait RunReader: Backend {
                 &format!(
                     "SELECT r.id FROM runs r WHERE r.project = ?1 AND {} \
                      ORDER BY r.started_at DESC, r.id DESC LIMIT 1 OFFSET {n}",
-                    kind.condition(self.dialect())
+                    kind.condition(self.dialect(), "r")
                 ),
                 &vals![self.project()],
             )?,
@@ -225,7 +230,7 @@ pub trait RunReader: Backend {
                  AND (r.started_at < (SELECT started_at FROM runs WHERE id = ?1) \
                  OR (r.started_at = (SELECT started_at FROM runs WHERE id = ?1) AND r.id < ?1)) \
                  ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
-                kind.condition(self.dialect())
+                kind.condition(self.dialect(), "r")
             ),
             &vals![id, self.project()],
         )?
@@ -235,25 +240,37 @@ pub trait RunReader: Backend {
 
     /// Every run of `kind` stored before run `before` (all of them with
     /// `None`), newest first, with its branch and benchmark names: what the
-    /// default baseline is chosen from, in one query.
+    /// default baseline is chosen from, in one query. At most `limit` runs
+    /// when given: the newest stored, by the (project, id) index, not by time.
     fn earlier_runs(
         &self,
         before: Option<i64>,
         kind: RunKind,
+        limit: Option<usize>,
     ) -> Result<Vec<EarlierRun>, StoreError> {
         // Measured before run `id` (ties: stored before it), newest first.
-        let below = match before {
+        let below = |r: &str| match before {
             Some(id) => format!(
-                "AND (r.started_at < (SELECT started_at FROM runs WHERE id = {id}) \
-                 OR (r.started_at = (SELECT started_at FROM runs WHERE id = {id}) AND r.id < {id}))"
+                "AND ({r}.started_at < (SELECT started_at FROM runs WHERE id = {id}) \
+                 OR ({r}.started_at = (SELECT started_at FROM runs WHERE id = {id}) AND {r}.id < {id}))"
             ),
             None => String::new(),
         };
+        let condition = |r: &str| kind.condition(self.dialect(), r);
+        let newest = limit.map_or(String::new(), |n| {
+            format!(
+                "AND r.id IN (SELECT w.id FROM runs w WHERE w.project = ?1 AND {} {} \
+                 ORDER BY w.id DESC LIMIT {n})",
+                condition("w"),
+                below("w")
+            )
+        });
         let rows = self.query(
             &format!(
                 "SELECT r.id, r.git_branch, b.name, r.started_at FROM runs r LEFT JOIN benchmarks b ON b.run_id = r.id \
-                 WHERE r.project = ?1 AND {} {below} ORDER BY r.started_at DESC, r.id DESC, b.position",
-                kind.condition(self.dialect())
+                 WHERE r.project = ?1 AND {} {} {newest} ORDER BY r.started_at DESC, r.id DESC, b.position",
+                condition("r"),
+                below("r")
             ),
             &vals![self.project()],
         )?;
@@ -374,40 +391,14 @@ pub trait RunReader: Backend {
     /// Every benchmark of every complete run of commands (not probes, not
     /// `scale` sweeps), oldest run first, in display order within a run.
     fn history_entries(&self) -> Result<Vec<HistoryEntry>, StoreError> {
-        let place = self.location();
-        let rows = self.query(
-            &format!(
-                "SELECT b.id, b.run_id, r.started_at, r.git_commit, r.git_branch, r.git_dirty, \
-                 r.mode, r.environment_id, b.name, b.parameters, {}, b.argv FROM runs r \
-                 JOIN benchmarks b ON b.run_id = r.id \
-                 WHERE r.status = 'complete' AND r.mode <> 'probe' \
-                 AND coalesce({}, '') <> '{}' AND r.project = ?1 \
-                 ORDER BY r.id, b.position",
-                self.dialect().json_fact("b.facts", "binary.sha256"),
-                self.dialect().json_text("r.options", "kind"),
-                perfsleuth_model::SCALE_KIND,
-            ),
-            &vals![self.project()],
-        )?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let run_id = row.int(1)?;
-            out.push(HistoryEntry {
-                benchmark_id: row.int(0)?,
-                run_id,
-                started_at: row.text(2)?,
-                git: git_info(row.opt_text(3)?, row.opt_text(4)?, row.opt_bool(5)?),
-                mode: parse_mode(place, run_id, &row.text(6)?)?,
-                environment_id: row.int(7)?,
-                name: row.text(8)?,
-                parameters: json(place, serde_json::from_str(&row.text(9)?))?,
-                binary_sha256: row
-                    .opt_text(10)?
-                    .filter(|h| !h.is_empty() && h != perfsleuth_model::UNKNOWN),
-                argv: row.text(11)?,
-            });
-        }
-        Ok(out)
+        entries(self, None)
+    }
+
+    /// [`Self::history_entries`] of the newest `runs` such runs only: what
+    /// a page that shows recent trends reads, at a cost that does not grow
+    /// with the project.
+    fn recent_history_entries(&self, runs: usize) -> Result<Vec<HistoryEntry>, StoreError> {
+        entries(self, Some(runs))
     }
 
     /// The values of `metric` of each benchmark in `benchmark_ids` (same
@@ -430,20 +421,25 @@ pub trait RunReader: Backend {
             Metric::InvoluntaryCs => "involuntary_cs",
             Metric::Counter(_) => "counters",
         };
-        // Only the project's benchmarks: ids are never taken on trust.
-        let sql = format!(
-            "SELECT {column} FROM samples WHERE benchmark_id = ?1 AND EXISTS (SELECT 1 FROM \
-             benchmarks b JOIN runs r ON r.id = b.run_id WHERE b.id = ?1 AND r.project = ?2) \
-             ORDER BY iteration"
-        );
+        // The benchmark's id follows the metric's one or two columns.
+        let key_at = if metric == Metric::Wall { 2 } else { 1 };
         transaction(self, false, || {
-            let mut out = Vec::with_capacity(benchmark_ids.len());
-            for &id in benchmark_ids {
-                // The samples table is clustered by (benchmark_id, iteration), so
-                // each benchmark's values are one range read of its primary key.
-                let rows = self.query(&sql, &vals![id, self.project()])?;
-                let mut values = Vec::with_capacity(rows.len());
-                for row in rows {
+            let mut by_id: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
+            // A statement per chunk of benchmarks, not one per benchmark;
+            // only the project's count: ids are never taken on trust.
+            for list in id_lists(benchmark_ids) {
+                // The project checked per listed benchmark (a primary-key
+                // look-up): a join on `runs` would start the plan at every
+                // run of the project.
+                let sql = format!(
+                    "SELECT {column}, s.benchmark_id FROM benchmarks b \
+                     JOIN samples s ON s.benchmark_id = b.id \
+                     WHERE b.id IN ({list}) AND {OWNED} \
+                     ORDER BY s.benchmark_id, s.iteration"
+                );
+                // The samples table is clustered by (benchmark_id, iteration),
+                // so each benchmark's values are one range of its primary key.
+                for row in self.query(&sql, &vals![self.project()])? {
                     let v = match metric {
                         Metric::Counter(c) => match row.opt_text(0)? {
                             Some(text) => {
@@ -460,11 +456,13 @@ pub trait RunReader: Backend {
                         },
                         _ => to_u64(row.int(0)?) as f64,
                     };
-                    values.push(v);
+                    by_id.entry(row.int(key_at)?).or_default().push(v);
                 }
-                out.push(values);
             }
-            Ok(out)
+            Ok(benchmark_ids
+                .iter()
+                .map(|id| by_id.get(id).cloned().unwrap_or_default())
+                .collect())
         })
     }
 
@@ -487,28 +485,21 @@ pub trait RunReader: Backend {
             ))
         };
         // Only the project's benchmarks: ids are never taken on trust.
-        const SCOPED: &str = "SELECT m.benchmark_id, m.n, m.median, m.lo, m.hi FROM metric_summaries m \
-             JOIN benchmarks b ON b.id = m.benchmark_id JOIN runs r ON r.id = b.run_id \
-             WHERE m.metric = ?1 AND r.project = ?2";
+        let scoped = format!(
+            "SELECT m.benchmark_id, m.n, m.median, m.lo, m.hi FROM metric_summaries m \
+             JOIN benchmarks b ON b.id = m.benchmark_id WHERE m.metric = ?2 AND {OWNED}"
+        );
         transaction(self, false, || {
-            // A whole history asks for thousands: one pass over the project's
-            // summaries beats a query each. A few are looked up one by one.
-            let found: BTreeMap<i64, MetricSummary> = if benchmark_ids.len() > 64 {
-                self.query(SCOPED, &vals![metric.name(), self.project()])?
-                    .iter()
-                    .map(summary)
-                    .collect::<Result<_, _>>()?
-            } else {
-                let one = format!("{SCOPED} AND m.benchmark_id = ?3");
-                let mut found = BTreeMap::new();
-                for &id in benchmark_ids {
-                    for r in self.query(&one, &vals![metric.name(), self.project(), id])? {
-                        let (id, s) = summary(&r)?;
-                        found.insert(id, s);
-                    }
+            // The asked-for ids in chunks: a statement per 500 benchmarks,
+            // and rows read only for them, however large the project.
+            let mut found: BTreeMap<i64, MetricSummary> = BTreeMap::new();
+            for list in id_lists(benchmark_ids) {
+                let sql = format!("{scoped} AND m.benchmark_id IN ({list})");
+                for r in self.query(&sql, &vals![self.project(), metric.name()])? {
+                    let (id, s) = summary(&r)?;
+                    found.insert(id, s);
                 }
-                found
-            };
+            }
             Ok(benchmark_ids
                 .iter()
                 .map(|id| found.get(id).copied())
@@ -519,15 +510,12 @@ pub trait RunReader: Backend {
     /// The stored environments (identity and performance facts) with these ids.
     fn environments(&self, ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError> {
         let mut out = BTreeMap::new();
-        for &id in ids {
-            if out.contains_key(&id) {
-                continue;
-            }
-            let rows = self.query("SELECT facts FROM environments WHERE id = ?1", &vals![id])?;
-            if let Some(row) = rows.first() {
+        for list in id_lists(ids) {
+            let sql = format!("SELECT id, facts FROM environments WHERE id IN ({list})");
+            for row in self.query(&sql, &[])? {
                 out.insert(
-                    id,
-                    json(self.location(), serde_json::from_str(&row.text(0)?))?,
+                    row.int(0)?,
+                    json(self.location(), serde_json::from_str(&row.text(1)?))?,
                 );
             }
         }
@@ -539,20 +527,71 @@ pub trait RunReader: Backend {
     /// its benchmarks and samples.
     fn run_environments(&self, run_ids: &[i64]) -> Result<BTreeMap<i64, Environment>, StoreError> {
         let mut out = BTreeMap::new();
-        for &id in run_ids {
-            if out.contains_key(&id) {
-                continue;
-            }
-            let rows = self.query(
-                "SELECT e.facts, r.context FROM runs r JOIN environments e ON e.id = r.environment_id \
-                 WHERE r.id = ?1 AND r.project = ?2",
-                &vals![id, self.project()],
-            )?;
-            if let Some(row) = rows.first() {
-                let env = merged_environment(self.location(), &row.text(0)?, &row.text(1)?)?;
-                out.insert(id, env);
+        for list in id_lists(run_ids) {
+            let sql = format!(
+                "SELECT r.id, e.facts, r.context FROM runs r JOIN environments e ON e.id = r.environment_id \
+                 WHERE r.id IN ({list}) AND r.project = ?1"
+            );
+            for row in self.query(&sql, &vals![self.project()])? {
+                let env = merged_environment(self.location(), &row.text(1)?, &row.text(2)?)?;
+                out.insert(row.int(0)?, env);
             }
         }
         Ok(out)
     }
+}
+
+/// The project's history entries ([`RunReader::history_entries`]), of its
+/// newest `window` runs when given.
+fn entries<B: Backend + ?Sized>(
+    store: &B,
+    window: Option<usize>,
+) -> Result<Vec<HistoryEntry>, StoreError> {
+    let place = store.location();
+    let commands = |r: &str| {
+        format!(
+            "{r}.status = 'complete' AND {r}.mode <> 'probe' AND coalesce({}, '') <> '{}'",
+            store.dialect().json_text(&format!("{r}.options"), "kind"),
+            perfsleuth_model::SCALE_KIND,
+        )
+    };
+    // The window by the (project, id) index: the newest runs, then their benchmarks.
+    let window = window.map_or(String::new(), |n| {
+        format!(
+            "AND r.id IN (SELECT w.id FROM runs w WHERE w.project = ?1 AND {} \
+             ORDER BY w.id DESC LIMIT {n})",
+            commands("w")
+        )
+    });
+    let rows = store.query(
+        &format!(
+            "SELECT b.id, b.run_id, r.started_at, r.git_commit, r.git_branch, r.git_dirty, \
+             r.mode, r.environment_id, b.name, b.parameters, {}, b.argv FROM runs r \
+             JOIN benchmarks b ON b.run_id = r.id \
+             WHERE {} AND r.project = ?1 {window} \
+             ORDER BY r.id, b.position",
+            store.dialect().json_fact("b.facts", "binary.sha256"),
+            commands("r"),
+        ),
+        &vals![store.project()],
+    )?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let run_id = row.int(1)?;
+        out.push(HistoryEntry {
+            benchmark_id: row.int(0)?,
+            run_id,
+            started_at: row.text(2)?,
+            git: git_info(row.opt_text(3)?, row.opt_text(4)?, row.opt_bool(5)?),
+            mode: parse_mode(place, run_id, &row.text(6)?)?,
+            environment_id: row.int(7)?,
+            name: row.text(8)?,
+            parameters: json(place, serde_json::from_str(&row.text(9)?))?,
+            binary_sha256: row
+                .opt_text(10)?
+                .filter(|h| !h.is_empty() && h != perfsleuth_model::UNKNOWN),
+            argv: row.text(11)?,
+        });
+    }
+    Ok(out)
 }
