@@ -292,6 +292,9 @@ async fn ingest(
 #[derive(Deserialize)]
 struct ListQuery {
     limit: Option<usize>,
+    /// Only runs stored before the run with this id: the next page after
+    /// a page whose last run it is.
+    before: Option<i64>,
     /// Only this bisection's runs, in the order its steps measured them.
     bisection: Option<String>,
 }
@@ -312,7 +315,10 @@ async fn list_runs(
                     .take(limit)
                     .map(|r| r.run)
                     .collect(),
-                None => s.list_runs(Some(limit))?,
+                None => match q.before {
+                    Some(id) => s.list_runs_before(id, Some(limit))?,
+                    None => s.list_runs(Some(limit))?,
+                },
             })
         })
         .await?;

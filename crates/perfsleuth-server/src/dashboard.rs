@@ -358,16 +358,26 @@ fn short_commit(run: &perfsleuth_store::RunListing) -> String {
     }
 }
 
+#[derive(Deserialize)]
+struct ProjectQuery {
+    /// The runs listed are those stored before this run: a later page.
+    before: Option<i64>,
+}
+
 async fn project_page(
     axum::extract::State(state): Shared,
     PagePath(project): PagePath<String>,
+    PageQuery(q): PageQuery<ProjectQuery>,
     headers: HeaderMap,
 ) -> Result<Html<String>, PageError> {
     let signed = signed_in(&headers);
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
         let doc = project_history(s, None, Some(TREND_RUNS))?;
-        let runs = s.list_runs(Some(RECENT_RUNS))?;
+        let runs = match q.before {
+            Some(id) => s.list_runs_before(id, Some(RECENT_RUNS))?,
+            None => s.list_runs(Some(RECENT_RUNS))?,
+        };
         let mut body = String::from("<section><h2>Benchmarks</h2>");
         match &doc {
             None => body.push_str(
@@ -409,9 +419,14 @@ async fn project_page(
         }
         body.push_str("</section>");
         body.push_str(&bisections_section(s, &p)?);
-        body.push_str("<section><h2>Recent runs</h2>");
+        match q.before {
+            Some(id) => {
+                let _ = write!(body, "<section><h2>Runs before run {id}</h2>");
+            }
+            None => body.push_str("<section><h2>Recent runs</h2>"),
+        }
         let comparable = perfsleuth_sides::default_baselines_exist(s, &runs);
-        if comparable.first() == Some(&true) {
+        if q.before.is_none() && comparable.first() == Some(&true) {
             let _ = write!(
                 body,
                 "<p>{}</p>",
@@ -439,7 +454,20 @@ async fn project_page(
                 compare,
             );
         }
-        body.push_str("</tbody></table></section>");
+        body.push_str("</tbody></table>");
+        // Pages by id, a page at a time: one deep in the history costs
+        // what the first does.
+        let mut pages = Vec::new();
+        if q.before.is_some() {
+            pages.push(link(&format!("/p/{p}"), "Newest runs"));
+        }
+        if let (true, Some(last)) = (runs.len() == RECENT_RUNS, runs.last()) {
+            pages.push(link(&format!("/p/{p}?before={}", last.id), "Older runs"));
+        }
+        if !pages.is_empty() {
+            let _ = write!(body, "<p>{}</p>", pages.join(" · "));
+        }
+        body.push_str("</section>");
         Ok(page(
             &format!("{p} — perfsleuth"),
             &format!("{} recent runs", runs.len()),

@@ -113,6 +113,8 @@ pub(crate) fn read_run<D: Backend + ?Sized>(
 pub(crate) enum Listed<'a> {
     /// Every run of the project.
     All,
+    /// The project's runs stored before the run with this id.
+    Before(i64),
     /// The one run with this id.
     Run(i64),
     /// The runs of one bisection.
@@ -130,6 +132,7 @@ pub(crate) fn listings<D: Backend + ?Sized>(
         Listed::All => (String::new(), None),
         // An id we hold as an integer: formatted, it cannot be anything else.
         Listed::Run(id) => (format!("AND r.id = {id}"), None),
+        Listed::Before(id) => (format!("AND r.id < {id}"), None),
         Listed::Bisection(b) => ("AND r.bisection = ?2".to_string(), Some(b)),
     };
     let mut params = vec![Val::from(db.project())];

@@ -35,6 +35,15 @@ use perfsleuth_model::schema::BisectionListing;
 use perfsleuth_model::schema::BisectionRun;
 use std::collections::BTreeMap;
 
+/// `LIMIT n`, or nothing for no limit: a number formatted here, as both
+/// databases take a literal LIMIT while "no limit" is spelled differently
+/// as a parameter.
+fn limit_clause(limit: Option<usize>) -> String {
+    limit.map_or(String::new(), |n| {
+        format!("LIMIT {}", i64::try_from(n).unwrap_or(i64::MAX))
+    })
+}
+
 /// That benchmark `b` belongs to a run of the project `?1`, checked by its
 /// run's primary key, so a plan starts at the benchmarks asked for.
 const OWNED: &str = "(SELECT r.project FROM runs r WHERE r.id = b.run_id) = ?1";
@@ -60,13 +69,18 @@ pub trait RunReader: Backend {
 
     /// Lists runs newest first, at most `limit` of them.
     fn list_runs(&self, limit: Option<usize>) -> Result<Vec<RunListing>, StoreError> {
-        // A number we format ourselves: both databases take a literal LIMIT,
-        // while "no limit" is spelled differently as a parameter.
-        let limit = match limit {
-            Some(n) => format!("LIMIT {}", i64::try_from(n).unwrap_or(i64::MAX)),
-            None => String::new(),
-        };
-        listings(self, Listed::All, &limit)
+        listings(self, Listed::All, &limit_clause(limit))
+    }
+
+    /// A page of the listing: the runs stored before run `before`, newest
+    /// first, at most `limit` — read by the (project, id) index, so a page
+    /// deep in a long history costs what the first one does.
+    fn list_runs_before(
+        &self,
+        before: i64,
+        limit: Option<usize>,
+    ) -> Result<Vec<RunListing>, StoreError> {
+        listings(self, Listed::Before(before), &limit_clause(limit))
     }
 
     /// The listing of one run of the project.
