@@ -238,6 +238,15 @@ impl PgStore {
                 detail: "the connection was closed".into(),
             };
         }
+        // A socket the server dropped (reset, broken pipe, end of file) is
+        // an I/O error, not a closed client yet: the connection, not the
+        // database, is gone, and a fresh one may work at once.
+        if std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>()) {
+            return StoreError::Unreachable {
+                place,
+                detail: one_line(&e),
+            };
+        }
         StoreError::Postgres {
             place,
             detail: one_line(&e),
