@@ -29,19 +29,29 @@ def bmf(n, factor, seed):
     return doc
 
 
-def main():
+def arguments(prefix):
+    """Sizes, binaries (from argv) and a fresh working directory."""
     sizes = [int(x) for x in sys.argv[1].split(",")]
-    binaries = sys.argv[2:]
-    work = tempfile.mkdtemp(prefix="perfsleuth-compare-many-")
+    return sizes, sys.argv[2:], tempfile.mkdtemp(prefix=prefix)
+
+
+def two_sides(work, stem, n, document):
+    """The two sides' files of size n: document(k) for k = 0, 1, as JSON."""
+    files = []
+    for k in range(2):
+        path = os.path.join(work, "%s-%d-%d.json" % (stem, n, k))
+        with open(path, "w") as f:
+            json.dump(document(k), f)
+        files.append(path)
+    return files
+
+
+def main():
+    sizes, binaries, work = arguments("perfsleuth-compare-many-")
     print("| benchmarks | binary | compare, s (median of 3) |")
     print("|---|---|---|")
     for n in sizes:
-        files = []
-        for k, factor in enumerate([1.0, 1.02]):
-            path = os.path.join(work, "bmf-%d-%d.json" % (n, k))
-            with open(path, "w") as f:
-                json.dump(bmf(n, factor, k), f)
-            files.append(path)
+        files = two_sides(work, "bmf", n, lambda k: bmf(n, [1.0, 1.02][k], k))
         stores = {}
         for b in binaries:
             store = os.path.join(work, "s-%d-%d.db" % (n, len(stores)))

@@ -266,7 +266,10 @@ pub(crate) fn measure(
 /// each item is a bootstrap of many samples; the work is pure, so only the
 /// time changes.
 pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Asked once: the answer reads cgroup files, which per call cost more
+    // than an exact interval does.
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if cpus <= 1 || items.len() <= 1 {
         return items.iter().map(f).collect();
     }
@@ -480,6 +483,17 @@ pub(crate) struct Estimated {
 
 /// Estimates every paired benchmark's metrics (`imported`: the sides made
 /// wholly of imported runs, whose zeros may be "not measured").
+/// One paired benchmark's estimates to make: its two entries and what is
+/// measured of them.
+struct Job<'e, 'a> {
+    be: &'e Entry<'a>,
+    ce: &'e Entry<'a>,
+    key: String,
+    gating: Vec<Metric>,
+    metrics: Vec<Metric>,
+    judged_note: Option<(Metric, String)>,
+}
+
 pub(crate) fn estimate_rows<'a>(ctx: &Context<'a, '_>, imported: [bool; 2]) -> Estimated {
     let (base_entries, cand_entries, opts) = (&ctx.base, &ctx.cand, ctx.opts);
     let mut rows: Vec<Row> = Vec::new();
@@ -487,6 +501,11 @@ pub(crate) fn estimate_rows<'a>(ctx: &Context<'a, '_>, imported: [bool; 2]) -> E
     let mut facts: Vec<RowFacts> = Vec::new();
     let mut failed_notes: Vec<String> = Vec::new();
     let mut paired = 0usize;
+    // First what each paired benchmark measures (cheap), then every
+    // (benchmark, metric) estimate over all CPUs at once — a few threads for
+    // a few benchmarks, chunks of thousands for a hundred thousand — then
+    // the rows in order.
+    let mut jobs: Vec<Job<'_, 'a>> = Vec::new();
     for ce in &cand_entries.list {
         let Some(bi) = base_entries.find(ce.name, ce.parameters) else {
             continue;
@@ -538,19 +557,45 @@ pub(crate) fn estimate_rows<'a>(ctx: &Context<'a, '_>, imported: [bool; 2]) -> E
                 gating.contains(&m) || recorded(be, imported[0], m) || recorded(ce, imported[1], m)
             })
             .collect();
-        // Each metric bootstraps on its own seed: measured on all CPUs, the
-        // numbers are those of one (docs/PERFORMANCE.md, "compare").
-        let measured = par_map(&metrics, |&metric| {
-            let seed = perfsleuth_stats::SEED ^ fnv1a(&[&key, metric.name()]);
-            match summary_sides(be, ce, metric) {
-                Some((bs, cs)) => measure_summaries(&bs, &cs, metric, opts),
-                None => (
-                    measure(&be.groups, &ce.groups, metric, opts, seed),
-                    SummaryKind::None,
-                ),
-            }
+        jobs.push(Job {
+            be,
+            ce,
+            key,
+            gating: gating.to_vec(),
+            metrics,
+            judged_note,
         });
-        for (metric, (m, kind)) in metrics.into_iter().zip(measured) {
+    }
+    // Each metric bootstraps on its own seed: measured on all CPUs, the
+    // numbers are those of one (docs/PERFORMANCE.md, "compare").
+    let work: Vec<(usize, Metric)> = jobs
+        .iter()
+        .enumerate()
+        .flat_map(|(j, job)| job.metrics.iter().map(move |&m| (j, m)))
+        .collect();
+    let mut measured = par_map(&work, |&(j, metric)| {
+        let Job { be, ce, key, .. } = &jobs[j];
+        let seed = perfsleuth_stats::SEED ^ fnv1a(&[key, metric.name()]);
+        match summary_sides(be, ce, metric) {
+            Some((bs, cs)) => measure_summaries(&bs, &cs, metric, opts),
+            None => (
+                measure(&be.groups, &ce.groups, metric, opts, seed),
+                SummaryKind::None,
+            ),
+        }
+    })
+    .into_iter();
+    for job in jobs {
+        let Job {
+            be,
+            ce,
+            gating,
+            metrics,
+            judged_note,
+            ..
+        } = job;
+        let gating = gating.as_slice();
+        for (metric, (m, kind)) in metrics.into_iter().zip(measured.by_ref()) {
             facts.push(RowFacts {
                 exact: m.exact,
                 windows: (be.windows, ce.windows),
@@ -574,8 +619,8 @@ pub(crate) fn estimate_rows<'a>(ctx: &Context<'a, '_>, imported: [bool; 2]) -> E
                 && gating.contains(&metric)
             {
                 m.notes.push(format!(
-                    "paired: the change is the median of the {n} adjacent runs' ratios, its interval the sign test's, widened for neighbouring pairs that move together"
-                ));
+                        "paired: the change is the median of the {n} adjacent runs' ratios, its interval the sign test's, widened for neighbouring pairs that move together"
+                    ));
             }
             rows.push(Row {
                 benchmark: ce.name.to_string(),

@@ -15,7 +15,10 @@ pub struct RatioEstimate {
     /// Whether the CI excludes 1.0 (a real difference at that confidence).
     pub significant: bool,
     /// Resamples that produced a finite ratio (the requested count unless
-    /// some resampled baseline medians were 0).
+    /// some resampled baseline medians were 0). For up to
+    /// [`crate::EXACT_MAX`] positive samples a side the interval is the
+    /// exact limit of resampling, computed rather than drawn, and this is
+    /// the requested count it stands for.
     pub resamples: usize,
 }
 
@@ -359,6 +362,10 @@ pub fn bootstrap_median_ratio(
         return None;
     }
     let ratio = median_in_place(&mut cand_buf) / base_median;
+    // Small positive samples: the bootstrap's own limit, computed, not drawn.
+    if let Some(ci) = crate::exact::median_ratio_interval(baseline, candidate, confidence) {
+        return Some(ratio_estimate(ratio, (ci, resamples)));
+    }
     if baseline.len().max(candidate.len()) > DIRECT_MAX {
         let (b, c) = (
             OrderStats::new(&[baseline.to_vec()]),
@@ -459,6 +466,11 @@ pub fn bootstrap_relative_change_runs(
     {
         return None;
     }
+    // One run a side: the two-stage resample is the plain one, whose
+    // interval small samples get exactly.
+    if let ([b], [c]) = (baseline_runs, candidate_runs) {
+        return bootstrap_relative_change(b, c, confidence, resamples, seed);
+    }
     // Statistic: median of the pooled resample, not the median of run
     // medians. It is the same estimator as the single-run bootstrap (so one
     // run per side agrees with it exactly), weights runs by their sample
@@ -558,8 +570,9 @@ mod tests {
 
     #[test]
     fn same_seed_same_result_other_seed_differs() {
-        let base: Vec<f64> = (0..50).map(|i| f64::from(i * 7 % 23) + 1.0).collect();
-        let cand: Vec<f64> = (0..60).map(|i| f64::from(i * 5 % 19) + 2.0).collect();
+        // Larger than EXACT_MAX: resampled, so the seed shows.
+        let base: Vec<f64> = (0..70).map(|i| f64::from(i * 7 % 23) + 1.0).collect();
+        let cand: Vec<f64> = (0..80).map(|i| f64::from(i * 5 % 19) + 2.0).collect();
         let a = bootstrap_median_ratio(&base, &cand, 0.9, 500, 77);
         let b = bootstrap_median_ratio(&base, &cand, 0.9, 500, 77);
         let c = bootstrap_median_ratio(&base, &cand, 0.9, 500, 78);

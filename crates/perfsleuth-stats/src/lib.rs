@@ -14,6 +14,7 @@ mod binomial;
 mod bootstrap;
 mod changepoint;
 mod describe;
+mod exact;
 mod fdr;
 mod mann_whitney;
 mod normal;
@@ -38,6 +39,7 @@ pub use describe::{
     DEFAULT_CONFIDENCE, Interval, MODIFIED_Z_THRESHOLD, Summary, mad, median, median_ci,
     modified_z_outliers, percentile, relative_median_ci_halfwidth, summarize,
 };
+pub use exact::EXACT_MAX;
 pub use fdr::{benjamini_hochberg, bh_adjusted, holm_adjusted};
 pub use mann_whitney::{EXACT_MAX_TOTAL, MannWhitney, mann_whitney_u};
 pub use normal::{erfc, normal_cdf, normal_quantile, t_quantile};

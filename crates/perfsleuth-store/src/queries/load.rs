@@ -21,6 +21,7 @@ use perfsleuth_model::Run;
 use perfsleuth_model::RunStatus;
 use perfsleuth_model::Sample;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::Path;
 
 /// The id of the project's run with this UUID: [`crate::RunReader::run_by_uuid`],
@@ -73,22 +74,32 @@ pub(crate) fn read_run<D: Backend + ?Sized>(
             ),
             &vals![id],
         )?;
-        // Each row dropped once read: a profile's text is freed before the
+        // A chunk of benchmarks at a time, their samples in one statement;
+        // each row dropped once read: a profile's text is freed before the
         // next one is parsed.
-        for b in bench_rows {
-            benchmarks.push(Benchmark {
-                name: b.text(1)?,
-                command: b.text(2)?,
-                argv: json(place, serde_json::from_str(&b.text(3)?))?,
-                parameters: json(place, serde_json::from_str(&b.text(4)?))?,
-                facts: opt_json(place, &b, 5)?.unwrap_or_default(),
-                samples: load_samples(db, b.int(0)?)?,
-                profile: opt_json(place, &b, 6)?,
-                summaries: opt_json(place, &b, 7)?.unwrap_or_default(),
-                locks: opt_json(place, &b, 8)?,
-                stacks: opt_json(place, &b, 9)?,
-                allocs: opt_json(place, &b, 10)?,
-            });
+        let mut bench_rows = bench_rows.into_iter().peekable();
+        while bench_rows.peek().is_some() {
+            let chunk: Vec<Row> = bench_rows.by_ref().take(crate::queries::ID_CHUNK).collect();
+            let ids = chunk
+                .iter()
+                .map(|b| b.int(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut samples = load_samples(db, &ids)?;
+            for b in chunk {
+                benchmarks.push(Benchmark {
+                    name: b.text(1)?,
+                    command: b.text(2)?,
+                    argv: json(place, serde_json::from_str(&b.text(3)?))?,
+                    parameters: json(place, serde_json::from_str(&b.text(4)?))?,
+                    facts: opt_json(place, &b, 5)?.unwrap_or_default(),
+                    samples: samples.remove(&b.int(0)?).unwrap_or_default(),
+                    profile: opt_json(place, &b, 6)?,
+                    summaries: opt_json(place, &b, 7)?.unwrap_or_default(),
+                    locks: opt_json(place, &b, 8)?,
+                    stacks: opt_json(place, &b, 9)?,
+                    allocs: opt_json(place, &b, 10)?,
+                });
+            }
         }
         let probes = load_probe_results(db, id)?;
         Ok(Some(Run {
@@ -206,51 +217,58 @@ pub(crate) fn ids<D: Backend + ?Sized>(
     db.query(sql, params)?.iter().map(|r| r.int(0)).collect()
 }
 
-/// Loads one benchmark's samples in iteration order.
+/// Loads the samples of these benchmarks, each in iteration order, by benchmark id.
 pub(crate) fn load_samples<D: Backend + ?Sized>(
     db: &D,
-    bench_id: i64,
-) -> Result<Vec<Sample>, StoreError> {
+    bench_ids: &[i64],
+) -> Result<HashMap<i64, Vec<Sample>>, StoreError> {
     let place = db.location();
-    let rows = db.query(
-        "SELECT iteration, wall_ns, user_ns, sys_ns, peak_rss_bytes, minor_faults, \
-         major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, round, \
-         wall_exact_ns FROM samples WHERE benchmark_id = ?1 ORDER BY iteration",
-        &vals![bench_id],
-    )?;
     let small = |r: &Row, i: usize| -> Result<u32, StoreError> {
         Ok(u32::try_from(r.int(i)?).unwrap_or(u32::MAX))
     };
     let opt_i32 = |r: &Row, i: usize| -> Result<Option<i32>, StoreError> {
         Ok(r.opt_int(i)?.map(|v| v as i32))
     };
-    let mut out = Vec::with_capacity(rows.len());
-    for r in rows {
-        let mut sample = Sample {
-            iteration: small(&r, 0)?,
-            wall_ns: to_u64(r.int(1)?),
-            user_ns: to_u64(r.int(2)?),
-            sys_ns: to_u64(r.int(3)?),
-            peak_rss_bytes: to_u64(r.int(4)?),
-            minor_faults: to_u64(r.int(5)?),
-            major_faults: to_u64(r.int(6)?),
-            voluntary_cs: to_u64(r.int(7)?),
-            involuntary_cs: to_u64(r.int(8)?),
-            exit_code: opt_i32(&r, 9)?,
-            signal: opt_i32(&r, 10)?,
-            round: small(&r, 12)?,
-            wall_exact_ns: r.opt_real(13)?,
-            counters: BTreeMap::new(),
-        };
-        if let Some(text) = r.opt_text(11)? {
-            // serde_json writes non-finite floats as null; read them back as NaN.
-            let raw: BTreeMap<String, Option<f64>> = json(place, serde_json::from_str(&text))?;
-            sample.counters = raw
-                .into_iter()
-                .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
-                .collect();
+    let mut out: HashMap<i64, Vec<Sample>> = HashMap::with_capacity(bench_ids.len());
+    // A statement per chunk of benchmarks: a run of 100 000 benchmarks is
+    // 200 reads, not 100 000, and no chunk's rows are held long.
+    for list in crate::queries::id_lists(bench_ids) {
+        let rows = db.query(
+            &format!(
+                "SELECT iteration, wall_ns, user_ns, sys_ns, peak_rss_bytes, minor_faults, \
+                 major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, round, \
+                 wall_exact_ns, benchmark_id FROM samples WHERE benchmark_id IN ({list}) \
+                 ORDER BY benchmark_id, iteration"
+            ),
+            &[],
+        )?;
+        for r in rows {
+            let mut sample = Sample {
+                iteration: small(&r, 0)?,
+                wall_ns: to_u64(r.int(1)?),
+                user_ns: to_u64(r.int(2)?),
+                sys_ns: to_u64(r.int(3)?),
+                peak_rss_bytes: to_u64(r.int(4)?),
+                minor_faults: to_u64(r.int(5)?),
+                major_faults: to_u64(r.int(6)?),
+                voluntary_cs: to_u64(r.int(7)?),
+                involuntary_cs: to_u64(r.int(8)?),
+                exit_code: opt_i32(&r, 9)?,
+                signal: opt_i32(&r, 10)?,
+                round: small(&r, 12)?,
+                wall_exact_ns: r.opt_real(13)?,
+                counters: BTreeMap::new(),
+            };
+            if let Some(text) = r.opt_text(11)? {
+                // serde_json writes non-finite floats as null; read them back as NaN.
+                let raw: BTreeMap<String, Option<f64>> = json(place, serde_json::from_str(&text))?;
+                sample.counters = raw
+                    .into_iter()
+                    .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
+                    .collect();
+            }
+            out.entry(r.int(14)?).or_default().push(sample);
         }
-        out.push(sample);
     }
     Ok(out)
 }
