@@ -50,16 +50,13 @@ pub(crate) fn read_run<D: Backend + ?Sized>(
     // One read transaction, so a concurrent writer cannot show us half a state.
     transaction(db, false, || {
         let rows = db.query(
-            "SELECT r.started_at, r.ended_at, r.status, r.tool_version, r.git_commit, \
-             r.git_branch, r.git_dirty, r.mode, r.options, e.facts, r.context, r.uuid \
-             FROM runs r JOIN environments e ON e.id = r.environment_id \
-             WHERE r.id = ?1 AND r.project = ?2",
+            &format!("SELECT {HEAD} WHERE r.id = ?1 AND r.project = ?2"),
             &vals![id, db.project()],
         )?;
         let Some(row) = rows.first() else {
             return Ok(None);
         };
-        let mut benchmarks = Vec::new();
+        let mut run = run_head(place, row)?;
         // A sampled profile may be hundreds of megabytes of JSON: not read
         // where it is not used.
         let sampled = if profiles {
@@ -69,24 +66,70 @@ pub(crate) fn read_run<D: Backend + ?Sized>(
         };
         let bench_rows = db.query(
             &format!(
-                "SELECT id, name, command, argv, parameters, facts, profile, summaries, locks, \
-                 {sampled} FROM benchmarks WHERE run_id = ?1 ORDER BY position"
+                "SELECT {BENCHMARK}, {sampled} FROM benchmarks WHERE run_id = ?1 ORDER BY position"
             ),
             &vals![id],
         )?;
-        // A chunk of benchmarks at a time, their samples in one statement;
-        // each row dropped once read: a profile's text is freed before the
-        // next one is parsed.
-        let mut bench_rows = bench_rows.into_iter().peekable();
-        while bench_rows.peek().is_some() {
-            let chunk: Vec<Row> = bench_rows.by_ref().take(crate::queries::ID_CHUNK).collect();
-            let ids = chunk
-                .iter()
-                .map(|b| b.int(0))
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut samples = load_samples(db, &ids)?;
-            for b in chunk {
-                benchmarks.push(Benchmark {
+        run.benchmarks = benchmarks_of(db, bench_rows)?
+            .into_iter()
+            .map(|(_, b)| b)
+            .collect();
+        run.probes = load_probe_results(db, id)?;
+        Ok(Some(run))
+    })
+}
+
+/// The columns [`run_head`] reads, with the tables they come from.
+const HEAD: &str = "r.id, r.started_at, r.ended_at, r.status, r.tool_version, r.git_commit, \
+     r.git_branch, r.git_dirty, r.mode, r.options, e.facts, r.context, r.uuid \
+     FROM runs r JOIN environments e ON e.id = r.environment_id";
+
+/// The columns of `benchmarks` [`benchmarks_of`] reads, but the two sampled
+/// profiles, which each query chooses to read or not.
+const BENCHMARK: &str =
+    "id, name, command, argv, parameters, facts, profile, summaries, locks, run_id";
+
+/// A run without its benchmarks and probes, from a row of [`HEAD`].
+fn run_head(place: &std::path::Path, row: &Row) -> Result<Run, StoreError> {
+    let id = row.int(0)?;
+    Ok(Run {
+        id: Some(id),
+        uuid: row.opt_text(12)?,
+        status: parse_status(place, id, &row.text(3)?)?,
+        mode: parse_mode(place, id, &row.text(8)?)?,
+        git: git_info(row.opt_text(5)?, row.opt_text(6)?, row.opt_bool(7)?),
+        options: json(place, serde_json::from_str(&row.text(9)?))?,
+        environment: merged_environment(place, &row.text(10)?, &row.text(11)?)?,
+        started_at: row.text(1)?,
+        ended_at: row.opt_text(2)?,
+        tool_version: row.text(4)?,
+        benchmarks: Vec::new(),
+        probes: Vec::new(),
+    })
+}
+
+/// Benchmarks from rows of [`BENCHMARK`] and the two profiles, in order,
+/// each with its run's id: a chunk of benchmarks at a time, their samples
+/// in one statement; each row dropped once read, so a profile's text is
+/// freed before the next one is parsed.
+fn benchmarks_of<D: Backend + ?Sized>(
+    db: &D,
+    rows: Vec<Row>,
+) -> Result<Vec<(i64, Benchmark)>, StoreError> {
+    let place = db.location();
+    let mut out = Vec::with_capacity(rows.len());
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<Row> = rows.by_ref().take(crate::queries::ID_CHUNK).collect();
+        let ids = chunk
+            .iter()
+            .map(|b| b.int(0))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut samples = load_samples(db, &ids)?;
+        for b in chunk {
+            out.push((
+                b.int(9)?,
+                Benchmark {
                     name: b.text(1)?,
                     command: b.text(2)?,
                     argv: json(place, serde_json::from_str(&b.text(3)?))?,
@@ -96,26 +139,51 @@ pub(crate) fn read_run<D: Backend + ?Sized>(
                     profile: opt_json(place, &b, 6)?,
                     summaries: opt_json(place, &b, 7)?.unwrap_or_default(),
                     locks: opt_json(place, &b, 8)?,
-                    stacks: opt_json(place, &b, 9)?,
-                    allocs: opt_json(place, &b, 10)?,
-                });
+                    stacks: opt_json(place, &b, 10)?,
+                    allocs: opt_json(place, &b, 11)?,
+                },
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Runs of the project, each with only the benchmarks named (by id) and no
+/// probes or sampled profiles, in the order of `picks` (run id, benchmark
+/// id): a few statements for any number of runs, not four a run.
+pub(crate) fn runs_with_benchmarks<D: Backend + ?Sized>(
+    db: &D,
+    picks: &[(i64, i64)],
+) -> Result<Vec<Run>, StoreError> {
+    let place = db.location();
+    transaction(db, false, || {
+        let run_ids: Vec<i64> = picks.iter().map(|p| p.0).collect();
+        let mut heads: BTreeMap<i64, Run> = BTreeMap::new();
+        for list in crate::queries::id_lists(&run_ids) {
+            let sql = format!("SELECT {HEAD} WHERE r.id IN ({list}) AND r.project = ?1");
+            for row in db.query(&sql, &vals![db.project()])? {
+                heads.insert(row.int(0)?, run_head(place, &row)?);
             }
         }
-        let probes = load_probe_results(db, id)?;
-        Ok(Some(Run {
-            id: Some(id),
-            uuid: row.opt_text(11)?,
-            status: parse_status(place, id, &row.text(2)?)?,
-            mode: parse_mode(place, id, &row.text(7)?)?,
-            git: git_info(row.opt_text(4)?, row.opt_text(5)?, row.opt_bool(6)?),
-            options: json(place, serde_json::from_str(&row.text(8)?))?,
-            environment: merged_environment(place, &row.text(9)?, &row.text(10)?)?,
-            started_at: row.text(0)?,
-            ended_at: row.opt_text(1)?,
-            tool_version: row.text(3)?,
-            benchmarks,
-            probes,
-        }))
+        let bench_ids: Vec<i64> = picks.iter().map(|p| p.1).collect();
+        let mut benches: BTreeMap<i64, Vec<Benchmark>> = BTreeMap::new();
+        for list in crate::queries::id_lists(&bench_ids) {
+            let rows = db.query(
+                &format!("SELECT {BENCHMARK}, NULL, NULL FROM benchmarks WHERE id IN ({list})"),
+                &[],
+            )?;
+            for (run_id, b) in benchmarks_of(db, rows)? {
+                benches.entry(run_id).or_default().push(b);
+            }
+        }
+        let mut out = Vec::with_capacity(picks.len());
+        for &(run_id, _) in picks {
+            if let Some(mut run) = heads.remove(&run_id) {
+                run.benchmarks = benches.remove(&run_id).unwrap_or_default();
+                out.push(run);
+            }
+        }
+        Ok(out)
     })
 }
 

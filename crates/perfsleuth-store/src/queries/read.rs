@@ -23,6 +23,7 @@ use crate::queries::load::merged_environment;
 use crate::queries::load::parse_mode;
 use crate::queries::load::read_run;
 use crate::queries::load::run_with_uuid;
+use crate::queries::load::runs_with_benchmarks;
 use crate::queries::to_u64;
 use crate::sql::Row;
 use crate::sql::transaction;
@@ -325,7 +326,7 @@ pub trait RunReader: Backend {
         // The hash is matched as text first (an index-free scan of one
         // column), then checked exactly on the decoded facts.
         let rows = self.query(
-            "SELECT b.run_id, b.facts, e.facts FROM benchmarks b \
+            "SELECT b.run_id, b.facts, e.facts, b.id FROM benchmarks b \
              JOIN runs r ON r.id = b.run_id JOIN environments e ON e.id = r.environment_id \
              WHERE r.status = 'complete' AND r.mode = ?1 AND b.argv = ?2 \
              AND b.facts LIKE ?3 AND r.project = ?4 ORDER BY b.run_id DESC, b.position",
@@ -336,10 +337,11 @@ pub trait RunReader: Backend {
                 self.project()
             ],
         )?;
-        let mut out: Vec<Run> = Vec::new();
+        // The newest matching benchmark of each run, up to `limit` runs.
+        let mut picks: Vec<(i64, i64)> = Vec::new();
         for row in rows {
             let run_id = row.int(0)?;
-            if out.len() >= limit || out.iter().any(|r| r.id == Some(run_id)) {
+            if picks.len() >= limit || picks.iter().any(|p| p.0 == run_id) {
                 continue;
             }
             let facts: Environment = match row.opt_text(1)? {
@@ -353,24 +355,11 @@ pub trait RunReader: Backend {
             if comparability_hash(&machine) != wanted {
                 continue;
             }
-            // For their samples (the noise they show): their profiles are not read.
-            let Some(mut run) = self.load_run_measurements(run_id)? else {
-                continue;
-            };
-            // Matched again on the loaded run rather than by position, so
-            // nothing depends on how positions are numbered.
-            let Some(bench) = run
-                .benchmarks
-                .iter()
-                .find(|b| b.argv == argv && b.facts.get("binary.sha256") == Some(hash))
-                .cloned()
-            else {
-                continue;
-            };
-            run.benchmarks = vec![bench];
-            out.push(run);
+            picks.push((run_id, row.int(3)?));
         }
-        Ok(out)
+        // For their samples (the noise they show): each run with that one
+        // benchmark, without profiles, in a few statements for all of them.
+        runs_with_benchmarks(self, &picks)
     }
 
     /// The newest run with probe results made on the machine `env` describes:
