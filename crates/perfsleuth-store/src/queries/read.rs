@@ -36,6 +36,11 @@ use perfsleuth_model::schema::BisectionListing;
 use perfsleuth_model::schema::BisectionRun;
 use std::collections::BTreeMap;
 
+/// Runs back, newest first, in which [`RunReader::same_binary_runs`]
+/// looks for the same program: the noise of a benchmark is learned from
+/// its runs among the project's newest 2 000.
+pub const SAME_BINARY_WINDOW: usize = 2_000;
+
 /// `LIMIT n`, or nothing for no limit: a number formatted here, as both
 /// databases take a literal LIMIT while "no limit" is spelled differently
 /// as a parameter.
@@ -310,8 +315,9 @@ pub trait RunReader: Backend {
     /// Runs that measured the same program on the same kind of machine: the
     /// newest (at most `limit`) complete runs in `mode` on a machine with
     /// `env`'s [`comparability_hash`] that contain a benchmark whose
-    /// `binary.sha256` is `hash` and whose argv is `argv`. Each run is
-    /// returned with that benchmark only (its first occurrence).
+    /// `binary.sha256` is `hash` and whose argv is `argv`, among the
+    /// project's newest [`SAME_BINARY_WINDOW`] runs. Each run is returned
+    /// with that benchmark only (its first occurrence).
     fn same_binary_runs(
         &self,
         hash: &str,
@@ -323,13 +329,19 @@ pub trait RunReader: Backend {
         let place = self.location();
         let wanted = comparability_hash(env);
         let argv_json = json(place, serde_json::to_string(argv))?;
-        // The hash is matched as text first (an index-free scan of one
-        // column), then checked exactly on the decoded facts.
+        // Among the project's newest SAME_BINARY_WINDOW runs (by the
+        // (project, id) index, so a store of 100 000 runs reads what one of
+        // 2 000 does), the hash is matched as text first, then checked
+        // exactly on the decoded facts.
         let rows = self.query(
-            "SELECT b.run_id, b.facts, e.facts, b.id FROM benchmarks b \
-             JOIN runs r ON r.id = b.run_id JOIN environments e ON e.id = r.environment_id \
-             WHERE r.status = 'complete' AND r.mode = ?1 AND b.argv = ?2 \
-             AND b.facts LIKE ?3 AND r.project = ?4 ORDER BY b.run_id DESC, b.position",
+            &format!(
+                "SELECT b.run_id, b.facts, e.facts, b.id FROM benchmarks b \
+                 JOIN runs r ON r.id = b.run_id JOIN environments e ON e.id = r.environment_id \
+                 WHERE r.id IN (SELECT w.id FROM runs w WHERE w.project = ?4 \
+                 ORDER BY w.id DESC LIMIT {SAME_BINARY_WINDOW}) \
+                 AND r.status = 'complete' AND r.mode = ?1 AND b.argv = ?2 \
+                 AND b.facts LIKE ?3 AND r.project = ?4 ORDER BY b.run_id DESC, b.position"
+            ),
             &vals![
                 mode.as_str(),
                 argv_json,
