@@ -2,10 +2,13 @@
 //! latest two (with what it learns from history) and a benchmark's history
 //! run as many statements at 100 stored runs as at 10, on SQLite and on a
 //! real PostgreSQL. Its own test binary: the store's statement count is the
-//! whole process's.
+//! whole process's, and its tests take turns (`ONE_AT_A_TIME`).
 
 use perfsleuth_model::Run;
 use perfsleuth_store::{Store, StoreUrl};
+
+/// Held by each test here: the statement count is the process's.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A complete run of five benchmarks, five samples each, on branch main,
 /// every run of the same binaries.
@@ -89,6 +92,7 @@ fn counts(store: &mut dyn Store) -> [u64; 3] {
 
 #[test]
 fn listing_comparing_and_history_run_as_many_statements_at_100_runs_as_at_10() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let mut urls = vec![StoreUrl::Sqlite(dir.path().join("s.db"))];
     urls.extend(
@@ -107,4 +111,34 @@ fn listing_comparing_and_history_run_as_many_statements_at_100_runs_as_at_10() {
         eprintln!("{url:?}: [list, compare, history] {few:?} at 10 runs, {many:?} at 100");
         assert_eq!(few, many, "{url:?}: statements grew with the stored runs");
     }
+}
+
+/// The default baseline is looked for among the 2 000 runs before the
+/// candidate first; one further back is still found when none of those
+/// measured the same benchmarks.
+#[test]
+fn a_default_baseline_beyond_the_first_window_is_still_found() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = StoreUrl::Sqlite(dir.path().join("s.db")).open().unwrap();
+    let only = |mut r: Run, names: &[&str]| {
+        r.benchmarks.retain(|b| names.contains(&b.name.as_str()));
+        r
+    };
+    let old = store
+        .ingest_run(&only(stored_run(0), &["bench-0"]))
+        .unwrap()
+        .id;
+    for i in 1..=2_001 {
+        store
+            .ingest_run(&only(stored_run(i), &["bench-1"]))
+            .unwrap();
+    }
+    store
+        .ingest_run(&only(stored_run(2_002), &["bench-0"]))
+        .unwrap();
+    let candidate =
+        perfsleuth_sides::resolve(&*store, "latest", perfsleuth_sides::Lookup::default()).unwrap();
+    let baseline = perfsleuth_sides::default_baseline(&*store, &candidate).unwrap();
+    assert_eq!(baseline.runs[0].id, Some(old), "{}", baseline.label);
 }
