@@ -31,6 +31,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::BENCHMARK_STACKS,
     schema::BENCHMARK_ALLOCS,
     schema::RUN_BISECTION,
+    schema::BENCHMARK_BINARY,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
@@ -264,6 +265,12 @@ mod tests {
                 [],
             )
             .unwrap();
+            conn.execute(
+                "INSERT INTO benchmarks (id, run_id, position, name, command, argv, parameters) \
+                 VALUES (2, 1, 1, 'hashed', 'true', '[\"true\"]', '{}')",
+                [],
+            )
+            .unwrap();
             // A bisection's run stored before runs had a bisection column.
             conn.execute(
                 "INSERT INTO runs (id, started_at, status, tool_version, mode, options, environment_id, context) \
@@ -273,7 +280,30 @@ mod tests {
             )
             .unwrap();
         }
+        {
+            // Facts came with version 2: a benchmark's program hash before
+            // benchmarks had a column for it.
+            let conn = Connection::open(&path).unwrap();
+            for step in &MIGRATIONS[1..13] {
+                conn.execute_batch(step).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 13).unwrap();
+            conn.execute(
+                "UPDATE benchmarks SET facts = '{\"binary.sha256\":{\"class\":\"identity\",\"value\":\"abc\"}}' WHERE id = 2",
+                [],
+            )
+            .unwrap();
+        }
         let store = SqliteStore::open(&path).unwrap();
+        let hashed: Option<String> = store
+            .conn
+            .query_row(
+                "SELECT binary_sha256 FROM benchmarks WHERE id = 2",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(hashed.as_deref(), Some("abc"));
         let run = store.load_run(1).unwrap().unwrap();
         assert_eq!(run.benchmarks[0].name, "old");
         assert!(run.benchmarks[0].facts.facts.is_empty());

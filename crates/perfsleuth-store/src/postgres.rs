@@ -138,6 +138,11 @@ pub(crate) const PG_MIGRATIONS: &[&str] = &[
     UPDATE runs SET bisection = (options::json) -> 'bisect' ->> 'id'
         WHERE options LIKE '%\"bisect\"%';
     CREATE INDEX runs_bisection ON runs (project, bisection) WHERE bisection IS NOT NULL;",
+    "ALTER TABLE benchmarks ADD COLUMN binary_sha256 TEXT;
+    UPDATE benchmarks SET binary_sha256 = (facts::json) -> 'binary.sha256' ->> 'value'
+        WHERE facts LIKE '%binary.sha256%';
+    CREATE INDEX benchmarks_binary ON benchmarks (binary_sha256, run_id)
+        WHERE binary_sha256 IS NOT NULL;",
 ];
 
 /// A perfsleuth store in a PostgreSQL database; its operations are the [`crate::Store`] trait's.

@@ -128,6 +128,16 @@ pub(crate) const RUN_BISECTION: &str = "ALTER TABLE runs ADD COLUMN bisection TE
         WHERE options LIKE '%\"bisect\"%';
     CREATE INDEX runs_bisection ON runs (project, bisection) WHERE bisection IS NOT NULL;";
 
+/// Version 14: the hash of a benchmark's program (its `binary.sha256`
+/// fact), indexed, so the noise of a program is learned from its earlier
+/// runs by an index look-up, not a text match over every benchmark; rows
+/// stored before it get theirs from their facts.
+pub(crate) const BENCHMARK_BINARY: &str = "ALTER TABLE benchmarks ADD COLUMN binary_sha256 TEXT;
+    UPDATE benchmarks SET binary_sha256 = json_extract(facts, '$.\"binary.sha256\".value')
+        WHERE facts LIKE '%binary.sha256%';
+    CREATE INDEX benchmarks_binary ON benchmarks (binary_sha256, run_id)
+        WHERE binary_sha256 IS NOT NULL;";
+
 /// Version 9: each run's UUID (kept wherever the run is copied; existing
 /// runs get a random one) and project ("" in a local store), and a team
 /// server's projects and API tokens (only the SHA-256 of a secret is kept).

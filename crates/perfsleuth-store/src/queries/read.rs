@@ -329,25 +329,20 @@ pub trait RunReader: Backend {
         let place = self.location();
         let wanted = comparability_hash(env);
         let argv_json = json(place, serde_json::to_string(argv))?;
-        // Among the project's newest SAME_BINARY_WINDOW runs (by the
-        // (project, id) index, so a store of 100 000 runs reads what one of
-        // 2 000 does), the hash is matched as text first, then checked
-        // exactly on the decoded facts.
+        // The program's benchmarks by the (binary_sha256, run_id) index,
+        // newest first, among the project's newest SAME_BINARY_WINDOW runs;
+        // the hash is checked again on the decoded facts.
         let rows = self.query(
             &format!(
                 "SELECT b.run_id, b.facts, e.facts, b.id FROM benchmarks b \
                  JOIN runs r ON r.id = b.run_id JOIN environments e ON e.id = r.environment_id \
-                 WHERE r.id IN (SELECT w.id FROM runs w WHERE w.project = ?4 \
-                 ORDER BY w.id DESC LIMIT {SAME_BINARY_WINDOW}) \
+                 WHERE b.binary_sha256 = ?3 AND b.run_id >= coalesce((SELECT min(w.id) FROM \
+                 (SELECT id FROM runs WHERE project = ?4 ORDER BY id DESC \
+                 LIMIT {SAME_BINARY_WINDOW}) w), 0) \
                  AND r.status = 'complete' AND r.mode = ?1 AND b.argv = ?2 \
-                 AND b.facts LIKE ?3 AND r.project = ?4 ORDER BY b.run_id DESC, b.position"
+                 AND r.project = ?4 ORDER BY b.run_id DESC, b.position"
             ),
-            &vals![
-                mode.as_str(),
-                argv_json,
-                format!("%{hash}%"),
-                self.project()
-            ],
+            &vals![mode.as_str(), argv_json, hash, self.project()],
         )?;
         // The newest matching benchmark of each run, up to `limit` runs.
         let mut picks: Vec<(i64, i64)> = Vec::new();

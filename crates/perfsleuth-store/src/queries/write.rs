@@ -333,8 +333,8 @@ pub(crate) fn insert_benchmark<D: Backend + ?Sized>(
     )?;
     let rows = db.query(
         "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile, \
-         summaries, locks, stacks, allocs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
-         RETURNING id",
+         summaries, locks, stacks, allocs, binary_sha256) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id",
         &vals![
             run_id,
             position,
@@ -347,7 +347,8 @@ pub(crate) fn insert_benchmark<D: Backend + ?Sized>(
             summaries,
             locks,
             stacks,
-            allocs
+            allocs,
+            bench.facts.get("binary.sha256").map(str::to_string)
         ],
     )?;
     first_int(&rows)
