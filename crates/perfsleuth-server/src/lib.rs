@@ -508,6 +508,7 @@ async fn accept_until_signal(
     let _ = stop_tx.send(true);
     let started = tokio::time::Instant::now();
     let mut quiet_since = None;
+    let mut past_grace = false;
     while !connections.is_empty() {
         tokio::select! {
             _ = connections.join_next() => continue,
@@ -520,15 +521,23 @@ async fn accept_until_signal(
             break;
         }
         if now - started >= SHUTDOWN_GRACE {
+            past_grace = true;
             break;
         }
     }
     if !connections.is_empty() {
-        eprintln!(
-            "stopping: {} connection(s) held open by their clients (or past the {} s grace) are closed",
-            connections.len(),
-            SHUTDOWN_GRACE.as_secs()
-        );
+        if past_grace {
+            eprintln!(
+                "stopping: {} connection(s) still busy after the {} s grace are closed",
+                connections.len(),
+                SHUTDOWN_GRACE.as_secs()
+            );
+        } else {
+            eprintln!(
+                "stopping: {} connection(s) that only their clients held open are closed",
+                connections.len()
+            );
+        }
         connections.abort_all();
     }
 }

@@ -445,6 +445,23 @@ print(json.dumps(out))
 pub struct Server {
     pub child: std::process::Child,
     pub base: String,
+    /// Its standard error (its log), line by line as it comes.
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// The log's lines once the server has exited and said `last` (a bound
+    /// of 60 s only guards against a hang).
+    pub fn log_until(&self, last: &str) -> Vec<String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let lines = self.log.lock().unwrap().clone();
+            if lines.iter().any(|l| l.contains(last)) || std::time::Instant::now() > deadline {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Server {
@@ -472,6 +489,8 @@ pub fn serve_with(sb: &Sandbox, args: &[&str]) -> Server {
         .expect("perfsleuth serve starts");
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = std::sync::Arc::clone(&log);
     std::thread::spawn(move || {
         for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
             if let Some(rest) = line.split("listening on http://").nth(1) {
@@ -482,6 +501,7 @@ pub fn serve_with(sb: &Sandbox, args: &[&str]) -> Server {
                     .to_string();
                 let _ = tx.send(addr);
             }
+            kept.lock().unwrap().push(line);
         }
     });
     let addr = rx
@@ -490,6 +510,7 @@ pub fn serve_with(sb: &Sandbox, args: &[&str]) -> Server {
     Server {
         child,
         base: format!("http://{addr}"),
+        log,
     }
 }
 
