@@ -372,8 +372,9 @@ fn push_ids(
             // same, so they are not tried — but each is still reported.
             doc.runs.push(PushedRun {
                 local_id: id,
+                // Its listing, not the whole run: only the UUID is reported.
                 uuid: store
-                    .load_run(id)
+                    .run_listing(id)
                     .ok()
                     .flatten()
                     .and_then(|r| r.uuid)
