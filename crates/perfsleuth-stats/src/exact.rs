@@ -31,21 +31,17 @@ pub(crate) struct Discrete {
 
 impl Discrete {
     fn new(mut pairs: Vec<(f64, f64)>) -> Discrete {
+        pairs.retain(|&(_, p)| p > 0.0);
         pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut values: Vec<f64> = Vec::with_capacity(pairs.len());
-        let mut probs: Vec<f64> = Vec::with_capacity(pairs.len());
-        for (v, p) in pairs {
-            if p <= 0.0 {
-                continue;
+        // Equal values (two pairs of middle draws with one mean) are one.
+        pairs.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 += later.1;
             }
-            match values.last() {
-                Some(&last) if last == v => *probs.last_mut().unwrap_or(&mut 0.0) += p,
-                _ => {
-                    values.push(v);
-                    probs.push(p);
-                }
-            }
-        }
+            same
+        });
+        let (values, probs): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
         let mut sum = 0.0;
         let cumulative = probs
             .iter()
@@ -92,17 +88,17 @@ pub(crate) fn resample_median(sample: &[f64]) -> Discrete {
     let n = sample.len();
     let mut sorted = sample.to_vec();
     sorted.sort_by(f64::total_cmp);
-    // Distinct values and the share of draws at or below each.
-    let mut distinct: Vec<f64> = Vec::new();
-    let mut at_or_below: Vec<f64> = Vec::new();
-    for (i, &v) in sorted.iter().enumerate() {
-        if distinct.last() == Some(&v) {
-            *at_or_below.last_mut().unwrap_or(&mut 0.0) = (i + 1) as f64 / n as f64;
-        } else {
-            distinct.push(v);
-            at_or_below.push((i + 1) as f64 / n as f64);
-        }
-    }
+    // Distinct values and the share of draws at or below each: the last
+    // position of each value, counted from one, over n.
+    let mut last: Vec<(f64, f64)> = sorted
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (v, (i + 1) as f64 / n as f64))
+        .collect();
+    last.reverse();
+    last.dedup_by(|later, kept| later.0 == kept.0);
+    last.reverse();
+    let (distinct, at_or_below): (Vec<f64>, Vec<f64>) = last.into_iter().unzip();
     let below = |i: usize| if i == 0 { 0.0 } else { at_or_below[i - 1] };
     let table = pascal(n);
     let c = &table[n];
