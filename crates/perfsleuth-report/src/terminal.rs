@@ -602,10 +602,45 @@ mod tests {
 
     #[test]
     fn statements_claim_only_what_the_interval_shows() {
-        assert_eq!(
-            say(&est(1.03, 0.99, 1.07), Quantity::Time),
-            "no significant difference, yet the CI reaches 7.0% slower: ≈ 32 more runs each would tell a 1.0% change from none"
-        );
+        use Quantity::{Memory, Time};
+        let cases = [
+            (
+                est(1.03, 0.99, 1.07),
+                Time,
+                "no significant difference, yet the CI reaches 7.0% slower: ≈ 32 more runs each would tell a 1.0% change from none",
+            ),
+            // Within ±1 % there is nothing more to tell; memory gets no advice.
+            (est(1.002, 0.995, 1.009), Time, "no significant difference"),
+            (est(1.03, 0.99, 1.07), Memory, "no significant difference"),
+            (est(1.03, 1.01, 1.05), Time, "3.0% slower — significant"),
+            (
+                est(0.78, 0.77, 0.79),
+                Memory,
+                "22% less memory — significant",
+            ),
+            (est(1.25, 1.2, 1.3), Memory, "25% more memory — significant"),
+            (est(0.8, 0.75, 0.85), Time, "20% faster — significant"),
+            (est(2.5, 2.4, 2.6), Time, "2.50× slower — significant"),
+            (est(0.25, 0.2, 0.3), Time, "4.00× faster — significant"),
+            // A CI touching 1.0 exactly does not exclude it.
+            (
+                est(1.1, 1.0, 1.2),
+                Time,
+                "no significant difference, yet the CI reaches 20% slower: ≈ 2 more runs each would tell a 1.0% change from none",
+            ),
+            // One that excludes it but not the in-run floor says which floor.
+            (
+                RatioEstimate {
+                    significant: false,
+                    ..est(0.998, 0.9965, 0.9995)
+                },
+                Time,
+                "no significant difference beyond ±0.2%",
+            ),
+        ];
+        for (e, q, want) in cases {
+            assert_eq!(say(&e, q), want, "{e:?}");
+        }
         // An interval off-centre past the floor: its lower side must shrink
         // to the floor, not its half-width to the estimate's distance.
         let past_floor = RatioEstimate {
@@ -613,55 +648,8 @@ mod tests {
             ..est(1.009, 1.001, 1.016)
         };
         assert_eq!(
-            statement(&past_floor, Quantity::Time, 336, 340).0,
+            statement(&past_floor, Time, 336, 340).0,
             "no significant difference beyond ±0.2%, yet the CI reaches 1.6% slower: ≈ 103 more runs each would tell a 1.0% change from none"
-        );
-        // Within ±1 % there is nothing more to tell; memory gets no advice.
-        assert_eq!(
-            say(&est(1.002, 0.995, 1.009), Quantity::Time),
-            "no significant difference"
-        );
-        assert_eq!(
-            say(&est(1.03, 0.99, 1.07), Quantity::Memory),
-            "no significant difference"
-        );
-        assert_eq!(
-            say(&est(1.03, 1.01, 1.05), Quantity::Time),
-            "3.0% slower — significant"
-        );
-        assert_eq!(
-            say(&est(0.78, 0.77, 0.79), Quantity::Memory),
-            "22% less memory — significant"
-        );
-        assert_eq!(
-            say(&est(1.25, 1.2, 1.3), Quantity::Memory),
-            "25% more memory — significant"
-        );
-        assert_eq!(
-            say(&est(0.8, 0.75, 0.85), Quantity::Time),
-            "20% faster — significant"
-        );
-        assert_eq!(
-            say(&est(2.5, 2.4, 2.6), Quantity::Time),
-            "2.50× slower — significant"
-        );
-        assert_eq!(
-            say(&est(0.25, 0.2, 0.3), Quantity::Time),
-            "4.00× faster — significant"
-        );
-        // A CI touching 1.0 exactly does not exclude it.
-        assert_eq!(
-            say(&est(1.1, 1.0, 1.2), Quantity::Time),
-            "no significant difference, yet the CI reaches 20% slower: ≈ 2 more runs each would tell a 1.0% change from none"
-        );
-        // One that excludes it but not the in-run floor says which floor.
-        let inside = RatioEstimate {
-            significant: false,
-            ..est(0.998, 0.9965, 0.9995)
-        };
-        assert_eq!(
-            say(&inside, Quantity::Time),
-            "no significant difference beyond ±0.2%"
         );
     }
 

@@ -1120,18 +1120,18 @@ fn a_trickling_body_is_cut_off_by_the_body_timeout() {
     let sb = Sandbox::new();
     let team = format!("sqlite:{}", sb.path("team.db").display());
     let pusher = token(&sb, &team, "app", "ingest");
-    let server = serve_with(
-        &sb,
-        &[
+    let serving = |timeout| {
+        [
             "serve",
             "--store",
-            &team,
+            team.as_str(),
             "--listen",
             "127.0.0.1:0",
             "--body-timeout",
-            "1s",
-        ],
-    );
+            timeout,
+        ]
+    };
+    let server = serve_with(&sb, &serving("1s"));
     let addr = server.base.trim_start_matches("http://").to_string();
     let answer = trickle_body(&addr, &pusher, Duration::from_millis(200))
         .join()
@@ -1142,15 +1142,7 @@ fn a_trickling_body_is_cut_off_by_the_body_timeout() {
         "{answer}"
     );
     assert!(answer.contains("--body-timeout"), "{answer}");
-    let bad = sb.run([
-        "serve",
-        "--store",
-        &team,
-        "--listen",
-        "127.0.0.1:0",
-        "--body-timeout",
-        "soon",
-    ]);
+    let bad = sb.run(serving("soon"));
     assert_eq!(bad.code, 2, "{}", bad.stderr);
 }
 
