@@ -1,7 +1,7 @@
 //! Percentile bootstrap of a ratio of medians, for "candidate is X% slower"
 //! statements that do not assume any distribution of run times.
 
-use crate::describe::{Interval, median_in_place, percentile};
+use crate::describe::{Interval, median_in_place, percentile_in_place};
 use crate::rng::Rng;
 use crate::valid_confidence;
 
@@ -71,7 +71,10 @@ fn resample_into(rng: &mut Rng, src: &[f64], out: &mut [f64]) {
 
 /// Two-stage resample of a side made of several runs: draws `runs.len()`
 /// runs with replacement, then each drawn run's own length in samples with
-/// replacement from that run, and pools everything into `out`.
+/// replacement from that run, and pools everything into `out`. The
+/// bootstrap takes its medians by [`Ranked`], which draws the same; this
+/// is the plain statement of that draw, which the tests hold it to.
+#[cfg(test)]
 fn resample_runs_into(rng: &mut Rng, runs: &[Vec<f64>], out: &mut Vec<f64>) {
     out.clear();
     for _ in 0..runs.len() {
@@ -84,6 +87,92 @@ fn resample_runs_into(rng: &mut Rng, runs: &[Vec<f64>], out: &mut Vec<f64>) {
             &runs[rng.below(runs.len())]
         };
         out.extend((0..run.len()).map(|_| run[rng.below(run.len())]));
+    }
+}
+
+/// A side of a few hundred samples at most, prepared to take the median of
+/// a two-stage resample by counting: each sample is replaced by its rank
+/// among the side's distinct values, so a resample is a tally of ranks and
+/// its median is read off the running total. It draws exactly what
+/// [`resample_runs_into`] draws (groups, then samples, in that order) and
+/// gives the same median bit for bit, without the selection over the
+/// resample whose data-dependent branches cost most of a compare's time
+/// (a 20-benchmark compare: PERFORMANCE.md, "Reads as the store grows").
+struct Ranked {
+    /// The side's distinct values, ascending by `total_cmp`.
+    values: Vec<f64>,
+    /// Each group's samples as indices into `values`, in the group's order.
+    groups: Vec<Vec<u32>>,
+    /// The tally of one resample, by rank.
+    counts: Vec<u32>,
+}
+
+impl Ranked {
+    fn new(groups: &[Vec<f64>]) -> Ranked {
+        let mut values: Vec<f64> = groups.concat();
+        values.sort_unstable_by(f64::total_cmp);
+        values.dedup_by(|a, b| a.total_cmp(b).is_eq());
+        let rank = |x: &f64| {
+            // Present by construction; u32 holds it (at most DIRECT_MAX values).
+            values.partition_point(|v| v.total_cmp(x).is_lt()) as u32
+        };
+        let groups = groups
+            .iter()
+            .map(|g| g.iter().map(rank).collect())
+            .collect();
+        Ranked {
+            counts: vec![0; values.len()],
+            values,
+            groups,
+        }
+    }
+
+    /// The median of one two-stage resample (one plain resample for one group).
+    fn resample_median(&mut self, rng: &mut Rng) -> f64 {
+        self.counts.fill(0);
+        let n_groups = self.groups.len();
+        let mut total = 0usize;
+        for _ in 0..n_groups {
+            // One group: nothing to choose, and no draw spent, as in
+            // `resample_runs_into`.
+            let g = if n_groups == 1 {
+                0
+            } else {
+                rng.below(n_groups)
+            };
+            let group = &self.groups[g];
+            for _ in 0..group.len() {
+                self.counts[group[rng.below(group.len())] as usize] += 1;
+            }
+            total += group.len();
+        }
+        // The value at 0-based position `at` of the sorted resample.
+        let (mut seen, mut upper_rank) = (0usize, 0usize);
+        let upper_at = total / 2;
+        for (r, &c) in self.counts.iter().enumerate() {
+            seen += c as usize;
+            if seen > upper_at {
+                upper_rank = r;
+                break;
+            }
+        }
+        let upper = self.values[upper_rank];
+        if total % 2 == 1 {
+            return upper;
+        }
+        // The lower middle: the same value when the tally below it does
+        // not reach it, else the nearest drawn value under it.
+        let below: usize = seen - self.counts[upper_rank] as usize;
+        let lower = if below < upper_at {
+            upper
+        } else {
+            let r = (0..upper_rank)
+                .rev()
+                .find(|&r| self.counts[r] > 0)
+                .unwrap_or(upper_rank);
+            self.values[r]
+        };
+        f64::midpoint(lower, upper)
     }
 }
 
@@ -313,11 +402,11 @@ fn percentile_bootstrap(
     if ratios.is_empty() {
         return None;
     }
-    ratios.sort_unstable_by(f64::total_cmp);
+    // Two selections, not a sort: the same two order statistics each.
     let alpha2 = (1.0 - confidence) / 2.0;
     let ci = Interval {
-        lo: percentile(&ratios, 100.0 * alpha2)?,
-        hi: percentile(&ratios, 100.0 * (1.0 - alpha2))?,
+        lo: percentile_in_place(&mut ratios, 100.0 * alpha2)?,
+        hi: percentile_in_place(&mut ratios, 100.0 * (1.0 - alpha2))?,
     };
     Some((ci, ratios.len()))
 }
@@ -376,10 +465,13 @@ pub fn bootstrap_median_ratio(
         })?;
         return Some(ratio_estimate(ratio, boot));
     }
+    let (mut b, mut c) = (
+        Ranked::new(&[baseline.to_vec()]),
+        Ranked::new(&[candidate.to_vec()]),
+    );
     let boot = percentile_bootstrap(confidence, resamples, seed, |rng| {
-        resample_into(rng, baseline, &mut base_buf);
-        resample_into(rng, candidate, &mut cand_buf);
-        median_in_place(&mut cand_buf) / median_in_place(&mut base_buf)
+        let base = b.resample_median(rng);
+        c.resample_median(rng) / base
     })?;
     Some(ratio_estimate(ratio, boot))
 }
@@ -498,10 +590,10 @@ pub fn bootstrap_relative_change_runs(
     // Resampling within runs too (not only whole runs) counts the
     // within-run variance somewhat twice, so the CI errs on the wide side;
     // for verdicts a slightly conservative CI is the safe direction.
+    let (mut b, mut c) = (Ranked::new(baseline_runs), Ranked::new(candidate_runs));
     let boot = percentile_bootstrap(confidence, resamples, seed, |rng| {
-        resample_runs_into(rng, baseline_runs, &mut base_buf);
-        resample_runs_into(rng, candidate_runs, &mut cand_buf);
-        median_in_place(&mut cand_buf) / median_in_place(&mut base_buf)
+        let base = b.resample_median(rng);
+        c.resample_median(rng) / base
     })?;
     Some(RelativeChange::from_ratio(&ratio_estimate(ratio, boot)))
 }
@@ -509,6 +601,37 @@ pub fn bootstrap_relative_change_runs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::describe::percentile;
+
+    #[test]
+    fn the_tally_draws_and_takes_the_median_as_the_resample_does() {
+        // Group shapes from one value to hundreds, with ties and equal
+        // groups: the same median bit for bit, and the generator left in
+        // the same state (every later interval depends on it).
+        let mut shape = Rng::new(17);
+        for case in 0..300 {
+            let groups: Vec<Vec<f64>> = (0..1 + shape.below(6))
+                .map(|_| {
+                    (0..1 + shape.below(if case % 10 == 0 { 90 } else { 12 }))
+                        .map(|_| {
+                            (shape.below(9) as f64)
+                                + if case % 3 == 0 { 0.0 } else { shape.next_f64() }
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut ranked = Ranked::new(&groups);
+            let (mut a, mut b) = (Rng::new(case), Rng::new(case));
+            let mut buf = Vec::new();
+            for _ in 0..50 {
+                resample_runs_into(&mut a, &groups, &mut buf);
+                let want = median_in_place(&mut buf);
+                let got = ranked.resample_median(&mut b);
+                assert_eq!(got.to_bits(), want.to_bits(), "{groups:?}");
+            }
+            assert_eq!(a.next_u64(), b.next_u64());
+        }
+    }
 
     #[test]
     fn resampled_median_distribution_is_exact() {

@@ -92,6 +92,45 @@ pub(crate) fn median_in_place(buf: &mut [f64]) -> f64 {
     }
 }
 
+/// The `p`-th percentile of `values` as [`percentile`] gives it for them
+/// sorted, found by selection (O(n), not a sort); reorders `values`.
+pub(crate) fn percentile_in_place(values: &mut [f64], p: f64) -> Option<f64> {
+    let (lo, frac) = percentile_rank(values.len(), p)?;
+    let (_, at, above) = values.select_nth_unstable_by(lo, f64::total_cmp);
+    // The next order statistic is the smallest of those above.
+    let next = above.iter().copied().min_by(f64::total_cmp);
+    interpolate(*at, next, frac)
+}
+
+/// Where the `p`-th percentile of `n` sorted values lies: the index below
+/// it and the fraction of the way to the next; `None` for no values or a
+/// `p` outside 0–100.
+fn percentile_rank(n: usize, p: f64) -> Option<(usize, f64)> {
+    if n == 0 || !(0.0..=100.0).contains(&p) {
+        return None;
+    }
+    let h = (p / 100.0) * (n - 1) as f64;
+    let lo = (h.floor() as usize).min(n - 1);
+    Some((lo, h - lo as f64))
+}
+
+/// The value `frac` of the way from `a` to `next` (`a` without a next).
+fn interpolate(a: f64, next: Option<f64>, frac: f64) -> Option<f64> {
+    let value = match next {
+        Some(b) if frac != 0.0 => {
+            // Interpolate from the nearer end, as numpy does, so results
+            // match it bit for bit and stay monotone in p.
+            if frac >= 0.5 {
+                b - (b - a) * (1.0 - frac)
+            } else {
+                a + (b - a) * frac
+            }
+        }
+        _ => a,
+    };
+    if value.is_nan() { None } else { Some(value) }
+}
+
 /// Median absolute deviation about `center`, for a non-empty finite slice.
 fn mad_about(values: &[f64], center: f64) -> f64 {
     let mut dev: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();
@@ -165,26 +204,8 @@ pub fn mad(values: &[f64]) -> Option<f64> {
 /// (R type 7, numpy's default). None if empty, p is outside [0, 100] or NaN,
 /// or the interpolation yields NaN (NaN or opposite infinities in the input).
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() || !(0.0..=100.0).contains(&p) {
-        return None;
-    }
-    let n = sorted.len();
-    let h = (p / 100.0) * (n - 1) as f64;
-    let lo = (h.floor() as usize).min(n - 1);
-    let frac = h - lo as f64;
-    let value = if frac == 0.0 || lo + 1 >= n {
-        sorted[lo]
-    } else {
-        let (a, b) = (sorted[lo], sorted[lo + 1]);
-        // Interpolate from the nearer end, as numpy does, so results match
-        // it bit for bit and stay monotone in p.
-        if frac >= 0.5 {
-            b - (b - a) * (1.0 - frac)
-        } else {
-            a + (b - a) * frac
-        }
-    };
-    if value.is_nan() { None } else { Some(value) }
+    let (lo, frac) = percentile_rank(sorted.len(), p)?;
+    interpolate(sorted[lo], sorted.get(lo + 1).copied(), frac)
 }
 
 /// Distribution-free CI of the median of an ascending slice:
@@ -233,6 +254,43 @@ pub fn modified_z_outliers(values: &[f64], threshold: f64) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn selection_gives_what_sorting_gives() {
+        // Ties and signed zeros included: the in-place median and
+        // percentiles must be the sorted slice's, bit for bit.
+        let mut rng = crate::rng::Rng::new(5);
+        for n in 1..60 {
+            for _ in 0..20 {
+                let v: Vec<f64> = (0..n)
+                    .map(|_| match rng.below(4) {
+                        0 => 0.0,
+                        1 => -0.0,
+                        _ => (rng.below(7) as f64) - 3.0 + rng.next_f64(),
+                    })
+                    .collect();
+                let mut sorted = v.clone();
+                sorted.sort_by(f64::total_cmp);
+                let want = median_of_sorted(&sorted);
+                assert_eq!(
+                    median_in_place(&mut v.clone()).to_bits(),
+                    want.to_bits(),
+                    "{v:?}"
+                );
+                for p in [0.0, 1.25, 2.5, 50.0, 97.5, 98.75, 100.0] {
+                    let got = percentile_in_place(&mut v.clone(), p).unwrap();
+                    assert_eq!(
+                        got.to_bits(),
+                        percentile(&sorted, p).unwrap().to_bits(),
+                        "{v:?} {p}"
+                    );
+                }
+            }
+        }
+        assert_eq!(percentile_in_place(&mut [], 50.0), None);
+        assert_eq!(percentile_in_place(&mut [1.0], f64::NAN), None);
+    }
+
     use super::*;
 
     /// Sample with one gross outlier (index 9); reference values from numpy.

@@ -43,9 +43,11 @@ fn run(i: usize) -> Run {
                         + 10_000 * b as u64
                         + u64::from((k * 7 + i as u32) % 13) * 900,
                     wall_exact_ns: None,
-                    user_ns: 900_000,
-                    sys_ns: 60_000,
-                    peak_rss_bytes: 4 << 20,
+                    // Every metric varies a little, as measured ones do: a
+                    // constant side would let the bootstrap's cost go unseen.
+                    user_ns: 900_000 + u64::from((k * 5 + i as u32) % 11) * 700,
+                    sys_ns: 60_000 + u64::from((k * 3 + i as u32) % 7) * 300,
+                    peak_rss_bytes: (4 << 20) + u64::from((k + i as u32) % 5) * 4096,
                     minor_faults: 120,
                     major_faults: 0,
                     voluntary_cs: 1,
