@@ -266,6 +266,14 @@ pub fn benchmark_key(name: &str, parameters: &BTreeMap<String, String>) -> Strin
     format!("{name} [{}]", params.join(", "))
 }
 
+/// The benchmark names `key` (a name, or a [`benchmark_key`] with its
+/// parameters) may stand for: itself, and what comes before each ` [`.
+pub fn key_names(key: &str) -> Vec<String> {
+    let mut names = vec![key.to_string()];
+    names.extend(key.match_indices(" [").map(|(i, _)| key[..i].to_string()));
+    names
+}
+
 /// Whether a verdict says the benchmark moved.
 pub(crate) fn changed(v: VerdictLabel) -> bool {
     matches!(v, VerdictLabel::Regressed | VerdictLabel::Improved)

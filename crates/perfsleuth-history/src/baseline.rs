@@ -5,7 +5,12 @@
 use crate::{Filter, Options, Order};
 use perfsleuth_compare::benchmark_key;
 use perfsleuth_model::{Metric, Run};
-use perfsleuth_store::Store;
+use perfsleuth_store::{EntryScope, Store};
+
+/// The runs before the candidate the stable-segment correction reads (of
+/// every machine class): its latest segments, at a cost that does not grow
+/// with the store.
+const STABLE_WINDOW: usize = 2_000;
 
 /// The default baseline's stable-segment correction: for the candidate's
 /// first benchmark, the series on the chosen baseline's machine class (runs
@@ -22,8 +27,15 @@ pub fn stable_default(
     let key = benchmark_key(&bench.name, &bench.parameters);
     let chosen_id = chosen.id?;
     let exclude = candidate.id;
+    // The benchmark's points among the newest runs before the candidate:
+    // the latest segments are all this looks at.
+    let scope = EntryScope {
+        names: perfsleuth_compare::key_names(&key),
+        before_run: exclude,
+        newest_runs: Some(STABLE_WINDOW),
+    };
     let entries: Vec<_> = store
-        .history_entries()
+        .history_entries_in(&scope)
         .ok()?
         .into_iter()
         .filter(|e| {

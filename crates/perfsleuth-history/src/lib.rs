@@ -34,7 +34,7 @@ use perfsleuth_model::schema::{
 };
 use perfsleuth_model::{Direction, Environment, ImpactClass, Metric, Mode, short_commit};
 use perfsleuth_stats::{ChangeOptions, change_points, median_ci, noise_floor};
-use perfsleuth_store::{HistoryEntry, MetricSummary, Store, comparability_hash};
+use perfsleuth_store::{EntryScope, HistoryEntry, MetricSummary, Store, comparability_hash};
 use std::collections::{BTreeMap, HashMap};
 
 /// Fewest points a change-point search is run on.
@@ -205,6 +205,43 @@ pub fn select(
         return Err(HistoryError::NoRuns(what.join(" ")));
     }
     Ok(kept)
+}
+
+/// What the store must read for `filter`: the benchmarks it names (each
+/// key by the names it may stand for), all without any; [`select`] then
+/// keeps the exact ones.
+pub fn scope(filter: &Filter) -> EntryScope {
+    let mut names: Vec<String> = filter
+        .benchmarks
+        .iter()
+        .flat_map(|b| perfsleuth_compare::key_names(b))
+        .collect();
+    names.sort();
+    names.dedup();
+    EntryScope {
+        names,
+        ..EntryScope::default()
+    }
+}
+
+/// `err` from [`select`] over entries read by [`scope`], with the list of
+/// known benchmarks made whole: those entries held only the named ones.
+/// The whole history is read here, on this error's path alone.
+pub fn with_every_key(err: HistoryError, store: &dyn Store) -> HistoryError {
+    match err {
+        HistoryError::UnknownBenchmark(b, _) => {
+            let mut known: Vec<String> = store
+                .history_entries()
+                .unwrap_or_default()
+                .iter()
+                .map(|e| benchmark_key(&e.name, &e.parameters))
+                .collect();
+            known.sort();
+            known.dedup();
+            HistoryError::UnknownBenchmark(b, known)
+        }
+        other => other,
+    }
 }
 
 /// One point before its series is known: an entry and its metric's summary.

@@ -537,10 +537,10 @@ async fn history(
                 ..Default::default()
             };
             let order = perfsleuth_history::Order::Time;
-            let selected = perfsleuth_history::select(s.history_entries()?, &filter, &order)
-                .map_err(|e| {
-                    ApiError::not_found(e.to_string(), "list the project's runs: GET …/runs")
-                })?;
+            let entries = s.history_entries_in(&perfsleuth_history::scope(&filter))?;
+            let selected = perfsleuth_history::select(entries, &filter, &order).map_err(|e| {
+                ApiError::not_found(e.to_string(), "list the project's runs: GET …/runs")
+            })?;
             // Reads never write: the summary cache is the CLI's to fill.
             stored::history_doc(
                 s,

@@ -324,10 +324,10 @@ fn project_history(
         ..Default::default()
     };
     let order = perfsleuth_history::Order::Time;
-    let entries = match window {
-        Some(n) => s.recent_history_entries(n)?,
-        None => s.history_entries()?,
-    };
+    let entries = s.history_entries_in(&perfsleuth_store::EntryScope {
+        newest_runs: window,
+        ..perfsleuth_history::scope(&filter)
+    })?;
     if entries.is_empty() {
         return Ok(None);
     }

@@ -88,6 +88,19 @@ pub struct HistoryEntry {
     pub argv: String,
 }
 
+/// Which of the project's history entries [`RunReader::history_entries_in`]
+/// reads; the default is all of them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EntryScope {
+    /// Only benchmarks of these names (all when empty).
+    pub names: Vec<String>,
+    /// Only runs with a smaller id (those stored before this one).
+    pub before_run: Option<i64>,
+    /// Only the newest this many runs of commands (below `before_run`),
+    /// whether or not they hold a benchmark of `names`.
+    pub newest_runs: Option<usize>,
+}
+
 // The `perfsleuth/runs` entries are part of the typed schema in the model.
 pub use perfsleuth_model::schema::RunListing;
 

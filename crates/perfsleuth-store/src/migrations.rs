@@ -32,6 +32,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::BENCHMARK_ALLOCS,
     schema::RUN_BISECTION,
     schema::BENCHMARK_BINARY,
+    schema::READ_INDEXES,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

@@ -143,6 +143,8 @@ pub(crate) const PG_MIGRATIONS: &[&str] = &[
         WHERE facts LIKE '%binary.sha256%';
     CREATE INDEX benchmarks_binary ON benchmarks (binary_sha256, run_id)
         WHERE binary_sha256 IS NOT NULL;",
+    "CREATE INDEX benchmarks_name ON benchmarks (name, run_id);
+    CREATE INDEX runs_started ON runs (project, started_at, id);",
 ];
 
 /// A perfsleuth store in a PostgreSQL database; its operations are the [`crate::Store`] trait's.

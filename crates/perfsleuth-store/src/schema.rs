@@ -138,6 +138,13 @@ pub(crate) const BENCHMARK_BINARY: &str = "ALTER TABLE benchmarks ADD COLUMN bin
     CREATE INDEX benchmarks_binary ON benchmarks (binary_sha256, run_id)
         WHERE binary_sha256 IS NOT NULL;";
 
+/// Version 15: the indexes that keep reads of one benchmark or of the
+/// newest runs at the cost of what they return: a benchmark's history by
+/// name (it scanned every benchmark of the project), and `latest`, which
+/// orders by start time (it sorted every run).
+pub(crate) const READ_INDEXES: &str = "CREATE INDEX benchmarks_name ON benchmarks (name, run_id);
+    CREATE INDEX runs_started ON runs (project, started_at, id);";
+
 /// Version 9: each run's UUID (kept wherever the run is copied; existing
 /// runs get a random one) and project ("" in a local store), and a team
 /// server's projects and API tokens (only the SHA-256 of a secret is kept).

@@ -200,15 +200,6 @@ impl Dialect {
             Dialect::Postgres => format!("(({column})::jsonb ->> '{key}')"),
         }
     }
-
-    /// The SQL expression of a fact's value in an environment-shaped JSON
-    /// text column (`{"binary.sha256": {"value": …}}`); keys hold dots.
-    pub(crate) fn json_fact(self, column: &str, key: &str) -> String {
-        match self {
-            Dialect::Sqlite => format!("json_extract({column}, '$.\"{key}\".value')"),
-            Dialect::Postgres => format!("(({column})::jsonb -> '{key}' ->> 'value')"),
-        }
-    }
 }
 
 /// What a handle keeps beside its connection, the same for both backends.

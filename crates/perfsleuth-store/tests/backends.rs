@@ -6,8 +6,8 @@ use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Run, RunStatus, Sample,
 };
 use perfsleuth_store::{
-    Backend as _, MetricSummary, PgStore, RunKind, RunWriter as _, Store, StoreError, StoreUrl,
-    TokenRecord,
+    Backend as _, EntryScope, MetricSummary, PgStore, RunKind, RunWriter as _, Store, StoreError,
+    StoreUrl, TokenRecord,
 };
 use std::collections::BTreeMap;
 
@@ -367,6 +367,35 @@ fn queries_answer_the_same_on_both_backends() {
         let s = measure(store.as_mut(), &scale);
         let b = measure(store.as_mut(), &run("feature", vec![bench("a", 4)]));
         let entries = store.history_entries().unwrap();
+        // Scoped reads: by name, before a run, over the newest runs of
+        // commands (the probe and the scale sweep are never among them).
+        let scoped = |names: &[&str], before_run: Option<i64>, newest_runs: Option<usize>| {
+            let scope = EntryScope {
+                names: names.iter().map(|n| n.to_string()).collect(),
+                before_run,
+                newest_runs,
+            };
+            store
+                .history_entries_in(&scope)
+                .unwrap()
+                .iter()
+                .map(|e| (e.run_id - a, e.name.clone()))
+                .collect::<Vec<_>>()
+        };
+        let owned = |n: &str| n.to_string();
+        assert_eq!(
+            scoped(&["a"], None, None),
+            [(0, owned("a")), (3, owned("a"))],
+            "{name}"
+        );
+        assert_eq!(scoped(&["a"], Some(b), None), [(0, owned("a"))], "{name}");
+        assert_eq!(scoped(&[], None, Some(1)), [(3, owned("a"))], "{name}");
+        assert_eq!(
+            scoped(&["a", "b"], Some(b), Some(1)),
+            [(0, owned("a")), (0, owned("b"))],
+            "{name}"
+        );
+        assert!(scoped(&["zz"], None, None).is_empty(), "{name}");
         let ids: Vec<i64> = entries.iter().map(|e| e.benchmark_id).collect();
         let walls = store.metric_values(&ids, Metric::Wall).unwrap();
         let sys = store.metric_values(&ids, Metric::Sys).unwrap();

@@ -720,7 +720,7 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
              ALTER TABLE benchmarks DROP COLUMN profile; \
              ALTER TABLE samples DROP COLUMN round; \
              ALTER TABLE samples DROP COLUMN wall_exact_ns; ALTER TABLE benchmarks DROP COLUMN summaries; \
-             DROP INDEX benchmarks_binary; ALTER TABLE benchmarks DROP COLUMN binary_sha256; DROP INDEX runs_bisection; ALTER TABLE runs DROP COLUMN bisection; DROP INDEX runs_project_uuid; DROP INDEX runs_project; ALTER TABLE runs DROP COLUMN uuid; ALTER TABLE runs DROP COLUMN project; DROP TABLE projects; DROP TABLE tokens; ALTER TABLE benchmarks DROP COLUMN locks; ALTER TABLE benchmarks DROP COLUMN stacks; ALTER TABLE benchmarks DROP COLUMN allocs; PRAGMA user_version = 2;",
+             DROP INDEX runs_started; DROP INDEX benchmarks_name; DROP INDEX benchmarks_binary; ALTER TABLE benchmarks DROP COLUMN binary_sha256; DROP INDEX runs_bisection; ALTER TABLE runs DROP COLUMN bisection; DROP INDEX runs_project_uuid; DROP INDEX runs_project; ALTER TABLE runs DROP COLUMN uuid; ALTER TABLE runs DROP COLUMN project; DROP TABLE projects; DROP TABLE tokens; ALTER TABLE benchmarks DROP COLUMN locks; ALTER TABLE benchmarks DROP COLUMN stacks; ALTER TABLE benchmarks DROP COLUMN allocs; PRAGMA user_version = 2;",
         )
         .unwrap();
         drop(conn);
@@ -815,7 +815,7 @@ fn probe_results_round_trip_and_a_schema_3_store_gains_the_table() {
             "DROP TABLE metric_summaries; DROP TABLE probe_results; \
              ALTER TABLE samples DROP COLUMN round; \
              ALTER TABLE samples DROP COLUMN wall_exact_ns; ALTER TABLE benchmarks DROP COLUMN summaries; \
-             DROP INDEX benchmarks_binary; ALTER TABLE benchmarks DROP COLUMN binary_sha256; DROP INDEX runs_bisection; ALTER TABLE runs DROP COLUMN bisection; DROP INDEX runs_project_uuid; DROP INDEX runs_project; ALTER TABLE runs DROP COLUMN uuid; ALTER TABLE runs DROP COLUMN project; DROP TABLE projects; DROP TABLE tokens; ALTER TABLE benchmarks DROP COLUMN locks; ALTER TABLE benchmarks DROP COLUMN stacks; ALTER TABLE benchmarks DROP COLUMN allocs; PRAGMA user_version = 3;",
+             DROP INDEX runs_started; DROP INDEX benchmarks_name; DROP INDEX benchmarks_binary; ALTER TABLE benchmarks DROP COLUMN binary_sha256; DROP INDEX runs_bisection; ALTER TABLE runs DROP COLUMN bisection; DROP INDEX runs_project_uuid; DROP INDEX runs_project; ALTER TABLE runs DROP COLUMN uuid; ALTER TABLE runs DROP COLUMN project; DROP TABLE projects; DROP TABLE tokens; ALTER TABLE benchmarks DROP COLUMN locks; ALTER TABLE benchmarks DROP COLUMN stacks; ALTER TABLE benchmarks DROP COLUMN allocs; PRAGMA user_version = 3;",
         )
         .unwrap();
         id
@@ -1037,7 +1037,7 @@ fn history_reads_and_a_schema_5_store_gains_the_summary_cache() {
         // (a version-5 store never had them; sample 1's fraction is lost).
         conn.execute_batch(
             "DROP TABLE metric_summaries; ALTER TABLE samples DROP COLUMN wall_exact_ns; ALTER TABLE benchmarks DROP COLUMN summaries; \
-             DROP INDEX benchmarks_binary; ALTER TABLE benchmarks DROP COLUMN binary_sha256; DROP INDEX runs_bisection; ALTER TABLE runs DROP COLUMN bisection; DROP INDEX runs_project_uuid; DROP INDEX runs_project; ALTER TABLE runs DROP COLUMN uuid; ALTER TABLE runs DROP COLUMN project; DROP TABLE projects; DROP TABLE tokens; ALTER TABLE benchmarks DROP COLUMN locks; ALTER TABLE benchmarks DROP COLUMN stacks; ALTER TABLE benchmarks DROP COLUMN allocs; PRAGMA user_version = 5;",
+             DROP INDEX runs_started; DROP INDEX benchmarks_name; DROP INDEX benchmarks_binary; ALTER TABLE benchmarks DROP COLUMN binary_sha256; DROP INDEX runs_bisection; ALTER TABLE runs DROP COLUMN bisection; DROP INDEX runs_project_uuid; DROP INDEX runs_project; ALTER TABLE runs DROP COLUMN uuid; ALTER TABLE runs DROP COLUMN project; DROP TABLE projects; DROP TABLE tokens; ALTER TABLE benchmarks DROP COLUMN locks; ALTER TABLE benchmarks DROP COLUMN stacks; ALTER TABLE benchmarks DROP COLUMN allocs; PRAGMA user_version = 5;",
         )
         .unwrap();
         (done, running)

@@ -85,7 +85,12 @@ pub(crate) fn build_doc(
         (None, true) => gating()?,
         (None, false) => vec![Metric::Wall],
     };
-    let entries = store.history_entries().map_err(Fail::from)?;
+    // Only the benchmarks asked for are read (all when none is named).
+    let scope = perfsleuth_history::scope(&Filter {
+        benchmarks: args.benchmarks.clone(),
+        ..Filter::default()
+    });
+    let entries = store.history_entries_in(&scope).map_err(Fail::from)?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let here = crate::git::info(&cwd);
     let mut notes = Vec::new();
@@ -117,8 +122,8 @@ pub(crate) fn build_doc(
     if let Some(s) = &args.since {
         since(s, &cwd, &mut filter)?;
     }
-    let selected =
-        perfsleuth_history::select(entries, &filter, &order).map_err(|e| history_fail(&e))?;
+    let selected = perfsleuth_history::select(entries, &filter, &order)
+        .map_err(|e| history_fail(&perfsleuth_history::with_every_key(e, &*store)))?;
     let newest = selected.iter().map(|e| e.run_id).max();
     let doc = perfsleuth_history::stored::history_doc(
         &mut *store,

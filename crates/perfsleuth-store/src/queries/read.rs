@@ -4,6 +4,7 @@
 //! learned from, environments over time).
 
 use crate::EarlierRun;
+use crate::EntryScope;
 use crate::HistoryEntry;
 use crate::MetricSummary;
 use crate::RunKind;
@@ -26,6 +27,7 @@ use crate::queries::load::run_with_uuid;
 use crate::queries::load::runs_with_benchmarks;
 use crate::queries::to_u64;
 use crate::sql::Row;
+use crate::sql::Val;
 use crate::sql::transaction;
 use crate::sql::vals;
 use perfsleuth_model::Environment;
@@ -378,9 +380,11 @@ pub trait RunReader: Backend {
         let stable = json(place, serde_json::to_string(&env.only(&STABLE_CLASSES)))?;
         let exact = sha256_hex(stable.as_bytes());
         let wanted = comparability_hash(env);
+        // From the probe results (a few runs) to their runs, not a look
+        // into the probe results for every run of the project.
         let rows = self.query(
             "SELECT r.id, e.hash, e.facts FROM runs r JOIN environments e ON e.id = r.environment_id \
-             WHERE EXISTS (SELECT 1 FROM probe_results p WHERE p.run_id = r.id) AND r.project = ?1 \
+             WHERE r.id IN (SELECT p.run_id FROM probe_results p) AND r.project = ?1 \
              ORDER BY r.id DESC",
             &vals![self.project()],
         )?;
@@ -401,14 +405,14 @@ pub trait RunReader: Backend {
     /// Every benchmark of every complete run of commands (not probes, not
     /// `scale` sweeps), oldest run first, in display order within a run.
     fn history_entries(&self) -> Result<Vec<HistoryEntry>, StoreError> {
-        entries(self, None)
+        entries(self, &EntryScope::default())
     }
 
-    /// [`Self::history_entries`] of the newest `runs` such runs only: what
-    /// a page that shows recent trends reads, at a cost that does not grow
-    /// with the project.
-    fn recent_history_entries(&self, runs: usize) -> Result<Vec<HistoryEntry>, StoreError> {
-        entries(self, Some(runs))
+    /// [`Self::history_entries`] within `scope`: the benchmarks a history
+    /// asks for, or the newest runs a page shows, read by an index at a
+    /// cost that follows what is read, not what is stored.
+    fn history_entries_in(&self, scope: &EntryScope) -> Result<Vec<HistoryEntry>, StoreError> {
+        entries(self, scope)
     }
 
     /// The values of `metric` of each benchmark in `benchmark_ids` (same
@@ -551,11 +555,10 @@ pub trait RunReader: Backend {
     }
 }
 
-/// The project's history entries ([`RunReader::history_entries`]), of its
-/// newest `window` runs when given.
+/// The project's history entries ([`RunReader::history_entries`]) within `scope`.
 fn entries<B: Backend + ?Sized>(
     store: &B,
-    window: Option<usize>,
+    scope: &EntryScope,
 ) -> Result<Vec<HistoryEntry>, StoreError> {
     let place = store.location();
     let commands = |r: &str| {
@@ -565,25 +568,37 @@ fn entries<B: Backend + ?Sized>(
             perfsleuth_model::SCALE_KIND,
         )
     };
-    // The window by the (project, id) index: the newest runs, then their benchmarks.
-    let window = window.map_or(String::new(), |n| {
-        format!(
-            "AND r.id IN (SELECT w.id FROM runs w WHERE w.project = ?1 AND {} \
-             ORDER BY w.id DESC LIMIT {n})",
-            commands("w")
-        )
+    let mut params = vec![Val::from(store.project())];
+    let before = scope.before_run.map_or(String::new(), |id| {
+        params.push(Val::Int(id));
+        format!("AND {{r}}.id < ?{}", params.len())
     });
+    let mut filters = before.replace("{r}", "r");
+    // The window by the (project, id) index: the newest runs, then their benchmarks.
+    if let Some(n) = scope.newest_runs {
+        filters += &format!(
+            " AND r.id IN (SELECT w.id FROM runs w WHERE w.project = ?1 AND {} {} \
+             ORDER BY w.id DESC LIMIT {n})",
+            commands("w"),
+            before.replace("{r}", "w"),
+        );
+    }
+    if !scope.names.is_empty() {
+        let first = params.len() + 1;
+        params.extend(scope.names.iter().map(|n| Val::from(n.as_str())));
+        let marks: Vec<String> = (first..=params.len()).map(|i| format!("?{i}")).collect();
+        filters += &format!(" AND b.name IN ({})", marks.join(", "));
+    }
     let rows = store.query(
         &format!(
             "SELECT b.id, b.run_id, r.started_at, r.git_commit, r.git_branch, r.git_dirty, \
-             r.mode, r.environment_id, b.name, b.parameters, {}, b.argv FROM runs r \
+             r.mode, r.environment_id, b.name, b.parameters, b.binary_sha256, b.argv FROM runs r \
              JOIN benchmarks b ON b.run_id = r.id \
-             WHERE {} AND r.project = ?1 {window} \
+             WHERE {} AND r.project = ?1 {filters} \
              ORDER BY r.id, b.position",
-            store.dialect().json_fact("b.facts", "binary.sha256"),
             commands("r"),
         ),
-        &vals![store.project()],
+        &params,
     )?;
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {

@@ -254,8 +254,11 @@ fn bad_input_is_a_usage_error() {
     let sb = Sandbox::new();
     seed(&sb.db(), 3, |_| 1.0, |_| "6.1.0");
     let store = sb.store();
-    sb.run(["history", "nope", "--store", &store])
+    // Only the named benchmarks are read, yet the hint lists every stored one.
+    let out = sb
+        .run(["history", "nope", "--store", &store])
         .usage_error("no stored run has a benchmark `nope`");
+    assert!(out.stderr.contains("stored benchmarks: work"), "{}", out.stderr);
     sb.run(["history", "--metric", "speed", "--store", &store])
         .usage_error("unknown metric `speed`");
     sb.run(["history", "--branch", "dev", "--store", &store])
