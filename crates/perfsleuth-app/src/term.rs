@@ -37,10 +37,21 @@ pub fn emit(text: &str, to_stderr: bool) {
     }
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+        } else {
             let _ = STDOUT_ERROR.set(perfsleuth_model::input::short_io_error(&e));
         }
     }
+}
+
+/// Set when a write to stdout met a closed pipe.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether stdout can take no more: its reader has gone (`| head`) or a
+/// write failed. A command that streams stops reading there.
+pub fn stdout_done() -> bool {
+    STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed) || STDOUT_ERROR.get().is_some()
 }
 
 /// Why writing to stdout failed, if it did (a closed pipe does not count).

@@ -53,8 +53,13 @@ pub enum Align {
 /// Rows as columns two spaces apart, each padded to its widest cell in
 /// visible characters; lines carry no trailing blanks.
 pub fn table(rows: &[Vec<String>], align: impl Fn(usize) -> Align) -> String {
+    table_rows(rows, &column_widths(rows), align)
+}
+
+/// The width of each column of `rows`: its widest cell.
+pub fn column_widths(rows: &[Vec<String>]) -> Vec<usize> {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
+    (0..cols)
         .map(|c| {
             rows.iter()
                 .filter_map(|r| r.get(c))
@@ -62,15 +67,28 @@ pub fn table(rows: &[Vec<String>], align: impl Fn(usize) -> Align) -> String {
                 .max()
                 .unwrap_or(0)
         })
-        .collect();
+        .collect()
+}
+
+/// `rows` laid out as [`table`] lays them, at `widths` (a column of a
+/// streamed table keeps the widths of its first part; a wider cell later
+/// only shifts its own row).
+pub fn table_rows(
+    rows: &[Vec<String>],
+    widths: &[usize],
+    align: impl Fn(usize) -> Align,
+) -> String {
     let mut out = String::new();
     for row in rows {
         let cells: Vec<String> = row
             .iter()
             .enumerate()
-            .map(|(c, s)| match align(c) {
-                Align::Left => pad_right(s, widths[c]),
-                Align::Right => pad_left(s, widths[c]),
+            .map(|(c, s)| {
+                let w = widths.get(c).copied().unwrap_or(0);
+                match align(c) {
+                    Align::Left => pad_right(s, w),
+                    Align::Right => pad_left(s, w),
+                }
             })
             .collect();
         out.push_str(cells.join("  ").trim_end());

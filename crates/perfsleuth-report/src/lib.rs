@@ -42,9 +42,9 @@ pub use export::{
     MarkdownExporter, TableExporter,
 };
 pub use format::{
-    Align, TimeUnit, capitalised, format_bytes, format_change, format_count, format_duration_ns,
-    format_fixed, format_metric, format_p, format_p_value, format_si, format_si_unit, format_size,
-    pad_left, pad_right, shortened, table, width,
+    Align, TimeUnit, capitalised, column_widths, format_bytes, format_change, format_count,
+    format_duration_ns, format_fixed, format_metric, format_p, format_p_value, format_si,
+    format_si_unit, format_size, pad_left, pad_right, shortened, table, table_rows, width,
 };
 pub use hyperfine::export_hyperfine;
 pub use json::export_json;

@@ -6,21 +6,18 @@ use crate::output::{self, open_existing_store};
 use crate::term::emit;
 use perfsleuth_model::Mode;
 use perfsleuth_model::quantity::MISSING;
-use perfsleuth_model::schema::{Document, RunsDoc, to_json_pretty};
-use perfsleuth_report::{Align, Exporter, JsonExporter, table};
+use perfsleuth_model::schema::{Document, RunListing, RunsDoc, to_json_pretty};
+use perfsleuth_report::{Align, Exporter, JsonExporter, column_widths, table_rows};
 use perfsleuth_summary::analyze;
 
-/// Lists stored runs, newest first.
+/// Lists stored runs, newest first, a page at a time: the first lines
+/// come at once and memory stays flat however many runs are stored.
 pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
     let store = open_existing_store(args.store.store.as_deref())?;
     let since = args.since.as_deref().map(since).transpose()?;
     let filtered =
         args.bench.is_some() || args.branch.is_some() || args.mode.is_some() || since.is_some();
-    // Filters apply before the limit: the newest N that pass them.
-    let mut list = store
-        .list_runs(args.limit.filter(|_| !filtered).map(|n| n as usize))
-        .map_err(Fail::from)?;
-    list.retain(|r| {
+    let keep = |r: &RunListing| {
         let mode = args.mode.is_none_or(|m| {
             r.mode
                 == match m {
@@ -41,103 +38,211 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
         });
         let recent = since.as_deref().is_none_or(|s| r.started_at.as_str() >= s);
         mode && bench && branch && recent
-    });
-    if let Some(n) = args.limit {
-        list.truncate(n as usize);
+    };
+    // A limit beyond the store lists it all (0 is refused by the parser).
+    let mut left = args.limit.map_or(usize::MAX, |n| n as usize);
+    let mut out = if args.json {
+        Listing::json()?
+    } else {
+        Listing::Table { widths: None }
+    };
+    let mut before: Option<i64> = None;
+    while left > 0 && !crate::term::stdout_done() {
+        // Filters apply before the limit (the newest N that pass them), so
+        // a filtered listing reads whole pages; an unfiltered one no more
+        // than it shows.
+        let page = if filtered {
+            LIST_PAGE
+        } else {
+            left.min(LIST_PAGE)
+        };
+        let mut list = match before {
+            None => store.list_runs(Some(page)),
+            Some(id) => store.list_runs_before(id, Some(page)),
+        }
+        .map_err(Fail::from)?;
+        let last_page = list.len() < page;
+        before = list.last().map(|r| r.id);
+        list.retain(|r| keep(r));
+        list.truncate(left);
+        left -= list.len();
+        out.page(&list)?;
+        if last_page {
+            break;
+        }
     }
-    if args.json {
-        let doc = RunsDoc {
+    if out.finish()? {
+        return Ok(0);
+    }
+    let text = if filtered {
+        format!(
+            "No stored run in {} matches the filters.\n",
+            store.location().display()
+        )
+    } else {
+        let mut text = format!("No runs stored in {} yet.\n", store.location().display());
+        // A team server's store keeps its runs in projects: say where they are.
+        let elsewhere: Vec<String> = store
+            .projects()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| p.runs > 0 && p.name != store.project())
+            .map(|p| format!("{} ({} runs)", p.name, p.runs))
+            .collect();
+        if !elsewhere.is_empty() {
+            text.push_str(&format!(
+                "Its projects hold runs: {}; read one with PERFSLEUTH_STORE_PROJECT=NAME.\n",
+                elsewhere.join(", ")
+            ));
+        }
+        text
+    };
+    emit(&text, false);
+    Ok(0)
+}
+
+/// Runs read per statement by `runs`: the first lines within a few
+/// milliseconds, and few statements for a whole listing.
+const LIST_PAGE: usize = 500;
+
+/// `runs`'s output while its pages arrive.
+enum Listing {
+    /// The `perfsleuth/runs` document, written a run at a time: the
+    /// empty document cut where its runs go, and whether one is written.
+    Json {
+        head: String,
+        tail: String,
+        first: bool,
+    },
+    /// The table, whose columns keep the first page's widths.
+    Table { widths: Option<Vec<usize>> },
+}
+
+impl Listing {
+    /// The JSON listing: what `to_json_pretty` writes for the document,
+    /// its runs one by one between the text before and after them.
+    fn json() -> Result<Listing, Fail> {
+        let empty = json_text(&RunsDoc {
             schema: RunsDoc::SCHEMA.to_string(),
             schema_version: RunsDoc::VERSION,
-            runs: list,
-        };
-        let text = to_json_pretty(&doc).map_err(|e| {
-            Fail::usage(format!("cannot serialise JSON: {e}"), "please report this")
+            runs: Vec::new(),
         })?;
-        emit(&text, false);
-        return Ok(0);
+        let slot = "\"runs\": []";
+        let at = empty
+            .find(slot)
+            .ok_or_else(|| Fail::usage("cannot lay out the runs document", "please report this"))?;
+        Ok(Listing::Json {
+            head: format!("{}\"runs\": [\n", &empty[..at]),
+            tail: format!("\n  ]{}", &empty[at + slot.len()..]),
+            first: true,
+        })
     }
-    if list.is_empty() {
-        let text = if filtered {
-            format!(
-                "No stored run in {} matches the filters.\n",
-                store.location().display()
-            )
-        } else {
-            let mut text = format!("No runs stored in {} yet.\n", store.location().display());
-            // A team server's store keeps its runs in projects: say where they are.
-            let elsewhere: Vec<String> = store
-                .projects()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|p| p.runs > 0 && p.name != store.project())
-                .map(|p| format!("{} ({} runs)", p.name, p.runs))
-                .collect();
-            if !elsewhere.is_empty() {
-                text.push_str(&format!(
-                    "Its projects hold runs: {}; read one with PERFSLEUTH_STORE_PROJECT=NAME.\n",
-                    elsewhere.join(", ")
-                ));
+
+    /// Writes one page of runs.
+    fn page(&mut self, list: &[RunListing]) -> Result<(), Fail> {
+        if list.is_empty() {
+            return Ok(());
+        }
+        match self {
+            Listing::Json { head, first, .. } => {
+                let mut text = String::new();
+                for r in list {
+                    text.push_str(if *first { head } else { ",\n" });
+                    *first = false;
+                    let one = json_text(r)?;
+                    // Indented as the document's `runs` array holds it.
+                    let lines: Vec<String> =
+                        one.trim_end().lines().map(|l| format!("    {l}")).collect();
+                    text.push_str(&lines.join("\n"));
+                }
+                emit(&text, false);
             }
-            text
-        };
-        emit(&text, false);
-        return Ok(0);
+            Listing::Table { widths } => {
+                let mut rows = Vec::with_capacity(list.len() + 1);
+                if widths.is_none() {
+                    rows.push(HEADER.map(String::from).to_vec());
+                }
+                rows.extend(list.iter().map(table_row));
+                let w = widths.get_or_insert_with(|| column_widths(&rows));
+                emit(&table_rows(&rows, w, |_| Align::Left), false);
+            }
+        }
+        Ok(())
     }
-    let mut rows = vec![
-        [
-            "ID",
-            "STARTED",
-            "STATUS",
-            "MODE",
-            "SAMPLES",
-            "COMMIT",
-            "ENV",
-            "CPU",
-            "BENCHMARKS",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    for r in &list {
-        let commit = r.git.as_ref().map_or(MISSING.to_string(), |g| {
-            format!(
-                "{}{}",
-                perfsleuth_model::short_commit(&g.commit),
-                if g.dirty { "+" } else { "" }
-            )
-        });
-        let started = started_text(&r.started_at);
-        let benches = match r.benchmarks.len() {
-            // A probe run measured the machine, not commands: name its probes.
-            0 if !r.probes.is_empty() => r.probes.join(", "),
-            0 => MISSING.to_string(),
-            1 => truncate(&r.benchmarks[0], NAME_WIDTH),
-            n => format!(
-                "{} (+{} more)",
-                truncate(&r.benchmarks[0], NAME_WIDTH),
-                n - 1
-            ),
-        };
-        let samples = if r.mode == perfsleuth_model::Mode::Probe {
-            MISSING.to_string()
-        } else {
-            r.samples.to_string()
-        };
-        rows.push(vec![
-            r.id.to_string(),
-            started,
-            r.status.to_string(),
-            r.mode.as_str().to_string(),
-            samples,
-            commit,
-            r.comparability.clone(),
-            r.cpu_model.clone().unwrap_or_else(|| MISSING.into()),
-            benches,
-        ]);
+
+    /// Ends the output; false when no run was written (nothing is, then).
+    fn finish(self) -> Result<bool, Fail> {
+        match self {
+            Listing::Json { head, tail, first } => {
+                // No run: the whole empty document, as it always was.
+                let text = if first {
+                    format!("{}{}", head.trim_end(), tail.trim_start())
+                } else {
+                    tail
+                };
+                emit(&text, false);
+                Ok(true)
+            }
+            Listing::Table { widths } => Ok(widths.is_some()),
+        }
     }
-    emit(&table(&rows, |_| Align::Left), false);
-    Ok(0)
+}
+
+/// `value` as `to_json_pretty` writes it, or the usage error it never is.
+fn json_text<T: serde::Serialize>(value: &T) -> Result<String, Fail> {
+    to_json_pretty(value)
+        .map_err(|e| Fail::usage(format!("cannot serialise JSON: {e}"), "please report this"))
+}
+
+/// The `runs` table's header.
+const HEADER: [&str; 9] = [
+    "ID",
+    "STARTED",
+    "STATUS",
+    "MODE",
+    "SAMPLES",
+    "COMMIT",
+    "ENV",
+    "CPU",
+    "BENCHMARKS",
+];
+
+/// One run's row of the `runs` table.
+fn table_row(r: &RunListing) -> Vec<String> {
+    let commit = r.git.as_ref().map_or(MISSING.to_string(), |g| {
+        format!(
+            "{}{}",
+            perfsleuth_model::short_commit(&g.commit),
+            if g.dirty { "+" } else { "" }
+        )
+    });
+    let benches = match r.benchmarks.len() {
+        // A probe run measured the machine, not commands: name its probes.
+        0 if !r.probes.is_empty() => r.probes.join(", "),
+        0 => MISSING.to_string(),
+        1 => truncate(&r.benchmarks[0], NAME_WIDTH),
+        n => format!(
+            "{} (+{} more)",
+            truncate(&r.benchmarks[0], NAME_WIDTH),
+            n - 1
+        ),
+    };
+    let samples = if r.mode == perfsleuth_model::Mode::Probe {
+        MISSING.to_string()
+    } else {
+        r.samples.to_string()
+    };
+    vec![
+        r.id.to_string(),
+        started_text(&r.started_at),
+        r.status.to_string(),
+        r.mode.as_str().to_string(),
+        samples,
+        commit,
+        r.comparability.clone(),
+        r.cpu_model.clone().unwrap_or_else(|| MISSING.into()),
+        benches,
+    ]
 }
 
 /// The widest a benchmark name is shown in the `runs` table: a table is for

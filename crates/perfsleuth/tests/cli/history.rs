@@ -3,10 +3,11 @@
 //! measured by `perfsleuth run` itself.
 
 use crate::common::{Sandbox, parse_json};
+use perfsleuth_model::schema::{Document as _, RunsDoc};
 use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, Mode, Run, RunStatus, Sample,
 };
-use perfsleuth_store::{RunWriter as _, SqliteStore};
+use perfsleuth_store::{RunReader as _, RunWriter as _, SqliteStore};
 
 fn env(kernel: &str) -> Environment {
     let mut e = Environment::default();
@@ -258,7 +259,11 @@ fn bad_input_is_a_usage_error() {
     let out = sb
         .run(["history", "nope", "--store", &store])
         .usage_error("no stored run has a benchmark `nope`");
-    assert!(out.stderr.contains("stored benchmarks: work"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("stored benchmarks: work"),
+        "{}",
+        out.stderr
+    );
     sb.run(["history", "--metric", "speed", "--store", &store])
         .usage_error("unknown metric `speed`");
     sb.run(["history", "--branch", "dev", "--store", &store])
@@ -445,4 +450,115 @@ fn history_and_compare_show_one_noise_figure_for_a_series() {
     assert!(text.stdout.contains(&figure), "{figure} in {}", text.stdout);
     let notes = row["notes"].to_string();
     assert!(notes.contains(&figure), "{figure} in {notes}");
+}
+
+/// Stores `n` complete runs of one benchmark through `ingest_run` (one
+/// transaction each), every third on branch `feature`.
+fn ingest(db: &std::path::Path, n: usize) {
+    let mut store = SqliteStore::open(db).unwrap();
+    for i in 0..n {
+        let run = Run {
+            id: None,
+            uuid: None,
+            started_at: format!(
+                "2026-11-{:02}T{:02}:{:02}:00Z",
+                1 + i / 1440,
+                i / 60 % 24,
+                i % 60
+            ),
+            ended_at: None,
+            status: RunStatus::Complete,
+            tool_version: "test".into(),
+            git: Some(GitInfo {
+                commit: format!("{i:07x}{}", "a".repeat(33)),
+                branch: Some(if i % 3 == 0 { "feature" } else { "main" }.into()),
+                dirty: false,
+            }),
+            mode: Mode::Walltime,
+            options: serde_json::json!({}),
+            environment: env("6.1.0"),
+            benchmarks: vec![Benchmark {
+                name: format!("work-{}", i % 7),
+                command: "work".into(),
+                argv: vec!["work".into()],
+                samples: vec![Sample {
+                    wall_ns: 1_000_000 + i as u64,
+                    exit_code: Some(0),
+                    ..Sample::default()
+                }],
+                ..Benchmark::default()
+            }],
+            probes: Vec::new(),
+        };
+        store.ingest_run(&run).unwrap();
+    }
+}
+
+#[test]
+fn runs_streams_pages_and_writes_what_one_document_would() {
+    // More runs than one page of the listing (500), so every way of
+    // listing crosses pages: the JSON must be the document the whole list
+    // makes, the table one table, filters and limits exact across pages.
+    let sb = Sandbox::new();
+    ingest(&sb.db(), 1203);
+    let store = sb.store();
+    let listed = SqliteStore::open(&sb.db())
+        .unwrap()
+        .list_runs(None)
+        .unwrap();
+    let whole = perfsleuth_model::schema::to_json_pretty(&RunsDoc {
+        schema: RunsDoc::SCHEMA.to_string(),
+        schema_version: RunsDoc::VERSION,
+        runs: listed,
+    })
+    .unwrap();
+    let out = sb.run(["runs", "--json", "--store", &store]).ok();
+    assert!(
+        out.stdout == whole,
+        "the streamed JSON differs from the document"
+    );
+    let table = sb.run(["runs", "--store", &store]).ok().stdout;
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 1204, "{}", &table[..400]);
+    assert!(lines[0].starts_with("ID "), "{}", lines[0]);
+    // One table: each column starts where the header's does, on every page.
+    let at = lines[0].find("STARTED").unwrap();
+    for (i, l) in lines[1..].iter().enumerate() {
+        assert_eq!(l[at..].chars().next(), Some('2'), "line {}: {l}", i + 1);
+        assert_eq!(
+            l[..at].trim(),
+            (1203 - i).to_string(),
+            "line {}: {l}",
+            i + 1
+        );
+    }
+    // Filters before the limit, across pages: the newest 600 of `feature`
+    // are more than a page, and there are only 401 of them.
+    let feature = sb
+        .run([
+            "runs", "--branch", "feature", "--limit", "600", "--json", "--store", &store,
+        ])
+        .ok();
+    let ids: Vec<i64> = parse_json(&feature.stdout)["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    let want: Vec<i64> = (1..=1203).rev().filter(|id| (id - 1) % 3 == 0).collect();
+    assert_eq!(ids, want);
+    let some = sb
+        .run(["runs", "--limit", "501", "--store", &store])
+        .ok()
+        .stdout;
+    assert_eq!(some.lines().count(), 502);
+    assert!(some.lines().last().unwrap().starts_with("703 "), "{some}");
+    // A limit of 0 is refused with the range; 10⁹ lists all.
+    sb.run(["runs", "--limit", "0", "--store", &store])
+        .usage_error("0 is not in 1..");
+    let all = sb
+        .run(["runs", "--limit", "1000000000", "--store", &store])
+        .ok()
+        .stdout;
+    assert_eq!(all, table);
 }
