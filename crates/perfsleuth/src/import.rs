@@ -484,27 +484,20 @@ fn store(
     }
     let mut store = output::open_store(store_url)?;
     run.uuid.get_or_insert_with(perfsleuth_store::new_run_uuid);
-    let id = store.begin_run(&run).map_err(Fail::from)?;
-    for b in &imported.benchmarks {
-        let bid = store.add_benchmark(id, b).map_err(Fail::from)?;
-        for s in &b.samples {
-            store.add_sample(bid, s).map_err(Fail::from)?;
-        }
-    }
-    let ended = perfsleuth_model::rfc3339(std::time::SystemTime::now());
-    store
-        .finish_run(id, RunStatus::Complete, &ended)
-        .map_err(Fail::from)?;
+    // One transaction for the whole file: stored wholly or not at all, in
+    // a statement per few hundred rows (100 000 results: 12 s -> PERFORMANCE.md).
+    let benchmarks = imported.benchmarks.len();
+    run.benchmarks = imported.benchmarks;
+    run.status = RunStatus::Complete;
+    run.ended_at = Some(perfsleuth_model::rfc3339(std::time::SystemTime::now()));
+    let id = store.ingest_run(&run).map_err(Fail::from)?.id;
+    drop(run);
     let mut out = format!(
         "Read {label} as {}{}: {} benchmark{}, {samples} samples; environment: {}\n",
         imported.format.tool(),
         if detected { " (detected)" } else { "" },
-        imported.benchmarks.len(),
-        if imported.benchmarks.len() == 1 {
-            ""
-        } else {
-            "s"
-        },
+        benchmarks,
+        if benchmarks == 1 { "" } else { "s" },
         match machine {
             "file" => "only what the file records",
             "exec" => "this machine while the suite ran, with the output's own facts over it",

@@ -39,9 +39,10 @@ pub(crate) const INSERT_SAMPLE: &str = "INSERT INTO samples (benchmark_id, itera
     peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, \
     round, wall_exact_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 
-/// Samples per multi-row INSERT when a whole run is ingested: 15 values a
-/// row stays far below both databases' limits on bound parameters.
-pub(crate) const SAMPLES_PER_INSERT: usize = 256;
+/// Rows per multi-row INSERT when a whole run is ingested: at 15 values a
+/// row, far below both databases' limits on bound parameters (32 766 in
+/// SQLite, 65 535 in PostgreSQL).
+pub(crate) const ROWS_PER_INSERT: usize = 500;
 
 /// Writing runs: begun, filled as they are measured and finished, or ingested whole.
 pub trait RunWriter: Backend {
@@ -294,6 +295,10 @@ pub(crate) fn first_int(rows: &[Row]) -> Result<i64, StoreError> {
         .int(0)
 }
 
+/// The columns of a benchmark row, in [`benchmark_values`] order.
+const BENCHMARK_COLUMNS: &str = "run_id, position, name, command, argv, parameters, facts, profile, \
+    summaries, locks, stacks, allocs, binary_sha256";
+
 /// Inserts a benchmark row at `position` and returns its id.
 pub(crate) fn insert_benchmark<D: Backend + ?Sized>(
     db: &D,
@@ -301,7 +306,23 @@ pub(crate) fn insert_benchmark<D: Backend + ?Sized>(
     position: i64,
     bench: &Benchmark,
 ) -> Result<i64, StoreError> {
-    let place = db.location();
+    let rows = db.query(
+        &format!(
+            "INSERT INTO benchmarks ({BENCHMARK_COLUMNS}) VALUES ({}) RETURNING id",
+            placeholders(0, 13)
+        ),
+        &benchmark_values(db.location(), run_id, position, bench)?,
+    )?;
+    first_int(&rows)
+}
+
+/// The values of one benchmark row, in [`BENCHMARK_COLUMNS`] order.
+fn benchmark_values(
+    place: &Path,
+    run_id: i64,
+    position: i64,
+    bench: &Benchmark,
+) -> Result<Vec<Val>, StoreError> {
     let argv = json(place, serde_json::to_string(&bench.argv))?;
     let parameters = json(place, serde_json::to_string(&bench.parameters))?;
     let facts = if bench.facts.facts.is_empty() {
@@ -331,27 +352,60 @@ pub(crate) fn insert_benchmark<D: Backend + ?Sized>(
         place,
         bench.allocs.as_ref().map(serde_json::to_string).transpose(),
     )?;
-    let rows = db.query(
-        "INSERT INTO benchmarks (run_id, position, name, command, argv, parameters, facts, profile, \
-         summaries, locks, stacks, allocs, binary_sha256) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id",
-        &vals![
-            run_id,
-            position,
-            bench.name.as_str(),
-            bench.command.as_str(),
-            argv,
-            parameters,
-            facts,
-            profile,
-            summaries,
-            locks,
-            stacks,
-            allocs,
-            bench.facts.get("binary.sha256").map(str::to_string)
-        ],
-    )?;
-    first_int(&rows)
+    Ok(Vec::from(vals![
+        run_id,
+        position,
+        bench.name.as_str(),
+        bench.command.as_str(),
+        argv,
+        parameters,
+        facts,
+        profile,
+        summaries,
+        locks,
+        stacks,
+        allocs,
+        bench.facts.get("binary.sha256").map(str::to_string)
+    ]))
+}
+
+/// `?first+1, …, ?first+n`: one row's placeholders.
+fn placeholders(first: usize, n: usize) -> String {
+    (first + 1..=first + n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Inserts `rows` of `width` values each into `into` (`table (columns)`),
+/// [`ROWS_PER_INSERT`] to a statement; with `returning`, the rows that
+/// clause gives back, in the order the statements return them.
+fn insert_rows<D: Backend + ?Sized>(
+    db: &D,
+    into: &str,
+    width: usize,
+    rows: &[Vec<Val>],
+    returning: Option<&str>,
+) -> Result<Vec<Row>, StoreError> {
+    let mut out = Vec::new();
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let tuples: Vec<String> = (0..chunk.len())
+            .map(|i| format!("({})", placeholders(i * width, width)))
+            .collect();
+        let mut sql = format!("INSERT INTO {into} VALUES {}", tuples.join(", "));
+        let params: Vec<Val> = chunk.iter().flatten().cloned().collect();
+        match returning {
+            Some(r) => {
+                sql.push_str(" RETURNING ");
+                sql.push_str(r);
+                out.extend(db.query(&sql, &params)?);
+            }
+            None => {
+                db.execute(&sql, &params)?;
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The values of one sample row, in [`SAMPLE_COLUMNS`] order.
@@ -469,28 +523,38 @@ pub(crate) fn ingest_once<D: Backend + ?Sized>(
         }
         // A run still `running` where it came from is stored as it was sent.
         let id = insert_run(db, run, uuid, run.status, run.ended_at.as_deref())?;
-        for (position, bench) in run.benchmarks.iter().enumerate() {
-            let bench_id = insert_benchmark(db, id, position as i64, bench)?;
-            for chunk in bench.samples.chunks(SAMPLES_PER_INSERT) {
-                let mut sql = format!("INSERT INTO samples ({SAMPLE_COLUMNS}) VALUES ");
-                let mut params = Vec::with_capacity(chunk.len() * 15);
-                for (i, s) in chunk.iter().enumerate() {
-                    if i > 0 {
-                        sql.push_str(", ");
-                    }
-                    sql.push('(');
-                    for c in 0..15 {
-                        if c > 0 {
-                            sql.push_str(", ");
-                        }
-                        sql.push_str(&format!("?{}", i * 15 + c + 1));
-                    }
-                    sql.push(')');
-                    params.extend(sample_values(place, bench_id, s)?);
-                }
-                db.execute(&sql, &params)?;
+        // A statement per few hundred rows, not one per benchmark: what a
+        // run of 20 benchmarks or an import of 100 000 costs on a server.
+        let benches = run
+            .benchmarks
+            .iter()
+            .enumerate()
+            .map(|(position, b)| benchmark_values(place, id, position as i64, b))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut ids = vec![0i64; run.benchmarks.len()];
+        let into = format!("benchmarks ({BENCHMARK_COLUMNS})");
+        // Each id comes back with its position: the order of RETURNING
+        // rows is not a promise either database makes.
+        for row in insert_rows(db, &into, 13, &benches, Some("id, position"))? {
+            let slot = usize::try_from(row.int(1)?)
+                .ok()
+                .and_then(|p| ids.get_mut(p))
+                .ok_or_else(|| StoreError::NotFound("inserted benchmark".into()))?;
+            *slot = row.int(0)?;
+        }
+        let mut samples = Vec::new();
+        for (bench, &bench_id) in run.benchmarks.iter().zip(&ids) {
+            for s in &bench.samples {
+                samples.push(sample_values(place, bench_id, s)?);
             }
         }
+        insert_rows(
+            db,
+            &format!("samples ({SAMPLE_COLUMNS})"),
+            15,
+            &samples,
+            None,
+        )?;
         for (position, p) in run.probes.iter().enumerate() {
             insert_probe(db, id, position as i64, p)?;
         }
