@@ -14,7 +14,7 @@ pub use select::{
 };
 
 use perfsleuth_compare::{Comparison, Options, Side, benchmark_key, compare, newest};
-use perfsleuth_model::{Benchmark, Environment, Mode, Run, Sample};
+use perfsleuth_model::{Environment, Mode, Run, Sample};
 use perfsleuth_store::{EarlierRun, RunKind, Store, StoreError};
 
 /// Same-binary runs looked at per benchmark, newest first.
@@ -286,10 +286,10 @@ pub fn add_history(
     let in_side: Vec<i64> = baseline.runs.iter().filter_map(|r| r.id).collect();
     let mut notes = Vec::new();
     let mut pooled: Vec<Run> = Vec::new();
-    for bench in &newest.benchmarks {
-        let Ok(runs) = same_binary(store, &newest, bench) else {
-            continue;
-        };
+    let Ok(all) = same_binary(store, &newest) else {
+        return Vec::new();
+    };
+    for (bench, runs) in newest.benchmarks.iter().zip(all) {
         let key = benchmark_key(&bench.name, &bench.parameters);
         // The noise is the series' (every run of this program, the
         // candidate's too, as `history` counts it), so both show one figure;
@@ -338,24 +338,36 @@ pub fn add_history(
     notes
 }
 
-/// The stored runs of exactly the program `bench` of `run` ran (see
-/// [`RunReader::same_binary_runs`](perfsleuth_store::RunReader::same_binary_runs)), newest first, each with that benchmark
-/// only; none when its binary hash is unknown.
-pub fn same_binary(
-    store: &dyn Store,
-    run: &Run,
-    bench: &Benchmark,
-) -> Result<Vec<Run>, StoreError> {
-    match bench
-        .facts
-        .get("binary.sha256")
-        .filter(|h| !h.is_empty() && *h != perfsleuth_model::UNKNOWN)
-    {
-        Some(hash) => {
-            store.same_binary_runs(hash, &bench.argv, run.mode, &run.environment, HISTORY_LIMIT)
-        }
-        None => Ok(Vec::new()),
-    }
+/// For each benchmark of `run`, the stored runs of exactly the program it
+/// ran (see [`RunReader::same_binary_runs`](perfsleuth_store::RunReader::same_binary_runs)),
+/// newest first, each with that benchmark only; none for a benchmark whose
+/// binary hash is unknown. One look-up for all of them.
+pub fn same_binary(store: &dyn Store, run: &Run) -> Result<Vec<Vec<Run>>, StoreError> {
+    let hashes: Vec<Option<&str>> = run
+        .benchmarks
+        .iter()
+        .map(|b| {
+            b.facts
+                .get("binary.sha256")
+                .filter(|h| !h.is_empty() && *h != perfsleuth_model::UNKNOWN)
+        })
+        .collect();
+    let programs: Vec<(&str, &[String])> = run
+        .benchmarks
+        .iter()
+        .zip(&hashes)
+        .filter_map(|(b, h)| Some(((*h)?, b.argv.as_slice())))
+        .collect();
+    let mut found = store
+        .same_binary_runs_of(&programs, run.mode, &run.environment, HISTORY_LIMIT)?
+        .into_iter();
+    Ok(hashes
+        .iter()
+        .map(|h| match h {
+            Some(_) => found.next().unwrap_or_default(),
+            None => Vec::new(),
+        })
+        .collect())
 }
 
 /// Each run's samples of its one benchmark.

@@ -1013,6 +1013,41 @@ fn same_binary_runs_match_hash_argv_mode_and_machine_class() {
         )
         .unwrap();
     assert!(none.is_empty());
+    // All of a run's programs at once: each program's runs as alone, the
+    // same run given to two programs with each its own benchmark.
+    let hash_b = format!("{:0>64}", "b");
+    let argv_b = vec!["sleep".to_string(), "b".to_string()];
+    let fast = vec!["sleep".to_string(), "a".to_string(), "--fast".to_string()];
+    let programs: Vec<(&str, &[String])> = vec![
+        (&hash, &argv),
+        (&hash_b, &argv_b),
+        (&hash, &fast),
+        (&hash, &argv),
+    ];
+    let all = store
+        .same_binary_runs_of(&programs, Mode::Walltime, &machine, 10)
+        .unwrap();
+    assert_eq!(all.len(), 4);
+    for (got, (h, a)) in all.iter().zip(&programs) {
+        let alone = store
+            .same_binary_runs(h, a, Mode::Walltime, &machine, 10)
+            .unwrap();
+        assert_eq!(got, &alone, "{a:?}");
+    }
+    let names = |runs: &[perfsleuth_model::Run]| -> Vec<(i64, String)> {
+        runs.iter()
+            .map(|r| (r.id.unwrap(), r.benchmarks[0].name.clone()))
+            .collect()
+    };
+    assert_eq!(names(&all[0]), [(r2, "a".into()), (r1, "a".into())]);
+    assert_eq!(names(&all[1]), [(r2, "b".into()), (r1, "b".into())]);
+    assert_eq!(all[2].len(), 1, "the run with --fast");
+    assert!(
+        store
+            .same_binary_runs_of(&[], Mode::Walltime, &machine, 10)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]

@@ -88,9 +88,9 @@ fn report_repeats(args: &RunOptions) -> Result<(), Fail> {
         return Ok(());
     };
     let mut out = String::from("\n");
-    for b in &latest.benchmarks {
+    let all = perfsleuth_sides::same_binary(&*store, &latest).map_err(Fail::from)?;
+    for (b, runs) in latest.benchmarks.iter().zip(all) {
         let key = perfsleuth_compare::benchmark_key(&b.name, &b.parameters);
-        let runs = perfsleuth_sides::same_binary(&*store, &latest, b).map_err(Fail::from)?;
         if runs.is_empty() {
             out.push_str(&format!(
                 "`{key}`: no binary hash, so no same-binary history\n"

@@ -72,8 +72,10 @@ fn counts(store: &mut dyn Store) -> [u64; 3] {
             ..Default::default()
         };
         let order = perfsleuth_history::Order::Time;
-        let selected =
-            perfsleuth_history::select(store.history_entries().unwrap(), &filter, &order).unwrap();
+        let entries = store
+            .history_entries_in(&perfsleuth_history::scope(&filter))
+            .unwrap();
+        let selected = perfsleuth_history::select(entries, &filter, &order).unwrap();
         let doc = perfsleuth_history::stored::history_doc(
             store,
             selected,

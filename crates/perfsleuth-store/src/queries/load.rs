@@ -148,16 +148,20 @@ fn benchmarks_of<D: Backend + ?Sized>(
     Ok(out)
 }
 
-/// Runs of the project, each with only the benchmarks named (by id) and no
-/// probes or sampled profiles, in the order of `picks` (run id, benchmark
-/// id): a few statements for any number of runs, not four a run.
+/// Runs of the project, each with only the one benchmark named (by id) and
+/// no probes or sampled profiles, for each of `picks` (run id, benchmark
+/// id; a run may come more than once, with another benchmark) in its
+/// order, `None` where the project has no such run: a few statements for
+/// any number of runs, not four a run.
 pub(crate) fn runs_with_benchmarks<D: Backend + ?Sized>(
     db: &D,
     picks: &[(i64, i64)],
-) -> Result<Vec<Run>, StoreError> {
+) -> Result<Vec<Option<Run>>, StoreError> {
     let place = db.location();
     transaction(db, false, || {
-        let run_ids: Vec<i64> = picks.iter().map(|p| p.0).collect();
+        let mut run_ids: Vec<i64> = picks.iter().map(|p| p.0).collect();
+        run_ids.sort_unstable();
+        run_ids.dedup();
         let mut heads: BTreeMap<i64, Run> = BTreeMap::new();
         for list in crate::queries::id_lists(&run_ids) {
             let sql = format!("SELECT {HEAD} WHERE r.id IN ({list}) AND r.project = ?1");
@@ -165,25 +169,32 @@ pub(crate) fn runs_with_benchmarks<D: Backend + ?Sized>(
                 heads.insert(row.int(0)?, run_head(place, &row)?);
             }
         }
-        let bench_ids: Vec<i64> = picks.iter().map(|p| p.1).collect();
-        let mut benches: BTreeMap<i64, Vec<Benchmark>> = BTreeMap::new();
+        let mut bench_ids: Vec<i64> = picks.iter().map(|p| p.1).collect();
+        bench_ids.sort_unstable();
+        bench_ids.dedup();
+        let mut benches: BTreeMap<i64, Benchmark> = BTreeMap::new();
         for list in crate::queries::id_lists(&bench_ids) {
             let rows = db.query(
                 &format!("SELECT {BENCHMARK}, NULL, NULL FROM benchmarks WHERE id IN ({list})"),
                 &[],
             )?;
-            for (run_id, b) in benchmarks_of(db, rows)? {
-                benches.entry(run_id).or_default().push(b);
+            let ids = rows
+                .iter()
+                .map(|r| r.int(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            for (id, (_, b)) in ids.into_iter().zip(benchmarks_of(db, rows)?) {
+                benches.insert(id, b);
             }
         }
-        let mut out = Vec::with_capacity(picks.len());
-        for &(run_id, _) in picks {
-            if let Some(mut run) = heads.remove(&run_id) {
-                run.benchmarks = benches.remove(&run_id).unwrap_or_default();
-                out.push(run);
-            }
-        }
-        Ok(out)
+        Ok(picks
+            .iter()
+            .map(|(run_id, bench_id)| {
+                let (head, b) = (heads.get(run_id)?, benches.get(bench_id)?);
+                let mut run = head.clone();
+                run.benchmarks = vec![b.clone()];
+                Some(run)
+            })
+            .collect())
     })
 }
 
