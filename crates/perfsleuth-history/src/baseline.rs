@@ -33,6 +33,7 @@ pub fn stable_default(
         names: perfsleuth_compare::key_names(&key),
         before_run: exclude,
         newest_runs: Some(STABLE_WINDOW),
+        summary_of: Some(Metric::Wall),
     };
     let entries: Vec<_> = store
         .history_entries_in(&scope)

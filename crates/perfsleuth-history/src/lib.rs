@@ -208,9 +208,9 @@ pub fn select(
 }
 
 /// What the store must read for `filter`: the benchmarks it names (each
-/// key by the names it may stand for), all without any; [`select`] then
-/// keeps the exact ones.
-pub fn scope(filter: &Filter) -> EntryScope {
+/// key by the names it may stand for), all without any, with their cached
+/// summaries of `summary_of`; [`select`] then keeps the exact ones.
+pub fn scope(filter: &Filter, summary_of: Option<Metric>) -> EntryScope {
     let mut names: Vec<String> = filter
         .benchmarks
         .iter()
@@ -220,6 +220,7 @@ pub fn scope(filter: &Filter) -> EntryScope {
     names.dedup();
     EntryScope {
         names,
+        summary_of,
         ..EntryScope::default()
     }
 }
@@ -287,7 +288,21 @@ pub fn load(
     metric: Metric,
 ) -> Result<Loaded, perfsleuth_store::StoreError> {
     let ids: Vec<i64> = entries.iter().map(|e| e.benchmark_id).collect();
-    let mut cached = store.metric_summaries(&ids, metric)?;
+    // What the entries were read with ([`EntryScope::summary_of`]), the
+    // rest looked up.
+    let carried = |e: &HistoryEntry| e.summary.filter(|(m, _)| *m == metric).map(|(_, s)| s);
+    let unknown: Vec<usize> = (0..ids.len())
+        .filter(|&i| carried(&entries[i]).is_none())
+        .collect();
+    let unknown_ids: Vec<i64> = unknown.iter().map(|&i| ids[i]).collect();
+    let mut cached: Vec<Option<MetricSummary>> =
+        entries.iter().map(|e| carried(e).flatten()).collect();
+    for (&i, s) in unknown
+        .iter()
+        .zip(store.metric_summaries(&unknown_ids, metric)?)
+    {
+        cached[i] = s;
+    }
     let missing: Vec<usize> = (0..ids.len()).filter(|&i| cached[i].is_none()).collect();
     let missing_ids: Vec<i64> = missing.iter().map(|&i| ids[i]).collect();
     let mut fresh = Vec::new();

@@ -33,6 +33,7 @@ fn stored(n: usize, level: impl Fn(usize) -> f64, env_of: impl Fn(usize) -> i64)
                 parameters: BTreeMap::new(),
                 binary_sha256: None,
                 argv: "[\"./work\"]".into(),
+                summary: None,
             },
             summary: summarize(
                 &(0..20)

@@ -537,7 +537,8 @@ async fn history(
                 ..Default::default()
             };
             let order = perfsleuth_history::Order::Time;
-            let entries = s.history_entries_in(&perfsleuth_history::scope(&filter))?;
+            let entries =
+                s.history_entries_in(&perfsleuth_history::scope(&filter, Some(metric)))?;
             let selected = perfsleuth_history::select(entries, &filter, &order).map_err(|e| {
                 ApiError::not_found(e.to_string(), "list the project's runs: GET …/runs")
             })?;

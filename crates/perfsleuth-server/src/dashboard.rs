@@ -326,7 +326,7 @@ fn project_history(
     let order = perfsleuth_history::Order::Time;
     let entries = s.history_entries_in(&perfsleuth_store::EntryScope {
         newest_runs: window,
-        ..perfsleuth_history::scope(&filter)
+        ..perfsleuth_history::scope(&filter, Some(Metric::Wall))
     })?;
     if entries.is_empty() {
         return Ok(None);

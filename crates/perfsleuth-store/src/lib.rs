@@ -86,6 +86,10 @@ pub struct HistoryEntry {
     /// The argument vector executed, as stored (JSON text): with the hash,
     /// what says two points ran exactly the same program.
     pub argv: String,
+    /// The cached summary of the metric [`EntryScope::summary_of`] named,
+    /// read with the entry (inside, `None` where none is cached yet);
+    /// `None` when no metric was named.
+    pub summary: Option<(perfsleuth_model::Metric, Option<MetricSummary>)>,
 }
 
 /// Which of the project's history entries [`RunReader::history_entries_in`]
@@ -99,6 +103,10 @@ pub struct EntryScope {
     /// Only the newest this many runs of commands (below `before_run`),
     /// whether or not they hold a benchmark of `names`.
     pub newest_runs: Option<usize>,
+    /// Read each entry's cached summary of this metric with it, in the
+    /// same statement ([`HistoryEntry::summary`]): a history's points
+    /// without a look-up per few hundred of them.
+    pub summary_of: Option<perfsleuth_model::Metric>,
 }
 
 // The `perfsleuth/runs` entries are part of the typed schema in the model.

@@ -374,6 +374,7 @@ fn queries_answer_the_same_on_both_backends() {
                 names: names.iter().map(|n| n.to_string()).collect(),
                 before_run,
                 newest_runs,
+                summary_of: None,
             };
             store
                 .history_entries_in(&scope)
@@ -412,6 +413,38 @@ fn queries_answer_the_same_on_both_backends() {
             .put_metric_summaries(Metric::Wall, &[(ids[0], summary)])
             .unwrap();
         let cached = store.metric_summaries(&ids[..2], Metric::Wall).unwrap();
+        // The same summaries read with the entries: the cached one, and
+        // "none cached" for the rest.
+        let carried: Vec<_> = store
+            .history_entries_in(&EntryScope {
+                summary_of: Some(Metric::Wall),
+                ..EntryScope::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|e| e.summary)
+            .collect();
+        assert_eq!(carried.len(), ids.len(), "{name}");
+        // Debug text: the cached summary holds a NaN, never equal to itself.
+        assert_eq!(
+            format!("{:?}", carried[0]),
+            format!("{:?}", Some((Metric::Wall, cached[0]))),
+            "{name}"
+        );
+        assert!(
+            carried[1..]
+                .iter()
+                .all(|c| *c == Some((Metric::Wall, None))),
+            "{name}: {carried:?}"
+        );
+        assert!(
+            store
+                .history_entries()
+                .unwrap()
+                .iter()
+                .all(|e| e.summary.is_none()),
+            "{name}"
+        );
         let same = store
             .same_binary_runs(
                 &format!("{:0>64}", "a"),

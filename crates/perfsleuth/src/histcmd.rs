@@ -86,10 +86,13 @@ pub(crate) fn build_doc(
         (None, false) => vec![Metric::Wall],
     };
     // Only the benchmarks asked for are read (all when none is named).
-    let scope = perfsleuth_history::scope(&Filter {
-        benchmarks: args.benchmarks.clone(),
-        ..Filter::default()
-    });
+    let scope = perfsleuth_history::scope(
+        &Filter {
+            benchmarks: args.benchmarks.clone(),
+            ..Filter::default()
+        },
+        metrics.first().copied(),
+    );
     let entries = store.history_entries_in(&scope).map_err(Fail::from)?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let here = crate::git::info(&cwd);

@@ -73,7 +73,10 @@ fn counts(store: &mut dyn Store) -> [u64; 3] {
         };
         let order = perfsleuth_history::Order::Time;
         let entries = store
-            .history_entries_in(&perfsleuth_history::scope(&filter))
+            .history_entries_in(&perfsleuth_history::scope(
+                &filter,
+                Some(perfsleuth_model::Metric::Wall),
+            ))
             .unwrap();
         let selected = perfsleuth_history::select(entries, &filter, &order).unwrap();
         let doc = perfsleuth_history::stored::history_doc(

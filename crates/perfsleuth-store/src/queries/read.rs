@@ -545,15 +545,7 @@ pub trait RunReader: Backend {
         metric: Metric,
     ) -> Result<Vec<Option<MetricSummary>>, StoreError> {
         let summary = |r: &Row| -> Result<(i64, MetricSummary), StoreError> {
-            Ok((
-                r.int(0)?,
-                MetricSummary {
-                    n: usize::try_from(r.int(1)?).unwrap_or(0),
-                    median: r.real_or_nan(2)?,
-                    lo: r.real_or_nan(3)?,
-                    hi: r.real_or_nan(4)?,
-                },
-            ))
+            Ok((r.int(0)?, summary_at(r, 1)?))
         };
         // Only the project's benchmarks: ids are never taken on trust.
         let scoped = format!(
@@ -646,11 +638,28 @@ fn entries<B: Backend + ?Sized>(
         let marks: Vec<String> = (first..=params.len()).map(|i| format!("?{i}")).collect();
         filters += &format!(" AND b.name IN ({})", marks.join(", "));
     }
+    // The cached summary by its primary key, in the same pass.
+    let summary = match scope.summary_of {
+        Some(metric) => {
+            params.push(Val::from(metric.name()));
+            format!(
+                "LEFT JOIN metric_summaries m ON m.benchmark_id = b.id AND m.metric = ?{}",
+                params.len()
+            )
+        }
+        None => String::new(),
+    };
+    let summary_columns = if summary.is_empty() {
+        "NULL, NULL, NULL, NULL, NULL"
+    } else {
+        "m.benchmark_id, m.n, m.median, m.lo, m.hi"
+    };
     let rows = store.query(
         &format!(
             "SELECT b.id, b.run_id, r.started_at, r.git_commit, r.git_branch, r.git_dirty, \
-             r.mode, r.environment_id, b.name, b.parameters, b.binary_sha256, b.argv FROM runs r \
-             JOIN benchmarks b ON b.run_id = r.id \
+             r.mode, r.environment_id, b.name, b.parameters, b.binary_sha256, b.argv, \
+             {summary_columns} FROM runs r \
+             JOIN benchmarks b ON b.run_id = r.id {summary} \
              WHERE {} AND r.project = ?1 {filters} \
              ORDER BY r.id, b.position",
             commands("r"),
@@ -673,7 +682,27 @@ fn entries<B: Backend + ?Sized>(
                 .opt_text(10)?
                 .filter(|h| !h.is_empty() && h != perfsleuth_model::UNKNOWN),
             argv: row.text(11)?,
+            summary: match scope.summary_of {
+                Some(metric) => Some((
+                    metric,
+                    match row.opt_int(12)? {
+                        Some(_) => Some(summary_at(&row, 13)?),
+                        None => None,
+                    },
+                )),
+                None => None,
+            },
         });
     }
     Ok(out)
+}
+
+/// The summary in `row`'s columns `at`… (n, median, lo, hi).
+fn summary_at(row: &Row, at: usize) -> Result<MetricSummary, StoreError> {
+    Ok(MetricSummary {
+        n: usize::try_from(row.int(at)?).unwrap_or(0),
+        median: row.real_or_nan(at + 1)?,
+        lo: row.real_or_nan(at + 2)?,
+        hi: row.real_or_nan(at + 3)?,
+    })
 }
