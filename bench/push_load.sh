@@ -1,0 +1,45 @@
+#!/bin/sh
+# Ingest into a team server (issue 53): CLIENTS concurrent `perfsleuth push`
+# processes, each sending RUNS runs (20 benchmarks × 10 samples, written by
+# examples/fill_store.rs into its own SQLite store) to `perfsleuth serve` on
+# STORE_URL (which should hold no project `app` yet). Prints runs/s over the
+# whole push, and how many runs the server holds and how many distinct
+# UUIDs: every run once, none lost, none twice.
+#
+# Usage: sh bench/push_load.sh PERFSLEUTH FILL_BINARY STORE_URL CLIENTS RUNS
+set -eu
+ps=$1; fill=$2; store=$3; clients=$4; runs=$5
+work=$(mktemp -d)
+port=18441
+"$ps" server project app --store "$store" >/dev/null
+token=$("$ps" server token create --scope ingest,read --project app --json --store "$store" |
+  python3 -c 'import json,sys; d = json.load(sys.stdin); print(d.get("secret") or d["tokens"][0]["secret"])')
+for c in $(seq "$clients"); do "$fill" "sqlite:$work/c$c.db" 0 "$runs"; done
+"$ps" serve --store "$store" --listen 127.0.0.1:$port >"$work/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true; rm -rf "$work"' EXIT
+for _ in $(seq 50); do
+  curl -fs http://127.0.0.1:$port/api/v1/health >/dev/null 2>&1 && break
+  sleep 0.2
+done
+start=$(date +%s.%N)
+pids=""
+for c in $(seq "$clients"); do
+  PERFSLEUTH_TOKEN=$token "$ps" push --server http://127.0.0.1:$port --project app \
+    --store "sqlite:$work/c$c.db" $(seq "$runs") >"$work/push$c.log" 2>&1 &
+  pids="$pids $!"
+done
+wait_rc=0
+for pid in $pids; do
+  wait "$pid" || wait_rc=1
+done
+end=$(date +%s.%N)
+curl -fs -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/v1/projects/app/runs?limit=1000000" |
+  python3 -c '
+import json, sys
+runs = json.load(sys.stdin)["runs"]
+uuids = {r["uuid"] for r in runs}
+total, secs = int(sys.argv[1]) * int(sys.argv[2]), float(sys.argv[4]) - float(sys.argv[3])
+print("| %s clients | %d runs | %.1f s | %.0f runs/s | %d stored | %d distinct UUIDs | push rc %s |" % (
+    sys.argv[1], total, secs, total / secs, len(runs), len(uuids), sys.argv[5]))
+' "$clients" "$runs" "$start" "$end" "$wait_rc"
