@@ -11,8 +11,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use perfsleuth_compare::Side;
 use perfsleuth_history::stored;
-use perfsleuth_model::schema::{self, Document, HealthDoc, IngestDoc, RunExport, RunsDoc};
-use perfsleuth_model::{Metric, Run, RunStatus};
+use perfsleuth_model::schema::{
+    self, Document, HealthDoc, IngestDoc, RunExport, RunFilter, RunsDoc,
+};
+use perfsleuth_model::{Metric, Mode, Run, RunStatus};
 use perfsleuth_sides::{SelectError, is_uuid};
 use perfsleuth_store::{STORE_SCHEMA_VERSION, Store};
 use serde::Deserialize;
@@ -297,6 +299,14 @@ struct ListQuery {
     before: Option<i64>,
     /// Only this bisection's runs, in the order its steps measured them.
     bisection: Option<String>,
+    /// Only runs with a benchmark whose name contains this text.
+    bench: Option<String>,
+    /// Only runs made on this git branch.
+    branch: Option<String>,
+    /// Only runs on this machine class (its comparability hash or a prefix).
+    machine: Option<String>,
+    /// Only runs of this mode (`walltime`, `simulation`, `probe`).
+    mode: Option<String>,
 }
 
 async fn list_runs(
@@ -306,6 +316,23 @@ async fn list_runs(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let limit = q.limit.unwrap_or(100).min(MAX_LIST);
+    let mode = match given(&q.mode) {
+        None => None,
+        Some(m) => Some(Mode::parse(&m).ok_or_else(|| {
+            ApiError::bad_request(
+                format!("unknown mode {m:?}"),
+                "modes are: walltime, simulation, probe",
+            )
+        })?),
+    };
+    // The same rule as `perfsleuth runs`' filters, applied a page at a time.
+    let filter = RunFilter {
+        bench: given(&q.bench),
+        branch: given(&q.branch),
+        machine: given(&q.machine),
+        mode,
+        since: None,
+    };
     let runs = state
         .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
             Ok(match &q.bisection {
@@ -315,10 +342,7 @@ async fn list_runs(
                     .take(limit)
                     .map(|r| r.run)
                     .collect(),
-                None => match q.before {
-                    Some(id) => s.list_runs_before(id, Some(limit))?,
-                    None => s.list_runs(Some(limit))?,
-                },
+                None => s.list_runs_matching(&filter, q.before, limit)?,
             })
         })
         .await?;

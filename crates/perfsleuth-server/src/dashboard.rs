@@ -18,7 +18,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use perfsleuth_history::stored;
 use perfsleuth_model::quantity::MISSING;
-use perfsleuth_model::schema::HistoryDoc;
+use perfsleuth_model::schema::{HistoryDoc, RunFilter};
 use perfsleuth_model::{Metric, Run};
 use perfsleuth_report::html::{self, escape, page, table};
 use perfsleuth_store::{RunKind, Store};
@@ -362,6 +362,59 @@ fn short_commit(run: &perfsleuth_store::RunListing) -> String {
 struct ProjectQuery {
     /// The runs listed are those stored before this run: a later page.
     before: Option<i64>,
+    /// Only runs made on this git branch.
+    branch: Option<String>,
+    /// Only runs on this machine class (its hash or a prefix).
+    machine: Option<String>,
+    /// Only runs with a benchmark whose name contains this text.
+    bench: Option<String>,
+}
+
+impl ProjectQuery {
+    /// The listing's filters, as the API's `runs?` applies them.
+    fn filter(&self) -> RunFilter {
+        RunFilter {
+            bench: crate::api::given(&self.bench),
+            branch: crate::api::given(&self.branch),
+            machine: crate::api::given(&self.machine),
+            ..RunFilter::default()
+        }
+    }
+}
+
+/// The query string (`&`-led, empty without filters) that keeps `filter`
+/// across the project page's links.
+fn filter_query(filter: &RunFilter) -> String {
+    [
+        ("branch", &filter.branch),
+        ("machine", &filter.machine),
+        ("bench", &filter.bench),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.as_deref().map(|v| format!("&{k}={}", enc(v))))
+    .collect()
+}
+
+/// The project page's form that filters its runs.
+fn filter_form(p: &str, filter: &RunFilter) -> String {
+    let field = |name: &str, label: &str, value: &Option<String>| {
+        format!(
+            "<label>{label} <input name=\"{name}\" value=\"{}\" size=\"14\"></label> ",
+            escape(value.as_deref().unwrap_or(""))
+        )
+    };
+    format!(
+        "<form method=\"get\" action=\"/p/{}\">{}{}{}<button type=\"submit\">Filter</button>{}</form>",
+        enc(p),
+        field("branch", "branch", &filter.branch),
+        field("machine", "machine", &filter.machine),
+        field("bench", "benchmark", &filter.bench),
+        if filter.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", link(&format!("/p/{p}"), "all runs"))
+        }
+    )
 }
 
 async fn project_page(
@@ -374,10 +427,9 @@ async fn project_page(
     let p = project.clone();
     read_page(&state, &project, &headers, move |s| {
         let doc = project_history(s, None, Some(TREND_RUNS))?;
-        let runs = match q.before {
-            Some(id) => s.list_runs_before(id, Some(RECENT_RUNS))?,
-            None => s.list_runs(Some(RECENT_RUNS))?,
-        };
+        let filter = q.filter();
+        let runs = s.list_runs_matching(&filter, q.before, RECENT_RUNS)?;
+        let keep = filter_query(&filter);
         let mut body = String::from("<section><h2>Benchmarks</h2>");
         match &doc {
             None => body.push_str(
@@ -425,6 +477,7 @@ async fn project_page(
             }
             None => body.push_str("<section><h2>Recent runs</h2>"),
         }
+        body.push_str(&filter_form(&p, &filter));
         let comparable = perfsleuth_sides::default_baselines_exist(s, &runs);
         if q.before.is_none() && comparable.first() == Some(&true) {
             let _ = write!(
@@ -450,7 +503,10 @@ async fn project_page(
                 escape(&short_commit(r)),
                 escape(&perfsleuth_report::shortened(&r.benchmarks.join(", "), 60)),
                 r.samples,
-                escape(r.cpu_model.as_deref().unwrap_or(MISSING)),
+                link(
+                    &format!("/p/{p}?machine={}", enc(&r.comparability[..r.comparability.len().min(12)])),
+                    r.cpu_model.as_deref().unwrap_or(MISSING)
+                ),
                 compare,
             );
         }
@@ -459,10 +515,11 @@ async fn project_page(
         // what the first does.
         let mut pages = Vec::new();
         if q.before.is_some() {
-            pages.push(link(&format!("/p/{p}"), "Newest runs"));
+            let first = keep.strip_prefix('&').map(|k| format!("?{k}")).unwrap_or_default();
+            pages.push(link(&format!("/p/{p}{first}"), "Newest runs"));
         }
         if let (true, Some(last)) = (runs.len() == RECENT_RUNS, runs.last()) {
-            pages.push(link(&format!("/p/{p}?before={}", last.id), "Older runs"));
+            pages.push(link(&format!("/p/{p}?before={}{keep}", last.id), "Older runs"));
         }
         if !pages.is_empty() {
             let _ = write!(body, "<p>{}</p>", pages.join(" · "));

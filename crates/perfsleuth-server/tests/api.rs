@@ -438,3 +438,122 @@ fn injection_traversal_and_bad_bodies_are_refused_or_stored_verbatim() {
         }
     }
 }
+
+#[test]
+fn runs_are_filtered_by_branch_machine_and_benchmark_across_pages() {
+    // More runs than one page of the listing (500): the filters must hold
+    // across pages, before the limit, in the API and on the project page.
+    let http = Http::new();
+    for backend in backends("filters") {
+        let mut store = backend.url.open().unwrap();
+        let (_, secret) = token(&mut *store, "app", &["read"]);
+        store.use_project("app");
+        let n = 1100;
+        for i in 0..n {
+            let mut r = run(if i % 7 == 0 { "render" } else { "parse" }, 1_000_000, 2);
+            r.git = Some(perfsleuth_model::GitInfo {
+                commit: format!("{i:040x}"),
+                branch: Some(if i % 3 == 0 { "feature" } else { "main" }.into()),
+                dirty: false,
+            });
+            store.ingest_run(&r).unwrap();
+        }
+        let base = start(backend.url.clone(), perfsleuth_server::DEFAULT_BODY_LIMIT);
+        let ids = |query: &str| -> Vec<i64> {
+            let r = http.call(
+                "GET",
+                &format!("{base}/api/v1/projects/app/runs?{query}"),
+                Some(&secret),
+                None,
+            );
+            assert_eq!(r.status, 200, "{}: {query}: {}", backend.name, r.body);
+            assert_valid("runs", &r.json());
+            r.json()["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x["id"].as_i64().unwrap())
+                .collect()
+        };
+        // Run i + 1 is the i-th stored.
+        let want = |keep: &dyn Fn(i64) -> bool, limit: usize| -> Vec<i64> {
+            (1..=n)
+                .rev()
+                .filter(|&id| keep(id - 1))
+                .take(limit)
+                .collect()
+        };
+        assert_eq!(
+            ids("branch=feature&limit=1000"),
+            want(&|i| i % 3 == 0, 1000),
+            "{}",
+            backend.name
+        );
+        assert_eq!(
+            ids("branch=feature&bench=rend&limit=5"),
+            want(&|i| i % 21 == 0, 5),
+            "{}",
+            backend.name
+        );
+        assert_eq!(
+            ids("branch=main&limit=3&before=600"),
+            want(&|i| i % 3 != 0 && i < 599, 3),
+            "{}",
+            backend.name
+        );
+        let class = http.call(
+            "GET",
+            &format!("{base}/api/v1/projects/app/runs?limit=1"),
+            Some(&secret),
+            None,
+        );
+        let hash = class.json()["runs"][0]["comparability"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            ids(&format!("machine={}&limit=2", &hash[..12])),
+            [1100, 1099]
+        );
+        assert!(ids("machine=ffffffffffff&limit=2").is_empty());
+        assert_eq!(
+            ids("branch=&limit=2"),
+            [1100, 1099],
+            "an empty filter is none"
+        );
+        let bad = http.call(
+            "GET",
+            &format!("{base}/api/v1/projects/app/runs?mode=fast"),
+            Some(&secret),
+            None,
+        );
+        assert_error(&bad, 400);
+        // The project page: the same filter, kept by its form and paging.
+        let page = http.call(
+            "GET",
+            &format!("{base}/p/app?branch=feature"),
+            Some(&secret),
+            None,
+        );
+        assert_eq!(page.status, 200, "{}", page.body);
+        assert!(page.body.contains("value=\"feature\""), "{}", page.body);
+        assert!(
+            page.body.contains("href=\"/p/app/runs/1099\""),
+            "{}",
+            page.body
+        );
+        assert!(
+            !page.body.contains("href=\"/p/app/runs/1100\""),
+            "{}",
+            page.body
+        );
+        let older = want(&|i| i % 3 == 0, 20)[19];
+        assert!(
+            page.body.contains(&format!(
+                "href=\"/p/app?before={older}&amp;branch=feature\""
+            )),
+            "{}",
+            page.body
+        );
+    }
+}

@@ -600,6 +600,9 @@ pub struct RunsArgs {
     /// Only runs of this mode.
     #[arg(long, value_enum, value_name = "MODE")]
     pub mode: Option<RunsMode>,
+    /// Only runs on this machine class: its hash (the ENV column) or a prefix of it.
+    #[arg(long, value_name = "HASH")]
+    pub machine: Option<String>,
     /// Only runs started since a date.
     ///
     /// Only runs started since a date (2026-11-30, 2026-11-30T12:00:00Z) or

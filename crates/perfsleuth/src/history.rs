@@ -6,39 +6,27 @@ use crate::output::{self, open_existing_store};
 use crate::term::emit;
 use perfsleuth_model::Mode;
 use perfsleuth_model::quantity::MISSING;
-use perfsleuth_model::schema::{Document, RunListing, RunsDoc, to_json_pretty};
+use perfsleuth_model::schema::{Document, RunFilter, RunListing, RunsDoc, to_json_pretty};
 use perfsleuth_report::{Align, Exporter, JsonExporter, column_widths, table_rows};
+use perfsleuth_store::LIST_PAGE;
 use perfsleuth_summary::analyze;
 
 /// Lists stored runs, newest first, a page at a time: the first lines
 /// come at once and memory stays flat however many runs are stored.
 pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
     let store = open_existing_store(args.store.store.as_deref())?;
-    let since = args.since.as_deref().map(since).transpose()?;
-    let filtered =
-        args.bench.is_some() || args.branch.is_some() || args.mode.is_some() || since.is_some();
-    let keep = |r: &RunListing| {
-        let mode = args.mode.is_none_or(|m| {
-            r.mode
-                == match m {
-                    RunsMode::Walltime => Mode::Walltime,
-                    RunsMode::Simulation => Mode::Simulation,
-                    RunsMode::Probe => Mode::Probe,
-                }
-        });
-        let bench = args
-            .bench
-            .as_deref()
-            .is_none_or(|t| r.benchmarks.iter().any(|b| b.contains(t)));
-        let branch = args.branch.as_deref().is_none_or(|b| {
-            r.git
-                .as_ref()
-                .and_then(|g| g.branch.as_deref())
-                .is_some_and(|g| g == b)
-        });
-        let recent = since.as_deref().is_none_or(|s| r.started_at.as_str() >= s);
-        mode && bench && branch && recent
+    let filter = RunFilter {
+        bench: args.bench.clone(),
+        branch: args.branch.clone(),
+        mode: args.mode.map(|m| match m {
+            RunsMode::Walltime => Mode::Walltime,
+            RunsMode::Simulation => Mode::Simulation,
+            RunsMode::Probe => Mode::Probe,
+        }),
+        since: args.since.as_deref().map(since).transpose()?,
+        machine: args.machine.clone(),
     };
+    let filtered = !filter.is_empty();
     // A limit beyond the store lists it all (0 is refused by the parser).
     let mut left = args.limit.map_or(usize::MAX, |n| n as usize);
     let mut out = if args.json {
@@ -48,26 +36,16 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
     };
     let mut before: Option<i64> = None;
     while left > 0 && !crate::term::stdout_done() {
-        // Filters apply before the limit (the newest N that pass them), so
-        // a filtered listing reads whole pages; an unfiltered one no more
-        // than it shows.
-        let page = if filtered {
-            LIST_PAGE
-        } else {
-            left.min(LIST_PAGE)
-        };
-        let mut list = match before {
-            None => store.list_runs(Some(page)),
-            Some(id) => store.list_runs_before(id, Some(page)),
-        }
-        .map_err(Fail::from)?;
-        let last_page = list.len() < page;
+        // Filters apply before the limit: the newest N that pass them.
+        let want = left.min(LIST_PAGE);
+        let list = store
+            .list_runs_matching(&filter, before, want)
+            .map_err(Fail::from)?;
+        let done = list.len() < want;
         before = list.last().map(|r| r.id);
-        list.retain(|r| keep(r));
-        list.truncate(left);
         left -= list.len();
         out.page(&list)?;
-        if last_page {
+        if done {
             break;
         }
     }
@@ -100,10 +78,6 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
     emit(&text, false);
     Ok(0)
 }
-
-/// Runs read per statement by `runs`: the first lines within a few
-/// milliseconds, and few statements for a whole listing.
-const LIST_PAGE: usize = 500;
 
 /// `runs`'s output while its pages arrive.
 enum Listing {

@@ -52,6 +52,54 @@ pub struct RunListing {
     pub probes: Vec<String>,
 }
 
+/// Which runs a listing keeps: `perfsleuth runs`' filters and the team
+/// server's `runs?` query, one rule for both. Empty: every run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFilter {
+    /// Only runs with a benchmark whose name contains this text.
+    pub bench: Option<String>,
+    /// Only runs made on this git branch.
+    pub branch: Option<String>,
+    /// Only runs of this mode.
+    pub mode: Option<Mode>,
+    /// Only runs started at or after this RFC 3339 time.
+    pub since: Option<String>,
+    /// Only runs on this machine class: its comparability hash or a
+    /// prefix of it (the 12 characters `runs` shows).
+    pub machine: Option<String>,
+}
+
+impl RunFilter {
+    /// Whether the filter keeps every run.
+    pub fn is_empty(&self) -> bool {
+        *self == RunFilter::default()
+    }
+
+    /// Whether `r` passes every filter given.
+    pub fn keeps(&self, r: &RunListing) -> bool {
+        let bench = self
+            .bench
+            .as_deref()
+            .is_none_or(|t| r.benchmarks.iter().any(|b| b.contains(t)));
+        let branch = self.branch.as_deref().is_none_or(|b| {
+            r.git
+                .as_ref()
+                .and_then(|g| g.branch.as_deref())
+                .is_some_and(|g| g == b)
+        });
+        let mode = self.mode.is_none_or(|m| r.mode == m);
+        let recent = self
+            .since
+            .as_deref()
+            .is_none_or(|s| r.started_at.as_str() >= s);
+        let machine = self
+            .machine
+            .as_deref()
+            .is_none_or(|m| r.comparability.starts_with(m));
+        bench && branch && mode && recent && machine
+    }
+}
+
 /// A run measured for a bisection, with its place in it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BisectionRun {

@@ -17,7 +17,7 @@ mod load;
 mod read;
 mod write;
 pub use admin::Admin;
-pub use read::RunReader;
+pub use read::{LIST_PAGE, RunReader};
 pub use write::RunWriter;
 
 /// A handle on a store, SQLite or PostgreSQL, in one project: what every

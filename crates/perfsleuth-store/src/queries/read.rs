@@ -37,12 +37,17 @@ use perfsleuth_model::Mode;
 use perfsleuth_model::Run;
 use perfsleuth_model::schema::BisectionListing;
 use perfsleuth_model::schema::BisectionRun;
+use perfsleuth_model::schema::RunFilter;
 use std::collections::BTreeMap;
 
 /// Runs back, newest first, in which [`RunReader::same_binary_runs`]
 /// looks for the same program: the noise of a benchmark is learned from
 /// its runs among the project's newest 2 000.
 pub const SAME_BINARY_WINDOW: usize = 2_000;
+
+/// Runs read per statement by [`RunReader::list_runs_matching`]: a page
+/// within a few milliseconds, few statements for a whole listing.
+pub const LIST_PAGE: usize = 500;
 
 /// `LIMIT n`, or nothing for no limit: a number formatted here, as both
 /// databases take a literal LIMIT while "no limit" is spelled differently
@@ -90,6 +95,40 @@ pub trait RunReader: Backend {
         limit: Option<usize>,
     ) -> Result<Vec<RunListing>, StoreError> {
         listings(self, Listed::Before(before), &limit_clause(limit))
+    }
+
+    /// The newest `limit` runs `filter` keeps, of those stored before run
+    /// `before` when given: read [`LIST_PAGE`] runs at a time until enough
+    /// are kept, so what is held follows the answer, not the store (a
+    /// filter that keeps nothing still reads every page, one at a time).
+    fn list_runs_matching(
+        &self,
+        filter: &RunFilter,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<RunListing>, StoreError> {
+        let mut out = Vec::new();
+        let mut before = before;
+        while out.len() < limit {
+            // Unfiltered, a page is the answer: read no more than it needs.
+            let page = if filter.is_empty() {
+                (limit - out.len()).min(LIST_PAGE)
+            } else {
+                LIST_PAGE
+            };
+            let list = match before {
+                None => self.list_runs(Some(page))?,
+                Some(id) => self.list_runs_before(id, Some(page))?,
+            };
+            let last_page = list.len() < page;
+            before = list.last().map(|r| r.id);
+            out.extend(list.into_iter().filter(|r| filter.keeps(r)));
+            if last_page || before.is_none() {
+                break;
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
     }
 
     /// The listing of one run of the project.

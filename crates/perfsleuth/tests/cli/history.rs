@@ -553,6 +553,21 @@ fn runs_streams_pages_and_writes_what_one_document_would() {
         .stdout;
     assert_eq!(some.lines().count(), 502);
     assert!(some.lines().last().unwrap().starts_with("703 "), "{some}");
+    // The machine class by a prefix of its hash: every run here, or none.
+    let class = parse_json(&out.stdout)["runs"][0]["comparability"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let same = sb
+        .run(["runs", "--machine", &class[..12], "--store", &store])
+        .ok()
+        .stdout;
+    assert_eq!(same, table);
+    let other = sb
+        .run(["runs", "--machine", "ffffffffffff", "--store", &store])
+        .ok()
+        .stdout;
+    assert!(other.contains("matches the filters"), "{other}");
     // A limit of 0 is refused with the range; 10⁹ lists all.
     sb.run(["runs", "--limit", "0", "--store", &store])
         .usage_error("0 is not in 1..");
