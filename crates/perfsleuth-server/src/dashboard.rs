@@ -479,7 +479,8 @@ async fn project_page(
         }
         body.push_str(&filter_form(&p, &filter));
         let comparable = perfsleuth_sides::default_baselines_exist(s, &runs);
-        if q.before.is_none() && comparable.first() == Some(&true) {
+        // The project's latest run heads the list only when nothing filters it.
+        if q.before.is_none() && filter.is_empty() && comparable.first() == Some(&true) {
             let _ = write!(
                 body,
                 "<p>{}</p>",
