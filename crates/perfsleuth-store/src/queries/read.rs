@@ -319,23 +319,45 @@ pub trait RunReader: Backend {
             None => String::new(),
         };
         let condition = |r: &str| kind.condition(self.dialect(), r);
-        let newest = limit.map_or(String::new(), |n| {
-            format!(
-                "AND r.id IN (SELECT w.id FROM runs w WHERE w.project = ?1 AND {} {} \
-                 ORDER BY w.id DESC LIMIT {n})",
-                condition("w"),
-                below("w")
-            )
-        });
-        let rows = self.query(
-            &format!(
-                "SELECT r.id, r.git_branch, b.name, r.started_at FROM runs r LEFT JOIN benchmarks b ON b.run_id = r.id \
-                 WHERE r.project = ?1 AND {} {} {newest} ORDER BY r.started_at DESC, r.id DESC, b.position",
-                condition("r"),
-                below("r")
-            ),
-            &vals![self.project()],
-        )?;
+        let columns = "SELECT r.id, r.git_branch, b.name, r.started_at FROM runs r \
+                       LEFT JOIN benchmarks b ON b.run_id = r.id";
+        // By id here, by start time below: ordered by start time, the
+        // planner walked the start-time index (schema 15) over every run of
+        // the project to spare a sort of a few hundred rows (20 ms of a
+        // project page at 100 000 runs).
+        let order = "ORDER BY r.id, b.position";
+        let rows = match limit {
+            None => self.query(
+                &format!(
+                    "{columns} WHERE r.project = ?1 AND {} {} {order}",
+                    condition("r"),
+                    below("r")
+                ),
+                &vals![self.project()],
+            )?,
+            // With a limit, the window's ids first, then their rows by those
+            // ids (as a join from the window subquery the plan took 6 s).
+            Some(n) => {
+                let window = ids(
+                    self,
+                    &format!(
+                        "SELECT w.id FROM runs w WHERE w.project = ?1 AND {} {} \
+                         ORDER BY w.id DESC LIMIT {n}",
+                        condition("w"),
+                        below("w")
+                    ),
+                    &vals![self.project()],
+                )?;
+                let mut rows = Vec::new();
+                for list in id_lists(&window) {
+                    rows.extend(self.query(
+                        &format!("{columns} WHERE r.id IN ({list}) AND r.project = ?1 {order}"),
+                        &vals![self.project()],
+                    )?);
+                }
+                rows
+            }
+        };
         let mut out: Vec<EarlierRun> = Vec::new();
         for row in rows {
             let id = row.int(0)?;
@@ -351,6 +373,8 @@ pub trait RunReader: Backend {
                 last.benchmarks.push(name);
             }
         }
+        // Newest first: by start time, then id.
+        out.sort_by(|a, b| (&b.started_at, b.id).cmp(&(&a.started_at, a.id)));
         Ok(out)
     }
 
