@@ -66,6 +66,24 @@ fn every_endpoint_answers_with_its_typed_document() {
         assert_eq!(ingest["uuid"], "0e9f6a4c-1111-4aaa-8bbb-000000000001");
         let id = ingest["id"].as_i64().unwrap();
         assert_eq!(r.header("location"), ingest["url"].as_str());
+        // The upload cached its wall-time summary, as history computes it
+        // from the samples (the project page reads it, not the samples).
+        store.use_project("app");
+        let entries = store.history_entries().unwrap();
+        let cached = store
+            .metric_summaries(&[entries[0].benchmark_id], perfsleuth_model::Metric::Wall)
+            .unwrap();
+        let values: Vec<f64> = first.benchmarks[0]
+            .samples
+            .iter()
+            .map(|x| perfsleuth_model::Metric::Wall.of(x))
+            .collect();
+        assert_eq!(
+            cached[0],
+            perfsleuth_history::summarize(&values),
+            "{name}: the upload's summary"
+        );
+        assert!(cached[0].is_some(), "{name}");
         // The first run alone: no baseline, and the hint speaks of the API.
         let none = http.call(
             "GET",
