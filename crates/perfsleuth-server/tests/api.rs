@@ -285,10 +285,11 @@ fn tokens_scopes_and_projects_are_enforced() {
             "{name}"
         );
         assert_error(&http.call("POST", &runs, Some(&other), Some(&body)), 403);
-        // Reads never write, not even the history's summary cache.
+        // Reads never write, not even the history's summary cache (an
+        // upload caches wall time only: the read asks for CPU time).
         let hist = http.call(
             "GET",
-            &format!("{base}/api/v1/projects/app/history"),
+            &format!("{base}/api/v1/projects/app/history?metric=cpu"),
             None,
             None,
         );
@@ -302,7 +303,7 @@ fn tokens_scopes_and_projects_are_enforced() {
             .collect();
         assert!(!ids.is_empty());
         let cached = store
-            .metric_summaries(&ids, perfsleuth_model::Metric::Wall)
+            .metric_summaries(&ids, perfsleuth_model::Metric::Cpu)
             .unwrap();
         assert!(
             cached.iter().all(Option::is_none),
