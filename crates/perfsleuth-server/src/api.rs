@@ -599,7 +599,8 @@ async fn history(
             let selected = perfsleuth_history::select(entries, &filter, &order).map_err(|e| {
                 ApiError::not_found(e.to_string(), "list the project's runs: GET …/runs")
             })?;
-            // Reads never write: the summary cache is the CLI's to fill.
+            // Reads never write: the summary cache is filled by the CLI
+            // and by uploads (wall time), never here.
             stored::history_doc(
                 s,
                 selected,
