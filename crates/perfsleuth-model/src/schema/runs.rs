@@ -127,3 +127,103 @@ pub struct BisectionListing {
     /// When its last stored run started.
     pub last_at: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(
+        branch: &str,
+        mode: Mode,
+        started_at: &str,
+        hash: &str,
+        benches: &[&str],
+    ) -> RunListing {
+        RunListing {
+            id: 1,
+            uuid: None,
+            started_at: started_at.into(),
+            ended_at: None,
+            status: RunStatus::Complete,
+            mode,
+            git: Some(GitInfo {
+                commit: "0".repeat(40),
+                branch: Some(branch.into()),
+                dirty: false,
+            }),
+            benchmarks: benches.iter().map(|b| b.to_string()).collect(),
+            samples: 10,
+            cpu_model: None,
+            host: None,
+            comparability: hash.into(),
+            probes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_run_filter_keeps_a_run_only_when_every_given_filter_does() {
+        let r = listing(
+            "main",
+            Mode::Walltime,
+            "2026-12-07T08:00:00Z",
+            "abcdef123456",
+            &["parse", "render"],
+        );
+        assert!(RunFilter::default().is_empty());
+        assert!(RunFilter::default().keeps(&r));
+        let keeps = |f: RunFilter| f.keeps(&r);
+        assert!(keeps(RunFilter {
+            bench: Some("end".into()),
+            ..Default::default()
+        }));
+        assert!(!keeps(RunFilter {
+            bench: Some("save".into()),
+            ..Default::default()
+        }));
+        assert!(keeps(RunFilter {
+            branch: Some("main".into()),
+            ..Default::default()
+        }));
+        assert!(!keeps(RunFilter {
+            branch: Some("mai".into()),
+            ..Default::default()
+        }));
+        assert!(!keeps(RunFilter {
+            mode: Some(Mode::Simulation),
+            ..Default::default()
+        }));
+        assert!(keeps(RunFilter {
+            since: Some("2026-12-07".into()),
+            ..Default::default()
+        }));
+        assert!(!keeps(RunFilter {
+            since: Some("2026-12-08".into()),
+            ..Default::default()
+        }));
+        assert!(keeps(RunFilter {
+            machine: Some("abcd".into()),
+            ..Default::default()
+        }));
+        assert!(!keeps(RunFilter {
+            machine: Some("bcde".into()),
+            ..Default::default()
+        }));
+        // Every filter at once, one of them failing.
+        assert!(!keeps(RunFilter {
+            bench: Some("parse".into()),
+            branch: Some("main".into()),
+            mode: Some(Mode::Walltime),
+            since: Some("2026-12-01".into()),
+            machine: Some("ffff".into()),
+        }));
+        let mut detached = r.clone();
+        detached.git = None;
+        assert!(
+            !RunFilter {
+                branch: Some("main".into()),
+                ..Default::default()
+            }
+            .keeps(&detached)
+        );
+    }
+}
