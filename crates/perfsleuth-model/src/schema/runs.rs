@@ -171,51 +171,35 @@ mod tests {
         );
         assert!(RunFilter::default().is_empty());
         assert!(RunFilter::default().keeps(&r));
-        let keeps = |f: RunFilter| f.keeps(&r);
-        assert!(keeps(RunFilter {
-            bench: Some("end".into()),
-            ..Default::default()
-        }));
-        assert!(!keeps(RunFilter {
-            bench: Some("save".into()),
-            ..Default::default()
-        }));
-        assert!(keeps(RunFilter {
-            branch: Some("main".into()),
-            ..Default::default()
-        }));
-        assert!(!keeps(RunFilter {
-            branch: Some("mai".into()),
-            ..Default::default()
-        }));
-        assert!(!keeps(RunFilter {
-            mode: Some(Mode::Simulation),
-            ..Default::default()
-        }));
-        assert!(keeps(RunFilter {
-            since: Some("2026-12-07".into()),
-            ..Default::default()
-        }));
-        assert!(!keeps(RunFilter {
-            since: Some("2026-12-08".into()),
-            ..Default::default()
-        }));
-        assert!(keeps(RunFilter {
-            machine: Some("abcd".into()),
-            ..Default::default()
-        }));
-        assert!(!keeps(RunFilter {
-            machine: Some("bcde".into()),
-            ..Default::default()
-        }));
+        let only = |set: &dyn Fn(&mut RunFilter)| {
+            let mut f = RunFilter::default();
+            set(&mut f);
+            f.keeps(&r)
+        };
+        type Set<'a> = &'a dyn Fn(&mut RunFilter);
+        let cases: [(Set, bool); 9] = [
+            (&|f| f.bench = Some("end".into()), true),
+            (&|f| f.bench = Some("save".into()), false),
+            (&|f| f.branch = Some("main".into()), true),
+            (&|f| f.branch = Some("mai".into()), false),
+            (&|f| f.mode = Some(Mode::Simulation), false),
+            (&|f| f.since = Some("2026-12-07".into()), true),
+            (&|f| f.since = Some("2026-12-08".into()), false),
+            (&|f| f.machine = Some("abcd".into()), true),
+            (&|f| f.machine = Some("bcde".into()), false),
+        ];
+        for (i, (set, want)) in cases.iter().enumerate() {
+            assert_eq!(only(*set), *want, "case {i}");
+        }
         // Every filter at once, one of them failing.
-        assert!(!keeps(RunFilter {
+        let all = RunFilter {
             bench: Some("parse".into()),
             branch: Some("main".into()),
             mode: Some(Mode::Walltime),
             since: Some("2026-12-01".into()),
             machine: Some("ffff".into()),
-        }));
+        };
+        assert!(!all.keeps(&r));
         let mut detached = r.clone();
         detached.git = None;
         assert!(
