@@ -266,8 +266,8 @@ async fn ingest(
     let done = state
         .authorized(&project, bearer(&headers)?, Scope::Ingest, move |s| {
             let done = s.ingest_run(&run)?;
-            if done.created && run.status == RunStatus::Complete {
-                cache_wall_summaries(s, done.id, &run);
+            if run.status == RunStatus::Complete {
+                cache_wall_summaries(s, &done.benchmark_ids, &run);
             }
             Ok(done)
         })
@@ -313,30 +313,19 @@ struct ListQuery {
     mode: Option<String>,
 }
 
-/// Caches the wall-time summary of each benchmark of run `id`, just stored
-/// from `run`: the project page's trends read these instead of every
-/// sample of its newest runs (reads never write, so the server's store had
-/// none, and each view summarised 1 000 points' samples anew). A store
-/// error here costs only the cache; the page computes what is missing.
-fn cache_wall_summaries(s: &mut dyn perfsleuth_store::Store, id: i64, run: &Run) {
-    let scope = perfsleuth_store::EntryScope {
-        before_run: Some(id + 1),
-        newest_runs: Some(1),
-        ..Default::default()
-    };
-    let Ok(entries) = s.history_entries_in(&scope) else {
-        return;
-    };
-    // The run's entries (none for a probe or a scale sweep), in the order
-    // its benchmarks were stored.
-    let fresh: Vec<_> = entries
+/// Caches the wall-time summary of each benchmark of `run`, just stored
+/// with `ids` (none when it was already stored): the project page's trends
+/// read these instead of every sample of its newest runs (reads never
+/// write, so the server's store had none, and each view summarised 1 000
+/// points' samples anew). A store error here costs only the cache; the page
+/// computes what is missing.
+fn cache_wall_summaries(s: &mut dyn perfsleuth_store::Store, ids: &[i64], run: &Run) {
+    let fresh: Vec<_> = ids
         .iter()
-        .filter(|e| e.run_id == id)
         .zip(&run.benchmarks)
-        .filter(|(e, b)| e.name == b.name)
-        .filter_map(|(e, b)| {
+        .filter_map(|(&id, b)| {
             let values: Vec<f64> = b.samples.iter().map(|x| Metric::Wall.of(x)).collect();
-            perfsleuth_history::summarize(&values).map(|sum| (e.benchmark_id, sum))
+            perfsleuth_history::summarize(&values).map(|sum| (id, sum))
         })
         .collect();
     let _ = s.put_metric_summaries(Metric::Wall, &fresh);

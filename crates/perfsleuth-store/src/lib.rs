@@ -165,6 +165,9 @@ pub struct Ingested {
     pub uuid: String,
     /// False when a run with this UUID was already stored in the project: nothing was written.
     pub created: bool,
+    /// The ids of the benchmarks written, in the run's order; empty when
+    /// nothing was.
+    pub benchmark_ids: Vec<i64>,
 }
 
 /// A team server's project.

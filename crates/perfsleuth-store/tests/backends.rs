@@ -237,6 +237,11 @@ fn ingest_is_idempotent_by_uuid_and_atomic() {
         let second = store.ingest_run(&r).unwrap();
         assert!(first.created && !second.created, "{name}");
         assert_eq!(first.id, second.id, "{name}");
+        // The benchmarks' ids come back in the run's order; none the second time.
+        let entries = store.history_entries().unwrap();
+        let stored: Vec<i64> = entries.iter().map(|e| e.benchmark_id).collect();
+        assert_eq!(first.benchmark_ids, stored, "{name}");
+        assert!(second.benchmark_ids.is_empty(), "{name}");
         assert_eq!(
             store.list_runs(None).unwrap().len(),
             1,

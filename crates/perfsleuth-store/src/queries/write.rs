@@ -200,6 +200,7 @@ pub trait RunWriter: Backend {
                     id,
                     uuid,
                     created: false,
+                    benchmark_ids: Vec::new(),
                 }),
                 None => Err(StoreError::Conflict(what)),
             },
@@ -547,6 +548,7 @@ pub(crate) fn ingest_once<D: Backend + ?Sized>(
                 id,
                 uuid: uuid.to_string(),
                 created: false,
+                benchmark_ids: Vec::new(),
             });
         }
         // A run still `running` where it came from is stored as it was sent.
@@ -590,6 +592,7 @@ pub(crate) fn ingest_once<D: Backend + ?Sized>(
             id,
             uuid: uuid.to_string(),
             created: true,
+            benchmark_ids: ids,
         })
     })
 }
