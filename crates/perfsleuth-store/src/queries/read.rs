@@ -681,18 +681,22 @@ fn entries<B: Backend + ?Sized>(
         )
     };
     let mut params = vec![Val::from(store.project())];
-    let before = scope.before_run.map_or(String::new(), |id| {
+    if let Some(id) = scope.before_run {
         params.push(Val::Int(id));
-        format!("AND {{r}}.id < ?{}", params.len())
-    });
-    let mut filters = before.replace("{r}", "r");
+    }
+    // Runs of table alias `r` stored before `before_run` (?2), when given.
+    let before = |r: &str| match scope.before_run {
+        Some(_) => format!("AND {r}.id < ?2"),
+        None => String::new(),
+    };
+    let mut filters = before("r");
     // The window by the (project, id) index: the newest runs, then their benchmarks.
     if let Some(n) = scope.newest_runs {
         filters += &format!(
             " AND r.id IN (SELECT w.id FROM runs w WHERE w.project = ?1 AND {} {} \
              ORDER BY w.id DESC LIMIT {n})",
             commands("w"),
-            before.replace("{r}", "w"),
+            before("w"),
         );
     }
     if !scope.names.is_empty() {
