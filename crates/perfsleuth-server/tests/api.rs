@@ -478,13 +478,9 @@ fn runs_are_filtered_by_branch_machine_and_benchmark_across_pages() {
             store.ingest_run(&r).unwrap();
         }
         let base = start(backend.url.clone(), perfsleuth_server::DEFAULT_BODY_LIMIT);
+        let get = |path: &str| http.call("GET", &format!("{base}{path}"), Some(&secret), None);
         let ids = |query: &str| -> Vec<i64> {
-            let r = http.call(
-                "GET",
-                &format!("{base}/api/v1/projects/app/runs?{query}"),
-                Some(&secret),
-                None,
-            );
+            let r = get(&format!("/api/v1/projects/app/runs?{query}"));
             assert_eq!(r.status, 200, "{}: {query}: {}", backend.name, r.body);
             assert_valid("runs", &r.json());
             r.json()["runs"]
@@ -520,12 +516,7 @@ fn runs_are_filtered_by_branch_machine_and_benchmark_across_pages() {
             "{}",
             backend.name
         );
-        let class = http.call(
-            "GET",
-            &format!("{base}/api/v1/projects/app/runs?limit=1"),
-            Some(&secret),
-            None,
-        );
+        let class = get("/api/v1/projects/app/runs?limit=1");
         let hash = class.json()["runs"][0]["comparability"]
             .as_str()
             .unwrap()
@@ -540,20 +531,10 @@ fn runs_are_filtered_by_branch_machine_and_benchmark_across_pages() {
             [1100, 1099],
             "an empty filter is none"
         );
-        let bad = http.call(
-            "GET",
-            &format!("{base}/api/v1/projects/app/runs?mode=fast"),
-            Some(&secret),
-            None,
-        );
+        let bad = get("/api/v1/projects/app/runs?mode=fast");
         assert_error(&bad, 400);
         // The project page: the same filter, kept by its form and paging.
-        let page = http.call(
-            "GET",
-            &format!("{base}/p/app?branch=feature"),
-            Some(&secret),
-            None,
-        );
+        let page = get("/p/app?branch=feature");
         assert_eq!(page.status, 200, "{}", page.body);
         assert!(page.body.contains("value=\"feature\""), "{}", page.body);
         assert!(
