@@ -15,13 +15,9 @@ port=18441
 token=$("$ps" server token create --scope ingest,read --project app --json --store "$store" |
   python3 -c 'import json,sys; d = json.load(sys.stdin); print(d.get("secret") or d["tokens"][0]["secret"])')
 for c in $(seq "$clients"); do "$fill" "sqlite:$work/c$c.db" 0 "$runs"; done
-"$ps" serve --store "$store" --listen 127.0.0.1:$port >"$work/server.log" 2>&1 &
-server=$!
+. "$(dirname "$0")/serve.sh"
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true; rm -rf "$work"' EXIT
-for _ in $(seq 50); do
-  curl -fs http://127.0.0.1:$port/api/v1/health >/dev/null 2>&1 && break
-  sleep 0.2
-done
+start_server "$ps" "$store" $port "$work/server.log"
 start=$(date +%s.%N)
 pids=""
 for c in $(seq "$clients"); do

@@ -11,13 +11,9 @@
 set -eu
 ps=$1; store=$2; duration=${3:-10s}
 port=18439
-"$ps" serve --store "$store" --listen 127.0.0.1:$port >/tmp/server_load.log 2>&1 &
-server=$!
+. "$(dirname "$0")/serve.sh"
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
-for _ in $(seq 50); do
-  curl -fs http://127.0.0.1:$port/api/v1/health >/dev/null 2>&1 && break
-  sleep 0.2
-done
+start_server "$ps" "$store" $port /tmp/server_load.log
 base=http://127.0.0.1:$port
 api=$base/api/v1/projects/app
 latest=$(curl -fs "$api/runs?limit=1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["id"])')
