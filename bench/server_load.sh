@@ -7,6 +7,8 @@
 # percentiles wrk measured (it corrects for coordinated omission only with
 # -R, which is not used: these are the latencies of a closed loop).
 #
+# The project must be public (`perfsleuth server project app --public`).
+#
 # Usage: sh bench/server_load.sh PERFSLEUTH STORE_URL [DURATION]
 set -eu
 ps=$1; store=$2; duration=${3:-10s}
