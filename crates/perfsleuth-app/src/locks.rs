@@ -171,7 +171,7 @@ impl Instruments {
                 continue;
             }
             sink.set_stacks(i, &profile)?;
-            bench.stacks = Some(profile);
+            bench.stacks = Some(Box::new(profile));
         }
         for (i, allocs) in std::mem::take(&mut self.allocs).into_iter().enumerate() {
             let (Some(mut allocs), Some(bench)) = (allocs, run.benchmarks.get_mut(i)) else {
@@ -199,7 +199,7 @@ impl Instruments {
                 .map(|s| (s.iteration, &s.counters))
                 .collect();
             sink.set_allocs(i, &allocs, &counters)?;
-            bench.allocs = Some(allocs);
+            bench.allocs = Some(Box::new(allocs));
         }
         Ok(())
     }
@@ -287,7 +287,7 @@ fn attach(
             continue;
         };
         sink.set_locks(i, &report)?;
-        bench.locks = Some(report);
+        bench.locks = Some(Box::new(report));
     }
     Ok(())
 }

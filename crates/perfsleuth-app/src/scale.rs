@@ -56,7 +56,7 @@ pub fn profile_text(run: &perfsleuth_model::Run, analysis: &Analysis) -> String 
     let profiled: Vec<(f64, &perfsleuth_model::StackProfile)> = run
         .benchmarks
         .iter()
-        .filter_map(|b| Some((level(b)?, b.stacks.as_ref()?)))
+        .filter_map(|b| Some((level(b)?, b.stacks.as_deref()?)))
         .collect();
     if profiled.is_empty() {
         return String::new();

@@ -125,7 +125,7 @@ pub(crate) fn collect(side: &Side) -> Entries<'_> {
             };
             let entry = &mut entries.list[idx];
             if b.profile.is_some() {
-                entry.profile = b.profile.as_ref();
+                entry.profile = b.profile.as_deref();
             }
             if let Some(stacks) = &b.stacks {
                 entry.stacks.push(stacks);

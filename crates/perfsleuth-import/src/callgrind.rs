@@ -64,7 +64,7 @@ pub(crate) fn parse(text: &str) -> Result<Imported, ImportError> {
         command: name.clone(),
         name,
         samples: vec![sample],
-        profile: Some(profile),
+        profile: Some(Box::new(profile)),
         ..Benchmark::default()
     };
     let mut imported = Imported::of(Format::Callgrind, vec![bench]);

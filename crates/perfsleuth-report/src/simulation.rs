@@ -292,7 +292,7 @@ mod tests {
             Benchmark {
                 name: "./a".into(),
                 samples: vec![sample(1_000_000.0), sample(1_000_000.0)],
-                profile: Some(Profile {
+                profile: Some(Box::new(Profile {
                     events: vec!["Ir".into()],
                     totals: vec![1_000_000],
                     functions: vec![FunctionProfile {
@@ -303,7 +303,7 @@ mod tests {
                         ..FunctionProfile::default()
                     }],
                     ..Profile::default()
-                }),
+                })),
                 ..Benchmark::default()
             },
             Benchmark {

@@ -561,7 +561,7 @@ mod tests {
     #[test]
     fn folded_stacks_sum_the_runs_and_mark_inlined_and_kernel_frames() {
         let mut run = crate::testutil::run(vec![crate::testutil::bench("b", &[10], 1)]);
-        run.benchmarks[0].stacks = Some(profile());
+        run.benchmarks[0].stacks = Some(Box::new(profile()));
         assert_eq!(
             folded(&run),
             "main;alpha 12\nmain;beta:x_[i] 5\nmain;beta:x_[i];[kernel]_[k] 3\n"

@@ -422,13 +422,13 @@ mod tests {
         };
         let b = Benchmark {
             name: "b".into(),
-            profile: Some(perfsleuth_model::Profile {
+            profile: Some(Box::new(perfsleuth_model::Profile {
                 functions: vec![
                     function("/nonexistent/lib/libx.so.1"),
                     function("/nonexistent/usr/lib/libx.so.1"),
                 ],
                 ..Default::default()
-            }),
+            })),
             ..Benchmark::default()
         };
         let mut env = Environment::default();

@@ -68,7 +68,7 @@ pub fn analysis_of(run: &Run) -> Option<Analysis> {
             (!runs.is_empty()).then_some(Observation {
                 n,
                 runs,
-                locks: b.locks.clone(),
+                locks: b.locks.as_deref().cloned(),
             })
         })
         .collect();

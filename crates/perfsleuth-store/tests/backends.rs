@@ -133,7 +133,7 @@ fn measure(store: &mut dyn Store, run: &Run) -> i64 {
 fn a_measured_run_and_an_ingested_run_load_back_identically() {
     for (name, mut store, _dir) in backends("round_trip") {
         let mut traced = bench("b", 9);
-        traced.locks = Some(perfsleuth_model::LockReport {
+        traced.locks = Some(Box::new(perfsleuth_model::LockReport {
             runs: 9,
             lock_wait_ns: 1_000,
             lock_waits: 3,
@@ -149,8 +149,8 @@ fn a_measured_run_and_an_ingested_run_load_back_identically() {
                 ..Default::default()
             }],
             ..Default::default()
-        });
-        traced.stacks = Some(perfsleuth_model::StackProfile {
+        }));
+        traced.stacks = Some(Box::new(perfsleuth_model::StackProfile {
             event: "cpu-clock".into(),
             period_ns: 1_003_009,
             kernel: true,
@@ -188,7 +188,7 @@ fn a_measured_run_and_an_ingested_run_load_back_identically() {
             ],
             source: None,
             off_cpu_ns: vec![4_100_000, 3_900_000, 5_050_000],
-        });
+        }));
         traced
             .stacks
             .as_mut()

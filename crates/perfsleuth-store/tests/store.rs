@@ -743,14 +743,14 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
         ..Profile::default()
     };
     let mut with = bench("sim", vec![sample(0)]);
-    with.profile = Some(profile.clone());
+    with.profile = Some(Box::new(profile.clone()));
     let id = store_run(
         &mut store,
         &run("new", vec![with, bench("later", vec![sample(0)])]),
         RunStatus::Complete,
     );
     let loaded = store.load_run(id).unwrap().expect("run");
-    assert_eq!(loaded.benchmarks[0].profile.as_ref(), Some(&profile));
+    assert_eq!(loaded.benchmarks[0].profile.as_deref(), Some(&profile));
     assert_eq!(loaded.benchmarks[1].profile, None);
     // Set after the runs, as simulation mode does.
     let ids: Vec<i64> = raw(&path)
@@ -762,7 +762,7 @@ fn profiles_round_trip_and_an_older_store_gains_the_column() {
         .unwrap();
     store.set_profile(ids[1], &profile).unwrap();
     let loaded = store.load_run(id).unwrap().expect("run");
-    assert_eq!(loaded.benchmarks[1].profile.as_ref(), Some(&profile));
+    assert_eq!(loaded.benchmarks[1].profile.as_deref(), Some(&profile));
     assert!(store.set_profile(ids[1] + 1000, &profile).is_err());
 }
 

@@ -121,7 +121,7 @@ impl Planned {
             parameters: self.parameters.clone(),
             facts: facts.clone(),
             samples: samples.to_vec(),
-            profile: profile.cloned(),
+            profile: profile.cloned().map(Box::new),
             summaries: Vec::new(),
         }
     }

@@ -349,7 +349,7 @@ fn benchmark_values(
         place,
         bench.locks.as_ref().map(serde_json::to_string).transpose(),
     )?;
-    let stacks = json(place, bench.stacks.as_ref().map(stacks_json).transpose())?;
+    let stacks = json(place, bench.stacks.as_deref().map(stacks_json).transpose())?;
     let allocs = json(
         place,
         bench.allocs.as_ref().map(serde_json::to_string).transpose(),
