@@ -235,6 +235,17 @@ pub trait Db {
     fn dialect(&self) -> Dialect;
     /// Runs a query and returns all its rows.
     fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError>;
+    /// Runs a query and hands `each` its rows as they are read: a read of a
+    /// million rows need not hold them, nor (where the backend reuses one
+    /// buffer) allocate one row each.
+    fn query_each(
+        &self,
+        sql: &str,
+        params: &[Val],
+        each: &mut dyn FnMut(&Row) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.query(sql, params)?.iter().try_for_each(each)
+    }
     /// Runs a statement and returns the number of rows it changed.
     fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError>;
     /// Runs `BEGIN` (for writing or reading), `COMMIT` or `ROLLBACK`.

@@ -189,12 +189,15 @@ impl rusqlite::ToSql for Val {
     }
 }
 
-impl Db for SqliteStore {
-    fn dialect(&self) -> Dialect {
-        Dialect::Sqlite
-    }
-
-    fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
+impl SqliteStore {
+    /// Runs a query and hands `f` each row in one buffer, which `f` may
+    /// keep (taking it) or leave to be refilled.
+    fn each_row(
+        &self,
+        sql: &str,
+        params: &[Val],
+        mut f: impl FnMut(&mut Row) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         crate::sql::count_statement();
         let path = &self.session.place;
         let mut stmt = self.conn.prepare_cached(sql).at(path)?;
@@ -202,12 +205,13 @@ impl Db for SqliteStore {
         let mut rows = stmt
             .query(rusqlite::params_from_iter(params.iter()))
             .map_err(|e| conflict_or(path, e))?;
-        let mut out = Vec::new();
+        let mut row = Row(Vec::with_capacity(n));
         // An INSERT … RETURNING fails on its first step.
         while let Some(r) = rows.next().map_err(|e| conflict_or(path, e))? {
-            let mut row = Vec::with_capacity(n);
+            row.0.clear();
+            row.0.reserve(n);
             for i in 0..n {
-                row.push(match r.get_ref(i).at(path)? {
+                row.0.push(match r.get_ref(i).at(path)? {
                     ValueRef::Null => Val::Null,
                     ValueRef::Integer(v) => Val::Int(v),
                     ValueRef::Real(v) => Val::Real(v),
@@ -216,9 +220,33 @@ impl Db for SqliteStore {
                     }
                 });
             }
-            out.push(Row(row));
+            f(&mut row)?;
         }
+        Ok(())
+    }
+}
+
+impl Db for SqliteStore {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
+        let mut out = Vec::new();
+        self.each_row(sql, params, |row| {
+            out.push(std::mem::replace(row, Row(Vec::new())));
+            Ok(())
+        })?;
         Ok(out)
+    }
+
+    fn query_each(
+        &self,
+        sql: &str,
+        params: &[Val],
+        each: &mut dyn FnMut(&Row) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.each_row(sql, params, |row| each(row))
     }
 
     fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {

@@ -228,6 +228,22 @@ fn a_measured_run_and_an_ingested_run_load_back_identically() {
 }
 
 #[test]
+fn a_run_of_more_benchmarks_than_one_read_holds_loads_back_whole() {
+    // 1 201 benchmarks: three chunks of the sample read, with benchmarks of
+    // no samples among them and chunks ending on either kind.
+    for (name, mut store, _dir) in backends("many_benchmarks") {
+        let benchmarks = (0..1_201u32)
+            .map(|i| bench(&format!("b{i:04}"), i % 4))
+            .collect();
+        let mut original = run("main", benchmarks);
+        original.uuid = Some("0b7c6a55-0000-4000-8000-000000001201".into());
+        let got = store.ingest_run(&original).unwrap();
+        let loaded = store.load_run(got.id).unwrap().expect("stored");
+        assert_eq!(loaded.benchmarks, original.benchmarks, "{name}");
+    }
+}
+
+#[test]
 fn ingest_is_idempotent_by_uuid_and_atomic() {
     for (name, mut store, _dir) in backends("ingest") {
         store.use_project("p");

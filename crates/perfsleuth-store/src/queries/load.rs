@@ -64,16 +64,16 @@ pub(crate) fn read_run<D: Backend + ?Sized>(
         } else {
             "NULL, NULL"
         };
-        let bench_rows = db.query(
+        run.benchmarks = benchmarks_where(
+            db,
             &format!(
                 "SELECT {BENCHMARK}, {sampled} FROM benchmarks WHERE run_id = ?1 ORDER BY position"
             ),
             &vals![id],
-        )?;
-        run.benchmarks = benchmarks_of(db, bench_rows)?
-            .into_iter()
-            .map(|(_, b)| b)
-            .collect();
+        )?
+        .into_iter()
+        .map(|(_, _, b)| b)
+        .collect();
         run.probes = load_probe_results(db, id)?;
         Ok(Some(run))
     })
@@ -108,42 +108,43 @@ fn run_head(place: &std::path::Path, row: &Row) -> Result<Run, StoreError> {
     })
 }
 
-/// Benchmarks from rows of [`BENCHMARK`] and the two profiles, in order,
-/// each with its run's id: a chunk of benchmarks at a time, their samples
-/// in one statement; each row dropped once read, so a profile's text is
-/// freed before the next one is parsed.
-fn benchmarks_of<D: Backend + ?Sized>(
+/// The benchmarks `sql` selects (the columns of [`BENCHMARK`] and the two
+/// profiles), in its order, each with its id and its run's id, and with its
+/// samples (a statement per chunk of benchmarks). The rows are turned into
+/// benchmarks as they are read: a 100 000-benchmark run's rows are not held
+/// beside its benchmarks, and a profile's text is freed before the next one
+/// is parsed.
+fn benchmarks_where<D: Backend + ?Sized>(
     db: &D,
-    rows: Vec<Row>,
-) -> Result<Vec<(i64, Benchmark)>, StoreError> {
+    sql: &str,
+    params: &[Val],
+) -> Result<Vec<(i64, i64, Benchmark)>, StoreError> {
     let place = db.location();
-    let mut out = Vec::with_capacity(rows.len());
-    let mut rows = rows.into_iter().peekable();
-    while rows.peek().is_some() {
-        let chunk: Vec<Row> = rows.by_ref().take(crate::queries::ID_CHUNK).collect();
-        let ids = chunk
-            .iter()
-            .map(|b| b.int(0))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut samples = load_samples(db, &ids)?;
-        for b in chunk {
-            out.push((
-                b.int(9)?,
-                Benchmark {
-                    name: b.text(1)?,
-                    command: b.text(2)?,
-                    argv: json(place, serde_json::from_str(&b.text(3)?))?,
-                    parameters: json(place, serde_json::from_str(&b.text(4)?))?,
-                    facts: opt_json(place, &b, 5)?.unwrap_or_default(),
-                    samples: samples.remove(&b.int(0)?).unwrap_or_default(),
-                    profile: opt_json(place, &b, 6)?,
-                    summaries: opt_json(place, &b, 7)?.unwrap_or_default(),
-                    locks: opt_json(place, &b, 8)?,
-                    stacks: opt_json(place, &b, 10)?,
-                    allocs: opt_json(place, &b, 11)?,
-                },
-            ));
-        }
+    let mut out = Vec::new();
+    db.query_each(sql, params, &mut |b| {
+        out.push((
+            b.int(0)?,
+            b.int(9)?,
+            Benchmark {
+                name: b.text(1)?,
+                command: b.text(2)?,
+                argv: json(place, serde_json::from_str(&b.text(3)?))?,
+                parameters: json(place, serde_json::from_str(&b.text(4)?))?,
+                facts: opt_json(place, b, 5)?.unwrap_or_default(),
+                samples: Vec::new(),
+                profile: opt_json(place, b, 6)?,
+                summaries: opt_json(place, b, 7)?.unwrap_or_default(),
+                locks: opt_json(place, b, 8)?,
+                stacks: opt_json(place, b, 10)?,
+                allocs: opt_json(place, b, 11)?,
+            },
+        ));
+        Ok(())
+    })?;
+    let ids: Vec<i64> = out.iter().map(|b| b.0).collect();
+    let mut samples = load_samples(db, &ids)?;
+    for (id, _, b) in &mut out {
+        b.samples = samples.remove(id).unwrap_or_default();
     }
     Ok(out)
 }
@@ -174,15 +175,9 @@ pub(crate) fn runs_with_benchmarks<D: Backend + ?Sized>(
         bench_ids.dedup();
         let mut benches: BTreeMap<i64, Benchmark> = BTreeMap::new();
         for list in crate::queries::id_lists(&bench_ids) {
-            let rows = db.query(
-                &format!("SELECT {BENCHMARK}, NULL, NULL FROM benchmarks WHERE id IN ({list})"),
-                &[],
-            )?;
-            let ids = rows
-                .iter()
-                .map(|r| r.int(0))
-                .collect::<Result<Vec<_>, _>>()?;
-            for (id, (_, b)) in ids.into_iter().zip(benchmarks_of(db, rows)?) {
+            let sql =
+                format!("SELECT {BENCHMARK}, NULL, NULL FROM benchmarks WHERE id IN ({list})");
+            for (id, _, b) in benchmarks_where(db, &sql, &[])? {
                 benches.insert(id, b);
             }
         }
@@ -309,21 +304,29 @@ pub(crate) fn load_samples<D: Backend + ?Sized>(
         Ok(r.opt_int(i)?.map(|v| v as i32))
     };
     let mut out: HashMap<i64, Vec<Sample>> = HashMap::with_capacity(bench_ids.len());
+    // The rows come ordered by benchmark: a benchmark's samples gather in
+    // one reused buffer, then move into a vector of just their size (pushed
+    // one by one, 5 samples held room for 8: 77 MB a side at 100 000
+    // benchmarks).
+    let mut current: (Option<i64>, Vec<Sample>) = (None, Vec::new());
+    let flush = |current: &mut (Option<i64>, Vec<Sample>), out: &mut HashMap<i64, Vec<Sample>>| {
+        if let Some(id) = current.0.take() {
+            out.entry(id).or_default().append(&mut current.1);
+        }
+    };
     // A statement per chunk of benchmarks: a run of 100 000 benchmarks is
     // 200 reads, not 100 000, and no chunk's rows are held long.
-    for list in crate::queries::id_lists(bench_ids) {
-        let rows = db.query(
-            &format!(
-                "SELECT iteration, wall_ns, user_ns, sys_ns, peak_rss_bytes, minor_faults, \
-                 major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, round, \
-                 wall_exact_ns, benchmark_id FROM samples WHERE benchmark_id IN ({list}) \
-                 ORDER BY benchmark_id, iteration"
-            ),
-            &[],
-        )?;
-        for r in rows {
+    let sql = format!(
+        "SELECT iteration, wall_ns, user_ns, sys_ns, peak_rss_bytes, minor_faults, \
+         major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, round, \
+         wall_exact_ns, benchmark_id FROM samples WHERE benchmark_id IN ({}) \
+         ORDER BY benchmark_id, iteration",
+        *crate::queries::ID_PLACEHOLDERS
+    );
+    for ids in crate::queries::id_params(bench_ids) {
+        db.query_each(&sql, &ids, &mut |r| {
             let mut sample = Sample {
-                iteration: small(&r, 0)?,
+                iteration: small(r, 0)?,
                 wall_ns: to_u64(r.int(1)?),
                 user_ns: to_u64(r.int(2)?),
                 sys_ns: to_u64(r.int(3)?),
@@ -332,22 +335,29 @@ pub(crate) fn load_samples<D: Backend + ?Sized>(
                 major_faults: to_u64(r.int(6)?),
                 voluntary_cs: to_u64(r.int(7)?),
                 involuntary_cs: to_u64(r.int(8)?),
-                exit_code: opt_i32(&r, 9)?,
-                signal: opt_i32(&r, 10)?,
-                round: small(&r, 12)?,
+                exit_code: opt_i32(r, 9)?,
+                signal: opt_i32(r, 10)?,
+                round: small(r, 12)?,
                 wall_exact_ns: r.opt_real(13)?,
                 counters: BTreeMap::new(),
             };
-            if let Some(text) = r.opt_text(11)? {
+            if let Some(text) = r.opt_str(11)? {
                 // serde_json writes non-finite floats as null; read them back as NaN.
-                let raw: BTreeMap<String, Option<f64>> = json(place, serde_json::from_str(&text))?;
+                let raw: BTreeMap<String, Option<f64>> = json(place, serde_json::from_str(text))?;
                 sample.counters = raw
                     .into_iter()
                     .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
                     .collect();
             }
-            out.entry(r.int(14)?).or_default().push(sample);
-        }
+            let id = r.int(14)?;
+            if current.0 != Some(id) {
+                flush(&mut current, &mut out);
+                current.0 = Some(id);
+            }
+            current.1.push(sample);
+            Ok(())
+        })?;
+        flush(&mut current, &mut out);
     }
     Ok(out)
 }
