@@ -31,12 +31,18 @@ static STDOUT_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// remembered for [`stdout_error`], so the command exits 2 rather than 0
 /// with its output lost.
 pub fn emit(text: &str, to_stderr: bool) {
+    emit_with(to_stderr, |to| to.write_all(text.as_bytes()));
+}
+
+/// [`emit`] for text that `write` writes as it makes it (a report too
+/// large to hold twice); its failures are treated as [`emit`]'s.
+pub fn emit_with(to_stderr: bool, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
     if to_stderr {
-        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        let _ = write(&mut std::io::stderr().lock());
         return;
     }
     let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    if let Err(e) = write(&mut out).and_then(|()| out.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
         } else {

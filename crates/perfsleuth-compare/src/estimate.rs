@@ -266,10 +266,7 @@ pub(crate) fn measure(
 /// each item is a bootstrap of many samples; the work is pure, so only the
 /// time changes.
 pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    // Asked once: the answer reads cgroup files, which per call cost more
-    // than an exact interval does.
-    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let cpus = cpus();
     if cpus <= 1 || items.len() <= 1 {
         return items.iter().map(f).collect();
     }
@@ -292,6 +289,36 @@ pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync)
             .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     })
+}
+
+/// The CPUs this process may use, asked once: the answer reads cgroup
+/// files, which per call cost more than an exact interval does.
+fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// `f(i, item)` for every item, in place, on up to all CPUs once there are
+/// enough items (a row's judgement takes microseconds: a thread is worth it
+/// for thousands, not for a few).
+pub(crate) fn par_each_mut<T: Send>(items: &mut [T], f: impl Fn(usize, &mut T) + Sync) {
+    const ALONE: usize = 2_000;
+    let cpus = cpus();
+    if cpus <= 1 || items.len() <= ALONE {
+        items.iter_mut().enumerate().for_each(|(i, t)| f(i, t));
+        return;
+    }
+    let chunk = items.len().div_ceil(cpus);
+    let f = &f;
+    std::thread::scope(|scope| {
+        for (k, part) in items.chunks_mut(chunk).enumerate() {
+            scope.spawn(move || {
+                for (j, t) in part.iter_mut().enumerate() {
+                    f(k * chunk + j, t);
+                }
+            });
+        }
+    });
 }
 
 /// What a row's verdict is decided from beside the row itself: how it was
@@ -585,6 +612,10 @@ pub(crate) fn estimate_rows<'a>(ctx: &Context<'a, '_>, imported: [bool; 2]) -> E
         }
     })
     .into_iter();
+    // Sized once: a vector grown by doubling to 100 000 rows leaves the
+    // copies it outgrew in the heap.
+    rows.reserve_exact(work.len());
+    facts.reserve_exact(work.len());
     for job in jobs {
         let Job {
             be,

@@ -37,7 +37,7 @@ pub use sides::*;
 pub use html::{changes_chart, render_html};
 pub use json::{SCHEMA, SCHEMA_VERSION, to_json};
 pub use junit::render_junit;
-pub use render::{render_github_annotations, render_markdown, render_terminal};
+pub use render::{render_github_annotations, render_markdown, render_terminal, write_terminal};
 pub use stacks::{TimeMove, time_attribution, time_moves};
 
 use perfsleuth_env::Change;

@@ -8,6 +8,7 @@ use perfsleuth_model::schema::VerdictLabel;
 use perfsleuth_model::{ImpactClass, Metric};
 use perfsleuth_report::Style;
 use perfsleuth_report::style::{GREEN, RED};
+use std::io::Write;
 
 /// "p-values adjusted for N comparisons (Benjamini–Hochberg)".
 fn fdr_sentence(c: &Comparison) -> Option<String> {
@@ -59,17 +60,37 @@ fn performance_header(c: &Comparison) -> &'static str {
 /// CI, p, verdict; red/green verdicts only when `color`. When the machines
 /// differ, the output opens with the environment diff.
 pub fn render_terminal(c: &Comparison, color: bool) -> String {
+    let mut text = Vec::new();
+    // Writing to memory cannot fail.
+    let _ = write_terminal(c, color, &mut text);
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// [`render_terminal`], written to `to` as it is made: 100 000 rows and
+/// their notes are 97 MB of text, which need not all be held at once.
+pub fn write_terminal(c: &Comparison, color: bool, to: &mut dyn Write) -> std::io::Result<()> {
     let mut out = String::new();
     environment_block(&mut out, c);
     if c.rows.is_empty() {
         out.push_str("No benchmarks in common.\n");
     } else {
-        rows_table(&mut out, c, color);
-        table_summary(&mut out, c);
+        rows_table(&mut out, c, color, to)?;
+        table_summary(&mut out, c, to)?;
     }
     unpaired_lines(&mut out, c);
-    notes_block(&mut out, c);
-    out
+    spill(&mut out, to)?;
+    notes_block(&mut out, c, to)?;
+    to.write_all(out.as_bytes())
+}
+
+/// Hands what `out` holds to `to` once it is large, and empties it.
+fn spill(out: &mut String, to: &mut dyn Write) -> std::io::Result<()> {
+    const CHUNK: usize = 64 * 1024;
+    if out.len() >= CHUNK {
+        to.write_all(out.as_bytes())?;
+        out.clear();
+    }
+    Ok(())
 }
 
 /// The sides' names, with what differs between their machines: above them
@@ -144,7 +165,12 @@ fn row_cells(c: &Comparison) -> Vec<[String; 7]> {
 
 /// The table of rows, columns as wide as their widest cell, the verdicts
 /// coloured.
-fn rows_table(out: &mut String, c: &Comparison, color: bool) {
+fn rows_table(
+    out: &mut String,
+    c: &Comparison,
+    color: bool,
+    to: &mut dyn Write,
+) -> std::io::Result<()> {
     let ci_head = ci_header(c);
     let header = [
         "benchmark",
@@ -181,9 +207,24 @@ fn rows_table(out: &mut String, c: &Comparison, color: bool) {
     let header_cells: Vec<String> = header.iter().map(|s| s.to_string()).collect();
     out.push_str(line(&header_cells).trim_end());
     out.push('\n');
+    // Each row written in place, as `line` aligns it: 100 000 rows made a
+    // dozen strings each on the way.
+    let blanks = |out: &mut String, n: usize| out.extend(std::iter::repeat_n(' ', n));
     for (r, row) in c.rows.iter().zip(&cells) {
-        let mut text = line(&row[..6]);
-        text.push_str("  ");
+        for (i, cell) in row[..6].iter().enumerate() {
+            if i > 0 {
+                out.push_str("  ");
+            }
+            let pad = widths[i].saturating_sub(width(cell));
+            if i <= 1 {
+                out.push_str(cell);
+                blanks(out, pad);
+            } else {
+                blanks(out, pad);
+                out.push_str(cell);
+            }
+        }
+        out.push_str("  ");
         let verdict = &row[6];
         let colour = match r.verdict {
             VerdictLabel::Regressed => Some(RED),
@@ -191,17 +232,18 @@ fn rows_table(out: &mut String, c: &Comparison, color: bool) {
             _ => None,
         };
         match colour {
-            Some(c) => text.push_str(&Style::new(color).paint(c, verdict)),
-            None => text.push_str(verdict),
+            Some(c) => out.push_str(&Style::new(color).paint(c, verdict)),
+            None => out.push_str(verdict),
         }
-        out.push_str(&text);
         out.push('\n');
+        spill(out, to)?;
     }
+    Ok(())
 }
 
 /// Under the table: the legend, the multiple-testing sentence, the verdict
 /// counts and the factors of change.
-fn table_summary(out: &mut String, c: &Comparison) {
+fn table_summary(out: &mut String, c: &Comparison, to: &mut dyn Write) -> std::io::Result<()> {
     out.push('\n');
     out.push_str("* gating metric\n");
     if let Some(s) = fdr_sentence(c) {
@@ -211,7 +253,9 @@ fn table_summary(out: &mut String, c: &Comparison) {
     out.push_str(&format!("summary: {}\n", counts_text(c, ("", ""))));
     for line in factor_lines(c) {
         out.push_str(&format!("  {line}\n"));
+        spill(out, to)?;
     }
+    Ok(())
 }
 
 /// The benchmarks only one side has.
@@ -231,22 +275,25 @@ fn unpaired_lines(out: &mut String, c: &Comparison) {
 }
 
 /// The rows' notes, each with its row, then the comparison's.
-fn notes_block(out: &mut String, c: &Comparison) {
-    let row_notes: Vec<String> = c
-        .rows
-        .iter()
-        .flat_map(|r| {
-            r.notes
-                .iter()
-                .map(move |n| format!("{} · {}: {n}", r.key(), r.metric.name()))
-        })
-        .collect();
-    if !row_notes.is_empty() || !c.notes.is_empty() {
-        out.push_str("\nNotes:\n");
-        for n in row_notes.iter().chain(&c.notes) {
-            out.push_str(&format!("  - {n}\n"));
-        }
+fn notes_block(out: &mut String, c: &Comparison, to: &mut dyn Write) -> std::io::Result<()> {
+    use std::fmt::Write;
+    if c.rows.iter().all(|r| r.notes.is_empty()) && c.notes.is_empty() {
+        return Ok(());
     }
+    out.push_str("\nNotes:\n");
+    // Written in place: 100 000 rows' notes are 90 MB of text, and a list
+    // of them beside the output held it twice.
+    for r in c.rows.iter().filter(|r| !r.notes.is_empty()) {
+        let (key, metric) = (r.key(), r.metric.name());
+        for n in &r.notes {
+            let _ = writeln!(out, "  - {key} · {metric}: {n}");
+        }
+        spill(out, to)?;
+    }
+    for n in &c.notes {
+        let _ = writeln!(out, "  - {n}");
+    }
+    Ok(())
 }
 
 /// hyperfine's summary line for each gating row judged regressed or

@@ -1967,3 +1967,63 @@ fn v1_v2(name: &str, base_ms: f64, cand_ms: f64) -> Comparison {
         &opts(),
     )
 }
+
+#[test]
+fn par_each_mut_visits_every_item_once_with_its_index() {
+    // Below the size judged on one thread, at it, and split across threads.
+    for n in [0, 1, 10, 2_000, 2_001, 9_999] {
+        let mut items: Vec<(usize, u32)> = (0..n).map(|i| (i, 0)).collect();
+        crate::estimate::par_each_mut(&mut items, |i, item| {
+            assert_eq!(i, item.0, "index handed with the item");
+            item.1 += 1;
+        });
+        assert!(items.iter().all(|item| item.1 == 1), "{n} items");
+    }
+}
+
+#[test]
+fn the_terminal_report_is_written_in_pieces_as_it_is_made() {
+    /// Keeps what is written and the size of each write.
+    #[derive(Default)]
+    struct Recorder {
+        text: Vec<u8>,
+        writes: Vec<usize>,
+    }
+    impl std::io::Write for Recorder {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.text.extend_from_slice(buf);
+            self.writes.push(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // 2 500 benchmarks: more rows than one thread judges, and a report of
+    // several hundred kilobytes.
+    let names: Vec<String> = (0..2_500).map(|i| format!("bench-{i:05}")).collect();
+    let side_of = |label: &str, id: i64, ms: f64| {
+        let benches = names
+            .iter()
+            .map(|n| bench(n, &around(ms * MS, 0.01, 10)))
+            .collect();
+        side(label, vec![run(id, machine(), benches)])
+    };
+    let c = compare(&side_of("v1", 1, 10.0), &side_of("v2", 2, 10.5), &opts());
+    let mut to = Recorder::default();
+    crate::write_terminal(&c, false, &mut to).unwrap();
+    let whole = crate::render_terminal(&c, false);
+    assert_eq!(String::from_utf8(to.text).unwrap(), whole);
+    assert!(whole.len() > 300_000, "{} bytes", whole.len());
+    assert!(to.writes.len() > 4, "{:?}", to.writes);
+    // No piece much larger than the 64 KiB it gathers before writing.
+    assert!(to.writes.iter().all(|&n| n < 80 * 1024), "{:?}", to.writes);
+    // Judged on several threads: every benchmark's gating row, in order.
+    let gating: Vec<&Row> = c.rows.iter().filter(|r| r.gating).collect();
+    assert_eq!(gating.len(), 2_500);
+    assert!(gating.iter().zip(&names).all(|(r, n)| &r.benchmark == n));
+    assert!(
+        gating.iter().all(|r| r.verdict == VerdictLabel::Regressed),
+        "a 5 % change at 1 % spread"
+    );
+}
