@@ -26,6 +26,16 @@ fn seed(
     level: impl Fn(usize) -> f64,
     kernel: impl Fn(usize) -> &'static str,
 ) {
+    seed_on(db, n, level, |i| env(kernel(i)));
+}
+
+/// [`seed`], run i on the machine `machine(i)` describes.
+fn seed_on(
+    db: &std::path::Path,
+    n: usize,
+    level: impl Fn(usize) -> f64,
+    machine: impl Fn(usize) -> Environment,
+) {
     let mut store = SqliteStore::open(db).unwrap();
     for i in 0..n {
         let run = Run {
@@ -42,7 +52,7 @@ fn seed(
             }),
             mode: Mode::Walltime,
             options: serde_json::json!({}),
-            environment: env(kernel(i)),
+            environment: machine(i),
             benchmarks: Vec::new(),
             probes: Vec::new(),
         };
@@ -576,4 +586,64 @@ fn runs_streams_pages_and_writes_what_one_document_would() {
         .ok()
         .stdout;
     assert_eq!(all, table);
+}
+
+/// A history where every run is on another machine class (issue 53's edge
+/// case): each class is its own series of one point, and none claims a
+/// change or a noise figure it cannot have seen.
+#[test]
+fn one_run_per_machine_class_is_a_series_each_and_no_change_point() {
+    let sb = Sandbox::new();
+    const CPUS: [&str; 5] = ["CPU A", "CPU B", "CPU C", "CPU D", "CPU E"];
+    // Every run twice as slow as the one before: only a series that mixed
+    // the machines could show a step.
+    seed_on(
+        &sb.db(),
+        5,
+        |i| (1 << i) as f64,
+        |i| {
+            let mut e = env("6.1.0");
+            e.set("cpu.model", CPUS[i], ImpactClass::Identity);
+            e
+        },
+    );
+    let out = sb
+        .run([
+            "history",
+            "work",
+            "--store",
+            &sb.store(),
+            "--format",
+            "json",
+        ])
+        .ok();
+    let doc = parse_json(&out.stdout);
+    let series = doc["series"].as_array().unwrap();
+    assert_eq!(series.len(), 5, "{}", out.stdout);
+    let machines: std::collections::BTreeSet<&str> = series
+        .iter()
+        .filter_map(|s| s["machine"].as_str())
+        .collect();
+    assert_eq!(machines.len(), 5, "one series per machine class");
+    for s in series {
+        assert_eq!(s["points"].as_array().unwrap().len(), 1, "{s}");
+        assert!(
+            s["change_points"].as_array().is_none_or(|c| c.is_empty()),
+            "{s}"
+        );
+    }
+    // Nor does the text: each says why it has no segments.
+    let text = sb
+        .run(["history", "work", "--store", &sb.store()])
+        .ok()
+        .stdout;
+    assert_eq!(
+        text.matches("1 point: change points need at least 4")
+            .count(),
+        5,
+        "{text}"
+    );
+    for cpu in CPUS {
+        assert!(text.contains(&format!("{cpu}, 2 CPUs")), "{text}");
+    }
 }
