@@ -430,6 +430,32 @@ impl Db for PgStore {
             .collect()
     }
 
+    fn query_each(
+        &self,
+        sql: &str,
+        params: &[Val],
+        each: &mut dyn FnMut(&Row) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        use postgres::fallible_iterator::FallibleIterator;
+        crate::sql::count_statement();
+        let mut client = self.client.borrow_mut();
+        let stmt = self.statement(&mut client, sql)?;
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        // Rows as they arrive from the server, not the statement's whole
+        // answer first: a run's 500 000 samples are decoded while the
+        // server is still sending them.
+        let mut rows = client.query_raw(&stmt, refs).map_err(|e| self.err(e))?;
+        let mut row = Row(Vec::new());
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            row.0.clear();
+            for i in 0..r.len() {
+                row.0.push(r.try_get::<_, Val>(i).map_err(|e| self.err(e))?);
+            }
+            each(&row)?;
+        }
+        Ok(())
+    }
+
     fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
         crate::sql::count_statement();
         let mut client = self.client.borrow_mut();

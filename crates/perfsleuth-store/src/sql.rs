@@ -236,8 +236,9 @@ pub trait Db {
     /// Runs a query and returns all its rows.
     fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError>;
     /// Runs a query and hands `each` its rows as they are read: a read of a
-    /// million rows need not hold them, nor (where the backend reuses one
-    /// buffer) allocate one row each.
+    /// million rows need not hold them, nor allocate one row each (both
+    /// backends refill one buffer). `each` must not use the store: the
+    /// statement is still reading.
     fn query_each(
         &self,
         sql: &str,
