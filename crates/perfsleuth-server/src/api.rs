@@ -415,7 +415,7 @@ async fn head_run(
         .await
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct CompareQuery {
     baseline: Option<String>,
     candidate: Option<String>,
@@ -506,8 +506,11 @@ async fn comparison(
     headers: HeaderMap,
 ) -> Result<perfsleuth_compare::Comparison, ApiError> {
     let options = state.compare.clone();
+    let key = format!("compare {q:?}");
+    // A comparison weighs about 2 KiB a row.
+    let weigh = |c: &perfsleuth_compare::Comparison| 2048 * (c.rows.len() + 1);
     state
-        .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
+        .authorized_cached(&project, bearer(&headers)?, key, weigh, move |s| {
             let candidate = side(s, given(&q.candidate).as_deref().unwrap_or("latest"))?;
             let baseline = match given(&q.baseline) {
                 Some(spec) => Some(side(s, &spec)?),
@@ -551,7 +554,7 @@ async fn compare_md(
         .into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct HistoryQuery {
     bench: Option<String>,
     metric: Option<String>,
@@ -574,8 +577,13 @@ async fn history(
             )
         })?,
     };
+    let key = format!("history {q:?}");
+    // A history weighs about 256 bytes a point.
+    let weigh = |d: &perfsleuth_model::schema::HistoryDoc| {
+        256 * (1 + d.series.iter().map(|s| s.points.len()).sum::<usize>())
+    };
     let doc = state
-        .authorized(&project, bearer(&headers)?, Scope::Read, move |s| {
+        .authorized_cached(&project, bearer(&headers)?, key, weigh, move |s| {
             let filter = perfsleuth_history::Filter {
                 benchmarks: q.bench.iter().cloned().collect(),
                 branch: q.branch.clone(),

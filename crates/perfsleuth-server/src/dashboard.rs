@@ -168,6 +168,26 @@ fn link(href: &str, text: &str) -> String {
 }
 
 /// Checks the path's project and runs `f` with a store authorized to read it.
+/// [`read_page`] for a page that depends on the store and `key` alone:
+/// kept while the store is unchanged ([`State::authorized_cached`]).
+async fn read_page_cached<F>(
+    state: &Arc<State>,
+    project: &str,
+    headers: &HeaderMap,
+    key: String,
+    f: F,
+) -> Result<Html<String>, PageError>
+where
+    F: FnMut(&mut dyn Store) -> Result<String, ApiError> + Send + 'static,
+{
+    let secret = credential(headers).map_err(|e| PageError(e, Some(project.to_string())))?;
+    state
+        .authorized_cached(project, secret, key, String::len, f)
+        .await
+        .map(Html)
+        .map_err(|e| PageError(e, Some(project.to_string())))
+}
+
 async fn read_page<F>(
     state: &Arc<State>,
     project: &str,
@@ -358,7 +378,7 @@ fn short_commit(run: &perfsleuth_store::RunListing) -> String {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct ProjectQuery {
     /// The runs listed are those stored before this run: a later page.
     before: Option<i64>,
@@ -425,7 +445,9 @@ async fn project_page(
 ) -> Result<Html<String>, PageError> {
     let signed = signed_in(&headers);
     let p = project.clone();
-    read_page(&state, &project, &headers, move |s| {
+    // Signed in, the page has a "Log out" button: kept apart.
+    let key = format!("project page {q:?} {signed}");
+    read_page_cached(&state, &project, &headers, key, move |s| {
         let doc = project_history(s, None, Some(TREND_RUNS))?;
         let filter = q.filter();
         let runs = s.list_runs_matching(&filter, q.before, RECENT_RUNS)?;

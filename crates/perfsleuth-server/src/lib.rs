@@ -16,6 +16,7 @@
 
 mod api;
 pub mod auth;
+mod cache;
 pub mod client;
 mod dashboard;
 mod extract;
@@ -218,6 +219,8 @@ pub(crate) struct State {
     pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
     /// See [`ServerConfig::compare`].
     pub(crate) compare: perfsleuth_compare::Options,
+    /// Pages, comparisons and histories kept while the store is unchanged.
+    pub(crate) answers: cache::Answers,
 }
 
 /// Whether a request may run its store call again after a broken
@@ -322,6 +325,41 @@ impl State {
     }
 }
 
+impl State {
+    /// [`State::authorized`] for a read whose answer depends on the store
+    /// and `key` alone: kept (weighed by `weigh`, in bytes) and served
+    /// again while the store's revision holds ([`cache`]).
+    pub(crate) async fn authorized_cached<T, F>(
+        self: &Arc<State>,
+        project: &str,
+        secret: Option<String>,
+        key: String,
+        weigh: fn(&T) -> usize,
+        mut f: F,
+    ) -> Result<T, ApiError>
+    where
+        T: Clone + Send + Sync + 'static,
+        F: FnMut(&mut dyn Store) -> Result<T, ApiError> + Send + 'static,
+    {
+        let state = Arc::clone(self);
+        let key = format!("{project}\n{key}");
+        self.authorized(project, secret, auth::Scope::Read, move |s| {
+            // Read before the answer: a commit in between leaves the answer
+            // newer than its revision, which is only ever a miss.
+            let revision = s.revision()?;
+            if let Some(kept) = state.answers.get::<T>(&key, &revision) {
+                return Ok(kept);
+            }
+            let answer = f(s)?;
+            state
+                .answers
+                .put(key.clone(), revision, answer.clone(), weigh(&answer));
+            Ok(answer)
+        })
+        .await
+    }
+}
+
 /// Why the server could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -365,6 +403,7 @@ fn build(
         body_timeout: config.body_timeout,
         stopping,
         compare: config.compare.clone(),
+        answers: cache::Answers::default(),
     });
     let router = api::routes(Arc::clone(&state))
         .merge(dashboard::routes(Arc::clone(&state)))

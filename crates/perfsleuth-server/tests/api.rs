@@ -557,3 +557,81 @@ fn runs_are_filtered_by_branch_machine_and_benchmark_across_pages() {
         );
     }
 }
+
+#[test]
+fn kept_answers_repeat_while_nothing_is_written_and_follow_every_write() {
+    // The page, a comparison and a history are kept while the store's
+    // revision holds: asked again they are the same bytes, and after a run
+    // is stored — through the server or straight into the store by another
+    // connection — they are the new answers, never the kept ones.
+    let http = Http::new();
+    for backend in backends("kept_answers") {
+        let mut store = backend.url.open().unwrap();
+        let (_, secret) = token(&mut *store, "app", &["ingest", "read"]);
+        store.use_project("app");
+        for ns in [1_000_000, 1_010_000] {
+            store.ingest_run(&run("parse", ns, 20)).unwrap();
+        }
+        let base = start(backend.url.clone(), perfsleuth_server::DEFAULT_BODY_LIMIT);
+        let paths = [
+            "/api/v1/projects/app/compare?baseline=latest~1&candidate=latest",
+            "/api/v1/projects/app/history?bench=parse",
+            "/p/app",
+        ];
+        let answers = || -> Vec<String> {
+            paths
+                .iter()
+                .map(|p| {
+                    // More than once each: the pool's connections take turns.
+                    let bodies: Vec<String> = (0..4)
+                        .map(|_| {
+                            let r = http.call("GET", &format!("{base}{p}"), Some(&secret), None);
+                            assert_eq!(r.status, 200, "{}: {p}: {}", backend.name, r.body);
+                            r.body
+                        })
+                        .collect();
+                    assert!(
+                        bodies.iter().all(|b| b == &bodies[0]),
+                        "{}: {p}: unchanged store, changed answer",
+                        backend.name
+                    );
+                    bodies[0].clone()
+                })
+                .collect()
+        };
+        let points = |history: &str| {
+            serde_json::from_str::<Value>(history).unwrap()["series"][0]["points"]
+                .as_array()
+                .unwrap()
+                .len()
+        };
+        let candidate =
+            |compare: &str| serde_json::from_str::<Value>(compare).unwrap()["candidate"].clone();
+        let first = answers();
+        assert_eq!(points(&first[1]), 2, "{}", backend.name);
+        assert_eq!(candidate(&first[0]), "run 2", "{}", backend.name);
+        // Stored by another connection, not through the server.
+        store.ingest_run(&run("parse", 2_000_000, 20)).unwrap();
+        let second = answers();
+        assert_eq!(points(&second[1]), 3, "{}", backend.name);
+        assert_eq!(candidate(&second[0]), "run 3", "{}", backend.name);
+        assert_ne!(
+            first[2], second[2],
+            "{}: the page shows the new run",
+            backend.name
+        );
+        assert!(second[2].contains("3 recent runs"), "{}", backend.name);
+        // Uploaded through the server.
+        let r = http.call(
+            "POST",
+            &format!("{base}/api/v1/projects/app/runs"),
+            Some(&secret),
+            Some(&export(&run("parse", 3_000_000, 20))),
+        );
+        assert_eq!(r.status, 201, "{}: {}", backend.name, r.body);
+        let third = answers();
+        assert_eq!(points(&third[1]), 4, "{}", backend.name);
+        assert_eq!(candidate(&third[0]), "run 4", "{}", backend.name);
+        assert!(third[2].contains("4 recent runs"), "{}", backend.name);
+    }
+}

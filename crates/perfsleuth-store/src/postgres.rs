@@ -414,6 +414,19 @@ impl Db for PgStore {
         Dialect::Postgres
     }
 
+    fn data_revision(&self) -> Result<String, StoreError> {
+        // The snapshot names the transactions committed so far (reads take
+        // no transaction id): it moves with every commit of a write to the
+        // database, and is the same for every connection.
+        let row = self
+            .client
+            .borrow_mut()
+            .query_one("SELECT txid_current_snapshot()::text", &[])
+            .map_err(|e| self.err(e))?;
+        let snapshot: String = row.try_get(0).map_err(|e| self.err(e))?;
+        Ok(format!("postgres {snapshot}"))
+    }
+
     fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
         crate::sql::count_statement();
         let mut client = self.client.borrow_mut();

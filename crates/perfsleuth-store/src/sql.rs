@@ -211,15 +211,20 @@ pub struct Session {
     pub(crate) project: String,
     /// How deep in [`transaction`] calls the connection is.
     pub(crate) depth: Cell<u32>,
+    /// This handle's number among those the process opened: a connection's
+    /// own counters (SQLite's data version) mean nothing beside another's.
+    pub(crate) serial: u64,
 }
 
 impl Session {
     /// A session at `place`, in project "", outside any transaction.
     pub(crate) fn new(place: PathBuf) -> Session {
+        static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Session {
             place,
             project: String::new(),
             depth: Cell::new(0),
+            serial: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 }
@@ -247,6 +252,9 @@ pub trait Db {
     ) -> Result<(), StoreError> {
         self.query(sql, params)?.iter().try_for_each(each)
     }
+    /// A token that changes whenever a commit (by any connection) may have
+    /// changed what this handle reads; see [`crate::Backend::revision`].
+    fn data_revision(&self) -> Result<String, StoreError>;
     /// Runs a statement and returns the number of rows it changed.
     fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError>;
     /// Runs `BEGIN` (for writing or reading), `COMMIT` or `ROLLBACK`.

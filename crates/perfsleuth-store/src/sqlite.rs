@@ -231,6 +231,24 @@ impl Db for SqliteStore {
         Dialect::Sqlite
     }
 
+    fn data_revision(&self) -> Result<String, StoreError> {
+        // The data version moves with other connections' commits, the
+        // total of changed rows with this one's (rolled back ones too: a
+        // token that moves needlessly only costs a recomputation).
+        let (version, changes): (i64, i64) = self
+            .conn
+            .query_row(
+                "SELECT data_version, total_changes() FROM pragma_data_version",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .at(&self.session.place)?;
+        Ok(format!(
+            "sqlite {} {version} {changes}",
+            self.session.serial
+        ))
+    }
+
     fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
         let mut out = Vec::new();
         self.each_row(sql, params, |row| {

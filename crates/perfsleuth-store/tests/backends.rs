@@ -244,6 +244,45 @@ fn a_run_of_more_benchmarks_than_one_read_holds_loads_back_whole() {
 }
 
 #[test]
+fn the_revision_moves_with_every_commit_and_never_with_a_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut urls = vec![StoreUrl::Sqlite(dir.path().join("results.db"))];
+    if let Some(url) = perfsleuth_testkit::fresh_postgres("revision") {
+        urls.push(StoreUrl::parse(&url).unwrap());
+    }
+    for url in urls {
+        let (mut one, mut other) = (url.open().unwrap(), url.open().unwrap());
+        let first = one.revision().unwrap();
+        measure(other.as_mut(), &run("main", vec![bench("a", 3)]));
+        let read = || {
+            one.list_runs(Some(10)).unwrap();
+            one.load_run(1).unwrap();
+        };
+        let after_other = one.revision().unwrap();
+        assert_ne!(
+            after_other, first,
+            "{url:?}: another handle's commit moves it"
+        );
+        read();
+        assert_eq!(
+            one.revision().unwrap(),
+            after_other,
+            "{url:?}: reads leave it"
+        );
+        one.ingest_run(&run("main", vec![bench("b", 2)])).unwrap();
+        let after_own = one.revision().unwrap();
+        assert_ne!(after_own, after_other, "{url:?}: its own commit moves it");
+        // Two handles on one file: never the same token (their counters are
+        // their own); on one database server: the same one.
+        let (mine, theirs) = (one.revision().unwrap(), other.revision().unwrap());
+        match url {
+            StoreUrl::Sqlite(_) => assert_ne!(mine, theirs),
+            _ => assert_eq!(mine, theirs),
+        }
+    }
+}
+
+#[test]
 fn ingest_is_idempotent_by_uuid_and_atomic() {
     for (name, mut store, _dir) in backends("ingest") {
         store.use_project("p");

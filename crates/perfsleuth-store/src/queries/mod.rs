@@ -29,6 +29,16 @@ pub trait Backend: Db {
         &self.session().place
     }
 
+    /// A token that changes whenever a commit may have changed what this
+    /// handle reads — its own or another connection's, in any project. An
+    /// answer read after taking a token is the answer while the token is
+    /// unchanged, so it may be kept and served again (the server's page
+    /// cache). Tokens of different handles of one SQLite file differ, and
+    /// a token is never reused by another handle.
+    fn revision(&self) -> Result<String, StoreError> {
+        self.data_revision()
+    }
+
     /// The project this handle reads and writes runs of ("" for a local store).
     fn project(&self) -> &str {
         &self.session().project
