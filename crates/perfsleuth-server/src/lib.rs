@@ -347,14 +347,9 @@ impl State {
             // Read before the answer: a commit in between leaves the answer
             // newer than its revision, which is only ever a miss.
             let revision = s.revision()?;
-            if let Some(kept) = state.answers.get::<T>(&key, &revision) {
-                return Ok(kept);
-            }
-            let answer = f(s)?;
             state
                 .answers
-                .put(key.clone(), revision, answer.clone(), weigh(&answer));
-            Ok(answer)
+                .get_or_make(&key, &revision, weigh, || f(&mut *s))
         })
         .await
     }

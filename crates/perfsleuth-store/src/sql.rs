@@ -211,20 +211,15 @@ pub struct Session {
     pub(crate) project: String,
     /// How deep in [`transaction`] calls the connection is.
     pub(crate) depth: Cell<u32>,
-    /// This handle's number among those the process opened: a connection's
-    /// own counters (SQLite's data version) mean nothing beside another's.
-    pub(crate) serial: u64,
 }
 
 impl Session {
     /// A session at `place`, in project "", outside any transaction.
     pub(crate) fn new(place: PathBuf) -> Session {
-        static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Session {
             place,
             project: String::new(),
             depth: Cell::new(0),
-            serial: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 }

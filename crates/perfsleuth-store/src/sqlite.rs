@@ -20,6 +20,8 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct SqliteStore {
     pub(crate) conn: Connection,
     session: Session,
+    /// The data version and changes [`Db::data_revision`] last saw.
+    last_seen: std::cell::Cell<Option<(i64, i64)>>,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -102,6 +104,7 @@ impl SqliteStore {
             });
         }
         Ok(SqliteStore {
+            last_seen: std::cell::Cell::new(None),
             conn,
             session: Session::new(path.to_path_buf()),
         })
@@ -131,6 +134,7 @@ impl SqliteStore {
             migrate(&mut conn, path)?;
         }
         Ok(SqliteStore {
+            last_seen: std::cell::Cell::new(None),
             conn,
             session: Session::new(path.to_path_buf()),
         })
@@ -234,8 +238,16 @@ impl Db for SqliteStore {
     fn data_revision(&self) -> Result<String, StoreError> {
         // The data version moves with other connections' commits, the
         // total of changed rows with this one's (rolled back ones too: a
-        // token that moves needlessly only costs a recomputation).
-        let (version, changes): (i64, i64) = self
+        // token that moves needlessly only costs a recomputation). Both
+        // are this connection's own counters, so what is shared between a
+        // process's connections is a generation, moved by any connection
+        // that sees its counters move — or that looks for the first time,
+        // not knowing what the others saw (one per file). Read after the
+        // counters, the generation is never older than the data read after.
+        static GENERATIONS: std::sync::LazyLock<
+            std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, u64>>,
+        > = std::sync::LazyLock::new(Default::default);
+        let seen: (i64, i64) = self
             .conn
             .query_row(
                 "SELECT data_version, total_changes() FROM pragma_data_version",
@@ -243,9 +255,17 @@ impl Db for SqliteStore {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .at(&self.session.place)?;
+        let moved = self.last_seen.replace(Some(seen)) != Some(seen);
+        let mut generations = GENERATIONS.lock().unwrap_or_else(|p| p.into_inner());
+        let generation = generations.entry(self.session.place.clone()).or_default();
+        if moved {
+            *generation += 1;
+        }
+        // The file's name too: a generation counts for its own file only.
         Ok(format!(
-            "sqlite {} {version} {changes}",
-            self.session.serial
+            "sqlite {} {}",
+            self.session.place.display(),
+            *generation
         ))
     }
 

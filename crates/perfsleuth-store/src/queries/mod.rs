@@ -33,8 +33,8 @@ pub trait Backend: Db {
     /// handle reads — its own or another connection's, in any project. An
     /// answer read after taking a token is the answer while the token is
     /// unchanged, so it may be kept and served again (the server's page
-    /// cache). Tokens of different handles of one SQLite file differ, and
-    /// a token is never reused by another handle.
+    /// cache). A process's handles on one store agree on the token once
+    /// each has looked since the last commit.
     fn revision(&self) -> Result<String, StoreError> {
         self.data_revision()
     }
