@@ -383,14 +383,30 @@ fn build(
     stopping: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(axum::Router, Arc<State>), StoreError> {
     let first = config.store.open()?;
+    let mut idle = vec![first];
     let backend = match config.store {
-        StoreUrl::Sqlite(_) => "sqlite",
+        StoreUrl::Sqlite(_) => {
+            // Every connection up front, each having looked at the store's
+            // revision once: a SQLite connection's first look moves the
+            // revision (it cannot know what the others saw), and connections
+            // opened one by one under load wiped the kept answers up to 16
+            // times (a history of 1.4 s then stalled every client each time).
+            // SQLite connections cost a file handle; PostgreSQL's count
+            // against the server's limit and stay opened on demand.
+            while idle.len() < MAX_CONNECTIONS {
+                idle.push(config.store.open()?);
+            }
+            for store in &idle {
+                store.revision()?;
+            }
+            "sqlite"
+        }
         StoreUrl::Postgres(_) => "postgres",
     };
     let state = Arc::new(State {
         pool: Pool {
             url: config.store.clone(),
-            idle: Mutex::new(vec![first]),
+            idle: Mutex::new(idle),
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
         },
         backend,
