@@ -656,7 +656,7 @@ async fn bisection_page(
     .await
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct BenchQuery {
     key: String,
 }
@@ -669,7 +669,9 @@ async fn bench_page(
 ) -> Result<Html<String>, PageError> {
     let signed = signed_in(&headers);
     let p = project.clone();
-    read_page(&state, &project, &headers, move |s| {
+    // Signed in, the page has a "Log out" button: kept apart.
+    let key = format!("bench page {q:?} {signed}");
+    read_page_cached(&state, &project, &headers, key, move |s| {
         let doc = project_history(s, Some(&q.key), None)?
             .ok_or_else(|| ApiError::not_found("no complete runs yet", "push some runs first"))?;
         let mut body = perfsleuth_history::render_html(&doc);
@@ -780,7 +782,7 @@ async fn run_page(
     .await
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct CompareQuery {
     baseline: Option<String>,
     candidate: Option<String>,
@@ -795,7 +797,9 @@ async fn compare_page(
     let signed = signed_in(&headers);
     let p = project.clone();
     let options = state.compare.clone();
-    read_page(&state, &project, &headers, move |s| {
+    // Signed in, the page has a "Log out" button: kept apart.
+    let key = format!("compare page {q:?} {signed}");
+    read_page_cached(&state, &project, &headers, key, move |s| {
         let given = crate::api::given;
         let candidate = crate::api::side(s, given(&q.candidate).as_deref().unwrap_or("latest"))?;
         let baseline = match given(&q.baseline) {

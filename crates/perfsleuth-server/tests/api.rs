@@ -577,6 +577,8 @@ fn kept_answers_repeat_while_nothing_is_written_and_follow_every_write() {
             "/api/v1/projects/app/compare?baseline=latest~1&candidate=latest",
             "/api/v1/projects/app/history?bench=parse",
             "/p/app",
+            "/p/app/bench?key=parse",
+            "/p/app/compare?baseline=latest~1&candidate=latest",
         ];
         let answers = || -> Vec<String> {
             paths
@@ -621,6 +623,14 @@ fn kept_answers_repeat_while_nothing_is_written_and_follow_every_write() {
             backend.name
         );
         assert!(second[2].contains("3 recent runs"), "{}", backend.name);
+        for (page, new) in [(3, "/p/app/runs/3"), (4, "run 3")] {
+            assert!(
+                !first[page].contains(new) && second[page].contains(new),
+                "{}: {}",
+                backend.name,
+                paths[page]
+            );
+        }
         // Uploaded through the server.
         let r = http.call(
             "POST",
