@@ -721,20 +721,19 @@ fn entries<B: Backend + ?Sized>(
     } else {
         "m.benchmark_id, m.n, m.median, m.lo, m.hi"
     };
-    let rows = store.query(
-        &format!(
-            "SELECT b.id, b.run_id, r.started_at, r.git_commit, r.git_branch, r.git_dirty, \
-             r.mode, r.environment_id, b.name, b.parameters, b.binary_sha256, b.argv, \
-             {summary_columns} FROM runs r \
-             JOIN benchmarks b ON b.run_id = r.id {summary} \
-             WHERE {} AND r.project = ?1 {filters} \
-             ORDER BY r.id, b.position",
-            commands("r"),
-        ),
-        &params,
-    )?;
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
+    let sql = format!(
+        "SELECT b.id, b.run_id, r.started_at, r.git_commit, r.git_branch, r.git_dirty, \
+         r.mode, r.environment_id, b.name, b.parameters, b.binary_sha256, b.argv, \
+         {summary_columns} FROM runs r \
+         JOIN benchmarks b ON b.run_id = r.id {summary} \
+         WHERE {} AND r.project = ?1 {filters} \
+         ORDER BY r.id, b.position",
+        commands("r"),
+    );
+    let mut out = Vec::new();
+    // Entries made as rows arrive: a history of 100 000 points is not held
+    // twice, and PostgreSQL's rows are decoded while it sends the rest.
+    store.query_each(&sql, &params, &mut |row| {
         let run_id = row.int(1)?;
         out.push(HistoryEntry {
             benchmark_id: row.int(0)?,
@@ -753,14 +752,15 @@ fn entries<B: Backend + ?Sized>(
                 Some(metric) => Some((
                     metric,
                     match row.opt_int(12)? {
-                        Some(_) => Some(summary_at(&row, 13)?),
+                        Some(_) => Some(summary_at(row, 13)?),
                         None => None,
                     },
                 )),
                 None => None,
             },
         });
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
