@@ -504,7 +504,7 @@ async fn comparison(
     project: String,
     q: CompareQuery,
     headers: HeaderMap,
-) -> Result<perfsleuth_compare::Comparison, ApiError> {
+) -> Result<Arc<perfsleuth_compare::Comparison>, ApiError> {
     let options = state.compare.clone();
     let key = format!("compare {q:?}");
     // A comparison weighs about 2 KiB a row.
@@ -610,7 +610,7 @@ async fn history(
             .ok_or_else(|| ApiError::bad_request("no metric to show", "give ?metric="))
         })
         .await?;
-    Ok(json(StatusCode::OK, &doc))
+    Ok(json(StatusCode::OK, &*doc))
 }
 
 #[derive(Deserialize)]

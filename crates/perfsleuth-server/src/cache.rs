@@ -16,6 +16,13 @@ use std::sync::{Arc, Mutex};
 const MAX_ANSWERS: usize = 256;
 const MAX_WEIGHT: usize = 128 << 20;
 
+/// Longest an answer is served. The revision decides what is current; this
+/// bounds something else: a few reads turn a store error into a weaker
+/// answer rather than fail (a note or a noise band left out), and such an
+/// answer should not outlive the hiccup by hours on a server that is
+/// rarely written to.
+const MAX_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The kept answers, by (request key, store revision), and those being made.
 #[derive(Default)]
 pub(crate) struct Answers {
@@ -43,18 +50,23 @@ struct Kept {
 
 struct Answer {
     born: u64,
+    made: std::time::Instant,
     weight: usize,
     value: Arc<dyn Any + Send + Sync>,
 }
 
 impl Answers {
     /// The answer kept for `key` at `revision`, if any.
-    pub(crate) fn get<T: Clone + 'static>(&self, key: &str, revision: &str) -> Option<T> {
+    pub(crate) fn get<T: Send + Sync + 'static>(
+        &self,
+        key: &str,
+        revision: &str,
+    ) -> Option<Arc<T>> {
         let kept = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         kept.map
             .get(&(key.to_string(), revision.to_string()))
-            .and_then(|a| a.value.downcast_ref::<T>())
-            .cloned()
+            .filter(|a| a.made.elapsed() < MAX_AGE)
+            .and_then(|a| Arc::clone(&a.value).downcast::<T>().ok())
     }
 
     /// Keeps `value` for `key` at `revision`; an answer weighing more than
@@ -63,7 +75,7 @@ impl Answers {
         &self,
         key: String,
         revision: String,
-        value: T,
+        value: Arc<T>,
         weight: usize,
     ) {
         if weight > MAX_WEIGHT / 4 {
@@ -72,10 +84,17 @@ impl Answers {
         let mut kept = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let born = kept.next;
         kept.next += 1;
-        // Answers at older revisions are not dropped at once: each SQLite
-        // connection has revisions of its own, and the pool's connections
-        // take turns; the oldest answers make room instead.
-        kept.weight += weight;
+        // Revisions only move on (a generation rises, a snapshot names
+        // later transactions): the key's answers at other revisions will
+        // not be asked for again, and go now (the same one too, replaced).
+        let gone: usize = kept
+            .map
+            .iter()
+            .filter(|((k, _), _)| *k == key)
+            .map(|(_, a)| a.weight)
+            .sum();
+        kept.map.retain(|(k, _), _| *k != key);
+        kept.weight = kept.weight - gone + weight;
         while !kept.map.is_empty() && (kept.map.len() >= MAX_ANSWERS || kept.weight > MAX_WEIGHT) {
             let oldest = kept
                 .map
@@ -92,8 +111,9 @@ impl Answers {
             (key, revision),
             Answer {
                 born,
+                made: std::time::Instant::now(),
                 weight,
-                value: Arc::new(value),
+                value,
             },
         );
     }
@@ -107,9 +127,9 @@ impl Answers {
         revision: &str,
         weigh: fn(&T) -> usize,
         make: impl FnOnce() -> Result<T, E>,
-    ) -> Result<T, E>
+    ) -> Result<Arc<T>, E>
     where
-        T: Clone + Send + Sync + 'static,
+        T: Send + Sync + 'static,
     {
         let id = (key.to_string(), revision.to_string());
         let mine = loop {
@@ -135,9 +155,9 @@ impl Answers {
                 made = making.ready.wait(made).unwrap_or_else(|p| p.into_inner());
             }
             if let Some(Some(answer)) = made.as_ref()
-                && let Some(answer) = answer.downcast_ref::<T>()
+                && let Ok(answer) = Arc::clone(answer).downcast::<T>()
             {
-                return Ok(answer.clone());
+                return Ok(answer);
             }
             // Its maker failed: try again (and perhaps make it here).
         };
@@ -166,16 +186,22 @@ impl Answers {
             making: mine,
             answer: None,
         };
-        let answer = make()?;
+        let answer = Arc::new(make()?);
         self.put(
             key.to_string(),
             revision.to_string(),
-            answer.clone(),
+            Arc::clone(&answer),
             weigh(&answer),
         );
-        done.answer = Some(Arc::new(answer.clone()));
+        done.answer = Some(answer.clone());
         drop(done);
         Ok(answer)
+    }
+
+    /// What the kept answers weigh, as counted.
+    #[cfg(test)]
+    fn weight(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).weight
     }
 
     /// How many answers are kept.
@@ -196,35 +222,39 @@ mod tests {
     #[test]
     fn an_answer_is_served_at_its_revision_only() {
         let a = Answers::default();
-        a.put("page".into(), "r1".into(), String::from("one"), 3);
-        assert_eq!(a.get::<String>("page", "r1").as_deref(), Some("one"));
+        let text = |v: Option<Arc<String>>| v.map(|s| s.to_string());
+        a.put("page".into(), "r1".into(), Arc::new(String::from("one")), 3);
+        assert_eq!(text(a.get("page", "r1")).as_deref(), Some("one"));
         assert_eq!(a.get::<String>("page", "r2"), None, "another revision");
         assert_eq!(a.get::<String>("other", "r1"), None, "another key");
         assert_eq!(a.get::<u32>("page", "r1"), None, "another type");
-        // Another revision's answer is kept beside it (another connection's).
-        a.put("page".into(), "r2".into(), String::from("two"), 3);
-        assert_eq!(a.get::<String>("page", "r1").as_deref(), Some("one"));
-        assert_eq!(a.get::<String>("page", "r2").as_deref(), Some("two"));
-        assert_eq!(a.len(), 2);
+        // A newer revision's answer replaces the key's older one, and its
+        // weight with it.
+        a.put("page".into(), "r2".into(), Arc::new(String::from("two")), 5);
+        assert_eq!(a.get::<String>("page", "r1"), None);
+        assert_eq!(text(a.get("page", "r2")).as_deref(), Some("two"));
+        assert_eq!(a.len(), 1);
+        a.put("page".into(), "r2".into(), Arc::new(String::from("two")), 5);
+        assert_eq!(a.weight(), 5, "replaced, not added");
     }
 
     #[test]
     fn the_oldest_answers_go_first_and_heavy_ones_are_not_kept() {
         let a = Answers::default();
         for i in 0..MAX_ANSWERS + 10 {
-            a.put(format!("k{i}"), "r".into(), i, 1);
+            a.put(format!("k{i}"), "r".into(), Arc::new(i), 1);
         }
         assert!(a.len() <= MAX_ANSWERS);
         assert_eq!(a.get::<usize>("k0", "r"), None, "the oldest went");
         assert_eq!(
             a.get::<usize>(&format!("k{}", MAX_ANSWERS + 9), "r"),
-            Some(MAX_ANSWERS + 9)
+            Some(Arc::new(MAX_ANSWERS + 9))
         );
-        a.put("big".into(), "r".into(), 0u8, MAX_WEIGHT);
+        a.put("big".into(), "r".into(), Arc::new(0u8), MAX_WEIGHT);
         assert_eq!(a.get::<u8>("big", "r"), None);
         // Weight pushes out the oldest too.
         for i in 0..10usize {
-            a.put(format!("w{i}"), "r".into(), i, MAX_WEIGHT / 4);
+            a.put(format!("w{i}"), "r".into(), Arc::new(i), MAX_WEIGHT / 4);
         }
         let kept: usize = (0..10)
             .filter(|i| a.get::<usize>(&format!("w{i}"), "r").is_some())
@@ -237,7 +267,7 @@ mod tests {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let a = Answers::default();
         let made = AtomicUsize::new(0);
-        let answers: Vec<Result<String, ()>> = std::thread::scope(|scope| {
+        let answers: Vec<Result<Arc<String>, ()>> = std::thread::scope(|scope| {
             let tasks: Vec<_> = (0..8)
                 .map(|_| {
                     scope.spawn(|| {
@@ -251,18 +281,23 @@ mod tests {
                 .collect();
             tasks.into_iter().map(|t| t.join().unwrap()).collect()
         });
-        assert!(answers.iter().all(|r| r.as_deref() == Ok("made once")));
+        assert!(
+            answers
+                .iter()
+                .all(|r| r.as_deref().map(String::as_str) == Ok("made once"))
+        );
         assert_eq!(made.load(Ordering::SeqCst), 1);
         // A failure is not kept: the next request makes it again.
-        let failed: Result<String, &str> = a.get_or_make("other", "r", String::len, || Err("no"));
+        let failed: Result<Arc<String>, &str> =
+            a.get_or_make("other", "r", String::len, || Err("no"));
         assert_eq!(failed, Err("no"));
-        let again: Result<String, &str> =
+        let again: Result<Arc<String>, &str> =
             a.get_or_make("other", "r", String::len, || Ok("yes".into()));
-        assert_eq!(again.as_deref(), Ok("yes"));
+        assert_eq!(again.as_deref().map(String::as_str), Ok("yes"));
         // Too heavy to keep, it is still handed to the request that made it.
-        let heavy: Result<String, ()> =
+        let heavy: Result<Arc<String>, ()> =
             a.get_or_make("heavy", "r", |_| MAX_WEIGHT, || Ok("big".into()));
-        assert_eq!(heavy.as_deref(), Ok("big"));
+        assert_eq!(heavy.as_deref().map(String::as_str), Ok("big"));
         assert_eq!(a.get::<String>("heavy", "r"), None);
     }
 }

@@ -184,7 +184,7 @@ where
     state
         .authorized_cached(project, secret, key, String::len, f)
         .await
-        .map(Html)
+        .map(|page| Html(String::clone(&page)))
         .map_err(|e| PageError(e, Some(project.to_string())))
 }
 

@@ -328,7 +328,7 @@ impl State {
 impl State {
     /// [`State::authorized`] for a read whose answer depends on the store
     /// and `key` alone: kept (weighed by `weigh`, in bytes) and served
-    /// again while the store's revision holds ([`cache`]).
+    /// again, shared, while the store's revision holds ([`cache`]).
     pub(crate) async fn authorized_cached<T, F>(
         self: &Arc<State>,
         project: &str,
@@ -336,9 +336,9 @@ impl State {
         key: String,
         weigh: fn(&T) -> usize,
         mut f: F,
-    ) -> Result<T, ApiError>
+    ) -> Result<Arc<T>, ApiError>
     where
-        T: Clone + Send + Sync + 'static,
+        T: Send + Sync + 'static,
         F: FnMut(&mut dyn Store) -> Result<T, ApiError> + Send + 'static,
     {
         let state = Arc::clone(self);

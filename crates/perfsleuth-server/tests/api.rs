@@ -584,7 +584,7 @@ fn kept_answers_repeat_while_nothing_is_written_and_follow_every_write() {
             paths
                 .iter()
                 .map(|p| {
-                    // More than once each: the pool's connections take turns.
+                    // More than once each: a kept answer is the same bytes.
                     let bodies: Vec<String> = (0..4)
                         .map(|_| {
                             let r = http.call("GET", &format!("{base}{p}"), Some(&secret), None);

@@ -263,18 +263,33 @@ fn the_revision_moves_with_every_commit_and_never_with_a_read() {
             after_other, first,
             "{url:?}: another handle's commit moves it"
         );
-        read();
-        assert_eq!(
-            one.revision().unwrap(),
-            after_other,
+        // PostgreSQL's token is the whole server's: other tests' databases
+        // on it move it too, so "unchanged" is asked a few times, and holds
+        // at least once unless reads themselves move it.
+        let holds = |check: &mut dyn FnMut() -> bool| (0..20).any(|_| check());
+        assert!(
+            holds(&mut || {
+                let before = one.revision().unwrap();
+                read();
+                one.revision().unwrap() == before
+            }),
             "{url:?}: reads leave it"
         );
+        let before_own = one.revision().unwrap();
         one.ingest_run(&run("main", vec![bench("b", 2)])).unwrap();
-        let after_own = one.revision().unwrap();
-        assert_ne!(after_own, after_other, "{url:?}: its own commit moves it");
+        assert_ne!(
+            one.revision().unwrap(),
+            before_own,
+            "{url:?}: its own commit moves it"
+        );
         // Two handles on one store agree once both have looked.
-        let theirs = other.revision().unwrap();
-        assert_eq!(one.revision().unwrap(), theirs, "{url:?}");
+        assert!(
+            holds(&mut || {
+                let theirs = other.revision().unwrap();
+                one.revision().unwrap() == theirs
+            }),
+            "{url:?}: two handles agree"
+        );
     }
 }
 
