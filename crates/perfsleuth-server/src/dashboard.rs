@@ -167,41 +167,28 @@ fn link(href: &str, text: &str) -> String {
     format!("<a href=\"{}\">{}</a>", escape(href), escape(text))
 }
 
-/// Checks the path's project and runs `f` with a store authorized to read it.
-/// [`read_page`] for a page that depends on the store and `key` alone:
-/// kept while the store is unchanged ([`State::authorized_cached`]).
-async fn read_page_cached<F>(
-    state: &Arc<State>,
-    project: &str,
-    headers: &HeaderMap,
-    key: String,
-    f: F,
-) -> Result<Html<String>, PageError>
-where
-    F: FnMut(&mut dyn Store) -> Result<String, ApiError> + Send + 'static,
-{
-    let secret = credential(headers).map_err(|e| PageError(e, Some(project.to_string())))?;
-    state
-        .authorized_cached(project, secret, key, String::len, f)
-        .await
-        .map(|page| Html(String::clone(&page)))
-        .map_err(|e| PageError(e, Some(project.to_string())))
-}
-
+/// Checks the path's project and runs `f` with a store authorized to read
+/// it. With a `kept` key, the page depends on the store and that key alone:
+/// it is kept while the store is unchanged ([`State::authorized_cached`]).
 async fn read_page<F>(
     state: &Arc<State>,
     project: &str,
     headers: &HeaderMap,
+    kept: Option<String>,
     f: F,
 ) -> Result<Html<String>, PageError>
 where
     F: FnMut(&mut dyn Store) -> Result<String, ApiError> + Send + 'static,
 {
     let secret = credential(headers).map_err(|e| PageError(e, Some(project.to_string())))?;
-    state
-        .authorized(project, secret, Scope::Read, f)
-        .await
-        .map(Html)
+    let page = match kept {
+        Some(key) => state
+            .authorized_cached(project, secret, key, String::len, f)
+            .await
+            .map(|page| String::clone(&page)),
+        None => state.authorized(project, secret, Scope::Read, f).await,
+    };
+    page.map(Html)
         .map_err(|e| PageError(e, Some(project.to_string())))
 }
 
@@ -447,7 +434,7 @@ async fn project_page(
     let p = project.clone();
     // Signed in, the page has a "Log out" button: kept apart.
     let key = format!("project page {q:?} {signed}");
-    read_page_cached(&state, &project, &headers, key, move |s| {
+    read_page(&state, &project, &headers, Some(key), move |s| {
         let doc = project_history(s, None, Some(TREND_RUNS))?;
         let filter = q.filter();
         let runs = s.list_runs_matching(&filter, q.before, RECENT_RUNS)?;
@@ -602,7 +589,7 @@ async fn bisection_page(
 ) -> Result<Html<String>, PageError> {
     let signed = signed_in(&headers);
     let p = project.clone();
-    read_page(&state, &project, &headers, move |s| {
+    read_page(&state, &project, &headers, None, move |s| {
         let runs = s.bisection_runs(&id)?;
         if runs.is_empty() {
             return Err(ApiError::not_found(
@@ -671,7 +658,7 @@ async fn bench_page(
     let p = project.clone();
     // Signed in, the page has a "Log out" button: kept apart.
     let key = format!("bench page {q:?} {signed}");
-    read_page_cached(&state, &project, &headers, key, move |s| {
+    read_page(&state, &project, &headers, Some(key), move |s| {
         let doc = project_history(s, Some(&q.key), None)?
             .ok_or_else(|| ApiError::not_found("no complete runs yet", "push some runs first"))?;
         let mut body = perfsleuth_history::render_html(&doc);
@@ -728,7 +715,7 @@ async fn run_page(
 ) -> Result<Html<String>, PageError> {
     let signed = signed_in(&headers);
     let p = project.clone();
-    read_page(&state, &project, &headers, move |s| {
+    read_page(&state, &project, &headers, None, move |s| {
         let run = stored_run(s, &spec)?;
         let id = run.id.unwrap_or_default();
         let before = s.run_before_of(id, RunKind::Benchmarks)?;
@@ -799,7 +786,7 @@ async fn compare_page(
     let options = state.compare.clone();
     // Signed in, the page has a "Log out" button: kept apart.
     let key = format!("compare page {q:?} {signed}");
-    read_page_cached(&state, &project, &headers, key, move |s| {
+    read_page(&state, &project, &headers, Some(key), move |s| {
         let given = crate::api::given;
         let candidate = crate::api::side(s, given(&q.candidate).as_deref().unwrap_or("latest"))?;
         let baseline = match given(&q.baseline) {
@@ -856,7 +843,7 @@ async fn env_page(
 ) -> Result<Html<String>, PageError> {
     let signed = signed_in(&headers);
     let p = project.clone();
-    read_page(&state, &project, &headers, move |s| {
+    read_page(&state, &project, &headers, None, move |s| {
         let a = stored_run(s, &q.a)?;
         let b = stored_run(s, &q.b)?;
         let la = format!("run {}", a.id.unwrap_or_default());
