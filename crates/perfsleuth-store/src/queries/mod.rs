@@ -110,12 +110,18 @@ pub(crate) const ID_CHUNK: usize = 500;
 /// integers formatted here, so they go into the statement's text as they
 /// are.
 pub(crate) fn id_lists(ids: &[i64]) -> Vec<String> {
+    distinct(ids)
+        .chunks(ID_CHUNK)
+        .map(|c| c.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+        .collect()
+}
+
+/// `ids` sorted, without repeats.
+fn distinct(ids: &[i64]) -> Vec<i64> {
     let mut ids = ids.to_vec();
     ids.sort_unstable();
     ids.dedup();
-    ids.chunks(ID_CHUNK)
-        .map(|c| c.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
-        .collect()
+    ids
 }
 
 /// `ids` without repeats in chunks of [`ID_CHUNK`], each bound to the
@@ -124,10 +130,8 @@ pub(crate) fn id_lists(ids: &[i64]) -> Vec<String> {
 /// the text is parsed and prepared anew for each chunk (a read of 100 000
 /// benchmarks' samples is 200 of them).
 pub(crate) fn id_params(ids: &[i64]) -> Vec<Vec<Val>> {
-    let mut ids = ids.to_vec();
-    ids.sort_unstable();
-    ids.dedup();
-    ids.chunks(ID_CHUNK)
+    distinct(ids)
+        .chunks(ID_CHUNK)
         .map(|c| {
             let last = c[c.len() - 1];
             c.iter()
