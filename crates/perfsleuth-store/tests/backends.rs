@@ -6,8 +6,8 @@ use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Run, RunStatus, Sample,
 };
 use perfsleuth_store::{
-    Backend as _, EntryScope, MetricSummary, PgStore, RunKind, RunWriter as _, Store, StoreError,
-    StoreUrl, TokenRecord,
+    Backend as _, EntryScope, MetricSummary, PgStore, RunKind, RunReader as _, RunWriter as _,
+    Store, StoreError, StoreUrl, TokenRecord,
 };
 use std::collections::BTreeMap;
 
@@ -480,8 +480,12 @@ fn queries_answer_the_same_on_both_backends() {
         store
             .put_metric_summaries(Metric::Wall, &[(ids[0], summary)])
             .unwrap();
+        // A benchmark given twice in one call: the last is kept (one
+        // statement upserts them all, and PostgreSQL refuses to touch a row
+        // twice in one statement).
+        let stale = MetricSummary { n: 1, ..summary };
         store
-            .put_metric_summaries(Metric::Wall, &[(ids[0], summary)])
+            .put_metric_summaries(Metric::Wall, &[(ids[0], stale), (ids[0], summary)])
             .unwrap();
         let cached = store.metric_summaries(&ids[..2], Metric::Wall).unwrap();
         // The same summaries read with the entries: the cached one, and
@@ -730,5 +734,91 @@ fn a_password_with_an_unencoded_at_sign_is_refused_without_showing_it() {
     assert!(
         msg.contains("%40") && !msg.contains("Tr0ub") && !msg.contains("dor@"),
         "{msg}"
+    );
+}
+
+/// The scans of `table` so far, (sequential, by index), as the statistics
+/// collector has them.
+fn scans(c: &mut postgres::Client, table: &str) -> (i64, i64) {
+    c.batch_execute("SELECT pg_stat_clear_snapshot()").unwrap();
+    let row = c
+        .query_one(
+            "SELECT coalesce(seq_scan, 0), coalesce(idx_scan, 0) FROM pg_stat_user_tables \
+             WHERE relname = $1",
+            &[&table],
+        )
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+#[test]
+fn listing_runs_before_the_database_has_statistics_reads_samples_by_index() {
+    // A server's bulk ingest is listed before autovacuum's ANALYZE: the
+    // planner then has no statistics, and the listing's sample count, as
+    // one join, scanned the whole samples table once per listed run
+    // (5.7 s for 480 runs, ~90 s at 2 000).
+    const RUNS: usize = 100;
+    let Some(url) = perfsleuth_testkit::fresh_postgres("nostats") else {
+        return;
+    };
+    let mut s = PgStore::connect(&url).unwrap();
+    s.use_project("p");
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    for t in ["runs", "benchmarks", "samples"] {
+        c.batch_execute(&format!("ALTER TABLE {t} SET (autovacuum_enabled = false)"))
+            .unwrap();
+    }
+    let mut ids = Vec::new();
+    for i in 0..RUNS {
+        let benches = (0..20).map(|b| bench(&format!("b{b}"), 10)).collect();
+        let mut r = run("main", benches);
+        r.uuid = Some(format!("5b0f4a9e-0000-4000-8000-{i:012}"));
+        ids.push(s.ingest_run(&r).unwrap().id);
+    }
+    let analysed: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_stats WHERE tablename = 'samples'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(analysed, 0, "the test needs a table without statistics");
+    // A backend's statistics reach the collector when it ends: the
+    // listing gets a connection of its own, opened once the writer's are in.
+    drop(s);
+    let inserted = |c: &mut postgres::Client| -> i64 {
+        c.batch_execute("SELECT pg_stat_clear_snapshot()").unwrap();
+        c.query_one(
+            "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'samples'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let settled = |c: &mut postgres::Client, done: &dyn Fn(&mut postgres::Client) -> bool| {
+        for _ in 0..300 {
+            if done(c) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    settled(&mut c, &|c| inserted(c) == 200 * RUNS as i64);
+    let before = scans(&mut c, "samples");
+    let mut s = PgStore::connect(&url).unwrap();
+    s.use_project("p");
+    let listed = s.list_runs(None).unwrap();
+    assert_eq!(listed.len(), RUNS);
+    assert!(listed.iter().all(|r| r.samples == 200), "{listed:?}");
+    drop(s);
+    settled(&mut c, &|c| scans(c, "samples") != before);
+    let after = scans(&mut c, "samples");
+    assert!(
+        after.1 > before.1,
+        "no index scan of samples: {before:?} → {after:?}"
+    );
+    assert_eq!(
+        after.0, before.0,
+        "samples were scanned whole: {before:?} → {after:?}"
     );
 }
