@@ -215,23 +215,36 @@ pub trait RunWriter: Backend {
         metric: Metric,
         rows: &[(i64, MetricSummary)],
     ) -> Result<(), StoreError> {
+        // One statement for the lot: a server caches a pushed run's 20
+        // summaries with every ingest, and a statement each was a fifth of
+        // the database's statements per push. One row per benchmark, the
+        // last given: PostgreSQL refuses to upsert a row twice in one statement.
+        let last: BTreeMap<i64, &MetricSummary> = rows.iter().map(|(id, s)| (*id, s)).collect();
+        let values: Vec<Vec<Val>> = last
+            .into_iter()
+            .map(|(id, s)| {
+                Vec::from(vals![
+                    id,
+                    metric.name(),
+                    i64::try_from(s.n).unwrap_or(i64::MAX),
+                    s.median,
+                    s.lo,
+                    s.hi
+                ])
+            })
+            .collect();
         transaction(self, true, || {
-            for (id, s) in rows {
-                self.execute(
-                    "INSERT INTO metric_summaries (benchmark_id, metric, n, median, lo, hi) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (benchmark_id, metric) DO UPDATE \
-                     SET n = excluded.n, median = excluded.median, lo = excluded.lo, hi = excluded.hi",
-                    &vals![
-                        *id,
-                        metric.name(),
-                        i64::try_from(s.n).unwrap_or(i64::MAX),
-                        s.median,
-                        s.lo,
-                        s.hi
-                    ],
-                )?;
-            }
-            Ok(())
+            insert_rows(
+                self,
+                "metric_summaries (benchmark_id, metric, n, median, lo, hi)",
+                6,
+                &values,
+                Tail::Upsert(
+                    "(benchmark_id, metric) DO UPDATE SET n = excluded.n, median = excluded.median, \
+                     lo = excluded.lo, hi = excluded.hi",
+                ),
+            )
+            .map(drop)
         })
     }
 }
@@ -397,15 +410,25 @@ fn values_list(rows: usize, width: usize) -> String {
     out
 }
 
+/// What follows the `VALUES` of [`insert_rows`]' statements.
+enum Tail {
+    /// Nothing: plain inserts.
+    None,
+    /// `RETURNING` these columns; the rows come back.
+    Returning(&'static str),
+    /// `ON CONFLICT` this target and action: rows already there are updated.
+    Upsert(&'static str),
+}
+
 /// Inserts `rows` of `width` values each into `into` (`table (columns)`),
-/// [`ROWS_PER_INSERT`] to a statement; with `returning`, the rows that
-/// clause gives back, in the order the statements return them.
+/// [`ROWS_PER_INSERT`] to a statement; with [`Tail::Returning`], the rows
+/// that clause gives back, in the order the statements return them.
 fn insert_rows<D: Backend + ?Sized>(
     db: &D,
     into: &str,
     width: usize,
     rows: &[Vec<Val>],
-    returning: Option<&str>,
+    tail: Tail,
 ) -> Result<Vec<Row>, StoreError> {
     let mut out = Vec::new();
     // The statement's text once per size of chunk (all but the last are
@@ -423,13 +446,18 @@ fn insert_rows<D: Backend + ?Sized>(
             })
             .clone();
         let params: Vec<Val> = chunk.iter().flatten().cloned().collect();
-        match returning {
-            Some(r) => {
+        match tail {
+            Tail::Returning(r) => {
                 sql.push_str(" RETURNING ");
                 sql.push_str(r);
                 out.extend(db.query(&sql, &params)?);
             }
-            None => {
+            Tail::Upsert(action) => {
+                sql.push_str(" ON CONFLICT ");
+                sql.push_str(action);
+                db.execute(&sql, &params)?;
+            }
+            Tail::None => {
                 db.execute(&sql, &params)?;
             }
         }
@@ -565,7 +593,7 @@ pub(crate) fn ingest_once<D: Backend + ?Sized>(
         let into = format!("benchmarks ({BENCHMARK_COLUMNS})");
         // Each id comes back with its position: the order of RETURNING
         // rows is not a promise either database makes.
-        for row in insert_rows(db, &into, 13, &benches, Some("id, position"))? {
+        for row in insert_rows(db, &into, 13, &benches, Tail::Returning("id, position"))? {
             let slot = usize::try_from(row.int(1)?)
                 .ok()
                 .and_then(|p| ids.get_mut(p))
@@ -583,7 +611,7 @@ pub(crate) fn ingest_once<D: Backend + ?Sized>(
             &format!("samples ({SAMPLE_COLUMNS})"),
             15,
             &samples,
-            None,
+            Tail::None,
         )?;
         for (position, p) in run.probes.iter().enumerate() {
             insert_probe(db, id, position as i64, p)?;
