@@ -477,6 +477,31 @@ impl Db for PgStore {
         client.execute(&stmt, &refs).map_err(|e| self.err(e))
     }
 
+    fn copy_rows(&self, into: &str, rows: &[Vec<Val>]) -> Result<bool, StoreError> {
+        crate::sql::count_statement();
+        let (table, columns) = into.split_once(' ').unwrap_or((into, ""));
+        let mut client = self.client.borrow_mut();
+        // The columns' types, which binary COPY needs: from the (cached)
+        // statement that reads them.
+        let probe = format!("SELECT {} FROM {table}", columns.trim_matches(['(', ')']));
+        let types = self
+            .statement(&mut client, &probe)?
+            .columns()
+            .iter()
+            .map(|c| c.type_().clone())
+            .collect::<Vec<_>>();
+        let sink = client
+            .copy_in(&format!("COPY {into} FROM STDIN (FORMAT binary)"))
+            .map_err(|e| self.err(e))?;
+        let mut writer = postgres::binary_copy::BinaryCopyInWriter::new(sink, &types);
+        for row in rows {
+            let refs: Vec<&(dyn ToSql + Sync)> = row.iter().map(|p| p as _).collect();
+            writer.write(&refs).map_err(|e| self.err(e))?;
+        }
+        writer.finish().map_err(|e| self.err(e))?;
+        Ok(true)
+    }
+
     fn control(&self, op: TxOp) -> Result<(), StoreError> {
         self.client
             .borrow_mut()

@@ -252,6 +252,13 @@ pub trait Db {
     fn data_revision(&self) -> Result<String, StoreError>;
     /// Runs a statement and returns the number of rows it changed.
     fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError>;
+    /// Writes `rows` into `into` (`table (columns)`) by the backend's bulk
+    /// path, if it has one; `false` when it has none and the caller is to
+    /// insert them.
+    fn copy_rows(&self, into: &str, rows: &[Vec<Val>]) -> Result<bool, StoreError> {
+        let _ = (into, rows);
+        Ok(false)
+    }
     /// Runs `BEGIN` (for writing or reading), `COMMIT` or `ROLLBACK`.
     fn control(&self, op: TxOp) -> Result<(), StoreError>;
     /// The handle's place, project and transaction depth.

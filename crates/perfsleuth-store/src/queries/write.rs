@@ -606,13 +606,10 @@ pub(crate) fn ingest_once<D: Backend + ?Sized>(
                 samples.push(sample_values(place, bench_id, s)?);
             }
         }
-        insert_rows(
-            db,
-            &format!("samples ({SAMPLE_COLUMNS})"),
-            15,
-            &samples,
-            Tail::None,
-        )?;
+        let into = format!("samples ({SAMPLE_COLUMNS})");
+        if !db.copy_rows(&into, &samples)? {
+            insert_rows(db, &into, 15, &samples, Tail::None)?;
+        }
         for (position, p) in run.probes.iter().enumerate() {
             insert_probe(db, id, position as i64, p)?;
         }
