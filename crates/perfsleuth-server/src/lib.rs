@@ -139,7 +139,7 @@ impl From<StoreError> for ApiError {
                     .to_string(),
                 Some("list the project's runs: GET …/runs".into()),
             ),
-            StoreError::Unreachable { .. } => {
+            StoreError::Unreachable { .. } | StoreError::Lost { .. } => {
                 log_store_error(&e);
                 unavailable("the server cannot reach its database".into())
             }

@@ -119,6 +119,18 @@ pub enum StoreError {
         /// What the client library said, one line.
         detail: String,
     },
+    /// An open PostgreSQL connection broke during a statement (the server
+    /// restarted or was stopped, the network failed): its transaction was
+    /// not committed, and a fresh connection may work at once.
+    #[error(
+        "lost the connection to {place}: {detail} (hint: the database server restarted or the network failed; run the command again: nothing it had not committed was stored)"
+    )]
+    Lost {
+        /// The URL without its password.
+        place: String,
+        /// What the client library said, one line.
+        detail: String,
+    },
     /// Any other PostgreSQL failure.
     #[error(
         "{place}: PostgreSQL error: {detail} (hint: retry; if it persists, check the server's log)"

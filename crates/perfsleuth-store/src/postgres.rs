@@ -234,7 +234,7 @@ impl PgStore {
                 };
             }
             if code.starts_with("08") || code.starts_with("53") || code.starts_with("57P0") {
-                return StoreError::Unreachable {
+                return StoreError::Lost {
                     place,
                     detail: db.message().to_string(),
                 };
@@ -245,7 +245,7 @@ impl PgStore {
             };
         }
         if e.is_closed() {
-            return StoreError::Unreachable {
+            return StoreError::Lost {
                 place,
                 detail: "the connection was closed".into(),
             };
@@ -254,7 +254,7 @@ impl PgStore {
         // an I/O error, not a closed client yet: the connection, not the
         // database, is gone, and a fresh one may work at once.
         if std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>()) {
-            return StoreError::Unreachable {
+            return StoreError::Lost {
                 place,
                 detail: one_line(&e),
             };

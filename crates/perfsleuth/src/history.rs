@@ -2,19 +2,19 @@
 
 use crate::cli::{RunsArgs, RunsMode, ShowArgs};
 use crate::error::Fail;
-use crate::output::{self, open_existing_store};
+use crate::output::{self, AnyStore, open_existing_store};
 use crate::term::emit;
 use perfsleuth_model::Mode;
 use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::{Document, RunFilter, RunListing, RunsDoc, to_json_pretty};
 use perfsleuth_report::{Align, Exporter, JsonExporter, column_widths, table_rows};
-use perfsleuth_store::LIST_PAGE;
+use perfsleuth_store::{LIST_PAGE, StoreError};
 use perfsleuth_summary::analyze;
 
 /// Lists stored runs, newest first, a page at a time: the first lines
 /// come at once and memory stays flat however many runs are stored.
 pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
-    let store = open_existing_store(args.store.store.as_deref())?;
+    let mut store = open_existing_store(args.store.store.as_deref())?;
     let filter = RunFilter {
         bench: args.bench.clone(),
         branch: args.branch.clone(),
@@ -35,12 +35,22 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
         Listing::Table { widths: None }
     };
     let mut before: Option<i64> = None;
+    let mut reconnects = 0;
     while left > 0 && !crate::term::stdout_done() {
         // Filters apply before the limit: the newest N that pass them.
         let want = left.min(LIST_PAGE);
-        let list = store
-            .list_runs_matching(&filter, before, want)
-            .map_err(Fail::from)?;
+        let list = match store.list_runs_matching(&filter, before, want) {
+            Ok(list) => list,
+            // A page is one read and the next starts after the last run
+            // listed: after a database restart the listing goes on from
+            // there on a new connection, nothing missed, nothing twice.
+            Err(lost @ StoreError::Lost { .. }) if reconnects < RECONNECTS => {
+                reconnects += 1;
+                store = reopen(args.store.store.as_deref(), lost, before)?;
+                continue;
+            }
+            Err(e) => return Err(Fail::from(e)),
+        };
         let done = list.len() < want;
         before = list.last().map(|r| r.id);
         left -= list.len();
@@ -77,6 +87,33 @@ pub fn runs(args: RunsArgs) -> Result<i32, Fail> {
     };
     emit(&text, false);
     Ok(0)
+}
+
+/// How many times one listing connects again after losing its connection.
+const RECONNECTS: u32 = 3;
+
+/// Waits between attempts to connect again: about 8 s in all, what a
+/// database server's restart takes.
+const RECONNECT_WAITS_MS: [u64; 5] = [250, 500, 1000, 2000, 4000];
+
+/// A new connection to the store after `lost`, said on stderr; `lost`
+/// itself when none can be made.
+fn reopen(url: Option<&str>, lost: StoreError, after: Option<i64>) -> Result<AnyStore, Fail> {
+    for wait in RECONNECT_WAITS_MS {
+        std::thread::sleep(std::time::Duration::from_millis(wait));
+        if let Ok(store) = open_existing_store(url) {
+            let from = after.map_or("the start".to_string(), |id| format!("run {id}"));
+            eprintln!(
+                "note: {}; connected again, the listing goes on after {from}",
+                lost.to_string()
+                    .split(" (hint: ")
+                    .next()
+                    .unwrap_or_default()
+            );
+            return Ok(store);
+        }
+    }
+    Err(Fail::from(lost))
 }
 
 /// `runs`'s output while its pages arrive.

@@ -788,3 +788,139 @@ fn show_says_which_run_it_shows() {
     );
     assert!(out.stdout.contains("Benchmark 1: true"), "{out:?}");
 }
+
+/// `psql URL -qAtc SQL`'s output, trimmed.
+fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .args([url, "-qAtc", sql])
+        .output()
+        .expect("psql runs");
+    assert!(out.status.success(), "{sql}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Issue 53: the database restarts while `runs` lists page by page. The
+/// listing connects again and goes on after the last run it printed —
+/// every run once — and when the database stays away it ends with one
+/// line that says the connection was lost (it said "cannot connect", with
+/// a hint to check the URL).
+#[test]
+fn a_database_restart_during_a_listing_neither_loses_nor_repeats_a_run() {
+    use std::io::Read;
+    let Some(url) = perfsleuth_testkit::fresh_postgres("cli_lost") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    quick(&sb, &url, "2", &["true"]).ok();
+    // More runs than two pages of the listing (500 a page), copies of the one.
+    psql(
+        &url,
+        "INSERT INTO runs (started_at, ended_at, status, tool_version, git_commit, git_branch, \
+         git_dirty, mode, options, environment_id, context, uuid, project) \
+         SELECT started_at, ended_at, status, tool_version, git_commit, git_branch, git_dirty, \
+         mode, options, environment_id, context, gen_random_uuid()::text, project \
+         FROM runs, generate_series(1, 1199)",
+    );
+    let admin = std::env::var("PERFSLEUTH_TEST_POSTGRES").unwrap();
+    let db = url
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string();
+    let listing = format!("datname = '{db}' AND application_name = 'perfsleuth'");
+    let mut terminate = |allow: bool| {
+        if !allow {
+            psql(
+                &admin,
+                &format!("ALTER DATABASE \"{db}\" ALLOW_CONNECTIONS false"),
+            );
+        }
+        psql(
+            &admin,
+            &format!(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE {listing}"
+            ),
+        );
+    };
+    // Each time: the listing's first page (some 350 KB of JSON) fills the
+    // pipe and the listing waits to write the rest, its connection idle;
+    // the connection is then cut.
+    let list = |terminate: &mut dyn FnMut(bool), allow: bool| {
+        let mut child = sb
+            .std_cmd()
+            .args(["runs", "--json", "--store", &url])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Its first byte: the first page is read and being written.
+        let mut pipe = child.stdout.take().unwrap();
+        let mut first = [0u8; 1];
+        pipe.read_exact(&mut first).unwrap();
+        let mut waited = 0;
+        loop {
+            let idle = psql(
+                &admin,
+                &format!(
+                    "SELECT count(*) FROM pg_stat_activity WHERE {listing} AND state = 'idle'"
+                ),
+            );
+            if idle == "1" || waited > 300 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            waited += 1;
+        }
+        terminate(allow);
+        let mut stdout = String::from(char::from(first[0]));
+        pipe.read_to_string(&mut stdout).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            stdout,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = list(&mut terminate, true);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("note: lost the connection to") && stderr.contains("connected again"),
+        "{stderr}"
+    );
+    let doc = parse_json(&stdout);
+    let ids: Vec<i64> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    let mut once = ids.clone();
+    once.sort_unstable_by(|a, b| b.cmp(a));
+    once.dedup();
+    assert_eq!(ids.len(), 1200, "{stderr}");
+    assert_eq!(ids, once, "every run once, newest first");
+
+    // The database stays away: one line, and what was printed before it.
+    let (code, stdout, stderr) = list(&mut terminate, false);
+    psql(
+        &admin,
+        &format!("ALTER DATABASE \"{db}\" ALLOW_CONNECTIONS true"),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: lost the connection to postgres://"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: the database server restarted"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cannot connect"), "{stderr}");
+    assert!(
+        stdout.contains("\"id\": 1200"),
+        "the first page was printed"
+    );
+}
