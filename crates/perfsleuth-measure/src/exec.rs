@@ -1,17 +1,18 @@
-//! Spawning and reaping one iteration. The `Command` is built once and reused
-//! for every iteration, with descriptors opened once, so that the per-iteration
-//! cost stays at the `posix_spawn` + `wait4` floor.
+//! Spawning and reaping one iteration. The command is prepared for
+//! `posix_spawn` once ([`crate::launch`]) and started as it is for every
+//! iteration, so that the per-iteration cost stays at the `posix_spawn` +
+//! `wait4` floor.
 
 use crate::counters::Counters;
+use crate::launch::{Launch, Plan, Stream};
 use crate::{MeasureError, interrupted};
 use perfsleuth_model::Sample;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -59,8 +60,8 @@ pub struct IoConfig {
 
 /// The write end of a pipe whose read end a thread drains until every write
 /// end is closed (the command's copy goes with the executor).
-fn draining_pipe() -> Result<Stdio, MeasureError> {
-    use std::os::fd::{FromRawFd, OwnedFd};
+fn draining_pipe() -> Result<OwnedFd, MeasureError> {
+    use std::os::fd::FromRawFd;
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: pipe2 writes two new descriptors into the array it is given.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -96,7 +97,7 @@ fn draining_pipe() -> Result<Stdio, MeasureError> {
             path: PathBuf::from("output pipe"),
             source,
         })?;
-    Ok(Stdio::from(writer))
+    Ok(writer)
 }
 
 impl Default for IoConfig {
@@ -260,7 +261,7 @@ fn check_program_header(path: &Path) -> Result<(), MeasureError> {
 /// Runs one command repeatedly and measures each run.
 #[derive(Debug)]
 pub struct Executor {
-    command: Command,
+    launch: Launch,
     program: String,
     input: Option<File>,
     /// Where kept stderr goes: shared by every command of a spawner, so
@@ -302,22 +303,10 @@ impl Executor {
         io: &IoConfig,
         capture: Option<Arc<File>>,
     ) -> Result<Executor, MeasureError> {
-        let Some((program, args)) = argv.split_first() else {
+        let Some((program, args_rest)) = argv.split_first() else {
             return Err(MeasureError::NotFound(String::new()));
         };
         let resolved = resolve_program(program, std::env::var_os("PATH").as_deref())?;
-        let mut command = Command::new(&resolved);
-        command.arg0(program).args(args).process_group(0);
-        if let Some(dir) = &io.cwd {
-            command.current_dir(dir);
-        }
-        for (key, value) in &io.env {
-            match value {
-                Some(v) => command.env(key, v),
-                None => command.env_remove(key),
-            };
-        }
-
         let open = |path: &Path, write: bool| {
             let res = if write {
                 std::fs::OpenOptions::new()
@@ -332,42 +321,52 @@ impl Executor {
                 source,
             })
         };
-        let input = match &io.input {
+        let (input, stdin) = match &io.input {
             Some(path) => {
                 let f = open(path, false)?;
-                command.stdin(dup(&f, path)?);
-                Some(f)
+                let child = f.try_clone().map_err(|source| MeasureError::File {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+                (Some(f), Stream::Own(child.into()))
             }
-            None => {
-                // Opened by the spawn and closed after it: descriptors held
-                // between runs would grow with the number of commands.
-                command.stdin(Stdio::null());
-                None
-            }
+            None => (None, Stream::Null),
         };
         let mut stderr_capture = None;
-        match &io.output {
-            OutputTarget::Inherit => {
-                command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
-            }
+        let (stdout, stderr, kept_stderr) = match &io.output {
+            OutputTarget::Inherit => (Stream::Inherit, Stream::Inherit, None),
             target => {
-                match target {
-                    OutputTarget::File(p) => command.stdout(open(p, true)?),
-                    OutputTarget::Pipe => command.stdout(draining_pipe()?),
-                    _ => command.stdout(Stdio::null()),
+                let stdout = match target {
+                    OutputTarget::File(p) => Stream::Own(open(p, true)?.into()),
+                    OutputTarget::Pipe => Stream::Own(draining_pipe()?),
+                    _ => Stream::Null,
                 };
                 let capture = match capture {
                     Some(file) => file,
                     None => Arc::new(anonymous_temp_file()?),
                 };
-                // A copy for the child is made for each kept run and closed
-                // after it; between runs the command holds no descriptor.
-                command.stderr(Stdio::null());
-                stderr_capture = Some(capture);
+                stderr_capture = Some(capture.clone());
+                (stdout, Stream::Null, Some(Stream::Shared(capture)))
             }
-        }
+        };
+        let mut args = vec![program.clone()];
+        args.extend(args_rest.iter().cloned());
+        let launch = Launch::new(Plan {
+            path: &resolved,
+            args: &args,
+            env: &io.env,
+            cwd: io.cwd.as_deref(),
+            stdin,
+            stdout,
+            stderr,
+            kept_stderr,
+        })
+        .map_err(|source| MeasureError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
         Ok(Executor {
-            command,
+            launch,
             program: program.clone(),
             input,
             capturing: false,
@@ -425,7 +424,7 @@ impl Executor {
         if interrupted() {
             return Ok(Outcome::Interrupted);
         }
-        self.route_stderr(capture_stderr)?;
+        self.route_stderr(capture_stderr);
         self.rewind_streams()?;
         if let Some(c) = counters.as_deref_mut() {
             c.start();
@@ -442,14 +441,10 @@ impl Executor {
             )
         };
         let start = Instant::now();
-        let child = self
-            .command
-            .spawn()
+        let pid = self
+            .launch
+            .start(self.capturing)
             .map_err(|source| self.spawn_error(source))?;
-        let pid = child.id() as libc::pid_t;
-        // The child is reaped below with wait4, which std's Child never learns of;
-        // dropping it neither waits nor kills, so that is safe.
-        drop(child);
         // The child has its copy: the spawner's own wake-up and waiting
         // must not run pinned, niced or idle.
         let restored = applied.map(crate::settings::Applied::restore);
@@ -470,9 +465,6 @@ impl Executor {
         let waited =
             wait_child(pid, self.timeout, start).map_err(|source| self.spawn_error(source))?;
         let wall = start.elapsed();
-        if self.capturing {
-            self.command.stderr(Stdio::null());
-        }
         drop(persona);
         if let Some(Err(why)) = restored {
             return Err(MeasureError::Setting(format!(
@@ -520,15 +512,8 @@ impl Executor {
     /// Points the command's stderr at a copy of the capture file for a kept
     /// run (closed again after it), else leaves it at `/dev/null`, which
     /// each spawn opens and closes itself: timed runs cost no `dup`.
-    fn route_stderr(&mut self, capture: bool) -> Result<(), MeasureError> {
-        let Some(file) = &self.stderr_capture else {
-            return Ok(());
-        };
-        if capture {
-            self.command.stderr(dup(file, Path::new("stderr"))?);
-        }
-        self.capturing = capture;
-        Ok(())
+    fn route_stderr(&mut self, capture: bool) {
+        self.capturing = capture && self.stderr_capture.is_some();
     }
 
     fn rewind_streams(&mut self) -> Result<(), MeasureError> {
@@ -579,15 +564,6 @@ pub(crate) fn tail_of(mut file: &File, lines: usize) -> String {
 
 /// A second descriptor for the same open file, so the child shares its offset
 /// with the handle we keep for rewinding and reading.
-fn dup(file: &File, path: &Path) -> Result<Stdio, MeasureError> {
-    file.try_clone()
-        .map(Stdio::from)
-        .map_err(|source| MeasureError::File {
-            path: path.to_path_buf(),
-            source,
-        })
-}
-
 /// An unlinked file in the temp directory: never fills memory, vanishes on exit.
 pub(crate) fn anonymous_temp_file() -> Result<File, MeasureError> {
     let (file, path) = named_temp_file()?;

@@ -8,6 +8,7 @@ pub mod callgrind;
 pub mod counters;
 mod exec;
 mod interrupt;
+mod launch;
 mod perf;
 mod procstat;
 pub mod sampler;

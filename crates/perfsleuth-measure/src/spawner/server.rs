@@ -37,7 +37,10 @@ pub(crate) enum Capture {
     Shared,
 }
 
-pub(crate) fn serve(mut requests: File, mut replies: File) -> i32 {
+pub(crate) fn serve(requests: File, mut replies: File) -> i32 {
+    // Buffered: a run request's length and body come in one read, with
+    // the next request the parent queued, not two reads per iteration.
+    let mut requests = std::io::BufReader::with_capacity(4096, requests);
     let mut executors: HashMap<u32, Executor> = HashMap::new();
     let mut capture: Option<Arc<File>> = None;
     let mut counters: Option<Counters> = None;
@@ -69,7 +72,7 @@ pub(crate) fn serve(mut requests: File, mut replies: File) -> i32 {
     }
 }
 
-pub(crate) fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<()> {
+pub(crate) fn read_full(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<()> {
     // read_exact retries EINTR itself, which is what the spawner wants.
     file.read_exact(buf)
 }
