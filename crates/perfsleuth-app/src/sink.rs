@@ -7,9 +7,22 @@ use perfsleuth_model::{Benchmark, ProbeResult, Profile, Run, Sample};
 use perfsleuth_runner::{Progress, Sink, SinkError};
 use perfsleuth_store::Store;
 
-/// Commits each sample to the store as it is measured and draws progress.
+/// How long a measured sample may wait for its commit, so that samples
+/// are committed a batch at a time: one commit per sample was ~5 % of an
+/// iteration of a trivial program (docs/PERFORMANCE.md). A crash or
+/// `kill -9` loses at most the samples of the last this-long (and the
+/// run stays `running`, marked incomplete); a sample that arrives after a
+/// quiet spell this long is committed at once.
+const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Commits samples to the store as they are measured, a batch at a time,
+/// and draws progress.
 pub struct StoreSink<'a> {
     store: Option<&'a mut dyn Store>,
+    /// Samples measured and not committed yet, with their benchmark ids.
+    pending: Vec<(i64, Sample)>,
+    /// When samples were last committed.
+    committed_at: std::time::Instant,
     /// Benchmark row ids, by plan index.
     ids: Vec<i64>,
     /// The runs' row ids: one, or one per side for `ab`.
@@ -61,6 +74,8 @@ impl<'a> StoreSink<'a> {
         }
         Ok(StoreSink {
             store,
+            pending: Vec::new(),
+            committed_at: std::time::Instant::now(),
             ids,
             run_ids,
             path,
@@ -97,12 +112,26 @@ fn sides_phase(
 }
 
 impl StoreSink<'_> {
+    /// Commits the samples not committed yet.
+    fn commit(&mut self) -> Result<(), perfsleuth_store::StoreError> {
+        self.committed_at = std::time::Instant::now();
+        match self.store.as_deref_mut() {
+            Some(store) if !self.pending.is_empty() => {
+                store.add_samples(&self.pending)?;
+                self.pending.clear();
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Stores benchmark `bench`'s lock report (`--locks`), once its runs are done.
     pub fn set_locks(
         &mut self,
         bench: usize,
         locks: &perfsleuth_model::LockReport,
     ) -> Result<(), crate::error::Fail> {
+        self.commit().map_err(Fail::from)?;
         if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
             store.set_locks(id, locks).map_err(Fail::from)?;
         }
@@ -115,6 +144,7 @@ impl StoreSink<'_> {
         bench: usize,
         stacks: &perfsleuth_model::StackProfile,
     ) -> Result<(), crate::error::Fail> {
+        self.commit().map_err(Fail::from)?;
         if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
             store.set_stacks(id, stacks).map_err(Fail::from)?;
         }
@@ -129,6 +159,8 @@ impl StoreSink<'_> {
         allocs: &perfsleuth_model::AllocProfile,
         counters: &[(u32, &std::collections::BTreeMap<String, f64>)],
     ) -> Result<(), crate::error::Fail> {
+        // Its counts go onto stored samples: they must be there.
+        self.commit().map_err(Fail::from)?;
         if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
             store.set_allocs(id, allocs, counters).map_err(Fail::from)?;
         }
@@ -169,13 +201,17 @@ impl Sink for StoreSink<'_> {
 
     fn sample(&mut self, bench: usize, sample: &Sample) -> Result<(), SinkError> {
         self.beat();
-        if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
-            store.add_sample(id, sample)?;
+        if let (Some(_), Some(&id)) = (self.store.as_ref(), self.ids.get(bench)) {
+            self.pending.push((id, sample.clone()));
+            if self.committed_at.elapsed() >= COMMIT_EVERY {
+                self.commit()?;
+            }
         }
         Ok(())
     }
 
     fn profile(&mut self, bench: usize, profile: &Profile) -> Result<(), SinkError> {
+        self.commit()?;
         if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.ids.get(bench)) {
             store.set_profile(id, profile)?;
         }
@@ -183,6 +219,7 @@ impl Sink for StoreSink<'_> {
     }
 
     fn probe_results(&mut self, results: &[ProbeResult]) -> Result<(), SinkError> {
+        self.commit()?;
         if let (Some(store), Some(&id)) = (self.store.as_deref_mut(), self.run_ids.first()) {
             store.add_probe_results(id, results)?;
         }
@@ -202,6 +239,7 @@ impl Sink for StoreSink<'_> {
     /// Ends every run this sink began the way `run` ended (the runs of one
     /// measurement share its status, end time and machine).
     fn finish(&mut self, run: &Run) -> Result<(), SinkError> {
+        self.commit()?;
         if let Some(store) = self.store.as_deref_mut() {
             for &id in &self.run_ids {
                 store.update_context(id, &run.environment)?;
@@ -209,6 +247,14 @@ impl Sink for StoreSink<'_> {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for StoreSink<'_> {
+    /// A run that ends without `finish` (an error on the way) keeps every
+    /// sample it measured; it stays `running`, marked incomplete.
+    fn drop(&mut self) {
+        let _ = self.commit();
     }
 }
 

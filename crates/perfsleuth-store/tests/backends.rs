@@ -112,8 +112,11 @@ fn measure(store: &mut dyn Store, run: &Run) -> i64 {
             ..b.clone()
         };
         let bid = store.add_benchmark(id, &plain).unwrap();
-        for s in &b.samples {
-            store.add_sample(bid, s).unwrap();
+        // The first sample alone, the rest in a batch, as `run` commits them.
+        if let Some((first, rest)) = b.samples.split_first() {
+            store.add_sample(bid, first).unwrap();
+            let batch: Vec<(i64, Sample)> = rest.iter().map(|s| (bid, s.clone())).collect();
+            store.add_samples(&batch).unwrap();
         }
         if let Some(locks) = &b.locks {
             store.set_locks(bid, locks).unwrap();

@@ -155,6 +155,7 @@ fn measure(
     perfsleuth_app::session::catch_interrupts()?;
     let result = perfsleuth_runner::probe_suite(names, &opts, &mut run, &mut sink, each);
     sink.progress.clear();
+    drop(sink);
     let reports = result.map_err(Fail::from)?;
     Ok(Measured {
         run,

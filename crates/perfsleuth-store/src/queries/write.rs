@@ -72,6 +72,27 @@ pub trait RunWriter: Backend {
         Ok(())
     }
 
+    /// Inserts samples (each with its benchmark's id) and commits them in
+    /// one transaction: a measuring run commits what it measured every
+    /// tenth of a second or so, so that a crash loses at most that.
+    fn add_samples(&mut self, samples: &[(i64, Sample)]) -> Result<(), StoreError> {
+        let place = self.location();
+        let rows = samples
+            .iter()
+            .map(|(id, s)| sample_values(place, *id, s))
+            .collect::<Result<Vec<_>, _>>()?;
+        transaction(self, true, || {
+            insert_rows(
+                self,
+                &format!("samples ({SAMPLE_COLUMNS})"),
+                15,
+                &rows,
+                Tail::None,
+            )
+            .map(drop)
+        })
+    }
+
     /// Replaces a run's context facts (those only known at the end, such as
     /// the measured peak-RSS floor); identity and performance facts are fixed
     /// at [`Self::begin_run`].

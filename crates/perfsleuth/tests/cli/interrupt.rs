@@ -366,3 +366,69 @@ fn a_command_running_when_perfsleuths_group_is_killed_is_not_orphaned() {
         "the command outlived perfsleuth's group: {left:?}"
     );
 }
+
+/// Issue 53: samples are committed a batch at a time (every 0.1 s). A run
+/// killed with SIGKILL mid-measurement keeps every sample committed before
+/// the kill — its first iterations, each once — and stays `running`.
+#[test]
+fn a_run_killed_with_sigkill_keeps_what_it_committed_and_stays_running() {
+    let sb = Sandbox::new();
+    let store = sb.store();
+    let child = spawn_in_own_group(
+        &sb,
+        &[
+            "run", "--warmup", "0", "--runs", "1000000", "--store", &store, "true",
+        ],
+    );
+    let stored = || -> (String, Vec<u64>) {
+        let out = sb.run(["show", "--json", "1", "--store", &store]);
+        if out.code != 0 {
+            return (String::new(), Vec::new());
+        }
+        let doc = crate::common::parse_json(&out.stdout);
+        let iterations = samples(&doc, 0)
+            .iter()
+            .map(|s| s["iteration"].as_u64().unwrap())
+            .collect();
+        (
+            doc["run"]["status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            iterations,
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let seen = loop {
+        let (_, iterations) = stored();
+        if iterations.len() >= 20 {
+            break iterations;
+        }
+        assert!(Instant::now() < deadline, "no samples were committed");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let status = Command::new("kill")
+        .args(["-KILL", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = finish(child);
+    assert_eq!(out.code, -1, "{out:?}");
+    let (status, after) = stored();
+    assert_eq!(status, "running", "a killed run stays incomplete");
+    assert!(
+        after.len() >= seen.len(),
+        "{} < {}",
+        after.len(),
+        seen.len()
+    );
+    assert_eq!(after[..seen.len()], seen[..], "what was committed is kept");
+    let first = after[0];
+    assert!(
+        after
+            .iter()
+            .enumerate()
+            .all(|(i, &it)| it == first + i as u64),
+        "the first iterations, each once: {after:?}"
+    );
+}
