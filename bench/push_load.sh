@@ -30,12 +30,23 @@ for pid in $pids; do
   wait "$pid" || wait_rc=1
 done
 end=$(date +%s.%N)
-curl -fs -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/v1/projects/app/runs?limit=1000000" |
-  python3 -c '
-import json, sys
-runs = json.load(sys.stdin)["runs"]
+python3 - "$clients" "$runs" "$start" "$end" "$wait_rc" "$token" "$port" <<'PY'
+import json, sys, urllib.request
+clients, per, start, end, rc, token, port = sys.argv[1:]
+# The listing a page at a time (the server gives at most 1 000 runs a page).
+runs, before = [], None
+while True:
+    url = "http://127.0.0.1:%s/api/v1/projects/app/runs?limit=1000" % port
+    if before is not None:
+        url += "&before=%d" % before
+    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + token})
+    page = json.load(urllib.request.urlopen(req))["runs"]
+    runs += page
+    if len(page) < 1000:
+        break
+    before = page[-1]["id"]
 uuids = {r["uuid"] for r in runs}
-total, secs = int(sys.argv[1]) * int(sys.argv[2]), float(sys.argv[4]) - float(sys.argv[3])
+total, secs = int(clients) * int(per), float(end) - float(start)
 print("| %s clients | %d runs | %.1f s | %.0f runs/s | %d stored | %d distinct UUIDs | push rc %s |" % (
-    sys.argv[1], total, secs, total / secs, len(runs), len(uuids), sys.argv[5]))
-' "$clients" "$runs" "$start" "$end" "$wait_rc"
+    clients, total, secs, total / secs, len(runs), len(uuids), rc))
+PY
