@@ -10,9 +10,11 @@ use perfsleuth_store::Store;
 /// How long a measured sample may wait for its commit, so that samples
 /// are committed a batch at a time: one commit per sample was ~5 % of an
 /// iteration of a trivial program (docs/PERFORMANCE.md). A crash or
-/// `kill -9` loses at most the samples of the last this-long (and the
-/// run stays `running`, marked incomplete); a sample that arrives after a
-/// quiet spell this long is committed at once.
+/// `kill -9` loses at most the samples of the last this-long, besides the
+/// one the runner hands over while the next run executes (and the run
+/// stays `running`, marked incomplete): a sample that arrives after a
+/// quiet spell this long is committed at once, and so is everything held
+/// when measuring is about to block on a run.
 const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Commits samples to the store as they are measured, a batch at a time,
@@ -114,11 +116,11 @@ fn sides_phase(
 impl StoreSink<'_> {
     /// Commits the samples not committed yet.
     fn commit(&mut self) -> Result<(), perfsleuth_store::StoreError> {
-        self.committed_at = std::time::Instant::now();
         match self.store.as_deref_mut() {
             Some(store) if !self.pending.is_empty() => {
                 store.add_samples(&self.pending)?;
                 self.pending.clear();
+                self.committed_at = std::time::Instant::now();
                 Ok(())
             }
             _ => Ok(()),
@@ -206,6 +208,13 @@ impl Sink for StoreSink<'_> {
             if self.committed_at.elapsed() >= COMMIT_EVERY {
                 self.commit()?;
             }
+        }
+        Ok(())
+    }
+
+    fn waiting(&mut self, blocking: bool) -> Result<(), SinkError> {
+        if blocking || self.committed_at.elapsed() >= COMMIT_EVERY {
+            self.commit()?;
         }
         Ok(())
     }

@@ -324,6 +324,8 @@ impl Executor {
         let (input, stdin) = match &io.input {
             Some(path) => {
                 let f = open(path, false)?;
+                // A second descriptor of the same open file: the child
+                // shares its offset with the handle kept for rewinding.
                 let child = f.try_clone().map_err(|source| MeasureError::File {
                     path: path.to_path_buf(),
                     source,
@@ -509,9 +511,8 @@ impl Executor {
         }
     }
 
-    /// Points the command's stderr at a copy of the capture file for a kept
-    /// run (closed again after it), else leaves it at `/dev/null`, which
-    /// each spawn opens and closes itself: timed runs cost no `dup`.
+    /// Whether the next run's stderr goes to the capture file (a kept run
+    /// of a command that has one) rather than `/dev/null`.
     fn route_stderr(&mut self, capture: bool) {
         self.capturing = capture && self.stderr_capture.is_some();
     }
@@ -562,8 +563,6 @@ pub(crate) fn tail_of(mut file: &File, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// A second descriptor for the same open file, so the child shares its offset
-/// with the handle we keep for rewinding and reading.
 /// An unlinked file in the temp directory: never fills memory, vanishes on exit.
 pub(crate) fn anonymous_temp_file() -> Result<File, MeasureError> {
     let (file, path) = named_temp_file()?;

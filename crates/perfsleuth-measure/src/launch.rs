@@ -102,11 +102,11 @@ impl Actions {
     /// `stdin`, `stdout`, `stderr` moved onto descriptors 0–2, after a
     /// change to `cwd` if one is given.
     fn new(cwd: Option<&CString>, streams: [&Stream; 3]) -> io::Result<Actions> {
-        // SAFETY: an all-zero file actions object is what init overwrites.
-        let mut actions = Actions(Box::new(unsafe { std::mem::zeroed() }));
-        // SAFETY: init takes a pointer to storage we own; on success the
-        // object is initialised and destroyed in Drop.
-        check(unsafe { libc::posix_spawn_file_actions_init(&mut *actions.0) })?;
+        let mut raw = Box::new(std::mem::MaybeUninit::<libc::posix_spawn_file_actions_t>::uninit());
+        // SAFETY: init writes the object into storage we own.
+        check(unsafe { libc::posix_spawn_file_actions_init(raw.as_mut_ptr()) })?;
+        // SAFETY: initialised just above; from here on Drop destroys it.
+        let mut actions = Actions(unsafe { Box::from_raw(Box::into_raw(raw).cast()) });
         if let Some(dir) = cwd {
             // SAFETY: an initialised object and a NUL-terminated path, which
             // the call copies.
@@ -129,7 +129,7 @@ impl Actions {
 
 impl Drop for Actions {
     fn drop(&mut self) {
-        // SAFETY: initialised in `new` (a failed init never returns an Actions).
+        // SAFETY: an Actions exists only once init succeeded.
         unsafe { libc::posix_spawn_file_actions_destroy(&mut *self.0) };
     }
 }
@@ -140,11 +140,13 @@ struct Attributes(Box<libc::posix_spawnattr_t>);
 
 impl Attributes {
     fn new() -> io::Result<Attributes> {
-        // SAFETY: as for the file actions: zeroed storage that init fills,
-        // destroyed in Drop; the sets are initialised before use.
+        // SAFETY: as for the file actions: init fills storage we own, and
+        // only then is the Attributes made that Drop destroys; the signal
+        // sets are initialised before use.
         unsafe {
-            let mut attr = Attributes(Box::new(std::mem::zeroed()));
-            check(libc::posix_spawnattr_init(&mut *attr.0))?;
+            let mut raw = Box::new(std::mem::MaybeUninit::<libc::posix_spawnattr_t>::uninit());
+            check(libc::posix_spawnattr_init(raw.as_mut_ptr()))?;
+            let mut attr = Attributes(Box::from_raw(Box::into_raw(raw).cast()));
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
             check(libc::posix_spawnattr_setsigmask(&mut *attr.0, &set))?;
@@ -162,7 +164,7 @@ impl Attributes {
 
 impl Drop for Attributes {
     fn drop(&mut self) {
-        // SAFETY: initialised in `new`.
+        // SAFETY: an Attributes exists only once init succeeded.
         unsafe { libc::posix_spawnattr_destroy(&mut *self.0) };
     }
 }
@@ -275,7 +277,8 @@ impl Launch {
     /// somewhere to keep it) and returns its pid; the caller reaps it.
     pub(crate) fn start(&self, keep_stderr: bool) -> io::Result<libc::pid_t> {
         unsafe extern "C" {
-            static environ: *const *mut libc::c_char;
+            // Changed by libc (setenv), so mutable, and read by address.
+            static mut environ: *const *mut libc::c_char;
         }
         let actions = match (&self.kept, keep_stderr) {
             (Some(kept), true) => kept,
@@ -286,7 +289,7 @@ impl Launch {
             // SAFETY: reading the process's environment pointer, as std
             // and the C floor do; perfsleuth never changes its environment
             // while measuring.
-            None => unsafe { environ },
+            None => unsafe { std::ptr::addr_of!(environ).read() },
         };
         let mut pid: libc::pid_t = 0;
         // SAFETY: every pointer is valid for the call: the strings and

@@ -57,6 +57,13 @@ pub trait Sink {
         Ok(())
     }
 
+    /// Measuring waits for a run: until it ends, however long that takes,
+    /// when `blocking`; else it looks again in a few milliseconds. A sink
+    /// holding samples back commits them here when it should.
+    fn waiting(&mut self, _blocking: bool) -> Result<(), SinkError> {
+        Ok(())
+    }
+
     /// Where measuring stands, after each run.
     fn progress(&mut self, _progress: &Progress<'_>) {}
 

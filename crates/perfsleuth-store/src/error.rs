@@ -120,10 +120,11 @@ pub enum StoreError {
         detail: String,
     },
     /// An open PostgreSQL connection broke during a statement (the server
-    /// restarted or was stopped, the network failed): its transaction was
-    /// not committed, and a fresh connection may work at once.
+    /// restarted or was stopped, the network failed): its transaction may
+    /// or may not have committed (a lost COMMIT's answer), and a fresh
+    /// connection may work at once.
     #[error(
-        "lost the connection to {place}: {detail} (hint: the database server restarted or the network failed; run the command again: nothing it had not committed was stored)"
+        "lost the connection to {place}: {detail} (hint: the database server restarted or the network failed; run the command again: what was stored before is kept)"
     )]
     Lost {
         /// The URL without its password.

@@ -233,7 +233,15 @@ impl PgStore {
                     detail: db.message().to_string(),
                 };
             }
-            if code.starts_with("08") || code.starts_with("53") || code.starts_with("57P0") {
+            // Class 53 (out of disk, memory or connections) is the
+            // server's state, not a lost connection.
+            if code.starts_with("53") {
+                return StoreError::Unreachable {
+                    place,
+                    detail: db.message().to_string(),
+                };
+            }
+            if code.starts_with("08") || code.starts_with("57P0") {
                 return StoreError::Lost {
                     place,
                     detail: db.message().to_string(),

@@ -805,6 +805,7 @@ fn listing_runs_before_the_database_has_statistics_reads_samples_by_index() {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
+        panic!("the statistics collector did not report within 30 s");
     };
     settled(&mut c, &|c| inserted(c) == 200 * RUNS as i64);
     let before = scans(&mut c, "samples");

@@ -310,6 +310,7 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
                 Some(outcome) => Ok(Some(outcome)),
                 None => {
                     self.flush()?;
+                    self.waiting(false)?;
                     std::thread::sleep(POLL_INTERVAL);
                     Ok(None)
                 }
@@ -318,6 +319,7 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
         if !self.schedule.overlap {
             self.flush()?;
         }
+        self.waiting(true)?;
         self.spawner.finish().map(Some).map_err(fail)
     }
 
@@ -407,6 +409,13 @@ impl<S: Spawn, K: Sink> Measure<'_, S, K> {
                 source,
             })
         })
+    }
+
+    /// Tells the sink that measuring waits for a run ([`crate::Sink::waiting`]).
+    fn waiting(&mut self, blocking: bool) -> Result<(), Stop> {
+        self.sink
+            .waiting(blocking)
+            .map_err(|e| Stop::Failed(RunError::Sink(e)))
     }
 
     /// Hands the pending sample, if any, to the sink.
