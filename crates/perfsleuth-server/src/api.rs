@@ -261,15 +261,12 @@ async fn ingest(
         }
     }
     let name = project.clone();
+    let summaries = wall_summaries(&run);
     // Authorized again with the body in hand: a token revoked while a
     // large upload was on its way stores nothing.
     let done = state
         .authorized(&project, bearer(&headers)?, Scope::Ingest, move |s| {
-            let done = s.ingest_run(&run)?;
-            if run.status == RunStatus::Complete {
-                cache_wall_summaries(s, &done.benchmark_ids, &run);
-            }
-            Ok(done)
+            Ok(s.ingest_run_summarized(&run, Metric::Wall, &summaries)?)
         })
         .await?;
     let url = format!("{API_PREFIX}/projects/{name}/runs/{}", done.id);
@@ -313,22 +310,22 @@ struct ListQuery {
     mode: Option<String>,
 }
 
-/// Caches the wall-time summary of each benchmark of `run`, just stored
-/// with `ids` (none when it was already stored): the project page's trends
-/// read these instead of every sample of its newest runs (reads never
-/// write, so the server's store had none, and each view summarised 1 000
-/// points' samples anew). A store error here costs only the cache; the page
-/// computes what is missing.
-fn cache_wall_summaries(s: &mut dyn perfsleuth_store::Store, ids: &[i64], run: &Run) {
-    let fresh: Vec<_> = ids
+/// The wall-time summary of each benchmark of a complete `run`, which the
+/// store caches with it: the project page's trends read these instead of
+/// every sample of its newest runs (reads never write, so the server's
+/// store had none, and each view summarised 1 000 points' samples anew).
+/// None for a run not complete, whose samples may still change.
+fn wall_summaries(run: &Run) -> Vec<Option<perfsleuth_store::MetricSummary>> {
+    if run.status != RunStatus::Complete {
+        return Vec::new();
+    }
+    run.benchmarks
         .iter()
-        .zip(&run.benchmarks)
-        .filter_map(|(&id, b)| {
+        .map(|b| {
             let values: Vec<f64> = b.samples.iter().map(|x| Metric::Wall.of(x)).collect();
-            perfsleuth_history::summarize(&values).map(|sum| (id, sum))
+            perfsleuth_history::summarize(&values)
         })
-        .collect();
-    let _ = s.put_metric_summaries(Metric::Wall, &fresh);
+        .collect()
 }
 
 async fn list_runs(

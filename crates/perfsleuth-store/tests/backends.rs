@@ -319,6 +319,37 @@ fn ingest_is_idempotent_by_uuid_and_atomic() {
         let loaded = store.load_run(first.id).unwrap().unwrap();
         assert_eq!(loaded.benchmarks[0].samples.len(), 300, "{name}");
 
+        // With its summaries, as a server ingests: cached in the same
+        // transaction when the run is stored, left alone when it was there.
+        let summary = MetricSummary {
+            n: 2,
+            median: 7.0,
+            lo: 6.0,
+            hi: 8.0,
+        };
+        let mut two = run("main", vec![bench("a", 2), bench("b", 2)]);
+        two.uuid = Some("5b0f4a9e-0000-4000-8000-000000000003".into());
+        let stored = store
+            .ingest_run_summarized(&two, Metric::Wall, &[None, Some(summary)])
+            .unwrap();
+        let cached = store
+            .metric_summaries(&stored.benchmark_ids, Metric::Wall)
+            .unwrap();
+        assert_eq!(
+            format!("{cached:?}"),
+            format!("{:?}", vec![None, Some(summary)]),
+            "{name}"
+        );
+        let other = MetricSummary { n: 9, ..summary };
+        let again = store
+            .ingest_run_summarized(&two, Metric::Wall, &[Some(other), Some(other)])
+            .unwrap();
+        assert!(!again.created, "{name}");
+        let kept = store
+            .metric_summaries(&stored.benchmark_ids, Metric::Wall)
+            .unwrap();
+        assert_eq!(format!("{kept:?}"), format!("{cached:?}"), "{name}");
+
         // Two benchmarks at the same position cannot both be stored: the
         // second insert fails and nothing of the run is left behind.
         let mut bad = run("main", vec![bench("y", 3)]);
@@ -330,7 +361,7 @@ fn ingest_is_idempotent_by_uuid_and_atomic() {
             None,
             "{name}: a failed ingest leaves nothing"
         );
-        assert_eq!(store.list_runs(None).unwrap().len(), 1, "{name}");
+        assert_eq!(store.list_runs(None).unwrap().len(), 2, "{name}");
     }
 }
 

@@ -212,8 +212,22 @@ pub trait RunWriter: Backend {
     /// all. Idempotent by UUID: a run whose UUID the project already holds
     /// is not written again.
     fn ingest_run(&mut self, run: &Run) -> Result<Ingested, StoreError> {
+        self.ingest_run_summarized(run, Metric::Wall, &[])
+    }
+
+    /// [`RunWriter::ingest_run`], and in the same transaction, when this
+    /// call stores the run, the `metric` summaries of its benchmarks
+    /// (`summaries[i]` for the benchmark at position `i`; `None` or
+    /// missing for one without): what a server caches for every pushed
+    /// run, without a second transaction.
+    fn ingest_run_summarized(
+        &mut self,
+        run: &Run,
+        metric: Metric,
+        summaries: &[Option<MetricSummary>],
+    ) -> Result<Ingested, StoreError> {
         let uuid = run.uuid.clone().unwrap_or_else(new_uuid);
-        match ingest_once(self, run, &uuid) {
+        match ingest_once(self, run, &uuid, metric, summaries) {
             // Another connection stored the same run between our look-up and
             // our insert (PostgreSQL writers do not serialise): it is there now.
             Err(StoreError::Conflict(what)) => match run_with_uuid(self, &uuid)? {
@@ -236,38 +250,45 @@ pub trait RunWriter: Backend {
         metric: Metric,
         rows: &[(i64, MetricSummary)],
     ) -> Result<(), StoreError> {
-        // One statement for the lot: a server caches a pushed run's 20
-        // summaries with every ingest, and a statement each was a fifth of
-        // the database's statements per push. One row per benchmark, the
-        // last given: PostgreSQL refuses to upsert a row twice in one statement.
-        let last: BTreeMap<i64, &MetricSummary> = rows.iter().map(|(id, s)| (*id, s)).collect();
-        let values: Vec<Vec<Val>> = last
-            .into_iter()
-            .map(|(id, s)| {
-                Vec::from(vals![
-                    id,
-                    metric.name(),
-                    i64::try_from(s.n).unwrap_or(i64::MAX),
-                    s.median,
-                    s.lo,
-                    s.hi
-                ])
-            })
-            .collect();
-        transaction(self, true, || {
-            insert_rows(
-                self,
-                "metric_summaries (benchmark_id, metric, n, median, lo, hi)",
-                6,
-                &values,
-                Tail::Upsert(
-                    "(benchmark_id, metric) DO UPDATE SET n = excluded.n, median = excluded.median, \
-                     lo = excluded.lo, hi = excluded.hi",
-                ),
-            )
-            .map(drop)
-        })
+        transaction(self, true, || upsert_summaries(self, metric, rows))
     }
+}
+
+/// Upserts `metric` summaries (benchmark id, summary) in one statement: a
+/// server caches a pushed run's 20 summaries with every ingest, and a
+/// statement each was a fifth of the database's statements per push. One
+/// row per benchmark, the last given: PostgreSQL refuses to upsert a row
+/// twice in one statement.
+fn upsert_summaries<D: Backend + ?Sized>(
+    db: &D,
+    metric: Metric,
+    rows: &[(i64, MetricSummary)],
+) -> Result<(), StoreError> {
+    let last: BTreeMap<i64, &MetricSummary> = rows.iter().map(|(id, s)| (*id, s)).collect();
+    let values: Vec<Vec<Val>> = last
+        .into_iter()
+        .map(|(id, s)| {
+            Vec::from(vals![
+                id,
+                metric.name(),
+                i64::try_from(s.n).unwrap_or(i64::MAX),
+                s.median,
+                s.lo,
+                s.hi
+            ])
+        })
+        .collect();
+    insert_rows(
+        db,
+        "metric_summaries (benchmark_id, metric, n, median, lo, hi)",
+        6,
+        &values,
+        Tail::Upsert(
+            "(benchmark_id, metric) DO UPDATE SET n = excluded.n, median = excluded.median, \
+             lo = excluded.lo, hi = excluded.hi",
+        ),
+    )
+    .map(drop)
 }
 
 /// Inserts (or finds) the run's environment and its run row with `status`;
@@ -287,19 +308,28 @@ pub(crate) fn insert_run<D: Backend + ?Sized>(
     let context = json(place, serde_json::to_string(&context))?;
     let options = json(place, serde_json::to_string(&run.options))?;
     let hash = sha256_hex(facts.as_bytes());
-    db.execute(
-        "INSERT INTO environments (hash, facts) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
-        &vals![hash.as_str(), facts],
-    )?;
-    let env_id = db
-        .query(
+    // Looked up first: a machine's runs share one environment row, so
+    // after its first run this is the only statement (the insert then was
+    // one more per pushed run).
+    let find = || -> Result<Option<i64>, StoreError> {
+        db.query(
             "SELECT id FROM environments WHERE hash = ?1",
             &vals![hash.as_str()],
         )?
         .first()
         .map(|r| r.int(0))
-        .transpose()?
-        .ok_or_else(|| StoreError::NotFound(format!("environment {hash}")))?;
+        .transpose()
+    };
+    let env_id = match find()? {
+        Some(id) => id,
+        None => {
+            db.execute(
+                "INSERT INTO environments (hash, facts) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
+                &vals![hash.as_str(), facts],
+            )?;
+            find()?.ok_or_else(|| StoreError::NotFound(format!("environment {hash}")))?
+        }
+    };
     let git = run.git.as_ref();
     let rows = db.query(
         "INSERT INTO runs (started_at, ended_at, status, tool_version, git_commit, git_branch, \
@@ -589,6 +619,8 @@ pub(crate) fn ingest_once<D: Backend + ?Sized>(
     db: &D,
     run: &Run,
     uuid: &str,
+    metric: Metric,
+    summaries: &[Option<MetricSummary>],
 ) -> Result<Ingested, StoreError> {
     let place = db.location();
     transaction(db, true, || {
@@ -633,6 +665,14 @@ pub(crate) fn ingest_once<D: Backend + ?Sized>(
         }
         for (position, p) in run.probes.iter().enumerate() {
             insert_probe(db, id, position as i64, p)?;
+        }
+        let cached: Vec<(i64, MetricSummary)> = ids
+            .iter()
+            .zip(summaries)
+            .filter_map(|(&id, s)| s.map(|s| (id, s)))
+            .collect();
+        if !cached.is_empty() {
+            upsert_summaries(db, metric, &cached)?;
         }
         Ok(Ingested {
             id,
