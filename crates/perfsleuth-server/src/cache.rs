@@ -40,6 +40,75 @@ struct Making {
     ready: std::sync::Condvar,
 }
 
+/// What [`Answers::claim`] found.
+pub(crate) enum Claim<'a, T> {
+    /// The kept answer.
+    Kept(Arc<T>),
+    /// Another request is making it.
+    Wait(Waiting),
+    /// This caller is to make it.
+    Mine(Maker<'a, T>),
+}
+
+/// An answer another request is making.
+pub(crate) struct Waiting(Arc<Making>);
+
+impl Waiting {
+    /// Blocks until the maker is done: its answer, or `None` when it failed.
+    pub(crate) fn wait<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let mut made = self.0.made.lock().unwrap_or_else(|p| p.into_inner());
+        while made.is_none() {
+            made = self.0.ready.wait(made).unwrap_or_else(|p| p.into_inner());
+        }
+        match made.as_ref() {
+            Some(Some(answer)) => Arc::clone(answer).downcast::<T>().ok(),
+            _ => None,
+        }
+    }
+}
+
+/// The making of an answer: whoever waits for it is woken however it
+/// ends (made, failed, or a panic while making it).
+pub(crate) struct Maker<'a, T> {
+    answers: &'a Answers,
+    id: (String, String),
+    making: Arc<Making>,
+    answer: Option<Arc<dyn Any + Send + Sync>>,
+    _kind: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: Send + Sync + 'static> Maker<'_, T> {
+    /// Makes the answer with `make`, keeps it (weighed by `weigh`) and
+    /// hands it to those waiting.
+    pub(crate) fn make<E>(
+        mut self,
+        weigh: fn(&T) -> usize,
+        make: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
+        let answer = Arc::new(make()?);
+        self.answers.put(
+            self.id.0.clone(),
+            self.id.1.clone(),
+            Arc::clone(&answer),
+            weigh(&answer),
+        );
+        self.answer = Some(answer.clone());
+        Ok(answer)
+    }
+}
+
+impl<T> Drop for Maker<'_, T> {
+    fn drop(&mut self) {
+        self.answers
+            .making
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
+        *self.making.made.lock().unwrap_or_else(|p| p.into_inner()) = Some(self.answer.take());
+        self.making.ready.notify_all();
+    }
+}
+
 #[derive(Default)]
 struct Kept {
     map: HashMap<(String, String), Answer>,
@@ -120,7 +189,9 @@ impl Answers {
 
     /// The answer for `key` at `revision`: the kept one, the one another
     /// request is making (waited for), or one `make` makes and keeps. A
-    /// failure is not kept: those waiting try again themselves.
+    /// failure is not kept: those waiting try again themselves. (The
+    /// server does this in two steps, so as to wait without a store handle.)
+    #[cfg(test)]
     pub(crate) fn get_or_make<T, E>(
         &self,
         key: &str,
@@ -131,71 +202,52 @@ impl Answers {
     where
         T: Send + Sync + 'static,
     {
-        let id = (key.to_string(), revision.to_string());
-        let mine = loop {
-            if let Some(kept) = self.get::<T>(key, revision) {
-                return Ok(kept);
-            }
-            let (making, mine) = {
-                let mut all = self.making.lock().unwrap_or_else(|p| p.into_inner());
-                match all.get(&id) {
-                    Some(m) => (Arc::clone(m), false),
-                    None => {
-                        let m = Arc::new(Making::default());
-                        all.insert(id.clone(), Arc::clone(&m));
-                        (m, true)
+        loop {
+            match self.claim::<T>(key, revision) {
+                Claim::Kept(answer) => return Ok(answer),
+                Claim::Wait(making) => {
+                    if let Some(answer) = making.wait::<T>() {
+                        return Ok(answer);
                     }
+                    // Its maker failed: try again (and perhaps make it here).
                 }
-            };
-            if mine {
-                break making;
-            }
-            let mut made = making.made.lock().unwrap_or_else(|p| p.into_inner());
-            while made.is_none() {
-                made = making.ready.wait(made).unwrap_or_else(|p| p.into_inner());
-            }
-            if let Some(Some(answer)) = made.as_ref()
-                && let Ok(answer) = Arc::clone(answer).downcast::<T>()
-            {
-                return Ok(answer);
-            }
-            // Its maker failed: try again (and perhaps make it here).
-        };
-        /// Wakes the waiting requests however making ends, a panic included.
-        struct Done<'a> {
-            answers: &'a Answers,
-            id: (String, String),
-            making: Arc<Making>,
-            answer: Option<Arc<dyn Any + Send + Sync>>,
-        }
-        impl Drop for Done<'_> {
-            fn drop(&mut self) {
-                self.answers
-                    .making
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&self.id);
-                *self.making.made.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some(self.answer.take());
-                self.making.ready.notify_all();
+                Claim::Mine(maker) => return maker.make(weigh, make),
             }
         }
-        let mut done = Done {
-            answers: self,
-            id,
-            making: mine,
-            answer: None,
-        };
-        let answer = Arc::new(make()?);
-        self.put(
-            key.to_string(),
-            revision.to_string(),
-            Arc::clone(&answer),
-            weigh(&answer),
-        );
-        done.answer = Some(answer.clone());
-        drop(done);
-        Ok(answer)
+    }
+
+    /// Without waiting: the answer kept for `key` at `revision`, or the
+    /// making of it another request has begun (to wait for, after giving
+    /// back what the wait should not hold, such as a store handle), or the
+    /// making of it, now this caller's.
+    pub(crate) fn claim<T: Send + Sync + 'static>(
+        &self,
+        key: &str,
+        revision: &str,
+    ) -> Claim<'_, T> {
+        if let Some(kept) = self.get::<T>(key, revision) {
+            return Claim::Kept(kept);
+        }
+        let id = (key.to_string(), revision.to_string());
+        let mut all = self.making.lock().unwrap_or_else(|p| p.into_inner());
+        // Kept in the meantime by a maker that has just finished.
+        if let Some(kept) = self.get::<T>(key, revision) {
+            return Claim::Kept(kept);
+        }
+        match all.get(&id) {
+            Some(m) => Claim::Wait(Waiting(Arc::clone(m))),
+            None => {
+                let making = Arc::new(Making::default());
+                all.insert(id.clone(), Arc::clone(&making));
+                Claim::Mine(Maker {
+                    answers: self,
+                    id,
+                    making,
+                    answer: None,
+                    _kind: std::marker::PhantomData,
+                })
+            }
+        }
     }
 
     /// What the kept answers weigh, as counted.
@@ -299,5 +351,38 @@ mod tests {
             a.get_or_make("heavy", "r", |_| MAX_WEIGHT, || Ok("big".into()));
         assert_eq!(heavy.as_deref().map(String::as_str), Ok("big"));
         assert_eq!(a.get::<String>("heavy", "r"), None);
+    }
+
+    #[test]
+    fn a_second_asker_is_told_to_wait_at_once_and_waits_apart() {
+        // The server asks with a store handle and waits after giving it
+        // back: claiming never blocks.
+        let a = Answers::default();
+        let Claim::Mine(maker) = a.claim::<String>("page", "r") else {
+            panic!("the first asker makes it");
+        };
+        let Claim::Wait(waiting) = a.claim::<String>("page", "r") else {
+            panic!("a second asker is told to wait");
+        };
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| waiting.wait::<String>());
+            let made = maker
+                .make(String::len, || Ok::<_, ()>("made".to_string()))
+                .unwrap();
+            assert_eq!(made.as_str(), "made");
+            let got = waiter.join().unwrap();
+            assert_eq!(got.as_deref().map(String::as_str), Some("made"));
+        });
+        assert!(matches!(a.claim::<String>("page", "r"), Claim::Kept(_)));
+        // A maker that fails tells its waiters so; the next asker makes it.
+        let Claim::Mine(maker) = a.claim::<String>("other", "r") else {
+            panic!("the first asker makes it");
+        };
+        let Claim::Wait(waiting) = a.claim::<String>("other", "r") else {
+            panic!("a second asker is told to wait");
+        };
+        assert!(maker.make(String::len, || Err::<String, _>("no")).is_err());
+        assert!(waiting.wait::<String>().is_none());
+        assert!(matches!(a.claim::<String>("other", "r"), Claim::Mine(_)));
     }
 }

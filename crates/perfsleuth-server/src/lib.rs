@@ -335,23 +335,61 @@ impl State {
         secret: Option<String>,
         key: String,
         weigh: fn(&T) -> usize,
-        mut f: F,
+        f: F,
     ) -> Result<Arc<T>, ApiError>
     where
         T: Send + Sync + 'static,
         F: FnMut(&mut dyn Store) -> Result<T, ApiError> + Send + 'static,
     {
-        let state = Arc::clone(self);
+        /// What a request with a store handle found.
+        enum Found<T> {
+            Answer(Arc<T>),
+            Wait(cache::Waiting),
+        }
         let key = format!("{project}\n{key}");
-        self.authorized(project, secret, auth::Scope::Read, move |s| {
-            // Read before the answer: a commit in between leaves the answer
-            // newer than its revision, which is only ever a miss.
-            let revision = s.revision()?;
-            state
-                .answers
-                .get_or_make(&key, &revision, weigh, || f(&mut *s))
-        })
-        .await
+        let f = Arc::new(Mutex::new(f));
+        loop {
+            let (state, key, f) = (Arc::clone(self), key.clone(), Arc::clone(&f));
+            let found = self
+                .authorized(project, secret.clone(), auth::Scope::Read, move |s| {
+                    // Read before the answer: a commit in between leaves the
+                    // answer newer than its revision, which is only ever a miss.
+                    let revision = s.revision()?;
+                    match state.answers.claim::<T>(&key, &revision) {
+                        cache::Claim::Kept(answer) => Ok(Found::Answer(answer)),
+                        cache::Claim::Wait(making) => Ok(Found::Wait(making)),
+                        cache::Claim::Mine(maker) => maker
+                            .make(weigh, || {
+                                let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
+                                (*f)(&mut *s)
+                            })
+                            .map(Found::Answer),
+                    }
+                })
+                .await?;
+            match found {
+                Found::Answer(answer) => return Ok(answer),
+                // Waited for without a store handle: the requests waiting
+                // for a slow answer (a history of 100 000 points after a
+                // write) held all of the pool's handles, and every other
+                // request waited behind them.
+                Found::Wait(making) => {
+                    let waited = tokio::task::spawn_blocking(move || making.wait::<T>())
+                        .await
+                        .map_err(|e| {
+                            ApiError::new(
+                                StatusCode::INTERNAL_SERVER_ERROR,
+                                format!("the request failed inside the server: {e}"),
+                                None,
+                            )
+                        })?;
+                    if let Some(answer) = waited {
+                        return Ok(answer);
+                    }
+                    // Its maker failed: ask again (and perhaps make it here).
+                }
+            }
+        }
     }
 }
 
