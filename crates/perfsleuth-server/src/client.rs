@@ -134,9 +134,25 @@ impl Client {
     /// none (a network error, a 5xx, 408 or 429) and was tried again — the
     /// number the error message of a run that failed names too.
     pub fn push(&self, export: &RunExport) -> (Result<Pushed, PushError>, u32) {
+        self.push_lazily(export.run.uuid.as_deref(), || {
+            Ok(std::borrow::Cow::Borrowed(export))
+        })
+    }
+
+    /// [`Client::push`] of a run that is only made when the server lacks
+    /// it: the server is asked for `uuid` first, and `export` is called
+    /// only when it does not hold it (loading and exporting a stored run of
+    /// 100 000 benchmarks takes seconds, and a push of a store's runs
+    /// mostly meets runs already sent). An error of `export` is returned
+    /// as it is.
+    pub fn push_lazily<'e>(
+        &self,
+        uuid: Option<&str>,
+        export: impl FnOnce() -> Result<std::borrow::Cow<'e, RunExport>, PushError>,
+    ) -> (Result<Pushed, PushError>, u32) {
         let mut failed = 0;
         let answered = |failed: u32| failed + 1;
-        if let Some(uuid) = &export.run.uuid {
+        if let Some(uuid) = uuid {
             let url = format!("{}/{uuid}", self.runs_url());
             match self.with_retries(&mut failed, || self.send("HEAD", &url, None)) {
                 Ok(a) if a.status == 200 => return (Ok(Pushed::Present(None)), answered(failed)),
@@ -145,7 +161,11 @@ impl Client {
                 Err(e) => return (Err(e), failed),
             }
         }
-        let body = match serde_json::to_vec(export) {
+        let export = match export() {
+            Ok(e) => e,
+            Err(e) => return (Err(e), answered(failed)),
+        };
+        let body = match serde_json::to_vec(&*export) {
             Ok(b) => b,
             Err(e) => {
                 return (

@@ -386,21 +386,53 @@ fn push_ids(
             });
             continue;
         }
-        let run = store.load_run(id).map_err(Fail::from)?.ok_or_else(|| {
+        let not_found = || {
             Fail::usage(
                 format!("run {id} not found"),
                 "list the stored runs with `perfsleuth runs`",
             )
-        })?;
-        if run.status == perfsleuth_model::RunStatus::Running {
+        };
+        // Its listing first: a run the server already holds is neither
+        // loaded nor exported (seconds for a big one).
+        let listing = store
+            .run_listing(id)
+            .map_err(Fail::from)?
+            .ok_or_else(not_found)?;
+        if listing.status == perfsleuth_model::RunStatus::Running {
             return Err(Fail::usage(
                 format!("run {id} is still running"),
                 "push it once it has finished",
             ));
         }
-        let export = perfsleuth_report::export_json(&run, &perfsleuth_summary::analyze(&run, None));
-        let (result, attempts) = client.push(&export);
-        let uuid = run.uuid.clone().unwrap_or_default();
+        let mut load_failed: Option<Fail> = None;
+        let (result, attempts) = client.push_lazily(listing.uuid.as_deref(), || {
+            let loaded = store
+                .load_run(id)
+                .map_err(Fail::from)
+                .and_then(|r| r.ok_or_else(not_found));
+            match loaded {
+                Ok(run) => {
+                    let analysis = perfsleuth_summary::analyze(&run, None);
+                    Ok(std::borrow::Cow::Owned(perfsleuth_report::export_json(
+                        &run, &analysis,
+                    )))
+                }
+                Err(fail) => {
+                    let error = perfsleuth_server::client::PushError {
+                        message: fail.to_string(),
+                        hint: String::new(),
+                        status: None,
+                        usage: true,
+                    };
+                    load_failed = Some(fail);
+                    Err(error)
+                }
+            }
+        });
+        if let Some(fail) = load_failed {
+            return Err(fail);
+        }
+        let uuid = listing.uuid.clone().unwrap_or_default();
         let entry = match result {
             Ok(Pushed::Sent(server_id)) => PushedRun {
                 local_id: id,

@@ -1254,3 +1254,61 @@ fn a_push_into_a_database_outage_reports_every_run_and_one_count_of_attempts() {
         assert_eq!(r["outcome"], "sent", "{doc}");
     }
 }
+
+/// Issue 53: a run the server already holds is neither loaded nor exported
+/// by `push` (seconds for a big one): the server is asked first. Seen here
+/// through a run whose stored benchmark no longer loads — pushing it again
+/// says it is present; a run the server lacks still fails to load, clearly.
+#[test]
+fn a_run_already_on_the_server_is_not_loaded_again_to_push_it() {
+    let crate::common::Team {
+        sandbox: _server_box,
+        store: _team,
+        secret,
+        server,
+    } = crate::common::team();
+    let ci = Sandbox::new();
+    let store = ci.store();
+    for _ in 0..2 {
+        ci.run([
+            "run", "--store", &store, "--warmup", "0", "--runs", "2", "true",
+        ])
+        .ok();
+    }
+    let first = with_push_env(
+        &ci,
+        &server.base,
+        &secret,
+        &["push", "--store", &store, "1", "--json"],
+    )
+    .ok();
+    assert_eq!(parse_json(&first.stdout)["runs"][0]["outcome"], "sent");
+    // Both runs' benchmarks made unreadable (their argv is JSON).
+    let status = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
+             c.execute(\"UPDATE benchmarks SET argv = 'not json'\"); c.commit()",
+            ci.db().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    let again = with_push_env(
+        &ci,
+        &server.base,
+        &secret,
+        &["push", "--store", &store, "1", "--json"],
+    )
+    .ok();
+    let doc = parse_json(&again.stdout);
+    assert_eq!(doc["runs"][0]["outcome"], "present", "{doc}");
+    let unread = with_push_env(
+        &ci,
+        &server.base,
+        &secret,
+        &["push", "--store", &store, "2"],
+    );
+    assert_eq!(unread.code, 2, "{unread:?}");
+    assert!(unread.stderr.contains("error:"), "{unread:?}");
+}
