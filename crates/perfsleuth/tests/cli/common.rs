@@ -654,3 +654,19 @@ pub fn nothing_left(sb: &Sandbox, dir: &Path) {
         .unwrap_or_default();
     assert!(tmp.is_empty(), "left in TMPDIR: {tmp:?}");
 }
+
+/// `psql URL -qAtc SQL`: its output, trimmed; the statement must succeed.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .args([url, "-qAtc", sql])
+        .output()
+        .expect("psql runs");
+    assert!(out.status.success(), "{sql}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The database a `postgres://…/DB[?…]` URL names.
+pub fn database_of(url: &str) -> String {
+    let tail = url.rsplit('/').next().unwrap_or_default();
+    tail.split('?').next().unwrap_or_default().to_string()
+}

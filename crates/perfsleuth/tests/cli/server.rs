@@ -4,7 +4,9 @@
 //! the server killed and restarted under 8 concurrent pushers without a run
 //! lost or duplicated.
 
-use crate::common::{Out, Sandbox, chromium, get, parse_json, serve, serve_with, token};
+use crate::common::{
+    Out, Sandbox, chromium, database_of, get, parse_json, psql, serve, serve_with, token,
+};
 use perfsleuth_store::StoreUrl;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -1146,15 +1148,6 @@ fn a_trickling_body_is_cut_off_by_the_body_timeout() {
     assert_eq!(bad.code, 2, "{}", bad.stderr);
 }
 
-/// Runs `sql` on the PostgreSQL database at `url` with psql.
-fn psql(url: &str, sql: &str) {
-    let out = Command::new("psql")
-        .args([url, "-qAtc", sql])
-        .output()
-        .expect("psql runs");
-    assert!(out.status.success(), "{sql}: {out:?}");
-}
-
 /// Issue 54, points 1–3, against a real PostgreSQL that stops taking
 /// connections: `push --json` lists every run asked for (those after the
 /// failure `not_attempted`; it listed only up to the failure), a run sent
@@ -1167,14 +1160,7 @@ fn a_push_into_a_database_outage_reports_every_run_and_one_count_of_attempts() {
         return;
     };
     let admin = std::env::var("PERFSLEUTH_TEST_POSTGRES").unwrap();
-    let db = url
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .split('?')
-        .next()
-        .unwrap()
-        .to_string();
+    let db = database_of(&url);
     let sb = Sandbox::new();
     let secret = token(&sb, &url, "app", "ingest");
     let server = serve(&sb, &url, "127.0.0.1:0");

@@ -1,6 +1,6 @@
 //! Where results are stored, and reading them back with `runs` and `show`.
 
-use crate::common::{Out, Sandbox, parse_json, samples};
+use crate::common::{Out, Sandbox, database_of, parse_json, psql, samples};
 use std::path::Path;
 use std::process::Stdio;
 
@@ -789,16 +789,6 @@ fn show_says_which_run_it_shows() {
     assert!(out.stdout.contains("Benchmark 1: true"), "{out:?}");
 }
 
-/// `psql URL -qAtc SQL`'s output, trimmed.
-fn psql(url: &str, sql: &str) -> String {
-    let out = std::process::Command::new("psql")
-        .args([url, "-qAtc", sql])
-        .output()
-        .expect("psql runs");
-    assert!(out.status.success(), "{sql}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 /// Issue 53: the database restarts while `runs` lists page by page. The
 /// listing connects again and goes on after the last run it printed —
 /// every run once — and when the database stays away it ends with one
@@ -822,14 +812,7 @@ fn a_database_restart_during_a_listing_neither_loses_nor_repeats_a_run() {
          FROM runs, generate_series(1, 1199)",
     );
     let admin = std::env::var("PERFSLEUTH_TEST_POSTGRES").unwrap();
-    let db = url
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .split('?')
-        .next()
-        .unwrap()
-        .to_string();
+    let db = database_of(&url);
     let listing = format!("datname = '{db}' AND application_name = 'perfsleuth'");
     let mut terminate = |allow: bool| {
         if !allow {
