@@ -212,7 +212,7 @@ pub(crate) struct Plan<'a> {
     pub env: &'a [(String, Option<String>)],
     /// The working directory, the process's own when `None`.
     pub cwd: Option<&'a Path>,
-    /// Standard input and output.
+    /// Standard input.
     pub stdin: Stream,
     /// Standard output.
     pub stdout: Stream,

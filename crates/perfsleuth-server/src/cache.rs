@@ -187,35 +187,6 @@ impl Answers {
         );
     }
 
-    /// The answer for `key` at `revision`: the kept one, the one another
-    /// request is making (waited for), or one `make` makes and keeps. A
-    /// failure is not kept: those waiting try again themselves. (The
-    /// server does this in two steps, so as to wait without a store handle.)
-    #[cfg(test)]
-    pub(crate) fn get_or_make<T, E>(
-        &self,
-        key: &str,
-        revision: &str,
-        weigh: fn(&T) -> usize,
-        make: impl FnOnce() -> Result<T, E>,
-    ) -> Result<Arc<T>, E>
-    where
-        T: Send + Sync + 'static,
-    {
-        loop {
-            match self.claim::<T>(key, revision) {
-                Claim::Kept(answer) => return Ok(answer),
-                Claim::Wait(making) => {
-                    if let Some(answer) = making.wait::<T>() {
-                        return Ok(answer);
-                    }
-                    // Its maker failed: try again (and perhaps make it here).
-                }
-                Claim::Mine(maker) => return maker.make(weigh, make),
-            }
-        }
-    }
-
     /// Without waiting: the answer kept for `key` at `revision`, or the
     /// making of it another request has begun (to wait for, after giving
     /// back what the wait should not hold, such as a store handle), or the
@@ -271,6 +242,30 @@ impl Answers {
 mod tests {
     use super::*;
 
+    /// The answer for `key` at `revision` as the server gets it (there in
+    /// two steps, so as to wait without a store handle): the kept one, the
+    /// one another request is making (waited for), or one `make` makes and
+    /// keeps. A failure is not kept: those waiting try again themselves.
+    fn get_or_make<T: Send + Sync + 'static, E>(
+        a: &Answers,
+        key: &str,
+        revision: &str,
+        weigh: fn(&T) -> usize,
+        make: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
+        loop {
+            match a.claim::<T>(key, revision) {
+                Claim::Kept(answer) => return Ok(answer),
+                Claim::Wait(making) => {
+                    if let Some(answer) = making.wait::<T>() {
+                        return Ok(answer);
+                    }
+                }
+                Claim::Mine(maker) => return maker.make(weigh, make),
+            }
+        }
+    }
+
     #[test]
     fn an_answer_is_served_at_its_revision_only() {
         let a = Answers::default();
@@ -323,7 +318,7 @@ mod tests {
             let tasks: Vec<_> = (0..8)
                 .map(|_| {
                     scope.spawn(|| {
-                        a.get_or_make("page", "r", String::len, || {
+                        get_or_make(&a, "page", "r", String::len, || {
                             made.fetch_add(1, Ordering::SeqCst);
                             std::thread::sleep(std::time::Duration::from_millis(100));
                             Ok(String::from("made once"))
@@ -341,14 +336,14 @@ mod tests {
         assert_eq!(made.load(Ordering::SeqCst), 1);
         // A failure is not kept: the next request makes it again.
         let failed: Result<Arc<String>, &str> =
-            a.get_or_make("other", "r", String::len, || Err("no"));
+            get_or_make(&a, "other", "r", String::len, || Err("no"));
         assert_eq!(failed, Err("no"));
         let again: Result<Arc<String>, &str> =
-            a.get_or_make("other", "r", String::len, || Ok("yes".into()));
+            get_or_make(&a, "other", "r", String::len, || Ok("yes".into()));
         assert_eq!(again.as_deref().map(String::as_str), Ok("yes"));
         // Too heavy to keep, it is still handed to the request that made it.
         let heavy: Result<Arc<String>, ()> =
-            a.get_or_make("heavy", "r", |_| MAX_WEIGHT, || Ok("big".into()));
+            get_or_make(&a, "heavy", "r", |_| MAX_WEIGHT, || Ok("big".into()));
         assert_eq!(heavy.as_deref().map(String::as_str), Ok("big"));
         assert_eq!(a.get::<String>("heavy", "r"), None);
     }

@@ -81,16 +81,7 @@ pub trait RunWriter: Backend {
             .iter()
             .map(|(id, s)| sample_values(place, *id, s))
             .collect::<Result<Vec<_>, _>>()?;
-        transaction(self, true, || {
-            insert_rows(
-                self,
-                &format!("samples ({SAMPLE_COLUMNS})"),
-                15,
-                &rows,
-                Tail::None,
-            )
-            .map(drop)
-        })
+        transaction(self, true, || insert_samples(self, &rows))
     }
 
     /// Replaces a run's context facts (those only known at the end, such as
@@ -516,6 +507,16 @@ fn insert_rows<D: Backend + ?Sized>(
     Ok(out)
 }
 
+/// Inserts sample rows ([`sample_values`]): by the backend's bulk path
+/// where it has one (PostgreSQL's binary COPY), else by multi-row inserts.
+fn insert_samples<D: Backend + ?Sized>(db: &D, rows: &[Vec<Val>]) -> Result<(), StoreError> {
+    let into = format!("samples ({SAMPLE_COLUMNS})");
+    if !db.copy_rows(&into, rows)? {
+        insert_rows(db, &into, 15, rows, Tail::None)?;
+    }
+    Ok(())
+}
+
 /// The values of one sample row, in [`SAMPLE_COLUMNS`] order.
 pub(crate) fn sample_values(
     place: &Path,
@@ -659,10 +660,7 @@ pub(crate) fn ingest_once<D: Backend + ?Sized>(
                 samples.push(sample_values(place, bench_id, s)?);
             }
         }
-        let into = format!("samples ({SAMPLE_COLUMNS})");
-        if !db.copy_rows(&into, &samples)? {
-            insert_rows(db, &into, 15, &samples, Tail::None)?;
-        }
+        insert_samples(db, &samples)?;
         for (position, p) in run.probes.iter().enumerate() {
             insert_probe(db, id, position as i64, p)?;
         }
