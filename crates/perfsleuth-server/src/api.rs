@@ -12,11 +12,12 @@ use axum::routing::get;
 use perfsleuth_compare::Side;
 use perfsleuth_history::stored;
 use perfsleuth_model::schema::{
-    self, Document, HealthDoc, IngestDoc, RunExport, RunFilter, RunsDoc,
+    self, Document, HealthDoc, HeldDoc, HeldRun, IngestBatchDoc, IngestDoc, IngestedRun,
+    RunBatchDoc, RunExport, RunFilter, RunUuidsDoc, RunsDoc,
 };
 use perfsleuth_model::{Metric, Mode, Run, RunStatus};
 use perfsleuth_sides::{SelectError, is_uuid};
-use perfsleuth_store::{STORE_SCHEMA_VERSION, Store};
+use perfsleuth_store::{Incoming, STORE_SCHEMA_VERSION, Store};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -61,6 +62,8 @@ pub(crate) fn routes(state: Arc<State>) -> Router {
     Router::new()
         .route(&format!("{API_PREFIX}/health"), get(health))
         .route(&p("/runs"), get(list_runs).post(ingest))
+        .route(&p("/runs/batch"), axum::routing::post(ingest_batch))
+        .route(&p("/runs/held"), axum::routing::post(held))
         .route(&p("/runs/{run}"), get(get_run).head(head_run))
         .route(&p("/compare"), get(compare_json))
         .route(&p("/compare.md"), get(compare_md))
@@ -220,19 +223,203 @@ async fn ingest(
     // server buffer 32 MiB.
     allow(&state, &project, &headers, Scope::Ingest).await?;
     let body = read_body(request, &state).await?;
-    let text = std::str::from_utf8(&body).map_err(|_| {
-        ApiError::bad_request(
-            "the body is not UTF-8",
-            "send the run export document (perfsleuth show --json RUN)",
-        )
-    })?;
-    let export: RunExport = schema::read_document(text).map_err(|e| {
+    let export: RunExport = schema::read_document(utf8(&body)?).map_err(|e| {
         ApiError::bad_request(
             format!("the body is not a perfsleuth/run document: {e}"),
             "send the run export document (perfsleuth show --json RUN, or run --export-json)",
         )
     })?;
-    let mut run = export.run;
+    let run = accepted(export.run)?;
+    let summaries = wall_summaries(&run);
+    // Authorized again with the body in hand: a token revoked while a
+    // large upload was on its way stores nothing.
+    let done = state
+        .authorized(&project, bearer(&headers)?, Scope::Ingest, move |s| {
+            Ok(s.ingest_run_summarized(&run, Metric::Wall, &summaries)?)
+        })
+        .await?;
+    let doc = ingested(&project, done);
+    let status = if doc.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let mut response = json(
+        status,
+        &IngestDoc {
+            schema: IngestDoc::SCHEMA.to_string(),
+            schema_version: IngestDoc::VERSION,
+            id: doc.id,
+            uuid: doc.uuid,
+            created: doc.created,
+            url: doc.url.clone(),
+        },
+    );
+    if let Ok(v) = HeaderValue::from_str(&doc.url) {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(response)
+}
+
+/// Most runs one `perfsleuth/run-batch` may hold (the body limit bounds
+/// its bytes): a push sends far fewer, and a transaction of more would
+/// hold its locks for long.
+pub const MAX_BATCH_RUNS: usize = 1000;
+
+/// Most UUIDs one `perfsleuth/run-uuids` question may hold.
+pub const MAX_HELD_UUIDS: usize = 10_000;
+
+/// The largest `perfsleuth/run-uuids` body: 10 000 UUIDs and their quotes.
+const HELD_BODY_LIMIT: usize = 1 << 20;
+
+/// `POST …/runs/batch`: several runs stored in one transaction, all or
+/// none; a run the project holds is answered as held, as by `POST …/runs`.
+async fn ingest_batch(
+    axum::extract::State(state): Shared,
+    ApiPath(project): ApiPath<String>,
+    headers: HeaderMap,
+    request: Request,
+) -> Result<Response, ApiError> {
+    allow(&state, &project, &headers, Scope::Ingest).await?;
+    let body = read_body(request, &state).await?;
+    let batch: RunBatchDoc = schema::read_document(utf8(&body)?).map_err(|e| {
+        ApiError::bad_request(
+            format!("the body is not a perfsleuth/run-batch document: {e}"),
+            "send {\"schema\": \"perfsleuth/run-batch\", \"schema_version\": 1, \"runs\": [RUN, …]} (docs/SERVER.md)",
+        )
+    })?;
+    if batch.runs.len() > MAX_BATCH_RUNS {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the batch holds {} runs, more than {MAX_BATCH_RUNS}",
+                batch.runs.len()
+            ),
+            Some(format!("send at most {MAX_BATCH_RUNS} runs a batch")),
+        ));
+    }
+    let total = batch.runs.len();
+    let runs = batch
+        .runs
+        .into_iter()
+        .enumerate()
+        .map(|(i, run)| {
+            accepted(run).map_err(|e| ApiError {
+                error: format!("run {} of {total} in the batch: {}", i + 1, e.error),
+                ..e
+            })
+        })
+        .collect::<Result<Vec<Run>, ApiError>>()?;
+    let summaries: Vec<_> = runs.iter().map(wall_summaries).collect();
+    let done = state
+        .authorized(&project, bearer(&headers)?, Scope::Ingest, move |s| {
+            let incoming: Vec<Incoming<'_>> = runs
+                .iter()
+                .zip(&summaries)
+                .map(|(run, summaries)| Incoming { run, summaries })
+                .collect();
+            Ok(s.ingest_runs(&incoming, Metric::Wall)?)
+        })
+        .await?;
+    let runs: Vec<IngestedRun> = done.into_iter().map(|d| ingested(&project, d)).collect();
+    let status = if runs.iter().any(|r| r.created) {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(json(
+        status,
+        &IngestBatchDoc {
+            schema: IngestBatchDoc::SCHEMA.to_string(),
+            schema_version: IngestBatchDoc::VERSION,
+            runs,
+        },
+    ))
+}
+
+/// `POST …/runs/held`: which of the runs a pushing client has the project
+/// holds, asked once for a whole push (a `HEAD` a run cost a round trip each).
+async fn held(
+    axum::extract::State(state): Shared,
+    ApiPath(project): ApiPath<String>,
+    headers: HeaderMap,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let secret = bearer(&headers)?;
+    // Authorized before the body is read, as every upload is.
+    let (name, asker) = (project.clone(), secret.clone());
+    state
+        .with_store(&project, Access::Read, move |s| {
+            reader_or_pusher(s, &name, asker.as_deref())
+        })
+        .await?;
+    let body = read_limited(request, HELD_BODY_LIMIT).await?;
+    let asked: RunUuidsDoc = schema::read_document(utf8(&body)?).map_err(|e| {
+        ApiError::bad_request(
+            format!("the body is not a perfsleuth/run-uuids document: {e}"),
+            "send {\"schema\": \"perfsleuth/run-uuids\", \"schema_version\": 1, \"uuids\": [UUID, …]}",
+        )
+    })?;
+    if asked.uuids.len() > MAX_HELD_UUIDS {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("{} UUIDs asked, more than {MAX_HELD_UUIDS}", asked.uuids.len()),
+            Some(format!("ask about at most {MAX_HELD_UUIDS} runs at a time")),
+        ));
+    }
+    let mut uuids = Vec::with_capacity(asked.uuids.len());
+    for uuid in asked.uuids {
+        if !is_uuid(&uuid) {
+            return Err(ApiError::bad_request(
+                format!("{uuid:?} is not a UUID"),
+                "ask about runs by their UUIDs (perfsleuth runs --json lists them)",
+            ));
+        }
+        uuids.push(uuid.to_ascii_lowercase());
+    }
+    let name = project.clone();
+    let found = state
+        .with_store(&project, Access::Read, move |s| {
+            reader_or_pusher(s, &name, secret.as_deref())?;
+            let refs: Vec<&str> = uuids.iter().map(String::as_str).collect();
+            Ok(s.runs_by_uuids(&refs)?)
+        })
+        .await?;
+    Ok(json(
+        StatusCode::OK,
+        &HeldDoc {
+            schema: HeldDoc::SCHEMA.to_string(),
+            schema_version: HeldDoc::VERSION,
+            runs: found
+                .into_iter()
+                .map(|(uuid, id)| HeldRun { uuid, id })
+                .collect(),
+        },
+    ))
+}
+
+/// Authorizes a question a pushing client asks (is this run here?): a
+/// token that may ingest or read.
+fn reader_or_pusher(s: &mut dyn Store, project: &str, secret: Option<&str>) -> Result<(), ApiError> {
+    if authorize(s, project, secret, Scope::Ingest).is_err() {
+        authorize(s, project, secret, Scope::Read)?;
+    }
+    Ok(())
+}
+
+/// A body as text; 400 when it is not UTF-8.
+fn utf8(body: &[u8]) -> Result<&str, ApiError> {
+    std::str::from_utf8(body).map_err(|_| {
+        ApiError::bad_request(
+            "the body is not UTF-8",
+            "send a perfsleuth JSON document (docs/SERVER.md)",
+        )
+    })
+}
+
+/// An uploaded run as it is stored: finished, its UUID (when it has one)
+/// a UUID in lower case, each iteration once.
+fn accepted(mut run: Run) -> Result<Run, ApiError> {
     if run.status == RunStatus::Running {
         return Err(ApiError::unprocessable(
             "the run is still running",
@@ -260,36 +447,17 @@ async fn ingest(
             ));
         }
     }
-    let name = project.clone();
-    let summaries = wall_summaries(&run);
-    // Authorized again with the body in hand: a token revoked while a
-    // large upload was on its way stores nothing.
-    let done = state
-        .authorized(&project, bearer(&headers)?, Scope::Ingest, move |s| {
-            Ok(s.ingest_run_summarized(&run, Metric::Wall, &summaries)?)
-        })
-        .await?;
-    let url = format!("{API_PREFIX}/projects/{name}/runs/{}", done.id);
-    let status = if done.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    let mut response = json(
-        status,
-        &IngestDoc {
-            schema: IngestDoc::SCHEMA.to_string(),
-            schema_version: IngestDoc::VERSION,
-            id: done.id,
-            uuid: done.uuid,
-            created: done.created,
-            url: url.clone(),
-        },
-    );
-    if let Ok(v) = HeaderValue::from_str(&url) {
-        response.headers_mut().insert(header::LOCATION, v);
+    Ok(run)
+}
+
+/// What the answer to an upload says of one run stored (or found held).
+fn ingested(project: &str, done: perfsleuth_store::Ingested) -> IngestedRun {
+    IngestedRun {
+        url: format!("{API_PREFIX}/projects/{project}/runs/{}", done.id),
+        id: done.id,
+        uuid: done.uuid,
+        created: done.created,
     }
-    Ok(response)
 }
 
 #[derive(Deserialize)]
@@ -404,9 +572,7 @@ async fn head_run(
     let name = project.clone();
     state
         .with_store(&project, Access::Read, move |s| {
-            if authorize(s, &name, secret.as_deref(), Scope::Ingest).is_err() {
-                authorize(s, &name, secret.as_deref(), Scope::Read)?;
-            }
+            reader_or_pusher(s, &name, secret.as_deref())?;
             run_id(s, &spec).map(|_| StatusCode::OK)
         })
         .await

@@ -6,7 +6,13 @@
 
 use crate::API_PREFIX;
 use crate::auth::valid_project;
-use perfsleuth_model::schema::{ApiErrorDoc, IngestDoc, RunExport};
+use crate::api::MAX_HELD_UUIDS;
+use perfsleuth_model::Run;
+use perfsleuth_model::schema::{
+    self, ApiErrorDoc, Document, HeldDoc, IngestBatchDoc, IngestDoc, RunBatchDoc, RunExport,
+    RunUuidsDoc,
+};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Attempts per request by default: with the backoff below, about half a
@@ -167,17 +173,7 @@ impl Client {
         };
         let body = match serde_json::to_vec(&*export) {
             Ok(b) => b,
-            Err(e) => {
-                return (
-                    Err(PushError {
-                        message: format!("cannot serialise the run: {e}"),
-                        hint: "please report this".into(),
-                        status: None,
-                        usage: true,
-                    }),
-                    answered(failed),
-                );
-            }
+            Err(e) => return (Err(unserialisable(&e)), answered(failed)),
         };
         let url = self.runs_url();
         let answer = self.with_retries(&mut failed, || self.send("POST", &url, Some(&body)));
@@ -205,6 +201,115 @@ impl Client {
             Err(e) => Err(e),
         };
         (result, attempts)
+    }
+
+    /// Which of `uuids` the project holds (UUID → server id), asked a
+    /// [`MAX_HELD_UUIDS`] at a time with one request each, and the attempts
+    /// it took; `Ok(None)` from a server too old to answer in one request
+    /// (ask run by run then, [`Client::push_lazily`]).
+    pub fn held(&self, uuids: &[&str]) -> (Result<Option<BTreeMap<String, i64>>, PushError>, u32) {
+        let mut failed = 0;
+        let mut held = BTreeMap::new();
+        let url = format!("{}/held", self.runs_url());
+        for chunk in uuids.chunks(MAX_HELD_UUIDS) {
+            let doc = RunUuidsDoc {
+                schema: RunUuidsDoc::SCHEMA.to_string(),
+                schema_version: RunUuidsDoc::VERSION,
+                uuids: chunk.iter().map(|u| u.to_string()).collect(),
+            };
+            let body = match serde_json::to_vec(&doc) {
+                Ok(b) => b,
+                Err(e) => return (Err(unserialisable(&e)), failed + 1),
+            };
+            let answer = self.with_retries(&mut failed, || self.send("POST", &url, Some(&body)));
+            let a = match answer {
+                Ok(a) => a,
+                Err(e) => return (Err(e), failed),
+            };
+            if older_server(&a) {
+                return (Ok(None), failed + 1);
+            }
+            if a.status != 200 {
+                return (Err(refusal(&a, &self.project)), failed + 1);
+            }
+            match schema::read_document::<HeldDoc>(&a.body) {
+                Ok(doc) => held.extend(doc.runs.into_iter().map(|r| (r.uuid, r.id))),
+                Err(e) => return (Err(not_ours(a.status, &e)), failed + 1),
+            }
+        }
+        (Ok(Some(held)), failed + 1)
+    }
+
+    /// Sends `batch`'s runs in one request, stored on the server in one
+    /// transaction, and the attempts it took. `Ok`: what happened to each
+    /// run, in order, up to the first that failed (the rest are not tried);
+    /// `Err`: none was stored. A batch the server refuses as a whole for
+    /// what one of its runs holds (400, 413, 422) is sent again a run at a
+    /// time, so the runs before that one are stored and the refusal names it.
+    pub fn push_batch(
+        &self,
+        batch: &Batch,
+    ) -> (Result<Vec<Result<Pushed, PushError>>, PushError>, u32) {
+        let mut failed = 0;
+        let (url, body) = (format!("{}/batch", self.runs_url()), batch.body());
+        let answer = self.with_retries(&mut failed, || self.send("POST", &url, Some(&body)));
+        let a = match answer {
+            Ok(a) => a,
+            Err(e) => return (Err(e), failed),
+        };
+        let mut attempts = failed + 1;
+        if matches!(a.status, 400 | 413 | 422) && batch.len() > 1 {
+            let mut out = Vec::with_capacity(batch.len());
+            for part in &batch.parts {
+                let one = Batch {
+                    parts: vec![part.clone()],
+                };
+                let (result, tries) = self.push_batch(&one);
+                attempts += tries;
+                match result {
+                    Ok(mut pushed) => out.append(&mut pushed),
+                    Err(e) => out.push(Err(e)),
+                }
+                if matches!(out.last(), Some(Err(_))) {
+                    break;
+                }
+            }
+            return (Ok(out), attempts);
+        }
+        if a.status != 200 && a.status != 201 {
+            return (Err(refusal(&a, &self.project)), attempts);
+        }
+        let doc = match schema::read_document::<IngestBatchDoc>(&a.body) {
+            Ok(doc) if doc.runs.len() == batch.len() => doc,
+            Ok(doc) => {
+                return (
+                    Err(PushError {
+                        message: format!(
+                            "the server answered for {} runs of a batch of {}",
+                            doc.runs.len(),
+                            batch.len()
+                        ),
+                        hint: "check that --server names a perfsleuth server".into(),
+                        status: Some(a.status),
+                        usage: true,
+                    }),
+                    attempts,
+                );
+            }
+            Err(e) => return (Err(not_ours(a.status, &e)), attempts),
+        };
+        let pushed = doc
+            .runs
+            .into_iter()
+            .map(|r| {
+                Ok(if r.created {
+                    Pushed::Sent(r.id)
+                } else {
+                    Pushed::Present(Some(r.id))
+                })
+            })
+            .collect();
+        (Ok(pushed), attempts)
     }
 
     /// Repeats `request` while it fails on the network or with a 5xx, 408
@@ -292,6 +397,97 @@ impl Client {
             response.body_mut().read_to_string().map_err(transport)?
         };
         Ok(Answer { status, body })
+    }
+}
+
+/// Runs to send in one request ([`Client::push_batch`]), each serialised
+/// once as it is added, so a push knows a batch's size before it sends it.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    parts: Vec<Vec<u8>>,
+}
+
+impl Batch {
+    /// The bytes a batch is sent at once it holds this many: far below the
+    /// server's default body limit of 32 MiB, and a transaction short enough
+    /// not to hold other pushers up.
+    pub const BYTES: usize = 4 << 20;
+
+    /// The runs a batch is sent at once it holds this many.
+    pub const RUNS: usize = 100;
+
+    /// Adds `run` (serialised now).
+    pub fn add(&mut self, run: &Run) -> Result<(), PushError> {
+        self.parts
+            .push(serde_json::to_vec(run).map_err(|e| unserialisable(&e))?);
+        Ok(())
+    }
+
+    /// The runs it holds.
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Whether it is as large as a batch gets ([`Batch::BYTES`], [`Batch::RUNS`]).
+    pub fn is_full(&self) -> bool {
+        self.parts.len() >= Batch::RUNS || self.bytes() >= Batch::BYTES
+    }
+
+    fn bytes(&self) -> usize {
+        self.parts.iter().map(|p| p.len() + 1).sum()
+    }
+
+    /// The `perfsleuth/run-batch` document, its runs written as they were
+    /// serialised (a second serialisation of every run cost as much as the first).
+    fn body(&self) -> Vec<u8> {
+        let head = format!(
+            "{{\"schema\":\"{}\",\"schema_version\":{},\"runs\":[",
+            RunBatchDoc::SCHEMA,
+            RunBatchDoc::VERSION
+        );
+        let mut body = Vec::with_capacity(head.len() + self.bytes() + 2);
+        body.extend_from_slice(head.as_bytes());
+        for (i, part) in self.parts.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(part);
+        }
+        body.extend_from_slice(b"]}");
+        body
+    }
+}
+
+/// Whether `a` says the server has no such endpoint: a server older than
+/// batches answers `POST …/runs/held` with 405 (the path names a run,
+/// which it only reads) or 404 without a `perfsleuth/error`.
+fn older_server(a: &Answer) -> bool {
+    a.status == 405
+        || (a.status == 404 && serde_json::from_str::<ApiErrorDoc>(&a.body).is_err())
+}
+
+/// A document this client could not serialise.
+fn unserialisable(e: &serde_json::Error) -> PushError {
+    PushError {
+        message: format!("cannot serialise the run: {e}"),
+        hint: "please report this".into(),
+        status: None,
+        usage: true,
+    }
+}
+
+/// An answer that is not the document a perfsleuth server sends.
+fn not_ours(status: u16, e: &schema::ReadError) -> PushError {
+    PushError {
+        message: format!("the server's answer is not a perfsleuth document: {e}"),
+        hint: "check that --server names a perfsleuth server".into(),
+        status: Some(status),
+        usage: true,
     }
 }
 

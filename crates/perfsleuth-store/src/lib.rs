@@ -40,7 +40,7 @@ pub use location::StoreUrl;
 pub use migrations::{APPLICATION_ID, STORE_SCHEMA_VERSION};
 pub use postgres::PgStore;
 pub use queries::new_uuid as new_run_uuid;
-pub use queries::{Admin, Backend, LIST_PAGE, RunReader, RunWriter};
+pub use queries::{Admin, Backend, Incoming, LIST_PAGE, RunReader, RunWriter};
 pub use sql::statements_issued;
 pub use sqlite::{BUSY_TIMEOUT, SqliteStore};
 

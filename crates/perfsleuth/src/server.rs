@@ -12,8 +12,8 @@ use perfsleuth_model::exit::ExitCode;
 use perfsleuth_model::quantity::MISSING;
 use perfsleuth_model::schema::{Document, PushDoc, PushedRun, TokenInfo, TokensDoc};
 use perfsleuth_server::auth::{Scope, hash_secret, new_secret, valid_project};
-use perfsleuth_server::client::{Client, Pushed};
-use perfsleuth_store::{Store, TokenRecord};
+use perfsleuth_server::client::{Batch, Client, PushError, Pushed};
+use perfsleuth_store::{RunListing, Store, TokenRecord};
 
 /// `perfsleuth serve`.
 pub fn serve(args: ServeArgs) -> Result<i32, Fail> {
@@ -365,76 +365,42 @@ fn push_ids(
         project: target.project.clone().unwrap_or_default(),
         runs: Vec::new(),
     };
-    let mut first_failure: Option<(i64, perfsleuth_server::client::PushError)> = None;
+    // Every run's listing first: one not found or still running stops the
+    // push before anything is sent.
+    let mut listings = Vec::with_capacity(ids.len());
     for &id in ids {
-        if let Some((failed, _)) = &first_failure {
-            // The server refused or is away: the next runs would fare the
-            // same, so they are not tried — but each is still reported.
-            doc.runs.push(PushedRun {
-                local_id: id,
-                // Its listing, not the whole run: only the UUID is reported.
-                uuid: store
-                    .run_listing(id)
-                    .ok()
-                    .flatten()
-                    .and_then(|r| r.uuid)
-                    .unwrap_or_default(),
-                outcome: "not_attempted".into(),
-                server_id: None,
-                attempts: 0,
-                error: Some(format!("not tried after run {failed} failed")),
-            });
-            continue;
-        }
-        let not_found = || {
+        let listing = store.run_listing(id).map_err(Fail::from)?.ok_or_else(|| {
             Fail::usage(
                 format!("run {id} not found"),
                 "list the stored runs with `perfsleuth runs`",
             )
-        };
-        // Its listing first: a run the server already holds is neither
-        // loaded nor exported (seconds for a big one).
-        let listing = store
-            .run_listing(id)
-            .map_err(Fail::from)?
-            .ok_or_else(not_found)?;
+        })?;
         if listing.status == perfsleuth_model::RunStatus::Running {
             return Err(Fail::usage(
                 format!("run {id} is still running"),
                 "push it once it has finished",
             ));
         }
-        let mut load_failed: Option<Fail> = None;
-        let (result, attempts) = client.push_lazily(listing.uuid.as_deref(), || {
-            let loaded = store
-                .load_run(id)
-                .map_err(Fail::from)
-                .and_then(|r| r.ok_or_else(not_found));
-            match loaded {
-                Ok(run) => {
-                    let analysis = perfsleuth_summary::analyze(&run, None);
-                    Ok(std::borrow::Cow::Owned(perfsleuth_report::export_json(
-                        &run, &analysis,
-                    )))
-                }
-                Err(fail) => {
-                    let error = perfsleuth_server::client::PushError {
-                        message: fail.to_string(),
-                        hint: String::new(),
-                        status: None,
-                        usage: true,
-                    };
-                    load_failed = Some(fail);
-                    Err(error)
-                }
-            }
-        });
-        if let Some(fail) = load_failed {
-            return Err(fail);
-        }
+        listings.push(listing);
+    }
+    let outcomes = send_runs(store, client, &listings);
+    let mut first_failure: Option<(i64, PushError)> = None;
+    for (listing, outcome) in listings.iter().zip(outcomes) {
+        let id = listing.id;
         let uuid = listing.uuid.clone().unwrap_or_default();
-        let entry = match result {
-            Ok(Pushed::Sent(server_id)) => PushedRun {
+        let entry = match outcome {
+            Outcome::Untried => PushedRun {
+                local_id: id,
+                uuid,
+                outcome: "not_attempted".into(),
+                server_id: None,
+                attempts: 0,
+                error: Some(format!(
+                    "not tried after run {} failed",
+                    first_failure.as_ref().map_or(id, |f| f.0)
+                )),
+            },
+            Outcome::Done(Ok(Pushed::Sent(server_id)), attempts) => PushedRun {
                 local_id: id,
                 uuid,
                 outcome: "sent".into(),
@@ -442,7 +408,7 @@ fn push_ids(
                 attempts,
                 error: None,
             },
-            Ok(Pushed::Present(server_id)) => PushedRun {
+            Outcome::Done(Ok(Pushed::Present(server_id)), attempts) => PushedRun {
                 local_id: id,
                 uuid,
                 outcome: "present".into(),
@@ -450,7 +416,7 @@ fn push_ids(
                 attempts,
                 error: None,
             },
-            Err(e) => {
+            Outcome::Done(Err(e), attempts) => {
                 let entry = PushedRun {
                     local_id: id,
                     uuid,
@@ -522,4 +488,129 @@ fn push_ids(
         None => Ok(ExitCode::OK),
         Some((_, e)) => Err(Fail::usage(e.message, e.hint)),
     }
+}
+
+/// What became of one run of a push.
+enum Outcome {
+    /// Sent or found on the server, or failed; with the attempts it took.
+    Done(Result<Pushed, PushError>, u32),
+    /// Not tried: an earlier run failed (the server refused or is away).
+    Untried,
+}
+
+/// Sends the runs of `listings` the server lacks, a batch at a time (each
+/// one request and one transaction on the server), after asking once which
+/// it holds; what became of each run, in order. A run the server holds is
+/// neither loaded nor exported (seconds for a big one). After a failure the
+/// runs not yet sent are not tried: the next ones would fare the same.
+fn send_runs(store: &dyn Store, client: &Client, listings: &[RunListing]) -> Vec<Outcome> {
+    let uuids: Vec<&str> = listings.iter().filter_map(|l| l.uuid.as_deref()).collect();
+    let (asked, asking) = client.held(&uuids);
+    let held = match asked {
+        Ok(Some(held)) => held,
+        Ok(None) => return send_one_by_one(store, client, listings),
+        Err(e) => {
+            let mut out = vec![Outcome::Done(Err(e), asking)];
+            out.extend(listings.iter().skip(1).map(|_| Outcome::Untried));
+            return out;
+        }
+    };
+    // A run counts the question's unanswered tries with its own.
+    let unanswered = asking.saturating_sub(1);
+    let mut out: Vec<Option<Outcome>> = listings.iter().map(|_| None).collect();
+    let mut batch = Batch::default();
+    let mut members: Vec<usize> = Vec::new();
+    let mut failed = false;
+    // Sends the batch; false when a run of it failed or none was stored.
+    let send = |batch: &mut Batch, members: &mut Vec<usize>, out: &mut [Option<Outcome>]| {
+        let (result, attempts) = client.push_batch(batch);
+        let attempts = attempts + unanswered;
+        let complete = match result {
+            Ok(pushed) => {
+                let all = pushed.len() == members.len() && pushed.iter().all(Result::is_ok);
+                for (&i, p) in members.iter().zip(pushed) {
+                    out[i] = Some(Outcome::Done(p, attempts));
+                }
+                all
+            }
+            Err(e) => {
+                out[members[0]] = Some(Outcome::Done(Err(e), attempts));
+                false
+            }
+        };
+        *batch = Batch::default();
+        members.clear();
+        complete
+    };
+    for (i, listing) in listings.iter().enumerate() {
+        let present = listing
+            .uuid
+            .as_deref()
+            .and_then(|u| held.get(&u.to_ascii_lowercase()));
+        if let Some(&server_id) = present {
+            out[i] = Some(Outcome::Done(Ok(Pushed::Present(Some(server_id))), asking));
+            continue;
+        }
+        let added = exported(store, listing.id).and_then(|run| batch.add(&run));
+        if let Err(e) = added {
+            // What was gathered before it goes; then the push stops here.
+            if batch.is_empty() || send(&mut batch, &mut members, &mut out) {
+                out[i] = Some(Outcome::Done(Err(e), asking));
+            }
+            failed = true;
+            break;
+        }
+        members.push(i);
+        if batch.is_full() && !send(&mut batch, &mut members, &mut out) {
+            failed = true;
+            break;
+        }
+    }
+    if !failed && !batch.is_empty() {
+        send(&mut batch, &mut members, &mut out);
+    }
+    out.into_iter()
+        .map(|o| o.unwrap_or(Outcome::Untried))
+        .collect()
+}
+
+/// [`send_runs`] to a server older than batches: a question and an upload a run.
+fn send_one_by_one(store: &dyn Store, client: &Client, listings: &[RunListing]) -> Vec<Outcome> {
+    let mut out = Vec::with_capacity(listings.len());
+    for listing in listings {
+        if matches!(out.last(), Some(Outcome::Done(Err(_), _) | Outcome::Untried)) {
+            out.push(Outcome::Untried);
+            continue;
+        }
+        let (result, attempts) = client.push_lazily(listing.uuid.as_deref(), || {
+            let run = exported(store, listing.id)?;
+            let analysis = perfsleuth_summary::analyze(&run, None);
+            Ok(std::borrow::Cow::Owned(perfsleuth_report::export_json(
+                &run, &analysis,
+            )))
+        });
+        out.push(Outcome::Done(result, attempts));
+    }
+    out
+}
+
+/// Run `id` loaded to be sent; an error of the user's (exit 2) when it cannot be.
+fn exported(store: &dyn Store, id: i64) -> Result<perfsleuth_model::Run, PushError> {
+    let loaded = store
+        .load_run(id)
+        .map_err(Fail::from)
+        .and_then(|r| {
+            r.ok_or_else(|| {
+                Fail::usage(
+                    format!("run {id} not found"),
+                    "list the stored runs with `perfsleuth runs`",
+                )
+            })
+        });
+    loaded.map_err(|fail| PushError {
+        message: fail.message,
+        hint: fail.hint,
+        status: None,
+        usage: true,
+    })
 }

@@ -23,6 +23,81 @@ pub struct IngestDoc {
 }
 document!(IngestDoc, "perfsleuth/ingest", crate::SCHEMA_VERSION);
 
+/// `perfsleuth/run-batch`: several runs uploaded in one request
+/// (`POST /api/v1/projects/{project}/runs/batch`), stored in one transaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunBatchDoc {
+    /// Always `"perfsleuth/run-batch"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// The runs, each as a `perfsleuth/run` document's `run` (the server
+    /// derives what it needs; the document's `summary` would be sent for nothing).
+    pub runs: Vec<crate::Run>,
+}
+document!(RunBatchDoc, "perfsleuth/run-batch", crate::SCHEMA_VERSION);
+
+/// `perfsleuth/ingest-batch`: what the team server did with each run of a
+/// `perfsleuth/run-batch`, in the order sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IngestBatchDoc {
+    /// Always `"perfsleuth/ingest-batch"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// One entry per run sent.
+    pub runs: Vec<IngestedRun>,
+}
+document!(IngestBatchDoc, "perfsleuth/ingest-batch", crate::SCHEMA_VERSION);
+
+/// One run of a batch, as stored ([`IngestBatchDoc`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IngestedRun {
+    /// The run's id on the server.
+    pub id: i64,
+    /// The run's UUID (the uploaded one, or a new one when it had none).
+    pub uuid: String,
+    /// False when the project already held a run with this UUID (or an
+    /// earlier run of the batch had it): nothing was written.
+    pub created: bool,
+    /// The run's path on the server.
+    pub url: String,
+}
+
+/// `perfsleuth/run-uuids`: the runs a pushing client asks the team server
+/// about (`POST /api/v1/projects/{project}/runs/held`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunUuidsDoc {
+    /// Always `"perfsleuth/run-uuids"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// Run UUIDs, at most 10 000.
+    pub uuids: Vec<String>,
+}
+document!(RunUuidsDoc, "perfsleuth/run-uuids", crate::SCHEMA_VERSION);
+
+/// `perfsleuth/held`: which of the UUIDs asked the project holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HeldDoc {
+    /// Always `"perfsleuth/held"`.
+    pub schema: String,
+    /// Layout version.
+    pub schema_version: u32,
+    /// The runs held, by UUID (lower case); a UUID asked and not here is not held.
+    pub runs: Vec<HeldRun>,
+}
+document!(HeldDoc, "perfsleuth/held", crate::SCHEMA_VERSION);
+
+/// One run the team server holds ([`HeldDoc`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HeldRun {
+    /// Its UUID.
+    pub uuid: String,
+    /// Its id on the server.
+    pub id: i64,
+}
+
 /// `perfsleuth/error`: why a team server request failed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ApiErrorDoc {

@@ -39,6 +39,34 @@ pub(crate) fn run_with_uuid<D: Backend + ?Sized>(
     .transpose()
 }
 
+/// The ids of the project's runs among `uuids` (UUID → id), a statement
+/// per [`crate::queries::ID_CHUNK`] UUIDs: what a push of many runs asks
+/// once, and a batch ingest looks up before it writes.
+pub(crate) fn runs_with_uuids<D: Backend + ?Sized>(
+    db: &D,
+    uuids: &[&str],
+) -> Result<BTreeMap<String, i64>, StoreError> {
+    let mut held = BTreeMap::new();
+    for chunk in uuids.chunks(crate::queries::ID_CHUNK) {
+        let mut params = vals![db.project()].to_vec();
+        let marks: Vec<String> = chunk
+            .iter()
+            .map(|u| {
+                params.push(Val::from(*u));
+                format!("?{}", params.len())
+            })
+            .collect();
+        let sql = format!(
+            "SELECT uuid, id FROM runs WHERE project = ?1 AND uuid IN ({})",
+            marks.join(", ")
+        );
+        for row in db.query(&sql, &params)? {
+            held.insert(row.text(0)?, row.int(1)?);
+        }
+    }
+    Ok(held)
+}
+
 /// [`crate::RunReader::load_run`] and, without the sampled profiles,
 /// [`crate::RunReader::load_run_measurements`].
 pub(crate) fn read_run<D: Backend + ?Sized>(

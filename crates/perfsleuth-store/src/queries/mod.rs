@@ -18,7 +18,7 @@ mod read;
 mod write;
 pub use admin::Admin;
 pub use read::{LIST_PAGE, RunReader};
-pub use write::RunWriter;
+pub use write::{Incoming, RunWriter};
 
 /// A handle on a store, SQLite or PostgreSQL, in one project: what every
 /// role shares. Only this crate's two backends implement it.

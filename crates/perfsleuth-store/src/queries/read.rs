@@ -69,6 +69,12 @@ pub trait RunReader: Backend {
         run_with_uuid(self, uuid)
     }
 
+    /// The ids of the project's runs among `uuids`, by UUID (those it lacks
+    /// are absent): one statement per 500 UUIDs.
+    fn runs_by_uuids(&self, uuids: &[&str]) -> Result<BTreeMap<String, i64>, StoreError> {
+        crate::queries::load::runs_with_uuids(self, uuids)
+    }
+
     /// Loads a whole run: environment merged from its env row and context, benchmarks in insertion order, samples in iteration order, probe results in the order stored; `Ok(None)` if no such id.
     fn load_run(&self, id: i64) -> Result<Option<Run>, StoreError> {
         read_run(self, id, true)

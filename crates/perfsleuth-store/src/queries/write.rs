@@ -10,7 +10,7 @@ use crate::hash::sha256_hex;
 use crate::queries::Backend;
 use crate::queries::SAMPLE_COLUMNS;
 use crate::queries::json;
-use crate::queries::load::run_with_uuid;
+use crate::queries::load::runs_with_uuids;
 use crate::queries::new_uuid;
 use crate::queries::to_i64;
 use crate::sql::Row;
@@ -29,6 +29,7 @@ use perfsleuth_model::RunStatus;
 use perfsleuth_model::Sample;
 use perfsleuth_model::StackProfile;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -217,20 +218,37 @@ pub trait RunWriter: Backend {
         metric: Metric,
         summaries: &[Option<MetricSummary>],
     ) -> Result<Ingested, StoreError> {
-        let uuid = run.uuid.clone().unwrap_or_else(new_uuid);
-        match ingest_once(self, run, &uuid, metric, summaries) {
-            // Another connection stored the same run between our look-up and
-            // our insert (PostgreSQL writers do not serialise): it is there now.
-            Err(StoreError::Conflict(what)) => match run_with_uuid(self, &uuid)? {
-                Some(id) => Ok(Ingested {
-                    id,
-                    uuid,
-                    created: false,
-                    benchmark_ids: Vec::new(),
-                }),
-                None => Err(StoreError::Conflict(what)),
-            },
-            other => other,
+        let mut done = self.ingest_runs(&[Incoming { run, summaries }], metric)?;
+        done.pop()
+            .ok_or_else(|| StoreError::NotFound("the ingested run".into()))
+    }
+
+    /// [`RunWriter::ingest_run_summarized`] of several runs in one
+    /// transaction: all stored or none. What each run became, in order; a
+    /// run whose UUID the project holds, or that an earlier run of `runs`
+    /// has, is not written again (`created` false, the held run's id).
+    /// A batch of pushed runs costs one commit and a statement per table,
+    /// where a transaction each cost a commit and seven statements a run.
+    fn ingest_runs(
+        &mut self,
+        runs: &[Incoming<'_>],
+        metric: Metric,
+    ) -> Result<Vec<Ingested>, StoreError> {
+        let uuids: Vec<String> = runs
+            .iter()
+            .map(|r| r.run.uuid.clone().unwrap_or_else(new_uuid))
+            .collect();
+        let mut conflicts = 0;
+        loop {
+            match ingest_batch(self, runs, &uuids, metric) {
+                // Another connection stored one of these runs between our
+                // look-up and our insert (PostgreSQL writers do not
+                // serialise): the look-up finds it on the next try.
+                Err(StoreError::Conflict(_)) if conflicts < INGEST_CONFLICT_RETRIES => {
+                    conflicts += 1;
+                }
+                other => return other,
+            }
         }
     }
 
@@ -616,68 +634,108 @@ pub(crate) fn set_benchmark_json<D: Backend + ?Sized>(
     Ok(())
 }
 
-pub(crate) fn ingest_once<D: Backend + ?Sized>(
+/// How often [`RunWriter::ingest_runs`] tries again after a concurrent
+/// writer stored one of its runs first; more conflicts than this are not
+/// that race, and are returned.
+const INGEST_CONFLICT_RETRIES: usize = 3;
+
+/// One run for [`RunWriter::ingest_runs`], with the summaries to cache with it.
+#[derive(Debug, Clone, Copy)]
+pub struct Incoming<'r> {
+    /// The run, stored whole.
+    pub run: &'r Run,
+    /// The summaries of its benchmarks, by position (`None` or missing: none).
+    pub summaries: &'r [Option<MetricSummary>],
+}
+
+/// One try of [`RunWriter::ingest_runs`]: `uuids[i]` is `runs[i]`'s.
+fn ingest_batch<D: Backend + ?Sized>(
     db: &D,
-    run: &Run,
-    uuid: &str,
+    runs: &[Incoming<'_>],
+    uuids: &[String],
     metric: Metric,
-    summaries: &[Option<MetricSummary>],
-) -> Result<Ingested, StoreError> {
+) -> Result<Vec<Ingested>, StoreError> {
     let place = db.location();
     transaction(db, true, || {
-        if let Some(id) = run_with_uuid(db, uuid)? {
-            return Ok(Ingested {
+        let asked: Vec<&str> = uuids.iter().map(String::as_str).collect();
+        let mut held = runs_with_uuids(db, &asked)?;
+        let mut out: Vec<Ingested> = Vec::with_capacity(runs.len());
+        // Each new run's id → its place in `runs`.
+        let mut new: HashMap<i64, usize> = HashMap::new();
+        for (i, (incoming, uuid)) in runs.iter().zip(uuids).enumerate() {
+            let run = incoming.run;
+            if let Some(&id) = held.get(uuid) {
+                out.push(Ingested {
+                    id,
+                    uuid: uuid.clone(),
+                    created: false,
+                    benchmark_ids: Vec::new(),
+                });
+                continue;
+            }
+            // A run still `running` where it came from is stored as it was sent.
+            let id = insert_run(db, run, uuid, run.status, run.ended_at.as_deref())?;
+            held.insert(uuid.clone(), id);
+            new.insert(id, i);
+            out.push(Ingested {
                 id,
-                uuid: uuid.to_string(),
-                created: false,
-                benchmark_ids: Vec::new(),
+                uuid: uuid.clone(),
+                created: true,
+                benchmark_ids: vec![0; run.benchmarks.len()],
             });
         }
-        // A run still `running` where it came from is stored as it was sent.
-        let id = insert_run(db, run, uuid, run.status, run.ended_at.as_deref())?;
-        // A statement per few hundred rows, not one per benchmark: what a
-        // run of 20 benchmarks or an import of 100 000 costs on a server.
-        let benches = run
-            .benchmarks
-            .iter()
-            .enumerate()
-            .map(|(position, b)| benchmark_values(place, id, position as i64, b))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut ids = vec![0i64; run.benchmarks.len()];
+        // A statement per few hundred rows for every new run together, not
+        // one per benchmark or per run: what a run of 20 benchmarks, a
+        // batch of pushed runs or an import of 100 000 costs.
+        let mut benches = Vec::new();
+        for (i, done) in out.iter().enumerate().filter(|(_, d)| d.created) {
+            for (position, b) in runs[i].run.benchmarks.iter().enumerate() {
+                benches.push(benchmark_values(place, done.id, position as i64, b)?);
+            }
+        }
         let into = format!("benchmarks ({BENCHMARK_COLUMNS})");
-        // Each id comes back with its position: the order of RETURNING
-        // rows is not a promise either database makes.
-        for row in insert_rows(db, &into, 13, &benches, Tail::Returning("id, position"))? {
-            let slot = usize::try_from(row.int(1)?)
-                .ok()
-                .and_then(|p| ids.get_mut(p))
+        // Each id comes back with its run and position: the order of
+        // RETURNING rows is not a promise either database makes.
+        for row in insert_rows(
+            db,
+            &into,
+            13,
+            &benches,
+            Tail::Returning("id, run_id, position"),
+        )? {
+            let slot = new
+                .get(&row.int(1)?)
+                .and_then(|&i| {
+                    let p = usize::try_from(row.int(2).ok()?).ok()?;
+                    out[i].benchmark_ids.get_mut(p)
+                })
                 .ok_or_else(|| StoreError::NotFound("inserted benchmark".into()))?;
             *slot = row.int(0)?;
         }
         let mut samples = Vec::new();
-        for (bench, &bench_id) in run.benchmarks.iter().zip(&ids) {
-            for s in &bench.samples {
-                samples.push(sample_values(place, bench_id, s)?);
+        let mut cached: Vec<(i64, MetricSummary)> = Vec::new();
+        for (i, done) in out.iter().enumerate().filter(|(_, d)| d.created) {
+            let run = runs[i].run;
+            for (bench, &bench_id) in run.benchmarks.iter().zip(&done.benchmark_ids) {
+                for s in &bench.samples {
+                    samples.push(sample_values(place, bench_id, s)?);
+                }
             }
+            for (position, p) in run.probes.iter().enumerate() {
+                insert_probe(db, done.id, position as i64, p)?;
+            }
+            cached.extend(
+                done.benchmark_ids
+                    .iter()
+                    .zip(runs[i].summaries)
+                    .filter_map(|(&id, s)| s.map(|s| (id, s))),
+            );
         }
         insert_samples(db, &samples)?;
-        for (position, p) in run.probes.iter().enumerate() {
-            insert_probe(db, id, position as i64, p)?;
-        }
-        let cached: Vec<(i64, MetricSummary)> = ids
-            .iter()
-            .zip(summaries)
-            .filter_map(|(&id, s)| s.map(|s| (id, s)))
-            .collect();
         if !cached.is_empty() {
             upsert_summaries(db, metric, &cached)?;
         }
-        Ok(Ingested {
-            id,
-            uuid: uuid.to_string(),
-            created: true,
-            benchmark_ids: ids,
-        })
+        Ok(out)
     })
 }
 
