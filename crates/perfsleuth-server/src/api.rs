@@ -363,7 +363,10 @@ async fn held(
     if asked.uuids.len() > MAX_HELD_UUIDS {
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("{} UUIDs asked, more than {MAX_HELD_UUIDS}", asked.uuids.len()),
+            format!(
+                "{} UUIDs asked, more than {MAX_HELD_UUIDS}",
+                asked.uuids.len()
+            ),
             Some(format!("ask about at most {MAX_HELD_UUIDS} runs at a time")),
         ));
     }
@@ -400,7 +403,11 @@ async fn held(
 
 /// Authorizes a question a pushing client asks (is this run here?): a
 /// token that may ingest or read.
-fn reader_or_pusher(s: &mut dyn Store, project: &str, secret: Option<&str>) -> Result<(), ApiError> {
+fn reader_or_pusher(
+    s: &mut dyn Store,
+    project: &str,
+    secret: Option<&str>,
+) -> Result<(), ApiError> {
     if authorize(s, project, secret, Scope::Ingest).is_err() {
         authorize(s, project, secret, Scope::Read)?;
     }

@@ -5,8 +5,8 @@
 //! UUID, and the client asks (`HEAD …/runs/{uuid}`) before sending one.
 
 use crate::API_PREFIX;
-use crate::auth::valid_project;
 use crate::api::MAX_HELD_UUIDS;
+use crate::auth::valid_project;
 use perfsleuth_model::Run;
 use perfsleuth_model::schema::{
     self, ApiErrorDoc, Document, HeldDoc, IngestBatchDoc, IngestDoc, RunBatchDoc, RunExport,
@@ -467,8 +467,7 @@ impl Batch {
 /// batches answers `POST …/runs/held` with 405 (the path names a run,
 /// which it only reads) or 404 without a `perfsleuth/error`.
 fn older_server(a: &Answer) -> bool {
-    a.status == 405
-        || (a.status == 404 && serde_json::from_str::<ApiErrorDoc>(&a.body).is_err())
+    a.status == 405 || (a.status == 404 && serde_json::from_str::<ApiErrorDoc>(&a.body).is_err())
 }
 
 /// A document this client could not serialise.

@@ -33,6 +33,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     schema::RUN_BISECTION,
     schema::BENCHMARK_BINARY,
     schema::READ_INDEXES,
+    schema::SAMPLE_KEY_PER_STATEMENT,
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

@@ -145,7 +145,45 @@ pub(crate) const PG_MIGRATIONS: &[&str] = &[
         WHERE binary_sha256 IS NOT NULL;",
     "CREATE INDEX benchmarks_name ON benchmarks (name, run_id);
     CREATE INDEX runs_started ON runs (project, started_at, id);",
+    SAMPLE_KEY_PER_STATEMENT,
 ];
+
+/// Version 16: `samples.benchmark_id`'s foreign key checked once per
+/// statement instead of once per row. PostgreSQL checks a row-level key
+/// with a query of its own per row; a pushed run's 200 samples made that
+/// 46 % of the database's time when a batch of runs is ingested (`perf
+/// record`, docs/PERFORMANCE.md). The same guarantees: a statement that
+/// inserts a sample of no benchmark fails (SQLSTATE 23503), the benchmarks
+/// named are locked `FOR KEY SHARE` until commit as the key's own check
+/// locks them, and deleting benchmarks deletes their samples.
+const SAMPLE_KEY_PER_STATEMENT: &str = "ALTER TABLE samples DROP CONSTRAINT IF EXISTS samples_benchmark_id_fkey;
+    CREATE FUNCTION perfsleuth_samples_key() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        missing BIGINT;
+    BEGIN
+        PERFORM 1 FROM benchmarks WHERE id IN (SELECT benchmark_id FROM new_samples) FOR KEY SHARE;
+        SELECT n.benchmark_id INTO missing FROM (SELECT DISTINCT benchmark_id FROM new_samples) n
+            WHERE NOT EXISTS (SELECT 1 FROM benchmarks b WHERE b.id = n.benchmark_id) LIMIT 1;
+        IF missing IS NOT NULL THEN
+            RAISE EXCEPTION 'insert or update on table \"samples\" violates its key on benchmarks: benchmark % does not exist', missing
+                USING ERRCODE = 'foreign_key_violation';
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER samples_key_inserted AFTER INSERT ON samples
+        REFERENCING NEW TABLE AS new_samples
+        FOR EACH STATEMENT EXECUTE FUNCTION perfsleuth_samples_key();
+    CREATE TRIGGER samples_key_updated AFTER UPDATE ON samples
+        REFERENCING NEW TABLE AS new_samples
+        FOR EACH STATEMENT EXECUTE FUNCTION perfsleuth_samples_key();
+    CREATE FUNCTION perfsleuth_benchmarks_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM samples WHERE benchmark_id IN (SELECT id FROM old_benchmarks);
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER benchmarks_deleted AFTER DELETE ON benchmarks
+        REFERENCING OLD TABLE AS old_benchmarks
+        FOR EACH STATEMENT EXECUTE FUNCTION perfsleuth_benchmarks_deleted();";
 
 /// A perfsleuth store in a PostgreSQL database; its operations are the [`crate::Store`] trait's.
 pub struct PgStore {

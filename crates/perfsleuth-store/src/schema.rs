@@ -145,6 +145,12 @@ pub(crate) const BENCHMARK_BINARY: &str = "ALTER TABLE benchmarks ADD COLUMN bin
 pub(crate) const READ_INDEXES: &str = "CREATE INDEX benchmarks_name ON benchmarks (name, run_id);
     CREATE INDEX runs_started ON runs (project, started_at, id);";
 
+/// Version 16: nothing in SQLite, whose per-row check of `samples`' key
+/// on `benchmarks` is a B-tree look-up in C; PostgreSQL's step (its
+/// `SAMPLE_KEY_PER_STATEMENT`) checks that key once per statement.
+pub(crate) const SAMPLE_KEY_PER_STATEMENT: &str =
+    "-- samples.benchmark_id keeps its row-level foreign key in SQLite";
+
 /// Version 9: each run's UUID (kept wherever the run is copied; existing
 /// runs get a random one) and project ("" in a local store), and a team
 /// server's projects and API tokens (only the SHA-256 of a secret is kept).

@@ -6,8 +6,8 @@ use perfsleuth_model::{
     Benchmark, Environment, GitInfo, ImpactClass, Metric, Mode, ProbeResult, Run, RunStatus, Sample,
 };
 use perfsleuth_store::{
-    Backend as _, EntryScope, MetricSummary, PgStore, RunKind, RunReader as _, RunWriter as _,
-    Store, StoreError, StoreUrl, TokenRecord,
+    Backend as _, EntryScope, Incoming, MetricSummary, PgStore, RunKind, RunReader as _,
+    RunWriter as _, Store, StoreError, StoreUrl, TokenRecord,
 };
 use std::collections::BTreeMap;
 
@@ -363,6 +363,187 @@ fn ingest_is_idempotent_by_uuid_and_atomic() {
         );
         assert_eq!(store.list_runs(None).unwrap().len(), 2, "{name}");
     }
+}
+
+#[test]
+fn a_batch_of_runs_is_stored_in_one_transaction_each_run_once() {
+    for (name, mut store, _dir) in backends("batch") {
+        store.use_project("p");
+        let uuid = |i: u32| format!("5b0f4a9e-0000-4000-8000-{i:012}");
+        let mut held = run("main", vec![bench("h", 4)]);
+        held.uuid = Some(uuid(1));
+        let before = store.ingest_run(&held).unwrap();
+        let mut a = run("main", vec![bench("a", 5), bench("b", 6)]);
+        a.uuid = Some(uuid(2));
+        let mut b = run("side", vec![bench("c", 7)]);
+        b.uuid = Some(uuid(3));
+        let fresh = run("main", vec![bench("d", 2)]);
+        let summary = MetricSummary {
+            n: 5,
+            median: 3.0,
+            lo: 2.0,
+            hi: 4.0,
+        };
+        let summaries = [None, Some(summary)];
+        let batch = [
+            Incoming {
+                run: &a,
+                summaries: &summaries,
+            },
+            Incoming {
+                run: &held,
+                summaries: &[],
+            },
+            Incoming {
+                run: &b,
+                summaries: &[],
+            },
+            // The same run twice in one batch: stored once.
+            Incoming {
+                run: &a,
+                summaries: &[],
+            },
+            Incoming {
+                run: &fresh,
+                summaries: &[],
+            },
+        ];
+        let done = store.ingest_runs(&batch, Metric::Wall).unwrap();
+        let created: Vec<bool> = done.iter().map(|d| d.created).collect();
+        assert_eq!(created, [true, false, true, false, true], "{name}");
+        assert_eq!(done[1].id, before.id, "{name}");
+        assert_eq!(done[3].id, done[0].id, "{name}");
+        assert_eq!(
+            done[4].uuid.len(),
+            36,
+            "{name}: a run without one gets a UUID"
+        );
+        // Each run's samples under its own benchmarks, in its order.
+        for (d, r) in [(&done[0], &a), (&done[2], &b), (&done[4], &fresh)] {
+            let loaded = store.load_run(d.id).unwrap().unwrap();
+            assert_eq!(loaded.benchmarks.len(), r.benchmarks.len(), "{name}");
+            for (got, want) in loaded.benchmarks.iter().zip(&r.benchmarks) {
+                assert_eq!(got.name, want.name, "{name}");
+                assert_eq!(got.samples, want.samples, "{name}");
+            }
+            assert_eq!(d.benchmark_ids.len(), r.benchmarks.len(), "{name}");
+        }
+        let cached = store
+            .metric_summaries(&done[0].benchmark_ids, Metric::Wall)
+            .unwrap();
+        assert_eq!(
+            format!("{cached:?}"),
+            format!("{:?}", vec![None, Some(summary)]),
+            "{name}"
+        );
+        assert_eq!(store.list_runs(None).unwrap().len(), 4, "{name}");
+        // Which are held, asked at once (unknown and other projects' absent).
+        let (u1, u3, u9) = (uuid(1), uuid(3), uuid(9));
+        let found = store.runs_by_uuids(&[&u1, &u3, &u9]).unwrap();
+        assert_eq!(
+            found,
+            BTreeMap::from([(u1.clone(), before.id), (u3.clone(), done[2].id)]),
+            "{name}"
+        );
+        store.use_project("q");
+        assert!(store.runs_by_uuids(&[&u1]).unwrap().is_empty(), "{name}");
+        store.use_project("p");
+
+        // A batch with one run that cannot be stored stores none.
+        let mut c = run("main", vec![bench("e", 3)]);
+        c.uuid = Some(uuid(4));
+        let mut bad = run("main", vec![bench("f", 3)]);
+        bad.uuid = Some(uuid(5));
+        bad.benchmarks[0].samples[1].iteration = 0;
+        let batch = [
+            Incoming {
+                run: &c,
+                summaries: &[],
+            },
+            Incoming {
+                run: &bad,
+                summaries: &[],
+            },
+        ];
+        assert!(store.ingest_runs(&batch, Metric::Wall).is_err(), "{name}");
+        assert_eq!(store.run_by_uuid(&uuid(4)).unwrap(), None, "{name}");
+        assert_eq!(store.list_runs(None).unwrap().len(), 4, "{name}");
+    }
+}
+
+/// PostgreSQL checks `samples`' key on `benchmarks` once per statement
+/// (a row-level foreign key ran a query per sample): a sample of no
+/// benchmark is still refused, deleting a run still deletes its samples,
+/// and no row-level trigger is left on `samples`.
+#[test]
+fn postgres_checks_the_sample_key_per_statement_and_keeps_its_guarantees() {
+    let Some(url) = perfsleuth_testkit::fresh_postgres("samplekey") else {
+        return;
+    };
+    let mut s = PgStore::connect(&url).unwrap();
+    s.use_project("p");
+    let kept = s.ingest_run(&run("main", vec![bench("k", 4)])).unwrap();
+    let gone = s
+        .ingest_run(&run("main", vec![bench("x", 5), bench("y", 6)]))
+        .unwrap();
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let per_row: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'samples'::regclass \
+             AND (tgtype & 1) = 1",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        per_row, 0,
+        "a row-level trigger (a foreign key's) checks each sample"
+    );
+    let orphan = c
+        .execute(
+            "INSERT INTO samples (benchmark_id, iteration, wall_ns, user_ns, sys_ns, \
+             peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs) \
+             VALUES ($1, 0, 1, 1, 1, 1, 1, 1, 1, 1)",
+            &[&(gone.benchmark_ids[1] + 1_000)],
+        )
+        .unwrap_err();
+    assert_eq!(
+        orphan.code(),
+        Some(&postgres::error::SqlState::FOREIGN_KEY_VIOLATION),
+        "{orphan}"
+    );
+    let count = |c: &mut postgres::Client, ids: &[i64]| -> i64 {
+        c.query_one(
+            "SELECT count(*) FROM samples WHERE benchmark_id = ANY($1)",
+            &[&ids],
+        )
+        .unwrap()
+        .get(0)
+    };
+    assert_eq!(count(&mut c, &gone.benchmark_ids), 11);
+    c.execute("DELETE FROM runs WHERE id = $1", &[&gone.id])
+        .unwrap();
+    assert_eq!(
+        count(&mut c, &gone.benchmark_ids),
+        0,
+        "the cascade reaches samples"
+    );
+    assert_eq!(
+        count(&mut c, &kept.benchmark_ids),
+        4,
+        "other runs keep theirs"
+    );
+    // Through the store's own write path too: a batch of samples of no benchmark fails.
+    let err = s
+        .add_samples(&[(gone.benchmark_ids[0], sample(0))])
+        .unwrap_err();
+    assert!(!err.to_string().is_empty());
+    assert_eq!(
+        s.load_run(kept.id).unwrap().unwrap().benchmarks[0]
+            .samples
+            .len(),
+        4
+    );
 }
 
 #[test]

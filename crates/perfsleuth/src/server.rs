@@ -578,7 +578,10 @@ fn send_runs(store: &dyn Store, client: &Client, listings: &[RunListing]) -> Vec
 fn send_one_by_one(store: &dyn Store, client: &Client, listings: &[RunListing]) -> Vec<Outcome> {
     let mut out = Vec::with_capacity(listings.len());
     for listing in listings {
-        if matches!(out.last(), Some(Outcome::Done(Err(_), _) | Outcome::Untried)) {
+        if matches!(
+            out.last(),
+            Some(Outcome::Done(Err(_), _) | Outcome::Untried)
+        ) {
             out.push(Outcome::Untried);
             continue;
         }
@@ -596,17 +599,14 @@ fn send_one_by_one(store: &dyn Store, client: &Client, listings: &[RunListing]) 
 
 /// Run `id` loaded to be sent; an error of the user's (exit 2) when it cannot be.
 fn exported(store: &dyn Store, id: i64) -> Result<perfsleuth_model::Run, PushError> {
-    let loaded = store
-        .load_run(id)
-        .map_err(Fail::from)
-        .and_then(|r| {
-            r.ok_or_else(|| {
-                Fail::usage(
-                    format!("run {id} not found"),
-                    "list the stored runs with `perfsleuth runs`",
-                )
-            })
-        });
+    let loaded = store.load_run(id).map_err(Fail::from).and_then(|r| {
+        r.ok_or_else(|| {
+            Fail::usage(
+                format!("run {id} not found"),
+                "list the stored runs with `perfsleuth runs`",
+            )
+        })
+    });
     loaded.map_err(|fail| PushError {
         message: fail.message,
         hint: fail.hint,

@@ -48,7 +48,11 @@ pub struct IngestBatchDoc {
     /// One entry per run sent.
     pub runs: Vec<IngestedRun>,
 }
-document!(IngestBatchDoc, "perfsleuth/ingest-batch", crate::SCHEMA_VERSION);
+document!(
+    IngestBatchDoc,
+    "perfsleuth/ingest-batch",
+    crate::SCHEMA_VERSION
+);
 
 /// One run of a batch, as stored ([`IngestBatchDoc`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
