@@ -370,16 +370,15 @@ async fn held(
             Some(format!("ask about at most {MAX_HELD_UUIDS} runs at a time")),
         ));
     }
-    let mut uuids = Vec::with_capacity(asked.uuids.len());
-    for uuid in asked.uuids {
-        if !is_uuid(&uuid) {
-            return Err(ApiError::bad_request(
-                format!("{uuid:?} is not a UUID"),
-                "ask about runs by their UUIDs (perfsleuth runs --json lists them)",
-            ));
-        }
-        uuids.push(uuid.to_ascii_lowercase());
-    }
+    // What is not a UUID names no run held: one bad UUID in a pusher's
+    // store must not keep its other runs from being asked about (its
+    // upload is refused, naming the run).
+    let uuids: Vec<String> = asked
+        .uuids
+        .iter()
+        .filter(|u| is_uuid(u))
+        .map(|u| u.to_ascii_lowercase())
+        .collect();
     let name = project.clone();
     let found = state
         .with_store(&project, Access::Read, move |s| {

@@ -550,6 +550,14 @@ fn error_text(a: &Answer) -> String {
 /// `HEAD`) is explained by its status.
 fn refusal(a: &Answer, project: &str) -> PushError {
     let (message, hint) = match serde_json::from_str::<ApiErrorDoc>(&a.body) {
+        // A pusher gives its token through the environment, which the
+        // server's hint (for any API client) does not name.
+        Ok(doc) if a.status == 401 => (
+            doc.error,
+            format!(
+                "set PERFSLEUTH_TOKEN to a token of project {project} (perfsleuth server token create --project {project} --scope ingest)"
+            ),
+        ),
         Ok(doc) => (doc.error, doc.hint.unwrap_or_default()),
         Err(_) => match a.status {
             401 => (
@@ -578,5 +586,70 @@ fn refusal(a: &Answer, project: &str) -> PushError {
         hint,
         status: Some(a.status),
         usage: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &str) -> Answer {
+        Answer {
+            status,
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn an_answer_without_a_body_says_what_its_status_means() {
+        assert_eq!(
+            error_text(&answer(503, "")),
+            "Service Unavailable, with no message (the server sent no body)"
+        );
+        let doc = r#"{"schema":"perfsleuth/error","schema_version":1,"status":503,"error":"the server cannot reach its database"}"#;
+        assert_eq!(
+            error_text(&answer(503, doc)),
+            "the server cannot reach its database"
+        );
+    }
+
+    #[test]
+    fn only_a_server_without_the_endpoint_is_taken_for_an_older_one() {
+        // An older server routes `…/runs/held` to a run, which it only reads.
+        assert!(older_server(&answer(405, "")));
+        assert!(older_server(&answer(404, "Not Found")));
+        // Our own 404 (no such project) is an answer, not an older server.
+        let doc = r#"{"schema":"perfsleuth/error","schema_version":1,"status":404,"error":"no project app"}"#;
+        assert!(!older_server(&answer(404, doc)));
+        assert!(!older_server(&answer(401, "")));
+    }
+
+    #[test]
+    fn a_batch_is_a_run_batch_document_of_its_runs_in_order() {
+        let run = |started: &str| -> Run {
+            serde_json::from_value(serde_json::json!({
+                "id": null, "uuid": null, "started_at": started, "ended_at": null,
+                "status": "complete", "tool_version": "0.1.0", "git": null,
+                "mode": "walltime", "options": {}, "environment": {},
+                "benchmarks": [], "probes": []
+            }))
+            .expect("a run")
+        };
+        let mut batch = Batch::default();
+        assert!(batch.is_empty() && !batch.is_full());
+        for t in ["2026-12-07T00:00:00.000Z", "2026-12-07T00:00:01.000Z"] {
+            batch.add(&run(t)).unwrap();
+        }
+        let body = String::from_utf8(batch.body()).unwrap();
+        let doc: RunBatchDoc = schema::read_document(&body).unwrap();
+        let started: Vec<&str> = doc.runs.iter().map(|r| r.started_at.as_str()).collect();
+        assert_eq!(
+            started,
+            ["2026-12-07T00:00:00.000Z", "2026-12-07T00:00:01.000Z"]
+        );
+        for _ in 2..Batch::RUNS {
+            batch.add(&run("2026-12-07T00:00:02.000Z")).unwrap();
+        }
+        assert!(batch.is_full());
     }
 }

@@ -207,7 +207,9 @@ fn push_and_token_mistakes_are_one_line_errors_with_a_hint() {
 
     // A read-only token cannot upload; no token at all is told how to get one.
     with_push_env(&sb, &server.base, &secret, &["push"]).usage_error("HTTP 403");
-    with_push_env(&sb, &server.base, "", &["push"]).usage_error("needs a valid token");
+    with_push_env(&sb, &server.base, "", &["push"])
+        .usage_error("needs a token")
+        .usage_error("set PERFSLEUTH_TOKEN");
     // Nothing listens there: retried, then given up, and the run stays stored.
     let gone = format!("http://127.0.0.1:{}", free_port());
     let start = Instant::now();
@@ -1152,8 +1154,7 @@ fn a_trickling_body_is_cut_off_by_the_body_timeout() {
 /// connections: `push --json` lists every run asked for (those after the
 /// failure `not_attempted`; it listed only up to the failure), a run sent
 /// at once counts 1 attempt (it said 2: a HEAD and a POST), a failed one the
-/// number its message names, and an answer without a body (the HEAD's 503)
-/// says what it was (it said "HTTP 503: " and nothing).
+/// number its message names, and the failure says what the server said.
 #[test]
 fn a_push_into_a_database_outage_reports_every_run_and_one_count_of_attempts() {
     let Some(url) = perfsleuth_testkit::fresh_postgres("push_outage") else {
@@ -1202,7 +1203,7 @@ fn a_push_into_a_database_outage_reports_every_run_and_one_count_of_attempts() {
     assert_eq!(runs[0]["attempts"], 2, "{doc}");
     assert!(error.contains("did not answer after 2 attempts"), "{error}");
     assert!(
-        error.contains("HTTP 503: Service Unavailable, with no message"),
+        error.contains("HTTP 503: the server cannot reach its database"),
         "{error}"
     );
     for r in &runs[1..] {
@@ -1245,6 +1246,97 @@ fn a_push_into_a_database_outage_reports_every_run_and_one_count_of_attempts() {
 /// by `push` (seconds for a big one): the server is asked first. Seen here
 /// through a run whose stored benchmark no longer loads — pushing it again
 /// says it is present; a run the server lacks still fails to load, clearly.
+/// A push of more runs than a batch holds (100) sends each once, in
+/// batches; pushed again, every run is found held, with its server id. A
+/// run the server refuses in a batch (its UUID is not one) is named, the
+/// runs before it are stored and the rest are not tried.
+#[test]
+fn a_push_of_more_runs_than_a_batch_holds_stores_each_once_and_a_refused_one_is_named() {
+    use perfsleuth_store::RunWriter as _;
+    const RUNS: usize = 130;
+    let crate::common::Team {
+        sandbox: _server_box,
+        store: _team,
+        secret,
+        server,
+    } = crate::common::team();
+    let ci = Sandbox::new();
+    let store = ci.store();
+    {
+        let mut local = perfsleuth_store::StoreUrl::parse(&store)
+            .unwrap()
+            .open()
+            .unwrap();
+        for i in 0..RUNS + 3 {
+            local.ingest_run(&synthetic_run(7, i).run).unwrap();
+        }
+    }
+    let ids: Vec<String> = (1..=RUNS).map(|i| i.to_string()).collect();
+    let push = |ids: &[String]| {
+        let mut args = vec!["push", "--store", &store, "--json"];
+        args.extend(ids.iter().map(String::as_str));
+        with_push_env(&ci, &server.base, &secret, &args)
+    };
+    let outcomes = |doc: &serde_json::Value, key: &str| -> Vec<String> {
+        doc["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[key].to_string())
+            .collect()
+    };
+    let first = parse_json(&push(&ids).ok().stdout);
+    assert!(
+        outcomes(&first, "outcome").iter().all(|o| o == "\"sent\""),
+        "{first}"
+    );
+    assert!(
+        outcomes(&first, "attempts").iter().all(|a| a == "1"),
+        "{first}"
+    );
+    let server_ids = outcomes(&first, "server_id");
+    let distinct: std::collections::BTreeSet<&String> = server_ids.iter().collect();
+    assert_eq!(distinct.len(), RUNS, "{first}");
+    let again = parse_json(&push(&ids).ok().stdout);
+    assert!(
+        outcomes(&again, "outcome")
+            .iter()
+            .all(|o| o == "\"present\""),
+        "{again}"
+    );
+    assert_eq!(outcomes(&again, "server_id"), server_ids, "{again}");
+    let (_, listing) = get(
+        &format!("{}/api/v1/projects/app/runs?limit=1000", server.base),
+        Some(&secret),
+    );
+    assert_eq!(parse_json(&listing)["runs"].as_array().unwrap().len(), RUNS);
+
+    // The middle one of the last three runs gets a UUID the server refuses.
+    let status = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
+             c.execute(\"UPDATE runs SET uuid = 'not-a-uuid' WHERE id = ?\", (int(sys.argv[2]),)); c.commit()",
+            ci.db().to_str().unwrap(),
+            &(RUNS + 2).to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    let last: Vec<String> = (RUNS + 1..=RUNS + 3).map(|i| i.to_string()).collect();
+    let refused = push(&last);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    let doc = parse_json(&refused.stdout);
+    assert_eq!(
+        outcomes(&doc, "outcome"),
+        ["\"sent\"", "\"failed\"", "\"not_attempted\""],
+        "{doc}"
+    );
+    let error = doc["runs"][1]["error"].as_str().unwrap();
+    assert!(error.contains("not a UUID"), "{error}");
+    assert!(refused.stderr.contains("not a UUID"), "{refused:?}");
+}
+
 #[test]
 fn a_run_already_on_the_server_is_not_loaded_again_to_push_it() {
     let crate::common::Team {
