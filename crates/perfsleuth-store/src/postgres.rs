@@ -159,12 +159,19 @@ pub(crate) const PG_MIGRATIONS: &[&str] = &[
 const SAMPLE_KEY_PER_STATEMENT: &str = "ALTER TABLE samples DROP CONSTRAINT IF EXISTS samples_benchmark_id_fkey;
     CREATE FUNCTION perfsleuth_samples_key() RETURNS trigger LANGUAGE plpgsql AS $$
     DECLARE
+        named BIGINT;
+        found BIGINT;
         missing BIGINT;
     BEGIN
-        PERFORM 1 FROM benchmarks WHERE id IN (SELECT benchmark_id FROM new_samples) FOR KEY SHARE;
-        SELECT n.benchmark_id INTO missing FROM (SELECT DISTINCT benchmark_id FROM new_samples) n
-            WHERE NOT EXISTS (SELECT 1 FROM benchmarks b WHERE b.id = n.benchmark_id) LIMIT 1;
-        IF missing IS NOT NULL THEN
+        -- Locked and counted in one pass: a benchmark deleted by a
+        -- transaction that commits while this one waits for its lock is
+        -- not counted, as the key's own check would not find it.
+        SELECT count(DISTINCT benchmark_id) INTO named FROM new_samples;
+        SELECT count(*) INTO found FROM (SELECT b.id FROM benchmarks b
+            WHERE b.id IN (SELECT benchmark_id FROM new_samples) FOR KEY SHARE OF b) locked;
+        IF found < named THEN
+            SELECT n.benchmark_id INTO missing FROM new_samples n
+                WHERE NOT EXISTS (SELECT 1 FROM benchmarks b WHERE b.id = n.benchmark_id) LIMIT 1;
             RAISE EXCEPTION 'insert or update on table \"samples\" violates its key on benchmarks: benchmark % does not exist', missing
                 USING ERRCODE = 'foreign_key_violation';
         END IF;
