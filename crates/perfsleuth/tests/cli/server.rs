@@ -1252,7 +1252,6 @@ fn a_push_into_a_database_outage_reports_every_run_and_one_count_of_attempts() {
 /// runs before it are stored and the rest are not tried.
 #[test]
 fn a_push_of_more_runs_than_a_batch_holds_stores_each_once_and_a_refused_one_is_named() {
-    use perfsleuth_store::RunWriter as _;
     const RUNS: usize = 130;
     let crate::common::Team {
         sandbox: _server_box,
