@@ -118,6 +118,70 @@ fn listing_comparing_and_history_run_as_many_statements_at_100_runs_as_at_10() {
     }
 }
 
+/// A batch of pushed runs is stored in as many statements whether it holds
+/// 10 runs or 100 (each run's row and its machine's look-up were two
+/// statements a run, and each probe result one), a statement a table for
+/// up to 500 rows.
+#[test]
+fn ingesting_a_batch_runs_as_many_statements_for_100_runs_as_for_10() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut urls = vec![StoreUrl::Sqlite(dir.path().join("b.db"))];
+    urls.extend(
+        perfsleuth_testkit::fresh_postgres("batchstatements").map(|u| StoreUrl::parse(&u).unwrap()),
+    );
+    for url in urls {
+        let mut store = url.open().unwrap();
+        // The machine is known before either batch, as on a server that ran a while.
+        store.ingest_run(&stored_run(0)).unwrap();
+        // Small runs: 100 of them fit one multi-row statement a table (500
+        // rows), so what is counted is statements a run, not a chunk.
+        let probed = |i: usize| {
+            let mut run = stored_run(i);
+            run.benchmarks.truncate(2);
+            for b in &mut run.benchmarks {
+                b.samples.truncate(2);
+            }
+            run.probes = serde_json::from_value(serde_json::json!([
+                {"probe": "syscall", "metric": "ns_per_call", "value": 80.0 + i as f64,
+                 "unit": "ns", "lower_is_better": true, "cycles": 3, "spread": 0.01,
+                 "stable": true, "headline": true, "note": null}
+            ]))
+            .expect("probe results");
+            run
+        };
+        let mut batch = |range: std::ops::Range<usize>| {
+            let runs: Vec<Run> = range.map(probed).collect();
+            let incoming: Vec<perfsleuth_store::Incoming<'_>> = runs
+                .iter()
+                .map(|run| perfsleuth_store::Incoming {
+                    run,
+                    summaries: &[],
+                })
+                .collect();
+            let before = perfsleuth_store::statements_issued();
+            let done = store
+                .ingest_runs(&incoming, perfsleuth_model::Metric::Wall)
+                .unwrap();
+            assert!(done.iter().all(|d| d.created), "{url:?}");
+            perfsleuth_store::statements_issued() - before
+        };
+        let few = batch(1..11);
+        let many = batch(11..111);
+        eprintln!("{url:?}: a batch of 10 runs in {few} statements, of 100 in {many}");
+        assert_eq!(
+            few, many,
+            "{url:?}: statements grew with the runs of a batch"
+        );
+        let probes = store
+            .load_run(store.resolve_run("latest").unwrap())
+            .unwrap()
+            .unwrap()
+            .probes;
+        assert_eq!(probes.len(), 1, "{url:?}");
+    }
+}
+
 /// The default baseline is looked for among the 2 000 runs before the
 /// candidate first; one further back is still found when none of those
 /// measured the same benchmarks.

@@ -33,10 +33,6 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-pub(crate) const INSERT_PROBE_RESULT: &str = "INSERT INTO probe_results (run_id, position, probe, metric, \
-    value, unit, lower_is_better, cycles, spread, stable, headline, note) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
-
 pub(crate) const INSERT_SAMPLE: &str = "INSERT INTO samples (benchmark_id, iteration, wall_ns, user_ns, sys_ns, \
     peak_rss_bytes, minor_faults, major_faults, voluntary_cs, involuntary_cs, exit_code, signal, counters, \
     round, wall_exact_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
@@ -175,10 +171,12 @@ pub trait RunWriter: Backend {
     ) -> Result<(), StoreError> {
         transaction(self, true, || {
             let first = next_position(self, run_id, "probe_results")?;
-            for (i, p) in results.iter().enumerate() {
-                insert_probe(self, run_id, first + i as i64, p)?;
-            }
-            Ok(())
+            let rows: Vec<Vec<Val>> = results
+                .iter()
+                .enumerate()
+                .map(|(i, p)| probe_values(run_id, first + i as i64, p))
+                .collect();
+            insert_probes(self, &rows)
         })
     }
 
@@ -309,45 +307,54 @@ pub(crate) fn insert_run<D: Backend + ?Sized>(
     status: RunStatus,
     ended_at: Option<&str>,
 ) -> Result<i64, StoreError> {
-    let place = db.location();
-    let stable = run.environment.only(&STABLE_CLASSES);
-    let context = run.environment.only(&[ImpactClass::Context]);
-    // Environment serialises as a BTreeMap, so this JSON is canonical.
-    let facts = json(place, serde_json::to_string(&stable))?;
-    let context = json(place, serde_json::to_string(&context))?;
-    let options = json(place, serde_json::to_string(&run.options))?;
-    let hash = sha256_hex(facts.as_bytes());
-    // Looked up first: a machine's runs share one environment row, so
-    // after its first run this is the only statement (the insert then was
-    // one more per pushed run).
-    let find = || -> Result<Option<i64>, StoreError> {
-        db.query(
-            "SELECT id FROM environments WHERE hash = ?1",
-            &vals![hash.as_str()],
-        )?
-        .first()
-        .map(|r| r.int(0))
-        .transpose()
-    };
-    let env_id = match find()? {
-        Some(id) => id,
-        None => {
-            db.execute(
-                "INSERT INTO environments (hash, facts) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
-                &vals![hash.as_str(), facts],
-            )?;
-            find()?.ok_or_else(|| StoreError::NotFound(format!("environment {hash}")))?
-        }
-    };
-    let git = run.git.as_ref();
-    let rows = db.query(
-        "INSERT INTO runs (started_at, ended_at, status, tool_version, git_commit, git_branch, \
-         git_dirty, mode, options, environment_id, context, uuid, project, bisection) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING id",
-        &vals![
-            run.started_at.as_str(),
+    insert_runs(
+        db,
+        &[NewRun {
+            run,
+            uuid,
+            status,
             ended_at,
-            status.as_str(),
+        }],
+    )?
+    .pop()
+    .ok_or_else(|| StoreError::NotFound("inserted run".into()))
+}
+
+/// A run row to insert ([`insert_runs`]).
+pub(crate) struct NewRun<'r> {
+    pub(crate) run: &'r Run,
+    pub(crate) uuid: &'r str,
+    pub(crate) status: RunStatus,
+    pub(crate) ended_at: Option<&'r str>,
+}
+
+/// Inserts (or finds) the runs' environments and inserts their run rows;
+/// their ids, in order. A statement per 500 runs and one or two for their
+/// machines, whatever their number: a batch of pushed runs cost two
+/// statements a run. The UUIDs must differ.
+pub(crate) fn insert_runs<D: Backend + ?Sized>(
+    db: &D,
+    runs: &[NewRun<'_>],
+) -> Result<Vec<i64>, StoreError> {
+    let place = db.location();
+    let mut facts = Vec::with_capacity(runs.len());
+    for r in runs {
+        // Environment serialises as a BTreeMap, so this JSON is canonical.
+        let stable = r.run.environment.only(&STABLE_CLASSES);
+        facts.push(json(place, serde_json::to_string(&stable))?);
+    }
+    let env_ids = environment_ids(db, &facts)?;
+    let mut rows = Vec::with_capacity(runs.len());
+    for (r, env_id) in runs.iter().zip(env_ids) {
+        let run = r.run;
+        let context = run.environment.only(&[ImpactClass::Context]);
+        let context = json(place, serde_json::to_string(&context))?;
+        let options = json(place, serde_json::to_string(&run.options))?;
+        let git = run.git.as_ref();
+        rows.push(Vec::from(vals![
+            run.started_at.as_str(),
+            r.ended_at,
+            r.status.as_str(),
             run.tool_version.as_str(),
             git.map(|g| g.commit.as_str()),
             git.and_then(|g| g.branch.as_deref()),
@@ -356,12 +363,84 @@ pub(crate) fn insert_run<D: Backend + ?Sized>(
             options,
             env_id,
             context,
-            uuid,
+            r.uuid,
             db.project(),
             run.options["bisect"]["id"].as_str(),
-        ],
-    )?;
-    first_int(&rows)
+        ]));
+    }
+    let into = "runs (started_at, ended_at, status, tool_version, git_commit, git_branch, \
+                git_dirty, mode, options, environment_id, context, uuid, project, bisection)";
+    // Each id comes back with its UUID: the order of RETURNING rows is not
+    // a promise either database makes.
+    let mut ids: HashMap<String, i64> = HashMap::with_capacity(runs.len());
+    for row in insert_rows(db, into, 14, &rows, Tail::Returning("id, uuid"))? {
+        ids.insert(row.text(1)?, row.int(0)?);
+    }
+    runs.iter()
+        .map(|r| {
+            ids.get(r.uuid)
+                .copied()
+                .ok_or_else(|| StoreError::NotFound(format!("inserted run {}", r.uuid)))
+        })
+        .collect()
+}
+
+/// The ids of the environment rows of these stable facts (canonical JSON),
+/// in order, inserting those not stored yet. Looked up first: a machine's
+/// runs share one row, so after its first run the look-up is the only
+/// statement.
+fn environment_ids<D: Backend + ?Sized>(db: &D, facts: &[String]) -> Result<Vec<i64>, StoreError> {
+    let hashes: Vec<String> = facts.iter().map(|f| sha256_hex(f.as_bytes())).collect();
+    let mut distinct: Vec<(&str, &str)> = hashes
+        .iter()
+        .map(String::as_str)
+        .zip(facts.iter().map(String::as_str))
+        .collect();
+    distinct.sort_unstable();
+    distinct.dedup_by(|a, b| a.0 == b.0);
+    let find = |wanted: &[(&str, &str)]| -> Result<HashMap<String, i64>, StoreError> {
+        let mut found = HashMap::new();
+        for chunk in wanted.chunks(crate::queries::ID_CHUNK) {
+            let params: Vec<Val> = chunk.iter().map(|(h, _)| Val::from(*h)).collect();
+            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("?{i}")).collect();
+            let sql = format!(
+                "SELECT hash, id FROM environments WHERE hash IN ({})",
+                marks.join(", ")
+            );
+            for row in db.query(&sql, &params)? {
+                found.insert(row.text(0)?, row.int(1)?);
+            }
+        }
+        Ok(found)
+    };
+    let mut found = find(&distinct)?;
+    let missing: Vec<(&str, &str)> = distinct
+        .into_iter()
+        .filter(|(h, _)| !found.contains_key(*h))
+        .collect();
+    if !missing.is_empty() {
+        let rows: Vec<Vec<Val>> = missing
+            .iter()
+            .map(|(h, f)| Vec::from(vals![*h, *f]))
+            .collect();
+        insert_rows(
+            db,
+            "environments (hash, facts)",
+            2,
+            &rows,
+            Tail::Upsert("(hash) DO NOTHING"),
+        )?;
+        found.extend(find(&missing)?);
+    }
+    hashes
+        .iter()
+        .map(|h| {
+            found
+                .get(h)
+                .copied()
+                .ok_or_else(|| StoreError::NotFound(format!("environment {h}")))
+        })
+        .collect()
 }
 
 pub(crate) fn first_int(rows: &[Row]) -> Result<i64, StoreError> {
@@ -565,31 +644,32 @@ pub(crate) fn sample_values(
     ]))
 }
 
-/// Inserts a probe result row.
-pub(crate) fn insert_probe<D: Backend + ?Sized>(
-    db: &D,
-    run_id: i64,
-    position: i64,
-    p: &ProbeResult,
-) -> Result<(), StoreError> {
-    db.execute(
-        INSERT_PROBE_RESULT,
-        &vals![
-            run_id,
-            position,
-            p.probe.as_str(),
-            p.metric.as_str(),
-            p.value,
-            p.unit.as_str(),
-            p.lower_is_better,
-            p.cycles,
-            p.spread,
-            p.stable,
-            p.headline,
-            p.note.as_deref(),
-        ],
-    )?;
-    Ok(())
+/// Inserts probe result rows ([`probe_values`]), a few hundred a statement.
+fn insert_probes<D: Backend + ?Sized>(db: &D, rows: &[Vec<Val>]) -> Result<(), StoreError> {
+    let into = format!("probe_results ({PROBE_COLUMNS})");
+    insert_rows(db, &into, 12, rows, Tail::None).map(drop)
+}
+
+/// The columns of a probe result row, in [`probe_values`] order.
+const PROBE_COLUMNS: &str = "run_id, position, probe, metric, value, unit, lower_is_better, \
+    cycles, spread, stable, headline, note";
+
+/// The values of a probe result row, in [`PROBE_COLUMNS`] order.
+fn probe_values(run_id: i64, position: i64, p: &ProbeResult) -> Vec<Val> {
+    Vec::from(vals![
+        run_id,
+        position,
+        p.probe.as_str(),
+        p.metric.as_str(),
+        p.value,
+        p.unit.as_str(),
+        p.lower_is_better,
+        p.cycles,
+        p.spread,
+        p.stable,
+        p.headline,
+        p.note.as_deref(),
+    ])
 }
 
 /// A profile's stacks as JSON, written into a buffer sized for them first:
@@ -658,30 +738,49 @@ fn ingest_batch<D: Backend + ?Sized>(
     let place = db.location();
     transaction(db, true, || {
         let asked: Vec<&str> = uuids.iter().map(String::as_str).collect();
-        let mut held = runs_with_uuids(db, &asked)?;
-        let mut out: Vec<Ingested> = Vec::with_capacity(runs.len());
-        // Each new run's id → its place in `runs`.
-        let mut new: HashMap<i64, usize> = HashMap::new();
-        for (i, (incoming, uuid)) in runs.iter().zip(uuids).enumerate() {
-            let run = incoming.run;
-            if let Some(&id) = held.get(uuid) {
-                out.push(Ingested {
-                    id,
-                    uuid: uuid.clone(),
-                    created: false,
-                    benchmark_ids: Vec::new(),
-                });
-                continue;
+        let held = runs_with_uuids(db, &asked)?;
+        // The place in `runs` of each new UUID's first run: a run given
+        // twice is stored once.
+        let mut first: HashMap<&str, usize> = HashMap::new();
+        let mut fresh: Vec<usize> = Vec::new();
+        for (i, uuid) in uuids.iter().enumerate() {
+            if !held.contains_key(uuid) && !first.contains_key(uuid.as_str()) {
+                first.insert(uuid, i);
+                fresh.push(i);
             }
-            // A run still `running` where it came from is stored as it was sent.
-            let id = insert_run(db, run, uuid, run.status, run.ended_at.as_deref())?;
-            held.insert(uuid.clone(), id);
+        }
+        let rows: Vec<NewRun<'_>> = fresh
+            .iter()
+            .map(|&i| NewRun {
+                run: runs[i].run,
+                uuid: &uuids[i],
+                // A run still `running` where it came from is stored as it was sent.
+                status: runs[i].run.status,
+                ended_at: runs[i].run.ended_at.as_deref(),
+            })
+            .collect();
+        let mut id_of: HashMap<&str, i64> = held.iter().map(|(u, &id)| (u.as_str(), id)).collect();
+        // Each new run's id → its place in `runs`.
+        let mut new: HashMap<i64, usize> = HashMap::with_capacity(fresh.len());
+        for (&i, id) in fresh.iter().zip(insert_runs(db, &rows)?) {
+            id_of.insert(&uuids[i], id);
             new.insert(id, i);
+        }
+        let mut out: Vec<Ingested> = Vec::with_capacity(runs.len());
+        for (i, uuid) in uuids.iter().enumerate() {
+            let created = first.get(uuid.as_str()) == Some(&i);
             out.push(Ingested {
-                id,
+                id: id_of
+                    .get(uuid.as_str())
+                    .copied()
+                    .ok_or_else(|| StoreError::NotFound(format!("run {uuid}")))?,
                 uuid: uuid.clone(),
-                created: true,
-                benchmark_ids: vec![0; run.benchmarks.len()],
+                created,
+                benchmark_ids: if created {
+                    vec![0; runs[i].run.benchmarks.len()]
+                } else {
+                    Vec::new()
+                },
             });
         }
         // A statement per few hundred rows for every new run together, not
@@ -714,6 +813,7 @@ fn ingest_batch<D: Backend + ?Sized>(
         }
         let mut samples = Vec::new();
         let mut cached: Vec<(i64, MetricSummary)> = Vec::new();
+        let mut probes: Vec<Vec<Val>> = Vec::new();
         for (i, done) in out.iter().enumerate().filter(|(_, d)| d.created) {
             let run = runs[i].run;
             for (bench, &bench_id) in run.benchmarks.iter().zip(&done.benchmark_ids) {
@@ -722,7 +822,7 @@ fn ingest_batch<D: Backend + ?Sized>(
                 }
             }
             for (position, p) in run.probes.iter().enumerate() {
-                insert_probe(db, done.id, position as i64, p)?;
+                probes.push(probe_values(done.id, position as i64, p));
             }
             cached.extend(
                 done.benchmark_ids
@@ -732,6 +832,7 @@ fn ingest_batch<D: Backend + ?Sized>(
             );
         }
         insert_samples(db, &samples)?;
+        insert_probes(db, &probes)?;
         if !cached.is_empty() {
             upsert_summaries(db, metric, &cached)?;
         }
