@@ -645,3 +645,173 @@ fn kept_answers_repeat_while_nothing_is_written_and_follow_every_write() {
         assert!(third[2].contains("4 recent runs"), "{}", backend.name);
     }
 }
+
+/// `POST …/runs/held` and `POST …/runs/batch` (what `push` sends): typed
+/// answers, a batch stored all or none with its refused run named, each run
+/// once, and their limits and scopes.
+#[test]
+fn batches_and_the_held_question_answer_with_their_typed_documents() {
+    let http = Http::new();
+    let uuid = |i: u32| format!("0e9f6a4c-2222-4aaa-8bbb-{i:012}");
+    let batch = |runs: &[perfsleuth_model::Run]| -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "schema": "perfsleuth/run-batch", "schema_version": 1, "runs": runs
+        }))
+        .unwrap()
+    };
+    let asked = |uuids: &[String]| -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "schema": "perfsleuth/run-uuids", "schema_version": 1, "uuids": uuids
+        }))
+        .unwrap()
+    };
+    for b in backends("batches") {
+        let name = b.name;
+        let mut store = b.url.open().unwrap();
+        let (_, pusher) = token(&mut *store, "app", &["ingest"]);
+        let (_, reader) = token(&mut *store, "app", &["read"]);
+        let base = start(b.url.clone(), 1 << 20);
+        let runs_url = format!("{base}/api/v1/projects/app/runs");
+        let (batch_url, held_url) = (format!("{runs_url}/batch"), format!("{runs_url}/held"));
+
+        let mut one = run("parse", 1_000_000, 20);
+        one.uuid = Some(uuid(1).to_uppercase());
+        let mut two = run("render", 2_000_000, 20);
+        two.uuid = Some(uuid(2));
+        let three = run("parse", 1_100_000, 20);
+        let mut bad = run("lex", 500_000, 5);
+        bad.uuid = Some(uuid(4));
+        bad.benchmarks[0].samples[3].iteration = 0;
+        // A batch with one run that cannot be stored: refused, naming it, and nothing stored.
+        let refused = http.call(
+            "POST",
+            &batch_url,
+            Some(&pusher),
+            Some(&batch(&[one.clone(), bad, two.clone()])),
+        );
+        let doc = assert_error(&refused, 422);
+        assert!(
+            doc["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("run 2 of 3 in the batch: benchmark \"lex\" has two samples"),
+            "{name}: {doc}"
+        );
+        let r = http.call(
+            "POST",
+            &batch_url,
+            Some(&pusher),
+            Some(&batch(&[one.clone(), two.clone(), three, one.clone()])),
+        );
+        assert_eq!(r.status, 201, "{name}: {}", r.body);
+        let stored = r.json();
+        assert_valid("ingest-batch", &stored);
+        let runs = stored["runs"].as_array().unwrap();
+        let created: Vec<bool> = runs
+            .iter()
+            .map(|r| r["created"].as_bool().unwrap())
+            .collect();
+        assert_eq!(created, [true, true, true, false], "{name}: {stored}");
+        assert_eq!(
+            runs[0]["uuid"],
+            uuid(1),
+            "{name}: a UUID is kept in lower case"
+        );
+        assert_eq!(runs[3]["id"], runs[0]["id"], "{name}");
+        assert_eq!(runs[2]["uuid"].as_str().unwrap().len(), 36, "{name}");
+        for r in runs {
+            let got = http.call(
+                "GET",
+                &format!("{base}{}", r["url"].as_str().unwrap()),
+                Some(&reader),
+                None,
+            );
+            assert_eq!(got.status, 200, "{name}: {}", got.body);
+        }
+        // Sent again: nothing new, and 200.
+        let again = http.call(
+            "POST",
+            &batch_url,
+            Some(&pusher),
+            Some(&batch(&[two.clone()])),
+        );
+        assert_eq!(again.status, 200, "{name}: {}", again.body);
+        assert_eq!(again.json()["runs"][0]["created"], false);
+        let listed = http.call("GET", &format!("{runs_url}?limit=100"), Some(&reader), None);
+        assert_eq!(listed.json()["runs"].as_array().unwrap().len(), 3, "{name}");
+
+        // Which are held: with either scope, in lower case, what is not a UUID not held.
+        let question = asked(&[
+            uuid(1).to_uppercase(),
+            uuid(2),
+            uuid(9),
+            "not-a-uuid".into(),
+        ]);
+        for secret in [&pusher, &reader] {
+            let r = http.call("POST", &held_url, Some(secret), Some(&question));
+            assert_eq!(r.status, 200, "{name}: {}", r.body);
+            let held = r.json();
+            assert_valid("held", &held);
+            let uuids: Vec<&str> = held["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["uuid"].as_str().unwrap())
+                .collect();
+            assert_eq!(uuids, [uuid(1), uuid(2)], "{name}: {held}");
+            assert_eq!(held["runs"][0]["id"], runs[0]["id"], "{name}");
+        }
+
+        // Scopes and bad bodies.
+        assert_error(&http.call("POST", &held_url, None, Some(&question)), 401);
+        assert_error(
+            &http.call(
+                "POST",
+                &batch_url,
+                Some(&reader),
+                Some(&batch(&[two.clone()])),
+            ),
+            403,
+        );
+        assert_error(
+            &http.call("POST", &batch_url, Some(&pusher), Some(b"[1, 2]")),
+            400,
+        );
+        assert_error(
+            &http.call("POST", &held_url, Some(&pusher), Some(&export(&two))),
+            400,
+        );
+        // Limits: more runs than a batch holds, more UUIDs than a question.
+        let empty = perfsleuth_model::Run {
+            benchmarks: Vec::new(),
+            ..run("x", 1, 1)
+        };
+        let many = vec![empty; 1001];
+        let doc = assert_error(
+            &http.call("POST", &batch_url, Some(&pusher), Some(&batch(&many))),
+            413,
+        );
+        assert!(
+            doc["error"].as_str().unwrap().contains("more than 1000"),
+            "{doc}"
+        );
+        let uuids: Vec<String> = (0..10_001).map(uuid).collect();
+        let doc = assert_error(
+            &http.call("POST", &held_url, Some(&pusher), Some(&asked(&uuids))),
+            413,
+        );
+        assert!(
+            doc["error"].as_str().unwrap().contains("more than 10000"),
+            "{doc}"
+        );
+        assert_eq!(
+            http.call("GET", &format!("{runs_url}?limit=100"), Some(&reader), None)
+                .json()["runs"]
+                .as_array()
+                .unwrap()
+                .len(),
+            3,
+            "{name}: nothing refused was stored"
+        );
+    }
+}
