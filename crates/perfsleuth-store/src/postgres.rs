@@ -152,24 +152,30 @@ pub(crate) const PG_MIGRATIONS: &[&str] = &[
 /// statement instead of once per row. PostgreSQL checks a row-level key
 /// with a query of its own per row; a pushed run's 200 samples made that
 /// 46 % of the database's time when a batch of runs is ingested (`perf
-/// record`, docs/PERFORMANCE.md). The same guarantees: a statement that
-/// inserts a sample of no benchmark fails (SQLSTATE 23503), the benchmarks
-/// named are locked `FOR KEY SHARE` until commit as the key's own check
-/// locks them, and deleting benchmarks deletes their samples.
+/// record`, docs/PERFORMANCE.md). What perfsleuth relies on holds: a
+/// statement that inserts a sample of no benchmark fails (SQLSTATE 23503),
+/// the benchmarks named are locked `FOR KEY SHARE` until commit as the
+/// key's own check locks them, and deleting benchmarks deletes their
+/// samples. What a key also refused and this does not (nothing of
+/// perfsleuth's does either): changing a benchmark's id, `TRUNCATE
+/// benchmarks` alone, and a deleter at REPEATABLE READ racing an insert of
+/// samples. The functions keep the migration's `search_path`, so a session
+/// with another one (`pg_restore`) still finds the tables.
 const SAMPLE_KEY_PER_STATEMENT: &str = "ALTER TABLE samples DROP CONSTRAINT IF EXISTS samples_benchmark_id_fkey;
-    CREATE FUNCTION perfsleuth_samples_key() RETURNS trigger LANGUAGE plpgsql AS $$
+    CREATE FUNCTION perfsleuth_samples_key() RETURNS trigger LANGUAGE plpgsql
+    SET search_path FROM CURRENT AS $$
     DECLARE
         named BIGINT;
-        found BIGINT;
+        locked_count BIGINT;
         missing BIGINT;
     BEGIN
         -- Locked and counted in one pass: a benchmark deleted by a
         -- transaction that commits while this one waits for its lock is
         -- not counted, as the key's own check would not find it.
         SELECT count(DISTINCT benchmark_id) INTO named FROM new_samples;
-        SELECT count(*) INTO found FROM (SELECT b.id FROM benchmarks b
+        SELECT count(*) INTO locked_count FROM (SELECT b.id FROM benchmarks b
             WHERE b.id IN (SELECT benchmark_id FROM new_samples) FOR KEY SHARE OF b) locked;
-        IF found < named THEN
+        IF locked_count < named THEN
             SELECT n.benchmark_id INTO missing FROM new_samples n
                 WHERE NOT EXISTS (SELECT 1 FROM benchmarks b WHERE b.id = n.benchmark_id) LIMIT 1;
             RAISE EXCEPTION 'insert or update on table \"samples\" violates its key on benchmarks: benchmark % does not exist', missing
@@ -183,7 +189,8 @@ const SAMPLE_KEY_PER_STATEMENT: &str = "ALTER TABLE samples DROP CONSTRAINT IF E
     CREATE TRIGGER samples_key_updated AFTER UPDATE ON samples
         REFERENCING NEW TABLE AS new_samples
         FOR EACH STATEMENT EXECUTE FUNCTION perfsleuth_samples_key();
-    CREATE FUNCTION perfsleuth_benchmarks_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+    CREATE FUNCTION perfsleuth_benchmarks_deleted() RETURNS trigger LANGUAGE plpgsql
+    SET search_path FROM CURRENT AS $$
     BEGIN
         DELETE FROM samples WHERE benchmark_id IN (SELECT id FROM old_benchmarks);
         RETURN NULL;

@@ -46,20 +46,14 @@ pub(crate) fn runs_with_uuids<D: Backend + ?Sized>(
     db: &D,
     uuids: &[&str],
 ) -> Result<BTreeMap<String, i64>, StoreError> {
+    let sql = format!(
+        "SELECT uuid, id FROM runs WHERE uuid IN ({}) AND project = ?{}",
+        *crate::queries::ID_PLACEHOLDERS,
+        crate::queries::ID_CHUNK + 1
+    );
     let mut held = BTreeMap::new();
-    for chunk in uuids.chunks(crate::queries::ID_CHUNK) {
-        let mut params = vals![db.project()].to_vec();
-        let marks: Vec<String> = chunk
-            .iter()
-            .map(|u| {
-                params.push(Val::from(*u));
-                format!("?{}", params.len())
-            })
-            .collect();
-        let sql = format!(
-            "SELECT uuid, id FROM runs WHERE project = ?1 AND uuid IN ({})",
-            marks.join(", ")
-        );
+    for mut params in crate::queries::text_params(uuids) {
+        params.push(Val::from(db.project()));
         for row in db.query(&sql, &params)? {
             held.insert(row.text(0)?, row.int(1)?);
         }

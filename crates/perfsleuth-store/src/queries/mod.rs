@@ -130,15 +130,27 @@ fn distinct(ids: &[i64]) -> Vec<i64> {
 /// the text is parsed and prepared anew for each chunk (a read of 100 000
 /// benchmarks' samples is 200 of them).
 pub(crate) fn id_params(ids: &[i64]) -> Vec<Vec<Val>> {
-    distinct(ids)
+    padded(distinct(ids).into_iter().map(Val::Int).collect())
+}
+
+/// [`id_params`] of text keys (UUIDs, hashes).
+pub(crate) fn text_params(keys: &[&str]) -> Vec<Vec<Val>> {
+    let mut keys = keys.to_vec();
+    keys.sort_unstable();
+    keys.dedup();
+    padded(keys.into_iter().map(Val::from).collect())
+}
+
+/// `values` in chunks of [`ID_CHUNK`], a short last one filled with its last value.
+fn padded(values: Vec<Val>) -> Vec<Vec<Val>> {
+    values
         .chunks(ID_CHUNK)
         .map(|c| {
-            let last = c[c.len() - 1];
+            let last = c[c.len() - 1].clone();
             c.iter()
-                .copied()
+                .cloned()
                 .chain(std::iter::repeat(last))
                 .take(ID_CHUNK)
-                .map(Val::Int)
                 .collect()
         })
         .collect()

@@ -238,11 +238,18 @@ pub trait RunWriter: Backend {
             .collect();
         let mut conflicts = 0;
         loop {
-            match ingest_batch(self, runs, &uuids, metric) {
+            let mut held_before = 0;
+            match ingest_batch(self, runs, &uuids, metric, &mut held_before) {
                 // Another connection stored one of these runs between our
                 // look-up and our insert (PostgreSQL writers do not
-                // serialise): the look-up finds it on the next try.
-                Err(StoreError::Conflict(_)) if conflicts < INGEST_CONFLICT_RETRIES => {
+                // serialise): the look-up finds it on the next try. Any
+                // other conflict (two samples of one iteration) is the
+                // data's, and trying again would not change it.
+                Err(StoreError::Conflict(what)) if conflicts < INGEST_CONFLICT_RETRIES => {
+                    let asked: Vec<&str> = uuids.iter().map(String::as_str).collect();
+                    if runs_with_uuids(self, &asked)?.len() <= held_before {
+                        return Err(StoreError::Conflict(what));
+                    }
                     conflicts += 1;
                 }
                 other => return other,
@@ -398,15 +405,14 @@ fn environment_ids<D: Backend + ?Sized>(db: &D, facts: &[String]) -> Result<Vec<
         .collect();
     distinct.sort_unstable();
     distinct.dedup_by(|a, b| a.0 == b.0);
+    let sql = format!(
+        "SELECT hash, id FROM environments WHERE hash IN ({})",
+        *crate::queries::ID_PLACEHOLDERS
+    );
     let find = |wanted: &[(&str, &str)]| -> Result<HashMap<String, i64>, StoreError> {
+        let hashes: Vec<&str> = wanted.iter().map(|(h, _)| *h).collect();
         let mut found = HashMap::new();
-        for chunk in wanted.chunks(crate::queries::ID_CHUNK) {
-            let params: Vec<Val> = chunk.iter().map(|(h, _)| Val::from(*h)).collect();
-            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("?{i}")).collect();
-            let sql = format!(
-                "SELECT hash, id FROM environments WHERE hash IN ({})",
-                marks.join(", ")
-            );
+        for params in crate::queries::text_params(&hashes) {
             for row in db.query(&sql, &params)? {
                 found.insert(row.text(0)?, row.int(1)?);
             }
@@ -728,17 +734,20 @@ pub struct Incoming<'r> {
     pub summaries: &'r [Option<MetricSummary>],
 }
 
-/// One try of [`RunWriter::ingest_runs`]: `uuids[i]` is `runs[i]`'s.
+/// One try of [`RunWriter::ingest_runs`]: `uuids[i]` is `runs[i]`'s;
+/// `held_before` is set to how many of them the project held.
 fn ingest_batch<D: Backend + ?Sized>(
     db: &D,
     runs: &[Incoming<'_>],
     uuids: &[String],
     metric: Metric,
+    held_before: &mut usize,
 ) -> Result<Vec<Ingested>, StoreError> {
     let place = db.location();
     transaction(db, true, || {
         let asked: Vec<&str> = uuids.iter().map(String::as_str).collect();
         let held = runs_with_uuids(db, &asked)?;
+        *held_before = held.len();
         // The place in `runs` of each new UUID's first run: a run given
         // twice is stored once.
         let mut first: HashMap<&str, usize> = HashMap::new();
@@ -749,6 +758,9 @@ fn ingest_batch<D: Backend + ?Sized>(
                 fresh.push(i);
             }
         }
+        // Inserted in UUID order: two writers' overlapping batches then take
+        // the UUID index's locks in one order and wait, not deadlock.
+        fresh.sort_unstable_by(|&a, &b| uuids[a].cmp(&uuids[b]));
         let rows: Vec<NewRun<'_>> = fresh
             .iter()
             .map(|&i| NewRun {
