@@ -125,12 +125,12 @@ async fn allow(
         .await
 }
 
-/// The request body, at most `state.body_limit` bytes, within
-/// `state.body_timeout` (408 after it) and before the server stops (503,
-/// which `push` retries against the next server).
-async fn read_body(request: Request, state: &State) -> Result<Vec<u8>, ApiError> {
+/// The request body, at most `limit` bytes (an upload's: the server's
+/// `body_limit`), within `state.body_timeout` (408 after it) and before the
+/// server stops (503, which `push` retries against the next server).
+async fn read_body(request: Request, state: &State, limit: usize) -> Result<Vec<u8>, ApiError> {
     let mut stopping = state.stopping.clone();
-    let read = tokio::time::timeout(state.body_timeout, read_limited(request, state.body_limit));
+    let read = tokio::time::timeout(state.body_timeout, read_limited(request, limit));
     tokio::select! {
         read = read => read.unwrap_or_else(|_| Err(ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
@@ -222,7 +222,7 @@ async fn ingest(
     // Authorized before the body is read: no one without a token makes the
     // server buffer 32 MiB.
     allow(&state, &project, &headers, Scope::Ingest).await?;
-    let body = read_body(request, &state).await?;
+    let body = read_body(request, &state, state.body_limit).await?;
     let export: RunExport = schema::read_document(utf8(&body)?).map_err(|e| {
         ApiError::bad_request(
             format!("the body is not a perfsleuth/run document: {e}"),
@@ -281,7 +281,7 @@ async fn ingest_batch(
     request: Request,
 ) -> Result<Response, ApiError> {
     allow(&state, &project, &headers, Scope::Ingest).await?;
-    let body = read_body(request, &state).await?;
+    let body = read_body(request, &state, state.body_limit).await?;
     let batch: RunBatchDoc = schema::read_document(utf8(&body)?).map_err(|e| {
         ApiError::bad_request(
             format!("the body is not a perfsleuth/run-batch document: {e}"),
@@ -304,9 +304,13 @@ async fn ingest_batch(
         .into_iter()
         .enumerate()
         .map(|(i, run)| {
-            accepted(run).map_err(|e| ApiError {
-                error: format!("run {} of {total} in the batch: {}", i + 1, e.error),
-                ..e
+            accepted(run).map_err(|e| match total {
+                // A batch of one (a push's retry of a refused batch) is the run.
+                1 => e,
+                _ => ApiError {
+                    error: format!("run {} of {total} in the batch: {}", i + 1, e.error),
+                    ..e
+                },
             })
         })
         .collect::<Result<Vec<Run>, ApiError>>()?;
@@ -353,7 +357,7 @@ async fn held(
             reader_or_pusher(s, &name, asker.as_deref())
         })
         .await?;
-    let body = read_limited(request, HELD_BODY_LIMIT).await?;
+    let body = read_body(request, &state, HELD_BODY_LIMIT).await?;
     let asked: RunUuidsDoc = schema::read_document(utf8(&body)?).map_err(|e| {
         ApiError::bad_request(
             format!("the body is not a perfsleuth/run-uuids document: {e}"),

@@ -2,7 +2,8 @@
 //! already holds, retrying with backoff through network errors and 5xx.
 //!
 //! A retried upload can never duplicate a run: the server stores runs by
-//! UUID, and the client asks (`HEAD …/runs/{uuid}`) before sending one.
+//! UUID, and the client asks which it holds (`POST …/runs/held`, or a
+//! `HEAD …/runs/{uuid}` a run of an older server) before sending any.
 
 use crate::API_PREFIX;
 use crate::api::MAX_HELD_UUIDS;
@@ -54,6 +55,9 @@ pub enum Pushed {
     /// Already on the server (found before sending, or the server said so); its id when known.
     Present(Option<i64>),
 }
+
+/// What happened to one run of a batch, and the attempts it took.
+pub type RunPushed = (Result<Pushed, PushError>, u32);
 
 /// A push that failed: the server refused it (`status` set), or every attempt failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -163,7 +167,7 @@ impl Client {
             match self.with_retries(&mut failed, || self.send("HEAD", &url, None)) {
                 Ok(a) if a.status == 200 => return (Ok(Pushed::Present(None)), answered(failed)),
                 Ok(a) if a.status == 404 => {}
-                Ok(a) => return (Err(refusal(&a, &self.project)), answered(failed)),
+                Ok(a) => return (Err(refusal(&a, &self.project, "the run")), answered(failed)),
                 Err(e) => return (Err(e), failed),
             }
         }
@@ -197,25 +201,36 @@ impl Client {
                     }),
                 }
             }
-            Ok(a) => Err(refusal(&a, &self.project)),
+            Ok(a) => Err(refusal(&a, &self.project, "the run")),
             Err(e) => Err(e),
         };
         (result, attempts)
     }
 
-    /// Which of `uuids` the project holds (UUID → server id), asked a
-    /// [`MAX_HELD_UUIDS`] at a time with one request each, and the attempts
-    /// it took; `Ok(None)` from a server too old to answer in one request
-    /// (ask run by run then, [`Client::push_lazily`]).
+    /// Which of `uuids` the project holds (UUID → server id, in lower
+    /// case), asked a [`MAX_HELD_UUIDS`] at a time with one request each
+    /// (one even for none: it tells an older server apart), and the
+    /// attempts it took; `Ok(None)` from a server too old to answer in one
+    /// request (ask run by run then, [`Client::push_lazily`]). What is not
+    /// a UUID is not asked about: the server could hold no run by it.
     pub fn held(&self, uuids: &[&str]) -> (Result<Option<BTreeMap<String, i64>>, PushError>, u32) {
         let mut failed = 0;
         let mut held = BTreeMap::new();
         let url = format!("{}/held", self.runs_url());
-        for chunk in uuids.chunks(MAX_HELD_UUIDS) {
+        let asked: Vec<String> = uuids
+            .iter()
+            .filter(|u| perfsleuth_sides::is_uuid(u))
+            .map(|u| u.to_ascii_lowercase())
+            .collect();
+        let mut chunks: Vec<&[String]> = asked.chunks(MAX_HELD_UUIDS).collect();
+        if chunks.is_empty() {
+            chunks.push(&[]);
+        }
+        for chunk in chunks {
             let doc = RunUuidsDoc {
                 schema: RunUuidsDoc::SCHEMA.to_string(),
                 schema_version: RunUuidsDoc::VERSION,
-                uuids: chunk.iter().map(|u| u.to_string()).collect(),
+                uuids: chunk.to_vec(),
             };
             let body = match serde_json::to_vec(&doc) {
                 Ok(b) => b,
@@ -230,7 +245,7 @@ impl Client {
                 return (Ok(None), failed + 1);
             }
             if a.status != 200 {
-                return (Err(refusal(&a, &self.project)), failed + 1);
+                return (Err(refusal(&a, &self.project, "the question")), failed + 1);
             }
             match schema::read_document::<HeldDoc>(&a.body) {
                 Ok(doc) => held.extend(doc.runs.into_iter().map(|r| (r.uuid, r.id))),
@@ -241,49 +256,50 @@ impl Client {
     }
 
     /// Sends `batch`'s runs in one request, stored on the server in one
-    /// transaction, and the attempts it took. `Ok`: what happened to each
-    /// run, in order, up to the first that failed (the rest are not tried);
-    /// `Err`: none was stored. A batch the server refuses as a whole for
-    /// what one of its runs holds (400, 413, 422) is sent again a run at a
-    /// time, so the runs before that one are stored and the refusal names it.
+    /// transaction. `Ok`: what happened to each run and the attempts it
+    /// took, in order, up to the first that failed (the rest are not
+    /// tried); `Err`: none was stored, and the attempts the batch took. A
+    /// batch the server refuses as a whole for what one of its runs holds
+    /// (400, 413, 422) is sent again a run at a time, so the runs before
+    /// that one are stored and the refusal names it.
     pub fn push_batch(
         &self,
         batch: &Batch,
-    ) -> (Result<Vec<Result<Pushed, PushError>>, PushError>, u32) {
+    ) -> Result<Vec<RunPushed>, (PushError, u32)> {
         let mut failed = 0;
         let (url, body) = (format!("{}/batch", self.runs_url()), batch.body());
         let answer = self.with_retries(&mut failed, || self.send("POST", &url, Some(&body)));
-        let a = match answer {
-            Ok(a) => a,
-            Err(e) => return (Err(e), failed),
-        };
-        let mut attempts = failed + 1;
+        let a = answer.map_err(|e| (e, failed))?;
+        let attempts = failed + 1;
         if matches!(a.status, 400 | 413 | 422) && batch.len() > 1 {
             let mut out = Vec::with_capacity(batch.len());
             for part in &batch.parts {
                 let one = Batch {
                     parts: vec![part.clone()],
                 };
-                let (result, tries) = self.push_batch(&one);
-                attempts += tries;
-                match result {
+                match self.push_batch(&one) {
                     Ok(mut pushed) => out.append(&mut pushed),
-                    Err(e) => out.push(Err(e)),
+                    Err((e, tries)) => out.push((Err(e), tries)),
                 }
-                if matches!(out.last(), Some(Err(_))) {
+                if matches!(out.last(), Some((Err(_), _))) {
                     break;
                 }
             }
-            return (Ok(out), attempts);
+            return Ok(out);
         }
         if a.status != 200 && a.status != 201 {
-            return (Err(refusal(&a, &self.project)), attempts);
+            let what = if batch.len() == 1 {
+                "the run"
+            } else {
+                "the batch"
+            };
+            return Err((refusal(&a, &self.project, what), attempts));
         }
         let doc = match schema::read_document::<IngestBatchDoc>(&a.body) {
             Ok(doc) if doc.runs.len() == batch.len() => doc,
             Ok(doc) => {
-                return (
-                    Err(PushError {
+                return Err((
+                    PushError {
                         message: format!(
                             "the server answered for {} runs of a batch of {}",
                             doc.runs.len(),
@@ -292,24 +308,24 @@ impl Client {
                         hint: "check that --server names a perfsleuth server".into(),
                         status: Some(a.status),
                         usage: true,
-                    }),
+                    },
                     attempts,
-                );
+                ));
             }
-            Err(e) => return (Err(not_ours(a.status, &e)), attempts),
+            Err(e) => return Err((not_ours(a.status, &e), attempts)),
         };
-        let pushed = doc
+        Ok(doc
             .runs
             .into_iter()
             .map(|r| {
-                Ok(if r.created {
+                let pushed = if r.created {
                     Pushed::Sent(r.id)
                 } else {
                     Pushed::Present(Some(r.id))
-                })
+                };
+                (Ok(pushed), attempts)
             })
-            .collect();
-        (Ok(pushed), attempts)
+            .collect())
     }
 
     /// Repeats `request` while it fails on the network or with a 5xx, 408
@@ -546,26 +562,22 @@ fn error_text(a: &Answer) -> String {
     }
 }
 
-/// A 4xx answer as an error the user can act on; a body-less answer (to
+/// A 4xx answer to a request about `what` ("the run", "the batch", "the
+/// question") as an error the user can act on; a body-less answer (to
 /// `HEAD`) is explained by its status.
-fn refusal(a: &Answer, project: &str) -> PushError {
+fn refusal(a: &Answer, project: &str, what: &str) -> PushError {
+    // A pusher gives its token through the environment, which the
+    // server's hint (for any API client) does not name.
+    let token_hint = || {
+        format!(
+            "set PERFSLEUTH_TOKEN to a token of project {project} (perfsleuth server token create --project {project} --scope ingest)"
+        )
+    };
     let (message, hint) = match serde_json::from_str::<ApiErrorDoc>(&a.body) {
-        // A pusher gives its token through the environment, which the
-        // server's hint (for any API client) does not name.
-        Ok(doc) if a.status == 401 => (
-            doc.error,
-            format!(
-                "set PERFSLEUTH_TOKEN to a token of project {project} (perfsleuth server token create --project {project} --scope ingest)"
-            ),
-        ),
+        Ok(doc) if a.status == 401 => (doc.error, token_hint()),
         Ok(doc) => (doc.error, doc.hint.unwrap_or_default()),
         Err(_) => match a.status {
-            401 => (
-                "the server needs a valid token".to_string(),
-                format!(
-                    "set PERFSLEUTH_TOKEN to a token of project {project} (perfsleuth server token create --project {project} --scope ingest)"
-                ),
-            ),
+            401 => ("the server needs a valid token".to_string(), token_hint()),
             403 => (
                 format!("the token may not upload to project {project}"),
                 format!("use a token of project {project} with the ingest scope"),
@@ -582,7 +594,7 @@ fn refusal(a: &Answer, project: &str) -> PushError {
         },
     };
     PushError {
-        message: format!("the server refused the run (HTTP {}): {message}", a.status),
+        message: format!("the server refused {what} (HTTP {}): {message}", a.status),
         hint,
         status: Some(a.status),
         usage: true,

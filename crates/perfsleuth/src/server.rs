@@ -515,7 +515,8 @@ fn send_runs(store: &dyn Store, client: &Client, listings: &[RunListing]) -> Vec
             return out;
         }
     };
-    // A run counts the question's unanswered tries with its own.
+    // A run sent counts the question's unanswered tries with its own; a
+    // failed one the tries its error message names.
     let unanswered = asking.saturating_sub(1);
     let mut out: Vec<Option<Outcome>> = listings.iter().map(|_| None).collect();
     let mut batch = Batch::default();
@@ -523,17 +524,20 @@ fn send_runs(store: &dyn Store, client: &Client, listings: &[RunListing]) -> Vec
     let mut failed = false;
     // Sends the batch; false when a run of it failed or none was stored.
     let send = |batch: &mut Batch, members: &mut Vec<usize>, out: &mut [Option<Outcome>]| {
-        let (result, attempts) = client.push_batch(batch);
-        let attempts = attempts + unanswered;
-        let complete = match result {
+        let complete = match client.push_batch(batch) {
             Ok(pushed) => {
-                let all = pushed.len() == members.len() && pushed.iter().all(Result::is_ok);
-                for (&i, p) in members.iter().zip(pushed) {
+                let all = pushed.len() == members.len() && pushed.iter().all(|(p, _)| p.is_ok());
+                for (&i, (p, attempts)) in members.iter().zip(pushed) {
+                    let attempts = if p.is_ok() {
+                        attempts + unanswered
+                    } else {
+                        attempts
+                    };
                     out[i] = Some(Outcome::Done(p, attempts));
                 }
                 all
             }
-            Err(e) => {
+            Err((e, attempts)) => {
                 out[members[0]] = Some(Outcome::Done(Err(e), attempts));
                 false
             }

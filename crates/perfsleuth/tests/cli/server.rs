@@ -1242,10 +1242,6 @@ fn a_push_into_a_database_outage_reports_every_run_and_one_count_of_attempts() {
     }
 }
 
-/// Issue 53: a run the server already holds is neither loaded nor exported
-/// by `push` (seconds for a big one): the server is asked first. Seen here
-/// through a run whose stored benchmark no longer loads — pushing it again
-/// says it is present; a run the server lacks still fails to load, clearly.
 /// A push of more runs than a batch holds (100) sends each once, in
 /// batches; pushed again, every run is found held, with its server id. A
 /// run the server refuses in a batch (its UUID is not one) is named, the
@@ -1336,6 +1332,83 @@ fn a_push_of_more_runs_than_a_batch_holds_stores_each_once_and_a_refused_one_is_
     assert!(refused.stderr.contains("not a UUID"), "{refused:?}");
 }
 
+/// A server started with a body limit below a batch's size (but above a
+/// run's) still gets every run: the batch it refuses with 413 is sent again
+/// a run at a time, each run at its first attempt.
+#[test]
+fn a_batch_over_the_servers_body_limit_is_sent_again_a_run_at_a_time() {
+    let team_box = Sandbox::new();
+    let team = format!("sqlite:{}", team_box.path("team.db").display());
+    let secret = token(&team_box, &team, "app", "ingest,read");
+    let one = serde_json::to_vec(&synthetic_run(8, 0).run).unwrap().len();
+    let limit = (2 * one + 200).to_string();
+    let server = crate::common::serve_with(
+        &team_box,
+        &[
+            "serve",
+            "--store",
+            &team,
+            "--listen",
+            "127.0.0.1:0",
+            "--body-limit",
+            &limit,
+        ],
+    );
+    let ci = Sandbox::new();
+    let store = ci.store();
+    {
+        let mut local = perfsleuth_store::StoreUrl::parse(&store)
+            .unwrap()
+            .open()
+            .unwrap();
+        for i in 0..3 {
+            local.ingest_run(&synthetic_run(8, i).run).unwrap();
+        }
+    }
+    let out = with_push_env(
+        &ci,
+        &server.base,
+        &secret,
+        &["push", "--store", &store, "--json", "1", "2", "3"],
+    )
+    .ok();
+    let doc = parse_json(&out.stdout);
+    for r in doc["runs"].as_array().unwrap() {
+        assert_eq!(r["outcome"], "sent", "{doc}");
+        assert_eq!(r["attempts"], 1, "{doc}");
+    }
+    let (_, listing) = get(
+        &format!("{}/api/v1/projects/app/runs", server.base),
+        Some(&secret),
+    );
+    assert_eq!(parse_json(&listing)["runs"].as_array().unwrap().len(), 3);
+    // The batch of three was refused, then each run taken alone (the log
+    // is read by a thread of its own: its last lines may still be coming).
+    let batch_lines = || -> Vec<String> {
+        server
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains("POST /api/v1/projects/app/runs/batch "))
+            .cloned()
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while batch_lines().len() < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = server.log.lock().unwrap().clone();
+    let batches = batch_lines();
+    assert_eq!(batches.len(), 4, "{log:#?}");
+    assert!(batches[0].contains(" 413 "), "{log:#?}");
+    assert!(batches[1..].iter().all(|l| l.contains(" 201 ")), "{log:#?}");
+}
+
+/// Issue 53: a run the server already holds is neither loaded nor exported
+/// by `push` (seconds for a big one): the server is asked first. Seen here
+/// through a run whose stored benchmark no longer loads — pushing it again
+/// says it is present; a run the server lacks still fails to load, clearly.
 #[test]
 fn a_run_already_on_the_server_is_not_loaded_again_to_push_it() {
     let crate::common::Team {
