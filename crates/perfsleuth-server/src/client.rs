@@ -262,10 +262,7 @@ impl Client {
     /// batch the server refuses as a whole for what one of its runs holds
     /// (400, 413, 422) is sent again a run at a time, so the runs before
     /// that one are stored and the refusal names it.
-    pub fn push_batch(
-        &self,
-        batch: &Batch,
-    ) -> Result<Vec<RunPushed>, (PushError, u32)> {
+    pub fn push_batch(&self, batch: &Batch) -> Result<Vec<RunPushed>, (PushError, u32)> {
         let mut failed = 0;
         let (url, body) = (format!("{}/batch", self.runs_url()), batch.body());
         let answer = self.with_retries(&mut failed, || self.send("POST", &url, Some(&body)));
