@@ -383,9 +383,10 @@ fn push_ids(
         }
         listings.push(listing);
     }
-    let outcomes = send_runs(store, client, &listings);
     let mut first_failure: Option<(i64, PushError)> = None;
-    for (listing, outcome) in listings.iter().zip(outcomes) {
+    // Each run reported as soon as it and the runs before it are done.
+    let mut record = |i: usize, outcome: Outcome| {
+        let listing = &listings[i];
         let id = listing.id;
         let uuid = listing.uuid.clone().unwrap_or_default();
         let entry = match outcome {
@@ -446,7 +447,8 @@ fn push_ids(
             emit(&line, false);
         }
         doc.runs.push(entry);
-    }
+    };
+    send_runs(store, client, &listings, &mut record);
     let untried: Vec<String> = doc
         .runs
         .iter()
@@ -498,32 +500,74 @@ enum Outcome {
     Untried,
 }
 
+/// Outcomes handed on in the runs' order, each as soon as it and every one
+/// before it are known: a push of many batches reports as it goes.
+struct InOrder<'d> {
+    out: Vec<Option<Outcome>>,
+    next: usize,
+    done: &'d mut dyn FnMut(usize, Outcome),
+}
+
+impl InOrder<'_> {
+    /// Run `i`'s outcome, and those now due handed on.
+    fn set(&mut self, i: usize, outcome: Outcome) {
+        self.out[i] = Some(outcome);
+        while let Some(o) = self.out.get_mut(self.next).and_then(Option::take) {
+            (self.done)(self.next, o);
+            self.next += 1;
+        }
+    }
+
+    /// Hands on the rest; a run with no outcome was not tried.
+    fn finish(mut self) {
+        for i in self.next..self.out.len() {
+            let o = self.out[i].take().unwrap_or(Outcome::Untried);
+            (self.done)(i, o);
+        }
+    }
+}
+
 /// Sends the runs of `listings` the server lacks, a batch at a time (each
 /// one request and one transaction on the server), after asking once which
-/// it holds; what became of each run, in order. A run the server holds is
-/// neither loaded nor exported (seconds for a big one). After a failure the
-/// runs not yet sent are not tried: the next ones would fare the same.
-fn send_runs(store: &dyn Store, client: &Client, listings: &[RunListing]) -> Vec<Outcome> {
+/// it holds; hands what became of each run to `done`, in order. A run the
+/// server holds is neither loaded nor exported (seconds for a big one).
+/// After a failure the runs not yet sent are not tried: the next ones would
+/// fare the same.
+fn send_runs(
+    store: &dyn Store,
+    client: &Client,
+    listings: &[RunListing],
+    done: &mut dyn FnMut(usize, Outcome),
+) {
     let uuids: Vec<&str> = listings.iter().filter_map(|l| l.uuid.as_deref()).collect();
     let (asked, asking) = client.held(&uuids);
     let held = match asked {
         Ok(Some(held)) => held,
-        Ok(None) => return send_one_by_one(store, client, listings),
+        Ok(None) => return send_one_by_one(store, client, listings, done),
         Err(e) => {
-            let mut out = vec![Outcome::Done(Err(e), asking)];
-            out.extend(listings.iter().skip(1).map(|_| Outcome::Untried));
-            return out;
+            let mut order = InOrder {
+                out: listings.iter().map(|_| None).collect(),
+                next: 0,
+                done,
+            };
+            if !listings.is_empty() {
+                order.set(0, Outcome::Done(Err(e), asking));
+            }
+            return order.finish();
         }
     };
     // A run sent counts the question's unanswered tries with its own; a
     // failed one the tries its error message names.
     let unanswered = asking.saturating_sub(1);
-    let mut out: Vec<Option<Outcome>> = listings.iter().map(|_| None).collect();
+    let mut order = InOrder {
+        out: listings.iter().map(|_| None).collect(),
+        next: 0,
+        done,
+    };
     let mut batch = Batch::default();
     let mut members: Vec<usize> = Vec::new();
-    let mut failed = false;
     // Sends the batch; false when a run of it failed or none was stored.
-    let send = |batch: &mut Batch, members: &mut Vec<usize>, out: &mut [Option<Outcome>]| {
+    let send = |batch: &mut Batch, members: &mut Vec<usize>, order: &mut InOrder<'_>| {
         let complete = match client.push_batch(batch) {
             Ok(pushed) => {
                 let all = pushed.len() == members.len() && pushed.iter().all(|(p, _)| p.is_ok());
@@ -533,12 +577,12 @@ fn send_runs(store: &dyn Store, client: &Client, listings: &[RunListing]) -> Vec
                     } else {
                         attempts
                     };
-                    out[i] = Some(Outcome::Done(p, attempts));
+                    order.set(i, Outcome::Done(p, attempts));
                 }
                 all
             }
             Err((e, attempts)) => {
-                out[members[0]] = Some(Outcome::Done(Err(e), attempts));
+                order.set(members[0], Outcome::Done(Err(e), attempts));
                 false
             }
         };
@@ -552,41 +596,42 @@ fn send_runs(store: &dyn Store, client: &Client, listings: &[RunListing]) -> Vec
             .as_deref()
             .and_then(|u| held.get(&u.to_ascii_lowercase()));
         if let Some(&server_id) = present {
-            out[i] = Some(Outcome::Done(Ok(Pushed::Present(Some(server_id))), asking));
+            order.set(
+                i,
+                Outcome::Done(Ok(Pushed::Present(Some(server_id))), asking),
+            );
             continue;
         }
         let added = exported(store, listing.id).and_then(|run| batch.add(&run));
         if let Err(e) = added {
             // What was gathered before it goes; then the push stops here.
-            if batch.is_empty() || send(&mut batch, &mut members, &mut out) {
-                out[i] = Some(Outcome::Done(Err(e), asking));
+            if batch.is_empty() || send(&mut batch, &mut members, &mut order) {
+                order.set(i, Outcome::Done(Err(e), asking));
             }
-            failed = true;
-            break;
+            return order.finish();
         }
         members.push(i);
-        if batch.is_full() && !send(&mut batch, &mut members, &mut out) {
-            failed = true;
-            break;
+        if batch.is_full() && !send(&mut batch, &mut members, &mut order) {
+            return order.finish();
         }
     }
-    if !failed && !batch.is_empty() {
-        send(&mut batch, &mut members, &mut out);
+    if !batch.is_empty() {
+        send(&mut batch, &mut members, &mut order);
     }
-    out.into_iter()
-        .map(|o| o.unwrap_or(Outcome::Untried))
-        .collect()
+    order.finish();
 }
 
 /// [`send_runs`] to a server older than batches: a question and an upload a run.
-fn send_one_by_one(store: &dyn Store, client: &Client, listings: &[RunListing]) -> Vec<Outcome> {
-    let mut out = Vec::with_capacity(listings.len());
-    for listing in listings {
-        if matches!(
-            out.last(),
-            Some(Outcome::Done(Err(_), _) | Outcome::Untried)
-        ) {
-            out.push(Outcome::Untried);
+fn send_one_by_one(
+    store: &dyn Store,
+    client: &Client,
+    listings: &[RunListing],
+    done: &mut dyn FnMut(usize, Outcome),
+) {
+    let mut failed = false;
+    for (i, listing) in listings.iter().enumerate() {
+        if failed {
+            done(i, Outcome::Untried);
             continue;
         }
         let (result, attempts) = client.push_lazily(listing.uuid.as_deref(), || {
@@ -596,9 +641,9 @@ fn send_one_by_one(store: &dyn Store, client: &Client, listings: &[RunListing]) 
                 &run, &analysis,
             )))
         });
-        out.push(Outcome::Done(result, attempts));
+        failed = result.is_err();
+        done(i, Outcome::Done(result, attempts));
     }
-    out
 }
 
 /// Run `id` loaded to be sent; an error of the user's (exit 2) when it cannot be.
