@@ -178,11 +178,10 @@ async fn read_limited(request: Request, limit: usize) -> Result<Vec<u8>, ApiErro
         }
     }
     if total > limit {
-        return Err(ApiError {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            error: format!("the body is larger than {limit} bytes"),
-            hint: Some("start the server with a larger --body-limit".into()),
-        });
+        return Err(ApiError::too_large(
+            format!("the body is larger than {limit} bytes"),
+            "start the server with a larger --body-limit",
+        ));
     }
     Ok(kept)
 }
@@ -222,13 +221,13 @@ async fn ingest(
     // Authorized before the body is read: no one without a token makes the
     // server buffer 32 MiB.
     allow(&state, &project, &headers, Scope::Ingest).await?;
-    let body = read_body(request, &state, state.body_limit).await?;
-    let export: RunExport = schema::read_document(utf8(&body)?).map_err(|e| {
-        ApiError::bad_request(
-            format!("the body is not a perfsleuth/run document: {e}"),
-            "send the run export document (perfsleuth show --json RUN, or run --export-json)",
-        )
-    })?;
+    let export: RunExport = body_document(
+        request,
+        &state,
+        state.body_limit,
+        "send the run export document (perfsleuth show --json RUN, or run --export-json)",
+    )
+    .await?;
     let run = accepted(export.run)?;
     let summaries = wall_summaries(&run);
     // Authorized again with the body in hand: a token revoked while a
@@ -281,21 +280,20 @@ async fn ingest_batch(
     request: Request,
 ) -> Result<Response, ApiError> {
     allow(&state, &project, &headers, Scope::Ingest).await?;
-    let body = read_body(request, &state, state.body_limit).await?;
-    let batch: RunBatchDoc = schema::read_document(utf8(&body)?).map_err(|e| {
-        ApiError::bad_request(
-            format!("the body is not a perfsleuth/run-batch document: {e}"),
-            "send {\"schema\": \"perfsleuth/run-batch\", \"schema_version\": 1, \"runs\": [RUN, …]} (docs/SERVER.md)",
-        )
-    })?;
+    let batch: RunBatchDoc = body_document(
+        request,
+        &state,
+        state.body_limit,
+        "send {\"schema\": \"perfsleuth/run-batch\", \"schema_version\": 1, \"runs\": [RUN, …]} (docs/SERVER.md)",
+    )
+    .await?;
     if batch.runs.len() > MAX_BATCH_RUNS {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
+        return Err(ApiError::too_large(
             format!(
                 "the batch holds {} runs, more than {MAX_BATCH_RUNS}",
                 batch.runs.len()
             ),
-            Some(format!("send at most {MAX_BATCH_RUNS} runs a batch")),
+            format!("send at most {MAX_BATCH_RUNS} runs a batch"),
         ));
     }
     let total = batch.runs.len();
@@ -357,21 +355,20 @@ async fn held(
             reader_or_pusher(s, &name, asker.as_deref())
         })
         .await?;
-    let body = read_body(request, &state, HELD_BODY_LIMIT).await?;
-    let asked: RunUuidsDoc = schema::read_document(utf8(&body)?).map_err(|e| {
-        ApiError::bad_request(
-            format!("the body is not a perfsleuth/run-uuids document: {e}"),
-            "send {\"schema\": \"perfsleuth/run-uuids\", \"schema_version\": 1, \"uuids\": [UUID, …]}",
-        )
-    })?;
+    let asked: RunUuidsDoc = body_document(
+        request,
+        &state,
+        HELD_BODY_LIMIT,
+        "send {\"schema\": \"perfsleuth/run-uuids\", \"schema_version\": 1, \"uuids\": [UUID, …]}",
+    )
+    .await?;
     if asked.uuids.len() > MAX_HELD_UUIDS {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
+        return Err(ApiError::too_large(
             format!(
                 "{} UUIDs asked, more than {MAX_HELD_UUIDS}",
                 asked.uuids.len()
             ),
-            Some(format!("ask about at most {MAX_HELD_UUIDS} runs at a time")),
+            format!("ask about at most {MAX_HELD_UUIDS} runs at a time"),
         ));
     }
     // What is not a UUID names no run held: one bad UUID in a pusher's
@@ -417,12 +414,21 @@ fn reader_or_pusher(
     Ok(())
 }
 
-/// A body as text; 400 when it is not UTF-8.
-fn utf8(body: &[u8]) -> Result<&str, ApiError> {
-    std::str::from_utf8(body).map_err(|_| {
+/// The body ([`read_body`], at most `limit` bytes) as the document `D`;
+/// 400 with `hint` when it is not UTF-8 or not that document.
+async fn body_document<D: Document + serde::de::DeserializeOwned>(
+    request: Request,
+    state: &State,
+    limit: usize,
+    hint: &str,
+) -> Result<D, ApiError> {
+    let body = read_body(request, state, limit).await?;
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| ApiError::bad_request("the body is not UTF-8", hint))?;
+    schema::read_document(text).map_err(|e| {
         ApiError::bad_request(
-            "the body is not UTF-8",
-            "send a perfsleuth JSON document (docs/SERVER.md)",
+            format!("the body is not a {} document: {e}", D::SCHEMA),
+            hint,
         )
     })
 }

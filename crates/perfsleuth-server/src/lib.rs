@@ -103,6 +103,11 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, error, Some(hint.into()))
     }
 
+    /// 413: more than the server takes in one request.
+    pub fn too_large(error: impl Into<String>, hint: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, error, Some(hint.into()))
+    }
+
     /// 422: well-formed, but not something the server can store or answer.
     pub fn unprocessable(error: impl Into<String>, hint: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, error, Some(hint.into()))
