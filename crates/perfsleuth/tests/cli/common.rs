@@ -655,6 +655,21 @@ pub fn nothing_left(sb: &Sandbox, dir: &Path) {
     assert!(tmp.is_empty(), "left in TMPDIR: {tmp:?}");
 }
 
+/// Runs `sql` on the SQLite file `db` (Python's sqlite3: the tests link no
+/// SQLite of their own) and commits; it must succeed.
+pub fn sqlite_exec(db: &std::path::Path, sql: &str) {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()",
+            db.to_str().expect("a UTF-8 path"),
+            sql,
+        ])
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "{sql}: {out:?}");
+}
+
 /// `psql URL -qAtc SQL`: its output, trimmed; the statement must succeed.
 pub fn psql(url: &str, sql: &str) -> String {
     let out = std::process::Command::new("psql")

@@ -448,16 +448,7 @@ fn a_store_whose_version_does_not_match_its_tables_is_named_in_one_line() {
     for version in [0, 3] {
         let copy = sb.path(&format!("v{version}.db"));
         std::fs::copy(sb.db(), &copy).unwrap();
-        let ok = std::process::Command::new("python3")
-            .arg("-c")
-            .arg(format!(
-                "import sqlite3; c = sqlite3.connect('{}'); c.execute('PRAGMA user_version={version}'); c.commit()",
-                copy.display()
-            ))
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "python3 sqlite3");
+        crate::common::sqlite_exec(&copy, &format!("PRAGMA user_version={version}"));
         let before = std::fs::read(&copy).unwrap();
         let store = format!("sqlite:{}", copy.display());
         for args in [

@@ -1242,6 +1242,19 @@ fn a_push_into_a_database_outage_reports_every_run_and_one_count_of_attempts() {
     }
 }
 
+/// The URL of `sb`'s store, holding `runs` of [`synthetic_run`]'s runs of `pusher`.
+fn store_of_synthetic_runs(sb: &Sandbox, pusher: usize, runs: usize) -> String {
+    let store = sb.store();
+    let mut local = perfsleuth_store::StoreUrl::parse(&store)
+        .unwrap()
+        .open()
+        .unwrap();
+    for i in 0..runs {
+        local.ingest_run(&synthetic_run(pusher, i).run).unwrap();
+    }
+    store
+}
+
 /// A push of more runs than a batch holds (100) sends each once, in
 /// batches; pushed again, every run is found held, with its server id. A
 /// run the server refuses in a batch (its UUID is not one) is named, the
@@ -1256,16 +1269,7 @@ fn a_push_of_more_runs_than_a_batch_holds_stores_each_once_and_a_refused_one_is_
         server,
     } = crate::common::team();
     let ci = Sandbox::new();
-    let store = ci.store();
-    {
-        let mut local = perfsleuth_store::StoreUrl::parse(&store)
-            .unwrap()
-            .open()
-            .unwrap();
-        for i in 0..RUNS + 3 {
-            local.ingest_run(&synthetic_run(7, i).run).unwrap();
-        }
-    }
+    let store = store_of_synthetic_runs(&ci, 7, RUNS + 3);
     let ids: Vec<String> = (1..=RUNS).map(|i| i.to_string()).collect();
     let push = |ids: &[String]| {
         let mut args = vec!["push", "--store", &store, "--json"];
@@ -1307,17 +1311,13 @@ fn a_push_of_more_runs_than_a_batch_holds_stores_each_once_and_a_refused_one_is_
     assert_eq!(parse_json(&listing)["runs"].as_array().unwrap().len(), RUNS);
 
     // The middle one of the last three runs gets a UUID the server refuses.
-    let status = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
-             c.execute(\"UPDATE runs SET uuid = 'not-a-uuid' WHERE id = ?\", (int(sys.argv[2]),)); c.commit()",
-            ci.db().to_str().unwrap(),
-            &(RUNS + 2).to_string(),
-        ])
-        .output()
-        .unwrap();
-    assert!(status.status.success(), "{status:?}");
+    crate::common::sqlite_exec(
+        &ci.db(),
+        &format!(
+            "UPDATE runs SET uuid = 'not-a-uuid' WHERE id = {}",
+            RUNS + 2
+        ),
+    );
     let last: Vec<String> = (RUNS + 1..=RUNS + 3).map(|i| i.to_string()).collect();
     let refused = push(&last);
     assert_eq!(refused.code, 2, "{refused:?}");
@@ -1355,16 +1355,7 @@ fn a_batch_over_the_servers_body_limit_is_sent_again_a_run_at_a_time() {
         ],
     );
     let ci = Sandbox::new();
-    let store = ci.store();
-    {
-        let mut local = perfsleuth_store::StoreUrl::parse(&store)
-            .unwrap()
-            .open()
-            .unwrap();
-        for i in 0..3 {
-            local.ingest_run(&synthetic_run(8, i).run).unwrap();
-        }
-    }
+    let store = store_of_synthetic_runs(&ci, 8, 3);
     let out = with_push_env(
         &ci,
         &server.base,
@@ -1434,16 +1425,7 @@ fn a_run_already_on_the_server_is_not_loaded_again_to_push_it() {
     .ok();
     assert_eq!(parse_json(&first.stdout)["runs"][0]["outcome"], "sent");
     // Both runs' benchmarks made unreadable (their argv is JSON).
-    let status = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
-             c.execute(\"UPDATE benchmarks SET argv = 'not json'\"); c.commit()",
-            ci.db().to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(status.status.success(), "{status:?}");
+    crate::common::sqlite_exec(&ci.db(), "UPDATE benchmarks SET argv = 'not json'");
     let again = with_push_env(
         &ci,
         &server.base,
