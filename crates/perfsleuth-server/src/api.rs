@@ -229,15 +229,10 @@ async fn ingest(
     )
     .await?;
     let run = accepted(export.run)?;
-    let summaries = wall_summaries(&run);
-    // Authorized again with the body in hand: a token revoked while a
-    // large upload was on its way stores nothing.
-    let done = state
-        .authorized(&project, bearer(&headers)?, Scope::Ingest, move |s| {
-            Ok(s.ingest_run_summarized(&run, Metric::Wall, &summaries)?)
-        })
-        .await?;
-    let doc = ingested(&project, done);
+    let doc = store_runs(&state, &project, &headers, vec![run])
+        .await?
+        .pop()
+        .ok_or_else(|| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "no run stored", None))?;
     let status = if doc.created {
         StatusCode::CREATED
     } else {
@@ -312,18 +307,7 @@ async fn ingest_batch(
             })
         })
         .collect::<Result<Vec<Run>, ApiError>>()?;
-    let summaries: Vec<_> = runs.iter().map(wall_summaries).collect();
-    let done = state
-        .authorized(&project, bearer(&headers)?, Scope::Ingest, move |s| {
-            let incoming: Vec<Incoming<'_>> = runs
-                .iter()
-                .zip(&summaries)
-                .map(|(run, summaries)| Incoming { run, summaries })
-                .collect();
-            Ok(s.ingest_runs(&incoming, Metric::Wall)?)
-        })
-        .await?;
-    let runs: Vec<IngestedRun> = done.into_iter().map(|d| ingested(&project, d)).collect();
+    let runs = store_runs(&state, &project, &headers, runs).await?;
     let status = if runs.iter().any(|r| r.created) {
         StatusCode::CREATED
     } else {
@@ -466,14 +450,36 @@ fn accepted(mut run: Run) -> Result<Run, ApiError> {
     Ok(run)
 }
 
-/// What the answer to an upload says of one run stored (or found held).
-fn ingested(project: &str, done: perfsleuth_store::Ingested) -> IngestedRun {
-    IngestedRun {
-        url: format!("{API_PREFIX}/projects/{project}/runs/{}", done.id),
-        id: done.id,
-        uuid: done.uuid,
-        created: done.created,
-    }
+/// Stores uploaded runs ([`accepted`]) in one transaction, each with the
+/// wall-time summaries the project page reads, and says what became of
+/// each. Authorized again with the body in hand: a token revoked while a
+/// large upload was on its way stores nothing.
+async fn store_runs(
+    state: &Arc<State>,
+    project: &str,
+    headers: &HeaderMap,
+    runs: Vec<Run>,
+) -> Result<Vec<IngestedRun>, ApiError> {
+    let summaries: Vec<_> = runs.iter().map(wall_summaries).collect();
+    let done = state
+        .authorized(project, bearer(headers)?, Scope::Ingest, move |s| {
+            let incoming: Vec<Incoming<'_>> = runs
+                .iter()
+                .zip(&summaries)
+                .map(|(run, summaries)| Incoming { run, summaries })
+                .collect();
+            Ok(s.ingest_runs(&incoming, Metric::Wall)?)
+        })
+        .await?;
+    Ok(done
+        .into_iter()
+        .map(|done| IngestedRun {
+            url: format!("{API_PREFIX}/projects/{project}/runs/{}", done.id),
+            id: done.id,
+            uuid: done.uuid,
+            created: done.created,
+        })
+        .collect())
 }
 
 #[derive(Deserialize)]
